@@ -1,0 +1,37 @@
+/* Shared error codes and allocation helpers for every Hone module.
+ * Functions return 0 or a negative HONE_E* code; out-of-memory aborts (redis style) instead of
+ * being threaded through every caller. No I/O beyond the abort message. */
+#ifndef HONE_COMMON_H
+#define HONE_COMMON_H
+
+#include <stddef.h>
+
+enum {
+    HONE_OK = 0,
+    HONE_EINVAL = -1,     /* bad argument or malformed input */
+    HONE_ENOENT = -2,     /* no such object or file */
+    HONE_EEXIST = -3,     /* already exists */
+    HONE_ERANGE = -4,     /* value out of range */
+    HONE_EIO = -5,        /* read/write failed */
+    HONE_EPARSE = -6,     /* could not parse (JSON, YAML, IDX, spec) */
+    HONE_ESTATE = -7,     /* operation not allowed in the current state */
+    HONE_ENOTSUP = -8,    /* not supported (e.g. CUDA op without a GPU) */
+    HONE_ECUDA = -9,      /* a CUDA or cuBLAS call failed */
+    HONE_ESQL = -10,      /* SQLite failed */
+    HONE_ELIMIT = -11,    /* a configured limit was exceeded */
+    HONE_ETIMEDOUT = -12, /* timed out */
+    HONE_ENUMERIC = -13,  /* numerical failure (non-finite, not positive definite) */
+};
+
+/* Short English text for a HONE_E* code; never NULL. */
+const char *hone_strerror(int code);
+
+/* Allocation that never returns NULL: prints a message and aborts when memory is exhausted. */
+void *hone_xmalloc(size_t n);
+void *hone_xcalloc(size_t count, size_t size);
+void *hone_xrealloc(void *p, size_t n);
+char *hone_xstrdup(const char *s);
+
+#define HONE_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+#endif

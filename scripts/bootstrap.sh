@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Hone needs to build, test and run the demo, when any are missing.
+# Safe to run again: it asks apt only for what dpkg does not already have.
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
+      libuv1-dev libsqlite3-dev libjansson-dev libyaml-dev libcurl4-openssl-dev libhttp-parser-dev
+      libopenblas-dev dataset-fashion-mnist python3 curl ca-certificates)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bootstrap: installing ${missing[*]}"
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,175 @@
+/* HTTP/1.1 server library for Hone: libuv event loop, http-parser, jansson bodies, routing with
+ * path parameters, limits against abusive clients, and JSON error bodies that name the field.
+ * Everything here runs on the loop thread; no function may be called from another thread. */
+#ifndef HONE_API_HTTP_H
+#define HONE_API_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <uv.h>
+
+typedef struct hone_http_server hone_http_server;
+typedef struct hone_http_req hone_http_req; /* one request: method, path, params, query, body */
+typedef struct hone_http_res hone_http_res; /* the answer to that request, under construction */
+
+/* ---- limits ---------------------------------------------------------------------------------- */
+
+typedef struct hone_http_limits {
+    size_t max_header_bytes;     /* request line + headers; beyond: 431. Default 16 KiB */
+    size_t max_body_bytes;       /* decoded body (chunked or not); beyond: 413. Default 1 MiB */
+    int max_json_depth;          /* nesting of arrays/objects in JSON bodies; beyond: 400. 32 */
+    size_t max_string_bytes;     /* longest JSON string in a body; beyond: 400. Default 64 KiB */
+    unsigned idle_timeout_ms;    /* keep-alive connection with nothing to do is closed. 30 s */
+    unsigned request_timeout_ms; /* first byte to last byte of one request; beyond: 408. 30 s */
+    int max_connections;         /* more are answered 503 and closed. Default 1024 */
+    int max_pipelined;           /* parsed requests queued per connection before reading stops. 16 */
+} hone_http_limits;
+
+void hone_http_limits_default(hone_http_limits *l);
+
+/* ---- server ---------------------------------------------------------------------------------- */
+
+/* A route handler, called on the loop thread. It answers with one of the hone_http_res_* answering
+ * functions (json, error, text, take, empty, stream_*) either before it returns, or later from the
+ * loop (a long-poll, or after uv_queue_work): a deferred answer. req and res stay valid until
+ * answered; after the answer (or after the abort callback, see hone_http_res_on_abort) they are
+ * gone. A request is never answered twice: later answering calls are ignored. */
+typedef void (*hone_http_handler)(hone_http_req *req, hone_http_res *res, void *ud);
+
+/* Runs after routing, before the handler of every matched route (auth, rate limits). Returns 0 to
+ * let the handler run, non-zero after having answered the request itself (e.g. 401). */
+typedef int (*hone_http_filter)(hone_http_req *req, hone_http_res *res, void *ud);
+
+/* Called once per answered request (also for errors the server produces itself, such as 404 or
+ * 431; then method and path may be "-"). micros: from the request's first byte to the answer. */
+typedef void (*hone_http_access_log)(const char *method, const char *path, int status,
+                                     uint64_t micros, void *ud);
+
+typedef struct hone_http_stats {
+    uint64_t connections_open, connections_total, connections_rejected;
+    uint64_t requests_total, responses_2xx, responses_4xx, responses_5xx;
+} hone_http_stats;
+
+/* limits may be NULL for the defaults; they are copied. */
+int hone_http_server_new(uv_loop_t *loop, const hone_http_limits *limits, hone_http_server **out);
+
+/* pattern: "/api/v1/jobs/{id}/metrics"; {name} matches one non-empty path segment, passed to the
+ * handler percent-decoded (hone_http_req_param). method: "GET", "POST", ... (GET routes answer
+ * HEAD too). Literal segments win over {params} when several routes match. A path that matches some
+ * route but not its method gets 405 with an Allow header; no match: 404. One trailing '/' in a
+ * request path is ignored. Returns HONE_EINVAL for a malformed pattern, HONE_EEXIST for a
+ * duplicate. */
+int hone_http_route(hone_http_server *s, const char *method, const char *pattern,
+                    hone_http_handler h, void *ud);
+/* Same, with a body limit of its own for this route (uploads); 0 means the server's limit. */
+int hone_http_route_ex(hone_http_server *s, const char *method, const char *pattern,
+                       size_t max_body_bytes, hone_http_handler h, void *ud);
+
+void hone_http_set_filter(hone_http_server *s, hone_http_filter f, void *ud);
+void hone_http_set_access_log(hone_http_server *s, hone_http_access_log f, void *ud);
+void hone_http_server_stats(const hone_http_server *s, hone_http_stats *out);
+
+/* Binds and listens; host "127.0.0.1", "0.0.0.0", "::1"...; port 0 picks a free port, written to
+ * *bound_port (may be NULL). Returns HONE_EIO (bind failed, e.g. port in use) or HONE_EINVAL. */
+int hone_http_listen(hone_http_server *s, const char *host, int port, int *bound_port);
+
+/* Stops listening, closes every connection (deferred requests get their abort callbacks), and calls
+ * done(arg) from the loop once all handles are closed. Then call hone_http_server_free. */
+void hone_http_server_close(hone_http_server *s, void (*done)(void *arg), void *arg);
+/* Frees a closed server (or one that never listened and was closed). NULL is fine. */
+void hone_http_server_free(hone_http_server *s);
+
+/* ---- request --------------------------------------------------------------------------------- */
+
+const char *hone_http_req_method(const hone_http_req *req); /* "GET", "POST", ... */
+const char *hone_http_req_path(const hone_http_req *req);   /* raw path, no query: "/api/v1/x" */
+const char *hone_http_req_route(const hone_http_req *req);  /* the matched pattern, or NULL */
+/* Percent-decoded {name} from the route pattern; NULL when the pattern has no such name. */
+const char *hone_http_req_param(const hone_http_req *req, const char *name);
+/* Percent-decoded (and '+' as space) value of the first ?name=...; "" for "?name"; NULL if absent. */
+const char *hone_http_req_query(const hone_http_req *req, const char *name);
+/* First header of that name (case-insensitive); NULL if absent. */
+const char *hone_http_req_header(const hone_http_req *req, const char *name);
+/* Raw body (NUL-terminated for convenience; may contain NULs); *len may be NULL. */
+const char *hone_http_req_body(const hone_http_req *req, size_t *len);
+const char *hone_http_req_peer(const hone_http_req *req); /* "127.0.0.1:53122" or "-" */
+/* A pointer for the filter to hand to the handler (e.g. the authenticated principal); not freed. */
+void hone_http_req_set_data(hone_http_req *req, void *data);
+void *hone_http_req_data(const hone_http_req *req);
+
+/* Parses the body as a JSON object within the server's limits. On success returns a new reference
+ * (json_decref it). Otherwise answers the request itself and returns NULL: 415 (Content-Type not
+ * application/json), 400 (empty, malformed: the message names line and column; too deep; string
+ * too long; duplicate key), 422 (valid JSON but not an object). */
+json_t *hone_http_req_json(hone_http_req *req, hone_http_res *res);
+
+/* ---- response -------------------------------------------------------------------------------- */
+
+/* Adds a response header; call before answering. HONE_EINVAL for CR/LF or a reserved name
+ * (Content-Length, Transfer-Encoding, Connection), HONE_ESTATE once answered. */
+int hone_http_res_header(hone_http_res *res, const char *name, const char *value);
+
+/* Answering functions: each sends the whole response (with Content-Length) and ends the request. */
+void hone_http_res_json(hone_http_res *res, int status, json_t *body /* stolen; NULL: {} */);
+void hone_http_res_text(hone_http_res *res, int status, const char *content_type, const char *body,
+                        size_t len);
+/* Like res_text but takes ownership of body (allocated with malloc/hone_xmalloc). */
+void hone_http_res_take(hone_http_res *res, int status, const char *content_type, char *body,
+                        size_t len);
+void hone_http_res_empty(hone_http_res *res, int status); /* e.g. 204 */
+/* Body {"error": {"status": 422, "code": "unprocessable_entity", "message": "...", "field": "x"}};
+ * "field" is left out when field is NULL. */
+void hone_http_res_error(hone_http_res *res, int status, const char *field, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Streaming (live metrics, logs): a chunked response (close-delimited for HTTP/1.0 clients). The
+ * request counts as answered only at stream_end. stream_write returns HONE_ESTATE when the client
+ * has gone (then call stream_end, or rely on the abort callback). */
+int hone_http_res_stream_start(hone_http_res *res, int status, const char *content_type);
+int hone_http_res_stream_write(hone_http_res *res, const void *data, size_t len);
+void hone_http_res_stream_end(hone_http_res *res);
+
+/* For deferred answers: cb runs when the client disconnects (or the server closes) before the
+ * answer. After cb returns, req and res are freed: cb must drop every pointer to them. Without an
+ * abort callback, a deferred res outlives its connection until answered (the answer is dropped). */
+void hone_http_res_on_abort(hone_http_res *res, void (*cb)(hone_http_res *res, void *ud), void *ud);
+
+/* "bad_request", "not_found", ... for an HTTP status; "error" for unknown ones. */
+const char *hone_http_status_code(int status);
+const char *hone_http_status_reason(int status); /* "Not Found" */
+
+/* ---- JSON body validation -------------------------------------------------------------------- */
+
+typedef enum hone_json_type {
+    HONE_JSON_ANY = 0,
+    HONE_JSON_STRING,
+    HONE_JSON_INT, /* a JSON integer (no fraction, no exponent) */
+    HONE_JSON_NUMBER,
+    HONE_JSON_BOOL,
+    HONE_JSON_OBJECT,
+    HONE_JSON_ARRAY,
+} hone_json_type;
+
+/* One allowed member of a JSON object. Meant for designated initialisers:
+ *   {.name = "lr", .type = HONE_JSON_NUMBER, .required = 1, .has_range = 1, .min = 0, .max = 1} */
+typedef struct hone_json_field {
+    const char *name;
+    hone_json_type type;
+    int required;
+    int nullable;                   /* JSON null accepted (as if absent) */
+    size_t min_len, max_len;        /* strings: bytes; arrays: items; max_len 0 = no limit */
+    const char *const *enum_values; /* strings: NULL-terminated list of allowed values, or NULL */
+    int has_range;                  /* numbers: min <= value <= max */
+    double min, max;
+} hone_json_field;
+
+/* Checks obj against fields: unknown member, wrong type, missing required member, string too
+ * short/long, value not in enum, number out of range. On the first problem answers 422 with
+ * "field" naming the member (prefix.name when prefix is non-NULL, for nested objects) and returns
+ * HONE_EINVAL; returns 0 when obj conforms. res may be NULL to check without answering. */
+int hone_json_check(json_t *obj, const hone_json_field *fields, size_t n, hone_http_res *res);
+int hone_json_check_prefix(json_t *obj, const char *prefix, const hone_json_field *fields,
+                           size_t n, hone_http_res *res);
+
+#endif

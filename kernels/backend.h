@@ -1,0 +1,166 @@
+/* kernels/backend.h: private contract between dispatch.c and the two backends. dispatch.c checks
+ * the context's device and calls cpu_xxx (kernels/cpu/) or cuda_xxx (kernels/cuda/) with the same
+ * arguments as the public hone_k_xxx; arguments are already validated. Not installed, not public.
+ * The random streams below are defined here, bit for bit, so both backends draw the same masks. */
+#ifndef HONE_KERNELS_BACKEND_H
+#define HONE_KERNELS_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels.h"
+
+#ifdef __CUDACC__
+#define HONE_HD __host__ __device__ __forceinline__
+#else
+#define HONE_HD static inline
+#endif
+
+struct hone_kctx {
+    hone_device dev;
+    int threads;    /* CPU worker threads (>= 1) */
+    hone_math math; /* set by hone_k_set_math; the CUDA backend reads it at each GEMM/conv */
+    void *cuda;     /* CUDA backend state (stream, cuBLAS handle, ...): owned by cuda_ctx_* */
+};
+
+struct hone_kgraph {
+    hone_kctx *k;
+    void (*fn)(void *arg);
+    void *arg;
+    void *cuda; /* CUDA backend state (cudaGraphExec_t, ...): owned by cuda_graph_* */
+};
+
+/* ------------------------------------------------------------------ shared random streams
+ * Every random draw is a pure function of (seed, counter, index):
+ *   hone_rng_u32(seed, ctr, i) = (uint32_t)(hone_mix64(seed ^ hone_mix64(ctr * A + i * B + C)) >> 32)
+ * with A, B, C the constants below and hone_mix64 the splitmix64 finaliser.
+ * hone_rng_unit(seed, ctr, i) = (hone_rng_u32(...) >> 8) * 2^-24, in [0, 1).
+ *
+ * dropout_fwd: c = *counter; for element i: keep = hone_rng_unit(seed, c, i) >= p;
+ *   mask[i] = keep; y[i] = keep ? x[i] / (1 - p) : 0; then *counter = c + 1 (after every element
+ *   has read c). p == 0: mask all 1, y = x, counter still advances.
+ * augment: c = *counter; for image j: u = hone_rng_u32(seed, c, j);
+ *   flip = flip_enabled && (u & 1); dx = (int)((u >> 1) % (2*shift+1)) - shift;
+ *   dy = (int)((u >> 17) % (2*shift+1)) - shift   (shift == 0: dx = dy = 0);
+ *   out[y][x] = in[y - dy][flip ? (w - 1 - (x - dx)) : (x - dx)], zero outside; i.e. shift first
+ *   by (dx, dy), then mirror the source column. Applied to every channel; then *counter = c + 1.
+ * permutation(seed, epoch): key[i] = hone_rng_u32(seed, epoch, i); idx = 0..n-1 sorted by
+ *   (key ascending, i ascending) -- a stable radix sort of (key, i) pairs gives the same answer. */
+#define HONE_RNG_A 0x9E3779B97F4A7C15ULL
+#define HONE_RNG_B 0xD1B54A32D192ED03ULL
+#define HONE_RNG_C 0x8CB92BA72F3D8DD7ULL
+
+HONE_HD uint64_t hone_mix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+HONE_HD uint32_t hone_rng_u32(uint64_t seed, uint64_t ctr, uint64_t i)
+{
+    return (uint32_t)(hone_mix64(seed ^ hone_mix64(ctr * HONE_RNG_A + i * HONE_RNG_B + HONE_RNG_C)) >>
+                      32);
+}
+
+HONE_HD float hone_rng_unit(uint64_t seed, uint64_t ctr, uint64_t i)
+{
+    return (float)(hone_rng_u32(seed, ctr, i) >> 8) * (1.0f / 16777216.0f);
+}
+
+/* ------------------------------------------------------------------ op semantics both backends keep
+ * maxpool: p = (h - size) / stride + 1 (q likewise); idx[n,c,p,q] = the argmax's offset i*w + j
+ *   inside its (n,c) plane, the first maximum in row-major window order wins.
+ * batchnorm (training): mean and biased var over (n, hw); save_invstd = 1/sqrt(var + eps);
+ *   running_mean = (1-momentum)*running_mean + momentum*mean;
+ *   running_var = (1-momentum)*running_var + momentum*var*m/(m-1), m = n*hw (unbiased; m==1: var).
+ *   bwd overwrites dgamma, dbeta.
+ * softmax_xent: dlogits rows with label < 0 are zero; the divisor is the n passed in.
+ * conv: the workspace is hone_k_conv_workspace bytes of device memory, no other scratch. */
+
+#define HONE_BACKEND_DECLARE(P)                                                                    \
+    int P##_ctx_init(hone_kctx *k);                                                                \
+    void P##_ctx_release(hone_kctx *k);                                                            \
+    void *P##_alloc(hone_kctx *k, size_t bytes);                                                   \
+    void P##_free(hone_kctx *k, void *p);                                                          \
+    int P##_upload(hone_kctx *k, void *dst, const void *host_src, size_t bytes);                   \
+    int P##_download(hone_kctx *k, void *host_dst, const void *src, size_t bytes);                 \
+    int P##_copy(hone_kctx *k, void *dst, const void *src, size_t bytes);                          \
+    int P##_fill(hone_kctx *k, float *x, float v, size_t n);                                       \
+    int P##_sync(hone_kctx *k);                                                                    \
+    int P##_graph_capture(hone_kctx *k, hone_kgraph *g);                                           \
+    int P##_graph_launch(hone_kctx *k, hone_kgraph *g);                                            \
+    void P##_graph_release(hone_kgraph *g);                                                        \
+    int P##_gemm(hone_kctx *k, int transA, int transB, int M, int N, int K, float alpha,           \
+                 const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc); \
+    int P##_bias_add(hone_kctx *k, float *y, const float *b, int n, int c);                        \
+    int P##_bias_grad(hone_kctx *k, float *db, const float *dy, int n, int c, int accumulate);     \
+    size_t P##_conv_workspace(hone_kctx *k, const hone_conv_desc *d);                              \
+    int P##_conv_fwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,        \
+                     const float *b, float *y, void *ws);                                          \
+    int P##_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,        \
+                     const float *dy, float *dx, float *dw, float *db, void *ws);                  \
+    int P##_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,            \
+                        const float *x, float *y, int32_t *idx);                                   \
+    int P##_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,            \
+                        const float *dy, const int32_t *idx, float *dx);                           \
+    int P##_avgpool_global_fwd(hone_kctx *k, int n, int c, int h, int w, const float *x,           \
+                               float *y);                                                          \
+    int P##_avgpool_global_bwd(hone_kctx *k, int n, int c, int h, int w, const float *dy,          \
+                               float *dx);                                                         \
+    int P##_upsample_fwd(hone_kctx *k, int n, int c, int h, int w, int factor, const float *x,     \
+                         float *y);                                                                \
+    int P##_upsample_bwd(hone_kctx *k, int n, int c, int h, int w, int factor, const float *dy,    \
+                         float *dx);                                                               \
+    int P##_relu_fwd(hone_kctx *k, const float *x, float *y, size_t n);                            \
+    int P##_relu_bwd(hone_kctx *k, const float *y, const float *dy, float *dx, size_t n);          \
+    int P##_sigmoid_fwd(hone_kctx *k, const float *x, float *y, size_t n);                         \
+    int P##_sigmoid_bwd(hone_kctx *k, const float *y, const float *dy, float *dx, size_t n);       \
+    int P##_dropout_fwd(hone_kctx *k, const float *x, float *y, uint8_t *mask, size_t n, float p,  \
+                        uint64_t seed, uint64_t *counter);                                         \
+    int P##_dropout_bwd(hone_kctx *k, const float *dy, const uint8_t *mask, float *dx, size_t n,   \
+                        float p);                                                                  \
+    int P##_axpy(hone_kctx *k, float a, const float *x, float *y, size_t n);                       \
+    int P##_scale(hone_kctx *k, float *x, float a, size_t n);                                      \
+    int P##_batchnorm_fwd(hone_kctx *k, int n, int c, int hw, const float *x, const float *gamma,  \
+                          const float *beta, float *running_mean, float *running_var,              \
+                          float momentum, float eps, int training, float *save_mean,               \
+                          float *save_invstd, float *y);                                           \
+    int P##_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const float *x, const float *dy,     \
+                          const float *gamma, const float *save_mean, const float *save_invstd,    \
+                          float *dx, float *dgamma, float *dbeta);                                 \
+    int P##_softmax_xent(hone_kctx *k, const float *logits, const int32_t *labels, int n,          \
+                         int classes, float *dlogits, float *loss_sum, float *correct);            \
+    int P##_gather_rows(hone_kctx *k, const float *src, const int32_t *src_labels,                 \
+                        const int32_t *idx, const int32_t *base_dev, int base, int n, int row,     \
+                        float *dst, int32_t *dst_labels);                                          \
+    int P##_counter_add(hone_kctx *k, int32_t *counter, int step);                                 \
+    int P##_permutation(hone_kctx *k, int32_t *idx, int n, uint64_t seed, uint64_t epoch);         \
+    int P##_augment(hone_kctx *k, float *x, int n, int c, int h, int w, int flip, int shift,       \
+                    uint64_t seed, uint64_t *counter);                                             \
+    int P##_sgd_step(hone_kctx *k, float *w, const float *grad, float *v, size_t n, float lr,      \
+                     const float *lr_dev, float momentum, float wd, int nesterov);                 \
+    int P##_adamw_step(hone_kctx *k, float *w, const float *grad, float *m, float *v, size_t n,    \
+                       float lr, const float *lr_dev, float beta1, float beta2, float eps,         \
+                       float wd, int t, const int32_t *t_dev);                                     \
+    int P##_sum(hone_kctx *k, const float *x, size_t n, float *out);                               \
+    int P##_device_count(void);                                                                    \
+    int P##_device_name(int i, char *buf, size_t len, size_t *mem_bytes);
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* cpu_device_count() returns 0 and cpu_device_name HONE_ENOTSUP; they exist for symmetry. */
+HONE_BACKEND_DECLARE(cpu)
+#ifdef HONE_HAVE_CUDA
+/* cuda_ctx_init: pick the current device, create stream/handles, store them in k->cuda; return
+ * HONE_ENOTSUP when no GPU is visible. cuda_device_count() must return 0 (not fail) then. */
+HONE_BACKEND_DECLARE(cuda)
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

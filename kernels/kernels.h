@@ -1,0 +1,168 @@
+/* kernels: the tensor ops the trainer uses, with one C API over two backends: a CPU reference
+ * backend (kernels/cpu/, OpenBLAS for GEMM) and a CUDA backend (kernels/cuda/, cuBLAS + our own
+ * kernels). All pointers passed to ops live on the context's device; all ops are enqueued on the
+ * context's stream (CUDA) and never synchronise or touch host memory, so a whole training step
+ * can be captured into a CUDA Graph. No I/O, no globals.
+ * Layout: dense float32, row-major; images NCHW. Ints are int32 on both backends. */
+#ifndef HONE_KERNELS_H
+#define HONE_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hone.h"
+
+typedef enum { HONE_DEV_CPU = 0, HONE_DEV_CUDA = 1 } hone_device;
+
+typedef struct hone_kctx hone_kctx;
+
+/* Creates a context. CUDA: HONE_ENOTSUP when the build has no CUDA or no GPU is present.
+ * threads: CPU worker threads (0 = all cores); ignored on CUDA. */
+int hone_kctx_new(hone_device dev, int threads, hone_kctx **out);
+void hone_kctx_free(hone_kctx *k);
+hone_device hone_kctx_device(const hone_kctx *k);
+/* 1 if this build has the CUDA backend and a GPU is visible. */
+int hone_cuda_available(void);
+/* Human-readable device names, e.g. "NVIDIA H100 80GB HBM3", for the worker's registration. */
+int hone_cuda_device_count(void);
+int hone_cuda_device_name(int i, char *buf, size_t len, size_t *mem_bytes);
+
+/* Memory on the context's device. alloc aborts on exhaustion (like hone_xmalloc). */
+void *hone_k_alloc(hone_kctx *k, size_t bytes);
+void hone_k_free(hone_kctx *k, void *p);
+int hone_k_upload(hone_kctx *k, void *dst, const void *host_src, size_t bytes);
+int hone_k_download(hone_kctx *k, void *host_dst, const void *src, size_t bytes);
+int hone_k_copy(hone_kctx *k, void *dst, const void *src, size_t bytes);
+int hone_k_fill(hone_kctx *k, float *x, float v, size_t n);
+/* Waits until all enqueued work is done and returns the first error seen (CUDA). */
+int hone_k_sync(hone_kctx *k);
+
+/* Graph capture of a sequence of ops (CUDA Graphs; the CPU backend runs the function directly
+ * on every replay). fn must enqueue the same work every time. */
+typedef struct hone_kgraph hone_kgraph;
+int hone_kgraph_capture(hone_kctx *k, void (*fn)(void *arg), void *arg, hone_kgraph **out);
+int hone_kgraph_launch(hone_kctx *k, hone_kgraph *g);
+void hone_kgraph_free(hone_kgraph *g);
+
+/* Math mode for GEMM/conv on CUDA: fp32, tf32 tensor cores, or bf16 operands with fp32 accum.
+ * The CPU backend always computes fp32. */
+typedef enum { HONE_MATH_FP32 = 0, HONE_MATH_TF32 = 1, HONE_MATH_BF16 = 2 } hone_math;
+void hone_k_set_math(hone_kctx *k, hone_math m);
+
+/* ------------------------------------------------------------------ dense */
+
+/* C[M,N] = alpha * op(A) op(B) + beta * C, row-major; op(A) is M x K, op(B) is K x N. */
+int hone_k_gemm(hone_kctx *k, int transA, int transB, int M, int N, int K, float alpha,
+                const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* y[n, c] += b[c] for an [n, c] matrix. */
+int hone_k_bias_add(hone_kctx *k, float *y, const float *b, int n, int c);
+/* db[c] (+)= sum_n dy[n, c]; accumulate=0 overwrites. */
+int hone_k_bias_grad(hone_kctx *k, float *db, const float *dy, int n, int c, int accumulate);
+
+/* ------------------------------------------------------------------ convolution (NCHW) */
+
+typedef struct hone_conv_desc {
+    int n, c, h, w;          /* input */
+    int k, r, s;             /* output channels, kernel height, width */
+    int stride, pad;         /* same in both directions */
+    int p, q;                /* output height, width: filled by hone_conv_desc_init */
+} hone_conv_desc;
+
+int hone_conv_desc_init(hone_conv_desc *d, int n, int c, int h, int w, int k, int r, int s,
+                        int stride, int pad);
+/* Scratch bytes the backend needs for forward/backward of this shape (im2col buffers etc.). */
+size_t hone_k_conv_workspace(hone_kctx *k, const hone_conv_desc *d);
+/* y[n,k,p,q] = conv(x, w[k,c,r,s]) + b[k] (b may be NULL). */
+int hone_k_conv_fwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
+                    const float *b, float *y, void *ws);
+/* dx (may be NULL: first layer), dw, db (may be NULL) from dy. dw/db are overwritten. */
+int hone_k_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
+                    const float *dy, float *dx, float *dw, float *db, void *ws);
+
+/* ------------------------------------------------------------------ pooling, resampling */
+
+/* 2x2-style max pooling with window `size` and `stride`; idx records the argmax (int32) for bwd. */
+int hone_k_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                       const float *x, float *y, int32_t *idx);
+int hone_k_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                       const float *dy, const int32_t *idx, float *dx);
+/* Global average pooling [n,c,h,w] -> [n,c]. */
+int hone_k_avgpool_global_fwd(hone_kctx *k, int n, int c, int h, int w, const float *x, float *y);
+int hone_k_avgpool_global_bwd(hone_kctx *k, int n, int c, int h, int w, const float *dy, float *dx);
+/* Nearest-neighbour upsampling by an integer factor (detection heads). */
+int hone_k_upsample_fwd(hone_kctx *k, int n, int c, int h, int w, int factor, const float *x,
+                        float *y);
+int hone_k_upsample_bwd(hone_kctx *k, int n, int c, int h, int w, int factor, const float *dy,
+                        float *dx);
+
+/* ------------------------------------------------------------------ elementwise */
+
+int hone_k_relu_fwd(hone_kctx *k, const float *x, float *y, size_t n);
+/* dx = dy * (y > 0); dx may alias dy. */
+int hone_k_relu_bwd(hone_kctx *k, const float *y, const float *dy, float *dx, size_t n);
+int hone_k_sigmoid_fwd(hone_kctx *k, const float *x, float *y, size_t n);
+int hone_k_sigmoid_bwd(hone_kctx *k, const float *y, const float *dy, float *dx, size_t n);
+/* Inverted dropout with keep probability 1-p; mask (uint8) is drawn from (seed, *counter) and
+ * *counter lives on the device so replays of a graph draw fresh masks (the op advances it). */
+int hone_k_dropout_fwd(hone_kctx *k, const float *x, float *y, uint8_t *mask, size_t n, float p,
+                       uint64_t seed, uint64_t *counter);
+int hone_k_dropout_bwd(hone_kctx *k, const float *dy, const uint8_t *mask, float *dx, size_t n,
+                       float p);
+/* y = a*x + y */
+int hone_k_axpy(hone_kctx *k, float a, const float *x, float *y, size_t n);
+int hone_k_scale(hone_kctx *k, float *x, float a, size_t n);
+
+/* ------------------------------------------------------------------ batch norm (NCHW, per channel) */
+
+/* Training mode: batch statistics, updates running mean/var with momentum; saves mean and
+ * inverse std for bwd. Inference (training=0): running statistics. */
+int hone_k_batchnorm_fwd(hone_kctx *k, int n, int c, int hw, const float *x, const float *gamma,
+                         const float *beta, float *running_mean, float *running_var, float momentum,
+                         float eps, int training, float *save_mean, float *save_invstd, float *y);
+int hone_k_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const float *x, const float *dy,
+                         const float *gamma, const float *save_mean, const float *save_invstd,
+                         float *dx, float *dgamma, float *dbeta);
+
+/* ------------------------------------------------------------------ losses and metrics */
+
+/* Softmax cross-entropy over [n, classes] logits with int32 labels. Writes dlogits = (softmax -
+ * onehot) / n (may be NULL for eval) and ADDS the summed loss and the number of correct argmax
+ * predictions to the device accumulators loss_sum[0] and correct[0] (so an epoch's metrics are
+ * read back once). Labels < 0 are ignored (padding). */
+int hone_k_softmax_xent(hone_kctx *k, const float *logits, const int32_t *labels, int n,
+                        int classes, float *dlogits, float *loss_sum, float *correct);
+
+/* ------------------------------------------------------------------ data on the device */
+
+/* dst[i, :] = src[idx[base + i], :] for i < n rows of `row` floats; labels likewise
+ * (labels may be NULL). base is read from the device int *base_dev when non-NULL (so a captured
+ * graph can walk through an epoch), else from base. Used for shuffled mini-batches. */
+int hone_k_gather_rows(hone_kctx *k, const float *src, const int32_t *src_labels,
+                       const int32_t *idx, const int32_t *base_dev, int base, int n, int row,
+                       float *dst, int32_t *dst_labels);
+/* Adds `step` to a device int (advances base_dev after each step inside a graph). */
+int hone_k_counter_add(hone_kctx *k, int32_t *counter, int step);
+/* Fills idx[0..n) with a permutation of 0..n-1 drawn from (seed, epoch); on the device. */
+int hone_k_permutation(hone_kctx *k, int32_t *idx, int n, uint64_t seed, uint64_t epoch);
+/* Random horizontal flip and translation by up to `shift` pixels (zero padded), per image. */
+int hone_k_augment(hone_kctx *k, float *x, int n, int c, int h, int w, int flip, int shift,
+                   uint64_t seed, uint64_t *counter);
+
+/* ------------------------------------------------------------------ optimisers (fused, in place) */
+
+/* SGD with momentum (and nesterov), L2 weight decay added to the gradient:
+ * g = grad + wd*w; v = mu*v + g; w -= lr * (nesterov ? g + mu*v : v).
+ * lr is read from *lr_dev when non-NULL (schedules inside a captured graph), else from lr. */
+int hone_k_sgd_step(hone_kctx *k, float *w, const float *grad, float *v, size_t n, float lr,
+                    const float *lr_dev, float momentum, float wd, int nesterov);
+/* AdamW with decoupled weight decay; t (1-based step) read from *t_dev when non-NULL. */
+int hone_k_adamw_step(hone_kctx *k, float *w, const float *grad, float *m, float *v, size_t n,
+                      float lr, const float *lr_dev, float beta1, float beta2, float eps, float wd,
+                      int t, const int32_t *t_dev);
+
+/* ------------------------------------------------------------------ reductions */
+
+/* out[0] = sum of x (on the device). */
+int hone_k_sum(hone_kctx *k, const float *x, size_t n, float *out);
+
+#endif

@@ -1,0 +1,171 @@
+/* search: the AutoML brain as a pure library. Search spaces, a seeded RNG, Gaussian-process
+ * Bayesian optimisation, Hyperband / ASHA / BOHB, and one facade (hone_search) that the controller
+ * drives. No I/O, no clock, no globals: every decision is a function of the seed and the events fed
+ * in, so a search is rebuilt after a crash by replaying the stored events.
+ * JSON (spaces, configs) goes through jansson, a pure data library. */
+#ifndef HONE_SEARCH_H
+#define HONE_SEARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hone.h"
+
+/* ---------------------------------------------------------------- RNG (rng.c) */
+
+/* xoshiro256** seeded through splitmix64. A plain struct so callers may keep it on the stack. */
+typedef struct hone_rng {
+    uint64_t s[4];
+} hone_rng;
+
+void hone_rng_seed(hone_rng *r, uint64_t seed);
+/* Seeds from (seed, stream): independent streams for e.g. suggestion number `stream`. */
+void hone_rng_seed2(hone_rng *r, uint64_t seed, uint64_t stream);
+uint64_t hone_rng_u64(hone_rng *r);
+double hone_rng_uniform(hone_rng *r);            /* [0, 1) */
+double hone_rng_normal(hone_rng *r);             /* standard normal */
+uint64_t hone_rng_below(hone_rng *r, uint64_t n); /* uniform in [0, n), n > 0 */
+
+/* ---------------------------------------------------------------- spaces (space.c) */
+
+typedef enum {
+    HONE_PARAM_FLOAT = 0,
+    HONE_PARAM_INT = 1,
+    HONE_PARAM_CATEGORICAL = 2,
+    HONE_PARAM_BOOL = 3,
+} hone_param_type;
+
+typedef struct hone_space hone_space;
+
+/* Parses a space from JSON:
+ *   {"lr": {"type": "float", "min": 1e-4, "max": 0.3, "log": true},
+ *    "batch_size": {"type": "int", "min": 32, "max": 512, "log": true},
+ *    "optimizer": {"type": "categorical", "values": ["sgd", "adamw"]},
+ *    "nesterov": {"type": "bool"}}
+ * Optional per parameter: "default" (a value of the parameter's type).
+ * On error returns HONE_EINVAL/HONE_EPARSE and writes a message naming the parameter into err. */
+int hone_space_parse(const char *json, hone_space **out, char *err, size_t errlen);
+/* Prints the space as JSON in the same shape (caller frees with free()). */
+char *hone_space_to_json(const hone_space *s);
+void hone_space_free(hone_space *s);
+
+int hone_space_nparams(const hone_space *s);
+const char *hone_space_param_name(const hone_space *s, int i);
+hone_param_type hone_space_param_type(const hone_space *s, int i);
+
+/* A config is a vector of nparams doubles in "value" form: float value, int value, categorical
+ * index, bool 0/1. The unit form maps each parameter to [0,1] (log scale where asked, ints and
+ * categories by bins) and is what the models see. */
+void hone_space_sample(const hone_space *s, hone_rng *r, double *values);
+void hone_space_to_unit(const hone_space *s, const double *values, double *unit);
+void hone_space_from_unit(const hone_space *s, const double *unit, double *values);
+/* The default config (each parameter's "default", else the middle of its range / first value). */
+void hone_space_default(const hone_space *s, double *values);
+/* {"lr": 0.01, "batch_size": 128, "optimizer": "adamw", "nesterov": true}; caller frees. */
+char *hone_space_config_to_json(const hone_space *s, const double *values);
+/* Inverse of the above; every parameter must be present, in range, of the right type. */
+int hone_space_config_from_json(const hone_space *s, const char *json, double *values, char *err,
+                                size_t errlen);
+
+/* ---------------------------------------------------------------- Bayesian optimisation (gp.c, bo.c) */
+
+typedef struct hone_bo_opts {
+    int n_init;        /* random/quasi-random points before the model is used (default 5) */
+    int n_candidates;  /* random candidates for the acquisition (default 2000) */
+    int n_restarts;    /* multi-start count for the kernel hyperparameter fit (default 3) */
+} hone_bo_opts;
+
+void hone_bo_opts_default(hone_bo_opts *o);
+
+/* Suggests k distinct configs (values form, k * nparams doubles into out) given n finished
+ * observations (values form, n * nparams; y[n], always MINIMISED here: callers negate for max)
+ * and m pending configs still being evaluated (constant liar / kriging believer). Deterministic in
+ * the rng state. Non-finite y (failed trials) are allowed and treated as bad, not fed raw. */
+int hone_bo_suggest(const hone_space *s, const hone_bo_opts *o, const double *X, const double *y,
+                    int n, const double *pending, int m, int k, hone_rng *r, double *out);
+
+/* ---------------------------------------------------------------- the facade (search.c, hyperband.c, asha.c) */
+
+typedef enum {
+    HONE_ALGO_RANDOM = 0,
+    HONE_ALGO_BAYESIAN = 1,  /* full-budget trials, GP-BO */
+    HONE_ALGO_HYPERBAND = 2, /* TAO-style pause-and-resume brackets of successive halving */
+    HONE_ALGO_ASHA = 3,      /* asynchronous successive halving */
+    HONE_ALGO_BOHB = 4,      /* Hyperband with model-based proposals */
+} hone_algo;
+
+/* Parses "random", "bayesian", "hyperband", "asha", "bohb" (TAO's "b"/"h" too). */
+int hone_algo_parse(const char *name, hone_algo *out);
+const char *hone_algo_name(hone_algo a);
+
+typedef struct hone_search_opts {
+    hone_algo algo;
+    uint64_t seed;
+    int maximize;            /* 1: higher metric is better */
+    int max_trials;          /* TAO automl_max_recommendations (random/bayesian/asha) */
+    int max_epochs;          /* full budget in epochs for random/bayesian trials */
+    int R;                   /* TAO automl_R: max resource in units of epoch_multiplier epochs */
+    int eta;                 /* TAO automl_nu: reduction factor */
+    int epoch_multiplier;    /* TAO epoch_multiplier */
+    int max_parallel;        /* trials that may run at once (>= 1) */
+} hone_search_opts;
+
+void hone_search_opts_default(hone_search_opts *o);
+
+typedef struct hone_search hone_search;
+
+/* Takes a copy of nothing: the space is borrowed and must outlive the search. */
+int hone_search_new(const hone_space *space, const hone_search_opts *o, hone_search **out);
+void hone_search_free(hone_search *s);
+
+typedef enum {
+    HONE_ASK_NEW = 0,    /* start trial `trial` with `values`, train until epoch `epochs` */
+    HONE_ASK_RESUME = 1, /* resume paused trial `trial` from its checkpoint until epoch `epochs` */
+    HONE_ASK_WAIT = 2,   /* nothing to start now: wait for running trials to report */
+    HONE_ASK_DONE = 3,   /* the search is finished */
+} hone_ask_kind;
+
+typedef struct hone_ask {
+    hone_ask_kind kind;
+    int trial;      /* trial number, 0, 1, 2 ... in creation order */
+    int epochs;     /* train until this epoch (absolute, 1-based count) */
+    double *values; /* NEW only: nparams doubles, owned by the search, valid until the next call */
+} hone_ask;
+
+/* Asks for the next thing to run. Call repeatedly while it returns NEW/RESUME to fill idle
+ * workers; each NEW/RESUME is counted as running until completed. */
+int hone_search_ask(hone_search *s, hone_ask *out);
+
+typedef enum {
+    HONE_DECIDE_CONTINUE = 0,
+    HONE_DECIDE_STOP = 1,  /* stop for good: the trial is finished (early stopped or done) */
+    HONE_DECIDE_PAUSE = 2, /* stop now, keep the checkpoint: it may be resumed by a later ask */
+} hone_decision;
+
+/* A running trial reports the metric after `epoch` (1-based). Reports are idempotent by epoch:
+ * a repeated (trial, epoch) returns the same decision and changes nothing. */
+int hone_search_report(hone_search *s, int trial, int epoch, double metric, hone_decision *out);
+
+/* The trial's process ended (after STOP/PAUSE or on its own). failed=1 for a crash: the search
+ * treats it as the worst result (never feeds inf into a model). */
+int hone_search_end(hone_search *s, int trial, int failed);
+
+/* Progress for status pages. */
+typedef struct hone_search_progress {
+    int trials_created, trials_running, trials_finished, trials_stopped_early, trials_failed;
+    long epochs_done;      /* epochs trained so far, summed over trials */
+    long epochs_remaining; /* upper estimate of epochs still to run */
+    int best_trial;        /* -1 if none */
+    double best_metric;
+    int best_epoch;
+} hone_search_progress;
+
+void hone_search_progress_get(const hone_search *s, hone_search_progress *out);
+
+/* Rebuilding after a crash: create a new search with the same space/opts and replay, in the
+ * stored order, the events of the old one through hone_search_ask / report / end. The search is
+ * deterministic, so the replayed asks return the same trials; hone_search_replay_new lets the
+ * caller assert a stored (trial, values, epochs) instead of trusting recomputation. */
+int hone_search_replay_new(hone_search *s, int trial, const double *values, int epochs);
+
+#endif

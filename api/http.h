@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <jansson.h>
 #include <uv.h>
+#include "hone.h"
 
 typedef struct hone_http_server hone_http_server;
 typedef struct hone_http_req hone_http_req; /* one request: method, path, params, query, body */
@@ -23,7 +24,7 @@ typedef struct hone_http_limits {
     unsigned idle_timeout_ms;    /* keep-alive connection with nothing to do is closed. 30 s */
     unsigned request_timeout_ms; /* first byte to last byte of one request; beyond: 408. 30 s */
     int max_connections;         /* more are answered 503 and closed. Default 1024 */
-    int max_pipelined;           /* parsed requests queued per connection before reading stops. 16 */
+    int max_pipelined;           /* requests queued per connection before reading pauses. 16 */
 } hone_http_limits;
 
 void hone_http_limits_default(hone_http_limits *l);
@@ -51,7 +52,7 @@ typedef struct hone_http_stats {
     uint64_t requests_total, responses_2xx, responses_4xx, responses_5xx;
 } hone_http_stats;
 
-/* limits may be NULL for the defaults; they are copied. */
+/* limits may be NULL for the defaults; they are copied, and fields left 0 take the default. */
 int hone_http_server_new(uv_loop_t *loop, const hone_http_limits *limits, hone_http_server **out);
 
 /* pattern: "/api/v1/jobs/{id}/metrics"; {name} matches one non-empty path segment, passed to the
@@ -87,7 +88,7 @@ const char *hone_http_req_path(const hone_http_req *req);   /* raw path, no quer
 const char *hone_http_req_route(const hone_http_req *req);  /* the matched pattern, or NULL */
 /* Percent-decoded {name} from the route pattern; NULL when the pattern has no such name. */
 const char *hone_http_req_param(const hone_http_req *req, const char *name);
-/* Percent-decoded (and '+' as space) value of the first ?name=...; "" for "?name"; NULL if absent. */
+/* Decoded ('+' is a space) value of the first ?name=...; "" for "?name"; NULL if absent. */
 const char *hone_http_req_query(const hone_http_req *req, const char *name);
 /* First header of that name (case-insensitive); NULL if absent. */
 const char *hone_http_req_header(const hone_http_req *req, const char *name);
@@ -107,7 +108,7 @@ json_t *hone_http_req_json(hone_http_req *req, hone_http_res *res);
 /* ---- response -------------------------------------------------------------------------------- */
 
 /* Adds a response header; call before answering. HONE_EINVAL for CR/LF or a reserved name
- * (Content-Length, Transfer-Encoding, Connection), HONE_ESTATE once answered. */
+ * (Content-Length, Content-Type, Transfer-Encoding, Connection), HONE_ESTATE once answered. */
 int hone_http_res_header(hone_http_res *res, const char *name, const char *value);
 
 /* Answering functions: each sends the whole response (with Content-Length) and ends the request. */
@@ -125,7 +126,8 @@ void hone_http_res_error(hone_http_res *res, int status, const char *field, cons
 
 /* Streaming (live metrics, logs): a chunked response (close-delimited for HTTP/1.0 clients). The
  * request counts as answered only at stream_end. stream_write returns HONE_ESTATE when the client
- * has gone (then call stream_end, or rely on the abort callback). */
+ * has gone or has left more than 16 MiB unread (the connection is then closed): call stream_end,
+ * or rely on the abort callback. */
 int hone_http_res_stream_start(hone_http_res *res, int status, const char *content_type);
 int hone_http_res_stream_write(hone_http_res *res, const void *data, size_t len);
 void hone_http_res_stream_end(hone_http_res *res);
@@ -169,7 +171,7 @@ typedef struct hone_json_field {
  * "field" naming the member (prefix.name when prefix is non-NULL, for nested objects) and returns
  * HONE_EINVAL; returns 0 when obj conforms. res may be NULL to check without answering. */
 int hone_json_check(json_t *obj, const hone_json_field *fields, size_t n, hone_http_res *res);
-int hone_json_check_prefix(json_t *obj, const char *prefix, const hone_json_field *fields,
-                           size_t n, hone_http_res *res);
+int hone_json_check_prefix(json_t *obj, const char *prefix, const hone_json_field *fields, size_t n,
+                           hone_http_res *res);
 
 #endif

@@ -37,8 +37,9 @@ struct hone_kgraph {
  * hone_rng_unit(seed, ctr, i) = (hone_rng_u32(...) >> 8) * 2^-24, in [0, 1).
  *
  * dropout_fwd: c = *counter; for element i: keep = hone_rng_unit(seed, c, i) >= p;
- *   mask[i] = keep; y[i] = keep ? x[i] / (1 - p) : 0; then *counter = c + 1 (after every element
- *   has read c). p == 0: mask all 1, y = x, counter still advances.
+ *   mask[i] = keep; y[i] = keep ? x[i] * (1.0f / (1.0f - p)) : 0 (the scale computed in float);
+ *   then *counter = c + 1 (after every element has read c). p == 0: mask all 1, counter advances.
+ *   dropout_bwd: dx[i] = mask[i] ? dy[i] * (1.0f / (1.0f - p)) : 0.
  * augment: c = *counter; for image j: u = hone_rng_u32(seed, c, j);
  *   flip = flip_enabled && (u & 1); dx = (int)((u >> 1) % (2*shift+1)) - shift;
  *   dy = (int)((u >> 17) % (2*shift+1)) - shift   (shift == 0: dx = dy = 0);

@@ -38,7 +38,8 @@ int hone_k_fill(hone_kctx *k, float *x, float v, size_t n);
 int hone_k_sync(hone_kctx *k);
 
 /* Graph capture of a sequence of ops (CUDA Graphs; the CPU backend runs the function directly
- * on every replay). fn must enqueue the same work every time. */
+ * on every replay). Capture only records: nothing runs until hone_kgraph_launch. fn must enqueue
+ * the same work every time and must not read device results on the host (use device counters). */
 typedef struct hone_kgraph hone_kgraph;
 int hone_kgraph_capture(hone_kctx *k, void (*fn)(void *arg), void *arg, hone_kgraph **out);
 int hone_kgraph_launch(hone_kctx *k, hone_kgraph *g);
@@ -128,7 +129,7 @@ int hone_k_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const float *x, con
 /* Softmax cross-entropy over [n, classes] logits with int32 labels. Writes dlogits = (softmax -
  * onehot) / n (may be NULL for eval) and ADDS the summed loss and the number of correct argmax
  * predictions to the device accumulators loss_sum[0] and correct[0] (so an epoch's metrics are
- * read back once). Labels < 0 are ignored (padding). */
+ * read back once). Labels outside [0, classes) are ignored (padding); dlogits rows for them are 0. */
 int hone_k_softmax_xent(hone_kctx *k, const float *logits, const int32_t *labels, int n,
                         int classes, float *dlogits, float *loss_sum, float *correct);
 

@@ -54,7 +54,8 @@ double hone_rng_uniform(hone_rng *r)
 
 double hone_rng_normal(hone_rng *r)
 {
-    /* Box-Muller without caching the second value, so the stream position is easy to reason about. */
+    /* Box-Muller without caching the second value, so the stream position is easy to reason about.
+     */
     double u1 = 1.0 - hone_rng_uniform(r); /* (0, 1] */
     double u2 = hone_rng_uniform(r);
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);

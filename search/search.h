@@ -22,8 +22,8 @@ void hone_rng_seed(hone_rng *r, uint64_t seed);
 /* Seeds from (seed, stream): independent streams for e.g. suggestion number `stream`. */
 void hone_rng_seed2(hone_rng *r, uint64_t seed, uint64_t stream);
 uint64_t hone_rng_u64(hone_rng *r);
-double hone_rng_uniform(hone_rng *r);            /* [0, 1) */
-double hone_rng_normal(hone_rng *r);             /* standard normal */
+double hone_rng_uniform(hone_rng *r);             /* [0, 1) */
+double hone_rng_normal(hone_rng *r);              /* standard normal */
 uint64_t hone_rng_below(hone_rng *r, uint64_t n); /* uniform in [0, n), n > 0 */
 
 /* ---------------------------------------------------------------- spaces (space.c) */
@@ -67,12 +67,12 @@ char *hone_space_config_to_json(const hone_space *s, const double *values);
 int hone_space_config_from_json(const hone_space *s, const char *json, double *values, char *err,
                                 size_t errlen);
 
-/* ---------------------------------------------------------------- Bayesian optimisation (gp.c, bo.c) */
+/* ---------------------------------------------------- Bayesian optimisation (gp.c, bo.c) */
 
 typedef struct hone_bo_opts {
-    int n_init;        /* random/quasi-random points before the model is used (default 5) */
-    int n_candidates;  /* random candidates for the acquisition (default 2000) */
-    int n_restarts;    /* multi-start count for the kernel hyperparameter fit (default 3) */
+    int n_init;       /* random/quasi-random points before the model is used (default 5) */
+    int n_candidates; /* random candidates for the acquisition (default 2000) */
+    int n_restarts;   /* multi-start count for the kernel hyperparameter fit (default 3) */
 } hone_bo_opts;
 
 void hone_bo_opts_default(hone_bo_opts *o);
@@ -84,7 +84,7 @@ void hone_bo_opts_default(hone_bo_opts *o);
 int hone_bo_suggest(const hone_space *s, const hone_bo_opts *o, const double *X, const double *y,
                     int n, const double *pending, int m, int k, hone_rng *r, double *out);
 
-/* ---------------------------------------------------------------- the facade (search.c, hyperband.c, asha.c) */
+/* ---------------------------------------- the facade (search.c, hyperband.c, asha.c) */
 
 typedef enum {
     HONE_ALGO_RANDOM = 0,
@@ -101,13 +101,15 @@ const char *hone_algo_name(hone_algo a);
 typedef struct hone_search_opts {
     hone_algo algo;
     uint64_t seed;
-    int maximize;            /* 1: higher metric is better */
-    int max_trials;          /* TAO automl_max_recommendations (random/bayesian/asha) */
-    int max_epochs;          /* full budget in epochs for random/bayesian trials */
-    int R;                   /* TAO automl_R: max resource in units of epoch_multiplier epochs */
-    int eta;                 /* TAO automl_nu: reduction factor */
-    int epoch_multiplier;    /* TAO epoch_multiplier */
-    int max_parallel;        /* trials that may run at once (>= 1) */
+    int maximize;         /* 1: higher metric is better */
+    int max_trials;       /* TAO automl_max_recommendations (random/bayesian/asha) */
+    int max_epochs;       /* full budget in epochs for random/bayesian trials */
+    int R;                /* TAO automl_R: max resource in units of epoch_multiplier epochs */
+    int eta;              /* TAO automl_nu: reduction factor */
+    int epoch_multiplier; /* TAO epoch_multiplier */
+    int max_parallel;     /* trials that may run at once (>= 1) */
+    int hb_iterations;    /* hyperband/bohb: passes over all brackets (default 1); max_trials is
+                             not used by them (TAO ignores it too) */
 } hone_search_opts;
 
 void hone_search_opts_default(hone_search_opts *o);

@@ -74,7 +74,7 @@ static int cat_index(const param *p, const json_t *j)
 static int param_value_from_json(const param *p, const json_t *j, double *out, const char *what,
                                  char *err, size_t errlen)
 {
-    double v;
+    double v = 0;
     switch (p->type) {
     case HONE_PARAM_FLOAT:
         if (!json_num(j, &v)) {
@@ -274,6 +274,26 @@ fail:
     return rc;
 }
 
+/* Dumps with the fewest significant digits (15, 16 or 17) that read back to the same doubles, so
+ * 0.3 prints as 0.3 and every value still round-trips exactly. */
+static char *dump_exact(const json_t *root)
+{
+    for (int prec = 15; prec <= 17; prec++) {
+        char *txt = json_dumps(root, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(prec));
+        if (!txt)
+            abort(); /* jansson fails only on allocation */
+        if (prec == 17)
+            return txt;
+        json_t *back = json_loads(txt, 0, NULL);
+        int same = back && json_equal(back, root);
+        json_decref(back);
+        if (same)
+            return txt;
+        free(txt);
+    }
+    return NULL;
+}
+
 static json_t *num_json(const param *p, double v)
 {
     if (p->type == HONE_PARAM_INT)
@@ -313,10 +333,8 @@ char *hone_space_to_json(const hone_space *s)
             json_object_set_new(o, "default", value_json(p, p->def));
         json_object_set_new(root, p->name, o);
     }
-    char *txt = json_dumps(root, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    char *txt = dump_exact(root);
     json_decref(root);
-    if (!txt)
-        abort(); /* jansson fails only on allocation */
     return txt;
 }
 
@@ -487,10 +505,8 @@ char *hone_space_config_to_json(const hone_space *s, const double *values)
     json_t *root = json_object();
     for (int i = 0; i < s->n; i++)
         json_object_set_new(root, s->p[i].name, value_json(&s->p[i], values[i]));
-    char *txt = json_dumps(root, JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    char *txt = dump_exact(root);
     json_decref(root);
-    if (!txt)
-        abort();
     return txt;
 }
 

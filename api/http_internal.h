@@ -1,0 +1,159 @@
+/* Private structures shared by the api/ files: server, connection, request, response, router.
+ * Nothing outside api/ (besides the fuzz target and tests) may include this header. */
+#ifndef HONE_API_HTTP_INTERNAL_H
+#define HONE_API_HTTP_INTERNAL_H
+
+#include <http_parser.h>
+#include "hone.h"
+#include "http.h"
+
+typedef struct hone_http_conn hone_http_conn;
+typedef struct hone_http_route_t hone_http_route_t;
+
+typedef struct http_kv {
+    char *name, *value;
+} http_kv;
+
+/* A growable byte buffer; data is always NUL-terminated when non-NULL. */
+typedef struct http_buf {
+    char *data;
+    size_t len, cap;
+} http_buf;
+
+void http_buf_append(http_buf *b, const char *p, size_t n);
+void http_buf_printf(http_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void http_buf_free(http_buf *b);
+
+struct hone_http_res {
+    hone_http_req *req;
+    http_kv *headers;
+    size_t nheaders;
+    int answered;  /* an answering function ran (or the stream ended) */
+    int streaming; /* stream_start ran, stream_end not yet */
+    int status;
+    void (*abort_cb)(hone_http_res *, void *);
+    void *abort_ud;
+};
+
+struct hone_http_req {
+    hone_http_conn *conn; /* NULL once the connection has gone (a zombie awaiting its answer) */
+    hone_http_req *next;  /* the connection's queue, in arrival order */
+    hone_http_res res;
+    char method[24];
+    char *url;       /* as received */
+    char *path;      /* raw path without the query */
+    char *path_norm; /* path without one trailing '/' */
+    char *query_raw; /* may be NULL */
+    http_kv *headers;
+    size_t nheaders;
+    http_kv *params, *query;
+    size_t nparams, nquery;
+    int query_parsed;
+    http_buf body;
+    size_t body_seen; /* body bytes received, kept or not */
+    int http_major, http_minor;
+    int keep_alive;
+    int is_head;
+    int dispatched;
+    int in_handler;
+    uint64_t start_us;
+    const hone_http_route_t *route;
+    size_t max_body;
+    void *data;
+    /* set when the server itself must answer (parse error, limits): status and message */
+    int err_status;
+    char err_msg[160];
+    char allow[128]; /* for 405 */
+};
+
+struct hone_http_route_t {
+    char method[24];
+    char *pattern;
+    char **segs; /* literal segment, or "{name}" */
+    size_t nsegs;
+    size_t max_body;
+    hone_http_handler handler;
+    void *ud;
+};
+
+struct hone_http_conn {
+    hone_http_server *server;
+    uv_tcp_t tcp;
+    uv_timer_t timer;
+    int fake; /* fuzzing: no socket, output goes to fake_out */
+    http_buf fake_out;
+    http_parser parser;
+    http_buf url_buf, hfield, hvalue; /* pieces of the request line and header being parsed */
+    uv_shutdown_t shut;
+    hone_http_req *cur;         /* request being parsed */
+    hone_http_req *head, *tail; /* parsed requests, answered in order */
+    int nqueued;
+    size_t header_bytes;
+    int last_was_value; /* header callback state */
+    int closing, reading, eof, lingering, stop_parsing, close_after_flush;
+    int handles_open;
+    int pumping;
+    int writes_pending;
+    uint64_t last_activity_ms;
+    uint64_t msg_start_ms; /* 0 when no request is partly received */
+    char peer[64];
+    char rbuf[16384];
+    hone_http_conn *prev, *next;
+};
+
+struct hone_http_server {
+    uv_loop_t *loop;
+    hone_http_limits limits;
+    uv_tcp_t listener;
+    int listener_open, listening, closing;
+    hone_http_route_t *routes;
+    size_t nroutes;
+    hone_http_filter filter;
+    void *filter_ud;
+    hone_http_access_log log;
+    void *log_ud;
+    hone_http_stats stats;
+    hone_http_conn *conns;
+    void (*close_done)(void *);
+    void *close_arg;
+    int close_pending; /* handles still to close before close_done runs */
+};
+
+/* router.c */
+int http_route_match(hone_http_server *s, hone_http_req *req, char *allow, size_t allow_cap);
+int http_pct_decode(const char *in, size_t n, int plus_space, char **out);
+void http_routes_free(hone_http_server *s);
+
+/* request.c */
+void http_req_free(hone_http_req *req);
+const char *http_kv_get(const http_kv *kv, size_t n, const char *name, int icase);
+
+/* response.c */
+void http_res_init(hone_http_res *res, hone_http_req *req);
+void http_res_free(hone_http_res *res);
+/* what the server answers for its own errors, also used by the 503 on connection overload */
+char *http_error_body(int status, const char *field, const char *msg, size_t *len);
+
+/* conn.c */
+hone_http_conn *http_conn_new(hone_http_server *s, int fake);
+void http_conn_feed(hone_http_conn *c, const char *data, size_t len);
+void http_conn_on_eof(hone_http_conn *c);
+void http_conn_write(hone_http_conn *c, char *buf, size_t len); /* takes buf */
+void http_conn_pump(hone_http_conn *c);
+void http_conn_close(hone_http_conn *c);
+void http_conn_arm_timer(hone_http_conn *c);
+void http_conn_release_requests(hone_http_conn *c);
+void http_conn_answered(hone_http_conn *c, hone_http_req *req);
+int http_conn_can_write(const hone_http_conn *c);
+int http_conn_stream_ok(hone_http_conn *c);
+
+/* server.c */
+void http_server_read_start(hone_http_conn *c);
+void http_server_conn_gone(hone_http_server *s, hone_http_conn *c);
+uint64_t http_now_us(void);
+
+/* For the fuzz target: parses and routes data as if it came over one connection, in chunks of
+ * chunk bytes (0: all at once), then closes it. Returns the number of response bytes produced. */
+size_t hone_http__feed_for_fuzz(hone_http_server *s, const char *data, size_t len, size_t chunk);
+
+#endif

@@ -1,0 +1,187 @@
+/* cli: the hone command. Argument parsing (args.c), output (out.c: tables, JSON, errors), the
+ * REST commands (cmd_*.c), and the local stack that `hone local` and `hone demo` start
+ * (stack.c). Exit codes: 0 ok, 1 the server or the work failed, 2 a usage error. */
+#ifndef HONE_CLI_H
+#define HONE_CLI_H
+
+#include <signal.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "hone.h"
+#include "rest.h"
+
+/* ---------------------------------------------------------------- arguments (args.c) */
+
+typedef enum { CLI_FLAG = 0, CLI_VALUE = 1, CLI_MULTI = 2 } cli_opt_kind;
+
+typedef struct cli_opt {
+    const char *name; /* without the leading "--" */
+    cli_opt_kind kind;
+    const char *help; /* "VALUE  what it does" for usage */
+    int required;     /* the command fails with a usage error without it */
+} cli_opt;
+
+#define CLI_MAX_OPTS 40
+#define CLI_MAX_POS 4
+#define CLI_MAX_MULTI 64
+
+typedef struct cli_args {
+    const cli_opt *opts;
+    int nopts;
+    const char *pos[CLI_MAX_POS];
+    int npos;
+    int set[CLI_MAX_OPTS];           /* times given */
+    const char *val[CLI_MAX_OPTS];   /* last value (CLI_VALUE) */
+    const char *multi[CLI_MAX_OPTS][CLI_MAX_MULTI];
+} cli_args;
+
+/* The options every command takes: --url, --token, --json, --help. */
+extern const cli_opt cli_global_opts[];
+extern const int cli_nglobal_opts;
+
+/* Parses argv[0..argc) against opts (plus the global ones). "--name value" and "--name=value"
+ * both work; "--" ends options. npos_min..npos_max positional arguments. Returns 0, or
+ * HONE_EINVAL with a message that names the fix in err. */
+int cli_args_parse(const cli_opt *opts, int nopts, int npos_min, int npos_max, int argc,
+                   char **argv, cli_args *a, char *err, size_t errlen);
+const char *cli_arg(const cli_args *a, const char *name);   /* NULL if not given */
+int cli_flag(const cli_args *a, const char *name);          /* times given */
+int cli_multi(const cli_args *a, const char *name, const char ***vals); /* count */
+/* Integer / number options with a range; on a bad value writes a message and returns
+ * HONE_EINVAL. Absent options leave *out unchanged and return 0. */
+int cli_arg_int(const cli_args *a, const char *name, long lo, long hi, long *out, char *err,
+                size_t errlen);
+int cli_arg_num(const cli_args *a, const char *name, double lo, double hi, double *out,
+                char *err, size_t errlen);
+
+/* "key=value" → sets a JSON value at the dotted key inside obj (nested objects), the value
+ * parsed as JSON when it is a number, true/false/null, an array/object or a quoted string, and
+ * as a plain string otherwise. HONE_EINVAL (message in err) when there is no '='. */
+int cli_set_dotted(json_t *obj, const char *kv, char *err, size_t errlen);
+/* Parses a value as above (new reference). */
+json_t *cli_parse_value(const char *text);
+/* One --param into a search-space entry (search/search.h shape):
+ *   name=float:LO:HI[:log]   name=int:LO:HI[:log]   name=A,B,C (categorical)   name=bool
+ * Writes the parameter's name into name_out. HONE_EINVAL with a message when malformed. */
+int cli_param_parse(const char *spec, char *name_out, size_t namelen, json_t **entry, char *err,
+                    size_t errlen);
+
+/* ---------------------------------------------------------------- output (out.c) */
+
+typedef struct cli_ctx {
+    hone_rest *rest;
+    const char *url;
+    int json; /* --json: machine output */
+    cli_args *a;
+    const char *bin_dir; /* where the hone executable lives (for local/demo) */
+    volatile sig_atomic_t *stop;
+} cli_ctx;
+
+/* Calls the controller. On a 2xx answer returns 0 with resp filled. Otherwise prints
+ * "error: <message> (field: x)" and returns 1 (resp cleared). */
+int cli_call(cli_ctx *c, const char *method, const char *path, const json_t *body,
+             hone_rest_resp *resp);
+/* Prints v as indented JSON on stdout. */
+void cli_print_json(const json_t *v);
+/* Prints a table: ncols headers, rows as arrays of strings (cells may be NULL → "-"). */
+void cli_print_table(const char *const *headers, int ncols, char ***rows, int nrows);
+/* Prints one row per object of arr, column j from the dotted key keys[j]. */
+void cli_print_list(const json_t *arr, const char *const *headers, const char *const *keys,
+                    int ncols);
+/* obj["a"]["b"] for "a.b" (NULL when absent). */
+const json_t *cli_path_get(const json_t *obj, const char *dotted);
+/* Formats a JSON scalar for a table cell into buf ("-" for null/absent). */
+const char *cli_cell(const json_t *v, char *buf, size_t len);
+/* Prints "key: value" lines for an object (nested objects indented). */
+void cli_print_kv(const json_t *obj, int indent);
+/* Monotonic seconds. */
+double cli_now(void);
+/* Seconds as "1h02m", "3m05s", "42s". */
+void cli_fmt_seconds(double s, char *buf, size_t len);
+
+/* ---------------------------------------------------------------- commands (cmd_*.c) */
+
+typedef struct cli_command {
+    const char *noun;
+    const char *verb; /* NULL for one-word commands (local, demo) */
+    int (*run)(cli_ctx *c);
+    const cli_opt *opts;
+    int nopts;
+    int npos_min, npos_max;
+    const char *usage; /* arguments after "hone noun verb" */
+    const char *summary;
+    int local; /* needs no controller URL handle (local, demo) */
+} cli_command;
+
+extern const cli_command cli_dataset_commands[];
+extern const int cli_ndataset_commands;
+extern const cli_command cli_experiment_commands[];
+extern const int cli_nexperiment_commands;
+extern const cli_command cli_job_commands[];
+extern const int cli_njob_commands;
+extern const cli_command cli_local_commands[];
+extern const int cli_nlocal_commands;
+
+/* Waits for a job to end, showing a progress line on `progress` (NULL: none; a TTY gets one
+ * line rewritten with '\r', anything else a plain line every 10 s). Returns 0 when it ended
+ * well (done, stopped, paused), 1 on failure, cancel, timeout or interrupt; *final gets the last
+ * job JSON (new reference) when not NULL. */
+int cli_job_wait(cli_ctx *c, const char *job_id, double timeout_s, FILE *progress,
+                 json_t **final);
+/* One-line progress text for a job (automl or train) into buf. */
+void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len);
+
+/* ---------------------------------------------------------------- demo sizing (demo_plan.c) */
+
+typedef struct cli_demo_plan {
+    char algorithm[16];
+    int R, nu, epoch_multiplier; /* TAO names: automl_R, automl_nu, epoch_multiplier */
+    int max_trials;              /* automl_max_recommendations */
+    int max_parallel;
+    int epochs; /* train.epochs: the full budget of one trial */
+} cli_demo_plan;
+
+/* Sizes the search: budget_s for the whole run, workers training at once, epoch_s seconds per
+ * epoch on one worker, trial_overhead_s per trial start (load, test pass). algorithm NULL picks
+ * one. HONE_EINVAL with a message on bad input. */
+int cli_demo_plan_make(double budget_s, int workers, double epoch_s, double trial_overhead_s,
+                       const char *algorithm, cli_demo_plan *p, char *err, size_t errlen);
+/* The demo's narrowed search space (search/search.h shape, dotted spec keys). */
+json_t *cli_demo_space(const char *network);
+
+/* ---------------------------------------------------------------- local stack (stack.c) */
+
+typedef struct cli_stack cli_stack;
+
+typedef struct cli_stack_opts {
+    const char *data_dir;
+    int port;           /* 0 = any free port */
+    int workers;
+    const char *device; /* cpu | cuda | auto */
+    int threads;        /* per worker (0 = trainer default) */
+    const char *bin_dir;
+    int quiet;          /* children's logs go to DATA_DIR/logs only */
+    const char *extra_roots; /* extra data root for the controller config (e.g. the demo data) */
+} cli_stack_opts;
+
+/* Starts hone-controller and N hone-workers as children and waits for /readyz. Binaries are
+ * found through $HONE_BIN_DIR, then beside/near the hone executable, then PATH. */
+int cli_stack_start(const cli_stack_opts *o, cli_stack **out, char *err, size_t errlen);
+const char *cli_stack_url(const cli_stack *s);
+/* Nonzero while every child is alive. */
+int cli_stack_alive(cli_stack *s, char *err, size_t errlen);
+/* SIGTERM to all children, SIGKILL after a grace, and waits for them. */
+void cli_stack_stop(cli_stack *s);
+/* Finds an executable named name; writes its path. 0 or HONE_ENOENT. */
+int cli_find_binary(const char *bin_dir, const char *name, const char *const *rel_dirs,
+                    char *out, size_t outlen);
+
+/* `hone local` / `hone demo` option handling shared by cmd_local.c and demo.c; 2 on a usage
+ * error (printed). */
+int cli_local_stack_opts(cli_ctx *c, cli_stack_opts *so, int default_workers,
+                         int default_port);
+int cli_demo_run(cli_ctx *c);
+
+#endif

@@ -1,0 +1,113 @@
+/* cmd_dataset: `hone dataset create|list|get|delete`. Server-side paths given relative to the
+ * current folder are made absolute first, since the controller resolves them on its side. */
+#include "cli.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int dataset_create(cli_ctx *c)
+{
+    const char *path = cli_arg(c->a, "path");
+    json_t *body = json_object();
+    hone_rest_resp resp;
+    char abs[PATH_MAX];
+    int rc;
+
+    json_object_set_new(body, "name", json_string(cli_arg(c->a, "name")));
+    json_object_set_new(body, "type", json_string(cli_arg(c->a, "type") ? cli_arg(c->a, "type")
+                                                                        : "image_classification"));
+    json_object_set_new(body, "format",
+                        json_string(cli_arg(c->a, "format") ? cli_arg(c->a, "format") : "idx"));
+    if (path && path[0] != '/' && realpath(path, abs))
+        path = abs;
+    json_object_set_new(body, "path", json_string(path));
+    if (cli_arg(c->a, "description"))
+        json_object_set_new(body, "description", json_string(cli_arg(c->a, "description")));
+    rc = cli_call(c, "POST", "/api/v1/datasets", body, &resp);
+    json_decref(body);
+    if (rc != 0)
+        return rc;
+    if (c->json) {
+        cli_print_json(resp.json);
+    } else {
+        const json_t *st = json_object_get(resp.json, "stats");
+        char a[64], b[64], k[64];
+        printf("created dataset %s (%s): %s train / %s test images, %s classes\n",
+               json_string_value(json_object_get(resp.json, "id")),
+               json_string_value(json_object_get(resp.json, "name")),
+               cli_cell(json_object_get(st, "train_images"), a, sizeof(a)),
+               cli_cell(json_object_get(st, "test_images"), b, sizeof(b)),
+               cli_cell(json_object_get(st, "classes"), k, sizeof(k)));
+    }
+    hone_rest_resp_clear(&resp);
+    return 0;
+}
+
+static int dataset_list(cli_ctx *c)
+{
+    static const char *const h[] = {"ID", "NAME", "TYPE", "FORMAT", "TRAIN", "TEST", "CLASSES"};
+    static const char *const k[] = {"id",     "name",   "type", "format", "stats.train_images",
+                                    "stats.test_images", "stats.classes"};
+    hone_rest_resp resp;
+
+    if (cli_call(c, "GET", "/api/v1/datasets", NULL, &resp) != 0)
+        return 1;
+    if (c->json)
+        cli_print_json(resp.json);
+    else
+        cli_print_list(json_object_get(resp.json, "datasets"), h, k, 7);
+    hone_rest_resp_clear(&resp);
+    return 0;
+}
+
+static int dataset_get(cli_ctx *c)
+{
+    hone_rest_resp resp;
+    char *id = hone_rest_escape(c->a->pos[0]), path[512];
+
+    snprintf(path, sizeof(path), "/api/v1/datasets/%s", id);
+    free(id);
+    if (cli_call(c, "GET", path, NULL, &resp) != 0)
+        return 1;
+    if (c->json)
+        cli_print_json(resp.json);
+    else
+        cli_print_kv(resp.json, 0);
+    hone_rest_resp_clear(&resp);
+    return 0;
+}
+
+static int dataset_delete(cli_ctx *c)
+{
+    hone_rest_resp resp;
+    char *id = hone_rest_escape(c->a->pos[0]), path[512];
+
+    snprintf(path, sizeof(path), "/api/v1/datasets/%s", id);
+    free(id);
+    if (cli_call(c, "DELETE", path, NULL, &resp) != 0)
+        return 1;
+    if (c->json)
+        printf("{\"deleted\": \"%s\"}\n", c->a->pos[0]);
+    else
+        printf("deleted dataset %s\n", c->a->pos[0]);
+    hone_rest_resp_clear(&resp);
+    return 0;
+}
+
+static const cli_opt create_opts[] = {
+    {"name", CLI_VALUE, "NAME  dataset name", 1},
+    {"path", CLI_VALUE, "DIR  folder on the controller's side, inside its data roots", 1},
+    {"type", CLI_VALUE, "TYPE  image_classification (default) or object_detection", 0},
+    {"format", CLI_VALUE, "FORMAT  idx (default), image_folder or kitti", 0},
+    {"description", CLI_VALUE, "TEXT  free text", 0},
+};
+
+const cli_command cli_dataset_commands[] = {
+    {"dataset", "create", dataset_create, create_opts, (int)HONE_ARRAY_LEN(create_opts), 0, 0,
+     "--name NAME --path DIR [--type T] [--format F]", "register a dataset folder", 0},
+    {"dataset", "list", dataset_list, NULL, 0, 0, 0, "", "list datasets", 0},
+    {"dataset", "get", dataset_get, NULL, 0, 1, 1, "ID", "show one dataset with its stats", 0},
+    {"dataset", "delete", dataset_delete, NULL, 0, 1, 1, "ID", "delete a dataset", 0},
+};
+const int cli_ndataset_commands = (int)HONE_ARRAY_LEN(cli_dataset_commands);

@@ -1,0 +1,354 @@
+/* cmd_experiment: `hone experiment create|list|get|delete|automl-defaults` and
+ * `hone automl start`, which folds its flags into the experiment's automl_settings (TAO's names)
+ * and starts an AutoML job. */
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void exp_path(const char *id, const char *suffix, char *buf, size_t len)
+{
+    char *e = hone_rest_escape(id);
+    snprintf(buf, len, "/api/v1/experiments/%s%s", e, suffix);
+    free(e);
+}
+
+/* --spec k=v (repeatable) into a nested specs object; prints a usage error on a bad one. */
+static int exp_specs(cli_ctx *c, json_t **out)
+{
+    const char **v;
+    int n = cli_multi(c->a, "spec", &v);
+    char err[512];
+
+    *out = json_object();
+    for (int i = 0; i < n; i++) {
+        if (cli_set_dotted(*out, v[i], err, sizeof(err)) != 0) {
+            fprintf(stderr, "usage error: --spec %s\n", err);
+            json_decref(*out);
+            *out = NULL;
+            return 2;
+        }
+    }
+    return 0;
+}
+
+static int experiment_create(cli_ctx *c)
+{
+    json_t *body = json_object(), *ds = json_array(), *specs = NULL;
+    const char **v;
+    int n = cli_multi(c->a, "train-dataset", &v), rc;
+    hone_rest_resp resp;
+
+    for (int i = 0; i < n; i++)
+        json_array_append_new(ds, json_string(v[i]));
+    json_object_set_new(body, "name", json_string(cli_arg(c->a, "name")));
+    json_object_set_new(body, "network_arch", json_string(cli_arg(c->a, "network")));
+    json_object_set_new(body, "train_datasets", ds);
+    if (cli_arg(c->a, "eval-dataset"))
+        json_object_set_new(body, "eval_dataset", json_string(cli_arg(c->a, "eval-dataset")));
+    json_object_set_new(body, "metric", json_string(cli_arg(c->a, "metric")
+                                                        ? cli_arg(c->a, "metric")
+                                                        : "val_accuracy"));
+    rc = exp_specs(c, &specs);
+    if (rc != 0) {
+        json_decref(body);
+        return rc;
+    }
+    if (json_object_size(specs) > 0)
+        json_object_set(body, "specs", specs);
+    json_decref(specs);
+    rc = cli_call(c, "POST", "/api/v1/experiments", body, &resp);
+    json_decref(body);
+    if (rc != 0)
+        return rc;
+    if (c->json)
+        cli_print_json(resp.json);
+    else
+        printf("created experiment %s (%s, %s)\n",
+               json_string_value(json_object_get(resp.json, "id")),
+               json_string_value(json_object_get(resp.json, "name")),
+               json_string_value(json_object_get(resp.json, "network_arch")));
+    hone_rest_resp_clear(&resp);
+    return 0;
+}
+
+static int experiment_list(cli_ctx *c)
+{
+    static const char *const h[] = {"ID", "NAME", "NETWORK", "METRIC", "TRAIN DATASETS"};
+    static const char *const k[] = {"id", "name", "network_arch", "metric", "train_datasets"};
+    hone_rest_resp resp;
+
+    if (cli_call(c, "GET", "/api/v1/experiments", NULL, &resp) != 0)
+        return 1;
+    if (c->json)
+        cli_print_json(resp.json);
+    else
+        cli_print_list(json_object_get(resp.json, "experiments"), h, k, 5);
+    hone_rest_resp_clear(&resp);
+    return 0;
+}
+
+static int experiment_get(cli_ctx *c)
+{
+    hone_rest_resp resp;
+    char path[512];
+
+    exp_path(c->a->pos[0], "", path, sizeof(path));
+    if (cli_call(c, "GET", path, NULL, &resp) != 0)
+        return 1;
+    if (c->json)
+        cli_print_json(resp.json);
+    else
+        cli_print_kv(resp.json, 0);
+    hone_rest_resp_clear(&resp);
+    return 0;
+}
+
+static int experiment_delete(cli_ctx *c)
+{
+    hone_rest_resp resp;
+    char path[512];
+
+    exp_path(c->a->pos[0], "", path, sizeof(path));
+    if (cli_call(c, "DELETE", path, NULL, &resp) != 0)
+        return 1;
+    if (c->json)
+        printf("{\"deleted\": \"%s\"}\n", c->a->pos[0]);
+    else
+        printf("deleted experiment %s\n", c->a->pos[0]);
+    hone_rest_resp_clear(&resp);
+    return 0;
+}
+
+static void defaults_row(const char *name, const json_t *p, int swept, char **row)
+{
+    char buf[256];
+    const char *type = json_string_value(json_object_get(p, "type"));
+
+    row[0] = hone_xstrdup(name);
+    row[1] = hone_xstrdup(type ? type : "?");
+    if (json_object_get(p, "values")) {
+        row[2] = hone_xstrdup(cli_cell(json_object_get(p, "values"), buf, sizeof(buf)));
+    } else if (json_object_get(p, "min")) {
+        snprintf(buf, sizeof(buf), "%g .. %g%s", json_number_value(json_object_get(p, "min")),
+                 json_number_value(json_object_get(p, "max")),
+                 json_is_true(json_object_get(p, "log")) ? " (log)" : "");
+        row[2] = hone_xstrdup(buf);
+    } else {
+        row[2] = hone_xstrdup(type && strcmp(type, "bool") == 0 ? "true, false" : "-");
+    }
+    row[3] = hone_xstrdup(cli_cell(json_object_get(p, "default"), buf, sizeof(buf)));
+    row[4] = hone_xstrdup(swept ? "yes" : "no");
+}
+
+static int experiment_automl_defaults(cli_ctx *c)
+{
+    static const char *const h[] = {"PARAMETER", "TYPE", "RANGE", "DEFAULT", "SWEPT"};
+    hone_rest_resp resp;
+    const json_t *def, *all;
+    const char *key;
+    json_t *p;
+    char path[512], ***rows;
+    int n = 0;
+
+    exp_path(c->a->pos[0], "/automl-defaults", path, sizeof(path));
+    if (cli_call(c, "GET", path, NULL, &resp) != 0)
+        return 1;
+    if (c->json) {
+        cli_print_json(resp.json);
+        hone_rest_resp_clear(&resp);
+        return 0;
+    }
+    def = json_object_get(resp.json, "default_hyperparameters");
+    all = json_object_get(resp.json, "all_hyperparameters");
+    if (!json_is_object(all))
+        all = def;
+    rows = hone_xcalloc(json_object_size(all) + 1, sizeof(char **));
+    json_object_foreach((json_t *)all, key, p)
+    {
+        rows[n] = hone_xcalloc(5, sizeof(char *));
+        defaults_row(key, p, json_object_get(def, key) != NULL, rows[n]);
+        n++;
+    }
+    cli_print_table(h, 5, rows, n);
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < 5; j++)
+            free(rows[i][j]);
+        free(rows[i]);
+    }
+    free(rows);
+    hone_rest_resp_clear(&resp);
+    return 0;
+}
+
+/* The automl_settings that the flags ask for, merged over what the experiment has. */
+static int automl_settings(cli_ctx *c, const json_t *current, json_t **out)
+{
+    static const struct {
+        const char *flag, *key;
+        long lo, hi;
+    } ints[] = {
+        {"max-recommendations", "automl_max_recommendations", 1, 100000},
+        {"R", "automl_R", 1, 100000},
+        {"nu", "automl_nu", 2, 100},
+        {"epoch-multiplier", "epoch_multiplier", 1, 10000},
+        {"max-parallel", "automl_max_parallel", 1, 10000},
+        {"seed", "seed", 0, 2147483647L},
+    };
+    json_t *s = json_is_object(current) ? json_deep_copy(current) : json_object();
+    json_t *space = NULL;
+    const char **v;
+    char err[512], name[128];
+    int n;
+
+    json_object_set_new(s, "automl_enabled", json_true());
+    if (cli_arg(c->a, "algorithm"))
+        json_object_set_new(s, "automl_algorithm", json_string(cli_arg(c->a, "algorithm")));
+    for (size_t i = 0; i < HONE_ARRAY_LEN(ints); i++) {
+        long x = -1;
+        if (cli_arg_int(c->a, ints[i].flag, ints[i].lo, ints[i].hi, &x, err, sizeof(err)) != 0)
+            goto usage;
+        if (x >= 0 && cli_arg(c->a, ints[i].flag))
+            json_object_set_new(s, ints[i].key, json_integer(x));
+    }
+    n = cli_multi(c->a, "param", &v);
+    for (int i = 0; i < n; i++) {
+        json_t *entry;
+        if (cli_param_parse(v[i], name, sizeof(name), &entry, err, sizeof(err)) != 0)
+            goto usage;
+        if (!space)
+            space = json_object();
+        json_object_set_new(space, name, entry);
+    }
+    if (space)
+        json_object_set_new(s, "automl_hyperparameters", space);
+    n = cli_multi(c->a, "add-param", &v);
+    if (n > 0) {
+        json_t *arr = json_array();
+        for (int i = 0; i < n; i++)
+            json_array_append_new(arr, json_string(v[i]));
+        json_object_set_new(s, "automl_add_hyperparameters", arr);
+    }
+    n = cli_multi(c->a, "remove-param", &v);
+    if (n > 0) {
+        json_t *arr = json_array();
+        for (int i = 0; i < n; i++)
+            json_array_append_new(arr, json_string(v[i]));
+        json_object_set_new(s, "automl_remove_hyperparameters", arr);
+    }
+    *out = s;
+    return 0;
+usage:
+    fprintf(stderr, "usage error: %s\n", err);
+    json_decref(s);
+    return 2;
+}
+
+static int automl_start(cli_ctx *c)
+{
+    const char *exp = cli_arg(c->a, "experiment");
+    json_t *settings = NULL, *patch = NULL, *body = NULL, *specs = NULL;
+    hone_rest_resp resp = {0};
+    char path[512];
+    int rc;
+
+    rc = exp_specs(c, &specs);
+    if (rc != 0)
+        return rc;
+    exp_path(exp, "", path, sizeof(path));
+    rc = cli_call(c, "GET", path, NULL, &resp);
+    if (rc != 0)
+        goto out;
+    rc = automl_settings(c, json_object_get(resp.json, "automl_settings"), &settings);
+    hone_rest_resp_clear(&resp);
+    if (rc != 0)
+        goto out;
+    patch = json_object();
+    json_object_set(patch, "automl_settings", settings);
+    rc = cli_call(c, "PATCH", path, patch, &resp);
+    if (rc != 0)
+        goto out;
+    hone_rest_resp_clear(&resp);
+    body = json_object();
+    json_object_set_new(body, "action", json_string("automl"));
+    if (json_object_size(specs) > 0)
+        json_object_set(body, "specs", specs);
+    if (cli_arg(c->a, "name"))
+        json_object_set_new(body, "name", json_string(cli_arg(c->a, "name")));
+    exp_path(exp, "/jobs", path, sizeof(path));
+    rc = cli_call(c, "POST", path, body, &resp);
+    if (rc != 0)
+        goto out;
+    if (cli_flag(c->a, "wait")) {
+        const char *id = json_string_value(json_object_get(resp.json, "id"));
+        char idbuf[128];
+        json_t *fin = NULL;
+        snprintf(idbuf, sizeof(idbuf), "%s", id ? id : "");
+        if (!c->json)
+            printf("started AutoML job %s\n", idbuf);
+        rc = cli_job_wait(c, idbuf, 0, c->json ? NULL : stdout, &fin);
+        if (c->json && fin)
+            cli_print_json(fin);
+        json_decref(fin);
+    } else if (c->json) {
+        cli_print_json(resp.json);
+    } else {
+        const json_t *a = json_object_get(resp.json, "automl");
+        printf("started AutoML job %s (%s); follow it with: hone job wait %s\n",
+               json_string_value(json_object_get(resp.json, "id")),
+               a && json_string_value(json_object_get(a, "algorithm"))
+                   ? json_string_value(json_object_get(a, "algorithm"))
+                   : json_string_value(json_object_get(settings, "automl_algorithm"))
+                         ? json_string_value(json_object_get(settings, "automl_algorithm"))
+                         : "default algorithm",
+               json_string_value(json_object_get(resp.json, "id")));
+    }
+out:
+    hone_rest_resp_clear(&resp);
+    json_decref(settings);
+    json_decref(patch);
+    json_decref(body);
+    json_decref(specs);
+    return rc;
+}
+
+static const cli_opt create_opts[] = {
+    {"name", CLI_VALUE, "NAME  experiment name", 1},
+    {"network", CLI_VALUE, "ARCH  mlp or cnn", 1},
+    {"train-dataset", CLI_MULTI, "ID  training dataset (repeatable)", 1},
+    {"eval-dataset", CLI_VALUE, "ID  evaluation dataset (default: the train set's test split)", 0},
+    {"metric", CLI_VALUE, "METRIC  val_accuracy (default), val_loss or kpi", 0},
+    {"spec", CLI_MULTI, "KEY=VALUE  base spec override, e.g. train.epochs=10 (repeatable)", 0},
+};
+
+static const cli_opt automl_opts[] = {
+    {"experiment", CLI_VALUE, "ID  the experiment to search on", 1},
+    {"algorithm", CLI_VALUE, "ALGO  bayesian, hyperband, asha, bohb or random", 0},
+    {"max-recommendations", CLI_VALUE, "N  most trials to run", 0},
+    {"R", CLI_VALUE, "N  Hyperband's largest budget (in epoch units)", 0},
+    {"nu", CLI_VALUE, "N  Hyperband's reduction factor", 0},
+    {"epoch-multiplier", CLI_VALUE, "N  epochs per budget unit", 0},
+    {"max-parallel", CLI_VALUE, "N  trials running at once", 0},
+    {"seed", CLI_VALUE, "N  search seed", 0},
+    {"param", CLI_MULTI, "NAME=DEF  sweep NAME: float:LO:HI[:log], int:LO:HI[:log], A,B,C, bool", 0},
+    {"add-param", CLI_MULTI, "NAME  add a parameter to the default swept set", 0},
+    {"remove-param", CLI_MULTI, "NAME  drop a parameter from the default swept set", 0},
+    {"spec", CLI_MULTI, "KEY=VALUE  spec override for every trial (repeatable)", 0},
+    {"name", CLI_VALUE, "NAME  job name", 0},
+    {"wait", CLI_FLAG, "  wait for the job, showing progress", 0},
+};
+
+const cli_command cli_experiment_commands[] = {
+    {"experiment", "create", experiment_create, create_opts, (int)HONE_ARRAY_LEN(create_opts), 0,
+     0, "--name N --network mlp|cnn --train-dataset ID [--spec k=v ...]", "create an experiment",
+     0},
+    {"experiment", "list", experiment_list, NULL, 0, 0, 0, "", "list experiments", 0},
+    {"experiment", "get", experiment_get, NULL, 0, 1, 1, "ID", "show one experiment", 0},
+    {"experiment", "delete", experiment_delete, NULL, 0, 1, 1, "ID", "delete an experiment", 0},
+    {"experiment", "automl-defaults", experiment_automl_defaults, NULL, 0, 1, 1, "ID",
+     "list the hyperparameters AutoML sweeps by default and all that could be", 0},
+    {"automl", "start", automl_start, automl_opts, (int)HONE_ARRAY_LEN(automl_opts), 0, 0,
+     "--experiment ID [--algorithm A] [--max-recommendations N] [--param ...]",
+     "start an AutoML search on an experiment", 0},
+};
+const int cli_nexperiment_commands = (int)HONE_ARRAY_LEN(cli_experiment_commands);

@@ -1,0 +1,507 @@
+/* cmd_job: `hone job list|status|metrics|logs|cancel|pause|resume|download|wait` and
+ * `hone worker list`, plus the live progress line shared with `hone demo`. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static void job_path(const char *id, const char *suffix, char *buf, size_t len)
+{
+    char *e = hone_rest_escape(id);
+    snprintf(buf, len, "/api/v1/jobs/%s%s", e, suffix);
+    free(e);
+}
+
+static double job_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int job_list(cli_ctx *c)
+{
+    static const char *const h[] = {"ID", "ACTION", "STATUS", "TRIAL", "EPOCH", "TARGET",
+                                    "BEST", "EARLY STOP", "PARENT"};
+    static const char *const k[] = {"id",          "action", "status",           "trial",
+                                    "epoch",       "epochs_target", "result.best_metric",
+                                    "stopped_early", "parent_id"};
+    static const char *const filters[] = {"experiment", "status", "parent"};
+    hone_rest_resp resp;
+    char path[1024] = "/api/v1/jobs";
+    size_t n = strlen(path);
+    char sep = '?';
+
+    for (size_t i = 0; i < HONE_ARRAY_LEN(filters); i++) {
+        const char *v = cli_arg(c->a, filters[i]);
+        if (v) {
+            char *e = hone_rest_escape(v);
+            n += (size_t)snprintf(path + n, sizeof(path) - n, "%c%s=%s", sep, filters[i], e);
+            sep = '&';
+            free(e);
+        }
+    }
+    if (cli_call(c, "GET", path, NULL, &resp) != 0)
+        return 1;
+    if (c->json)
+        cli_print_json(resp.json);
+    else
+        cli_print_list(json_object_get(resp.json, "jobs"), h, k, 9);
+    hone_rest_resp_clear(&resp);
+    return 0;
+}
+
+void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len)
+{
+    const json_t *a = json_object_get(job, "automl");
+    const char *st = json_string_value(json_object_get(job, "status"));
+    char el[32], eta[32];
+
+    cli_fmt_seconds(elapsed, el, sizeof(el));
+    if (json_is_object(a)) {
+        const json_t *best = json_object_get(a, "best_metric");
+        const json_t *left = json_object_get(a, "epochs_remaining");
+        double e = json_number_value(json_object_get(a, "eta_seconds"));
+        char bestbuf[64], leftbuf[32];
+
+        if (json_is_number(json_object_get(a, "eta_seconds")))
+            cli_fmt_seconds(e, eta, sizeof(eta));
+        else
+            snprintf(eta, sizeof(eta), "?");
+        if (json_is_number(best))
+            snprintf(bestbuf, sizeof(bestbuf), "%.4f", json_number_value(best));
+        else
+            snprintf(bestbuf, sizeof(bestbuf), "-");
+        if (json_is_number(left))
+            snprintf(leftbuf, sizeof(leftbuf), "%lld", (long long)json_number_value(left));
+        else
+            snprintf(leftbuf, sizeof(leftbuf), "?");
+        snprintf(buf, len,
+                 "%s | trials %lld done, %lld running, %lld stopped early | best %s %s | "
+                 "%s epochs left | ETA %s | %s",
+                 st ? st : "?", (long long)json_integer_value(json_object_get(a, "trials_done")),
+                 (long long)json_integer_value(json_object_get(a, "trials_running")),
+                 (long long)json_integer_value(json_object_get(a, "trials_stopped_early")),
+                 json_string_value(json_object_get(a, "metric"))
+                     ? json_string_value(json_object_get(a, "metric"))
+                     : "metric",
+                 bestbuf, leftbuf, eta, el);
+        return;
+    }
+    {
+        const json_t *last = cli_path_get(job, "result.last");
+        const json_t *acc = json_object_get(last, "val_accuracy");
+        char accbuf[32];
+        if (json_is_number(acc))
+            snprintf(accbuf, sizeof(accbuf), "%.4f", json_number_value(acc));
+        else
+            snprintf(accbuf, sizeof(accbuf), "-");
+        snprintf(buf, len, "%s | epoch %lld/%lld | val_accuracy %s | %s", st ? st : "?",
+                 (long long)json_integer_value(json_object_get(job, "epoch")),
+                 (long long)json_integer_value(json_object_get(job, "epochs_target")), accbuf,
+                 el);
+    }
+}
+
+static int job_status_final(const char *st)
+{
+    static const char *const ends[] = {"done", "failed", "canceled", "stopped", "paused"};
+    for (size_t i = 0; st && i < HONE_ARRAY_LEN(ends); i++)
+        if (strcmp(st, ends[i]) == 0)
+            return 1;
+    return 0;
+}
+
+int cli_job_wait(cli_ctx *c, const char *job_id, double timeout_s, FILE *progress,
+                 json_t **final)
+{
+    int quiet = progress == NULL;
+    int tty = progress && isatty(fileno(progress));
+    double t0 = job_now(), last_print = -1e9;
+    char path[512], line[512], err[1024];
+    int rc = 1, misses = 0;
+
+    if (final)
+        *final = NULL;
+    job_path(job_id, "", path, sizeof(path));
+    while (!(c->stop && *c->stop)) {
+        hone_rest_resp resp;
+        const char *st;
+        double now = job_now();
+
+        if (hone_rest_call(c->rest, "GET", path, NULL, 30, &resp, err, sizeof(err)) != 0) {
+            /* The controller may be restarting: wait a while before giving up. */
+            if (++misses > 30) {
+                fprintf(stderr, "%serror: lost the controller at %s (%s)\n", tty ? "\n" : "",
+                        c->url, err);
+                return 1;
+            }
+            sleep(1);
+            continue;
+        }
+        misses = 0;
+        if (resp.status != 200) {
+            hone_rest_error_text(&resp, err, sizeof(err));
+            fprintf(stderr, "%serror: %s\n", tty ? "\n" : "", err);
+            hone_rest_resp_clear(&resp);
+            return 1;
+        }
+        st = json_string_value(json_object_get(resp.json, "status"));
+        cli_job_progress(resp.json, now - t0, line, sizeof(line));
+        if (tty) {
+            fprintf(progress, "\r%s\033[K", line);
+            fflush(progress);
+        } else if (!quiet && (now - last_print >= 10 || job_status_final(st))) {
+            fprintf(progress, "%s\n", line);
+            fflush(progress);
+            last_print = now;
+        }
+        if (job_status_final(st)) {
+            if (tty)
+                fprintf(progress, "\n");
+            rc = (strcmp(st, "failed") == 0 || strcmp(st, "canceled") == 0) ? 1 : 0;
+            if (rc != 0 && !quiet) {
+                const char *e = json_string_value(json_object_get(resp.json, "error"));
+                fprintf(stderr, "job %s %s%s%s\n", job_id, st, e ? ":\n" : "", e ? e : "");
+            }
+            if (final)
+                *final = json_incref(resp.json);
+            hone_rest_resp_clear(&resp);
+            return rc;
+        }
+        hone_rest_resp_clear(&resp);
+        if (timeout_s > 0 && now - t0 > timeout_s) {
+            fprintf(stderr, "%serror: job %s still %s after %.0f s (--timeout)\n", tty ? "\n" : "",
+                    job_id, st ? st : "?", timeout_s);
+            return 1;
+        }
+        for (int i = 0; i < 10 && !(c->stop && *c->stop); i++)
+            usleep(100000);
+    }
+    if (tty)
+        fprintf(progress, "\n");
+    fprintf(stderr, "interrupted; the job keeps running (hone job cancel %s stops it)\n", job_id);
+    return 1;
+}
+
+static int job_wait(cli_ctx *c)
+{
+    double timeout = 0;
+    char err[256];
+    json_t *fin = NULL;
+    int rc;
+
+    if (cli_arg_num(c->a, "timeout", 0, 1e9, &timeout, err, sizeof(err)) != 0) {
+        fprintf(stderr, "usage error: %s\n", err);
+        return 2;
+    }
+    rc = cli_job_wait(c, c->a->pos[0], timeout, c->json ? NULL : stdout, &fin);
+    if (c->json && fin)
+        cli_print_json(fin);
+    json_decref(fin);
+    return rc;
+}
+
+static void job_print_trials(cli_ctx *c, const char *parent)
+{
+    static const char *const h[] = {"TRIAL", "ID", "STATUS", "EPOCH", "BEST", "EARLY STOP",
+                                    "CONFIG"};
+    static const char *const k[] = {"trial", "id", "status", "epoch", "result.best_metric",
+                                    "stopped_early", "config"};
+    hone_rest_resp resp;
+    char path[512], *e = hone_rest_escape(parent);
+
+    snprintf(path, sizeof(path), "/api/v1/jobs?parent=%s", e);
+    free(e);
+    if (cli_call(c, "GET", path, NULL, &resp) != 0)
+        return;
+    printf("\n");
+    cli_print_list(json_object_get(resp.json, "jobs"), h, k, 7);
+    hone_rest_resp_clear(&resp);
+}
+
+static int job_status(cli_ctx *c)
+{
+    hone_rest_resp resp;
+    char path[512];
+
+    job_path(c->a->pos[0], "", path, sizeof(path));
+    if (cli_call(c, "GET", path, NULL, &resp) != 0)
+        return 1;
+    if (c->json) {
+        cli_print_json(resp.json);
+    } else {
+        cli_print_kv(resp.json, 0);
+        if (json_is_object(json_object_get(resp.json, "automl")))
+            job_print_trials(c, c->a->pos[0]);
+    }
+    hone_rest_resp_clear(&resp);
+    return 0;
+}
+
+static void metrics_rows(const json_t *arr, const char *trial, char ****rows, int *n, int *cap)
+{
+    static const char *const k[] = {"epoch", "train_loss", "val_loss", "val_accuracy", "seconds"};
+    size_t i;
+    json_t *m;
+    char buf[64];
+
+    json_array_foreach(arr, i, m)
+    {
+        if (*n >= *cap) {
+            *cap = *cap ? *cap * 2 : 64;
+            *rows = hone_xrealloc(*rows, (size_t)*cap * sizeof(char **));
+        }
+        char **r = hone_xcalloc(6, sizeof(char *));
+        r[0] = hone_xstrdup(trial);
+        for (int j = 0; j < 5; j++)
+            r[j + 1] = hone_xstrdup(cli_cell(json_object_get(m, k[j]), buf, sizeof(buf)));
+        (*rows)[(*n)++] = r;
+    }
+}
+
+static int job_metrics(cli_ctx *c)
+{
+    static const char *const h[] = {"TRIAL", "EPOCH", "TRAIN LOSS", "VAL LOSS", "VAL ACC",
+                                    "SECONDS"};
+    hone_rest_resp resp;
+    char path[512], ***rows = NULL;
+    int n = 0, cap = 0;
+    const json_t *trials;
+
+    job_path(c->a->pos[0], "/metrics", path, sizeof(path));
+    if (cli_call(c, "GET", path, NULL, &resp) != 0)
+        return 1;
+    if (c->json) {
+        cli_print_json(resp.json);
+        hone_rest_resp_clear(&resp);
+        return 0;
+    }
+    trials = json_object_get(resp.json, "trials");
+    if (json_is_object(trials)) {
+        const char *key;
+        json_t *arr;
+        json_object_foreach((json_t *)trials, key, arr) metrics_rows(arr, key, &rows, &n, &cap);
+        cli_print_table(h, 6, rows, n);
+    } else {
+        metrics_rows(json_object_get(resp.json, "metrics"), "-", &rows, &n, &cap);
+        for (int i = 0; i < n; i++) /* drop the TRIAL column */
+            free(rows[i][0]), memmove(rows[i], rows[i] + 1, 5 * sizeof(char *));
+        cli_print_table(h + 1, 5, rows, n);
+    }
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < (json_is_object(trials) ? 6 : 5); j++)
+            free(rows[i][j]);
+        free(rows[i]);
+    }
+    free(rows);
+    hone_rest_resp_clear(&resp);
+    return 0;
+}
+
+static int job_logs(cli_ctx *c)
+{
+    hone_rest_resp resp;
+    char path[512];
+
+    job_path(c->a->pos[0], "/logs", path, sizeof(path));
+    if (cli_call(c, "GET", path, NULL, &resp) != 0)
+        return 1;
+    if (c->json) {
+        json_t *o = json_pack("{s:s}", "logs", resp.body ? resp.body : "");
+        cli_print_json(o);
+        json_decref(o);
+    } else {
+        fputs(resp.body ? resp.body : "", stdout);
+        if (resp.len > 0 && resp.body[resp.len - 1] != '\n')
+            fputc('\n', stdout);
+    }
+    hone_rest_resp_clear(&resp);
+    return 0;
+}
+
+static int job_action(cli_ctx *c, const char *action)
+{
+    hone_rest_resp resp;
+    char path[512], suffix[32];
+
+    snprintf(suffix, sizeof(suffix), ":%s", action);
+    job_path(c->a->pos[0], suffix, path, sizeof(path));
+    if (cli_call(c, "POST", path, NULL, &resp) != 0)
+        return 1;
+    if (c->json)
+        cli_print_json(resp.json);
+    else
+        printf("job %s: %s\n", c->a->pos[0],
+               json_string_value(json_object_get(resp.json, "status"))
+                   ? json_string_value(json_object_get(resp.json, "status"))
+                   : action);
+    hone_rest_resp_clear(&resp);
+    return 0;
+}
+
+static int job_cancel(cli_ctx *c)
+{
+    return job_action(c, "cancel");
+}
+static int job_pause(cli_ctx *c)
+{
+    return job_action(c, "pause");
+}
+static int job_resume(cli_ctx *c)
+{
+    return job_action(c, "resume");
+}
+
+/* Makes the parent folders of path (a file path). */
+static int job_mkparents(const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+                return HONE_EIO;
+            *p = '/';
+        }
+    }
+    return HONE_OK;
+}
+
+static int job_download(cli_ctx *c)
+{
+    const char *id = c->a->pos[0], *only = cli_arg(c->a, "file");
+    const char *dir = cli_arg(c->a, "out") ? cli_arg(c->a, "out") : id;
+    hone_rest_resp resp, r2;
+    char path[2200], err[1024];
+    const json_t *files;
+    json_t *f, *got = json_array();
+    size_t i;
+    int rc = 0;
+
+    job_path(id, "/artifacts", path, sizeof(path));
+    if (cli_call(c, "GET", path, NULL, &resp) != 0) {
+        json_decref(got);
+        return 1;
+    }
+    files = json_object_get(resp.json, "files");
+    json_array_foreach(files, i, f)
+    {
+        const char *name = json_string_value(json_object_get(f, "name"));
+        char dest[4096], suffix[1024];
+        FILE *out;
+        if (!name || (only && strcmp(only, name) != 0))
+            continue;
+        if (strstr(name, "..") || name[0] == '/') {
+            fprintf(stderr, "warning: skipping unsafe artifact name %s\n", name);
+            continue;
+        }
+        snprintf(dest, sizeof(dest), "%s/%s", dir, name);
+        snprintf(suffix, sizeof(suffix), "/artifacts/%s", name);
+        job_path(id, suffix, path, sizeof(path));
+        if (job_mkparents(dest) != 0 || !(out = fopen(dest, "wb"))) {
+            fprintf(stderr, "error: cannot write %s: %s\n", dest, strerror(errno));
+            rc = 1;
+            break;
+        }
+        if (hone_rest_download(c->rest, path, out, 600, &r2, err, sizeof(err)) != 0 ||
+            r2.status != 200) {
+            if (r2.status)
+                hone_rest_error_text(&r2, err, sizeof(err));
+            fprintf(stderr, "error: downloading %s: %s\n", name, err);
+            rc = 1;
+        }
+        hone_rest_resp_clear(&r2);
+        fclose(out);
+        if (rc)
+            break;
+        json_array_append_new(got, json_string(dest));
+        if (!c->json)
+            printf("%s\n", dest);
+    }
+    if (rc == 0 && json_array_size(got) == 0) {
+        fprintf(stderr, "error: job %s has no artifact%s%s\n", id, only ? " named " : "s",
+                only ? only : "");
+        rc = 1;
+    }
+    if (c->json && rc == 0) {
+        json_t *o = json_pack("{s:O}", "files", got);
+        cli_print_json(o);
+        json_decref(o);
+    }
+    json_decref(got);
+    hone_rest_resp_clear(&resp);
+    return rc;
+}
+
+static int worker_list(cli_ctx *c)
+{
+    static const char *const h[] = {"ID", "NAME", "ALIVE", "CPUS", "GPUS", "LAST SEEN"};
+    static const char *const k[] = {"id", "name", "alive", "resources.cpus", "gpus", "seen"};
+    hone_rest_resp resp;
+    const json_t *ws;
+    json_t *w;
+    size_t i;
+
+    if (cli_call(c, "GET", "/api/v1/workers", NULL, &resp) != 0)
+        return 1;
+    if (c->json) {
+        cli_print_json(resp.json);
+        hone_rest_resp_clear(&resp);
+        return 0;
+    }
+    ws = json_object_get(resp.json, "workers");
+    json_array_foreach(ws, i, w)
+    { /* a count reads better than the list of GPU objects */
+        char ago[48];
+        json_object_set_new(w, "gpus",
+                            json_integer((json_int_t)json_array_size(
+                                cli_path_get(w, "resources.gpus"))));
+        if (json_is_number(json_object_get(w, "last_seen"))) {
+            cli_fmt_seconds((double)time(NULL) - json_number_value(json_object_get(w, "last_seen")),
+                            ago, sizeof(ago) - 8);
+            strcat(ago, " ago");
+            json_object_set_new(w, "seen", json_string(ago));
+        }
+    }
+    cli_print_list(ws, h, k, 6);
+    hone_rest_resp_clear(&resp);
+    return 0;
+}
+
+static const cli_opt list_opts[] = {
+    {"experiment", CLI_VALUE, "ID  only this experiment's jobs", 0},
+    {"status", CLI_VALUE, "STATUS  only jobs in this status", 0},
+    {"parent", CLI_VALUE, "ID  only the trials of this AutoML job", 0},
+};
+static const cli_opt wait_opts[] = {
+    {"timeout", CLI_VALUE, "SECONDS  give up after this long (exit 1)", 0},
+};
+static const cli_opt download_opts[] = {
+    {"out", CLI_VALUE, "DIR  where to put the files (default: ./JOB_ID)", 0},
+    {"file", CLI_VALUE, "NAME  only this artifact (e.g. best_model/model.bin)", 0},
+};
+
+const cli_command cli_job_commands[] = {
+    {"job", "list", job_list, list_opts, (int)HONE_ARRAY_LEN(list_opts), 0, 0,
+     "[--experiment ID] [--status S] [--parent ID]", "list jobs", 0},
+    {"job", "status", job_status, NULL, 0, 1, 1, "ID", "show a job (an AutoML job with its trials)",
+     0},
+    {"job", "metrics", job_metrics, NULL, 0, 1, 1, "ID", "per-epoch metrics", 0},
+    {"job", "logs", job_logs, NULL, 0, 1, 1, "ID", "the trainer's last log lines", 0},
+    {"job", "cancel", job_cancel, NULL, 0, 1, 1, "ID", "cancel a job", 0},
+    {"job", "pause", job_pause, NULL, 0, 1, 1, "ID", "pause a job (keeps its checkpoint)", 0},
+    {"job", "resume", job_resume, NULL, 0, 1, 1, "ID", "resume a paused job", 0},
+    {"job", "download", job_download, download_opts, (int)HONE_ARRAY_LEN(download_opts), 1, 1,
+     "ID [--out DIR] [--file NAME]", "download a job's artifacts", 0},
+    {"job", "wait", job_wait, wait_opts, (int)HONE_ARRAY_LEN(wait_opts), 1, 1,
+     "ID [--timeout S]", "wait for a job to end, with a live progress line", 0},
+    {"worker", "list", worker_list, NULL, 0, 0, 0, "", "list registered workers", 0},
+};
+const int cli_njob_commands = (int)HONE_ARRAY_LEN(cli_job_commands);

@@ -1,0 +1,113 @@
+/* cmd_local: `hone local` (a controller and workers on this machine until Ctrl-C) and
+ * `hone demo` (the README's Fashion-MNIST AutoML run on that same local stack, sized to a time
+ * budget; demo_plan.c decides the search, this file drives it and reports). */
+#include "cli.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int cli_local_stack_opts(cli_ctx *c, cli_stack_opts *so, int default_workers, int default_port)
+{
+    long workers = default_workers, port = default_port, threads = 0;
+    char err[256];
+
+    memset(so, 0, sizeof(*so));
+    so->data_dir = cli_arg(c->a, "data-dir") ? cli_arg(c->a, "data-dir") : "hone-data";
+    so->device = cli_arg(c->a, "device") ? cli_arg(c->a, "device") : "auto";
+    if (strcmp(so->device, "cpu") != 0 && strcmp(so->device, "cuda") != 0 &&
+        strcmp(so->device, "auto") != 0) {
+        fprintf(stderr, "usage error: --device must be cpu, cuda or auto (got '%s')\n",
+                so->device);
+        return 2;
+    }
+    if (cli_arg_int(c->a, "workers", 1, 64, &workers, err, sizeof(err)) != 0 ||
+        cli_arg_int(c->a, "port", 0, 65535, &port, err, sizeof(err)) != 0 ||
+        cli_arg_int(c->a, "threads", 0, 1024, &threads, err, sizeof(err)) != 0) {
+        fprintf(stderr, "usage error: %s\n", err);
+        return 2;
+    }
+    so->workers = (int)workers;
+    so->port = (int)port;
+    so->threads = (int)threads;
+    so->bin_dir = c->bin_dir;
+    return 0;
+}
+
+static int local_run(cli_ctx *c)
+{
+    cli_stack_opts so;
+    cli_stack *s = NULL;
+    char err[4096];
+    int rc = cli_local_stack_opts(c, &so, 1, 8080);
+
+    if (rc != 0)
+        return rc;
+    if (cli_stack_start(&so, &s, err, sizeof(err)) != 0) {
+        fprintf(stderr, "error: %s\n", err);
+        if (so.port != 0)
+            fprintf(stderr, "hint: if port %d is taken, pass --port 0 for any free port\n",
+                    so.port);
+        return 1;
+    }
+    if (c->json) {
+        json_t *o = json_pack("{s:s,s:s,s:i}", "url", cli_stack_url(s), "data_dir", so.data_dir,
+                              "workers", so.workers);
+        char *t = json_dumps(o, JSON_COMPACT);
+        printf("%s\n", t);
+        free(t);
+        json_decref(o);
+    } else {
+        printf("hone local: controller at %s with %d worker(s); data in %s (logs in %s/logs)\n"
+               "  try: HONE_URL=%s hone worker list\n"
+               "Press Ctrl-C to stop.\n",
+               cli_stack_url(s), so.workers, so.data_dir, so.data_dir, cli_stack_url(s));
+    }
+    fflush(stdout);
+    while (!*c->stop) {
+        if (!cli_stack_alive(s, err, sizeof(err))) {
+            fprintf(stderr, "error: %s\n", err);
+            rc = 1;
+            break;
+        }
+        usleep(200000);
+    }
+    if (!c->json)
+        printf("\nstopping workers and controller...\n");
+    cli_stack_stop(s);
+    return rc;
+}
+
+static const cli_opt local_opts[] = {
+    {"data-dir", CLI_VALUE, "DIR  database, artifacts and logs (default ./hone-data)", 0},
+    {"port", CLI_VALUE, "N  controller port (default 8080; 0 picks a free one)", 0},
+    {"workers", CLI_VALUE, "N  workers to start (default 1)", 0},
+    {"device", CLI_VALUE, "DEV  cpu, cuda or auto (default auto)", 0},
+    {"threads", CLI_VALUE, "N  CPU threads per trainer (default: all cores)", 0},
+};
+
+static const cli_opt demo_opts[] = {
+    {"data-dir", CLI_VALUE, "DIR  database, artifacts and logs (default ./hone-data)", 0},
+    {"budget-minutes", CLI_VALUE, "N  time budget for the whole run (default 12)", 0},
+    {"algorithm", CLI_VALUE, "ALGO  hyperband, bayesian, asha or bohb (default: chosen for the budget)", 0},
+    {"workers", CLI_VALUE, "N  workers (default: one per 1-2 cores, at most 4)", 0},
+    {"device", CLI_VALUE, "DEV  cpu, cuda or auto (default auto)", 0},
+    {"port", CLI_VALUE, "N  controller port (default 0: any free port)", 0},
+    {"threads", CLI_VALUE, "N  CPU threads per trainer (default: cores / workers)", 0},
+    {"network", CLI_VALUE, "ARCH  cnn (default) or mlp", 0},
+    {"dataset-path", CLI_VALUE, "DIR  Fashion-MNIST IDX folder (default: from the Debian package)", 0},
+    {"seed", CLI_VALUE, "N  search seed (default 1)", 0},
+};
+
+const cli_command cli_local_commands[] = {
+    {"local", NULL, local_run, local_opts, (int)HONE_ARRAY_LEN(local_opts), 0, 0,
+     "[--data-dir DIR] [--port N] [--workers N] [--device D]",
+     "run a controller and workers on this machine until Ctrl-C", 1},
+    {"demo", NULL, cli_demo_run, demo_opts, (int)HONE_ARRAY_LEN(demo_opts), 0, 0,
+     "[--data-dir DIR] [--budget-minutes N] [--algorithm A] [--workers N] [--json]",
+     "AutoML on Fashion-MNIST on a local stack, within a time budget", 1},
+};
+const int cli_nlocal_commands = (int)HONE_ARRAY_LEN(cli_local_commands);
+

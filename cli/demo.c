@@ -1,0 +1,302 @@
+/* demo: `hone demo`, the README's first run. Starts a local stack, registers Fashion-MNIST from
+ * the Debian package, creates a CNN experiment, runs an AutoML search sized to the time budget
+ * (demo_plan.c) with a live progress line, and prints the best trial's config and test accuracy
+ * (one JSON line with --json). It stops everything it started, also on Ctrl-C. */
+#include "cli.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* The IDX folder: --dataset-path, then what dpkg says the package installed, then the usual. */
+static int demo_find_dataset(const char *given, char *out, size_t len)
+{
+    static const char *const guesses[] = {"/usr/share/datasets/fashion-mnist",
+                                          "/usr/share/dataset-fashion-mnist"};
+    char line[PATH_MAX], probe[PATH_MAX + 64];
+    FILE *p;
+
+    if (given) {
+        snprintf(probe, sizeof(probe), "%s", given);
+        if (!realpath(probe, out))
+            return HONE_ENOENT;
+        return HONE_OK;
+    }
+    p = popen("dpkg -L dataset-fashion-mnist 2>/dev/null", "r");
+    if (p) {
+        int found = 0;
+        while (fgets(line, sizeof(line), p)) {
+            char *nl = strchr(line, '\n'), *slash;
+            if (nl)
+                *nl = '\0';
+            if (!found && strstr(line, "train-images-idx3-ubyte") &&
+                (slash = strrchr(line, '/')) != NULL) {
+                *slash = '\0';
+                snprintf(out, len, "%s", line);
+                found = 1;
+            }
+        }
+        pclose(p);
+        if (found)
+            return HONE_OK;
+    }
+    for (size_t i = 0; i < HONE_ARRAY_LEN(guesses); i++) {
+        snprintf(probe, sizeof(probe), "%s/train-images-idx3-ubyte.gz", guesses[i]);
+        if (access(probe, R_OK) == 0) {
+            snprintf(out, len, "%s", guesses[i]);
+            return HONE_OK;
+        }
+    }
+    return HONE_ENOENT;
+}
+
+/* Seconds per training epoch over the full 55k images on one worker with `threads` CPU threads
+ * (measured on a 2-core x86 box; override with HONE_DEMO_EPOCH_SECONDS). */
+static double demo_epoch_seconds(const char *network, int threads)
+{
+    const char *env = getenv("HONE_DEMO_EPOCH_SECONDS");
+    double one = strcmp(network, "cnn") == 0 ? 40.0 : 6.0;
+
+    if (env && atof(env) > 0)
+        return atof(env);
+    return one / pow(threads > 1 ? threads : 1, 0.85);
+}
+
+typedef struct demo_state {
+    cli_ctx *c;
+    hone_rest *rest;
+    double t0;
+} demo_state;
+
+static int demo_post(demo_state *d, const char *path, json_t *body, json_t **out)
+{
+    cli_ctx sub = *d->c;
+    hone_rest_resp resp;
+    int rc;
+
+    sub.rest = d->rest;
+    rc = cli_call(&sub, "POST", path, body, &resp);
+    json_decref(body);
+    if (rc != 0)
+        return rc;
+    *out = json_incref(resp.json);
+    hone_rest_resp_clear(&resp);
+    return *out ? 0 : 1;
+}
+
+static json_t *demo_get(demo_state *d, const char *path)
+{
+    cli_ctx sub = *d->c;
+    hone_rest_resp resp;
+    json_t *o;
+
+    sub.rest = d->rest;
+    if (cli_call(&sub, "GET", path, NULL, &resp) != 0)
+        return NULL;
+    o = json_incref(resp.json);
+    hone_rest_resp_clear(&resp);
+    return o;
+}
+
+/* Prints the closing report (human or one JSON line) from the ended AutoML job. */
+static int demo_report(demo_state *d, const char *job_id, const cli_demo_plan *plan,
+                       double budget_s)
+{
+    char path[512], buf[64];
+    json_t *job, *trials, *best = NULL, *out;
+    const json_t *a;
+    const char *best_id;
+    double seconds, test_acc = NAN, val = NAN;
+    int n = 0, early = 0, rc = 0;
+    size_t i;
+    json_t *t;
+
+    snprintf(path, sizeof(path), "/api/v1/jobs/%s", job_id);
+    job = demo_get(d, path);
+    snprintf(path, sizeof(path), "/api/v1/jobs?parent=%s", job_id);
+    trials = demo_get(d, path);
+    if (!job || !trials) {
+        json_decref(job);
+        json_decref(trials);
+        return 1;
+    }
+    a = json_object_get(job, "automl");
+    json_array_foreach(json_object_get(trials, "jobs"), i, t)
+    {
+        n++;
+        early += json_is_true(json_object_get(t, "stopped_early"));
+    }
+    if (json_is_integer(json_object_get(a, "trials_stopped_early")))
+        early = (int)json_integer_value(json_object_get(a, "trials_stopped_early"));
+    best_id = json_string_value(json_object_get(a, "best_job_id"));
+    if (best_id) {
+        snprintf(path, sizeof(path), "/api/v1/jobs/%s", best_id);
+        best = demo_get(d, path);
+        test_acc = json_number_value(cli_path_get(best, "result.test_accuracy"));
+        if (!json_is_number(cli_path_get(best, "result.test_accuracy")))
+            test_acc = NAN;
+    }
+    if (json_is_number(json_object_get(a, "best_metric")))
+        val = json_number_value(json_object_get(a, "best_metric"));
+    seconds = cli_now() - d->t0;
+    out = json_pack("{s:s,s:s,s:o,s:o,s:i,s:i,s:f,s:O,s:s,s:i,s:f}", "job_id", job_id,
+                    "status", json_string_value(json_object_get(job, "status"))
+                                  ? json_string_value(json_object_get(job, "status"))
+                                  : "?",
+                    "best_test_accuracy", isnan(test_acc) ? json_null() : json_real(test_acc),
+                    "best_val_accuracy", isnan(val) ? json_null() : json_real(val), "trials", n,
+                    "stopped_early", early, "seconds", round(seconds * 10) / 10, "best_config",
+                    json_object_get(a, "best_config") ? json_object_get(a, "best_config")
+                                                      : json_null(),
+                    "algorithm", plan->algorithm, "max_epochs", plan->epochs,
+                    "budget_seconds", budget_s);
+    if (d->c->json) {
+        char *s = json_dumps(out, JSON_COMPACT | JSON_REAL_PRECISION(6));
+        printf("%s\n", s);
+        free(s);
+    } else {
+        printf("\nbest trial: %s (trial %s)\n", best_id ? best_id : "-",
+               cli_cell(json_object_get(a, "best_trial"), buf, sizeof(buf)));
+        printf("  config:\n");
+        if (json_is_object(json_object_get(a, "best_config")))
+            cli_print_kv(json_object_get(a, "best_config"), 4);
+        printf("  validation accuracy: %s\n", isnan(val) ? "-" : (snprintf(buf, sizeof(buf), "%.4f", val), buf));
+        printf("  TEST accuracy:       %s\n",
+               isnan(test_acc) ? "- (the best trial did not finish)"
+                               : (snprintf(buf, sizeof(buf), "%.4f", test_acc), buf));
+        printf("trials: %d (%d stopped early), algorithm %s, %.0f s in all\n", n, early,
+               plan->algorithm, seconds);
+        if (best_id)
+            printf("its weights: hone job download %s --file best_model/model.bin (while the "
+                   "stack runs; artifacts stay under the data dir)\n",
+                   job_id);
+    }
+    if (isnan(test_acc))
+        rc = 1;
+    json_decref(out);
+    json_decref(best);
+    json_decref(job);
+    json_decref(trials);
+    return rc;
+}
+
+int cli_demo_run(cli_ctx *c)
+{
+    cli_stack_opts so;
+    cli_stack *stack = NULL;
+    cli_demo_plan plan;
+    demo_state d = {c, NULL, cli_now()};
+    const char *network = cli_arg(c->a, "network") ? cli_arg(c->a, "network") : "cnn";
+    char dpath[PATH_MAX], err[4096], path[512], job_id[128] = "";
+    double budget_min = 12, epoch_s, budget_s;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN), seed = 1;
+    int workers, rc;
+    FILE *progress = c->json ? stderr : stdout;
+    json_t *ds = NULL, *exp = NULL, *job = NULL, *settings, *specs, *fin = NULL;
+    cli_ctx sub;
+
+    if (ncpu < 1)
+        ncpu = 1;
+    workers = ncpu <= 2 ? (int)ncpu : ncpu < 8 ? 2 : 4;
+    rc = cli_local_stack_opts(c, &so, workers, 0);
+    if (rc != 0)
+        return rc;
+    if (cli_arg_num(c->a, "budget-minutes", 1, 24 * 60, &budget_min, err, sizeof(err)) != 0 ||
+        cli_arg_int(c->a, "seed", 0, 2147483647L, &seed, err, sizeof(err)) != 0) {
+        fprintf(stderr, "usage error: %s\n", err);
+        return 2;
+    }
+    if (strcmp(network, "cnn") != 0 && strcmp(network, "mlp") != 0) {
+        fprintf(stderr, "usage error: --network must be cnn or mlp (got '%s')\n", network);
+        return 2;
+    }
+    if (!cli_arg(c->a, "threads"))
+        so.threads = (int)(ncpu / so.workers > 0 ? ncpu / so.workers : 1);
+    budget_s = budget_min * 60;
+    epoch_s = demo_epoch_seconds(network, so.threads);
+    if (cli_demo_plan_make(budget_s, so.workers, epoch_s, 6.0, cli_arg(c->a, "algorithm"), &plan,
+                           err, sizeof(err)) != 0) {
+        fprintf(stderr, "usage error: %s\n", err);
+        return 2;
+    }
+    if (demo_find_dataset(cli_arg(c->a, "dataset-path"), dpath, sizeof(dpath)) != 0) {
+        fprintf(stderr, "error: Fashion-MNIST not found; install it (apt-get install "
+                        "dataset-fashion-mnist) or pass --dataset-path DIR\n");
+        return 1;
+    }
+    so.extra_roots = dpath;
+    if (!c->json)
+        printf("hone demo: starting a controller and %d worker(s) (%d thread(s) each) in %s\n",
+               so.workers, so.threads, so.data_dir);
+    fflush(stdout);
+    if (cli_stack_start(&so, &stack, err, sizeof(err)) != 0) {
+        fprintf(stderr, "error: %s\n", err);
+        return 1;
+    }
+    if (hone_rest_new(cli_stack_url(stack), NULL, &d.rest) != 0) {
+        rc = 1;
+        goto out;
+    }
+    hone_rest_set_abort(d.rest, c->stop);
+    rc = 1;
+    if (demo_post(&d, "/api/v1/datasets",
+                  json_pack("{s:s,s:s,s:s,s:s,s:s}", "name", "fashion-mnist", "type",
+                            "image_classification", "format", "idx", "path", dpath,
+                            "description", "Fashion-MNIST from the Debian package"),
+                  &ds) != 0)
+        goto out;
+    specs = json_pack("{s:{s:s,s:s,s:i}}", "train", "optimizer", "adamw", "lr_schedule", "cosine",
+                      "epochs", plan.epochs);
+    settings = json_pack("{s:b,s:s,s:i,s:i,s:i,s:i,s:i,s:o,s:b,s:I}", "automl_enabled", 1,
+                         "automl_algorithm", plan.algorithm, "automl_max_recommendations",
+                         plan.max_trials, "automl_R", plan.R, "automl_nu", plan.nu,
+                         "epoch_multiplier", plan.epoch_multiplier, "automl_max_parallel",
+                         plan.max_parallel, "automl_hyperparameters", cli_demo_space(network),
+                         "automl_delete_intermediate_ckpt", 1, "seed", (json_int_t)seed);
+    if (demo_post(&d, "/api/v1/experiments",
+                  json_pack("{s:s,s:s,s:[s],s:s,s:o,s:o}", "name", "fashion-mnist-demo",
+                            "network_arch", network, "train_datasets",
+                            json_string_value(json_object_get(ds, "id")), "metric",
+                            "val_accuracy", "specs", specs, "automl_settings", settings),
+                  &exp) != 0)
+        goto out;
+    snprintf(path, sizeof(path), "/api/v1/experiments/%s/jobs",
+             json_string_value(json_object_get(exp, "id")));
+    if (demo_post(&d, path, json_pack("{s:s,s:s}", "action", "automl", "name", "demo"), &job) !=
+        0)
+        goto out;
+    snprintf(job_id, sizeof(job_id), "%s", json_string_value(json_object_get(job, "id")));
+    if (!c->json) {
+        printf("AutoML job %s: %s over up to %d trials of a %s, up to %d epochs each, on "
+               "Fashion-MNIST (%s); budget %.0f min\n",
+               job_id, plan.algorithm, plan.max_trials, network, plan.epochs, dpath, budget_min);
+        printf("(controller %s; logs in %s/logs)\n", cli_stack_url(stack), so.data_dir);
+    }
+    fflush(stdout);
+    sub = *c;
+    sub.rest = d.rest;
+    sub.url = cli_stack_url(stack);
+    rc = cli_job_wait(&sub, job_id, budget_s - (cli_now() - d.t0) + 30, progress, &fin);
+    if (!fin && !*c->stop) {
+        /* Over budget: stop the search and report the best so far. */
+        hone_rest_resp resp;
+        fprintf(stderr, "budget reached: canceling the search\n");
+        snprintf(path, sizeof(path), "/api/v1/jobs/%s:cancel", job_id);
+        if (cli_call(&sub, "POST", path, NULL, &resp) == 0)
+            hone_rest_resp_clear(&resp);
+    }
+    if (!*c->stop)
+        rc = demo_report(&d, job_id, &plan, budget_s);
+out:
+    if (*c->stop && job_id[0])
+        fprintf(stderr, "interrupted; stopping the local stack\n");
+    json_decref(fin);
+    json_decref(ds);
+    json_decref(exp);
+    json_decref(job);
+    hone_rest_free(d.rest);
+    cli_stack_stop(stack);
+    return rc;
+}

@@ -1,0 +1,169 @@
+/* out: how the hone command talks to people and scripts: controller calls with the error
+ * message built once here ("error: <message> (field: x)"), tables, key/value listings, JSON. */
+#include "cli.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int cli_call(cli_ctx *c, const char *method, const char *path, const json_t *body,
+             hone_rest_resp *resp)
+{
+    char err[1024];
+    int rc = hone_rest_call(c->rest, method, path, body, 60, resp, err, sizeof(err));
+
+    if (rc != 0) {
+        fprintf(stderr, "error: cannot reach the controller at %s (%s)\n"
+                        "hint: start one with `hone local`, or pass --url / set HONE_URL\n",
+                c->url, err);
+        return 1;
+    }
+    if (resp->status >= 200 && resp->status < 300)
+        return 0;
+    hone_rest_error_text(resp, err, sizeof(err));
+    fprintf(stderr, "error: %s\n", err);
+    hone_rest_resp_clear(resp);
+    return 1;
+}
+
+void cli_print_json(const json_t *v)
+{
+    char *s = json_dumps(v, JSON_INDENT(2) | JSON_ENCODE_ANY | JSON_REAL_PRECISION(10));
+    if (s) {
+        fputs(s, stdout);
+        fputc('\n', stdout);
+        free(s);
+    }
+}
+
+const char *cli_cell(const json_t *v, char *buf, size_t len)
+{
+    if (!v || json_is_null(v))
+        snprintf(buf, len, "-");
+    else if (json_is_string(v))
+        snprintf(buf, len, "%s", json_string_value(v));
+    else if (json_is_integer(v))
+        snprintf(buf, len, "%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v)) {
+        double d = json_real_value(v);
+        if (d != 0 && (fabs(d) < 1e-3 || fabs(d) >= 1e6))
+            snprintf(buf, len, "%.3g", d);
+        else
+            snprintf(buf, len, "%.4f", d);
+    } else if (json_is_boolean(v))
+        snprintf(buf, len, "%s", json_is_true(v) ? "yes" : "no");
+    else {
+        char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(6));
+        snprintf(buf, len, "%s", s ? s : "?");
+        free(s);
+    }
+    return buf;
+}
+
+void cli_print_table(const char *const *headers, int ncols, char ***rows, int nrows)
+{
+    int *w = hone_xcalloc((size_t)ncols, sizeof(int));
+
+    for (int j = 0; j < ncols; j++)
+        w[j] = (int)strlen(headers[j]);
+    for (int i = 0; i < nrows; i++)
+        for (int j = 0; j < ncols; j++) {
+            int n = rows[i][j] ? (int)strlen(rows[i][j]) : 1;
+            if (n > w[j])
+                w[j] = n;
+        }
+    for (int j = 0; j < ncols; j++)
+        printf("%-*s%s", j + 1 < ncols ? w[j] : 0, headers[j], j + 1 < ncols ? "  " : "\n");
+    for (int i = 0; i < nrows; i++)
+        for (int j = 0; j < ncols; j++)
+            printf("%-*s%s", j + 1 < ncols ? w[j] : 0, rows[i][j] ? rows[i][j] : "-",
+                   j + 1 < ncols ? "  " : "\n");
+    if (nrows == 0)
+        printf("(none)\n");
+    free(w);
+}
+
+void cli_print_kv(const json_t *obj, int indent)
+{
+    const char *key;
+    json_t *v;
+    char buf[512];
+
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        size_t kl = strlen(key);
+        if (kl > 5 && strcmp(key + kl - 5, "_unix") == 0)
+            continue; /* the RFC 3339 twin is printed */
+        if (json_is_object(v) && json_object_size(v) > 0) {
+            printf("%*s%s:\n", indent, "", key);
+            cli_print_kv(v, indent + 2);
+        } else {
+            printf("%*s%s: %s\n", indent, "", key, cli_cell(v, buf, sizeof(buf)));
+        }
+    }
+}
+
+void cli_fmt_seconds(double s, char *buf, size_t len)
+{
+    long t;
+
+    if (!isfinite(s) || s < 0) {
+        snprintf(buf, len, "?");
+        return;
+    }
+    t = lround(s);
+    if (t >= 3600)
+        snprintf(buf, len, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+    else if (t >= 60)
+        snprintf(buf, len, "%ldm%02lds", t / 60, t % 60);
+    else
+        snprintf(buf, len, "%lds", t);
+}
+
+const json_t *cli_path_get(const json_t *obj, const char *dotted)
+{
+    char key[128];
+    const char *p = dotted;
+
+    while (obj && *p) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        if (n >= sizeof(key))
+            return NULL;
+        memcpy(key, p, n);
+        key[n] = '\0';
+        obj = json_object_get(obj, key);
+        p = dot ? dot + 1 : p + n;
+    }
+    return obj;
+}
+
+void cli_print_list(const json_t *arr, const char *const *headers, const char *const *keys,
+                    int ncols)
+{
+    int n = (int)json_array_size(arr);
+    char ***rows = hone_xcalloc((size_t)(n ? n : 1), sizeof(char **));
+    char buf[512];
+
+    for (int i = 0; i < n; i++) {
+        rows[i] = hone_xcalloc((size_t)ncols, sizeof(char *));
+        for (int j = 0; j < ncols; j++)
+            rows[i][j] = hone_xstrdup(
+                cli_cell(cli_path_get(json_array_get(arr, (size_t)i), keys[j]), buf, sizeof(buf)));
+    }
+    cli_print_table(headers, ncols, rows, n);
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < ncols; j++)
+            free(rows[i][j]);
+        free(rows[i]);
+    }
+    free(rows);
+}
+
+double cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

@@ -1,0 +1,345 @@
+/* stack: the local deployment that `hone local` and `hone demo` run: one hone-controller and N
+ * hone-workers as child processes, logs under DATA_DIR/logs, stopped in order (workers first, so
+ * they can report, then the controller). Children die with us (PR_SET_PDEATHSIG). */
+#define _GNU_SOURCE
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define STACK_MAX_WORKERS 64
+
+struct cli_stack {
+    pid_t ctl;
+    pid_t workers[STACK_MAX_WORKERS];
+    int nworkers;
+    char url[128];
+    char logdir[PATH_MAX + 16];
+};
+
+static double stack_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int cli_find_binary(const char *bin_dir, const char *name, const char *const *rel_dirs,
+                    char *out, size_t outlen)
+{
+    const char *env = getenv("HONE_BIN_DIR");
+    const char *path = getenv("PATH");
+    char cand[PATH_MAX * 2];
+
+    if (env && env[0]) {
+        snprintf(cand, sizeof(cand), "%s/%s", env, name);
+        if (access(cand, X_OK) == 0)
+            goto found;
+    }
+    for (int i = 0; bin_dir && rel_dirs && rel_dirs[i]; i++) {
+        snprintf(cand, sizeof(cand), "%s/%s/%s", bin_dir, rel_dirs[i], name);
+        if (access(cand, X_OK) == 0)
+            goto found;
+    }
+    while (path && *path) {
+        const char *colon = strchr(path, ':');
+        size_t n = colon ? (size_t)(colon - path) : strlen(path);
+        snprintf(cand, sizeof(cand), "%.*s/%s", (int)n, path, name);
+        if (n > 0 && access(cand, X_OK) == 0)
+            goto found;
+        path = colon ? colon + 1 : NULL;
+    }
+    return HONE_ENOENT;
+found:
+    if (!realpath(cand, out))
+        snprintf(out, outlen, "%s", cand);
+    return HONE_OK;
+}
+
+static int stack_mkdirs(const char *path)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof(tmp), "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+                return HONE_EIO;
+            *p = '/';
+        }
+    }
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+        return HONE_EIO;
+    return HONE_OK;
+}
+
+/* Starts argv with stdout/stderr appended to log, in its own process group (Ctrl-C reaches only
+ * us; we stop the children in order), killed if we die. */
+static pid_t stack_spawn(char *const argv[], const char *log)
+{
+    pid_t parent = getpid(), pid = fork();
+
+    if (pid != 0)
+        return pid;
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+        _exit(1);
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0)
+        dup2(devnull, 0);
+    if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+    }
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    execv(argv[0], argv);
+    fprintf(stderr, "hone: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+}
+
+/* Copies the last lines of a log file into err (for "it died, here is why"). */
+static void stack_log_tail(const char *log, char *err, size_t errlen)
+{
+    FILE *f = fopen(log, "r");
+    char buf[1024];
+    long sz;
+    size_t n, used = strlen(err);
+
+    if (!f)
+        return;
+    fseek(f, 0, SEEK_END);
+    sz = ftell(f);
+    fseek(f, sz > (long)sizeof(buf) - 1 ? sz - (long)sizeof(buf) + 1 : 0, SEEK_SET);
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    if (used + 32 < errlen)
+        snprintf(err + used, errlen - used, "\n--- last lines of %s ---\n%s", log, buf);
+}
+
+static int stack_alive_pid(pid_t pid)
+{
+    int st;
+    return pid > 0 && waitpid(pid, &st, WNOHANG) == 0;
+}
+
+static int stack_write_config(const char *path, const cli_stack_opts *o, const char *data_dir)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return HONE_EIO;
+    fprintf(f, "# written by `hone local`/`hone demo`; edit freely, it is rewritten on start\n"
+               "log_format: text\n"
+               "data_roots:\n  - \"%s\"\n  - \"/usr/share/datasets\"\n",
+            data_dir);
+    if (o->extra_roots && o->extra_roots[0])
+        fprintf(f, "  - \"%s\"\n", o->extra_roots);
+    return fclose(f) == 0 ? HONE_OK : HONE_EIO;
+}
+
+/* Waits for the port file, then for GET /readyz to answer 200. */
+static int stack_wait_ready(cli_stack *s, const char *port_file, const char *ctl_log, char *err,
+                            size_t errlen)
+{
+    double deadline = stack_now() + 60;
+    hone_rest *rest = NULL;
+    int port = 0, rc = HONE_ETIMEDOUT;
+
+    while (stack_now() < deadline && port == 0) {
+        FILE *f = fopen(port_file, "r");
+        if (f) {
+            if (fscanf(f, "%d", &port) != 1)
+                port = 0;
+            fclose(f);
+        }
+        if (port == 0) {
+            if (!stack_alive_pid(s->ctl)) {
+                snprintf(err, errlen, "hone-controller exited during start");
+                stack_log_tail(ctl_log, err, errlen);
+                return HONE_EIO;
+            }
+            usleep(50000);
+        }
+    }
+    if (port == 0) {
+        snprintf(err, errlen, "hone-controller did not start listening within 60 s");
+        stack_log_tail(ctl_log, err, errlen);
+        return HONE_ETIMEDOUT;
+    }
+    snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d", port);
+    hone_rest_new(s->url, NULL, &rest);
+    while (stack_now() < deadline) {
+        hone_rest_resp resp;
+        if (hone_rest_call(rest, "GET", "/readyz", NULL, 5, &resp, NULL, 0) == 0) {
+            long st = resp.status;
+            hone_rest_resp_clear(&resp);
+            if (st == 200) {
+                rc = HONE_OK;
+                break;
+            }
+        }
+        if (!stack_alive_pid(s->ctl)) {
+            snprintf(err, errlen, "hone-controller exited during start");
+            stack_log_tail(ctl_log, err, errlen);
+            rc = HONE_EIO;
+            break;
+        }
+        usleep(100000);
+    }
+    if (rc == HONE_ETIMEDOUT)
+        snprintf(err, errlen, "hone-controller at %s was not ready within 60 s", s->url);
+    hone_rest_free(rest);
+    return rc;
+}
+
+int cli_stack_start(const cli_stack_opts *o, cli_stack **out, char *err, size_t errlen)
+{
+    static const char *const ctl_rel[] = {"../controller", ".", NULL};
+    static const char *const wrk_rel[] = {"../worker", ".", NULL};
+    static const char *const trn_rel[] = {"../train", ".", NULL};
+    char ctl_bin[PATH_MAX], wrk_bin[PATH_MAX], trn_bin[PATH_MAX], data[PATH_MAX];
+    char cfg[PATH_MAX + 32], port_file[PATH_MAX + 32], log[PATH_MAX + 128], listen[64];
+    cli_stack *s;
+    int rc;
+
+    *out = NULL;
+    if (cli_find_binary(o->bin_dir, "hone-controller", ctl_rel, ctl_bin, sizeof(ctl_bin)) != 0 ||
+        cli_find_binary(o->bin_dir, "hone-worker", wrk_rel, wrk_bin, sizeof(wrk_bin)) != 0 ||
+        cli_find_binary(o->bin_dir, "hone-train", trn_rel, trn_bin, sizeof(trn_bin)) != 0) {
+        snprintf(err, errlen,
+                 "cannot find hone-controller, hone-worker and hone-train (looked in "
+                 "$HONE_BIN_DIR, the build tree beside %s, and PATH); build them first",
+                 o->bin_dir ? o->bin_dir : "hone");
+        return HONE_ENOENT;
+    }
+    if (stack_mkdirs(o->data_dir) != 0 || !realpath(o->data_dir, data)) {
+        snprintf(err, errlen, "cannot create data dir %s: %s", o->data_dir, strerror(errno));
+        return HONE_EIO;
+    }
+    s = hone_xcalloc(1, sizeof(*s));
+    snprintf(s->logdir, sizeof(s->logdir), "%s/logs", data);
+    stack_mkdirs(s->logdir);
+    snprintf(cfg, sizeof(cfg), "%s/controller.yaml", data);
+    snprintf(port_file, sizeof(port_file), "%s/controller.port", data);
+    unlink(port_file);
+    if (stack_write_config(cfg, o, data) != 0) {
+        snprintf(err, errlen, "cannot write %s", cfg);
+        free(s);
+        return HONE_EIO;
+    }
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", o->port);
+    snprintf(log, sizeof(log), "%s/controller.log", s->logdir);
+    {
+        char *argv[] = {ctl_bin, "--config", cfg, "--listen", listen, "--data-dir", data,
+                        "--port-file", port_file, NULL};
+        s->ctl = stack_spawn(argv, log);
+    }
+    if (s->ctl < 0) {
+        snprintf(err, errlen, "fork failed: %s", strerror(errno));
+        free(s);
+        return HONE_EIO;
+    }
+    rc = stack_wait_ready(s, port_file, log, err, errlen);
+    if (rc != 0) {
+        cli_stack_stop(s);
+        return rc;
+    }
+    for (int i = 0; i < o->workers && i < STACK_MAX_WORKERS; i++) {
+        char name[32], wdir[PATH_MAX + 64], threads[16];
+        snprintf(name, sizeof(name), "local-%d", i + 1);
+        snprintf(wdir, sizeof(wdir), "%s/workers/%s", data, name);
+        snprintf(threads, sizeof(threads), "%d", o->threads);
+        snprintf(log, sizeof(log), "%s/worker-%d.log", s->logdir, i + 1);
+        char *argv[] = {wrk_bin,     "--controller", s->url,  "--name", name,
+                        "--work-dir", wdir,          "--device", (char *)(o->device ? o->device : "auto"),
+                        "--trainer", trn_bin,        "--threads", threads, NULL};
+        s->workers[s->nworkers] = stack_spawn(argv, log);
+        if (s->workers[s->nworkers] > 0)
+            s->nworkers++;
+    }
+    *out = s;
+    return HONE_OK;
+}
+
+const char *cli_stack_url(const cli_stack *s)
+{
+    return s->url;
+}
+
+int cli_stack_alive(cli_stack *s, char *err, size_t errlen)
+{
+    char log[PATH_MAX + 128];
+
+    if (!stack_alive_pid(s->ctl)) {
+        snprintf(err, errlen, "hone-controller exited");
+        snprintf(log, sizeof(log), "%s/controller.log", s->logdir);
+        stack_log_tail(log, err, errlen);
+        s->ctl = -1;
+        return 0;
+    }
+    for (int i = 0; i < s->nworkers; i++) {
+        if (s->workers[i] > 0 && !stack_alive_pid(s->workers[i])) {
+            snprintf(err, errlen, "hone-worker %d exited", i + 1);
+            snprintf(log, sizeof(log), "%s/worker-%d.log", s->logdir, i + 1);
+            stack_log_tail(log, err, errlen);
+            s->workers[i] = -1;
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* SIGTERM to each pid, then SIGKILL to whatever is left after grace seconds; reaps all. */
+static void stack_stop_pids(pid_t *pids, int n, double grace)
+{
+    double deadline = stack_now() + grace;
+    int left;
+
+    for (int i = 0; i < n; i++)
+        if (pids[i] > 0)
+            kill(pids[i], SIGTERM);
+    do {
+        left = 0;
+        for (int i = 0; i < n; i++) {
+            int st;
+            if (pids[i] <= 0)
+                continue;
+            if (waitpid(pids[i], &st, WNOHANG) != 0)
+                pids[i] = -1;
+            else
+                left++;
+        }
+        if (left)
+            usleep(50000);
+    } while (left && stack_now() < deadline);
+    for (int i = 0; i < n; i++) {
+        if (pids[i] > 0) {
+            kill(-pids[i], SIGKILL);
+            kill(pids[i], SIGKILL);
+            waitpid(pids[i], NULL, 0);
+            pids[i] = -1;
+        }
+    }
+}
+
+void cli_stack_stop(cli_stack *s)
+{
+    if (!s)
+        return;
+    stack_stop_pids(s->workers, s->nworkers, 20);
+    stack_stop_pids(&s->ctl, 1, 10);
+    free(s);
+}

@@ -1,0 +1,355 @@
+/* The AutoML driver, part 1: the search space and options of an AutoML job (fixed once at start and
+ * stored in jobs.automl), the live searches kept in memory, rebuilding them by replaying the
+ * job's automl_events in order, and feeding reports and trial ends to them with their events
+ * logged in the caller's transaction. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl.h"
+
+int ctl_automl_space_json(const char *network, const json_t *settings, json_t **space, char *field,
+                          size_t fieldlen, char *msg, size_t msglen)
+{
+    json_t *sp = NULL, *all = ctl_space_all(network), *v;
+    json_t *given = json_object_get(settings, "automl_hyperparameters");
+    size_t i;
+    const char *k;
+    *space = NULL;
+    if (json_is_object(given)) {
+        snprintf(field, fieldlen, "automl_settings.automl_hyperparameters");
+        sp = json_deep_copy(given);
+    } else {
+        sp = ctl_space_default(network);
+        snprintf(field, fieldlen, "automl_settings.automl_add_hyperparameters");
+        json_array_foreach(json_object_get(settings, "automl_add_hyperparameters"), i, v)
+        {
+            if (!json_is_string(v) || !json_object_get(all, json_string_value(v))) {
+                snprintf(msg, msglen, "%s[%zu]: not a sweepable hyperparameter of %s", field, i,
+                         network);
+                goto fail;
+            }
+            json_object_set(sp, json_string_value(v), json_object_get(all, json_string_value(v)));
+        }
+        snprintf(field, fieldlen, "automl_settings.automl_remove_hyperparameters");
+        json_array_foreach(json_object_get(settings, "automl_remove_hyperparameters"), i, v)
+        {
+            if (!json_is_string(v) || json_object_del(sp, json_string_value(v))) {
+                snprintf(msg, msglen, "%s[%zu]: not in the swept set", field, i);
+                goto fail;
+            }
+        }
+    }
+    json_object_foreach(sp, k, v)
+    {
+        if (!ctl_spec_key_sweepable(k)) {
+            snprintf(msg, msglen, "%s: '%s' is not a spec key hone-train understands", field, k);
+            goto fail;
+        }
+    }
+    if (json_object_size(sp) == 0) {
+        snprintf(msg, msglen, "%s: the search space is empty", field);
+        goto fail;
+    }
+    char *txt = jdump(sp), err[256];
+    hone_space *parsed = NULL;
+    int rc = hone_space_parse(txt, &parsed, err, sizeof err);
+    free(txt);
+    hone_space_free(parsed);
+    if (rc) {
+        snprintf(msg, msglen, "%s: %s", field, err);
+        goto fail;
+    }
+    json_decref(all);
+    *space = sp;
+    return HONE_OK;
+fail:
+    json_decref(all);
+    json_decref(sp);
+    return HONE_EINVAL;
+}
+
+ctl_search *ctl_automl_find(hone_controller *c, const char *job_id)
+{
+    for (ctl_search *s = c->searches; s; s = s->next)
+        if (!strcmp(s->job_id, job_id))
+            return s;
+    return NULL;
+}
+
+static void search_free(ctl_search *s)
+{
+    hone_search_free(s->search);
+    hone_space_free(s->space);
+    free(s);
+}
+
+void ctl_automl_drop(hone_controller *c, const char *job_id)
+{
+    for (ctl_search **pp = &c->searches; *pp; pp = &(*pp)->next)
+        if (!strcmp((*pp)->job_id, job_id)) {
+            ctl_search *s = *pp;
+            *pp = s->next;
+            search_free(s);
+            return;
+        }
+}
+
+void ctl_automl_free_all(hone_controller *c)
+{
+    while (c->searches) {
+        ctl_search *s = c->searches;
+        c->searches = s->next;
+        search_free(s);
+    }
+}
+
+static int opts_from_json(const json_t *o, hone_search_opts *opts)
+{
+    hone_search_opts_default(opts);
+    if (hone_algo_parse(jstr(o, "algorithm"), &opts->algo))
+        return HONE_EINVAL;
+    opts->seed = (uint64_t)jint(o, "seed");
+    opts->maximize = json_is_true(json_object_get(o, "maximize"));
+    opts->max_trials = (int)jint(o, "max_trials");
+    opts->max_epochs = (int)jint(o, "max_epochs");
+    opts->R = (int)jint(o, "R");
+    opts->eta = (int)jint(o, "eta");
+    opts->epoch_multiplier = (int)jint(o, "epoch_multiplier");
+    opts->max_parallel = (int)jint(o, "max_parallel");
+    return HONE_OK;
+}
+
+int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t msglen)
+{
+    json_t *job = NULL, *exp = NULL, *settings = NULL, *space = NULL, *flat = NULL;
+    char field[128];
+    int rc = ctl_job_row(c, job_id, &job);
+    if (rc || (rc = db_row(c->db, &exp, "SELECT * FROM experiments WHERE id=?", "s",
+                           jstr(job, "experiment_id"))))
+        goto out;
+    settings = jparse(jstr(exp, "automl_settings"));
+    rc = ctl_automl_space_json(jstr(exp, "network"), settings, &space, field, sizeof field, msg,
+                               msglen);
+    if (rc)
+        goto out;
+    if ((rc = ctl_job_spec(c, job, &flat)))
+        goto out;
+    const char *metric = jstr(exp, "metric");
+    int maximize = strstr(metric, "loss") == NULL;
+    int par = (int)jint(settings, "automl_max_parallel");
+    if (par <= 0)
+        par = ctl_live_workers(c) > 0 ? ctl_live_workers(c) : 1;
+    json_t *opts = json_pack(
+        "{s:s,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:i}", "algorithm", jstr(settings, "automl_algorithm"),
+        "seed", (json_int_t)jint(settings, "seed"), "maximize", maximize, "max_trials",
+        (json_int_t)jint(settings, "automl_max_recommendations"), "max_epochs",
+        (json_int_t)jint(flat, "train.epochs"), "R", (json_int_t)jint(settings, "automl_R"), "eta",
+        (json_int_t)jint(settings, "automl_nu"), "epoch_multiplier",
+        (json_int_t)jint(settings, "epoch_multiplier"), "max_parallel", par);
+    hone_search_opts o;
+    if (opts_from_json(opts, &o)) {
+        snprintf(msg, msglen, "automl_settings.automl_algorithm: unknown algorithm");
+        json_decref(opts);
+        rc = HONE_EINVAL;
+        goto out;
+    }
+    json_t *automl =
+        json_pack("{s:o,s:o,s:s,s:b}", "space", space, "opts", opts, "metric", metric,
+                  "delete_intermediate_ckpt",
+                  json_is_true(json_object_get(settings, "automl_delete_intermediate_ckpt")));
+    space = NULL;
+    char *txt = jdump(automl);
+    json_decref(automl);
+    rc = db_run(c->db,
+                "UPDATE jobs SET automl=?, status='running', started=?, queued_at=NULL WHERE id=?",
+                "sds", txt, ctl_now(), job_id) < 0
+             ? HONE_ESQL
+             : HONE_OK;
+    free(txt);
+out:
+    json_decref(job);
+    json_decref(exp);
+    json_decref(settings);
+    json_decref(space);
+    json_decref(flat);
+    return rc;
+}
+
+/* Replays one stored event into a fresh search. */
+static int replay_event(hone_controller *c, ctl_search *s, const json_t *ev)
+{
+    const char *kind = jstr(ev, "kind");
+    int trial = (int)jint(ev, "trial"), epoch = (int)jint(ev, "epoch");
+    if (!strcmp(kind, "new")) {
+        int np = hone_space_nparams(s->space);
+        json_t *vals = jparse(jstr(ev, "data"));
+        double *v = hone_xcalloc((size_t)np + 1, sizeof(double));
+        for (int i = 0; i < np; i++)
+            v[i] = json_number_value(json_array_get(vals, (size_t)i));
+        int rc = hone_search_replay_new(s->search, trial, v, epoch);
+        free(v);
+        json_decref(vals);
+        return rc;
+    }
+    if (!strcmp(kind, "resume")) {
+        hone_ask a;
+        int rc = hone_search_ask(s->search, &a);
+        if (rc || a.kind != HONE_ASK_RESUME || a.trial != trial || a.epochs != epoch) {
+            ctl_log(c, "error", "replay_mismatch",
+                    json_pack("{s:s,s:i,s:i,s:i}", "job", s->job_id, "trial", trial, "got_kind",
+                              (int)a.kind, "got_trial", a.trial));
+            return rc ? rc : HONE_ESTATE;
+        }
+        return HONE_OK;
+    }
+    if (!strcmp(kind, "report")) {
+        hone_decision d;
+        double m = jnum(ev, "metric");
+        return hone_search_report(s->search, trial, epoch, m, &d);
+    }
+    json_t *data = jparse(jstr(ev, "data"));
+    int failed = json_is_true(json_object_get(data, "failed"));
+    json_decref(data);
+    return hone_search_end(s->search, trial, failed);
+}
+
+int ctl_automl_rebuild(hone_controller *c, const char *job_id)
+{
+    json_t *job = NULL, *automl = NULL, *events = NULL;
+    ctl_search *s = NULL;
+    char err[256];
+    ctl_automl_drop(c, job_id);
+    int rc = ctl_job_row(c, job_id, &job);
+    if (rc)
+        return rc;
+    automl = jparse(jstr(job, "automl"));
+    if (!automl) {
+        rc = HONE_EPARSE;
+        goto out;
+    }
+    s = hone_xcalloc(1, sizeof *s);
+    snprintf(s->job_id, sizeof s->job_id, "%s", job_id);
+    snprintf(s->metric, sizeof s->metric, "%s", jstr(automl, "metric"));
+    char *sp = jdump(json_object_get(automl, "space"));
+    rc = hone_space_parse(sp, &s->space, err, sizeof err);
+    free(sp);
+    hone_search_opts o;
+    if (rc || (rc = opts_from_json(json_object_get(automl, "opts"), &o)) ||
+        (rc = hone_search_new(s->space, &o, &s->search)))
+        goto out;
+    s->maximize = o.maximize;
+    s->max_epochs = o.max_epochs;
+    s->full_epochs =
+        o.algo == HONE_ALGO_HYPERBAND || o.algo == HONE_ALGO_BOHB || o.algo == HONE_ALGO_ASHA
+            ? o.R * o.epoch_multiplier
+            : o.max_epochs;
+    if ((rc = db_rows(c->db, &events, "SELECT * FROM automl_events WHERE job_id=? ORDER BY seq",
+                      "s", job_id)))
+        goto out;
+    json_t *ev;
+    size_t i;
+    json_array_foreach(events, i, ev)
+    {
+        int erc = replay_event(c, s, ev);
+        if (erc)
+            ctl_log(c, "error", "replay_failed",
+                    json_pack("{s:s,s:I,s:s,s:s}", "job", job_id, "seq",
+                              (json_int_t)jint(ev, "seq"), "kind", jstr(ev, "kind"), "error",
+                              hone_strerror(erc)));
+    }
+    s->next = c->searches;
+    c->searches = s;
+    ctl_log(c, "info", "automl_rebuilt",
+            json_pack("{s:s,s:I}", "job", job_id, "events", (json_int_t)json_array_size(events)));
+    s = NULL;
+out:
+    if (s)
+        search_free(s);
+    if (rc)
+        ctl_log(c, "error", "automl_rebuild_failed",
+                json_pack("{s:s,s:s}", "job", job_id, "error", hone_strerror(rc)));
+    json_decref(job);
+    json_decref(automl);
+    json_decref(events);
+    return rc;
+}
+
+int ctl_automl_rebuild_all(hone_controller *c)
+{
+    json_t *rows = NULL, *r;
+    size_t i;
+    if (db_rows(c->db, &rows,
+                "SELECT id FROM jobs WHERE action='automl' AND status IN ('running','paused') "
+                "ORDER BY created",
+                NULL))
+        return HONE_ESQL;
+    json_array_foreach(rows, i, r) ctl_automl_rebuild(c, jstr(r, "id"));
+    json_decref(rows);
+    return HONE_OK;
+}
+
+static int ev_append(hone_controller *c, const char *job_id, const char *kind, int trial, int epoch,
+                     double metric, const char *data)
+{
+    return db_run(c->db,
+                  "INSERT INTO automl_events(job_id,seq,kind,trial,epoch,metric,data,created) "
+                  "VALUES(?1,(SELECT COALESCE(MAX(seq),0)+1 FROM automl_events WHERE job_id=?1),"
+                  "?2,?3,?4,?5,?6,?7)",
+                  "ssiidsd", job_id, kind, trial, epoch, metric, data, ctl_now()) < 0
+               ? HONE_ESQL
+               : HONE_OK;
+}
+
+int ctl_automl_log_new(hone_controller *c, const char *job_id, int trial, int epochs,
+                       const double *values, int np)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < np; i++)
+        json_array_append_new(a, json_real(values[i]));
+    char *d = jdump(a);
+    json_decref(a);
+    int rc = ev_append(c, job_id, "new", trial, epochs, NAN, d);
+    free(d);
+    return rc;
+}
+
+int ctl_automl_log_resume(hone_controller *c, const char *job_id, int trial, int epochs)
+{
+    return ev_append(c, job_id, "resume", trial, epochs, NAN, NULL);
+}
+
+static ctl_search *parent_search(hone_controller *c, const json_t *trial)
+{
+    const char *pid = jstr(trial, "parent_id");
+    if (!pid)
+        return NULL;
+    ctl_search *s = ctl_automl_find(c, pid);
+    return s;
+}
+
+int ctl_automl_report(hone_controller *c, const json_t *trial, int epoch, double metric, int fresh,
+                      hone_decision *dec)
+{
+    ctl_search *s = parent_search(c, trial);
+    *dec = HONE_DECIDE_STOP; /* no live search (canceled, finished): the trial has no purpose */
+    if (!s)
+        return HONE_OK;
+    int t = (int)jint(trial, "trial");
+    int rc = hone_search_report(s->search, t, epoch, metric, dec);
+    if (rc || !fresh)
+        return rc;
+    return ev_append(c, s->job_id, "report", t, epoch, metric, NULL);
+}
+
+int ctl_automl_end(hone_controller *c, const json_t *trial, int failed)
+{
+    ctl_search *s = parent_search(c, trial);
+    if (!s)
+        return HONE_OK;
+    int t = (int)jint(trial, "trial");
+    int rc = hone_search_end(s->search, t, failed);
+    if (rc)
+        return rc;
+    return ev_append(c, s->job_id, "end", t, 0, NAN, failed ? "{\"failed\":true}" : "{}");
+}

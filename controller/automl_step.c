@@ -1,0 +1,355 @@
+/* The AutoML driver, part 2: asking a search for work (new trials become queued train jobs,
+ * resumed ones are requeued from their checkpoint), finishing the AutoML job when the search is
+ * done (best trial, its artifacts copied to best_model/), and the status block of an AutoML job.
+ * TODO: GP fits in hone_search_ask run on the loop thread; move them to uv_queue_work. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ctl.h"
+
+static int step_new(hone_controller *c, ctl_search *s, const json_t *job, const hone_ask *a)
+{
+    char id[64];
+    char *cfg = hone_space_config_to_json(s->space, a->values);
+    double now = ctl_now();
+    ctl_new_id(c, "job", id, sizeof id);
+    char name[64];
+    snprintf(name, sizeof name, "trial-%d", a->trial);
+    int rc = HONE_ESQL;
+    if (db_begin(c->db))
+        goto out;
+    if (db_run(c->db,
+               "INSERT INTO jobs(id,experiment_id,parent_id,action,name,status,trial,config,"
+               "epochs_target,created,queued_at) VALUES(?,?,?,'train',?,'queued',?,?,?,?,?)",
+               "ssssisidd", id, jstr(job, "experiment_id"), s->job_id, name, a->trial, cfg,
+               a->epochs, now, now) < 0 ||
+        ctl_automl_log_new(c, s->job_id, a->trial, a->epochs, a->values,
+                           hone_space_nparams(s->space)) ||
+        db_commit(c->db))
+        goto out;
+    rc = HONE_OK;
+    ctl_log(c, "info", "trial_new",
+            json_pack("{s:s,s:s,s:i,s:i,s:s}", "automl", s->job_id, "job", id, "trial", a->trial,
+                      "epochs", a->epochs, "config", cfg));
+out:
+    if (rc)
+        db_rollback(c->db);
+    free(cfg);
+    return rc;
+}
+
+static int step_resume(hone_controller *c, ctl_search *s, const hone_ask *a)
+{
+    int rc = HONE_ESQL;
+    if (db_begin(c->db))
+        return rc;
+    int n = db_run(c->db,
+                   "UPDATE jobs SET status='queued', epochs_target=?, resume=1, queued_at=?, "
+                   "last_decision=NULL, finished=NULL, stopped_early=0 WHERE parent_id=? AND "
+                   "trial=?",
+                   "idsi", a->epochs, ctl_now(), s->job_id, a->trial);
+    if (n != 1 || ctl_automl_log_resume(c, s->job_id, a->trial, a->epochs) || db_commit(c->db)) {
+        db_rollback(c->db);
+        return rc;
+    }
+    ctl_log(
+        c, "info", "trial_resume",
+        json_pack("{s:s,s:i,s:i}", "automl", s->job_id, "trial", a->trial, "epochs", a->epochs));
+    return HONE_OK;
+}
+
+static int copy_file(const char *from, const char *to)
+{
+    int in = open(from, O_RDONLY | O_CLOEXEC), out = -1, rc = HONE_EIO;
+    char buf[1 << 15];
+    ssize_t r;
+    if (in < 0)
+        return HONE_EIO;
+    out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out < 0)
+        goto done;
+    while ((r = read(in, buf, sizeof buf)) > 0)
+        if (write(out, buf, (size_t)r) != r)
+            goto done;
+    rc = r == 0 && fsync(out) == 0 ? HONE_OK : HONE_EIO;
+done:
+    close(in);
+    if (out >= 0)
+        close(out);
+    return rc;
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text ? text : "", f);
+        fclose(f);
+    }
+}
+
+/* Copies the best trial's files (one level) into <automl>/best_model/ with its spec and metrics. */
+static void copy_best(hone_controller *c, const char *automl_id, const json_t *best)
+{
+    char *src = ctl_job_dir(c, jstr(best, "id")), *dst0 = ctl_job_dir(c, automl_id);
+    char dst[4096], p1[4096], p2[4096];
+    snprintf(dst, sizeof dst, "%s/best_model", dst0);
+    mkdir(dst0, 0755);
+    mkdir(dst, 0755);
+    DIR *d = opendir(src);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        struct stat st;
+        if (snprintf(p1, sizeof p1, "%s/%s", src, e->d_name) >= (int)sizeof p1 ||
+            e->d_name[0] == '.' || lstat(p1, &st) || !S_ISREG(st.st_mode))
+            continue;
+        if (snprintf(p2, sizeof p2, "%s/%s", dst, e->d_name) < (int)sizeof p2)
+            copy_file(p1, p2);
+    }
+    if (d)
+        closedir(d);
+    json_t *flat = NULL;
+    if (ctl_job_spec(c, best, &flat) == HONE_OK) {
+        char *y = ctl_spec_yaml(flat);
+        if (snprintf(p2, sizeof p2, "%s/spec.yaml", dst) < (int)sizeof p2)
+            write_text(p2, y);
+        free(y);
+        json_decref(flat);
+    }
+    json_t *rows = NULL, *r;
+    size_t i;
+    FILE *f =
+        snprintf(p2, sizeof p2, "%s/metrics.jsonl", dst) < (int)sizeof p2 ? fopen(p2, "w") : NULL;
+    if (f && db_rows(c->db, &rows, "SELECT data FROM metrics WHERE job_id=? ORDER BY epoch", "s",
+                     jstr(best, "id")) == HONE_OK)
+        json_array_foreach(rows, i, r) fprintf(f, "%s\n", jstr(r, "data"));
+    if (f)
+        fclose(f);
+    json_decref(rows);
+    free(src);
+    free(dst0);
+}
+
+/* Removes checkpoints of the trials that did not win (TAO automl_delete_intermediate_ckpt). */
+static void delete_ckpts(hone_controller *c, const char *automl_id, const char *best_id)
+{
+    json_t *rows = NULL, *r;
+    size_t i;
+    if (db_rows(c->db, &rows, "SELECT id FROM jobs WHERE parent_id=?", "s", automl_id))
+        return;
+    json_array_foreach(rows, i, r)
+    {
+        if (best_id && !strcmp(jstr(r, "id"), best_id))
+            continue;
+        char *dir = ctl_job_dir(c, jstr(r, "id"));
+        DIR *d = opendir(dir);
+        struct dirent *e;
+        while (d && (e = readdir(d)))
+            if (strstr(e->d_name, "ckpt") || strstr(e->d_name, "checkpoint")) {
+                char p[4096];
+                snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+                unlink(p);
+            }
+        if (d)
+            closedir(d);
+        free(dir);
+    }
+    json_decref(rows);
+}
+
+static int best_trial(hone_controller *c, const char *automl_id, int maximize, json_t **best)
+{
+    return db_row(c->db, best,
+                  maximize ? "SELECT * FROM jobs WHERE parent_id=? AND best_metric IS NOT NULL "
+                             "ORDER BY best_metric DESC, trial LIMIT 1"
+                           : "SELECT * FROM jobs WHERE parent_id=? AND best_metric IS NOT NULL "
+                             "ORDER BY best_metric ASC, trial LIMIT 1",
+                  "s", automl_id);
+}
+
+static int finish(hone_controller *c, ctl_search *s)
+{
+    json_t *best = NULL, *result;
+    int have = best_trial(c, s->job_id, s->maximize, &best) == HONE_OK;
+    json_t *automl = NULL, *job = NULL;
+    if (ctl_job_row(c, s->job_id, &job) == HONE_OK)
+        automl = jparse(jstr(job, "automl"));
+    if (have) {
+        copy_best(c, s->job_id, best);
+        json_t *cfg = jparse(jstr(best, "config"));
+        json_t *bres = jparse(jstr(best, "result"));
+        result = json_pack("{s:f,s:I,s:s,s:o,s:I,s:o}", "best_metric", jnum(best, "best_metric"),
+                           "best_trial", (json_int_t)jint(best, "trial"), "best_job_id",
+                           jstr(best, "id"), "best_config", cfg ? cfg : json_object(), "best_epoch",
+                           (json_int_t)jint(best, "best_epoch"), "best_test_accuracy",
+                           json_is_number(json_object_get(bres, "test_accuracy"))
+                               ? json_incref(json_object_get(bres, "test_accuracy"))
+                               : json_null());
+        json_decref(bres);
+    } else {
+        result = json_object();
+    }
+    char *rs = jdump(result);
+    json_decref(result);
+    int rc = HONE_ESQL;
+    double now = ctl_now();
+    if (db_begin(c->db))
+        goto out;
+    if (db_run(c->db,
+               "UPDATE jobs SET status='stopped', stopped_early=1, finished=? WHERE "
+               "parent_id=? AND status IN ('paused','queued')",
+               "ds", now, s->job_id) < 0 ||
+        db_run(c->db,
+               "UPDATE jobs SET status=?, finished=?, result=?, best_metric=?, best_epoch=?, "
+               "error=? WHERE id=?",
+               "sdsdiss", have ? "done" : "failed", now, rs, have ? jnum(best, "best_metric") : NAN,
+               have ? (int)jint(best, "best_epoch") : 0, have ? NULL : "no trial reported a metric",
+               s->job_id) < 0 ||
+        db_commit(c->db)) {
+        db_rollback(c->db);
+        goto out;
+    }
+    rc = HONE_OK;
+    ctl_log(c, "info", "automl_done", json_pack("{s:s,s:s}", "job", s->job_id, "result", rs));
+    if (json_is_true(json_object_get(automl, "delete_intermediate_ckpt")))
+        delete_ckpts(c, s->job_id, have ? jstr(best, "id") : NULL);
+out:
+    free(rs);
+    json_decref(best);
+    json_decref(automl);
+    json_decref(job);
+    return rc;
+}
+
+int ctl_automl_step(hone_controller *c, const char *job_id)
+{
+    json_t *job = NULL;
+    int rc = ctl_job_row(c, job_id, &job), made = 0;
+    if (rc)
+        return rc;
+    if (strcmp(jstr(job, "status"), "running") != 0)
+        goto out;
+    ctl_search *s = ctl_automl_find(c, job_id);
+    if (!s && (rc = ctl_automl_rebuild(c, job_id)) == HONE_OK)
+        s = ctl_automl_find(c, job_id);
+    if (!s)
+        goto out;
+    for (int guard = 0; guard < 1024; guard++) {
+        hone_ask a;
+        if ((rc = hone_search_ask(s->search, &a)))
+            break;
+        if (a.kind == HONE_ASK_WAIT)
+            break;
+        if (a.kind == HONE_ASK_DONE) {
+            rc = finish(c, s);
+            ctl_automl_drop(c, job_id);
+            break;
+        }
+        rc = a.kind == HONE_ASK_NEW ? step_new(c, s, job, &a) : step_resume(c, s, &a);
+        if (rc) {
+            /* The search moved on but the store did not: rebuild it from what was stored. */
+            ctl_automl_rebuild(c, job_id);
+            break;
+        }
+        made++;
+    }
+    if (made)
+        ctl_sched_kick(c);
+out:
+    json_decref(job);
+    return rc;
+}
+
+json_t *ctl_automl_status(hone_controller *c, const json_t *job)
+{
+    json_t *automl = jparse(jstr(job, "automl")), *rows = NULL, *r, *agg = NULL;
+    json_t *opts = json_object_get(automl, "opts");
+    json_t *o = json_object();
+    const char *id = jstr(job, "id");
+    int maximize = json_is_true(json_object_get(opts, "maximize"));
+    json_object_set_new(o, "algorithm",
+                        json_string(jstr(opts, "algorithm") ? jstr(opts, "algorithm") : ""));
+    json_object_set_new(o, "metric",
+                        json_string(jstr(automl, "metric") ? jstr(automl, "metric") : ""));
+    json_object_set_new(o, "maximize", json_boolean(maximize));
+    json_object_set(o, "max_parallel", json_object_get(opts, "max_parallel"));
+    json_object_set(o, "search_space", json_object_get(automl, "space"));
+    long n_done = 0, n_run = 0, n_queued = 0, n_stopped = 0, n_failed = 0, n_paused = 0;
+    if (db_rows(c->db, &rows,
+                "SELECT status, COUNT(*) AS n, SUM(stopped_early) AS se FROM jobs WHERE "
+                "parent_id=? GROUP BY status",
+                "s", id) == HONE_OK) {
+        size_t i;
+        json_array_foreach(rows, i, r)
+        {
+            const char *st = jstr(r, "status");
+            long n = (long)jint(r, "n");
+            n_stopped += (long)jint(r, "se");
+            if (!strcmp(st, "running"))
+                n_run += n;
+            else if (!strcmp(st, "queued"))
+                n_queued += n;
+            else if (!strcmp(st, "paused"))
+                n_paused += n;
+            else if (!strcmp(st, "failed"))
+                n_failed += n;
+            else
+                n_done += n;
+        }
+    }
+    json_decref(rows);
+    json_object_set_new(o, "trials_done", json_integer(n_done + n_failed));
+    json_object_set_new(o, "trials_running", json_integer(n_run));
+    json_object_set_new(o, "trials_queued", json_integer(n_queued));
+    json_object_set_new(o, "trials_paused", json_integer(n_paused));
+    json_object_set_new(o, "trials_stopped_early", json_integer(n_stopped));
+    json_object_set_new(o, "trials_failed", json_integer(n_failed));
+    double spe = NAN;
+    long epochs_done = 0;
+    if (db_row(c->db, &agg,
+               "SELECT COUNT(*) AS n, AVG(json_extract(m.data,'$.seconds')) AS spe FROM metrics m "
+               "JOIN jobs j ON m.job_id=j.id WHERE j.parent_id=?",
+               "s", id) == HONE_OK) {
+        epochs_done = (long)jint(agg, "n");
+        spe = jnum(agg, "spe");
+    }
+    json_decref(agg);
+    json_object_set_new(o, "epochs_done", json_integer(epochs_done));
+    ctl_search *s = ctl_automl_find(c, id);
+    long remaining = 0;
+    if (s) {
+        hone_search_progress p;
+        hone_search_progress_get(s->search, &p);
+        remaining = p.epochs_remaining;
+    }
+    json_object_set_new(o, "epochs_remaining", json_integer(remaining));
+    json_object_set_new(o, "seconds_per_epoch", isnan(spe) ? json_null() : json_real(spe));
+    int par = (int)jint(opts, "max_parallel"), live = ctl_live_workers(c);
+    if (live > 0 && live < par)
+        par = live;
+    if (par < 1)
+        par = 1;
+    json_object_set_new(o, "eta_seconds",
+                        isnan(spe) ? json_null() : json_real((double)remaining * spe / par));
+    json_t *best = NULL;
+    if (best_trial(c, id, maximize, &best) == HONE_OK) {
+        json_object_set(o, "best_metric", json_object_get(best, "best_metric"));
+        json_object_set(o, "best_trial", json_object_get(best, "trial"));
+        json_object_set(o, "best_job_id", json_object_get(best, "id"));
+        json_object_set_new(o, "best_config", jparse(jstr(best, "config")));
+    } else {
+        json_object_set_new(o, "best_metric", json_null());
+        json_object_set_new(o, "best_trial", json_null());
+        json_object_set_new(o, "best_job_id", json_null());
+        json_object_set_new(o, "best_config", json_null());
+    }
+    json_decref(best);
+    json_decref(automl);
+    return o;
+}

@@ -1,0 +1,58 @@
+/* hone-controller as a library: configuration, and a controller object that owns the SQLite store,
+ * the HTTP routes, the scheduler and the AutoML searches on one libuv loop. main.c is a thin shell
+ * over this header; tests embed it too. Nothing here may be called off the loop thread. */
+#ifndef HONE_CONTROLLER_H
+#define HONE_CONTROLLER_H
+
+#include <stddef.h>
+#include <uv.h>
+
+#include "hone.h"
+
+typedef struct hone_controller_config {
+    char *listen_host;       /* "127.0.0.1" */
+    int listen_port;         /* 8080; 0 picks a free port */
+    char *data_dir;          /* holds hone.db and artifacts/ by default */
+    char *db_path;           /* NULL: <data_dir>/hone.db */
+    char **data_roots;       /* server-side folders datasets may come from */
+    int n_data_roots;        /* 0: <data_dir> and /usr/share/datasets */
+    char *auth_token;        /* NULL: no auth */
+    size_t max_body_bytes;   /* JSON bodies (default 1 MiB) */
+    size_t max_upload_bytes; /* artifact uploads (default 256 MiB) */
+    size_t max_header_bytes; /* default 16 KiB */
+    int lease_seconds;       /* a lease without heartbeat this long expires (default 30) */
+    int heartbeat_seconds;   /* told to workers (default 5) */
+    int max_attempts;        /* a failing trainer is retried until this many attempts (3) */
+    int max_wait_seconds;    /* longest lease long-poll (default 60) */
+    int log_json;            /* 1: one JSON object per log line (default), 0: text */
+    char *port_file;         /* write the bound port here once listening */
+} hone_controller_config;
+
+/* Fills defaults (everything owned by the config, freed by hone_controller_config_free). */
+void hone_controller_config_default(hone_controller_config *c);
+/* Reads a YAML file over the defaults. On error returns HONE_EPARSE/HONE_EINVAL/HONE_EIO with a
+ * message naming the key in err. */
+int hone_controller_config_load(hone_controller_config *c, const char *path, char *err,
+                                size_t errlen);
+/* Sets one string option (flag style), taking a copy: "listen", "data_dir", "db", "port_file". */
+int hone_controller_config_set(hone_controller_config *c, const char *key, const char *value,
+                               char *err, size_t errlen);
+void hone_controller_config_free(hone_controller_config *c);
+
+typedef struct hone_controller hone_controller;
+
+/* Opens (creating and migrating) the store, rebuilds running AutoML searches, registers routes.
+ * The config is copied. Does not listen yet. */
+int hone_controller_new(uv_loop_t *loop, const hone_controller_config *cfg, hone_controller **out,
+                        char *err, size_t errlen);
+/* Binds and listens; writes the port to *port and "listening on http://HOST:PORT" to stderr. */
+int hone_controller_listen(hone_controller *c, int *port);
+/* Stops serving and timers; done(arg) runs on the loop once every handle is closed. */
+void hone_controller_close(hone_controller *c, void (*done)(void *arg), void *arg);
+void hone_controller_free(hone_controller *c);
+
+/* Store only (tests, tools): opens/creates the SQLite file and applies pending migrations.
+ * *version receives the schema version after migration. */
+int hone_controller_store_migrate(const char *db_path, int *version);
+
+#endif

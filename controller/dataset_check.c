@@ -1,0 +1,262 @@
+/* Dataset paths and files: a path is accepted only when it resolves (realpath, symlinks followed)
+ * inside a configured data root and names no '..' component; IDX files are checked (magic, dims,
+ * counts; gzip read through zlib) and image folders counted. Reads files; writes nothing. */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include "ctl.h"
+
+static int inside(const char *root, const char *p)
+{
+    size_t n = strlen(root);
+    if (n == 1 && root[0] == '/')
+        return 1;
+    return strncmp(root, p, n) == 0 && (p[n] == '/' || p[n] == '\0');
+}
+
+int ctl_path_confine(char *const *roots, int nroots, const char *path, char *resolved, size_t n,
+                     char *msg, size_t msglen)
+{
+    char real[PATH_MAX];
+    if (!path || path[0] != '/') {
+        snprintf(msg, msglen, "must be an absolute server-side path");
+        return HONE_EINVAL;
+    }
+    for (const char *p = path; (p = strstr(p, "..")); p += 2)
+        if ((p == path || p[-1] == '/') && (p[2] == '/' || p[2] == '\0')) {
+            snprintf(msg, msglen, "must not contain '..'");
+            return HONE_EINVAL;
+        }
+    if (!realpath(path, real)) {
+        snprintf(msg, msglen, "%s: %s", path, strerror(errno));
+        return HONE_ENOENT;
+    }
+    for (int i = 0; i < nroots; i++) {
+        char rroot[PATH_MAX];
+        if (!realpath(roots[i], rroot))
+            continue;
+        if (inside(rroot, real)) {
+            if (strlen(real) >= n) {
+                snprintf(msg, msglen, "path too long");
+                return HONE_EINVAL;
+            }
+            strcpy(resolved, real);
+            return HONE_OK;
+        }
+    }
+    snprintf(msg, msglen, "%s resolves to %s, outside the controller's data roots", path, real);
+    return HONE_EINVAL;
+}
+
+static uint32_t be32(const unsigned char *b)
+{
+    return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+/* Reads an IDX header and checks the file holds exactly the data it announces (gzip or plain).
+ * dims[0] is the item count. */
+static int idx_check(const char *file, int want_ndim, uint32_t dims[3], char *msg, size_t msglen)
+{
+    gzFile g = gzopen(file, "rb");
+    unsigned char hdr[16];
+    if (!g) {
+        snprintf(msg, msglen, "%s: %s", file, strerror(errno));
+        return HONE_ENOENT;
+    }
+    int rc = HONE_EPARSE;
+    int hl = 4 + 4 * want_ndim;
+    if (gzread(g, hdr, (unsigned)hl) != hl) {
+        snprintf(msg, msglen, "%s: truncated IDX header", file);
+        goto out;
+    }
+    if (hdr[0] != 0 || hdr[1] != 0 || hdr[2] != 0x08 || hdr[3] != want_ndim) {
+        snprintf(msg, msglen, "%s: bad IDX magic (want unsigned bytes, %d dims)", file, want_ndim);
+        goto out;
+    }
+    uint64_t total = 1;
+    for (int i = 0; i < want_ndim; i++) {
+        dims[i] = be32(hdr + 4 + 4 * i);
+        if (dims[i] == 0 || dims[i] > 100000000u) {
+            snprintf(msg, msglen, "%s: implausible dimension %u", file, dims[i]);
+            goto out;
+        }
+        total *= dims[i];
+    }
+    if (total > (8ull << 30)) {
+        snprintf(msg, msglen, "%s: too large", file);
+        goto out;
+    }
+    unsigned char *buf = hone_xmalloc(1 << 16);
+    uint64_t got = 0;
+    int r;
+    while ((r = gzread(g, buf, 1 << 16)) > 0)
+        got += (uint64_t)r;
+    free(buf);
+    if (r < 0 || got != total) {
+        snprintf(msg, msglen, "%s: holds %llu data bytes, header says %llu", file,
+                 (unsigned long long)got, (unsigned long long)total);
+        goto out;
+    }
+    rc = HONE_OK;
+out:
+    gzclose(g);
+    return rc;
+}
+
+/* Finds base or base.gz inside dir, confined to dir itself (a symlinked file may not leave). */
+static int idx_find(const char *dir, const char *base, char *out, size_t n)
+{
+    const char *sfx[] = {"", ".gz"};
+    for (int i = 0; i < 2; i++) {
+        char p[PATH_MAX], real[PATH_MAX];
+        snprintf(p, sizeof p, "%s/%s%s", dir, base, sfx[i]);
+        if (realpath(p, real) && inside(dir, real)) {
+            snprintf(out, n, "%s", real);
+            return HONE_OK;
+        }
+    }
+    return HONE_ENOENT;
+}
+
+static int idx_split(const char *dir, const char *split, uint32_t *count, uint32_t shape[2],
+                     int *classes, char *msg, size_t msglen)
+{
+    char img[PATH_MAX], lab[PATH_MAX], b[64];
+    uint32_t di[3], dl[3];
+    snprintf(b, sizeof b, "%s-images-idx3-ubyte", split);
+    if (idx_find(dir, b, img, sizeof img)) {
+        snprintf(msg, msglen, "%s/%s[.gz] not found", dir, b);
+        return HONE_ENOENT;
+    }
+    snprintf(b, sizeof b, "%s-labels-idx1-ubyte", split);
+    if (idx_find(dir, b, lab, sizeof lab)) {
+        snprintf(msg, msglen, "%s/%s[.gz] not found", dir, b);
+        return HONE_ENOENT;
+    }
+    int rc = idx_check(img, 3, di, msg, msglen);
+    if (!rc)
+        rc = idx_check(lab, 1, dl, msg, msglen);
+    if (rc)
+        return rc;
+    if (di[0] != dl[0]) {
+        snprintf(msg, msglen, "%s split: %u images but %u labels", split, di[0], dl[0]);
+        return HONE_EPARSE;
+    }
+    /* Count classes from the labels (max label + 1). */
+    gzFile g = gzopen(lab, "rb");
+    unsigned char lb[8192];
+    int r, maxl = -1;
+    gzseek(g, 8, SEEK_SET);
+    while ((r = gzread(g, lb, sizeof lb)) > 0)
+        for (int i = 0; i < r; i++)
+            if (lb[i] > maxl)
+                maxl = lb[i];
+    gzclose(g);
+    *count = di[0];
+    shape[0] = di[1];
+    shape[1] = di[2];
+    if (maxl + 1 > *classes)
+        *classes = maxl + 1;
+    return HONE_OK;
+}
+
+static int is_image(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    return dot &&
+           (!strcasecmp(dot, ".png") || !strcasecmp(dot, ".jpg") || !strcasecmp(dot, ".jpeg") ||
+            !strcasecmp(dot, ".bmp") || !strcasecmp(dot, ".pgm") || !strcasecmp(dot, ".ppm"));
+}
+
+/* image_folder: <dir>/<class>/<image> (optionally under train/ and val|test/). */
+static int folder_count(const char *dir, int *classes, long *images)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return HONE_ENOENT;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char p[PATH_MAX];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (lstat(p, &st) || !S_ISDIR(st.st_mode))
+            continue;
+        DIR *cd = opendir(p);
+        if (!cd)
+            continue;
+        long n = 0;
+        struct dirent *f;
+        while ((f = readdir(cd)))
+            if (f->d_name[0] != '.' && is_image(f->d_name))
+                n++;
+        closedir(cd);
+        if (n > 0) {
+            (*classes)++;
+            *images += n;
+        }
+    }
+    closedir(d);
+    return HONE_OK;
+}
+
+int ctl_dataset_inspect(const char *format, const char *dir, json_t **stats, char *msg,
+                        size_t msglen)
+{
+    *stats = NULL;
+    struct stat st;
+    if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+        snprintf(msg, msglen, "%s is not a folder", dir);
+        return HONE_ENOENT;
+    }
+    if (!strcmp(format, "idx")) {
+        uint32_t ntrain, ntest, shape[2], tshape[2];
+        int classes = 0;
+        int rc = idx_split(dir, "train", &ntrain, shape, &classes, msg, msglen);
+        if (!rc)
+            rc = idx_split(dir, "t10k", &ntest, tshape, &classes, msg, msglen);
+        if (rc)
+            return rc;
+        if (shape[0] != tshape[0] || shape[1] != tshape[1]) {
+            snprintf(msg, msglen, "train images are %ux%u but test images %ux%u", shape[0],
+                     shape[1], tshape[0], tshape[1]);
+            return HONE_EPARSE;
+        }
+        *stats = json_pack("{s:i,s:i,s:i,s:[i,i,i]}", "train_images", (json_int_t)ntrain,
+                           "test_images", (json_int_t)ntest, "classes", classes, "image_shape", 1,
+                           (json_int_t)shape[0], (json_int_t)shape[1]);
+        return HONE_OK;
+    }
+    if (!strcmp(format, "image_folder")) {
+        int classes = 0, vclasses = 0;
+        long images = 0, vimages = 0;
+        char sub[PATH_MAX];
+        snprintf(sub, sizeof sub, "%s/train", dir);
+        if (stat(sub, &st) == 0 && S_ISDIR(st.st_mode)) {
+            folder_count(sub, &classes, &images);
+            snprintf(sub, sizeof sub, "%s/val", dir);
+            if (stat(sub, &st) != 0) /* val/ or test/ */
+                snprintf(sub, sizeof sub, "%s/test", dir);
+            folder_count(sub, &vclasses, &vimages);
+        } else {
+            folder_count(dir, &classes, &images);
+        }
+        if (classes == 0 || images == 0) {
+            snprintf(msg, msglen, "%s holds no <class>/<image> files", dir);
+            return HONE_EPARSE;
+        }
+        *stats = json_pack("{s:I,s:I,s:i}", "train_images", (json_int_t)images, "test_images",
+                           (json_int_t)vimages, "classes", classes);
+        return HONE_OK;
+    }
+    snprintf(msg, msglen, "format %s cannot be checked yet", format);
+    return HONE_ENOTSUP;
+}

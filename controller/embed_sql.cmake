@@ -1,0 +1,17 @@
+# Turns schemas/NNN_name.sql into a C file holding them as a string array (the migrations the
+# controller applies at start). Run as: cmake -DOUT=file.c -DIN="a.sql;b.sql" -P embed_sql.cmake
+set(body "/* Generated from the schemas/NNN_name.sql files by controller/embed_sql.cmake; do not edit. */\n")
+string(APPEND body "#include <stddef.h>\nconst char *const hone_migrations[] = {\n")
+set(n 0)
+list(SORT IN)
+foreach(f ${IN})
+  file(READ ${f} sql)
+  string(REPLACE "\\" "\\\\" sql "${sql}")
+  string(REPLACE "\"" "\\\"" sql "${sql}")
+  string(REPLACE "\n" "\\n\"\n    \"" sql "${sql}")
+  string(APPEND body "    \"${sql}\",\n")
+  math(EXPR n "${n} + 1")
+endforeach()
+string(APPEND body "};\nconst size_t hone_migrations_count = ${n};\n")
+file(WRITE ${OUT}.tmp "${body}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

@@ -1,0 +1,264 @@
+/* Jobs: creating train and AutoML jobs from an experiment, the resolved trainer spec of a job, its
+ * API view, its artifact folder, and ending a train job (completion or a lost lease after stop or
+ * pause), including retries of failed trainers and feeding the end of a trial to its search. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ctl.h"
+
+int ctl_job_row(hone_controller *c, const char *id, json_t **row)
+{
+    return db_row(c->db, row, "SELECT * FROM jobs WHERE id=?", "s", id);
+}
+
+char *ctl_job_dir(hone_controller *c, const char *job_id)
+{
+    size_t n = strlen(c->artifacts_dir) + strlen(job_id) + 2;
+    char *p = hone_xmalloc(n);
+    snprintf(p, n, "%s/%s", c->artifacts_dir, job_id);
+    return p;
+}
+
+static void set_time(json_t *o, const char *key, const json_t *row, const char *col)
+{
+    double t = jnum(row, col);
+    char ts[32], k2[64];
+    if (isnan(t)) {
+        json_object_set_new(o, key, json_null());
+        return;
+    }
+    ctl_time_str(t, ts, sizeof ts);
+    json_object_set_new(o, key, json_string(ts));
+    snprintf(k2, sizeof k2, "%s_unix", key);
+    json_object_set_new(o, k2, json_real(t));
+}
+
+json_t *ctl_job_json(hone_controller *c, const json_t *row)
+{
+    json_t *o = json_object();
+    static const char *const copy[] = {"id",    "experiment_id", "parent_id", "action",
+                                       "name",  "status",        "trial",     "epochs_target",
+                                       "epoch", "worker_id",     "attempts",  "error"};
+    for (size_t i = 0; i < HONE_ARRAY_LEN(copy); i++)
+        json_object_set(o, copy[i], json_object_get(row, copy[i]));
+    json_object_set_new(o, "stopped_early", json_boolean(jint(row, "stopped_early")));
+    json_object_set_new(o, "resume", json_boolean(jint(row, "resume")));
+    json_t *cfg = jparse(jstr(row, "config"));
+    json_object_set_new(o, "config", cfg ? cfg : json_null());
+    json_t *specs = jparse(jstr(row, "specs"));
+    json_object_set_new(o, "specs", specs ? specs : json_object());
+    set_time(o, "created", row, "created");
+    set_time(o, "started", row, "started");
+    set_time(o, "finished", row, "finished");
+    json_t *res = jparse(jstr(row, "result"));
+    if (!json_is_object(res)) {
+        json_decref(res);
+        res = json_object();
+    }
+    json_object_set(res, "best_metric", json_object_get(row, "best_metric"));
+    json_object_set(res, "best_epoch", json_object_get(row, "best_epoch"));
+    json_object_set_new(o, "result", res);
+    if (jstr(row, "control"))
+        json_object_set(o, "requested", json_object_get(row, "control"));
+    if (!strcmp(jstr(row, "action"), "automl"))
+        json_object_set_new(o, "automl", ctl_automl_status(c, row));
+    return o;
+}
+
+static void coerce_ints(json_t *flat, const json_t *defaults)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(flat, k, v)
+    {
+        json_t *d = json_object_get(defaults, k);
+        if (json_is_integer(d) && json_is_real(v))
+            json_object_set_new(flat, k, json_integer((json_int_t)llround(json_real_value(v))));
+    }
+}
+
+int ctl_job_spec(hone_controller *c, const json_t *job, json_t **flat)
+{
+    json_t *exp = NULL, *ds = NULL, *parent = NULL, *tmp;
+    int rc = db_row(c->db, &exp, "SELECT * FROM experiments WHERE id=?", "s",
+                    jstr(job, "experiment_id"));
+    if (rc)
+        return rc;
+    json_t *tds = jparse(jstr(exp, "train_datasets"));
+    rc = db_row(c->db, &ds, "SELECT * FROM datasets WHERE id=?", "s",
+                json_string_value(json_array_get(tds, 0)));
+    json_decref(tds);
+    if (rc)
+        goto out;
+    json_t *defaults = ctl_spec_defaults(jstr(exp, "network"));
+    json_t *f = json_deep_copy(defaults);
+    json_object_set_new(f, "data.path", json_string(jstr(ds, "path")));
+    json_object_set_new(f, "data.format", json_string(jstr(ds, "format")));
+    if ((tmp = jparse(jstr(exp, "specs")))) {
+        json_object_update(f, tmp);
+        json_decref(tmp);
+    }
+    if (jstr(job, "parent_id") && ctl_job_row(c, jstr(job, "parent_id"), &parent) == HONE_OK &&
+        (tmp = jparse(jstr(parent, "specs")))) {
+        json_object_update(f, tmp);
+        json_decref(tmp);
+    }
+    if ((tmp = jparse(jstr(job, "specs")))) {
+        json_object_update(f, tmp);
+        json_decref(tmp);
+    }
+    if ((tmp = jparse(jstr(job, "config")))) {
+        if (json_is_object(tmp))
+            json_object_update(f, tmp);
+        json_decref(tmp);
+    }
+    /* train.epochs is the schedule's horizon: a trial's whole budget, so the learning-rate
+     * schedule does not change when it is resumed; the worker stops it at epochs_until. */
+    json_t *pa = parent ? jparse(jstr(parent, "automl")) : NULL;
+    if (pa) {
+        json_t *o = json_object_get(pa, "opts");
+        const char *algo = jstr(o, "algorithm");
+        long long full = jint(o, "max_epochs");
+        if (algo && (!strcmp(algo, "hyperband") || !strcmp(algo, "bohb") || !strcmp(algo, "asha")))
+            full =
+                jint(o, "R") * (jint(o, "epoch_multiplier") > 0 ? jint(o, "epoch_multiplier") : 1);
+        if (full < jint(job, "epochs_target"))
+            full = jint(job, "epochs_target");
+        if (full > 0)
+            json_object_set_new(f, "train.epochs", json_integer(full));
+        json_decref(pa);
+    } else if (jint(job, "epochs_target") > 0) {
+        json_object_set_new(f, "train.epochs", json_integer(jint(job, "epochs_target")));
+    }
+    coerce_ints(f, defaults);
+    json_decref(defaults);
+    *flat = f;
+out:
+    json_decref(exp);
+    json_decref(ds);
+    json_decref(parent);
+    return rc;
+}
+
+int ctl_job_create(hone_controller *c, const json_t *exp, const char *action, const json_t *specs,
+                   const char *name, char *id_out, size_t idlen, char *field, size_t fieldlen,
+                   char *msg, size_t msglen)
+{
+    json_t *flat = NULL, *settings = jparse(jstr(exp, "automl_settings"));
+    int rc = HONE_EINVAL;
+    if (ctl_spec_flatten(specs, "specs", &flat, field, fieldlen, msg, msglen))
+        goto out;
+    if (!strcmp(action, "train") && json_is_true(json_object_get(settings, "automl_enabled")))
+        action = "automl";
+    /* Epochs for a plain train job: the resolved spec's train.epochs. */
+    json_t *defaults = ctl_spec_defaults(jstr(exp, "network"));
+    json_t *espec = jparse(jstr(exp, "specs"));
+    json_object_update(defaults, espec);
+    json_object_update(defaults, flat);
+    int epochs = (int)jint(defaults, "train.epochs");
+    json_decref(espec);
+    json_decref(defaults);
+    ctl_new_id(c, "job", id_out, idlen);
+    char *sp = jdump(flat);
+    double now = ctl_now();
+    int is_automl = !strcmp(action, "automl");
+    rc = db_run(c->db,
+                "INSERT INTO jobs(id,experiment_id,action,name,status,specs,epochs_target,created,"
+                "queued_at) VALUES(?,?,?,?,'queued',?,?,?,?)",
+                "sssssidd", id_out, jstr(exp, "id"), action, name ? name : "", sp,
+                is_automl ? 0 : epochs, now, now);
+    free(sp);
+    if (rc < 0) {
+        rc = HONE_ESQL;
+        goto out;
+    }
+    rc = is_automl ? ctl_automl_start(c, id_out, msg, msglen) : HONE_OK;
+    if (rc == HONE_EINVAL)
+        snprintf(field, fieldlen, "specs");
+out:
+    json_decref(flat);
+    json_decref(settings);
+    return rc;
+}
+
+static const char *decided_status(const json_t *job, const char *reported, int full,
+                                  int *stopped_early)
+{
+    const char *dec = jstr(job, "last_decision");
+    const char *ctl = jstr(job, "control");
+    *stopped_early = 0;
+    if (ctl && !strcmp(ctl, "cancel"))
+        return "canceled";
+    if (!strcmp(reported, "failed"))
+        return "failed";
+    if (dec && !strcmp(dec, "pause"))
+        return "paused";
+    if (dec && !strcmp(dec, "stop")) {
+        *stopped_early = jint(job, "epoch") < full;
+        return *stopped_early ? "stopped" : "done";
+    }
+    if (!strcmp(reported, "paused"))
+        return "paused";
+    if (!strcmp(reported, "stopped"))
+        return "stopped";
+    return "done";
+}
+
+int ctl_job_finish(hone_controller *c, const json_t *job, const char *status, const char *log_tail,
+                   const json_t *final)
+{
+    const char *id = jstr(job, "id");
+    int trial = jstr(job, "parent_id") && json_is_integer(json_object_get(job, "trial"));
+    int stopped_early = 0, full = (int)jint(job, "epochs_target");
+    ctl_search *s = trial ? ctl_automl_find(c, jstr(job, "parent_id")) : NULL;
+    if (s && s->full_epochs > full)
+        full = s->full_epochs;
+    const char *st = decided_status(job, status, full, &stopped_early);
+    double now = ctl_now();
+    json_t *res = jparse(jstr(job, "result"));
+    if (!json_is_object(res)) {
+        json_decref(res);
+        res = json_object();
+    }
+    if (json_is_object(final))
+        json_object_update(res, (json_t *) final);
+    char *rs = jdump(res);
+    json_decref(res);
+    int rc;
+    if (!strcmp(st, "failed") && jint(job, "attempts") + 1 < c->cfg.max_attempts) {
+        /* Retry: back to the queue, resuming from its last checkpoint. */
+        rc = db_run(c->db,
+                    "UPDATE jobs SET status='queued', attempts=attempts+1, resume=(epoch>0), "
+                    "worker_id=NULL, lease_expires=NULL, queued_at=?, error=?, log_tail=?, "
+                    "result=? WHERE id=?",
+                    "dssss", now, log_tail, log_tail, rs, id);
+        free(rs);
+        ctl_log(
+            c, "warn", "job_retry",
+            json_pack("{s:s,s:I}", "job", id, "attempt", (json_int_t)jint(job, "attempts") + 1));
+        return rc < 0 ? HONE_ESQL : HONE_OK;
+    }
+    int failed = !strcmp(st, "failed");
+    rc = db_run(c->db,
+                "UPDATE jobs SET status=?, stopped_early=?, worker_id=NULL, lease_expires=NULL, "
+                "finished=CASE WHEN ?='paused' THEN finished ELSE ? END, resume=(?='paused'), "
+                "attempts=attempts+?, error=CASE WHEN ? THEN ? ELSE error END, "
+                "log_tail=COALESCE(?,log_tail), result=? WHERE id=?",
+                "sisdsiisss"
+                "s",
+                st, stopped_early, st, now, st, failed, failed, log_tail, log_tail, rs, id);
+    free(rs);
+    if (rc < 0)
+        return HONE_ESQL;
+    if (db_run(c->db, "UPDATE leases SET ended=?, end_reason=? WHERE job_id=? AND ended IS NULL",
+               "dss", now, st, id) < 0)
+        return HONE_ESQL;
+    ctl_log(c, "info", "job_end",
+            json_pack("{s:s,s:s,s:b}", "job", id, "status", st, "stopped_early", stopped_early));
+    if (trial) /* a canceled trial ranks as failed; a dropped search (parent canceled) ignores it */
+        return ctl_automl_end(c, job, failed || !strcmp(st, "canceled"));
+    return HONE_OK;
+}

@@ -1,0 +1,97 @@
+/* hone-controller: the REST service's executable. Reads the YAML config and flags, opens the store,
+ * serves until SIGINT/SIGTERM, then closes in order. All logic lives in the library (controller.h).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "controller.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: hone-controller [--config FILE] [--listen HOST:PORT] [--data-dir DIR]\n"
+               "                       [--db FILE] [--port-file FILE] [--auth-token TOKEN]\n");
+}
+
+typedef struct signals {
+    uv_signal_t sint, sterm;
+    hone_controller *c;
+} signals;
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    signals *sg = s->data;
+    (void)signum;
+    fprintf(stderr, "hone-controller: shutting down\n");
+    uv_close((uv_handle_t *)&sg->sint, NULL);
+    uv_close((uv_handle_t *)&sg->sterm, NULL);
+    hone_controller_close(sg->c, NULL, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    hone_controller_config cfg;
+    char err[512] = "";
+    const char *flags[][2] = {{"--listen", "listen"},
+                              {"--data-dir", "data_dir"},
+                              {"--db", "db"},
+                              {"--port-file", "port_file"},
+                              {"--auth-token", "auth_token"}};
+    hone_controller_config_default(&cfg);
+    signal(SIGPIPE, SIG_IGN);
+    /* The config file first, then flags over it, whatever their order on the command line. */
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--config") && i + 1 < argc &&
+            hone_controller_config_load(&cfg, argv[++i], err, sizeof err)) {
+            fprintf(stderr, "hone-controller: config: %s\n", err);
+            return 2;
+        }
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--config")) {
+            i++;
+            continue;
+        }
+        size_t k = 0;
+        for (; k < sizeof flags / sizeof flags[0]; k++)
+            if (!strcmp(argv[i], flags[k][0]))
+                break;
+        if (k == sizeof flags / sizeof flags[0] || i + 1 >= argc) {
+            usage(stderr);
+            return 2;
+        }
+        if (hone_controller_config_set(&cfg, flags[k][1], argv[++i], err, sizeof err)) {
+            fprintf(stderr, "hone-controller: %s\n", err);
+            return 2;
+        }
+    }
+    uv_loop_t *loop = uv_default_loop();
+    hone_controller *c = NULL;
+    int port = 0;
+    if (hone_controller_new(loop, &cfg, &c, err, sizeof err)) {
+        fprintf(stderr, "hone-controller: %s\n", err);
+        hone_controller_config_free(&cfg);
+        return 1;
+    }
+    if (hone_controller_listen(c, &port)) {
+        fprintf(stderr, "hone-controller: cannot listen on %s:%d\n", cfg.listen_host,
+                cfg.listen_port);
+        hone_controller_free(c);
+        hone_controller_config_free(&cfg);
+        return 1;
+    }
+    signals sg = {.c = c};
+    uv_signal_init(loop, &sg.sint);
+    uv_signal_init(loop, &sg.sterm);
+    sg.sint.data = sg.sterm.data = &sg;
+    uv_signal_start(&sg.sint, on_signal, SIGINT);
+    uv_signal_start(&sg.sterm, on_signal, SIGTERM);
+    uv_run(loop, UV_RUN_DEFAULT);
+    hone_controller_free(c);
+    hone_controller_config_free(&cfg);
+    uv_loop_close(loop);
+    return 0;
+}

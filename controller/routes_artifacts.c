@@ -1,0 +1,156 @@
+/* Job artifacts: list the files of a job's folder (and best_model/ for AutoML jobs), download one,
+ * and upload one (workers that share no disk with the controller). Names are confined to the
+ * job's folder: one or two plain segments, no dot files, no '..'. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ctl.h"
+
+static int name_ok(const char *s)
+{
+    if (!s || !*s || s[0] == '.' || strlen(s) > 200)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (*p == '/' || *p == '\\' || (unsigned char)*p < 0x20)
+            return 0;
+    return 1;
+}
+
+static int job_exists(hone_controller *c, hone_http_res *res, const char *id)
+{
+    json_t *row = NULL;
+    int rc = ctl_job_row(c, id, &row);
+    json_decref(row);
+    if (rc == HONE_ENOENT)
+        hone_http_res_error(res, 404, "id", "no job %s", id);
+    else if (rc)
+        ctl_res_store_error(c, res);
+    return rc;
+}
+
+static void list_dir(json_t *arr, const char *dir, const char *prefix)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char p[4096], name[512];
+        struct stat st;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        snprintf(name, sizeof name, "%s%s", prefix, e->d_name);
+        if (lstat(p, &st))
+            continue;
+        if (S_ISREG(st.st_mode))
+            json_array_append_new(
+                arr, json_pack("{s:s,s:I}", "name", name, "bytes", (json_int_t)st.st_size));
+        else if (S_ISDIR(st.st_mode) && !*prefix) {
+            char pre[300];
+            snprintf(pre, sizeof pre, "%s/", e->d_name);
+            list_dir(arr, p, pre);
+        }
+    }
+    if (d)
+        closedir(d);
+}
+
+static void a_list(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    const char *id = hone_http_req_param(req, "id");
+    if (job_exists(c, res, id))
+        return;
+    char *dir = ctl_job_dir(c, id);
+    json_t *arr = json_array();
+    list_dir(arr, dir, "");
+    free(dir);
+    hone_http_res_json(res, 200, json_pack("{s:o}", "files", arr));
+}
+
+static void a_get(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    const char *id = hone_http_req_param(req, "id");
+    const char *sub = hone_http_req_param(req, "dir"), *name = hone_http_req_param(req, "name");
+    if ((sub && !name_ok(sub)) || !name_ok(name)) {
+        hone_http_res_error(res, 422, "name", "bad artifact name");
+        return;
+    }
+    if (job_exists(c, res, id))
+        return;
+    char *dir = ctl_job_dir(c, id), p[4096];
+    snprintf(p, sizeof p, "%s/%s%s%s", dir, sub ? sub : "", sub ? "/" : "", name);
+    free(dir);
+    int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        if (fd >= 0)
+            close(fd);
+        hone_http_res_error(res, 404, "name", "no artifact %s%s%s", sub ? sub : "", sub ? "/" : "",
+                            name);
+        return;
+    }
+    size_t n = (size_t)st.st_size, got = 0;
+    char *buf = hone_xmalloc(n + 1);
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    hone_http_res_take(res, 200, "application/octet-stream", buf, got);
+}
+
+static void a_put(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    const char *id = hone_http_req_param(req, "id"), *name = hone_http_req_param(req, "name");
+    if (!name_ok(name)) {
+        hone_http_res_error(res, 422, "name", "bad artifact name");
+        return;
+    }
+    if (job_exists(c, res, id))
+        return;
+    size_t len = 0;
+    const char *body = hone_http_req_body(req, &len);
+    char *dir = ctl_job_dir(c, id), tmp[4096], dst[4096];
+    mkdir(c->artifacts_dir, 0755);
+    mkdir(dir, 0755);
+    snprintf(tmp, sizeof tmp, "%s/.%s.part", dir, name);
+    snprintf(dst, sizeof dst, "%s/%s", dir, name);
+    free(dir);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), ok = fd >= 0;
+    size_t off = 0;
+    while (ok && off < len) {
+        ssize_t w = write(fd, body + off, len - off);
+        if (w <= 0)
+            ok = 0;
+        else
+            off += (size_t)w;
+    }
+    if (fd >= 0 && (fsync(fd) || close(fd)))
+        ok = 0;
+    if (!ok || rename(tmp, dst)) {
+        unlink(tmp);
+        hone_http_res_error(res, 500, NULL, "could not store %s: %s", name, strerror(errno));
+        return;
+    }
+    hone_http_res_json(res, 201, json_pack("{s:s,s:I}", "name", name, "bytes", (json_int_t)len));
+}
+
+int ctl_routes_artifacts(hone_controller *c)
+{
+    int rc = 0;
+    rc |= hone_http_route(c->http, "GET", "/api/v1/jobs/{id}/artifacts", a_list, c);
+    rc |= hone_http_route(c->http, "GET", "/api/v1/jobs/{id}/artifacts/{name}", a_get, c);
+    rc |= hone_http_route(c->http, "GET", "/api/v1/jobs/{id}/artifacts/{dir}/{name}", a_get, c);
+    rc |= hone_http_route_ex(c->http, "PUT", "/api/v1/jobs/{id}/artifacts/{name}",
+                             c->cfg.max_upload_bytes, a_put, c);
+    return rc ? HONE_EINVAL : HONE_OK;
+}

@@ -1,0 +1,354 @@
+/* REST handlers for /api/v1/experiments: create and patch (validated whole before any write: the
+ * network, the datasets, the metric, the spec overrides and the AutoML settings, each error naming
+ * its field), list, get, delete, and automl-defaults. */
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl.h"
+
+static const char *const metrics[] = {"val_accuracy", "val_loss", "train_loss", "kpi", NULL};
+static const char *const networks[] = {"mlp", "cnn", NULL};
+static const char *const algos[] = {"bayesian", "hyperband", "asha", "bohb",
+                                    "random",   "b",         "h",    NULL};
+
+static const hone_json_field exp_fields[] = {
+    {.name = "name", .type = HONE_JSON_STRING, .required = 1, .min_len = 1, .max_len = 200},
+    {.name = "network_arch", .type = HONE_JSON_STRING, .required = 1, .enum_values = networks},
+    {.name = "train_datasets", .type = HONE_JSON_ARRAY, .required = 1, .min_len = 1, .max_len = 16},
+    {.name = "eval_dataset", .type = HONE_JSON_STRING, .nullable = 1},
+    {.name = "metric", .type = HONE_JSON_STRING, .enum_values = metrics},
+    {.name = "specs", .type = HONE_JSON_OBJECT, .nullable = 1},
+    {.name = "automl_settings", .type = HONE_JSON_OBJECT, .nullable = 1},
+    {.name = "description", .type = HONE_JSON_STRING, .nullable = 1, .max_len = 10000},
+};
+
+static const hone_json_field automl_fields[] = {
+    {.name = "automl_enabled", .type = HONE_JSON_BOOL},
+    {.name = "automl_algorithm", .type = HONE_JSON_STRING, .enum_values = algos},
+    {.name = "automl_max_recommendations",
+     .type = HONE_JSON_INT,
+     .has_range = 1,
+     .min = 1,
+     .max = 10000},
+    {.name = "automl_R", .type = HONE_JSON_INT, .has_range = 1, .min = 1, .max = 1000},
+    {.name = "automl_nu", .type = HONE_JSON_INT, .has_range = 1, .min = 2, .max = 100},
+    {.name = "epoch_multiplier", .type = HONE_JSON_INT, .has_range = 1, .min = 1, .max = 1000},
+    {.name = "automl_add_hyperparameters", .type = HONE_JSON_ARRAY, .max_len = 64},
+    {.name = "automl_remove_hyperparameters", .type = HONE_JSON_ARRAY, .max_len = 64},
+    {.name = "automl_hyperparameters", .type = HONE_JSON_OBJECT, .nullable = 1},
+    {.name = "automl_delete_intermediate_ckpt", .type = HONE_JSON_BOOL},
+    {.name = "automl_max_parallel",
+     .type = HONE_JSON_INT,
+     .nullable = 1,
+     .has_range = 1,
+     .min = 1,
+     .max = 1024},
+    {.name = "seed", .type = HONE_JSON_INT, .has_range = 1, .min = 0, .max = 4294967295.0},
+};
+
+/* TAO's defaults, filled in so a stored experiment says exactly what it will do. */
+static json_t *automl_with_defaults(const json_t *in)
+{
+    json_t *s =
+        json_pack("{s:b,s:s,s:i,s:i,s:i,s:i,s:[],s:[],s:b,s:i}", "automl_enabled", 0,
+                  "automl_algorithm", "bayesian", "automl_max_recommendations", 20, "automl_R", 27,
+                  "automl_nu", 3, "epoch_multiplier", 1, "automl_add_hyperparameters",
+                  "automl_remove_hyperparameters", "automl_delete_intermediate_ckpt", 1, "seed", 1);
+    if (in)
+        json_object_update(s, (json_t *)in);
+    const char *a = jstr(s, "automl_algorithm");
+    if (a && (!strcmp(a, "b") || !strcmp(a, "h")))
+        json_object_set_new(s, "automl_algorithm",
+                            json_string(a[0] == 'b' ? "bayesian" : "hyperband"));
+    json_t *n = json_object_get(s, "automl_hyperparameters");
+    if (n && json_is_null(n))
+        json_object_del(s, "automl_hyperparameters");
+    n = json_object_get(s, "automl_max_parallel");
+    if (n && json_is_null(n))
+        json_object_del(s, "automl_max_parallel");
+    return s;
+}
+
+/* Validates a whole experiment body; on success *clean holds what gets stored. */
+static int exp_validate(hone_controller *c, json_t *body, hone_http_res *res, json_t **clean)
+{
+    char field[300], msg[512];
+    json_t *flat = NULL, *settings = NULL, *space = NULL;
+    *clean = NULL;
+    if (hone_json_check(body, exp_fields, HONE_ARRAY_LEN(exp_fields), res))
+        return HONE_EINVAL;
+    json_t *tds = json_object_get(body, "train_datasets"), *d;
+    size_t i;
+    json_array_foreach(tds, i, d)
+    {
+        json_t *row = NULL;
+        if (!json_is_string(d)) {
+            hone_http_res_error(res, 422, "train_datasets", "train_datasets[%zu] must be a string",
+                                i);
+            return HONE_EINVAL;
+        }
+        if (db_row(c->db, &row, "SELECT id FROM datasets WHERE id=?", "s", json_string_value(d))) {
+            hone_http_res_error(res, 422, "train_datasets", "no dataset %s", json_string_value(d));
+            return HONE_EINVAL;
+        }
+        json_decref(row);
+    }
+    const char *ev = jstr(body, "eval_dataset");
+    if (ev) {
+        json_t *row = NULL;
+        if (db_row(c->db, &row, "SELECT id FROM datasets WHERE id=?", "s", ev)) {
+            hone_http_res_error(res, 422, "eval_dataset", "no dataset %s", ev);
+            return HONE_EINVAL;
+        }
+        json_decref(row);
+    }
+    if (ctl_spec_flatten(json_object_get(body, "specs"), "specs", &flat, field, sizeof field, msg,
+                         sizeof msg)) {
+        hone_http_res_error(res, 422, field, "%s", msg);
+        return HONE_EINVAL;
+    }
+    json_t *as = json_object_get(body, "automl_settings");
+    if (as && json_is_object(as) &&
+        hone_json_check_prefix(as, "automl_settings", automl_fields, HONE_ARRAY_LEN(automl_fields),
+                               res))
+        goto fail;
+    settings = automl_with_defaults(json_is_object(as) ? as : NULL);
+    if (ctl_automl_space_json(jstr(body, "network_arch"), settings, &space, field, sizeof field,
+                              msg, sizeof msg)) {
+        hone_http_res_error(res, 422, field, "%s", msg);
+        goto fail;
+    }
+    const char *metric = jstr(body, "metric") ? jstr(body, "metric") : "val_accuracy";
+    if (!strcmp(metric, "kpi"))
+        metric = "val_accuracy";
+    const char *desc = jstr(body, "description");
+    *clean = json_pack("{s:s,s:s,s:O,s:o,s:s,s:o,s:o,s:s}", "name", jstr(body, "name"),
+                       "network_arch", jstr(body, "network_arch"), "train_datasets", tds,
+                       "eval_dataset", ev ? json_string(ev) : json_null(), "metric", metric,
+                       "specs", flat, "automl_settings", settings, "description", desc ? desc : "");
+    json_decref(space);
+    return HONE_OK;
+fail:
+    json_decref(flat);
+    json_decref(settings);
+    json_decref(space);
+    return HONE_EINVAL;
+}
+
+json_t *ctl_experiment_json(const json_t *row)
+{
+    char ts[32];
+    ctl_time_str(jnum(row, "created"), ts, sizeof ts);
+    const char *metric = jstr(row, "metric");
+    json_t *o =
+        json_pack("{s:s,s:s,s:s,s:s,s:b,s:s,s:s,s:f}", "id", jstr(row, "id"), "name",
+                  jstr(row, "name"), "network_arch", jstr(row, "network"), "metric", metric,
+                  "maximize", strstr(metric, "loss") == NULL, "description",
+                  jstr(row, "description"), "created", ts, "created_unix", jnum(row, "created"));
+    json_object_set_new(o, "train_datasets", jparse(jstr(row, "train_datasets")));
+    json_object_set(o, "eval_dataset", json_object_get(row, "eval_dataset"));
+    json_object_set_new(o, "specs", jparse(jstr(row, "specs")));
+    json_object_set_new(o, "automl_settings", jparse(jstr(row, "automl_settings")));
+    return o;
+}
+
+static int exp_store(hone_controller *c, const char *id, const json_t *clean, int update)
+{
+    char *tds = jdump(json_object_get(clean, "train_datasets"));
+    char *specs = jdump(json_object_get(clean, "specs"));
+    char *as = jdump(json_object_get(clean, "automl_settings"));
+    int rc = HONE_ESQL;
+    if (db_begin(c->db))
+        goto out;
+    if (update) {
+        if (db_run(c->db,
+                   "UPDATE experiments SET name=?,train_datasets=?,eval_dataset=?,metric=?,"
+                   "specs=?,automl_settings=?,description=? WHERE id=?",
+                   "ssssssss", jstr(clean, "name"), tds, jstr(clean, "eval_dataset"),
+                   jstr(clean, "metric"), specs, as, jstr(clean, "description"), id) < 0 ||
+            db_run(c->db, "DELETE FROM experiment_datasets WHERE experiment_id=?", "s", id) < 0)
+            goto fail;
+    } else if (db_run(c->db,
+                      "INSERT INTO experiments(id,name,network,train_datasets,eval_dataset,metric,"
+                      "specs,automl_settings,description,created) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                      "sssssssssd", id, jstr(clean, "name"), jstr(clean, "network_arch"), tds,
+                      jstr(clean, "eval_dataset"), jstr(clean, "metric"), specs, as,
+                      jstr(clean, "description"), ctl_now()) < 0) {
+        goto fail;
+    }
+    json_t *d;
+    size_t i;
+    json_array_foreach(
+        json_object_get(clean, "train_datasets"), i,
+        d) if (db_run(c->db, "INSERT OR IGNORE INTO experiment_datasets VALUES(?,?,'train')", "ss",
+                      id, json_string_value(d)) < 0) goto fail;
+    if (jstr(clean, "eval_dataset") &&
+        db_run(c->db, "INSERT OR IGNORE INTO experiment_datasets VALUES(?,?,'eval')", "ss", id,
+               jstr(clean, "eval_dataset")) < 0)
+        goto fail;
+    rc = db_commit(c->db);
+    goto out;
+fail:
+    db_rollback(c->db);
+out:
+    free(tds);
+    free(specs);
+    free(as);
+    return rc;
+}
+
+static void reply_exp(hone_controller *c, hone_http_res *res, const char *id, int status)
+{
+    json_t *row = NULL;
+    int rc = db_row(c->db, &row, "SELECT * FROM experiments WHERE id=?", "s", id);
+    if (rc == HONE_ENOENT)
+        hone_http_res_error(res, 404, "id", "no experiment %s", id);
+    else if (rc)
+        ctl_res_store_error(c, res);
+    else
+        hone_http_res_json(res, status, ctl_experiment_json(row));
+    json_decref(row);
+}
+
+static void exp_create(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    json_t *clean = NULL, *body = hone_http_req_json(req, res);
+    if (!body)
+        return;
+    if (exp_validate(c, body, res, &clean) == HONE_OK) {
+        char id[64];
+        ctl_new_id(c, "exp", id, sizeof id);
+        if (exp_store(c, id, clean, 0))
+            ctl_res_store_error(c, res);
+        else
+            reply_exp(c, res, id, 201);
+    }
+    json_decref(clean);
+    json_decref(body);
+}
+
+static void exp_patch(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    const char *id = hone_http_req_param(req, "id");
+    json_t *row = NULL, *clean = NULL, *body = hone_http_req_json(req, res);
+    if (!body)
+        return;
+    int rc = db_row(c->db, &row, "SELECT * FROM experiments WHERE id=?", "s", id);
+    if (rc) {
+        if (rc == HONE_ENOENT)
+            hone_http_res_error(res, 404, "id", "no experiment %s", id);
+        else
+            ctl_res_store_error(c, res);
+        goto out;
+    }
+    json_t *cur = ctl_experiment_json(row), *k;
+    if (json_object_get(body, "network_arch") &&
+        !json_equal(json_object_get(body, "network_arch"), json_object_get(cur, "network_arch"))) {
+        hone_http_res_error(res, 422, "network_arch", "network_arch cannot be changed");
+        json_decref(cur);
+        goto out;
+    }
+    /* automl_settings merge key by key; other members replace. */
+    json_t *as = json_object_get(body, "automl_settings");
+    if (json_is_object(as)) {
+        json_t *merged = json_deep_copy(json_object_get(cur, "automl_settings"));
+        json_object_update(merged, as);
+        json_object_set_new(body, "automl_settings", merged);
+    }
+    json_t *full = json_object();
+    static const char *const keep[] = {"name",   "network_arch", "train_datasets",  "eval_dataset",
+                                       "metric", "specs",        "automl_settings", "description"};
+    for (size_t i = 0; i < HONE_ARRAY_LEN(keep); i++)
+        if ((k = json_object_get(cur, keep[i])))
+            json_object_set(full, keep[i], k);
+    json_object_update(full, body); /* unknown members stay and are refused by validation */
+    json_decref(cur);
+    if (exp_validate(c, full, res, &clean) == HONE_OK) {
+        if (exp_store(c, id, clean, 1))
+            ctl_res_store_error(c, res);
+        else
+            reply_exp(c, res, id, 200);
+    }
+    json_decref(full);
+out:
+    json_decref(clean);
+    json_decref(row);
+    json_decref(body);
+}
+
+static void exp_list(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    json_t *rows = NULL;
+    (void)req;
+    if (db_rows(c->db, &rows, "SELECT * FROM experiments ORDER BY created, id", NULL)) {
+        ctl_res_store_error(c, res);
+        return;
+    }
+    json_t *arr = json_array(), *r;
+    size_t i;
+    json_array_foreach(rows, i, r) json_array_append_new(arr, ctl_experiment_json(r));
+    json_decref(rows);
+    hone_http_res_json(res, 200, json_pack("{s:o}", "experiments", arr));
+}
+
+static void exp_get(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    reply_exp(ud, res, hone_http_req_param(req, "id"), 200);
+}
+
+static void exp_delete(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    const char *id = hone_http_req_param(req, "id");
+    json_t *row = NULL;
+    if (db_row(c->db, &row, "SELECT id FROM jobs WHERE experiment_id=? LIMIT 1", "s", id) ==
+        HONE_OK) {
+        hone_http_res_error(res, 409, "id", "experiment %s has jobs", id);
+        json_decref(row);
+        return;
+    }
+    int n = db_run(c->db, "DELETE FROM experiments WHERE id=?", "s", id);
+    if (n < 0)
+        ctl_res_store_error(c, res);
+    else if (n == 0)
+        hone_http_res_error(res, 404, "id", "no experiment %s", id);
+    else
+        hone_http_res_empty(res, 204);
+}
+
+static void exp_automl_defaults(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    const char *id = hone_http_req_param(req, "id");
+    json_t *row = NULL;
+    int rc = db_row(c->db, &row, "SELECT network FROM experiments WHERE id=?", "s", id);
+    if (rc) {
+        if (rc == HONE_ENOENT)
+            hone_http_res_error(res, 404, "id", "no experiment %s", id);
+        else
+            ctl_res_store_error(c, res);
+        return;
+    }
+    const char *net = jstr(row, "network");
+    hone_http_res_json(res, 200,
+                       json_pack("{s:s,s:o,s:o}", "network_arch", net, "default_hyperparameters",
+                                 ctl_space_default(net), "all_hyperparameters",
+                                 ctl_space_all(net)));
+    json_decref(row);
+}
+
+int ctl_routes_experiments(hone_controller *c)
+{
+    int rc = 0;
+    rc |= hone_http_route(c->http, "POST", "/api/v1/experiments", exp_create, c);
+    rc |= hone_http_route(c->http, "GET", "/api/v1/experiments", exp_list, c);
+    rc |= hone_http_route(c->http, "GET", "/api/v1/experiments/{id}", exp_get, c);
+    rc |= hone_http_route(c->http, "PATCH", "/api/v1/experiments/{id}", exp_patch, c);
+    rc |= hone_http_route(c->http, "DELETE", "/api/v1/experiments/{id}", exp_delete, c);
+    rc |= hone_http_route(c->http, "GET", "/api/v1/experiments/{id}/automl-defaults",
+                          exp_automl_defaults, c);
+    return rc ? HONE_EINVAL : HONE_OK;
+}

@@ -1,0 +1,341 @@
+/* REST handlers for jobs: create (train or AutoML) under an experiment, list with filters, get,
+ * cancel / pause / resume (as "/jobs/{id}:verb" or "/jobs/{id}/verb"), per-epoch metrics and logs.
+ * Artifacts live in routes_artifacts.c; worker-facing job calls in routes_workers.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+
+static const char *const actions[] = {"train", "automl", NULL};
+
+static void job_reply(hone_controller *c, hone_http_res *res, const char *id, int status)
+{
+    json_t *row = NULL;
+    int rc = ctl_job_row(c, id, &row);
+    if (rc == HONE_ENOENT)
+        hone_http_res_error(res, 404, "id", "no job %s", id);
+    else if (rc)
+        ctl_res_store_error(c, res);
+    else
+        hone_http_res_json(res, status, ctl_job_json(c, row));
+    json_decref(row);
+}
+
+static void job_create(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    static const hone_json_field fields[] = {
+        {.name = "action", .type = HONE_JSON_STRING, .required = 1, .enum_values = actions},
+        {.name = "specs", .type = HONE_JSON_OBJECT, .nullable = 1},
+        {.name = "name", .type = HONE_JSON_STRING, .nullable = 1, .max_len = 200},
+        {.name = "description", .type = HONE_JSON_STRING, .nullable = 1, .max_len = 10000},
+        {.name = "parent_job_id", .type = HONE_JSON_STRING, .nullable = 1},
+    };
+    const char *eid = hone_http_req_param(req, "id");
+    json_t *exp = NULL, *body = hone_http_req_json(req, res);
+    char id[64], field[256] = "", msg[512] = "";
+    if (!body)
+        return;
+    if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
+        goto out;
+    int rc = db_row(c->db, &exp, "SELECT * FROM experiments WHERE id=?", "s", eid);
+    if (rc) {
+        if (rc == HONE_ENOENT)
+            hone_http_res_error(res, 404, "id", "no experiment %s", eid);
+        else
+            ctl_res_store_error(c, res);
+        goto out;
+    }
+    if (db_begin(c->db)) {
+        ctl_res_store_error(c, res);
+        goto out;
+    }
+    rc = ctl_job_create(c, exp, jstr(body, "action"), json_object_get(body, "specs"),
+                        jstr(body, "name"), id, sizeof id, field, sizeof field, msg, sizeof msg);
+    if (rc == HONE_EINVAL) {
+        db_rollback(c->db);
+        hone_http_res_error(res, 422, field, "%s", msg);
+        goto out;
+    }
+    if (rc || db_commit(c->db)) {
+        ctl_res_store_error(c, res);
+        goto out;
+    }
+    json_t *row = NULL;
+    ctl_job_row(c, id, &row);
+    ctl_log(
+        c, "info", "job_created",
+        json_pack("{s:s,s:s,s:s}", "job", id, "experiment", eid, "action", jstr(row, "action")));
+    if (!strcmp(jstr(row, "action"), "automl"))
+        ctl_automl_step(c, id);
+    else
+        ctl_sched_kick(c);
+    json_decref(row);
+    job_reply(c, res, id, 201);
+out:
+    json_decref(exp);
+    json_decref(body);
+}
+
+static void job_list(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    const char *exp = hone_http_req_query(req, "experiment");
+    const char *st = hone_http_req_query(req, "status");
+    const char *parent = hone_http_req_query(req, "parent");
+    const char *action = hone_http_req_query(req, "action");
+    const char *lim = hone_http_req_query(req, "limit");
+    int limit = lim ? atoi(lim) : 1000;
+    if (limit <= 0 || limit > 10000) {
+        hone_http_res_error(res, 422, "limit", "limit must be in [1, 10000]");
+        return;
+    }
+    const char *top = hone_http_req_query(req, "top"); /* top=1: no trials */
+    json_t *rows = NULL;
+    if (db_rows(c->db, &rows,
+                "SELECT * FROM jobs WHERE (?1 IS NULL OR experiment_id=?1) AND "
+                "(?2 IS NULL OR status=?2) AND (?3 IS NULL OR parent_id=?3) AND "
+                "(?4 IS NULL OR action=?4) AND (?5 IS NULL OR parent_id IS NULL) "
+                "ORDER BY created, rowid LIMIT ?6",
+                "sssssi", exp, st, parent, action, top && strcmp(top, "0") ? "1" : NULL, limit)) {
+        ctl_res_store_error(c, res);
+        return;
+    }
+    json_t *arr = json_array(), *r;
+    size_t i;
+    json_array_foreach(rows, i, r) json_array_append_new(arr, ctl_job_json(c, r));
+    json_decref(rows);
+    hone_http_res_json(res, 200, json_pack("{s:o}", "jobs", arr));
+}
+
+static int is_over(const char *st)
+{
+    return !strcmp(st, "done") || !strcmp(st, "failed") || !strcmp(st, "canceled") ||
+           !strcmp(st, "stopped");
+}
+
+/* Cancel: queued/paused jobs end now; running ones are told through heartbeat and report replies.
+ */
+static int do_cancel(hone_controller *c, const json_t *job)
+{
+    const char *id = jstr(job, "id"), *st = jstr(job, "status");
+    double now = ctl_now();
+    if (!strcmp(jstr(job, "action"), "automl")) {
+        if (db_run(c->db, "UPDATE jobs SET status='canceled', finished=? WHERE id=?", "ds", now,
+                   id) < 0 ||
+            db_run(c->db,
+                   "UPDATE jobs SET status='canceled', finished=? WHERE parent_id=? AND status IN "
+                   "('queued','paused')",
+                   "ds", now, id) < 0 ||
+            db_run(c->db, "UPDATE jobs SET control='cancel' WHERE parent_id=? AND status='running'",
+                   "s", id) < 0)
+            return HONE_ESQL;
+        return HONE_OK;
+    }
+    if (!strcmp(st, "running"))
+        return db_run(c->db, "UPDATE jobs SET control='cancel' WHERE id=?", "s", id) < 0 ? HONE_ESQL
+                                                                                         : HONE_OK;
+    if (db_run(c->db, "UPDATE jobs SET status='canceled', finished=? WHERE id=?", "ds", now, id) <
+        0)
+        return HONE_ESQL;
+    /* A queued trial counts as running in its search; a paused one is resumable: end both. */
+    if (jstr(job, "parent_id") && !strcmp(st, "queued"))
+        return ctl_automl_end(c, job, 1);
+    return HONE_OK;
+}
+
+static void job_verb(hone_controller *c, hone_http_res *res, const char *id, const char *verb)
+{
+    json_t *job = NULL;
+    int rc = ctl_job_row(c, id, &job);
+    if (rc) {
+        if (rc == HONE_ENOENT)
+            hone_http_res_error(res, 404, "id", "no job %s", id);
+        else
+            ctl_res_store_error(c, res);
+        return;
+    }
+    const char *st = jstr(job, "status");
+    int automl = !strcmp(jstr(job, "action"), "automl");
+    if (db_begin(c->db)) {
+        ctl_res_store_error(c, res);
+        goto out;
+    }
+    if (!strcmp(verb, "cancel")) {
+        if (is_over(st)) {
+            db_rollback(c->db);
+            hone_http_res_error(res, 409, "status", "job %s is already %s", id, st);
+            goto out;
+        }
+        rc = do_cancel(c, job);
+    } else if (!strcmp(verb, "pause")) {
+        if (strcmp(st, "running") && strcmp(st, "queued")) {
+            db_rollback(c->db);
+            hone_http_res_error(res, 409, "status", "job %s is %s, not running", id, st);
+            goto out;
+        }
+        if (automl || !strcmp(st, "queued"))
+            rc = db_run(c->db, "UPDATE jobs SET status='paused', resume=(epoch>0) WHERE id=?", "s",
+                        id) < 0;
+        else
+            rc = db_run(c->db, "UPDATE jobs SET control='pause' WHERE id=?", "s", id) < 0;
+        if (!automl && jstr(job, "parent_id")) {
+            db_rollback(c->db);
+            hone_http_res_error(res, 409, "id", "trials are paused by their AutoML search");
+            goto out;
+        }
+    } else if (!strcmp(verb, "resume")) {
+        if (strcmp(st, "paused") != 0 || (!automl && jstr(job, "parent_id"))) {
+            db_rollback(c->db);
+            hone_http_res_error(res, 409, "status", "job %s is %s%s", id, st,
+                                jstr(job, "parent_id") ? " (trials are resumed by their search)"
+                                                       : ", not paused");
+            goto out;
+        }
+        rc = db_run(c->db,
+                    automl ? "UPDATE jobs SET status='running', control=NULL WHERE id=?"
+                           : "UPDATE jobs SET status='queued', control=NULL, last_decision=NULL, "
+                             "queued_at=CAST(strftime('%s','now') AS REAL) WHERE id=?",
+                    "s", id) < 0;
+    } else {
+        db_rollback(c->db);
+        hone_http_res_error(res, 404, "verb", "unknown job action '%s'", verb);
+        goto out;
+    }
+    if (rc || db_commit(c->db)) {
+        ctl_res_store_error(c, res);
+        if (jstr(job, "parent_id"))
+            ctl_automl_rebuild(c, jstr(job, "parent_id"));
+        goto out;
+    }
+    ctl_log(c, "info", "job_control", json_pack("{s:s,s:s}", "job", id, "verb", verb));
+    if (automl && !strcmp(verb, "cancel"))
+        ctl_automl_drop(c, id);
+    else if (automl && !strcmp(verb, "resume"))
+        ctl_automl_step(c, id);
+    else if (jstr(job, "parent_id"))
+        ctl_automl_step(c, jstr(job, "parent_id"));
+    ctl_sched_kick(c);
+    job_reply(c, res, id, 200);
+out:
+    json_decref(job);
+}
+
+/* "/jobs/{id}:cancel" arrives here as POST /jobs/{id} with the verb inside the segment. */
+static void job_post_colon(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    char id[128];
+    snprintf(id, sizeof id, "%s", hone_http_req_param(req, "id"));
+    char *colon = strchr(id, ':');
+    if (!colon) {
+        hone_http_res_error(res, 405, NULL, "POST a verb: /jobs/{id}:cancel|:pause|:resume");
+        return;
+    }
+    *colon = '\0';
+    job_verb(ud, res, id, colon + 1);
+}
+
+static void job_post_verb(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    const char *route = hone_http_req_route(req);
+    const char *verb = strrchr(route, '/') + 1;
+    job_verb(ud, res, hone_http_req_param(req, "id"), verb);
+}
+
+static void job_get(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    job_reply(ud, res, hone_http_req_param(req, "id"), 200);
+}
+
+static json_t *metric_list(json_t *rows)
+{
+    json_t *arr = json_array(), *r;
+    size_t i;
+    json_array_foreach(rows, i, r)
+    {
+        json_t *m = jparse(jstr(r, "data"));
+        if (!json_is_object(m)) {
+            json_decref(m);
+            m = json_object();
+        }
+        json_object_set_new(m, "epoch", json_integer(jint(r, "epoch")));
+        json_array_append_new(arr, m);
+    }
+    return arr;
+}
+
+static void job_metrics(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    const char *id = hone_http_req_param(req, "id");
+    json_t *job = NULL, *rows = NULL;
+    int rc = ctl_job_row(c, id, &job);
+    if (rc) {
+        if (rc == HONE_ENOENT)
+            hone_http_res_error(res, 404, "id", "no job %s", id);
+        else
+            ctl_res_store_error(c, res);
+        return;
+    }
+    if (!strcmp(jstr(job, "action"), "automl")) {
+        json_t *trials = NULL, *t, *out = json_object();
+        size_t i;
+        if (db_rows(c->db, &trials, "SELECT id, trial FROM jobs WHERE parent_id=? ORDER BY trial",
+                    "s", id) == HONE_OK)
+            json_array_foreach(trials, i, t)
+            {
+                char key[32];
+                snprintf(key, sizeof key, "%lld", jint(t, "trial"));
+                if (db_rows(c->db, &rows,
+                            "SELECT epoch, data FROM metrics WHERE job_id=? ORDER BY epoch", "s",
+                            jstr(t, "id")) == HONE_OK) {
+                    json_object_set_new(out, key, metric_list(rows));
+                    json_decref(rows);
+                }
+            }
+        json_decref(trials);
+        hone_http_res_json(res, 200, json_pack("{s:o}", "trials", out));
+    } else if (db_rows(c->db, &rows,
+                       "SELECT epoch, data FROM metrics WHERE job_id=? ORDER BY epoch", "s",
+                       id) == HONE_OK) {
+        hone_http_res_json(res, 200, json_pack("{s:o}", "metrics", metric_list(rows)));
+        json_decref(rows);
+    } else {
+        ctl_res_store_error(c, res);
+    }
+    json_decref(job);
+}
+
+static void job_logs(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    const char *id = hone_http_req_param(req, "id");
+    json_t *job = NULL;
+    int rc = ctl_job_row(c, id, &job);
+    if (rc) {
+        if (rc == HONE_ENOENT)
+            hone_http_res_error(res, 404, "id", "no job %s", id);
+        else
+            ctl_res_store_error(c, res);
+        return;
+    }
+    const char *t = jstr(job, "log_tail") ? jstr(job, "log_tail") : "";
+    hone_http_res_text(res, 200, "text/plain; charset=utf-8", t, strlen(t));
+    json_decref(job);
+}
+
+int ctl_routes_jobs(hone_controller *c)
+{
+    int rc = 0;
+    rc |= hone_http_route(c->http, "POST", "/api/v1/experiments/{id}/jobs", job_create, c);
+    rc |= hone_http_route(c->http, "GET", "/api/v1/jobs", job_list, c);
+    rc |= hone_http_route(c->http, "GET", "/api/v1/jobs/{id}", job_get, c);
+    rc |= hone_http_route(c->http, "POST", "/api/v1/jobs/{id}", job_post_colon, c);
+    rc |= hone_http_route(c->http, "POST", "/api/v1/jobs/{id}/cancel", job_post_verb, c);
+    rc |= hone_http_route(c->http, "POST", "/api/v1/jobs/{id}/pause", job_post_verb, c);
+    rc |= hone_http_route(c->http, "POST", "/api/v1/jobs/{id}/resume", job_post_verb, c);
+    rc |= hone_http_route(c->http, "GET", "/api/v1/jobs/{id}/metrics", job_metrics, c);
+    rc |= hone_http_route(c->http, "GET", "/api/v1/jobs/{id}/logs", job_logs, c);
+    return rc ? HONE_EINVAL : HONE_OK;
+}

@@ -1,0 +1,386 @@
+/* REST handlers used by hone-worker: register, heartbeat (extends leases, re-attaches jobs after a
+ * controller restart, lists jobs to cancel), lease by long-poll, per-epoch reports answered with
+ * continue / stop / pause, and completion. Each acknowledged change is committed before the reply.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+
+static const char *const end_states[] = {"done", "failed", "paused", "stopped", NULL};
+
+static int worker_touch(hone_controller *c, hone_http_res *res, const char *wid)
+{
+    int n = db_run(c->db, "UPDATE workers SET last_seen=? WHERE id=?", "ds", ctl_now(), wid);
+    if (n < 0) {
+        ctl_res_store_error(c, res);
+        return HONE_ESQL;
+    }
+    if (n == 0) {
+        hone_http_res_error(res, 404, "worker_id", "unknown worker %s: register again", wid);
+        return HONE_ENOENT;
+    }
+    return HONE_OK;
+}
+
+static void w_register(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    static const hone_json_field fields[] = {
+        {.name = "name", .type = HONE_JSON_STRING, .required = 1, .min_len = 1, .max_len = 200},
+        {.name = "resources", .type = HONE_JSON_OBJECT, .nullable = 1},
+        {.name = "artifact_dir", .type = HONE_JSON_STRING, .nullable = 1, .max_len = 4000},
+        {.name = "labels", .type = HONE_JSON_OBJECT, .nullable = 1},
+    };
+    json_t *body = hone_http_req_json(req, res);
+    if (!body)
+        return;
+    if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
+        goto out;
+    char id[64];
+    ctl_new_id(c, "wrk", id, sizeof id);
+    json_t *r = json_object_get(body, "resources");
+    char *rs = jdump(json_is_object(r) ? r : json_object());
+    double now = ctl_now();
+    int n = db_run(c->db,
+                   "INSERT INTO workers(id,name,resources,artifact_dir,registered,last_seen) "
+                   "VALUES(?,?,?,?,?,?)",
+                   "ssssdd", id, jstr(body, "name"), rs, jstr(body, "artifact_dir"), now, now);
+    free(rs);
+    if (n < 0) {
+        ctl_res_store_error(c, res);
+        goto out;
+    }
+    ctl_log(c, "info", "worker_registered",
+            json_pack("{s:s,s:s}", "worker", id, "name", jstr(body, "name")));
+    hone_http_res_json(res, 201,
+                       json_pack("{s:s,s:i,s:i,s:s}", "id", id, "heartbeat_seconds",
+                                 c->cfg.heartbeat_seconds, "lease_seconds", c->cfg.lease_seconds,
+                                 "artifacts_dir", c->artifacts_dir));
+out:
+    json_decref(body);
+}
+
+/* A job this worker held and whose lease lapsed is still queued: give it back to the worker. */
+static int reattach(hone_controller *c, const json_t *job, const char *wid)
+{
+    return db_run(c->db,
+                  "UPDATE jobs SET status='running', worker_id=?, lease_expires=? WHERE id=? AND "
+                  "status='queued' AND last_worker_id=?",
+                  "sdss", wid, ctl_now() + c->cfg.lease_seconds, jstr(job, "id"), wid) == 1
+               ? HONE_OK
+               : HONE_ESTATE;
+}
+
+static void w_heartbeat(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    static const hone_json_field fields[] = {
+        {.name = "jobs", .type = HONE_JSON_ARRAY, .nullable = 1, .max_len = 1024},
+    };
+    const char *wid = hone_http_req_param(req, "id");
+    json_t *body = hone_http_req_json(req, res), *cancel = json_array(), *pause = json_array();
+    json_t *v, *job = NULL;
+    size_t i;
+    int reattached = 0;
+    if (!body)
+        goto out;
+    if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
+        goto out;
+    if (db_begin(c->db)) {
+        ctl_res_store_error(c, res);
+        goto out;
+    }
+    if (worker_touch(c, res, wid)) {
+        db_rollback(c->db);
+        goto out;
+    }
+    json_array_foreach(json_object_get(body, "jobs"), i, v)
+    {
+        const char *jid = json_string_value(v);
+        if (!jid || ctl_job_row(c, jid, &job)) {
+            if (jid)
+                json_array_append(cancel, v);
+            continue;
+        }
+        const char *st = jstr(job, "status"), *holder = jstr(job, "worker_id");
+        const char *ctl = jstr(job, "control");
+        if (!strcmp(st, "running") && holder && !strcmp(holder, wid)) {
+            db_run(c->db, "UPDATE jobs SET lease_expires=? WHERE id=?", "ds",
+                   ctl_now() + c->cfg.lease_seconds, jid);
+            if (ctl && !strcmp(ctl, "cancel"))
+                json_array_append(cancel, v);
+            else if (ctl && !strcmp(ctl, "pause"))
+                json_array_append(pause, v);
+        } else if (!strcmp(st, "queued") && reattach(c, job, wid) == HONE_OK) {
+            reattached++;
+        } else {
+            json_array_append(cancel, v);
+        }
+        json_decref(job);
+        job = NULL;
+    }
+    if (db_commit(c->db)) {
+        ctl_res_store_error(c, res);
+        goto out;
+    }
+    if (reattached)
+        ctl_log(c, "info", "jobs_reattached",
+                json_pack("{s:s,s:i}", "worker", wid, "jobs", reattached));
+    hone_http_res_json(res, 200, json_pack("{s:O,s:O}", "cancel", cancel, "pause", pause));
+out:
+    json_decref(cancel);
+    json_decref(pause);
+    json_decref(body);
+}
+
+static void w_lease(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    const char *wid = hone_http_req_param(req, "id");
+    const char *w = hone_http_req_query(req, "wait");
+    int wait = 0;
+    if (w) {
+        char *end = NULL;
+        long x = strtol(w, &end, 10);
+        if (!*w || *end || x < 0 || x > 3600) {
+            hone_http_res_error(res, 422, "wait", "wait must be seconds in [0, 3600]");
+            return;
+        }
+        wait = (int)(x > c->cfg.max_wait_seconds ? c->cfg.max_wait_seconds : x);
+    }
+    if (worker_touch(c, res, wid))
+        return;
+    json_t *reply = NULL;
+    int rc = ctl_sched_try_lease(c, wid, &reply);
+    if (rc == HONE_OK)
+        hone_http_res_json(res, 200, reply);
+    else if (rc != HONE_ENOENT)
+        ctl_res_store_error(c, res);
+    else if (wait > 0 && !c->closing)
+        ctl_sched_park(c, wid, res, wait);
+    else
+        hone_http_res_empty(res, 204);
+}
+
+/* The job must be held by this worker; a job whose lease lapsed but is still queued is taken back.
+ * Answers 404/409 itself and returns non-zero otherwise. */
+static int job_for_worker(hone_controller *c, hone_http_res *res, const char *jid, const char *wid,
+                          json_t **job)
+{
+    int rc = ctl_job_row(c, jid, job);
+    if (rc) {
+        if (rc == HONE_ENOENT)
+            hone_http_res_error(res, 404, "id", "no job %s", jid);
+        else
+            ctl_res_store_error(c, res);
+        return rc;
+    }
+    const char *st = jstr(*job, "status"), *holder = jstr(*job, "worker_id");
+    if (!strcmp(st, "running") && holder && !strcmp(holder, wid))
+        return HONE_OK;
+    if (!strcmp(st, "queued") && reattach(c, *job, wid) == HONE_OK) {
+        json_decref(*job);
+        return ctl_job_row(c, jid, job);
+    }
+    hone_http_res_error(res, 409, "worker_id", "job %s is %s%s%s: stop working on it", jid, st,
+                        holder ? " on worker " : "", holder ? holder : "");
+    json_decref(*job);
+    *job = NULL;
+    return HONE_ESTATE;
+}
+
+static const char *dec_name(hone_decision d)
+{
+    return d == HONE_DECIDE_STOP ? "stop" : d == HONE_DECIDE_PAUSE ? "pause" : "continue";
+}
+
+static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    static const hone_json_field fields[] = {
+        {.name = "worker_id", .type = HONE_JSON_STRING, .required = 1, .min_len = 1},
+        {.name = "epoch",
+         .type = HONE_JSON_INT,
+         .required = 1,
+         .has_range = 1,
+         .min = 1,
+         .max = 100000},
+        {.name = "metrics", .type = HONE_JSON_OBJECT, .required = 1},
+    };
+    const char *jid = hone_http_req_param(req, "id");
+    json_t *body = hone_http_req_json(req, res), *job = NULL, *exp = NULL;
+    if (!body)
+        return;
+    if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
+        goto out;
+    const char *wid = jstr(body, "worker_id");
+    int epoch = (int)jint(body, "epoch");
+    json_t *metrics = json_object_get(body, "metrics");
+    const char *mk;
+    json_t *mv;
+    json_object_foreach(metrics, mk, mv) if (!json_is_number(mv) && !json_is_null(mv))
+    {
+        hone_http_res_error(res, 422, "metrics", "metrics.%s must be a number", mk);
+        goto out;
+    }
+    if (db_begin(c->db)) {
+        ctl_res_store_error(c, res);
+        goto out;
+    }
+    if (job_for_worker(c, res, jid, wid, &job)) {
+        db_rollback(c->db);
+        goto out;
+    }
+    if (db_row(c->db, &exp, "SELECT metric FROM experiments WHERE id=?", "s",
+               jstr(job, "experiment_id"))) {
+        ctl_res_store_error(c, res);
+        goto out;
+    }
+    const char *mname = jstr(exp, "metric");
+    double m = jnum(metrics, mname);
+    int trial = jstr(job, "parent_id") != NULL;
+    if (trial && isnan(m)) {
+        db_rollback(c->db);
+        hone_http_res_error(res, 422, "metrics", "metrics.%s is required (the search's metric)",
+                            mname);
+        goto out;
+    }
+    char *data = jdump(metrics);
+    int fresh = db_run(c->db,
+                       "INSERT OR IGNORE INTO metrics(job_id,epoch,data,created) "
+                       "VALUES(?,?,?,?)",
+                       "sisd", jid, epoch, data, ctl_now());
+    if (fresh < 0) {
+        free(data);
+        ctl_res_store_error(c, res);
+        goto out;
+    }
+    int maximize = strstr(mname, "loss") == NULL;
+    double best = jnum(job, "best_metric");
+    int better = !isnan(m) && (isnan(best) || (maximize ? m > best : m < best));
+    if (fresh && db_run(c->db,
+                        "UPDATE jobs SET epoch=MAX(epoch,?), best_metric=CASE WHEN ? THEN ? ELSE "
+                        "best_metric END, best_epoch=CASE WHEN ? THEN ? ELSE best_epoch END, "
+                        "result=json_set(result,'$.last',json(?)), lease_expires=? WHERE id=?",
+                        "iidiisds", epoch, better, m, better, epoch, data,
+                        ctl_now() + c->cfg.lease_seconds, jid) < 0) {
+        free(data);
+        ctl_res_store_error(c, res);
+        goto out;
+    }
+    free(data);
+    hone_decision dec = HONE_DECIDE_CONTINUE;
+    const char *ctl = jstr(job, "control");
+    int rc = HONE_OK;
+    if (ctl && !strcmp(ctl, "cancel"))
+        dec = HONE_DECIDE_STOP;
+    else if (trial)
+        rc = ctl_automl_report(c, job, epoch, m, fresh > 0, &dec);
+    else if (ctl && !strcmp(ctl, "pause"))
+        dec = HONE_DECIDE_PAUSE;
+    if (rc ||
+        db_run(c->db, "UPDATE jobs SET last_decision=? WHERE id=?", "ss", dec_name(dec), jid) < 0 ||
+        db_commit(c->db)) {
+        ctl_res_store_error(c, res);
+        if (trial)
+            ctl_automl_rebuild(c, jstr(job, "parent_id"));
+        goto out;
+    }
+    c->n_reports++;
+    hone_http_res_json(res, 200,
+                       json_pack("{s:s,s:i,s:b}", "decision", dec_name(dec), "epoch", epoch,
+                                 "duplicate", fresh == 0));
+out:
+    json_decref(exp);
+    json_decref(job);
+    json_decref(body);
+}
+
+static void j_complete(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    static const hone_json_field fields[] = {
+        {.name = "worker_id", .type = HONE_JSON_STRING, .required = 1, .min_len = 1},
+        {.name = "status", .type = HONE_JSON_STRING, .required = 1, .enum_values = end_states},
+        {.name = "log_tail", .type = HONE_JSON_STRING, .nullable = 1, .max_len = 65536},
+        {.name = "final", .type = HONE_JSON_OBJECT, .nullable = 1},
+        {.name = "error", .type = HONE_JSON_STRING, .nullable = 1, .max_len = 65536},
+    };
+    const char *jid = hone_http_req_param(req, "id");
+    json_t *body = hone_http_req_json(req, res), *job = NULL;
+    if (!body)
+        return;
+    if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
+        goto out;
+    const char *wid = jstr(body, "worker_id");
+    /* A repeated complete (the reply was lost) finds the job already ended by this worker. */
+    if (ctl_job_row(c, jid, &job) == HONE_OK && strcmp(jstr(job, "status"), "running") != 0 &&
+        strcmp(jstr(job, "status"), "queued") != 0 && jstr(job, "last_worker_id") &&
+        !strcmp(jstr(job, "last_worker_id"), wid)) {
+        hone_http_res_json(res, 200, ctl_job_json(c, job));
+        goto out;
+    }
+    json_decref(job);
+    job = NULL;
+    if (db_begin(c->db)) {
+        ctl_res_store_error(c, res);
+        goto out;
+    }
+    if (job_for_worker(c, res, jid, wid, &job)) {
+        db_rollback(c->db);
+        goto out;
+    }
+    const char *tail = jstr(body, "log_tail") ? jstr(body, "log_tail") : jstr(body, "error");
+    int rc = ctl_job_finish(c, job, jstr(body, "status"), tail, json_object_get(body, "final"));
+    if (rc || db_commit(c->db)) {
+        ctl_res_store_error(c, res);
+        if (jstr(job, "parent_id"))
+            ctl_automl_rebuild(c, jstr(job, "parent_id"));
+        goto out;
+    }
+    if (jstr(job, "parent_id"))
+        ctl_automl_step(c, jstr(job, "parent_id"));
+    ctl_sched_kick(c);
+    json_decref(job);
+    job = NULL;
+    ctl_job_row(c, jid, &job);
+    hone_http_res_json(res, 200, ctl_job_json(c, job));
+out:
+    json_decref(job);
+    json_decref(body);
+}
+
+static void w_list(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    json_t *rows = NULL, *r;
+    size_t i;
+    (void)req;
+    if (db_rows(c->db, &rows, "SELECT * FROM workers ORDER BY registered", NULL)) {
+        ctl_res_store_error(c, res);
+        return;
+    }
+    double now = ctl_now();
+    json_array_foreach(rows, i, r)
+    {
+        json_object_set_new(r, "resources", jparse(jstr(r, "resources")));
+        json_object_set_new(r, "alive",
+                            json_boolean(jnum(r, "last_seen") > now - c->cfg.lease_seconds));
+    }
+    hone_http_res_json(res, 200, json_pack("{s:o}", "workers", rows));
+}
+
+int ctl_routes_workers(hone_controller *c)
+{
+    int rc = 0;
+    rc |= hone_http_route(c->http, "POST", "/api/v1/workers", w_register, c);
+    rc |= hone_http_route(c->http, "GET", "/api/v1/workers", w_list, c);
+    rc |= hone_http_route(c->http, "POST", "/api/v1/workers/{id}/heartbeat", w_heartbeat, c);
+    rc |= hone_http_route(c->http, "POST", "/api/v1/workers/{id}/lease", w_lease, c);
+    rc |= hone_http_route(c->http, "POST", "/api/v1/jobs/{id}/report", j_report, c);
+    rc |= hone_http_route(c->http, "POST", "/api/v1/jobs/{id}/complete", j_complete, c);
+    return rc ? HONE_EINVAL : HONE_OK;
+}

@@ -1,0 +1,242 @@
+/* Scheduler: hands queued train jobs to workers under a lease (long-poll requests are parked until
+ * a job is queued or their wait runs out), and a once-a-second tick that expires leases whose
+ * heartbeats stopped: their jobs go back to the queue and resume from the last checkpoint. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "ctl.h"
+
+int ctl_live_workers(hone_controller *c)
+{
+    json_t *r = NULL;
+    if (db_row(c->db, &r, "SELECT COUNT(*) AS n FROM workers WHERE last_seen > ?", "d",
+               ctl_now() - c->cfg.lease_seconds))
+        return 0;
+    int n = (int)jint(r, "n");
+    json_decref(r);
+    return n;
+}
+
+static json_t *lease_reply(hone_controller *c, const json_t *job, const json_t *flat,
+                           const char *yaml)
+{
+    char *dir = ctl_job_dir(c, jstr(job, "id"));
+    int resume = (int)jint(job, "resume");
+    json_t *cfg = jparse(jstr(job, "config"));
+    json_t *j = json_pack("{s:s,s:s,s:O,s:O,s:s,s:O,s:o,s:I,s:I,s:b,s:o,s:s,s:s,s:I,s:I}", "id",
+                          jstr(job, "id"), "experiment_id", jstr(job, "experiment_id"), "parent_id",
+                          json_object_get(job, "parent_id"), "trial", json_object_get(job, "trial"),
+                          "spec_yaml", yaml, "spec", flat, "overrides", cfg ? cfg : json_object(),
+                          "epochs_until", (json_int_t)jint(job, "epochs_target"), "epoch",
+                          (json_int_t)jint(job, "epoch"), "resume", resume, "checkpoint",
+                          resume ? json_string(dir) : json_null(), "out_dir", dir, "dataset_path",
+                          jstr(flat, "data.path"), "attempts", (json_int_t)jint(job, "attempts"),
+                          "lease_seconds", (json_int_t)c->cfg.lease_seconds);
+    free(dir);
+    return json_pack("{s:o}", "job", j);
+}
+
+int ctl_sched_try_lease(hone_controller *c, const char *worker_id, json_t **reply)
+{
+    json_t *job = NULL, *flat = NULL;
+    char *yaml = NULL;
+    *reply = NULL;
+    int rc = db_row(c->db, &job,
+                    "SELECT * FROM jobs WHERE status='queued' AND action='train' ORDER BY "
+                    "queued_at, rowid LIMIT 1",
+                    NULL);
+    if (rc)
+        return rc;
+    if ((rc = ctl_job_spec(c, job, &flat)))
+        goto out;
+    yaml = ctl_spec_yaml(flat);
+    double now = ctl_now();
+    rc = HONE_ESQL;
+    if (db_begin(c->db))
+        goto out;
+    if (db_run(c->db,
+               "UPDATE jobs SET status='running', worker_id=?, last_worker_id=?, lease_expires=?, "
+               "started=COALESCE(started,?), spec_yaml=? WHERE id=? AND status='queued'",
+               "ssddss", worker_id, worker_id, now + c->cfg.lease_seconds, now, yaml,
+               jstr(job, "id")) != 1 ||
+        db_run(c->db, "INSERT INTO leases(job_id,worker_id,granted) VALUES(?,?,?)", "ssd",
+               jstr(job, "id"), worker_id, now) < 0 ||
+        db_commit(c->db)) {
+        db_rollback(c->db);
+        goto out;
+    }
+    rc = HONE_OK;
+    c->n_leases++;
+    char *dir = ctl_job_dir(c, jstr(job, "id"));
+    mkdir(c->artifacts_dir, 0755);
+    mkdir(dir, 0755);
+    free(dir);
+    *reply = lease_reply(c, job, flat, yaml);
+    ctl_log(c, "info", "lease",
+            json_pack("{s:s,s:s,s:I,s:b}", "job", jstr(job, "id"), "worker", worker_id,
+                      "epochs_until", (json_int_t)jint(job, "epochs_target"), "resume",
+                      (int)jint(job, "resume")));
+out:
+    free(yaml);
+    json_decref(flat);
+    json_decref(job);
+    return rc;
+}
+
+/* ---- parked lease requests ---- */
+
+static void waiter_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+static void waiter_remove(ctl_waiter *w)
+{
+    hone_controller *c = w->c;
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        c->waiters = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        c->waiters_tail = w->prev;
+    uv_timer_stop(&w->timer);
+    uv_close((uv_handle_t *)&w->timer, waiter_closed);
+}
+
+static void waiter_timeout(uv_timer_t *t)
+{
+    ctl_waiter *w = t->data;
+    hone_http_res *res = w->res;
+    hone_http_res_on_abort(res, NULL, NULL);
+    waiter_remove(w);
+    hone_http_res_empty(res, 204);
+}
+
+static void waiter_abort(hone_http_res *res, void *ud)
+{
+    (void)res;
+    waiter_remove(ud);
+}
+
+void ctl_sched_park(hone_controller *c, const char *worker_id, hone_http_res *res, int wait_s)
+{
+    ctl_waiter *w = hone_xcalloc(1, sizeof *w);
+    w->c = c;
+    w->res = res;
+    snprintf(w->worker_id, sizeof w->worker_id, "%s", worker_id);
+    uv_timer_init(c->loop, &w->timer);
+    w->timer.data = w;
+    uv_timer_start(&w->timer, waiter_timeout, (uint64_t)wait_s * 1000u, 0);
+    w->prev = c->waiters_tail;
+    if (c->waiters_tail)
+        c->waiters_tail->next = w;
+    else
+        c->waiters = w;
+    c->waiters_tail = w;
+    hone_http_res_on_abort(res, waiter_abort, w);
+}
+
+void ctl_sched_kick(hone_controller *c)
+{
+    while (c->waiters) {
+        ctl_waiter *w = c->waiters;
+        json_t *reply = NULL;
+        int rc = ctl_sched_try_lease(c, w->worker_id, &reply);
+        if (rc == HONE_ENOENT)
+            return;
+        hone_http_res *res = w->res;
+        hone_http_res_on_abort(res, NULL, NULL);
+        waiter_remove(w);
+        if (rc)
+            hone_http_res_error(res, 500, NULL, "lease failed: %s", hone_strerror(rc));
+        else
+            hone_http_res_json(res, 200, reply);
+    }
+}
+
+/* ---- lease expiry ---- */
+
+static void expire_one(hone_controller *c, const json_t *job)
+{
+    const char *dec = jstr(job, "last_decision"), *ctl = jstr(job, "control");
+    const char *id = jstr(job, "id");
+    double now = ctl_now();
+    if (db_begin(c->db))
+        return;
+    int rc;
+    if ((dec && strcmp(dec, "continue") != 0) || (ctl && !strcmp(ctl, "cancel"))) {
+        /* It had been told to stop or pause: the trainer is gone, the job is over. */
+        rc = ctl_job_finish(c, job, "stopped", "lease expired", NULL);
+    } else {
+        rc = db_run(c->db,
+                    "UPDATE jobs SET status='queued', resume=(epoch>0), worker_id=NULL, "
+                    "lease_expires=NULL, queued_at=? WHERE id=? AND status='running'",
+                    "ds", now, id) < 0 ||
+                     db_run(c->db,
+                            "UPDATE leases SET ended=?, end_reason='expired' WHERE job_id=? AND "
+                            "ended IS NULL",
+                            "ds", now, id) < 0
+                 ? HONE_ESQL
+                 : HONE_OK;
+    }
+    if (rc || db_commit(c->db)) {
+        db_rollback(c->db);
+        if (jstr(job, "parent_id"))
+            ctl_automl_rebuild(c, jstr(job, "parent_id"));
+        return;
+    }
+    c->n_expired++;
+    ctl_log(c, "warn", "lease_expired",
+            json_pack("{s:s,s:s,s:I}", "job", id, "worker",
+                      jstr(job, "worker_id") ? jstr(job, "worker_id") : "", "epoch",
+                      (json_int_t)jint(job, "epoch")));
+    if (jstr(job, "parent_id"))
+        ctl_automl_step(c, jstr(job, "parent_id"));
+}
+
+static void tick(uv_timer_t *t)
+{
+    hone_controller *c = t->data;
+    json_t *rows = NULL, *r;
+    size_t i;
+    if (db_rows(c->db, &rows,
+                "SELECT * FROM jobs WHERE status='running' AND action='train' AND "
+                "lease_expires < ?",
+                "d", ctl_now()) == HONE_OK) {
+        json_array_foreach(rows, i, r) expire_one(c, r);
+        if (json_array_size(rows))
+            ctl_sched_kick(c);
+    }
+    json_decref(rows);
+}
+
+int ctl_sched_start(hone_controller *c)
+{
+    /* Workers get one lease period after a restart to re-attach before their jobs are requeued. */
+    if (db_run(c->db, "UPDATE jobs SET lease_expires=? WHERE status='running' AND action='train'",
+               "d", ctl_now() + c->cfg.lease_seconds) < 0)
+        return HONE_ESQL;
+    uv_timer_init(c->loop, &c->tick);
+    c->tick.data = c;
+    c->tick_open = 1;
+    uv_timer_start(&c->tick, tick, 1000, 1000);
+    return HONE_OK;
+}
+
+void ctl_sched_stop(hone_controller *c)
+{
+    while (c->waiters) {
+        ctl_waiter *w = c->waiters;
+        hone_http_res *res = w->res;
+        hone_http_res_on_abort(res, NULL, NULL);
+        waiter_remove(w);
+        hone_http_res_error(res, 503, NULL, "controller shutting down");
+    }
+    if (c->tick_open) {
+        uv_timer_stop(&c->tick);
+    }
+}

@@ -1,0 +1,265 @@
+/* The controller object: wires the store, the HTTP routes (health, auth filter, access log and
+ * every resource), the scheduler tick and the rebuilt AutoML searches onto one libuv loop, and
+ * takes them down in order. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ctl.h"
+
+static void config_copy(hone_controller_config *dst, const hone_controller_config *src)
+{
+    *dst = *src;
+    dst->listen_host = hone_xstrdup(src->listen_host ? src->listen_host : "127.0.0.1");
+    dst->data_dir = hone_xstrdup(src->data_dir ? src->data_dir : "./hone-data");
+    dst->db_path = src->db_path ? hone_xstrdup(src->db_path) : NULL;
+    dst->auth_token = src->auth_token ? hone_xstrdup(src->auth_token) : NULL;
+    dst->port_file = src->port_file ? hone_xstrdup(src->port_file) : NULL;
+    dst->data_roots = NULL;
+    dst->n_data_roots = 0;
+    for (int i = 0; i < src->n_data_roots; i++) {
+        dst->data_roots = hone_xrealloc(dst->data_roots, sizeof(char *) * (size_t)(i + 1));
+        dst->data_roots[i] = hone_xstrdup(src->data_roots[i]);
+        dst->n_data_roots = i + 1;
+    }
+    if (dst->n_data_roots == 0) {
+        dst->data_roots = hone_xmalloc(2 * sizeof(char *));
+        dst->data_roots[0] = hone_xstrdup(dst->data_dir);
+        dst->data_roots[1] = hone_xstrdup("/usr/share/datasets");
+        dst->n_data_roots = 2;
+    }
+}
+
+static int mkdir_p(const char *path)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0755) && errno != EEXIST)
+                return HONE_EIO;
+            *p = '/';
+        }
+    return mkdir(tmp, 0755) && errno != EEXIST ? HONE_EIO : HONE_OK;
+}
+
+static void healthz(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    (void)req;
+    (void)ud;
+    hone_http_res_json(res, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+static void readyz(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    (void)req;
+    if (c->ready)
+        hone_http_res_json(res, 200, json_pack("{s:s}", "status", "ready"));
+    else
+        hone_http_res_error(res, 503, NULL, "not ready");
+}
+
+static void metrics(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    hone_http_stats st;
+    json_t *rows = NULL, *r;
+    size_t i;
+    (void)req;
+    hone_http_server_stats(c->http, &st);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    fprintf(f, "# TYPE hone_http_requests_total counter\nhone_http_requests_total %llu\n",
+            (unsigned long long)st.requests_total);
+    fprintf(f, "hone_http_responses_total{class=\"2xx\"} %llu\n",
+            (unsigned long long)st.responses_2xx);
+    fprintf(f, "hone_http_responses_total{class=\"4xx\"} %llu\n",
+            (unsigned long long)st.responses_4xx);
+    fprintf(f, "hone_http_responses_total{class=\"5xx\"} %llu\n",
+            (unsigned long long)st.responses_5xx);
+    fprintf(f, "hone_http_connections_open %llu\n", (unsigned long long)st.connections_open);
+    fprintf(f, "# TYPE hone_reports_total counter\nhone_reports_total %llu\n",
+            (unsigned long long)c->n_reports);
+    fprintf(f, "hone_leases_total %llu\nhone_leases_expired_total %llu\n",
+            (unsigned long long)c->n_leases, (unsigned long long)c->n_expired);
+    fprintf(f, "hone_workers_live %d\n", ctl_live_workers(c));
+    if (db_rows(c->db, &rows, "SELECT action, status, COUNT(*) AS n FROM jobs GROUP BY 1, 2",
+                NULL) == HONE_OK)
+        json_array_foreach(rows, i, r) fprintf(f, "hone_jobs{action=\"%s\",status=\"%s\"} %lld\n",
+                                               jstr(r, "action"), jstr(r, "status"), jint(r, "n"));
+    json_decref(rows);
+    fclose(f);
+    hone_http_res_take(res, 200, "text/plain; version=0.0.4", buf, len);
+}
+
+static int auth_filter(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    if (!c->cfg.auth_token)
+        return 0;
+    const char *path = hone_http_req_path(req);
+    if (!strcmp(path, "/healthz") || !strcmp(path, "/readyz"))
+        return 0;
+    const char *h = hone_http_req_header(req, "Authorization");
+    size_t tl = strlen(c->cfg.auth_token);
+    if (h && !strncmp(h, "Bearer ", 7) && strlen(h + 7) == tl) {
+        unsigned char diff = 0; /* constant-time compare */
+        for (size_t i = 0; i < tl; i++)
+            diff |= (unsigned char)(h[7 + i] ^ c->cfg.auth_token[i]);
+        if (!diff)
+            return 0;
+    }
+    hone_http_res_header(res, "WWW-Authenticate", "Bearer");
+    hone_http_res_error(res, 401, "Authorization", "missing or bad bearer token");
+    return 1;
+}
+
+static void access_log(const char *method, const char *path, int status, uint64_t micros, void *ud)
+{
+    hone_controller *c = ud;
+    ctl_log(c, status >= 500 ? "error" : "info", "request",
+            json_pack("{s:s,s:s,s:i,s:I}", "method", method, "path", path, "status", status,
+                      "micros", (json_int_t)micros));
+}
+
+static int routes(hone_controller *c)
+{
+    int rc = 0;
+    rc |= hone_http_route(c->http, "GET", "/healthz", healthz, c);
+    rc |= hone_http_route(c->http, "GET", "/readyz", readyz, c);
+    rc |= hone_http_route(c->http, "GET", "/metrics", metrics, c);
+    rc |= ctl_routes_datasets(c);
+    rc |= ctl_routes_experiments(c);
+    rc |= ctl_routes_jobs(c);
+    rc |= ctl_routes_workers(c);
+    rc |= ctl_routes_artifacts(c);
+    return rc ? HONE_EINVAL : HONE_OK;
+}
+
+int hone_controller_new(uv_loop_t *loop, const hone_controller_config *cfg, hone_controller **out,
+                        char *err, size_t errlen)
+{
+    hone_controller *c = hone_xcalloc(1, sizeof *c);
+    json_t *rows = NULL, *r;
+    size_t i;
+    int rc, version = 0;
+    c->loop = loop;
+    config_copy(&c->cfg, cfg);
+    *out = NULL;
+    size_t n = strlen(c->cfg.data_dir) + 32;
+    c->artifacts_dir = hone_xmalloc(n);
+    snprintf(c->artifacts_dir, n, "%s/artifacts", c->cfg.data_dir);
+    if (mkdir_p(c->cfg.data_dir) || mkdir_p(c->artifacts_dir)) {
+        snprintf(err, errlen, "cannot create %s: %s", c->artifacts_dir, strerror(errno));
+        rc = HONE_EIO;
+        goto fail;
+    }
+    if (!c->cfg.db_path) {
+        n = strlen(c->cfg.data_dir) + 16;
+        c->cfg.db_path = hone_xmalloc(n);
+        snprintf(c->cfg.db_path, n, "%s/hone.db", c->cfg.data_dir);
+    }
+    if ((rc = db_open(c->cfg.db_path, &c->db, &version))) {
+        snprintf(err, errlen, "cannot open the store %s", c->cfg.db_path);
+        goto fail;
+    }
+    hone_http_limits lim;
+    hone_http_limits_default(&lim);
+    lim.max_body_bytes = c->cfg.max_body_bytes;
+    lim.max_header_bytes = c->cfg.max_header_bytes;
+    if ((rc = hone_http_server_new(loop, &lim, &c->http)) || (rc = routes(c))) {
+        snprintf(err, errlen, "cannot set up the HTTP server: %s", hone_strerror(rc));
+        goto fail;
+    }
+    hone_http_set_filter(c->http, auth_filter, c);
+    hone_http_set_access_log(c->http, access_log, c);
+    ctl_log(c, "info", "store_open",
+            json_pack("{s:s,s:i}", "db", c->cfg.db_path, "schema_version", version));
+    if ((rc = ctl_automl_rebuild_all(c)) || (rc = ctl_sched_start(c))) {
+        snprintf(err, errlen, "cannot restore state: %s", hone_strerror(rc));
+        goto fail;
+    }
+    /* A search may have work that a crash kept it from handing out (or may be done). */
+    if (db_rows(c->db, &rows, "SELECT id FROM jobs WHERE action='automl' AND status='running'",
+                NULL) == HONE_OK)
+        json_array_foreach(rows, i, r) ctl_automl_step(c, jstr(r, "id"));
+    json_decref(rows);
+    c->ready = 1;
+    *out = c;
+    return HONE_OK;
+fail:
+    hone_controller_free(c);
+    return rc;
+}
+
+int hone_controller_listen(hone_controller *c, int *port)
+{
+    int bound = 0;
+    int rc = hone_http_listen(c->http, c->cfg.listen_host, c->cfg.listen_port, &bound);
+    if (rc)
+        return rc;
+    if (port)
+        *port = bound;
+    const char *h = c->cfg.listen_host;
+    int v6 = strchr(h, ':') != NULL;
+    fprintf(stderr, "listening on http://%s%s%s:%d\n", v6 ? "[" : "", h, v6 ? "]" : "", bound);
+    fflush(stderr);
+    if (c->cfg.port_file) {
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "%s.tmp", c->cfg.port_file);
+        FILE *f = fopen(tmp, "w");
+        if (!f || fprintf(f, "%d\n", bound) < 0 || fclose(f) || rename(tmp, c->cfg.port_file))
+            return HONE_EIO;
+    }
+    return HONE_OK;
+}
+
+static void close_step(void *arg)
+{
+    hone_controller *c = arg;
+    if (--c->close_pending == 0 && c->close_done)
+        c->close_done(c->close_arg);
+}
+
+static void tick_closed(uv_handle_t *h)
+{
+    close_step(h->data);
+}
+
+void hone_controller_close(hone_controller *c, void (*done)(void *arg), void *arg)
+{
+    c->closing = 1;
+    c->ready = 0;
+    c->close_done = done;
+    c->close_arg = arg;
+    c->close_pending = 1;
+    ctl_sched_stop(c);
+    if (c->tick_open) {
+        c->close_pending++;
+        c->tick_open = 0;
+        uv_close((uv_handle_t *)&c->tick, tick_closed);
+    }
+    if (c->http) {
+        c->close_pending++;
+        hone_http_server_close(c->http, close_step, c);
+    }
+    close_step(c);
+}
+
+void hone_controller_free(hone_controller *c)
+{
+    if (!c)
+        return;
+    ctl_automl_free_all(c);
+    hone_http_server_free(c->http);
+    if (c->db)
+        sqlite3_close(c->db);
+    free(c->artifacts_dir);
+    hone_controller_config_free(&c->cfg);
+    free(c);
+}

@@ -1,0 +1,282 @@
+/* The SQLite store: opening with the durability settings, numbered migrations (the
+ * schemas/NNN_name.sql files embedded at build time) applied one transaction each, and small
+ * statement helpers that bind by a type string and return rows as JSON. Every write the API
+ * acknowledges is committed here (synchronous=FULL) before the reply goes out. */
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ctl.h"
+
+extern const char *const hone_migrations[];
+extern const size_t hone_migrations_count;
+
+static int bind_args(sqlite3_stmt *st, const char *types, va_list ap)
+{
+    for (int i = 0; types && types[i]; i++) {
+        int rc;
+        switch (types[i]) {
+        case 's': {
+            const char *s = va_arg(ap, const char *);
+            rc = s ? sqlite3_bind_text(st, i + 1, s, -1, SQLITE_TRANSIENT)
+                   : sqlite3_bind_null(st, i + 1);
+            break;
+        }
+        case 'i':
+            rc = sqlite3_bind_int64(st, i + 1, va_arg(ap, int));
+            break;
+        case 'I':
+            rc = sqlite3_bind_int64(st, i + 1, va_arg(ap, long long));
+            break;
+        case 'd': {
+            double d = va_arg(ap, double);
+            rc = isfinite(d) ? sqlite3_bind_double(st, i + 1, d) : sqlite3_bind_null(st, i + 1);
+            break;
+        }
+        default:
+            return HONE_EINVAL;
+        }
+        if (rc != SQLITE_OK)
+            return HONE_ESQL;
+    }
+    return HONE_OK;
+}
+
+static int prep(sqlite3 *db, sqlite3_stmt **st, const char *sql, const char *types, va_list ap)
+{
+    if (sqlite3_prepare_v2(db, sql, -1, st, NULL) != SQLITE_OK) {
+        fprintf(stderr, "sql prepare failed: %s: %s\n", sqlite3_errmsg(db), sql);
+        return HONE_ESQL;
+    }
+    if (bind_args(*st, types, ap) != HONE_OK) {
+        sqlite3_finalize(*st);
+        *st = NULL;
+        return HONE_ESQL;
+    }
+    return HONE_OK;
+}
+
+int db_run(sqlite3 *db, const char *sql, const char *types, ...)
+{
+    sqlite3_stmt *st = NULL;
+    va_list ap;
+    va_start(ap, types);
+    int rc = prep(db, &st, sql, types, ap);
+    va_end(ap);
+    if (rc)
+        return rc;
+    rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+        fprintf(stderr, "sql step failed: %s: %s\n", sqlite3_errmsg(db), sql);
+        return HONE_ESQL;
+    }
+    return sqlite3_changes(db);
+}
+
+static json_t *row_json(sqlite3_stmt *st)
+{
+    json_t *o = json_object();
+    int n = sqlite3_column_count(st);
+    for (int i = 0; i < n; i++) {
+        const char *name = sqlite3_column_name(st, i);
+        json_t *v;
+        switch (sqlite3_column_type(st, i)) {
+        case SQLITE_INTEGER:
+            v = json_integer(sqlite3_column_int64(st, i));
+            break;
+        case SQLITE_FLOAT:
+            v = json_real(sqlite3_column_double(st, i));
+            break;
+        case SQLITE_NULL:
+            v = json_null();
+            break;
+        default:
+            v = json_stringn((const char *)sqlite3_column_text(st, i),
+                             (size_t)sqlite3_column_bytes(st, i));
+            if (!v)
+                v = json_null(); /* not UTF-8: never happens for what we store */
+            break;
+        }
+        json_object_set_new(o, name, v);
+    }
+    return o;
+}
+
+static int query(sqlite3 *db, json_t **out, int all, const char *sql, const char *types, va_list ap)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = prep(db, &st, sql, types, ap);
+    if (rc)
+        return rc;
+    json_t *arr = all ? json_array() : NULL;
+    *out = NULL;
+    for (;;) {
+        rc = sqlite3_step(st);
+        if (rc == SQLITE_DONE)
+            break;
+        if (rc != SQLITE_ROW) {
+            fprintf(stderr, "sql step failed: %s: %s\n", sqlite3_errmsg(db), sql);
+            sqlite3_finalize(st);
+            json_decref(arr);
+            return HONE_ESQL;
+        }
+        if (!all) {
+            *out = row_json(st);
+            break;
+        }
+        json_array_append_new(arr, row_json(st));
+    }
+    sqlite3_finalize(st);
+    if (all) {
+        *out = arr;
+        return HONE_OK;
+    }
+    return *out ? HONE_OK : HONE_ENOENT;
+}
+
+int db_row(sqlite3 *db, json_t **out, const char *sql, const char *types, ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    int rc = query(db, out, 0, sql, types, ap);
+    va_end(ap);
+    return rc;
+}
+
+int db_rows(sqlite3 *db, json_t **out, const char *sql, const char *types, ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    int rc = query(db, out, 1, sql, types, ap);
+    va_end(ap);
+    return rc;
+}
+
+int db_begin(sqlite3 *db)
+{
+    return sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? HONE_OK : HONE_ESQL;
+}
+
+int db_commit(sqlite3 *db)
+{
+    if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+        return HONE_OK;
+    fprintf(stderr, "sql commit failed: %s\n", sqlite3_errmsg(db));
+    db_rollback(db);
+    return HONE_ESQL;
+}
+
+void db_rollback(sqlite3 *db)
+{
+    if (!sqlite3_get_autocommit(db))
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* Applies migrations past the stored version, each with its version bump in one transaction,
+ * so a crash mid-way leaves the store at a whole version. */
+static int migrate(sqlite3 *db, int *version)
+{
+    char *err = NULL;
+    if (sqlite3_exec(db,
+                     "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);"
+                     "INSERT INTO schema_version SELECT 0 WHERE NOT EXISTS "
+                     "(SELECT 1 FROM schema_version);",
+                     NULL, NULL, &err) != SQLITE_OK)
+        goto fail;
+    json_t *row = NULL;
+    if (db_row(db, &row, "SELECT version FROM schema_version", NULL) != HONE_OK)
+        return HONE_ESQL;
+    int v = (int)jint(row, "version");
+    json_decref(row);
+    for (size_t i = (size_t)v; i < hone_migrations_count; i++) {
+        if (db_begin(db) != HONE_OK)
+            return HONE_ESQL;
+        if (sqlite3_exec(db, hone_migrations[i], NULL, NULL, &err) != SQLITE_OK) {
+            db_rollback(db);
+            goto fail;
+        }
+        if (db_run(db, "UPDATE schema_version SET version = ?", "i", (int)i + 1) < 0 ||
+            db_commit(db) != HONE_OK) {
+            db_rollback(db);
+            return HONE_ESQL;
+        }
+        v = (int)i + 1;
+    }
+    if (version)
+        *version = v;
+    return HONE_OK;
+fail:
+    fprintf(stderr, "migration failed: %s\n", err ? err : "?");
+    sqlite3_free(err);
+    return HONE_ESQL;
+}
+
+int db_open(const char *path, sqlite3 **out, int *version)
+{
+    sqlite3 *db = NULL;
+    *out = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
+        fprintf(stderr, "cannot open %s: %s\n", path, db ? sqlite3_errmsg(db) : "no memory");
+        goto fail;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    if (sqlite3_exec(db,
+                     "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
+                     NULL, NULL, NULL) != SQLITE_OK)
+        goto fail;
+    if (migrate(db, version) != HONE_OK)
+        goto fail;
+    *out = db;
+    return HONE_OK;
+fail:
+    sqlite3_close(db);
+    return HONE_ESQL;
+}
+
+int hone_controller_store_migrate(const char *db_path, int *version)
+{
+    sqlite3 *db = NULL;
+    int rc = db_open(db_path, &db, version);
+    sqlite3_close(db);
+    return rc;
+}
+
+double ctl_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void ctl_time_str(double t, char *buf, size_t n)
+{
+    time_t s = (time_t)t;
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Ids: prefix + 16 hex digits from a splitmix64 stream seeded once from /dev/urandom and the
+ * clock; unique per store in practice and never reused across restarts. */
+void ctl_new_id(hone_controller *c, const char *prefix, char *buf, size_t n)
+{
+    if (c->id_state == 0) {
+        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            if (read(fd, &c->id_state, sizeof c->id_state) != (ssize_t)sizeof c->id_state)
+                c->id_state = 0;
+            close(fd);
+        }
+        c->id_state ^= (uint64_t)(ctl_now() * 1e6) ^ ((uint64_t)getpid() << 32);
+    }
+    uint64_t z = (c->id_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    snprintf(buf, n, "%s-%016llx", prefix, (unsigned long long)z);
+}

@@ -1,0 +1,70 @@
+/* Small shared helpers: typed JSON accessors that never crash on a missing key, JSON text in and
+ * out, and the structured logger (one JSON object per line on stderr, or plain text). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl.h"
+
+const char *jstr(const json_t *o, const char *key)
+{
+    return json_string_value(json_object_get(o, key));
+}
+
+long long jint(const json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    if (json_is_integer(v))
+        return json_integer_value(v);
+    if (json_is_real(v))
+        return (long long)json_real_value(v);
+    return 0;
+}
+
+double jnum(const json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+json_t *jparse(const char *text)
+{
+    if (!text)
+        return NULL;
+    return json_loads(text, JSON_DECODE_ANY, NULL);
+}
+
+char *jdump(const json_t *v)
+{
+    return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY);
+}
+
+void ctl_log(hone_controller *c, const char *level, const char *event, json_t *fields)
+{
+    char ts[32];
+    double now = ctl_now();
+    ctl_time_str(now, ts, sizeof ts);
+    if (!fields)
+        fields = json_object();
+    if (c && !c->cfg.log_json) {
+        char *f = json_dumps(fields, JSON_COMPACT | JSON_REAL_PRECISION(6));
+        fprintf(stderr, "%s %s %s %s\n", ts, level, event, f ? f : "");
+        free(f);
+    } else {
+        json_t *line =
+            json_pack("{s:s,s:f,s:s,s:s}", "ts", ts, "unix", now, "level", level, "event", event);
+        json_object_update(line, fields);
+        char *s = json_dumps(line, JSON_COMPACT | JSON_REAL_PRECISION(15));
+        fprintf(stderr, "%s\n", s ? s : "{}");
+        free(s);
+        json_decref(line);
+    }
+    json_decref(fields);
+}
+
+void ctl_res_store_error(hone_controller *c, hone_http_res *res)
+{
+    ctl_log(c, "error", "store_error", json_pack("{s:s}", "message", sqlite3_errmsg(c->db)));
+    db_rollback(c->db);
+    hone_http_res_error(res, 500, NULL, "store error: %s", sqlite3_errmsg(c->db));
+}

@@ -1,0 +1,104 @@
+/* Private helpers shared by the CUDA backend's files: the per-context CUDA state (stream, cuBLAS
+ * handle, math mode, scratch), launch helpers and the error-checking macros. Every CUDA/cuBLAS
+ * call's status is checked; nothing here synchronises the stream (ops must stay capturable). */
+#ifndef HONE_CUDA_COMMON_CUH
+#define HONE_CUDA_COMMON_CUH
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+
+extern "C" {
+#include "backend.h"
+}
+
+/* What k->cuda points at. Owned by the context (created in context.cu). */
+struct hone_cuda {
+    int device;
+    int sms;
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    void *blas_ws; /* cuBLAS workspace set once, so capture never allocates */
+    size_t blas_ws_bytes;
+    hone_math math;
+    void *scratch; /* grows on demand outside capture (permutation sort keys) */
+    size_t scratch_bytes;
+    int err; /* first asynchronous error seen, reported by sync */
+};
+
+static inline hone_cuda *hc_of(hone_kctx *k)
+{
+    return (hone_cuda *)k->cuda;
+}
+static inline cudaStream_t hc_stream(hone_kctx *k)
+{
+    return ((hone_cuda *)k->cuda)->stream;
+}
+
+int hc_fail(const char *file, int line, const char *what, const char *msg);
+/* cuBLAS compute type for the context's math mode (gemm.cu). */
+cublasComputeType_t hc_compute_type(hone_kctx *k);
+
+#define HC_CHECK(call)                                                                             \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess)                                                                     \
+            return hc_fail(__FILE__, __LINE__, #call, cudaGetErrorString(e_));                     \
+    } while (0)
+
+#define HC_BLAS(call)                                                                              \
+    do {                                                                                           \
+        cublasStatus_t s_ = (call);                                                                \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                           \
+            return hc_fail(__FILE__, __LINE__, #call, cublasGetStatusString(s_));                  \
+    } while (0)
+
+/* After a kernel launch: reports launch-configuration errors without synchronising. */
+#define HC_LAUNCHED()                                                                              \
+    do {                                                                                           \
+        cudaError_t e_ = cudaGetLastError();                                                       \
+        if (e_ != cudaSuccess)                                                                     \
+            return hc_fail(__FILE__, __LINE__, "kernel launch", cudaGetErrorString(e_));           \
+    } while (0)
+
+#define HC_THREADS 256
+
+/* Blocks for a grid-stride loop over n items: enough to fill the chip, no more. */
+static inline unsigned hc_blocks(hone_kctx *k, size_t n)
+{
+    size_t b = (n + HC_THREADS - 1) / HC_THREADS;
+    size_t cap = (size_t)hc_of(k)->sms * 16;
+    if (b > cap)
+        b = cap;
+    return b ? (unsigned)b : 1u;
+}
+
+#define HC_FOR(i, n)                                                                               \
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (size_t)(n);                \
+         i += (size_t)gridDim.x * blockDim.x)
+
+/* 32-bit grid-stride loop for kernels whose index arithmetic divides: 64-bit division is a long
+ * software sequence on the GPU (it made im2col 6x slower). Callers check n < 2^31. */
+#define HC_FOR32(i, n)                                                                             \
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < (int)(n); i += gridDim.x * blockDim.x)
+
+/* Block-wide sum; every thread gets the total. blockDim.x must be a multiple of 32, <= 1024. */
+__device__ static inline float hc_block_sum(float v)
+{
+    __shared__ float part[32];
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+    __syncthreads();
+    if (lane == 0)
+        part[wid] = v;
+    __syncthreads();
+    int nw = (blockDim.x + 31) >> 5;
+    v = lane < nw ? part[lane] : 0.f;
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+#endif

@@ -1,0 +1,209 @@
+/* CUDA backend: 2-D convolution, NCHW. General path: im2col into a [C*R*S, N*P*Q] buffer, one
+ * cuBLAS GEMM per pass (forward, weight grad, data grad) over the whole batch, and a transpose
+ * back to NCHW with the bias fused in. Layers with few input taps (C*R*S <= 27: the first layer
+ * of an image net) use direct kernels instead (conv_direct.cu). Workspace only, no allocation. */
+#include "common.cuh"
+#include "conv_direct.cuh"
+
+/* Workspace: col[CRS * NPQ], t[K * NPQ], then the small partial-sum area used by the direct
+ * weight-grad kernel and the two-stage bias reduction. */
+static size_t partial_floats(const hone_conv_desc *d)
+{
+    size_t a = (size_t)d->n * d->k * (d->c * d->r * d->s + 1), b = (size_t)d->k * HC_BIAS_CHUNKS;
+    return a > b ? a : b;
+}
+
+extern "C" size_t cuda_conv_workspace(hone_kctx *k, const hone_conv_desc *d)
+{
+    (void)k;
+    size_t npq = (size_t)d->n * d->p * d->q;
+    size_t crs = (size_t)d->c * d->r * d->s;
+    return ((crs + (size_t)d->k) * npq + partial_floats(d)) * sizeof(float);
+}
+
+/* grid (ceil(PQ/256), CRS, N): one thread per column element, 32-bit index math. */
+__global__ static void k_im2col(const float *__restrict__ x, float *__restrict__ col,
+                                hone_conv_desc d, int npq)
+{
+    int pq = blockIdx.x * blockDim.x + threadIdx.x, PQ = d.p * d.q;
+    if (pq >= PQ)
+        return;
+    int crs = blockIdx.y, n = blockIdx.z;
+    int c = crs / (d.r * d.s), rs = crs - c * d.r * d.s, r = rs / d.s, s = rs - r * d.s;
+    int p = pq / d.q, q = pq - p * d.q;
+    int ih = p * d.stride - d.pad + r, iw = q * d.stride - d.pad + s;
+    float v = 0.f;
+    if (ih >= 0 && ih < d.h && iw >= 0 && iw < d.w)
+        v = x[((n * d.c + c) * d.h + ih) * d.w + iw];
+    col[(size_t)crs * npq + n * PQ + pq] = v;
+}
+
+/* grid (ceil(HW/256), C, N): dx[n,c,h,w] = sum over (r,s) of dcol[(c,r,s), (n,p,q)] where
+ * h = p*stride - pad + r. */
+__global__ static void k_col2im(const float *__restrict__ dcol, float *__restrict__ dx,
+                                hone_conv_desc d, int npq)
+{
+    int hw = blockIdx.x * blockDim.x + threadIdx.x;
+    if (hw >= d.h * d.w)
+        return;
+    int c = blockIdx.y, n = blockIdx.z;
+    int ih = hw / d.w, iw = hw - ih * d.w, PQ = d.p * d.q;
+    const float *base = dcol + (size_t)c * d.r * d.s * npq + n * PQ;
+    float acc = 0.f;
+    for (int r = 0; r < d.r; r++) {
+        int ph = ih + d.pad - r;
+        if (ph < 0)
+            break;
+        int p = ph / d.stride;
+        if (p * d.stride != ph || p >= d.p)
+            continue;
+        for (int s = 0; s < d.s; s++) {
+            int qw = iw + d.pad - s;
+            if (qw < 0)
+                break;
+            int q = qw / d.stride;
+            if (q * d.stride != qw || q >= d.q)
+                continue;
+            acc += base[(size_t)(r * d.s + s) * npq + p * d.q + q];
+        }
+    }
+    dx[((n * d.c + c) * d.h) * d.w + hw] = acc;
+}
+
+/* grid (ceil(PQ/256), K, N): y[n,k,pq] = t[k, n*PQ + pq] + b[k] */
+__global__ static void k_kn_to_nk(const float *__restrict__ t, const float *__restrict__ b,
+                                  float *__restrict__ y, int npq, int pq)
+{
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= pq)
+        return;
+    int ch = blockIdx.y, n = blockIdx.z;
+    float v = t[(size_t)ch * npq + n * pq + j];
+    y[((size_t)n * gridDim.y + ch) * pq + j] = b ? v + b[ch] : v;
+}
+
+/* grid (ceil(PQ/256), K, N): t[k, n*PQ + pq] = dy[n,k,pq] */
+__global__ static void k_nk_to_kn(const float *__restrict__ dy, float *__restrict__ t, int npq,
+                                  int pq)
+{
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= pq)
+        return;
+    int ch = blockIdx.y, n = blockIdx.z;
+    t[(size_t)ch * npq + n * pq + j] = dy[((size_t)n * gridDim.y + ch) * pq + j];
+}
+
+/* Two-stage deterministic row sums of t[K, NPQ]: grid (K, HC_BIAS_CHUNKS) partials, then one
+ * warp per row folds its chunks. */
+__global__ static void k_row_sum_part(const float *__restrict__ t, float *__restrict__ part,
+                                      int npq)
+{
+    int chunk = (npq + gridDim.y - 1) / gridDim.y;
+    int lo = blockIdx.y * chunk, hi = min(npq, lo + chunk);
+    const float *row = t + (size_t)blockIdx.x * npq;
+    float s = 0.f;
+    for (int j = lo + threadIdx.x; j < hi; j += blockDim.x)
+        s += row[j];
+    s = hc_block_sum(s);
+    if (threadIdx.x == 0)
+        part[blockIdx.x * gridDim.y + blockIdx.y] = s;
+}
+
+__global__ static void hc_fold_rows(const float *__restrict__ part, int cols, float *__restrict__ out,
+                             int rows)
+{
+    int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (row >= rows)
+        return;
+    float s = 0.f;
+    for (int j = lane; j < cols; j += 32)
+        s += part[(size_t)row * cols + j];
+    for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0)
+        out[row] = s;
+}
+
+static int check_size(const hone_conv_desc *d)
+{
+    size_t npq = (size_t)d->n * d->p * d->q, nx = (size_t)d->n * d->c * d->h * d->w;
+    size_t ny = npq * d->k;
+    if (npq >= (1u << 31) || nx >= (1u << 31) || ny >= (1u << 31) || d->n > 65535 ||
+        d->k > 65535 || d->c * d->r * d->s > 65535)
+        return HONE_ERANGE;
+    return HONE_OK;
+}
+
+static int launch_im2col(hone_kctx *k, const hone_conv_desc *d, const float *x, float *col,
+                         int npq)
+{
+    int pq = d->p * d->q;
+    dim3 grid((pq + HC_THREADS - 1) / HC_THREADS, d->c * d->r * d->s, d->n);
+    k_im2col<<<grid, HC_THREADS, 0, hc_stream(k)>>>(x, col, *d, npq);
+    HC_LAUNCHED();
+    return HONE_OK;
+}
+
+extern "C" int cuda_conv_fwd(hone_kctx *k, const hone_conv_desc *d, const float *x,
+                             const float *w, const float *b, float *y, void *ws)
+{
+    int rc;
+    if ((rc = check_size(d)) < 0)
+        return rc;
+    if (hc_conv_direct_ok(d))
+        return hc_conv_direct_fwd(k, d, x, w, b, y);
+    int npq = d->n * d->p * d->q, crs = d->c * d->r * d->s, pq = d->p * d->q;
+    float *col = (float *)ws, *t = col + (size_t)crs * npq;
+    if ((rc = launch_im2col(k, d, x, col, npq)) < 0)
+        return rc;
+    /* t[K, NPQ] = w[K, CRS] . col[CRS, NPQ] */
+    if ((rc = cuda_gemm(k, 0, 0, d->k, npq, crs, 1.f, w, crs, col, npq, 0.f, t, npq)) < 0)
+        return rc;
+    dim3 grid((pq + HC_THREADS - 1) / HC_THREADS, d->k, d->n);
+    k_kn_to_nk<<<grid, HC_THREADS, 0, hc_stream(k)>>>(t, b, y, npq, pq);
+    HC_LAUNCHED();
+    return HONE_OK;
+}
+
+extern "C" int cuda_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x,
+                             const float *w, const float *dy, float *dx, float *dw, float *db,
+                             void *ws)
+{
+    int rc;
+    if ((rc = check_size(d)) < 0)
+        return rc;
+    int npq = d->n * d->p * d->q, crs = d->c * d->r * d->s, pq = d->p * d->q;
+    float *col = (float *)ws, *t = col + (size_t)crs * npq;
+    float *part = t + (size_t)d->k * npq;
+    if (hc_conv_direct_ok(d)) {
+        if ((rc = hc_conv_direct_bwd_filter(k, d, x, dy, dw, db, part)) < 0)
+            return rc;
+        if (!dx)
+            return HONE_OK;
+    }
+    dim3 grid((pq + HC_THREADS - 1) / HC_THREADS, d->k, d->n);
+    k_nk_to_kn<<<grid, HC_THREADS, 0, hc_stream(k)>>>(dy, t, npq, pq);
+    HC_LAUNCHED();
+    if (!hc_conv_direct_ok(d)) {
+        if (db) {
+            k_row_sum_part<<<dim3(d->k, HC_BIAS_CHUNKS), 256, 0, hc_stream(k)>>>(t, part, npq);
+            HC_LAUNCHED();
+            hc_fold_rows<<<(d->k + 7) / 8, 256, 0, hc_stream(k)>>>(part, HC_BIAS_CHUNKS, db, d->k);
+            HC_LAUNCHED();
+        }
+        if ((rc = launch_im2col(k, d, x, col, npq)) < 0)
+            return rc;
+        /* dw[K, CRS] = t[K, NPQ] . col[CRS, NPQ]^T */
+        if ((rc = cuda_gemm(k, 0, 1, d->k, crs, npq, 1.f, t, npq, col, npq, 0.f, dw, crs)) < 0)
+            return rc;
+        if (!dx)
+            return HONE_OK;
+    }
+    /* dcol[CRS, NPQ] = w[K, CRS]^T . t[K, NPQ], written over col */
+    if ((rc = cuda_gemm(k, 1, 0, crs, npq, d->k, 1.f, w, crs, t, npq, 0.f, col, npq)) < 0)
+        return rc;
+    dim3 g2((d->h * d->w + HC_THREADS - 1) / HC_THREADS, d->c, d->n);
+    k_col2im<<<g2, HC_THREADS, 0, hc_stream(k)>>>(col, dx, *d, npq);
+    HC_LAUNCHED();
+    return HONE_OK;
+}

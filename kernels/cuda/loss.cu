@@ -1,0 +1,99 @@
+/* CUDA backend: softmax cross-entropy with device-side loss/accuracy accumulators (one warp per
+ * row, one atomic per block), and the whole-array sum (one block, fixed order: deterministic).
+ * Metrics stay on the device so an epoch reads them back once. */
+#include "common.cuh"
+
+#define XENT_ROWS 8 /* warps (rows) per block */
+
+__global__ static void k_softmax_xent(const float *z, const int32_t *labels, int n, int classes,
+                                      float *dz, float *loss_sum, float *correct)
+{
+    int lane = threadIdx.x & 31;
+    int row = blockIdx.x * XENT_ROWS + (threadIdx.x >> 5);
+    float loss = 0.f, right = 0.f;
+    if (row < n) {
+        const float *zr = z + (size_t)row * classes;
+        float *dr = dz ? dz + (size_t)row * classes : NULL;
+        int y = labels[row];
+        if (y < 0 || y >= classes) {
+            if (dr)
+                for (int j = lane; j < classes; j += 32)
+                    dr[j] = 0.f;
+        } else {
+            /* max with the first index on ties, as the CPU's strict > scan */
+            float mx = -INFINITY;
+            int arg = classes;
+            for (int j = lane; j < classes; j += 32)
+                if (arg == classes || zr[j] > mx) {
+                    mx = zr[j];
+                    arg = j;
+                }
+            for (int o = 16; o > 0; o >>= 1) {
+                float om = __shfl_xor_sync(0xffffffffu, mx, o);
+                int oa = __shfl_xor_sync(0xffffffffu, arg, o);
+                if (om > mx || (om == mx && oa < arg)) {
+                    mx = om;
+                    arg = oa;
+                }
+            }
+            float s = 0.f;
+            for (int j = lane; j < classes; j += 32)
+                s += expf(zr[j] - mx);
+            for (int o = 16; o > 0; o >>= 1)
+                s += __shfl_xor_sync(0xffffffffu, s, o);
+            if (lane == 0) {
+                loss = logf(s) - (zr[y] - mx);
+                right = arg == y ? 1.f : 0.f;
+            }
+            if (dr) {
+                float inv_n = 1.f / (float)n, inv_s = 1.f / s;
+                for (int j = lane; j < classes; j += 32)
+                    dr[j] = (expf(zr[j] - mx) * inv_s - (j == y ? 1.f : 0.f)) * inv_n;
+            }
+        }
+    }
+    __shared__ float part[2][XENT_ROWS];
+    if (lane == 0) {
+        part[0][threadIdx.x >> 5] = loss;
+        part[1][threadIdx.x >> 5] = right;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float l = 0.f, r = 0.f;
+        for (int i = 0; i < XENT_ROWS; i++) {
+            l += part[0][i];
+            r += part[1][i];
+        }
+        atomicAdd(loss_sum, l);
+        atomicAdd(correct, r);
+    }
+}
+
+extern "C" int cuda_softmax_xent(hone_kctx *k, const float *logits, const int32_t *labels, int n,
+                                 int classes, float *dlogits, float *loss_sum, float *correct)
+{
+    if (n == 0)
+        return HONE_OK;
+    unsigned blocks = (unsigned)((n + XENT_ROWS - 1) / XENT_ROWS);
+    k_softmax_xent<<<blocks, XENT_ROWS * 32, 0, hc_stream(k)>>>(logits, labels, n, classes,
+                                                                 dlogits, loss_sum, correct);
+    HC_LAUNCHED();
+    return HONE_OK;
+}
+
+__global__ static void k_sum(const float *x, size_t n, float *out)
+{
+    double s = 0.0;
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x)
+        s += x[i];
+    float f = hc_block_sum((float)s);
+    if (threadIdx.x == 0)
+        *out = f;
+}
+
+extern "C" int cuda_sum(hone_kctx *k, const float *x, size_t n, float *out)
+{
+    k_sum<<<1, 1024, 0, hc_stream(k)>>>(x, n, out);
+    HC_LAUNCHED();
+    return HONE_OK;
+}

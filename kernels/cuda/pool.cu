@@ -1,0 +1,192 @@
+/* CUDA backend: max pooling (argmax kept for backward), global average pooling and
+ * nearest-neighbour upsampling (detection heads). Backward passes are gathers, except max-pool
+ * with overlapping windows, which scatters with atomics into a zeroed dx. */
+#include "common.cuh"
+
+__global__ static void k_maxpool_fwd(const float *__restrict__ x, float *__restrict__ y,
+                                     int32_t *__restrict__ idx, int planes, int h, int w, int size,
+                                     int stride, int p, int q)
+{
+    HC_FOR32(o, planes * p * q)
+    {
+        int plane = o / (p * q), r = o - plane * p * q;
+        int op = r / q, oq = r - op * q;
+        const float *xp = x + (size_t)plane * h * w;
+        int i0 = op * stride, j0 = oq * stride;
+        float best = xp[i0 * w + j0];
+        int bi = i0 * w + j0;
+        for (int i = i0; i < i0 + size; i++)
+            for (int j = j0; j < j0 + size; j++) {
+                float v = xp[i * w + j];
+                if (v > best) { /* first maximum wins, as on the CPU */
+                    best = v;
+                    bi = i * w + j;
+                }
+            }
+        y[o] = best;
+        idx[o] = bi;
+    }
+}
+
+extern "C" int cuda_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                                const float *x, float *y, int32_t *idx)
+{
+    int p = (h - size) / stride + 1, q = (w - size) / stride + 1;
+    size_t total = (size_t)n * c * p * q;
+    if (total == 0)
+        return HONE_OK;
+    if ((size_t)n * c * h * w >= (1u << 31))
+        return HONE_ERANGE;
+    k_maxpool_fwd<<<hc_blocks(k, total), HC_THREADS, 0, hc_stream(k)>>>(x, y, idx, n * c, h, w,
+                                                                          size, stride, p, q);
+    HC_LAUNCHED();
+    return HONE_OK;
+}
+
+__global__ static void k_maxpool_bwd(const float *dy, const int32_t *idx, float *dx, int hw,
+                                     int pq, int total)
+{
+    HC_FOR32(o, total)
+    {
+        atomicAdd(dx + (size_t)(o / pq) * hw + idx[o], dy[o]);
+    }
+}
+
+/* Non-overlapping windows (stride >= size): every dx element is written once, no memset. */
+__global__ static void k_maxpool_bwd_gather(const float *__restrict__ dy,
+                                            const int32_t *__restrict__ idx, float *__restrict__ dx,
+                                            int h, int w, int size, int stride, int p, int q,
+                                            int total)
+{
+    HC_FOR32(e, total)
+    {
+        int plane = e / (h * w), r = e - plane * h * w;
+        int i = r / w, j = r - i * w;
+        int op = i / stride, oq = j / stride;
+        float v = 0.f;
+        if (op < p && oq < q && i - op * stride < size && j - oq * stride < size) {
+            int o = (plane * p + op) * q + oq;
+            if (idx[o] == r)
+                v = dy[o];
+        }
+        dx[e] = v;
+    }
+}
+
+extern "C" int cuda_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                                const float *dy, const int32_t *idx, float *dx)
+{
+    int p = (h - size) / stride + 1, q = (w - size) / stride + 1;
+    size_t total = (size_t)n * c * p * q, nx = (size_t)n * c * h * w;
+    if (nx >= (1u << 31))
+        return HONE_ERANGE;
+    if (stride >= size) {
+        k_maxpool_bwd_gather<<<hc_blocks(k, nx), HC_THREADS, 0, hc_stream(k)>>>(
+            dy, idx, dx, h, w, size, stride, p, q, (int)nx);
+        HC_LAUNCHED();
+        return HONE_OK;
+    }
+    HC_CHECK(cudaMemsetAsync(dx, 0, nx * sizeof(float), hc_stream(k)));
+    if (total == 0)
+        return HONE_OK;
+    k_maxpool_bwd<<<hc_blocks(k, total), HC_THREADS, 0, hc_stream(k)>>>(dy, idx, dx, h * w, p * q,
+                                                                          (int)total);
+    HC_LAUNCHED();
+    return HONE_OK;
+}
+
+/* One warp per (n, c) plane. */
+__global__ static void k_avgpool_fwd(const float *x, float *y, int planes, int hw)
+{
+    int warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+    if (warp >= planes)
+        return;
+    const float *xp = x + (size_t)warp * hw;
+    float s = 0.f;
+    for (int i = lane; i < hw; i += 32)
+        s += xp[i];
+    for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane == 0)
+        y[warp] = s / (float)hw;
+}
+
+extern "C" int cuda_avgpool_global_fwd(hone_kctx *k, int n, int c, int h, int w, const float *x,
+                                       float *y)
+{
+    int planes = n * c;
+    if (planes == 0)
+        return HONE_OK;
+    unsigned blocks = (unsigned)(((size_t)planes * 32 + HC_THREADS - 1) / HC_THREADS);
+    k_avgpool_fwd<<<blocks, HC_THREADS, 0, hc_stream(k)>>>(x, y, planes, h * w);
+    HC_LAUNCHED();
+    return HONE_OK;
+}
+
+__global__ static void k_avgpool_bwd(const float *dy, float *dx, int hw, size_t total)
+{
+    HC_FOR(i, total) dx[i] = dy[i / hw] / (float)hw;
+}
+
+extern "C" int cuda_avgpool_global_bwd(hone_kctx *k, int n, int c, int h, int w, const float *dy,
+                                       float *dx)
+{
+    size_t total = (size_t)n * c * h * w;
+    if (total == 0)
+        return HONE_OK;
+    k_avgpool_bwd<<<hc_blocks(k, total), HC_THREADS, 0, hc_stream(k)>>>(dy, dx, h * w, total);
+    HC_LAUNCHED();
+    return HONE_OK;
+}
+
+__global__ static void k_upsample_fwd(const float *x, float *y, int h, int w, int f, size_t total)
+{
+    int W = w * f, H = h * f;
+    HC_FOR(o, total)
+    {
+        int j = (int)(o % W), i = (int)((o / W) % H);
+        size_t plane = o / ((size_t)W * H);
+        y[o] = x[(plane * h + i / f) * w + j / f];
+    }
+}
+
+__global__ static void k_upsample_bwd(const float *dy, float *dx, int h, int w, int f,
+                                      size_t total)
+{
+    int W = w * f;
+    HC_FOR(o, total)
+    {
+        int j = (int)(o % w), i = (int)((o / w) % h);
+        size_t plane = o / ((size_t)w * h);
+        const float *src = dy + (plane * h * f + (size_t)i * f) * W + (size_t)j * f;
+        float s = 0.f;
+        for (int a = 0; a < f; a++)
+            for (int b = 0; b < f; b++)
+                s += src[(size_t)a * W + b];
+        dx[o] = s;
+    }
+}
+
+extern "C" int cuda_upsample_fwd(hone_kctx *k, int n, int c, int h, int w, int factor,
+                                 const float *x, float *y)
+{
+    size_t total = (size_t)n * c * h * w * factor * factor;
+    if (total == 0)
+        return HONE_OK;
+    k_upsample_fwd<<<hc_blocks(k, total), HC_THREADS, 0, hc_stream(k)>>>(x, y, h, w, factor,
+                                                                           total);
+    HC_LAUNCHED();
+    return HONE_OK;
+}
+
+extern "C" int cuda_upsample_bwd(hone_kctx *k, int n, int c, int h, int w, int factor,
+                                 const float *dy, float *dx)
+{
+    size_t total = (size_t)n * c * h * w;
+    if (total == 0)
+        return HONE_OK;
+    k_upsample_bwd<<<hc_blocks(k, total), HC_THREADS, 0, hc_stream(k)>>>(dy, dx, h, w, factor,
+                                                                           total);
+    HC_LAUNCHED();
+    return HONE_OK;
+}

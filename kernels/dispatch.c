@@ -1,0 +1,491 @@
+/* kernels/dispatch.c: the public hone_k_* API. Validates arguments, then forwards each call to
+ * the CPU backend (cpu_*) or the CUDA backend (cuda_*) by the context's device. Holds no state of
+ * its own; a build without CUDA answers HONE_ENOTSUP for every CUDA request. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "backend.h"
+
+#ifdef HONE_HAVE_CUDA
+#define ON_DEV(k, call) ((k)->dev == HONE_DEV_CUDA ? cuda_##call : cpu_##call)
+#else
+#define ON_DEV(k, call) ((k)->dev == HONE_DEV_CUDA ? HONE_ENOTSUP : cpu_##call)
+#endif
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            return HONE_EINVAL;                                                                    \
+    } while (0)
+
+int hone_cuda_available(void)
+{
+#ifdef HONE_HAVE_CUDA
+    return cuda_device_count() > 0;
+#else
+    return 0;
+#endif
+}
+
+int hone_cuda_device_count(void)
+{
+#ifdef HONE_HAVE_CUDA
+    return cuda_device_count();
+#else
+    return 0;
+#endif
+}
+
+int hone_cuda_device_name(int i, char *buf, size_t len, size_t *mem_bytes)
+{
+    if (!buf || len == 0 || i < 0)
+        return HONE_EINVAL;
+#ifdef HONE_HAVE_CUDA
+    return cuda_device_name(i, buf, len, mem_bytes);
+#else
+    (void)mem_bytes;
+    return HONE_ENOTSUP;
+#endif
+}
+
+int hone_kctx_new(hone_device dev, int threads, hone_kctx **out)
+{
+    *out = NULL;
+    if (dev != HONE_DEV_CPU && dev != HONE_DEV_CUDA)
+        return HONE_EINVAL;
+    if (threads < 0)
+        return HONE_EINVAL;
+    if (threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n > 0 ? (int)n : 1;
+    }
+    hone_kctx *k = hone_xcalloc(1, sizeof(*k));
+    k->dev = dev;
+    k->threads = threads;
+    k->math = HONE_MATH_FP32;
+    int rc = ON_DEV(k, ctx_init(k));
+    if (rc < 0) {
+        free(k);
+        return rc;
+    }
+    *out = k;
+    return HONE_OK;
+}
+
+void hone_kctx_free(hone_kctx *k)
+{
+    if (!k)
+        return;
+#ifdef HONE_HAVE_CUDA
+    if (k->dev == HONE_DEV_CUDA)
+        cuda_ctx_release(k);
+    else
+#endif
+        cpu_ctx_release(k);
+    free(k);
+}
+
+hone_device hone_kctx_device(const hone_kctx *k)
+{
+    return k->dev;
+}
+
+void hone_k_set_math(hone_kctx *k, hone_math m)
+{
+    if (m == HONE_MATH_FP32 || m == HONE_MATH_TF32 || m == HONE_MATH_BF16)
+        k->math = m;
+}
+
+void *hone_k_alloc(hone_kctx *k, size_t bytes)
+{
+#ifdef HONE_HAVE_CUDA
+    if (k->dev == HONE_DEV_CUDA)
+        return cuda_alloc(k, bytes);
+#endif
+    return cpu_alloc(k, bytes);
+}
+
+void hone_k_free(hone_kctx *k, void *p)
+{
+    if (!p)
+        return;
+#ifdef HONE_HAVE_CUDA
+    if (k->dev == HONE_DEV_CUDA) {
+        cuda_free(k, p);
+        return;
+    }
+#endif
+    cpu_free(k, p);
+}
+
+int hone_k_upload(hone_kctx *k, void *dst, const void *host_src, size_t bytes)
+{
+    if (bytes == 0)
+        return HONE_OK;
+    CHECK(dst && host_src);
+    return ON_DEV(k, upload(k, dst, host_src, bytes));
+}
+
+int hone_k_download(hone_kctx *k, void *host_dst, const void *src, size_t bytes)
+{
+    if (bytes == 0)
+        return HONE_OK;
+    CHECK(host_dst && src);
+    return ON_DEV(k, download(k, host_dst, src, bytes));
+}
+
+int hone_k_copy(hone_kctx *k, void *dst, const void *src, size_t bytes)
+{
+    if (bytes == 0)
+        return HONE_OK;
+    CHECK(dst && src);
+    return ON_DEV(k, copy(k, dst, src, bytes));
+}
+
+int hone_k_fill(hone_kctx *k, float *x, float v, size_t n)
+{
+    if (n == 0)
+        return HONE_OK;
+    CHECK(x);
+    return ON_DEV(k, fill(k, x, v, n));
+}
+
+int hone_k_sync(hone_kctx *k)
+{
+    return ON_DEV(k, sync(k));
+}
+
+int hone_kgraph_capture(hone_kctx *k, void (*fn)(void *arg), void *arg, hone_kgraph **out)
+{
+    *out = NULL;
+    CHECK(fn);
+    hone_kgraph *g = hone_xcalloc(1, sizeof(*g));
+    g->k = k;
+    g->fn = fn;
+    g->arg = arg;
+    int rc = ON_DEV(k, graph_capture(k, g));
+    if (rc < 0) {
+        free(g);
+        return rc;
+    }
+    *out = g;
+    return HONE_OK;
+}
+
+int hone_kgraph_launch(hone_kctx *k, hone_kgraph *g)
+{
+    CHECK(g && g->k == k);
+    return ON_DEV(k, graph_launch(k, g));
+}
+
+void hone_kgraph_free(hone_kgraph *g)
+{
+    if (!g)
+        return;
+#ifdef HONE_HAVE_CUDA
+    if (g->k->dev == HONE_DEV_CUDA)
+        cuda_graph_release(g);
+    else
+#endif
+        cpu_graph_release(g);
+    free(g);
+}
+
+/* ------------------------------------------------------------------ dense */
+
+int hone_k_gemm(hone_kctx *k, int transA, int transB, int M, int N, int K, float alpha,
+                const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
+{
+    CHECK(M >= 0 && N >= 0 && K >= 0);
+    if (M == 0 || N == 0)
+        return HONE_OK;
+    CHECK(A && B && C);
+    CHECK(lda >= (transA ? M : K) && lda >= 1);
+    CHECK(ldb >= (transB ? K : N) && ldb >= 1);
+    CHECK(ldc >= N);
+    return ON_DEV(k, gemm(k, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
+}
+
+int hone_k_bias_add(hone_kctx *k, float *y, const float *b, int n, int c)
+{
+    CHECK(n >= 0 && c >= 0 && y && b);
+    if (n == 0 || c == 0)
+        return HONE_OK;
+    return ON_DEV(k, bias_add(k, y, b, n, c));
+}
+
+int hone_k_bias_grad(hone_kctx *k, float *db, const float *dy, int n, int c, int accumulate)
+{
+    CHECK(n >= 0 && c > 0 && db && dy);
+    return ON_DEV(k, bias_grad(k, db, dy, n, c, accumulate));
+}
+
+/* ------------------------------------------------------------------ convolution */
+
+int hone_conv_desc_init(hone_conv_desc *d, int n, int c, int h, int w, int k, int r, int s,
+                        int stride, int pad)
+{
+    CHECK(d && n > 0 && c > 0 && h > 0 && w > 0 && k > 0 && r > 0 && s > 0 && stride > 0 &&
+          pad >= 0);
+    CHECK(h + 2 * pad >= r && w + 2 * pad >= s);
+    d->n = n;
+    d->c = c;
+    d->h = h;
+    d->w = w;
+    d->k = k;
+    d->r = r;
+    d->s = s;
+    d->stride = stride;
+    d->pad = pad;
+    d->p = (h + 2 * pad - r) / stride + 1;
+    d->q = (w + 2 * pad - s) / stride + 1;
+    return HONE_OK;
+}
+
+static int conv_desc_ok(const hone_conv_desc *d)
+{
+    hone_conv_desc e;
+    return d &&
+           hone_conv_desc_init(&e, d->n, d->c, d->h, d->w, d->k, d->r, d->s, d->stride, d->pad) ==
+               0 &&
+           e.p == d->p && e.q == d->q;
+}
+
+size_t hone_k_conv_workspace(hone_kctx *k, const hone_conv_desc *d)
+{
+    if (!conv_desc_ok(d))
+        return 0;
+#ifdef HONE_HAVE_CUDA
+    if (k->dev == HONE_DEV_CUDA)
+        return cuda_conv_workspace(k, d);
+#endif
+    return cpu_conv_workspace(k, d);
+}
+
+int hone_k_conv_fwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
+                    const float *b, float *y, void *ws)
+{
+    CHECK(conv_desc_ok(d) && x && w && y);
+    CHECK(ws || hone_k_conv_workspace(k, d) == 0);
+    return ON_DEV(k, conv_fwd(k, d, x, w, b, y, ws));
+}
+
+int hone_k_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
+                    const float *dy, float *dx, float *dw, float *db, void *ws)
+{
+    CHECK(conv_desc_ok(d) && x && w && dy && dw);
+    CHECK(ws || hone_k_conv_workspace(k, d) == 0);
+    return ON_DEV(k, conv_bwd(k, d, x, w, dy, dx, dw, db, ws));
+}
+
+/* ------------------------------------------------------------------ pooling, resampling */
+
+static int pool_ok(int n, int c, int h, int w, int size, int stride)
+{
+    return n > 0 && c > 0 && size > 0 && stride > 0 && h >= size && w >= size;
+}
+
+int hone_k_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                       const float *x, float *y, int32_t *idx)
+{
+    CHECK(pool_ok(n, c, h, w, size, stride) && x && y && idx);
+    return ON_DEV(k, maxpool_fwd(k, n, c, h, w, size, stride, x, y, idx));
+}
+
+int hone_k_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                       const float *dy, const int32_t *idx, float *dx)
+{
+    CHECK(pool_ok(n, c, h, w, size, stride) && dy && idx && dx);
+    return ON_DEV(k, maxpool_bwd(k, n, c, h, w, size, stride, dy, idx, dx));
+}
+
+int hone_k_avgpool_global_fwd(hone_kctx *k, int n, int c, int h, int w, const float *x, float *y)
+{
+    CHECK(n > 0 && c > 0 && h > 0 && w > 0 && x && y);
+    return ON_DEV(k, avgpool_global_fwd(k, n, c, h, w, x, y));
+}
+
+int hone_k_avgpool_global_bwd(hone_kctx *k, int n, int c, int h, int w, const float *dy, float *dx)
+{
+    CHECK(n > 0 && c > 0 && h > 0 && w > 0 && dy && dx);
+    return ON_DEV(k, avgpool_global_bwd(k, n, c, h, w, dy, dx));
+}
+
+int hone_k_upsample_fwd(hone_kctx *k, int n, int c, int h, int w, int factor, const float *x,
+                        float *y)
+{
+    CHECK(n > 0 && c > 0 && h > 0 && w > 0 && factor > 0 && x && y);
+    return ON_DEV(k, upsample_fwd(k, n, c, h, w, factor, x, y));
+}
+
+int hone_k_upsample_bwd(hone_kctx *k, int n, int c, int h, int w, int factor, const float *dy,
+                        float *dx)
+{
+    CHECK(n > 0 && c > 0 && h > 0 && w > 0 && factor > 0 && dy && dx);
+    return ON_DEV(k, upsample_bwd(k, n, c, h, w, factor, dy, dx));
+}
+
+/* ------------------------------------------------------------------ elementwise */
+
+int hone_k_relu_fwd(hone_kctx *k, const float *x, float *y, size_t n)
+{
+    if (n == 0)
+        return HONE_OK;
+    CHECK(x && y);
+    return ON_DEV(k, relu_fwd(k, x, y, n));
+}
+
+int hone_k_relu_bwd(hone_kctx *k, const float *y, const float *dy, float *dx, size_t n)
+{
+    if (n == 0)
+        return HONE_OK;
+    CHECK(y && dy && dx);
+    return ON_DEV(k, relu_bwd(k, y, dy, dx, n));
+}
+
+int hone_k_sigmoid_fwd(hone_kctx *k, const float *x, float *y, size_t n)
+{
+    if (n == 0)
+        return HONE_OK;
+    CHECK(x && y);
+    return ON_DEV(k, sigmoid_fwd(k, x, y, n));
+}
+
+int hone_k_sigmoid_bwd(hone_kctx *k, const float *y, const float *dy, float *dx, size_t n)
+{
+    if (n == 0)
+        return HONE_OK;
+    CHECK(y && dy && dx);
+    return ON_DEV(k, sigmoid_bwd(k, y, dy, dx, n));
+}
+
+int hone_k_dropout_fwd(hone_kctx *k, const float *x, float *y, uint8_t *mask, size_t n, float p,
+                       uint64_t seed, uint64_t *counter)
+{
+    CHECK(p >= 0.0f && p < 1.0f && counter);
+    CHECK(n == 0 || (x && y && mask));
+    return ON_DEV(k, dropout_fwd(k, x, y, mask, n, p, seed, counter));
+}
+
+int hone_k_dropout_bwd(hone_kctx *k, const float *dy, const uint8_t *mask, float *dx, size_t n,
+                       float p)
+{
+    CHECK(p >= 0.0f && p < 1.0f);
+    if (n == 0)
+        return HONE_OK;
+    CHECK(dy && mask && dx);
+    return ON_DEV(k, dropout_bwd(k, dy, mask, dx, n, p));
+}
+
+int hone_k_axpy(hone_kctx *k, float a, const float *x, float *y, size_t n)
+{
+    if (n == 0)
+        return HONE_OK;
+    CHECK(x && y);
+    return ON_DEV(k, axpy(k, a, x, y, n));
+}
+
+int hone_k_scale(hone_kctx *k, float *x, float a, size_t n)
+{
+    if (n == 0)
+        return HONE_OK;
+    CHECK(x);
+    return ON_DEV(k, scale(k, x, a, n));
+}
+
+/* ------------------------------------------------------------------ batch norm */
+
+int hone_k_batchnorm_fwd(hone_kctx *k, int n, int c, int hw, const float *x, const float *gamma,
+                         const float *beta, float *running_mean, float *running_var, float momentum,
+                         float eps, int training, float *save_mean, float *save_invstd, float *y)
+{
+    CHECK(n > 0 && c > 0 && hw > 0 && x && gamma && beta && running_mean && running_var && y);
+    CHECK(eps > 0.0f && momentum >= 0.0f && momentum <= 1.0f);
+    CHECK(!training || (save_mean && save_invstd));
+    return ON_DEV(k, batchnorm_fwd(k, n, c, hw, x, gamma, beta, running_mean, running_var,
+                                   momentum, eps, training, save_mean, save_invstd, y));
+}
+
+int hone_k_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const float *x, const float *dy,
+                         const float *gamma, const float *save_mean, const float *save_invstd,
+                         float *dx, float *dgamma, float *dbeta)
+{
+    CHECK(n > 0 && c > 0 && hw > 0 && x && dy && gamma && save_mean && save_invstd && dx &&
+          dgamma && dbeta);
+    return ON_DEV(k, batchnorm_bwd(k, n, c, hw, x, dy, gamma, save_mean, save_invstd, dx, dgamma,
+                                   dbeta));
+}
+
+/* ------------------------------------------------------------------ losses */
+
+int hone_k_softmax_xent(hone_kctx *k, const float *logits, const int32_t *labels, int n,
+                        int classes, float *dlogits, float *loss_sum, float *correct)
+{
+    CHECK(n > 0 && classes > 0 && logits && labels && loss_sum && correct);
+    return ON_DEV(k, softmax_xent(k, logits, labels, n, classes, dlogits, loss_sum, correct));
+}
+
+/* ------------------------------------------------------------------ data on the device */
+
+int hone_k_gather_rows(hone_kctx *k, const float *src, const int32_t *src_labels,
+                       const int32_t *idx, const int32_t *base_dev, int base, int n, int row,
+                       float *dst, int32_t *dst_labels)
+{
+    CHECK(n >= 0 && row > 0 && src && idx && dst && base >= 0);
+    CHECK(!src_labels == !dst_labels);
+    if (n == 0)
+        return HONE_OK;
+    return ON_DEV(k, gather_rows(k, src, src_labels, idx, base_dev, base, n, row, dst, dst_labels));
+}
+
+int hone_k_counter_add(hone_kctx *k, int32_t *counter, int step)
+{
+    CHECK(counter);
+    return ON_DEV(k, counter_add(k, counter, step));
+}
+
+int hone_k_permutation(hone_kctx *k, int32_t *idx, int n, uint64_t seed, uint64_t epoch)
+{
+    CHECK(n >= 0 && (idx || n == 0));
+    if (n == 0)
+        return HONE_OK;
+    return ON_DEV(k, permutation(k, idx, n, seed, epoch));
+}
+
+int hone_k_augment(hone_kctx *k, float *x, int n, int c, int h, int w, int flip, int shift,
+                   uint64_t seed, uint64_t *counter)
+{
+    CHECK(x && counter && n > 0 && c > 0 && h > 0 && w > 0 && shift >= 0);
+    CHECK(shift < h && shift < w);
+    return ON_DEV(k, augment(k, x, n, c, h, w, flip, shift, seed, counter));
+}
+
+/* ------------------------------------------------------------------ optimisers */
+
+int hone_k_sgd_step(hone_kctx *k, float *w, const float *grad, float *v, size_t n, float lr,
+                    const float *lr_dev, float momentum, float wd, int nesterov)
+{
+    if (n == 0)
+        return HONE_OK;
+    CHECK(w && grad && v && momentum >= 0.0f && wd >= 0.0f);
+    return ON_DEV(k, sgd_step(k, w, grad, v, n, lr, lr_dev, momentum, wd, nesterov));
+}
+
+int hone_k_adamw_step(hone_kctx *k, float *w, const float *grad, float *m, float *v, size_t n,
+                      float lr, const float *lr_dev, float beta1, float beta2, float eps, float wd,
+                      int t, const int32_t *t_dev)
+{
+    if (n == 0)
+        return HONE_OK;
+    CHECK(w && grad && m && v && eps > 0.0f && wd >= 0.0f);
+    CHECK(beta1 >= 0.0f && beta1 < 1.0f && beta2 >= 0.0f && beta2 < 1.0f);
+    CHECK(t_dev || t >= 1);
+    return ON_DEV(k, adamw_step(k, w, grad, m, v, n, lr, lr_dev, beta1, beta2, eps, wd, t, t_dev));
+}
+
+/* ------------------------------------------------------------------ reductions */
+
+int hone_k_sum(hone_kctx *k, const float *x, size_t n, float *out)
+{
+    CHECK(out && (x || n == 0));
+    return ON_DEV(k, sum(k, x, n, out));
+}

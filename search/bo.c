@@ -1,0 +1,410 @@
+/* Gaussian-process Bayesian optimisation: space-filling initial points, a GP fitted to the
+ * (transformed) observations, log expected improvement maximised by random and local candidates,
+ * and kriging-believer batches. Stateless: every suggestion is a function of the data and rng. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdio.h>
+
+#include "gp.h"
+#include "space_internal.h"
+
+void hone_bo_opts_default(hone_bo_opts *o)
+{
+    o->n_init = 5;
+    o->n_candidates = 2000;
+    o->n_restarts = 3;
+}
+
+/* Work shared by the steps of one suggestion. */
+typedef struct bo_ctx {
+    const hone_space *s;
+    int np, nf; /* parameters, features */
+    hone_rng *r;
+    gp g;
+    double best; /* best transformed target so far (minimisation) */
+    /* configs already observed, pending or chosen: (values form), for duplicate checks */
+    const double *X;
+    int n;
+    const double *pending;
+    int m;
+    double *chosen;
+    int nchosen;
+} bo_ctx;
+
+static int is_taken(const bo_ctx *c, const double *v)
+{
+    for (int i = 0; i < c->n; i++)
+        if (space__same(c->s, v, c->X + (size_t)i * c->np))
+            return 1;
+    for (int i = 0; i < c->m; i++)
+        if (space__same(c->s, v, c->pending + (size_t)i * c->np))
+            return 1;
+    for (int i = 0; i < c->nchosen; i++)
+        if (space__same(c->s, v, c->chosen + (size_t)i * c->np))
+            return 1;
+    return 0;
+}
+
+/* Squared feature distance from f to the nearest taken config (INFINITY when none). */
+static double min_dist2(const bo_ctx *c, const double *f, double *tmp)
+{
+    double best = INFINITY;
+    const double *sets[3] = {c->X, c->pending, c->chosen};
+    int counts[3] = {c->n, c->m, c->nchosen};
+    for (int s = 0; s < 3; s++)
+        for (int i = 0; i < counts[s]; i++) {
+            space__features(c->s, sets[s] + (size_t)i * c->np, tmp);
+            double d2 = 0;
+            for (int l = 0; l < c->nf; l++)
+                d2 += (f[l] - tmp[l]) * (f[l] - tmp[l]);
+            if (d2 < best)
+                best = d2;
+        }
+    return best;
+}
+
+/* Initial design: each point is the best of many random samples by distance to every taken
+ * point (greedy maximin), which spreads points like a Latin hypercube without keeping state. */
+static void suggest_spread(bo_ctx *c, double *out)
+{
+    int tries = getenv("BO_INIT_TRIES") ? atoi(getenv("BO_INIT_TRIES")) : 30 + 10 * c->nf;
+    double *v = hone_xmalloc(sizeof(double) * (size_t)c->np);
+    double *f = hone_xmalloc(sizeof(double) * (size_t)c->nf);
+    double *tmp = hone_xmalloc(sizeof(double) * (size_t)c->nf);
+    double best = -1;
+    for (int t = 0; t < tries; t++) {
+        hone_space_sample(c->s, c->r, v);
+        if (is_taken(c, v))
+            continue;
+        space__features(c->s, v, f);
+        double d2 = min_dist2(c, f, tmp);
+        if (d2 > best) {
+            best = d2;
+            memcpy(out, v, sizeof(double) * (size_t)c->np);
+        }
+    }
+    if (best < 0) /* everything taken (tiny discrete space): repeat a random point */
+        hone_space_sample(c->s, c->r, out);
+    free(v);
+    free(f);
+    free(tmp);
+}
+
+/* Log expected improvement of m configs (features F) under the current GP. */
+static void log_ei(bo_ctx *c, const double *F, int m, double *acq, double *mu, double *var)
+{
+    gp_predict(&c->g, F, m, mu, var);
+    for (int i = 0; i < m; i++) {
+        double sd = sqrt(var[i]);
+        acq[i] = log(sd) + gp_log_h((c->best - mu[i]) / sd);
+    }
+}
+
+/* Moves a config by a Gaussian step of size sigma in the unit cube; categoricals and bools flip
+ * with probability pflip. */
+static void perturb(const bo_ctx *c, const double *v, double sigma, double pflip, double *out,
+                    double *unit)
+{
+    hone_space_to_unit(c->s, v, unit);
+    for (int i = 0; i < c->np; i++) {
+        hone_param_type t = hone_space_param_type(c->s, i);
+        if (t == HONE_PARAM_FLOAT || t == HONE_PARAM_INT) {
+            double u = unit[i] + sigma * hone_rng_normal(c->r);
+            /* reflect at the walls so points near a bound are not piled onto it */
+            if (u < 0)
+                u = -u;
+            if (u > 1)
+                u = 2 - u;
+            unit[i] = u;
+        } else if (hone_rng_uniform(c->r) < pflip) {
+            unit[i] = hone_rng_uniform(c->r);
+        }
+    }
+    hone_space_from_unit(c->s, unit, out);
+}
+
+typedef struct pool {
+    int cap, m;
+    double *V, *F, *acq, *mu, *var;
+} pool;
+
+static void pool_init(pool *p, int cap, int np, int nf)
+{
+    p->cap = cap;
+    p->m = 0;
+    p->V = hone_xmalloc(sizeof(double) * (size_t)cap * (size_t)np);
+    p->F = hone_xmalloc(sizeof(double) * (size_t)cap * (size_t)nf);
+    p->acq = hone_xmalloc(sizeof(double) * (size_t)cap);
+    p->mu = hone_xmalloc(sizeof(double) * (size_t)cap);
+    p->var = hone_xmalloc(sizeof(double) * (size_t)cap);
+}
+
+static void pool_free(pool *p)
+{
+    free(p->V);
+    free(p->F);
+    free(p->acq);
+    free(p->mu);
+    free(p->var);
+}
+
+/* Local refinement: a (1+8) evolution strategy with step adaptation, from one start. */
+static void refine(bo_ctx *c, double *v, double *acq, int iters)
+{
+    enum { LAMBDA = 8 };
+    pool q;
+    pool_init(&q, LAMBDA, c->np, c->nf);
+    double *unit = hone_xmalloc(sizeof(double) * (size_t)c->np);
+    double sigma = 0.05, pflip = 1.0 / (c->np + 1);
+    for (int it = 0; it < iters && sigma > 1e-5; it++) {
+        for (int j = 0; j < LAMBDA; j++) {
+            perturb(c, v, sigma, pflip, q.V + (size_t)j * c->np, unit);
+            space__features(c->s, q.V + (size_t)j * c->np, q.F + (size_t)j * c->nf);
+        }
+        log_ei(c, q.F, LAMBDA, q.acq, q.mu, q.var);
+        int bj = -1;
+        for (int j = 0; j < LAMBDA; j++)
+            if (q.acq[j] > *acq && (bj < 0 || q.acq[j] > q.acq[bj]))
+                bj = j;
+        if (bj >= 0) {
+            *acq = q.acq[bj];
+            memcpy(v, q.V + (size_t)bj * c->np, sizeof(double) * (size_t)c->np);
+            sigma *= 1.5;
+        } else {
+            sigma *= 0.4;
+        }
+    }
+    free(unit);
+    pool_free(&q);
+}
+
+#define N_REFINE 3
+#define N_TOP_OBS 5
+
+/* One model-based suggestion into out. */
+static void suggest_model(bo_ctx *c, const hone_bo_opts *o, const double *ytr, double *out)
+{
+    /* The pool shrinks as 1/n past 50 observations: each prediction costs O(n^2), and with many
+     * observations the local candidates around the best points matter more than random ones. */
+    int nrand = o->n_candidates > 10 ? o->n_candidates : 10;
+    if (c->n > 50)
+        nrand = (int)((double)nrand * 50.0 / c->n) > 200 ? (int)((double)nrand * 50.0 / c->n)
+                                                          : (nrand < 200 ? nrand : 200);
+    int nloc_each = nrand / (2 * N_TOP_OBS);
+    int cap = nrand + N_TOP_OBS * nloc_each;
+    pool p;
+    pool_init(&p, cap, c->np, c->nf);
+    double *unit = hone_xmalloc(sizeof(double) * (size_t)c->np);
+    for (int i = 0; i < nrand; i++)
+        hone_space_sample(c->s, c->r, p.V + (size_t)(p.m++) * c->np);
+    /* local candidates around the best observations (exploitation the random pool misses) */
+    int top[N_TOP_OBS], ntop = 0;
+    for (int t = 0; t < N_TOP_OBS && t < c->n; t++) {
+        int bi = -1;
+        for (int i = 0; i < c->n; i++) {
+            int used = 0;
+            for (int u = 0; u < ntop; u++)
+                used |= top[u] == i;
+            if (!used && (bi < 0 || ytr[i] < ytr[bi]))
+                bi = i;
+        }
+        top[ntop++] = bi;
+    }
+    for (int t = 0; t < ntop; t++)
+        for (int j = 0; j < nloc_each; j++) {
+            double sigma = exp(log(1e-3) + hone_rng_uniform(c->r) * (log(0.3) - log(1e-3)));
+            perturb(c, c->X + (size_t)top[t] * c->np, sigma, 1.0 / (c->np + 1),
+                    p.V + (size_t)(p.m++) * c->np, unit);
+        }
+    for (int i = 0; i < p.m; i++)
+        space__features(c->s, p.V + (size_t)i * c->np, p.F + (size_t)i * c->nf);
+    log_ei(c, p.F, p.m, p.acq, p.mu, p.var);
+    /* refine the best few distinct, untaken candidates in place */
+    int nref = 0;
+    int refined[N_REFINE];
+    for (int t = 0; t < N_REFINE; t++) {
+        int bi = -1;
+        for (int i = 0; i < p.m; i++) {
+            int used = 0;
+            for (int u = 0; u < nref; u++)
+                used |= refined[u] == i;
+            if (!used && (bi < 0 || p.acq[i] > p.acq[bi]))
+                bi = i;
+        }
+        if (bi < 0)
+            break;
+        refined[nref++] = bi;
+        refine(c, p.V + (size_t)bi * c->np, &p.acq[bi], 25);
+    }
+    /* best untaken candidate */
+    int bi = -1;
+    for (int i = 0; i < p.m; i++)
+        if ((bi < 0 || p.acq[i] > p.acq[bi]) && !is_taken(c, p.V + (size_t)i * c->np))
+            bi = i;
+    if (bi >= 0)
+        memcpy(out, p.V + (size_t)bi * c->np, sizeof(double) * (size_t)c->np);
+    else
+        suggest_spread(c, out);
+    free(unit);
+    pool_free(&p);
+}
+
+/* Targets for the GP: failed trials get the worst finite value, then a log warp when the values
+ * are heavily skewed (e.g. Rosenbrock) so the model sees the region near the optimum, then
+ * standardisation. */
+static void transform_targets(const double *y, int n, double *out)
+{
+    double worst = -INFINITY, lo = INFINITY;
+    for (int i = 0; i < n; i++)
+        if (isfinite(y[i])) {
+            worst = y[i] > worst ? y[i] : worst;
+            lo = y[i] < lo ? y[i] : lo;
+        }
+    for (int i = 0; i < n; i++)
+        out[i] = isfinite(y[i]) ? y[i] : worst;
+    int warp = getenv("BO_WARP") ? atoi(getenv("BO_WARP")) : 0;
+    if (warp) {
+        double *tmp = hone_xmalloc(sizeof(double) * n);
+        memcpy(tmp, out, sizeof(double) * n);
+        for (int i = 1; i < n; i++) for (int j = i; j > 0 && tmp[j-1] > tmp[j]; j--) { double t = tmp[j]; tmp[j] = tmp[j-1]; tmp[j-1] = t; }
+        double med = tmp[n / 2];
+        double frac = getenv("BO_WARP_FRAC") ? atof(getenv("BO_WARP_FRAC")) : 0.01;
+        double delta = frac * (med - lo) + 1e-12 * (fabs(lo) + 1);
+        if (delta <= 0) delta = 1e-12;
+        for (int i = 0; i < n; i++) out[i] = log(out[i] - lo + delta);
+        free(tmp);
+    }
+    double mean = 0, sd = 0;
+    for (int i = 0; i < n; i++)
+        mean += out[i];
+    mean /= n;
+    for (int i = 0; i < n; i++)
+        sd += (out[i] - mean) * (out[i] - mean);
+    sd = sqrt(sd / (n > 1 ? n - 1 : 1));
+    if (!(sd > 1e-12 * (fabs(mean) + 1e-300)) || !isfinite(sd))
+        sd = 1.0;
+    for (int i = 0; i < n; i++)
+        out[i] = (out[i] - mean) / sd;
+    (void)lo;
+}
+
+#define FIT_SUBSET 100
+
+/* Fits the kernel hyperparameters, on a subset when there are many observations (the fit is
+ * O(n^3) per step): the best third plus an even spread of the rest, chosen deterministically.
+ * The posterior then uses every observation. */
+static int fit_hypers(bo_ctx *c, const double *F, const double *ytr, int n, const gp_fit_opts *fo)
+{
+    if (n <= FIT_SUBSET)
+        return gp_fit(&c->g, F, ytr, n, NULL, fo, c->r);
+    int nbest = FIT_SUBSET / 3, nf = c->nf;
+    int *idx = hone_xmalloc(sizeof(int) * (size_t)n);
+    for (int i = 0; i < n; i++)
+        idx[i] = i;
+    /* partial selection sort of the best nbest by target (ties by index: deterministic) */
+    for (int t = 0; t < nbest; t++) {
+        int bi = t;
+        for (int i = t + 1; i < n; i++)
+            if (ytr[idx[i]] < ytr[idx[bi]])
+                bi = i;
+        int tmp = idx[t];
+        idx[t] = idx[bi];
+        idx[bi] = tmp;
+    }
+    double *Fs = hone_xmalloc(sizeof(double) * FIT_SUBSET * (size_t)nf);
+    double *ys = hone_xmalloc(sizeof(double) * FIT_SUBSET);
+    int rest = n - nbest, want = FIT_SUBSET - nbest;
+    for (int t = 0; t < FIT_SUBSET; t++) {
+        int i = t < nbest ? idx[t] : idx[nbest + (int)((long)(t - nbest) * rest / want)];
+        memcpy(Fs + (size_t)t * nf, F + (size_t)i * nf, sizeof(double) * (size_t)nf);
+        ys[t] = ytr[i];
+    }
+    int rc = gp_fit(&c->g, Fs, ys, FIT_SUBSET, NULL, fo, c->r);
+    if (rc == 0) {
+        double *theta = hone_xmalloc(sizeof(double) * (size_t)(nf + 2));
+        memcpy(theta, c->g.theta, sizeof(double) * (size_t)(nf + 2));
+        rc = gp_set(&c->g, F, ytr, n, theta);
+        free(theta);
+    }
+    free(idx);
+    free(Fs);
+    free(ys);
+    return rc;
+}
+
+int hone_bo_suggest(const hone_space *s, const hone_bo_opts *o, const double *X, const double *y,
+                    int n, const double *pending, int m, int k, hone_rng *r, double *out)
+{
+    hone_bo_opts def;
+    if (!o) {
+        hone_bo_opts_default(&def);
+        o = &def;
+    }
+    if (!s || !r || !out || k < 1 || n < 0 || m < 0 || (n > 0 && (!X || !y)) || (m > 0 && !pending))
+        return HONE_EINVAL;
+    bo_ctx c = {.s = s,
+                .np = hone_space_nparams(s),
+                .nf = space__nfeat(s),
+                .r = r,
+                .X = X,
+                .n = n,
+                .pending = pending,
+                .m = m,
+                .chosen = out,
+                .nchosen = 0};
+    int nfinite = 0;
+    for (int i = 0; i < n; i++)
+        nfinite += isfinite(y[i]) != 0;
+    if (n + m < o->n_init || nfinite < 2) {
+        for (int j = 0; j < k; j++) {
+            suggest_spread(&c, out + (size_t)j * c.np);
+            c.nchosen++;
+        }
+        return 0;
+    }
+    int rc = 0;
+    double *ytr = hone_xmalloc(sizeof(double) * (size_t)n);
+    double *F = hone_xmalloc(sizeof(double) * (size_t)n * (size_t)c.nf);
+    double *f = hone_xmalloc(sizeof(double) * (size_t)c.nf);
+    transform_targets(y, n, ytr);
+    for (int i = 0; i < n; i++)
+        space__features(s, X + (size_t)i * c.np, F + (size_t)i * c.nf);
+    gp_init(&c.g, c.nf, n + m + k);
+    gp_fit_opts fo = {.restarts = o->n_restarts, .max_iter = 30};
+    rc = fit_hypers(&c, F, ytr, n, &fo);
+    if (rc != 0) { /* no usable model: fall back to spreading points */
+        for (int j = 0; j < k; j++) {
+            suggest_spread(&c, out + (size_t)j * c.np);
+            c.nchosen++;
+        }
+        rc = 0;
+        goto done;
+    }
+    c.best = INFINITY;
+    for (int i = 0; i < n; i++)
+        c.best = ytr[i] < c.best ? ytr[i] : c.best;
+    for (int i = 0; i < m; i++) { /* kriging believer: pending points at their predicted mean */
+        double mu, var;
+        space__features(s, pending + (size_t)i * c.np, f);
+        gp_predict(&c.g, f, 1, &mu, &var);
+        gp_append(&c.g, f, mu);
+    }
+    for (int j = 0; j < k; j++) {
+        double *v = out + (size_t)j * c.np;
+        suggest_model(&c, o, ytr, v);
+        c.nchosen++;
+        if (j + 1 < k) {
+            double mu, var;
+            space__features(s, v, f);
+            gp_predict(&c.g, f, 1, &mu, &var);
+            gp_append(&c.g, f, mu);
+        }
+    }
+done:
+    gp_free(&c.g);
+    free(ytr);
+    free(F);
+    free(f);
+    return rc;
+}

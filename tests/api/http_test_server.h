@@ -1,0 +1,62 @@
+/* Shared fixture of the api/ server tests: a server with test routes running its loop in a
+ * thread, the raw-socket client, and helpers to send requests and check JSON error bodies. */
+#ifndef HONE_HTTP_TEST_SERVER_H
+#define HONE_HTTP_TEST_SERVER_H
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include "http.h"
+#include "http_test_client.h"
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "  %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);             \
+            return 1;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+extern int port;       /* the main server: small limits, every test route */
+extern int port_small; /* a second server with max_connections = 1 */
+extern atomic_int aborted, zombie_answered, log_count;
+extern const hone_json_field job_fields[4];
+
+int hts_start(void); /* 0 once both servers listen and the loop thread runs */
+int hts_stop(void);  /* shuts down (checking aborts, bookkeeping, no handles left); failures */
+
+int hts_get(tc_conn *c, const char *path, tc_response *r);
+int hts_post_json(tc_conn *c, const char *path, const char *ctype, const char *body,
+                  tc_response *r);
+/* Is r an error answer with this status, code and (when non-NULL) field? Prints it when not. */
+int hts_error_is(const tc_response *r, int status, const char *code, const char *field);
+
+/* Every test, one behaviour each: X(name) declares int test_name(void). */
+#define HTS_TESTS(X)                                                                               \
+    X(keep_alive)                                                                                  \
+    X(pipelining)                                                                                  \
+    X(params_and_query)                                                                            \
+    X(404_405)                                                                                     \
+    X(head)                                                                                        \
+    X(chunked_body)                                                                                \
+    X(connection_close_and_http10)                                                                 \
+    X(stream)                                                                                      \
+    X(stream_http10)                                                                               \
+    X(expect_continue)                                                                             \
+    X(pipeline_flood)                                                                              \
+    X(filter)                                                                                      \
+    X(body_limits)                                                                                 \
+    X(header_too_large)                                                                            \
+    X(malformed)                                                                                   \
+    X(garbage)                                                                                     \
+    X(idle_timeout)                                                                                \
+    X(request_timeout)                                                                             \
+    X(max_connections)                                                                             \
+    X(json_bodies)                                                                                 \
+    X(json_check)                                                                                  \
+    X(deferred)                                                                                    \
+    X(abort)
+
+#define HTS_DECLARE(name) int test_##name(void);
+HTS_TESTS(HTS_DECLARE)
+
+#endif

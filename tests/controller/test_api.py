@@ -1,0 +1,213 @@
+"""Controller REST API against a real hone-controller process: datasets from server-side paths
+(good IDX, paths outside the data roots, '..', symlink escapes, missing files), experiments and jobs
+with bad input (unknown fields, wrong types, missing datasets): each a 4xx naming the field, and
+nothing stored. Also health, 404/405, body limits and auth."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hone_test import Controller, binary_from_argv, tempdir, write_idx  # noqa: E402
+
+
+def counts(c):
+    return (len(c.ok("GET", "/api/v1/datasets")["datasets"]),
+            len(c.ok("GET", "/api/v1/experiments")["experiments"]),
+            len(c.ok("GET", "/api/v1/jobs")["jobs"]))
+
+
+def expect_err(c, method, path, body, status, field, raw=None, headers=None):
+    before = counts(c)
+    st, js = c.req(method, path, body, raw=raw, headers=headers)
+    assert st == status, (method, path, body, st, js)
+    if field is not None:
+        assert js["error"]["field"] == field, (body, js)
+    assert js["error"]["status"] == status, js
+    assert counts(c) == before, "something was stored by a refused request"
+
+
+def main():
+    binary = binary_from_argv()
+    d = tempdir()
+    root = os.path.join(d, "root")
+    outside = os.path.join(d, "outside")
+    write_idx(os.path.join(root, "good"))
+    write_idx(os.path.join(root, "plain"), gz=False)
+    write_idx(outside)
+    os.symlink(outside, os.path.join(root, "escape"))
+    os.makedirs(os.path.join(root, "linkfiles"))
+    for f in os.listdir(outside):  # files that are symlinks leading out of the root
+        os.symlink(os.path.join(outside, f), os.path.join(root, "linkfiles", f))
+    write_idx(os.path.join(root, "trunc"))
+    with open(os.path.join(root, "trunc", "train-labels-idx1-ubyte.gz"), "r+b") as f:
+        f.truncate(20)
+    cfg = os.path.join(d, "controller.yaml")
+    with open(cfg, "w") as f:
+        f.write("data_roots: [%s]\nlimits: {body_bytes: 65536}\nlog_format: json\n" % root)
+    c = Controller(binary, os.path.join(d, "data"), config=cfg)
+    os.makedirs(c.data_dir)
+    c.start()
+    try:
+        assert c.ok("GET", "/healthz") == {"status": "ok"}
+        assert c.ok("GET", "/readyz")["status"] == "ready"
+        st, text = c.req("GET", "/metrics")
+        assert st == 200 and b"hone_http_requests_total" in text
+
+        # Datasets: good ones, gz and plain.
+        ds = c.ok("POST", "/api/v1/datasets", {"name": "good", "path": root + "/good"})
+        assert ds["stats"] == {"train_images": 50, "test_images": 20, "classes": 10,
+                               "image_shape": [1, 8, 8]}, ds
+        assert ds["id"].startswith("ds-") and ds["format"] == "idx"
+        ds2 = c.ok("POST", "/api/v1/datasets", {"name": "plain", "path": root + "/plain",
+                                               "format": "idx", "type": "image_classification"})
+        assert c.ok("GET", "/api/v1/datasets/" + ds["id"])["name"] == "good"
+        # Bad paths and files: 422 naming path, nothing stored.
+        ds_url = "/api/v1/datasets"
+        for p in (outside, root + "/../outside", root + "/escape", root + "/linkfiles",
+                  root + "/missing", root + "/trunc", "relative/path", "/etc"):
+            expect_err(c, "POST", ds_url, {"name": "x", "path": p}, 422, "path")
+        expect_err(c, "POST", ds_url, {"name": "x", "path": root + "/good", "bogus": 1}, 422,
+                   "bogus")
+        expect_err(c, "POST", ds_url, {"name": 5, "path": root + "/good"}, 422, "name")
+        expect_err(c, "POST", ds_url, {"path": root + "/good"}, 422, "name")
+        expect_err(c, "POST", ds_url, {"name": "x", "path": root + "/good", "format": "csv"},
+                   422, "format")
+        expect_err(c, "POST", ds_url, None, 400, None, raw=b'{"name": "x", "path": ',
+                   headers={"Content-Type": "application/json"})
+        expect_err(c, "POST", ds_url, None, 415, None, raw=b'name=x',
+                   headers={"Content-Type": "application/x-www-form-urlencoded"})
+        expect_err(c, "POST", ds_url, {"name": "x" * 70000, "path": "/"}, 413, None)
+        expect_err(c, "GET", "/api/v1/datasets/ds-nope", None, 404, "id")
+        expect_err(c, "PUT", ds_url, {"name": "x"}, 405, None)
+        expect_err(c, "GET", "/api/v1/nothing", None, 404, None)
+
+        # Experiments.
+        ex_url = "/api/v1/experiments"
+        good = {"name": "e1", "network_arch": "cnn", "train_datasets": [ds["id"]],
+                "metric": "val_accuracy", "specs": {"train": {"epochs": 3}},
+                "automl_settings": {"automl_enabled": True, "automl_algorithm": "hyperband",
+                                    "automl_R": 9, "automl_add_hyperparameters": ["model.dropout"],
+                                    "automl_remove_hyperparameters": ["train.momentum"]}}
+        bad = [
+            ({"bogus": 1}, "bogus"),
+            ({"network_arch": "resnet999"}, "network_arch"),
+            ({"network_arch": 3}, "network_arch"),
+            ({"train_datasets": ["ds-missing"]}, "train_datasets"),
+            ({"train_datasets": []}, "train_datasets"),
+            ({"train_datasets": "ds"}, "train_datasets"),
+            ({"eval_dataset": "ds-missing"}, "eval_dataset"),
+            ({"metric": "f1"}, "metric"),
+            ({"specs": {"train": {"lr": "fast"}}}, "specs.train.lr"),
+            ({"specs": {"train.nope": 1}}, "specs.train.nope"),
+            ({"specs": {"train": {"epochs": 0}}}, "specs.train.epochs"),
+            ({"specs": {"data": {"path": "/etc"}}}, "specs.data.path"),
+            ({"automl_settings": {"automl_R": "big"}}, "automl_settings.automl_R"),
+            ({"automl_settings": {"automl_nu": 1}}, "automl_settings.automl_nu"),
+            ({"automl_settings": {"automl_algorithm": "genetic"}},
+             "automl_settings.automl_algorithm"),
+            ({"automl_settings": {"surprise": True}}, "automl_settings.surprise"),
+            ({"automl_settings": {"automl_add_hyperparameters": ["model.layers"]}},
+             "automl_settings.automl_add_hyperparameters"),
+            ({"automl_settings": {"automl_remove_hyperparameters": ["model.hidden"]}},
+             "automl_settings.automl_remove_hyperparameters"),
+            ({"automl_settings": {"automl_hyperparameters": {"train.lr": {"type": "float"}}}},
+             "automl_settings.automl_hyperparameters"),
+            ({"automl_settings": {"automl_hyperparameters": {"x.y": {"type": "bool"}}}},
+             "automl_settings.automl_hyperparameters"),
+        ]
+        for patch, field in bad:
+            body = dict(good)
+            body.update(patch)
+            expect_err(c, "POST", ex_url, body, 422, field)
+        body = dict(good)
+        del body["name"]
+        expect_err(c, "POST", ex_url, body, 422, "name")
+        exp = c.ok("POST", ex_url, good)
+        assert exp["automl_settings"]["automl_nu"] == 3  # TAO default filled in
+        assert exp["automl_settings"]["automl_max_recommendations"] == 20
+        assert exp["specs"] == {"train.epochs": 3}
+        dfl = c.ok("GET", "/api/v1/experiments/%s/automl-defaults" % exp["id"])
+        assert "train.lr" in dfl["default_hyperparameters"]
+        assert "model.dropout" in dfl["all_hyperparameters"]
+        assert "model.dropout" not in dfl["default_hyperparameters"]
+        # PATCH: validated whole; a bad patch changes nothing.
+        expect_err(c, "PATCH", "%s/%s" % (ex_url, exp["id"]),
+                   {"automl_settings": {"automl_R": 0}}, 422, "automl_settings.automl_R")
+        pe = c.ok("PATCH", "%s/%s" % (ex_url, exp["id"]), {"automl_settings": {"automl_R": 3}})
+        assert pe["automl_settings"]["automl_R"] == 3
+        assert pe["automl_settings"]["automl_algorithm"] == "hyperband"
+        # A dataset in use cannot be deleted; an unused one can.
+        expect_err(c, "DELETE", "/api/v1/datasets/" + ds["id"], None, 409, "id")
+        st, _ = c.req("DELETE", "/api/v1/datasets/" + ds2["id"])
+        assert st == 204
+
+        # Jobs.
+        jurl = "/api/v1/experiments/%s/jobs" % exp["id"]
+        expect_err(c, "POST", jurl, {"action": "dance"}, 422, "action")
+        expect_err(c, "POST", jurl, {"action": "train", "extra": 1}, 422, "extra")
+        expect_err(c, "POST", jurl, {"action": "train", "specs": {"train": {"lr": -1}}}, 422,
+                   "specs.train.lr")
+        expect_err(c, "POST", "/api/v1/experiments/exp-nope/jobs", {"action": "train"}, 404, "id")
+        plain = c.ok("POST", ex_url, {"name": "plain", "network_arch": "mlp",
+                                      "train_datasets": [ds["id"]]})
+        tj = c.ok("POST", "/api/v1/experiments/%s/jobs" % plain["id"],
+                  {"action": "train", "specs": {"train": {"epochs": 2, "lr": 0.01}}})
+        assert tj["status"] == "queued" and tj["epochs_target"] == 2, tj
+        # Worker calls with bad input.
+        w = c.ok("POST", "/api/v1/workers", {"name": "w1", "resources": {"cpus": 2}})
+        expect_err(c, "POST", "/api/v1/workers", {"name": "w1", "cpus": 2}, 422, "cpus")
+        expect_err(c, "POST", "/api/v1/workers/wrk-nope/lease", None, 404, "worker_id")
+        job = c.ok("POST", "/api/v1/workers/%s/lease?wait=0" % w["id"])["job"]
+        assert job["id"] == tj["id"] and "lr: 0.01" in job["spec_yaml"], job
+        assert "epochs: 2" in job["spec_yaml"]
+        rurl = "/api/v1/jobs/%s/report" % job["id"]
+        expect_err(c, "POST", rurl, {"worker_id": w["id"], "epoch": "one", "metrics": {}}, 422,
+                   "epoch")
+        expect_err(c, "POST", rurl, {"worker_id": w["id"], "epoch": 1, "metrics": {"a": "b"}},
+                   422, "metrics")
+        expect_err(c, "POST", rurl, {"worker_id": "wrk-other", "epoch": 1, "metrics": {}}, 409,
+                   "worker_id")
+        r = c.ok("POST", rurl, {"worker_id": w["id"], "epoch": 1,
+                                "metrics": {"val_accuracy": 0.5, "seconds": 1.0}})
+        assert r["decision"] == "continue" and not r["duplicate"]
+        r = c.ok("POST", rurl, {"worker_id": w["id"], "epoch": 1,
+                                "metrics": {"val_accuracy": 0.9, "seconds": 1.0}})
+        assert r["duplicate"]
+        m = c.ok("GET", "/api/v1/jobs/%s/metrics" % job["id"])["metrics"]
+        assert m == [{"epoch": 1, "val_accuracy": 0.5, "seconds": 1.0}], m
+        # Pause through the report reply, then cancel.
+        c.ok("POST", "/api/v1/jobs/%s:pause" % job["id"])
+        r = c.ok("POST", rurl, {"worker_id": w["id"], "epoch": 2,
+                                "metrics": {"val_accuracy": 0.6}})
+        assert r["decision"] == "pause", r
+        done = c.ok("POST", "/api/v1/jobs/%s/complete" % job["id"],
+                    {"worker_id": w["id"], "status": "paused", "log_tail": "bye"})
+        assert done["status"] == "paused" and done["resume"], done
+        c.ok("POST", "/api/v1/jobs/%s/cancel" % job["id"])
+        assert c.ok("GET", "/api/v1/jobs/" + job["id"])["status"] == "canceled"
+        expect_err(c, "POST", "/api/v1/jobs/%s:cancel" % job["id"], None, 409, "status")
+        st, text = c.req("GET", "/api/v1/jobs/%s/logs" % job["id"])
+        assert st == 200 and text == b"bye", (st, text)
+        st, _ = c.req("POST", "/api/v1/workers/%s/lease?wait=0" % w["id"])
+        assert st == 204
+    finally:
+        c.stop()
+
+    # Auth: with a token configured, requests without it get 401 (health stays open).
+    with open(cfg, "a") as f:
+        f.write("auth: {token: s3cret}\n")
+    c = Controller(binary, os.path.join(d, "data"), config=cfg).start()
+    try:
+        st, js = c.req("GET", "/api/v1/datasets")
+        assert st == 401, st
+        st, _ = c.req("GET", "/api/v1/datasets", headers={"Authorization": "Bearer wrong!"})
+        assert st == 401
+        assert c.ok("GET", "/api/v1/datasets",
+                    headers={"Authorization": "Bearer s3cret"})["datasets"]
+        assert c.req("GET", "/healthz")[0] == 200
+    finally:
+        c.stop()
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh: on a GPU machine, builds the CUDA backend, runs the GPU tests (CUDA vs the
+# CPU references) and then bench/train_gpu.sh, in one go. Needs nvcc and cmake; Debian .debs in
+# $HONE_DEBS (default ./.debs) are unpacked into a private prefix when system libraries are missing.
+# Usage: tests/gpu/run.sh [--no-bench] [--no-tests]   (env: BUILD, HONE_FMNIST_DIR, OUT)
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=${BUILD:-$ROOT/build-gpu}
+DEBS=${HONE_DEBS:-$ROOT/.debs}
+PREFIX=/tmp/hone-debs
+RUN_TESTS=1 RUN_BENCH=1
+for a in "$@"; do
+  case $a in --no-bench) RUN_BENCH=0 ;; --no-tests) RUN_TESTS=0 ;; esac
+done
+LOG=${OUT:-$BUILD}
+mkdir -p "$BUILD" "$LOG"
+export PATH=/usr/local/cuda/bin:$PATH
+[ -z "${HONE_FMNIST_DIR:-}" ] && [ -d "$ROOT/.data" ] && export HONE_FMNIST_DIR=$ROOT/.data
+
+# ---- system libraries the whole tree's configure wants (yaml, uv, jansson, sqlite, openblas ...)
+CMAKE_EXTRA=()
+if { ! command -v pkg-config >/dev/null || [ ! -e /usr/include/yaml.h ] ||
+     [ ! -e /usr/include/uv.h ] || ! ls /usr/include/*/cblas.h /usr/include/cblas.h >/dev/null 2>&1; } &&
+   [ -d "$DEBS" ]; then
+  echo "run.sh: unpacking $(ls "$DEBS"/*.deb | wc -l) .debs into $PREFIX"
+  mkdir -p $PREFIX
+  for f in "$DEBS"/*.deb; do dpkg -x "$f" $PREFIX; done
+  for pc in $PREFIX/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc $PREFIX/usr/share/pkgconfig/*.pc; do
+    [ -e "$pc" ] && sed -i "s#^prefix=/usr\$#prefix=$PREFIX/usr#" "$pc"
+  done
+  ML=$PREFIX/usr/lib/x86_64-linux-gnu
+  export PATH=$PREFIX/usr/bin:$PATH
+  export LD_LIBRARY_PATH=$ML:$ML/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export LIBRARY_PATH=$ML:$ML/openblas-pthread${LIBRARY_PATH:+:$LIBRARY_PATH}
+  export PKG_CONFIG_PATH=$ML/pkgconfig:$PREFIX/usr/share/pkgconfig
+  export CMAKE_PREFIX_PATH=$PREFIX/usr
+  CMAKE_EXTRA+=(-DHONE_OPENBLAS_LIB=$ML/openblas-pthread/libopenblas.so
+                -DHONE_CBLAS_INCLUDE=$PREFIX/usr/include/x86_64-linux-gnu/openblas-pthread
+                -DCMAKE_C_FLAGS=-I$PREFIX/usr/include)
+fi
+
+# ---- build: CMake for the whole tree; if another module's configure fails, build ours directly
+TARGETS="test_gpu_ops test_gpu_train bench_train_gpu"
+BIN_OPS= BIN_TRAIN= BIN_BENCH=
+if cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release "${CMAKE_EXTRA[@]}" >"$LOG/configure.log" 2>&1; then
+  for t in test_kernels_dense test_kernels_conv test_kernels_pool_norm test_kernels_optim_data \
+           test_kernels_graph; do
+    grep -q "^$t:" <(cmake --build "$BUILD" --target help 2>/dev/null | sed 's/^\.\.\. //;s/$/:/') &&
+      TARGETS="$TARGETS $t"
+  done
+  cmake --build "$BUILD" --target $TARGETS -j"$(nproc)" >"$LOG/build.log" 2>&1 ||
+    { tail -40 "$LOG/build.log"; echo "run.sh: build failed"; exit 1; }
+  BIN_OPS=$BUILD/tests/gpu/test_gpu_ops BIN_TRAIN=$BUILD/tests/gpu/test_gpu_train
+  BIN_BENCH=$BUILD/bench/bench_train_gpu
+else
+  tail -20 "$LOG/configure.log"
+  echo "run.sh: CMake configure failed; building the CUDA backend and its tests directly"
+  D=$BUILD/direct; mkdir -p "$D"
+  INC="-I$ROOT/common -I$ROOT/kernels -I$ROOT/tests/kernels -I$ROOT/tests/gpu ${CMAKE_PREFIX_PATH:+-I$PREFIX/usr/include -I$PREFIX/usr/include/x86_64-linux-gnu/openblas-pthread}"
+  OBJS=()
+  for cu in "$ROOT"/kernels/cuda/*.cu; do
+    o=$D/$(basename "$cu").o; OBJS+=("$o")
+    nvcc -O3 -arch=sm_90 -DHONE_HAVE_CUDA=1 $INC -c "$cu" -o "$o" &
+  done
+  for c in "$ROOT"/common/hone.c "$ROOT"/kernels/dispatch.c "$ROOT"/kernels/cpu/*.c \
+           "$ROOT"/tests/kernels/ref.c "$ROOT"/tests/gpu/gpu_net.c; do
+    o=$D/$(basename "$c").o; OBJS+=("$o")
+    gcc -O2 -std=gnu11 -DHONE_HAVE_CUDA=1 $INC -c "$c" -o "$o" &
+  done
+  wait
+  LIBS="-L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt -lopenblas -lm -lpthread -lstdc++"
+  gcc -O2 -std=gnu11 $INC "$ROOT/tests/gpu/test_gpu_ops.c" "${OBJS[@]}" $LIBS -o "$D/test_gpu_ops" &&
+  gcc -O2 -std=gnu11 $INC "$ROOT/tests/gpu/test_gpu_train.c" "${OBJS[@]}" $LIBS -o "$D/test_gpu_train" &&
+  gcc -O2 -std=gnu11 $INC "$ROOT/bench/train_gpu.c" "${OBJS[@]}" $LIBS -o "$D/bench_train_gpu" ||
+    { echo "run.sh: direct build failed"; exit 1; }
+  BIN_OPS=$D/test_gpu_ops BIN_TRAIN=$D/test_gpu_train BIN_BENCH=$D/bench_train_gpu
+fi
+echo "run.sh: built"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>/dev/null
+
+# ---- tests
+FAIL=0
+if [ $RUN_TESTS = 1 ]; then
+  if [ -n "$BIN_OPS" ] && [ -e "$BUILD/CTestTestfile.cmake" ]; then
+    (cd "$BUILD" && ctest -L gpu --output-on-failure --timeout 600) 2>&1 | tee "$LOG/ctest.log" | tail -60
+    grep -q "100% tests passed" "$LOG/ctest.log" || FAIL=1
+  else
+    "$BIN_OPS" || FAIL=1
+    "$BIN_TRAIN" || FAIL=1
+  fi
+fi
+
+# ---- bench
+if [ $RUN_BENCH = 1 ]; then
+  BENCH_BIN=$BIN_BENCH "$ROOT/bench/train_gpu.sh" 2>&1 | tee "$LOG/bench.log"
+fi
+[ $FAIL = 0 ] && echo "run.sh: GPU tests passed" || echo "run.sh: GPU TESTS FAILED"
+exit $FAIL

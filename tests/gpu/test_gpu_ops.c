@@ -1,0 +1,492 @@
+/* tests/gpu/test_gpu_ops.c: every CUDA op against the double-precision references of
+ * tests/kernels/ref.c (or the CPU backend, for permutation at full size), on fresh random inputs
+ * each run (seed printed), outputs poisoned with NaN first. GEMM and conv run in fp32, TF32 and
+ * bf16 modes with their own tolerances. Exits 77 (skipped) when no GPU is visible. */
+#include <math.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tk.h"
+
+static uint64_t g_seed;
+static uint64_t next_seed(void)
+{
+    return g_seed += 0x9E3779B97F4A7C15ULL;
+}
+
+static float *rnd(size_t n, float lo, float hi)
+{
+    float *x = malloc(sizeof(float) * (n ? n : 1));
+    ref_fill_uniform(x, n, next_seed(), lo, hi);
+    return x;
+}
+
+static const double MATH_TOL[3] = {1e-5, 1.5e-3, 1.5e-2}; /* fp32, tf32, bf16 */
+static const char *MATH_NAME[3] = {"fp32", "tf32", "bf16"};
+
+static void check_gemm(hone_kctx *k, hone_math m, int ta, int tb, int M, int N, int K, float beta)
+{
+    int lda = ta ? M : K, ldb = tb ? K : N, ldc = N;
+    size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+    float *A = rnd(na, -1, 1), *B = rnd(nb, -1, 1), *C = rnd(nc, -1, 1);
+    double *ref = malloc(sizeof(double) * nc);
+    ref_gemm(ta, tb, M, N, K, 0.7, A, lda, B, ldb, beta, C, ldc, ref);
+    float *dA = tk_dev(k, A, na), *dB = tk_dev(k, B, nb);
+    float *dC = beta == 0.f ? tk_poisoned(k, nc) : tk_dev(k, C, nc);
+    hone_k_set_math(k, m);
+    TK_OK(hone_k_gemm(k, ta, tb, M, N, K, 0.7f, dA, lda, dB, ldb, beta, dC, ldc));
+    hone_k_set_math(k, HONE_MATH_FP32);
+    float *out = tk_get(k, dC, nc);
+    char name[96];
+    snprintf(name, sizeof(name), "gemm %s ta=%d tb=%d %dx%dx%d", MATH_NAME[m], ta, tb, M, N, K);
+    TK_CLOSE(name, out, ref, nc, MATH_TOL[m] * (m ? 1 : 10));
+    hone_k_free(k, dA);
+    hone_k_free(k, dB);
+    hone_k_free(k, dC);
+    free(A), free(B), free(C), free(ref), free(out);
+}
+
+static void check_conv(hone_kctx *k, hone_math m, int n, int c, int h, int w, int kk, int r,
+                       int stride, int pad, int with_dx)
+{
+    hone_conv_desc d;
+    TK_OK(hone_conv_desc_init(&d, n, c, h, w, kk, r, r, stride, pad));
+    size_t nx = (size_t)n * c * h * w, nw = (size_t)kk * c * r * r, ny = (size_t)n * kk * d.p * d.q;
+    float *x = rnd(nx, -1, 1), *wt = rnd(nw, -0.5f, 0.5f), *b = rnd(kk, -1, 1);
+    float *dy = rnd(ny, -1, 1);
+    double *ry = malloc(sizeof(double) * ny), *rdx = malloc(sizeof(double) * nx);
+    double *rdw = malloc(sizeof(double) * nw), *rdb = malloc(sizeof(double) * kk);
+    ref_conv_fwd(&d, x, wt, b, ry);
+    ref_conv_bwd(&d, x, wt, dy, rdx, rdw, rdb);
+    float *gx = tk_dev(k, x, nx), *gw = tk_dev(k, wt, nw), *gb = tk_dev(k, b, kk);
+    float *gdy = tk_dev(k, dy, ny), *gy = tk_poisoned(k, ny), *gdx = tk_poisoned(k, nx);
+    float *gdw = tk_poisoned(k, nw), *gdb = tk_poisoned(k, kk);
+    size_t wsb = hone_k_conv_workspace(k, &d);
+    void *ws = wsb ? hone_k_alloc(k, wsb) : NULL;
+    hone_k_set_math(k, m);
+    TK_OK(hone_k_conv_fwd(k, &d, gx, gw, gb, gy, ws));
+    TK_OK(hone_k_conv_bwd(k, &d, gx, gw, gdy, with_dx ? gdx : NULL, gdw, gdb, ws));
+    hone_k_set_math(k, HONE_MATH_FP32);
+    char name[128];
+    double tol = m ? MATH_TOL[m] : 1e-4;
+    float *o;
+#define CONV_CHECK(what, dev, refv, cnt)                                                           \
+    snprintf(name, sizeof(name), "conv %s %s n%d c%d %dx%d k%d r%d s%d p%d", what, MATH_NAME[m], \
+             n, c, h, w, kk, r, stride, pad);                                                      \
+    TK_CLOSE(name, o = tk_get(k, dev, cnt), refv, cnt, tol);                                       \
+    free(o)
+    CONV_CHECK("y", gy, ry, ny);
+    if (with_dx) {
+        CONV_CHECK("dx", gdx, rdx, nx);
+    }
+    CONV_CHECK("dw", gdw, rdw, nw);
+    CONV_CHECK("db", gdb, rdb, (size_t)kk);
+    hone_k_free(k, ws);
+    float *bufs[] = {gx, gw, gb, gdy, gy, gdx, gdw, gdb};
+    for (size_t i = 0; i < HONE_ARRAY_LEN(bufs); i++)
+        hone_k_free(k, bufs[i]);
+    free(x), free(wt), free(b), free(dy), free(ry), free(rdx), free(rdw), free(rdb);
+}
+
+static void check_pool(hone_kctx *k, int n, int c, int h, int w, int size, int stride)
+{
+    int p = (h - size) / stride + 1, q = (w - size) / stride + 1;
+    size_t nx = (size_t)n * c * h * w, ny = (size_t)n * c * p * q;
+    float *x = rnd(nx, -2, 2), *dy = rnd(ny, -1, 1), *o;
+    double *ry = malloc(sizeof(double) * ny), *rdx = malloc(sizeof(double) * nx);
+    ref_maxpool_fwd(n, c, h, w, size, stride, x, ry);
+    ref_maxpool_bwd(n, c, h, w, size, stride, x, dy, rdx);
+    float *gx = tk_dev(k, x, nx), *gy = tk_poisoned(k, ny), *gdy = tk_dev(k, dy, ny);
+    float *gdx = tk_poisoned(k, nx);
+    int32_t *idx = hone_k_alloc(k, sizeof(int32_t) * ny);
+    TK_OK(hone_k_maxpool_fwd(k, n, c, h, w, size, stride, gx, gy, idx));
+    TK_OK(hone_k_maxpool_bwd(k, n, c, h, w, size, stride, gdy, idx, gdx));
+    TK_CLOSE("maxpool_fwd", o = tk_get(k, gy, ny), ry, ny, 1e-6);
+    free(o);
+    TK_CLOSE("maxpool_bwd", o = tk_get(k, gdx, nx), rdx, nx, 1e-6);
+    free(o);
+    /* global average pool and nearest upsampling by 2, with hand-written backward refs */
+    double *ra = malloc(sizeof(double) * (size_t)n * c), *rad = malloc(sizeof(double) * nx);
+    float *ga = tk_poisoned(k, (size_t)n * c), *gad = tk_poisoned(k, nx);
+    ref_avgpool_global_fwd(n, c, h, w, x, ra);
+    float *dya = rnd((size_t)n * c, -1, 1), *gdyc = tk_dev(k, dya, (size_t)n * c);
+    for (size_t i = 0; i < nx; i++)
+        rad[i] = dya[i / ((size_t)h * w)] / ((double)h * w);
+    TK_OK(hone_k_avgpool_global_fwd(k, n, c, h, w, gx, ga));
+    TK_CLOSE("avgpool_fwd", o = tk_get(k, ga, (size_t)n * c), ra, (size_t)n * c, 1e-5);
+    free(o);
+    TK_OK(hone_k_avgpool_global_bwd(k, n, c, h, w, gdyc, gad));
+    TK_CLOSE("avgpool_bwd", o = tk_get(k, gad, nx), rad, nx, 1e-5);
+    free(o);
+    free(dya);
+    size_t nu = nx * 4;
+    double *ru = malloc(sizeof(double) * nu), *rub = malloc(sizeof(double) * nx);
+    float *du = rnd(nu, -1, 1), *gu = tk_poisoned(k, nu), *gdu = tk_dev(k, du, nu);
+    float *gub = tk_poisoned(k, nx);
+    ref_upsample_fwd(n, c, h, w, 2, x, ru);
+    for (size_t i = 0; i < nx; i++) {
+        size_t pl = i / ((size_t)h * w);
+        int yy = (int)((i / w) % h), xx = (int)(i % w);
+        double s = 0;
+        for (int a = 0; a < 2; a++)
+            for (int b = 0; b < 2; b++)
+                s += du[pl * 4 * h * w + (size_t)(2 * yy + a) * 2 * w + 2 * xx + b];
+        rub[i] = s;
+    }
+    TK_OK(hone_k_upsample_fwd(k, n, c, h, w, 2, gx, gu));
+    TK_OK(hone_k_upsample_bwd(k, n, c, h, w, 2, gdu, gub));
+    TK_CLOSE("upsample_fwd", o = tk_get(k, gu, nu), ru, nu, 1e-6);
+    free(o);
+    TK_CLOSE("upsample_bwd", o = tk_get(k, gub, nx), rub, nx, 1e-6);
+    free(o);
+    float *bufs[] = {gx, gy, gdy, gdx, ga, gad, gdyc, gu, gdu, gub};
+    for (size_t i = 0; i < HONE_ARRAY_LEN(bufs); i++)
+        hone_k_free(k, bufs[i]);
+    hone_k_free(k, idx);
+    free(x), free(dy), free(ry), free(rdx), free(ra), free(rad), free(ru), free(rub), free(du);
+}
+
+static void check_elementwise(hone_kctx *k, size_t n)
+{
+    float *x = rnd(n, -3, 3), *g = rnd(n, -1, 1), *o;
+    double *ref = malloc(sizeof(double) * n);
+    float *gx = tk_dev(k, x, n), *gg = tk_dev(k, g, n), *gy = tk_poisoned(k, n);
+    float *gz = tk_poisoned(k, n);
+    TK_OK(hone_k_sigmoid_fwd(k, gx, gy, n));
+    for (size_t i = 0; i < n; i++)
+        ref[i] = 1.0 / (1.0 + exp(-(double)x[i]));
+    TK_CLOSE("sigmoid_fwd", o = tk_get(k, gy, n), ref, n, 1e-6);
+    for (size_t i = 0; i < n; i++)
+        ref[i] = g[i] * (double)o[i] * (1.0 - (double)o[i]);
+    free(o);
+    TK_OK(hone_k_sigmoid_bwd(k, gy, gg, gz, n));
+    TK_CLOSE("sigmoid_bwd", o = tk_get(k, gz, n), ref, n, 1e-6);
+    free(o);
+    TK_OK(hone_k_relu_fwd(k, gx, gy, n));
+    TK_OK(hone_k_relu_bwd(k, gy, gg, gz, n));
+    for (size_t i = 0; i < n; i++)
+        ref[i] = x[i] > 0 ? g[i] : 0;
+    TK_CLOSE("relu_fwd+bwd", o = tk_get(k, gz, n), ref, n, 1e-7);
+    free(o);
+    TK_OK(hone_k_copy(k, gz, gg, sizeof(float) * n));
+    TK_OK(hone_k_axpy(k, -0.5f, gx, gz, n));
+    TK_OK(hone_k_scale(k, gz, 3.0f, n));
+    for (size_t i = 0; i < n; i++)
+        ref[i] = 3.0 * (g[i] - 0.5 * x[i]);
+    TK_CLOSE("copy+axpy+scale", o = tk_get(k, gz, n), ref, n, 1e-6);
+    free(o);
+    float *gs = tk_poisoned(k, 1);
+    TK_OK(hone_k_sum(k, gx, n, gs));
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += x[i];
+    o = tk_get(k, gs, 1);
+    TK_EXPECT(fabs(o[0] - s) <= 1e-4 * (fabs(s) + sqrt((double)n)));
+    free(o);
+    /* dropout: masks must equal the reference bit for bit; the counter advances by one */
+    uint64_t seed = next_seed(), ctr = next_seed() >> 40;
+    uint64_t *gctr = tk_dev_bytes(k, &ctr, sizeof(ctr));
+    uint8_t *mask = hone_k_alloc(k, n), *rmask = malloc(n), *hmask = malloc(n);
+    TK_OK(hone_k_dropout_fwd(k, gx, gy, mask, n, 0.3f, seed, gctr));
+    ref_dropout_fwd(x, n, 0.3f, seed, ctr, ref, rmask);
+    TK_CLOSE("dropout_fwd", o = tk_get(k, gy, n), ref, n, 1e-7);
+    free(o);
+    TK_OK(hone_k_download(k, hmask, mask, n));
+    TK_EXPECT(memcmp(hmask, rmask, n) == 0);
+    uint64_t after = 0;
+    TK_OK(hone_k_download(k, &after, gctr, sizeof(after)));
+    TK_EXPECT(after == ctr + 1);
+    TK_OK(hone_k_dropout_bwd(k, gg, mask, gz, n, 0.3f));
+    for (size_t i = 0; i < n; i++)
+        ref[i] = rmask[i] ? (double)(g[i] * (1.0f / 0.7f)) : 0.0;
+    TK_CLOSE("dropout_bwd", o = tk_get(k, gz, n), ref, n, 1e-7);
+    free(o);
+    hone_k_free(k, gctr), hone_k_free(k, mask), hone_k_free(k, gs);
+    hone_k_free(k, gx), hone_k_free(k, gg), hone_k_free(k, gy), hone_k_free(k, gz);
+    free(x), free(g), free(ref), free(rmask), free(hmask);
+}
+
+static void check_dense_misc(hone_kctx *k, int n, int c)
+{
+    size_t nn = (size_t)n * c;
+    float *y = rnd(nn, -1, 1), *b = rnd(c, -1, 1), *db0 = rnd(c, -1, 1), *o;
+    double *ref = malloc(sizeof(double) * nn);
+    float *gy = tk_dev(k, y, nn), *gb = tk_dev(k, b, c), *gdb = tk_dev(k, db0, c);
+    TK_OK(hone_k_bias_add(k, gy, gb, n, c));
+    for (size_t i = 0; i < nn; i++)
+        ref[i] = (double)y[i] + b[i % c];
+    TK_CLOSE("bias_add", o = tk_get(k, gy, nn), ref, nn, 1e-7);
+    free(o);
+    TK_OK(hone_k_bias_grad(k, gdb, gy, n, c, 1));
+    for (int j = 0; j < c; j++) {
+        double s = db0[j];
+        for (int i = 0; i < n; i++)
+            s += (double)y[(size_t)i * c + j] + b[j];
+        ref[j] = s;
+    }
+    TK_CLOSE("bias_grad accumulate", o = tk_get(k, gdb, c), ref, c, 1e-5);
+    free(o);
+    hone_k_free(k, gy), hone_k_free(k, gb), hone_k_free(k, gdb);
+    free(y), free(b), free(db0), free(ref);
+}
+
+static void check_batchnorm(hone_kctx *k, int n, int c, int hw)
+{
+    size_t nx = (size_t)n * c * hw;
+    float *x = rnd(nx, -2, 3), *dy = rnd(nx, -1, 1), *gamma = rnd(c, 0.5f, 1.5f);
+    float *beta = rnd(c, -1, 1), *rm0 = rnd(c, -1, 1), *rv0 = rnd(c, 0.5f, 2), *o;
+    double *ry = malloc(sizeof(double) * nx), *rdx = malloc(sizeof(double) * nx);
+    double *mean = malloc(sizeof(double) * c), *var = malloc(sizeof(double) * c);
+    double *rdg = malloc(sizeof(double) * c), *rdb = malloc(sizeof(double) * c);
+    double *rrm = malloc(sizeof(double) * c), *rrv = malloc(sizeof(double) * c);
+    const double eps = 1e-5, mom = 0.1, m = (double)n * hw;
+    ref_batchnorm_fwd(n, c, hw, x, gamma, beta, eps, ry, mean, var);
+    ref_batchnorm_bwd(n, c, hw, x, dy, gamma, eps, rdx, rdg, rdb);
+    for (int j = 0; j < c; j++) {
+        rrm[j] = (1 - mom) * rm0[j] + mom * mean[j];
+        rrv[j] = (1 - mom) * rv0[j] + mom * var[j] * m / (m - 1);
+    }
+    float *gx = tk_dev(k, x, nx), *gdy = tk_dev(k, dy, nx), *gg = tk_dev(k, gamma, c);
+    float *gb = tk_dev(k, beta, c), *grm = tk_dev(k, rm0, c), *grv = tk_dev(k, rv0, c);
+    float *gy = tk_poisoned(k, nx), *gdx = tk_poisoned(k, nx), *gsm = tk_poisoned(k, c);
+    float *gsi = tk_poisoned(k, c), *gdg = tk_poisoned(k, c), *gdb = tk_poisoned(k, c);
+    TK_OK(hone_k_batchnorm_fwd(k, n, c, hw, gx, gg, gb, grm, grv, (float)mom, (float)eps, 1, gsm,
+                               gsi, gy));
+    TK_OK(hone_k_batchnorm_bwd(k, n, c, hw, gx, gdy, gg, gsm, gsi, gdx, gdg, gdb));
+    TK_CLOSE("bn y", o = tk_get(k, gy, nx), ry, nx, 1e-5);
+    free(o);
+    TK_CLOSE("bn save_mean", o = tk_get(k, gsm, c), mean, c, 1e-5);
+    free(o);
+    TK_CLOSE("bn running_mean", o = tk_get(k, grm, c), rrm, c, 1e-5);
+    free(o);
+    TK_CLOSE("bn running_var", o = tk_get(k, grv, c), rrv, c, 1e-5);
+    free(o);
+    TK_CLOSE("bn dx", o = tk_get(k, gdx, nx), rdx, nx, 1e-4);
+    free(o);
+    TK_CLOSE("bn dgamma", o = tk_get(k, gdg, c), rdg, c, 1e-4);
+    free(o);
+    TK_CLOSE("bn dbeta", o = tk_get(k, gdb, c), rdb, c, 1e-5);
+    free(o);
+    /* inference with the running statistics just updated */
+    float *hrm = tk_get(k, grm, c), *hrv = tk_get(k, grv, c);
+    for (size_t i = 0; i < nx; i++) {
+        int ch = (int)((i / hw) % c);
+        ry[i] = gamma[ch] * (x[i] - (double)hrm[ch]) / sqrt((double)hrv[ch] + eps) + beta[ch];
+    }
+    TK_OK(hone_k_batchnorm_fwd(k, n, c, hw, gx, gg, gb, grm, grv, (float)mom, (float)eps, 0, gsm,
+                               gsi, gy));
+    TK_CLOSE("bn inference", o = tk_get(k, gy, nx), ry, nx, 1e-5);
+    free(o), free(hrm), free(hrv);
+    float *bufs[] = {gx, gdy, gg, gb, grm, grv, gy, gdx, gsm, gsi, gdg, gdb};
+    for (size_t i = 0; i < HONE_ARRAY_LEN(bufs); i++)
+        hone_k_free(k, bufs[i]);
+    free(x), free(dy), free(gamma), free(beta), free(rm0), free(rv0), free(ry), free(rdx);
+    free(mean), free(var), free(rdg), free(rdb), free(rrm), free(rrv);
+}
+
+static void check_xent(hone_kctx *k, int n, int classes)
+{
+    size_t nz = (size_t)n * classes;
+    float *z = rnd(nz, -4, 4), *o;
+    int32_t *lab = malloc(sizeof(int32_t) * n);
+    float *u = rnd(n, 0, 1);
+    for (int i = 0; i < n; i++)
+        lab[i] = i % 17 == 5 ? -1 : (int32_t)(u[i] * classes) % classes;
+    double *rdz = malloc(sizeof(double) * nz), rloss;
+    int rcorrect;
+    ref_softmax_xent(z, lab, n, classes, rdz, &rloss, &rcorrect);
+    float acc0[2] = {1.5f, 2.0f};
+    float *gz = tk_dev(k, z, nz), *gdz = tk_poisoned(k, nz), *gacc = tk_dev(k, acc0, 2);
+    int32_t *glab = tk_dev_bytes(k, lab, sizeof(int32_t) * n);
+    TK_OK(hone_k_softmax_xent(k, gz, glab, n, classes, gdz, gacc, gacc + 1));
+    TK_OK(hone_k_softmax_xent(k, gz, glab, n, classes, NULL, gacc, gacc + 1)); /* eval form */
+    TK_CLOSE("xent dlogits", o = tk_get(k, gdz, nz), rdz, nz, 1e-5);
+    free(o);
+    float *acc = tk_get(k, gacc, 2);
+    double want_loss = 1.5 + 2 * rloss;
+    TK_EXPECT(fabs(acc[0] - want_loss) <= 1e-4 * fabs(want_loss));
+    TK_EXPECT(acc[1] == 2.0f + 2 * rcorrect);
+    if (acc[1] != 2.0f + 2 * rcorrect)
+        fprintf(stderr, "xent correct %g want %d\n", acc[1], 2 + 2 * rcorrect);
+    free(acc);
+    hone_k_free(k, gz), hone_k_free(k, gdz), hone_k_free(k, gacc), hone_k_free(k, glab);
+    free(z), free(lab), free(u), free(rdz);
+}
+
+static void check_optim(hone_kctx *k, size_t n)
+{
+    float *w = rnd(n, -1, 1), *g = rnd(n, -1, 1), *v = rnd(n, -0.1f, 0.1f);
+    float *m = rnd(n, -0.1f, 0.1f), *v2 = rnd(n, 0, 0.01f), *o;
+    double *rw = malloc(sizeof(double) * n), *rv = malloc(sizeof(double) * n);
+    double *rm = malloc(sizeof(double) * n);
+    for (int nesterov = 0; nesterov < 2; nesterov++) {
+        for (size_t i = 0; i < n; i++)
+            rw[i] = w[i], rv[i] = v[i];
+        ref_sgd_step(rw, g, rv, n, 0.05, 0.9, 5e-4, nesterov);
+        float lr = 0.05f;
+        float *gw = tk_dev(k, w, n), *gg = tk_dev(k, g, n), *gv = tk_dev(k, v, n);
+        float *glr = tk_dev(k, &lr, 1);
+        TK_OK(hone_k_sgd_step(k, gw, gg, gv, n, 99.f, glr, 0.9f, 5e-4f, nesterov));
+        TK_CLOSE(nesterov ? "sgd nesterov w" : "sgd w", o = tk_get(k, gw, n), rw, n, 1e-6);
+        free(o);
+        TK_CLOSE("sgd v", o = tk_get(k, gv, n), rv, n, 1e-6);
+        free(o);
+        hone_k_free(k, gw), hone_k_free(k, gg), hone_k_free(k, gv), hone_k_free(k, glr);
+    }
+    for (size_t i = 0; i < n; i++)
+        rw[i] = w[i], rv[i] = v2[i], rm[i] = m[i];
+    ref_adamw_step(rw, g, rm, rv, n, 1e-3, 0.9, 0.999, 1e-8, 0.01, 7);
+    int32_t t = 7;
+    float *gw = tk_dev(k, w, n), *gg = tk_dev(k, g, n), *gm = tk_dev(k, m, n);
+    float *gv = tk_dev(k, v2, n);
+    int32_t *gt = tk_dev_bytes(k, &t, sizeof(t));
+    TK_OK(hone_k_adamw_step(k, gw, gg, gm, gv, n, 1e-3f, NULL, 0.9f, 0.999f, 1e-8f, 0.01f, 1, gt));
+    TK_CLOSE("adamw w", o = tk_get(k, gw, n), rw, n, 1e-6);
+    free(o);
+    TK_CLOSE("adamw m", o = tk_get(k, gm, n), rm, n, 1e-6);
+    free(o);
+    TK_CLOSE("adamw v", o = tk_get(k, gv, n), rv, n, 1e-5);
+    free(o);
+    hone_k_free(k, gw), hone_k_free(k, gg), hone_k_free(k, gm), hone_k_free(k, gv);
+    hone_k_free(k, gt);
+    free(w), free(g), free(v), free(m), free(v2), free(rw), free(rv), free(rm);
+}
+
+/* gather/counter/permutation/augment, and a captured graph replayed three times. */
+typedef struct {
+    hone_kctx *k;
+    const float *src;
+    const int32_t *lab, *idx;
+    int32_t *base;
+    float *dst;
+    int32_t *dlab;
+    int n, row;
+} gather_job;
+
+static void gather_step(void *arg)
+{
+    gather_job *j = arg;
+    hone_k_gather_rows(j->k, j->src, j->lab, j->idx, j->base, 0, j->n, j->row, j->dst, j->dlab);
+    hone_k_relu_fwd(j->k, j->dst, j->dst, (size_t)j->n * j->row);
+    hone_k_counter_add(j->k, j->base, j->n);
+}
+
+static void check_data(hone_kctx *k, hone_kctx *cpu)
+{
+    int rows = 5000, row = 784, n = 128;
+    float *src = rnd((size_t)rows * row, -1, 1), *o;
+    int32_t *lab = malloc(sizeof(int32_t) * rows), *idx = malloc(sizeof(int32_t) * rows);
+    int32_t *ridx = malloc(sizeof(int32_t) * rows);
+    for (int i = 0; i < rows; i++)
+        lab[i] = i * 7 % 10;
+    uint64_t seed = next_seed(), epoch = next_seed() >> 50;
+    int32_t *gidx = hone_k_alloc(k, sizeof(int32_t) * rows);
+    TK_OK(hone_k_permutation(k, gidx, rows, seed, epoch));
+    TK_OK(hone_k_download(k, idx, gidx, sizeof(int32_t) * rows));
+    ref_permutation(ridx, rows, seed, epoch);
+    TK_EXPECT(memcmp(idx, ridx, sizeof(int32_t) * rows) == 0);
+    /* full Fashion-MNIST size against the CPU backend's sort */
+    int big = 60000;
+    int32_t *bi = malloc(sizeof(int32_t) * big), *bc = malloc(sizeof(int32_t) * big);
+    int32_t *gbi = hone_k_alloc(k, sizeof(int32_t) * big);
+    TK_OK(hone_k_permutation(k, gbi, big, seed, epoch + 1));
+    TK_OK(hone_k_download(k, bi, gbi, sizeof(int32_t) * big));
+    TK_OK(hone_k_permutation(cpu, bc, big, seed, epoch + 1));
+    TK_EXPECT(memcmp(bi, bc, sizeof(int32_t) * big) == 0);
+    hone_k_free(k, gbi), free(bi), free(bc);
+
+    gather_job j = {k, tk_dev(k, src, (size_t)rows * row), NULL, gidx, NULL, NULL, NULL, n, row};
+    j.lab = tk_dev_bytes(k, lab, sizeof(int32_t) * rows);
+    int32_t zero = 0, got_base = 0;
+    j.base = tk_dev_bytes(k, &zero, sizeof(int32_t));
+    j.dst = tk_poisoned(k, (size_t)n * row);
+    j.dlab = hone_k_alloc(k, sizeof(int32_t) * n);
+    hone_kgraph *g = NULL;
+    TK_OK(hone_kgraph_capture(k, gather_step, &j, &g));
+    double *ref = malloc(sizeof(double) * n * row);
+    int32_t *hl = malloc(sizeof(int32_t) * n);
+    for (int rep = 0; rep < 3 && g; rep++) {
+        TK_OK(hone_kgraph_launch(k, g));
+        for (int i = 0; i < n; i++)
+            for (int c = 0; c < row; c++) {
+                float v = src[(size_t)idx[rep * n + i] * row + c];
+                ref[(size_t)i * row + c] = v > 0 ? v : 0;
+            }
+        TK_CLOSE("graph gather+relu", o = tk_get(k, j.dst, (size_t)n * row), ref,
+                 (size_t)n * row, 0);
+        free(o);
+        TK_OK(hone_k_download(k, hl, j.dlab, sizeof(int32_t) * n));
+        for (int i = 0; i < n; i++)
+            TK_EXPECT(hl[i] == lab[idx[rep * n + i]]);
+    }
+    TK_OK(hone_k_download(k, &got_base, j.base, sizeof(int32_t)));
+    TK_EXPECT(got_base == 3 * n);
+    hone_kgraph_free(g);
+
+    /* augment: small planes (shared-memory path) and a large plane (copy path) */
+    int shapes[2][3] = {{1, 28, 28}, {3, 130, 120}};
+    for (int s = 0; s < 2; s++) {
+        int c = shapes[s][0], h = shapes[s][1], w = shapes[s][2], na = 24;
+        size_t nx = (size_t)na * c * h * w;
+        float *x = rnd(nx, -1, 1);
+        double *ra = malloc(sizeof(double) * nx);
+        uint64_t ctr = next_seed() >> 40, aseed = next_seed();
+        ref_augment(x, na, c, h, w, 1, 3, aseed, ctr, ra);
+        float *gx = tk_dev(k, x, nx);
+        uint64_t *gctr = tk_dev_bytes(k, &ctr, sizeof(ctr));
+        TK_OK(hone_k_augment(k, gx, na, c, h, w, 1, 3, aseed, gctr));
+        TK_CLOSE(s ? "augment large" : "augment", o = tk_get(k, gx, nx), ra, nx, 0);
+        free(o);
+        uint64_t after = 0;
+        TK_OK(hone_k_download(k, &after, gctr, sizeof(after)));
+        TK_EXPECT(after == ctr + 1);
+        hone_k_free(k, gx), hone_k_free(k, gctr), free(x), free(ra);
+    }
+    hone_k_free(k, (void *)j.src), hone_k_free(k, (void *)j.lab), hone_k_free(k, j.base);
+    hone_k_free(k, j.dst), hone_k_free(k, j.dlab), hone_k_free(k, gidx);
+    free(src), free(lab), free(idx), free(ridx), free(ref), free(hl);
+}
+
+int main(int argc, char **argv)
+{
+    (void)argc, (void)argv;
+    char *fake[] = {argv[0], "cuda"};
+    hone_kctx *k = tk_ctx(2, fake), *cpu = NULL;
+    if (hone_kctx_new(HONE_DEV_CPU, 0, &cpu) != HONE_OK)
+        return 1;
+    g_seed = (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid();
+    if (getenv("HONE_TEST_SEED"))
+        g_seed = strtoull(getenv("HONE_TEST_SEED"), NULL, 0);
+    fprintf(stderr, "test_gpu_ops: seed %llu (HONE_TEST_SEED to repeat)\n",
+            (unsigned long long)g_seed);
+    char dev[128] = "";
+    size_t mem = 0;
+    hone_cuda_device_name(0, dev, sizeof(dev), &mem);
+    fprintf(stderr, "device: %s, %zu MiB\n", dev, mem >> 20);
+
+    for (int m = 0; m < 3; m++) {
+        check_gemm(k, (hone_math)m, 0, 0, 128, 256, 784, 0.f);
+        check_gemm(k, (hone_math)m, 1, 0, 784, 256, 128, 0.f);
+        check_gemm(k, (hone_math)m, 0, 1, 128, 784, 256, 1.f);
+        check_gemm(k, (hone_math)m, 1, 1, 37, 53, 71, 0.5f);
+        check_conv(k, (hone_math)m, 16, 1, 28, 28, 32, 3, 1, 1, 0);
+        check_conv(k, (hone_math)m, 16, 32, 14, 14, 64, 3, 1, 1, 1);
+    }
+    check_conv(k, HONE_MATH_FP32, 4, 3, 17, 19, 8, 3, 2, 1, 1);
+    check_conv(k, HONE_MATH_FP32, 3, 16, 7, 9, 8, 1, 1, 0, 1);
+    check_conv(k, HONE_MATH_FP32, 2, 5, 12, 12, 6, 5, 2, 2, 1);
+    check_conv(k, HONE_MATH_FP32, 2, 4, 9, 9, 4, 4, 2, 1, 1);
+    check_pool(k, 8, 32, 28, 28, 2, 2);
+    check_pool(k, 3, 5, 13, 11, 3, 2); /* overlapping windows, odd sizes */
+    check_elementwise(k, 100003);
+    check_dense_misc(k, 128, 10);
+    check_dense_misc(k, 37, 300);
+    check_batchnorm(k, 16, 8, 49);
+    check_batchnorm(k, 64, 3, 1);
+    check_xent(k, 128, 10);
+    check_xent(k, 77, 100);
+    check_optim(k, 300007);
+    check_data(k, cpu);
+    hone_kctx_free(cpu);
+    return tk_finish(k, "test_gpu_ops");
+}

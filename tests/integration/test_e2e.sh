@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# End-to-end: starts a real hone-controller and TWO real hone-workers on loopback with a temp data
+# dir, then through the hone CLI registers a Fashion-MNIST subset, runs a small AutoML search with
+# Hyperband and then Bayesian, and checks early stopping, the best trial and its artifacts; then
+# bad input through the CLI (exit 1 naming the field, exit 2 for usage) changes nothing stored.
+# Usage: test_e2e.sh HONE HONE-CONTROLLER HONE-WORKER HONE-TRAIN
+set -euo pipefail
+HONE=$1 CTL=$2 WRK=$3 TRN=$4
+tmp=$(mktemp -d /tmp/hone-e2e.XXXXXX)
+pids=()
+cleanup() {
+  local rc=$?
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
+    for f in "$tmp"/*.log; do echo "--- $f (tail)"; tail -n 40 "$f"; done
+  fi
+  rm -rf "$tmp"
+  exit $rc
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+jget() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1], {"d": d}))' "$1"; }
+
+# The Fashion-MNIST folder: $HONE_FMNIST_DIR, the Debian package, or the repo's .data copy.
+src=$(cd "$(dirname "$0")/../.." && pwd)
+fm=${HONE_FMNIST_DIR:-}
+[ -z "$fm" ] && fm=$(dpkg -L dataset-fashion-mnist 2>/dev/null | grep train-images-idx3 | head -1 | xargs -r dirname || true)
+[ -z "$fm" ] && [ -f "$src/.data/train-images-idx3-ubyte.gz" ] && fm=$src/.data
+[ -n "$fm" ] && [ -d "$fm" ] || { echo "SKIP: no Fashion-MNIST (apt-get install dataset-fashion-mnist)"; exit 77; }
+
+# --- the stack: one controller, two workers (one thread each: CI has 2 cores)
+cat > "$tmp/controller.yaml" <<YAML
+log_format: text
+heartbeat_seconds: 1
+data_roots: ["$tmp", "$fm"]
+YAML
+"$CTL" --config "$tmp/controller.yaml" --listen 127.0.0.1:0 --data-dir "$tmp/data" \
+       --port-file "$tmp/port" >"$tmp/controller.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 300); do [ -s "$tmp/port" ] && break; sleep 0.1; done
+[ -s "$tmp/port" ] || fail "controller did not write its port"
+export HONE_URL="http://127.0.0.1:$(cat "$tmp/port")"
+for _ in $(seq 1 100); do curl -sf "$HONE_URL/readyz" >/dev/null && break; sleep 0.1; done
+for i in 1 2; do
+  "$WRK" --controller "$HONE_URL" --name "e2e-$i" --work-dir "$tmp/w$i" --device cpu \
+         --threads 1 --trainer "$TRN" --lease-wait 2 >"$tmp/worker-$i.log" 2>&1 &
+  pids+=($!)
+done
+for _ in $(seq 1 100); do
+  n=$("$HONE" worker list --json | jget 'len([w for w in d["workers"] if w["alive"]])')
+  [ "$n" = 2 ] && break; sleep 0.1
+done
+[ "$n" = 2 ] || fail "expected 2 live workers, got $n"
+"$HONE" worker list
+
+# --- dataset and experiment through the CLI (a 3000-image subset, tiny MLP)
+ds=$("$HONE" dataset create --name fmnist --path "$fm" --json | jget 'd["id"]')
+"$HONE" dataset get "$ds" | grep -q "train_images: 60000" || fail "dataset stats"
+exp=$("$HONE" experiment create --name e2e --network mlp --train-dataset "$ds" \
+      --spec data.train_limit=3000 --spec data.val_size=1000 --spec model.hidden=64 \
+      --spec train.epochs=4 --json | jget 'd["id"]')
+"$HONE" experiment automl-defaults "$exp" | grep -q "train.lr" || fail "automl-defaults"
+
+# Runs one search and checks it: done, best trial = best recorded metric, artifacts exist.
+check_search() {
+  local job=$1 algo=$2
+  local dir="$tmp/dl-$algo"
+  local status; status=$("$HONE" job status "$job" --json)
+  [ "$(jget 'd["status"]' <<<"$status")" = done ] || fail "$algo: job not done: $status"
+  local best; best=$(jget 'd["automl"]["best_metric"]' <<<"$status")
+  local best_job; best_job=$(jget 'd["automl"]["best_job_id"]' <<<"$status")
+  local recorded; recorded=$("$HONE" job metrics "$job" --json |
+      jget 'max(m["val_accuracy"] for ms in d["trials"].values() for m in ms)')
+  python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); sys.exit(abs(a-b)>1e-9)" \
+      "$best" "$recorded" || fail "$algo: best_metric $best != best recorded $recorded"
+  local own; own=$("$HONE" job metrics "$best_job" --json | jget 'max(m["val_accuracy"] for m in d["metrics"])')
+  python3 -c "import sys; sys.exit(abs(float(sys.argv[1])-float(sys.argv[2]))>1e-9)" "$best" "$own" \
+      || fail "$algo: best trial's own metrics disagree ($own vs $best)"
+  "$HONE" job download "$job" --out "$dir" >/dev/null || fail "$algo: download"
+  [ -s "$dir/best_model/model.bin" ] || fail "$algo: best_model/model.bin missing"
+  [ -s "$dir/best_model/spec.yaml" ] || fail "$algo: best_model/spec.yaml missing"
+  "$HONE" job status "$job" | grep -q "best_metric" || fail "$algo: human status"
+  echo "$algo: best val_accuracy $best (job $best_job), artifacts ok"
+}
+
+# --- Hyperband: brackets of successive halving, so some trials must stop early
+hb=$("$HONE" automl start --experiment "$exp" --algorithm hyperband --R 4 --nu 2 \
+     --max-parallel 2 --seed 3 --json | jget 'd["id"]')
+"$HONE" job wait "$hb" --timeout 400 || fail "hyperband wait"
+check_search "$hb" hyperband
+early=$("$HONE" job status "$hb" --json | jget 'd["automl"]["trials_stopped_early"]')
+[ "$early" -ge 1 ] || fail "hyperband: no trial stopped early"
+listed=$("$HONE" job list --parent "$hb" --json | jget 'sum(1 for j in d["jobs"] if j["stopped_early"])')
+[ "$listed" -ge 1 ] || fail "hyperband: no trial marked stopped_early in job list"
+echo "hyperband: $early trial(s) stopped early"
+
+# --- Bayesian: full-budget trials proposed by the GP
+bo=$("$HONE" automl start --experiment "$exp" --algorithm bayesian --max-recommendations 4 \
+     --max-parallel 2 --spec train.epochs=2 --param train.lr=float:0.001:0.1:log \
+     --param train.optimizer=sgd,adamw --json | jget 'd["id"]')
+"$HONE" job wait "$bo" --timeout 400 || fail "bayesian wait"
+check_search "$bo" bayesian
+n=$("$HONE" job list --parent "$bo" --json | jget 'len(d["jobs"])')
+[ "$n" = 4 ] || fail "bayesian: expected 4 trials, got $n"
+"$HONE" job logs "$("$HONE" job list --parent "$bo" --json | jget 'd["jobs"][0]["id"]')" >/dev/null
+
+# --- bad input through the CLI: exit 1 with the field named, nothing stored changes
+before=$("$HONE" dataset list --json | jget 'len(d["datasets"])'),$("$HONE" experiment list --json | jget 'len(d["experiments"])')
+expect_err() { # expect_err CODE PATTERN -- command...
+  local code=$1 pat=$2; shift 3
+  local out rc=0
+  out=$("$@" 2>&1) || rc=$?
+  [ "$rc" = "$code" ] || fail "expected exit $code from '$*', got $rc: $out"
+  grep -q -- "$pat" <<<"$out" || fail "expected '$pat' from '$*': $out"
+}
+expect_err 1 "field: path" -- "$HONE" dataset create --name bad --path /etc
+expect_err 1 "field: path" -- "$HONE" dataset create --name bad --path "$tmp/../../etc"
+expect_err 1 "field: specs.train.bogus" -- "$HONE" experiment create --name bad --network mlp \
+    --train-dataset "$ds" --spec train.bogus=1
+expect_err 1 "field: specs.train.lr" -- "$HONE" experiment create --name bad --network mlp \
+    --train-dataset "$ds" --spec train.lr=fast
+expect_err 1 "field: train_datasets" -- "$HONE" experiment create --name bad --network mlp \
+    --train-dataset ds-doesnotexist
+expect_err 1 "field: network_arch" -- "$HONE" experiment create --name bad --network resnet9000 \
+    --train-dataset "$ds"
+expect_err 1 "error:" -- "$HONE" job status job-doesnotexist
+expect_err 1 "automl_settings" -- "$HONE" automl start --experiment "$exp" --algorithm bogus
+expect_err 2 "missing --path" -- "$HONE" dataset create --name bad
+expect_err 2 "unknown option --frobnicate" -- "$HONE" dataset list --frobnicate
+expect_err 2 "float:LO:HI" -- "$HONE" automl start --experiment "$exp" --param train.lr=float:1
+expect_err 2 "unknown command" -- "$HONE" dataset explode
+# Raw HTTP for what the CLI never sends: malformed JSON, unknown fields, a non-JSON type, a body
+# too large.
+code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+[ "$(code -X POST -H 'Content-Type: application/json' -d '{"name":' "$HONE_URL/api/v1/datasets")" = 400 ] || fail "malformed JSON not 400"
+[ "$(code -X POST -H 'Content-Type: application/json' -d '{"name":"x","path":"'"$fm"'","format":"idx","type":"image_classification","colour":"red"}' "$HONE_URL/api/v1/datasets")" = 422 ] || fail "unknown field not 422"
+[ "$(code -X POST -H 'Content-Type: text/plain' -d 'hello' "$HONE_URL/api/v1/datasets")" = 415 ] || fail "text/plain not 415"
+head -c 3000000 /dev/zero | tr '\0' ' ' >"$tmp/big.json"
+[ "$(code -X POST -H 'Content-Type: application/json' --data-binary @"$tmp/big.json" "$HONE_URL/api/v1/datasets")" = 413 ] || fail "oversize body not 413"
+after=$("$HONE" dataset list --json | jget 'len(d["datasets"])'),$("$HONE" experiment list --json | jget 'len(d["experiments"])')
+[ "$before" = "$after" ] || fail "bad input changed what is stored ($before -> $after)"
+
+# --- the workers shut down cleanly on SIGTERM
+for p in "${pids[@]:1}"; do kill -TERM "$p"; done
+for p in "${pids[@]:1}"; do wait "$p" || fail "worker exited non-zero on SIGTERM"; done
+pids=("${pids[0]}")
+echo "e2e: ok"

@@ -1,0 +1,362 @@
+/* tests/kernels/ref.c: naive double-precision references for kernels.h ops (see ref.h). Direct
+ * loops straight from the definitions; no cleverness, so a disagreement points at the kernel. */
+#include <math.h>
+#include <stdio.h>
+
+#include "ref.h"
+
+void ref_fill_uniform(float *x, size_t n, uint64_t seed, float lo, float hi)
+{
+    uint64_t s = seed * 0x9E3779B97F4A7C15ULL + 1;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        z ^= z >> 31;
+        x[i] = lo + (hi - lo) * (float)((z >> 40) * (1.0 / 16777216.0));
+    }
+}
+
+void ref_poison(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = NAN;
+}
+
+double ref_rel_err(const float *out, const double *ref, size_t n)
+{
+    double e = 0.0, r = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(out[i]))
+            return INFINITY;
+        e += (out[i] - ref[i]) * (out[i] - ref[i]);
+        r += ref[i] * ref[i];
+    }
+    return sqrt(e) / fmax(sqrt(r), 1e-30);
+}
+
+double ref_rel_err_d(const double *out, const double *ref, size_t n)
+{
+    double e = 0.0, r = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(out[i]))
+            return INFINITY;
+        e += (out[i] - ref[i]) * (out[i] - ref[i]);
+        r += ref[i] * ref[i];
+    }
+    return sqrt(e) / fmax(sqrt(r), 1e-30);
+}
+
+int ref_check(const char *name, const float *out, const double *ref, size_t n, double tol)
+{
+    double e = ref_rel_err(out, ref, n);
+    if (e <= tol)
+        return 0;
+    fprintf(stderr, "%s: rel err %g (tol %g)\n", name, e, tol);
+    return 1;
+}
+
+void ref_gemm(int ta, int tb, int M, int N, int K, double alpha, const float *A, int lda,
+              const float *B, int ldb, double beta, const float *C0, int ldc, double *out)
+{
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0.0;
+            for (int k = 0; k < K; k++) {
+                double a = ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+                double b = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+                s += a * b;
+            }
+            out[(size_t)i * N + j] = alpha * s + (beta != 0.0 ? beta * C0[(size_t)i * ldc + j] : 0);
+        }
+}
+
+#define X4(t, a, b, c, d, B, C, D) (t)[(((size_t)(a) * (B) + (b)) * (C) + (c)) * (D) + (d)]
+
+void ref_conv_fwd(const hone_conv_desc *d, const float *x, const float *w, const float *b,
+                  double *y)
+{
+    for (int n = 0; n < d->n; n++)
+        for (int k = 0; k < d->k; k++)
+            for (int p = 0; p < d->p; p++)
+                for (int q = 0; q < d->q; q++) {
+                    double s = b ? b[k] : 0.0;
+                    for (int c = 0; c < d->c; c++)
+                        for (int r = 0; r < d->r; r++)
+                            for (int t = 0; t < d->s; t++) {
+                                int ih = p * d->stride - d->pad + r, iw = q * d->stride - d->pad + t;
+                                if (ih < 0 || ih >= d->h || iw < 0 || iw >= d->w)
+                                    continue;
+                                s += (double)X4(x, n, c, ih, iw, d->c, d->h, d->w) *
+                                     X4(w, k, c, r, t, d->c, d->r, d->s);
+                            }
+                    X4(y, n, k, p, q, d->k, d->p, d->q) = s;
+                }
+}
+
+void ref_conv_bwd(const hone_conv_desc *d, const float *x, const float *w, const float *dy,
+                  double *dx, double *dw, double *db)
+{
+    size_t nx = (size_t)d->n * d->c * d->h * d->w, nw = (size_t)d->k * d->c * d->r * d->s;
+    if (dx)
+        for (size_t i = 0; i < nx; i++)
+            dx[i] = 0.0;
+    for (size_t i = 0; i < nw; i++)
+        dw[i] = 0.0;
+    if (db)
+        for (int k = 0; k < d->k; k++)
+            db[k] = 0.0;
+    for (int n = 0; n < d->n; n++)
+        for (int k = 0; k < d->k; k++)
+            for (int p = 0; p < d->p; p++)
+                for (int q = 0; q < d->q; q++) {
+                    double g = X4(dy, n, k, p, q, d->k, d->p, d->q);
+                    if (db)
+                        db[k] += g;
+                    for (int c = 0; c < d->c; c++)
+                        for (int r = 0; r < d->r; r++)
+                            for (int t = 0; t < d->s; t++) {
+                                int ih = p * d->stride - d->pad + r, iw = q * d->stride - d->pad + t;
+                                if (ih < 0 || ih >= d->h || iw < 0 || iw >= d->w)
+                                    continue;
+                                X4(dw, k, c, r, t, d->c, d->r, d->s) +=
+                                    g * X4(x, n, c, ih, iw, d->c, d->h, d->w);
+                                if (dx)
+                                    X4(dx, n, c, ih, iw, d->c, d->h, d->w) +=
+                                        g * X4(w, k, c, r, t, d->c, d->r, d->s);
+                            }
+                }
+}
+
+/* Returns the argmax offset inside the plane (first maximum wins). */
+static int ref_pool_arg(const float *plane, int w, int size, int stride, int p, int q)
+{
+    int best = p * stride * w + q * stride;
+    for (int i = 0; i < size; i++)
+        for (int j = 0; j < size; j++) {
+            int o = (p * stride + i) * w + q * stride + j;
+            if (plane[o] > plane[best])
+                best = o;
+        }
+    return best;
+}
+
+void ref_maxpool_fwd(int n, int c, int h, int w, int size, int stride, const float *x, double *y)
+{
+    int P = (h - size) / stride + 1, Q = (w - size) / stride + 1;
+    for (size_t pl = 0; pl < (size_t)n * c; pl++)
+        for (int p = 0; p < P; p++)
+            for (int q = 0; q < Q; q++) {
+                const float *plane = x + pl * h * w;
+                y[pl * P * Q + (size_t)p * Q + q] = plane[ref_pool_arg(plane, w, size, stride, p, q)];
+            }
+}
+
+void ref_maxpool_bwd(int n, int c, int h, int w, int size, int stride, const float *x,
+                     const float *dy, double *dx)
+{
+    int P = (h - size) / stride + 1, Q = (w - size) / stride + 1;
+    for (size_t i = 0; i < (size_t)n * c * h * w; i++)
+        dx[i] = 0.0;
+    for (size_t pl = 0; pl < (size_t)n * c; pl++)
+        for (int p = 0; p < P; p++)
+            for (int q = 0; q < Q; q++) {
+                const float *plane = x + pl * h * w;
+                dx[pl * h * w + ref_pool_arg(plane, w, size, stride, p, q)] +=
+                    dy[pl * P * Q + (size_t)p * Q + q];
+            }
+}
+
+void ref_avgpool_global_fwd(int n, int c, int h, int w, const float *x, double *y)
+{
+    for (size_t pl = 0; pl < (size_t)n * c; pl++) {
+        double s = 0.0;
+        for (int i = 0; i < h * w; i++)
+            s += x[pl * h * w + i];
+        y[pl] = s / (h * w);
+    }
+}
+
+void ref_upsample_fwd(int n, int c, int h, int w, int factor, const float *x, double *y)
+{
+    int H = h * factor, W = w * factor;
+    for (size_t pl = 0; pl < (size_t)n * c; pl++)
+        for (int i = 0; i < H; i++)
+            for (int j = 0; j < W; j++)
+                y[pl * H * W + (size_t)i * W + j] = x[pl * h * w + (i / factor) * w + j / factor];
+}
+
+void ref_batchnorm_fwd(int n, int c, int hw, const float *x, const float *gamma, const float *beta,
+                       double eps, double *y, double *mean, double *var)
+{
+    double m = (double)n * hw;
+    for (int ch = 0; ch < c; ch++) {
+        double s = 0.0, s2 = 0.0;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < hw; j++)
+                s += x[((size_t)i * c + ch) * hw + j];
+        double mu = s / m;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < hw; j++) {
+                double dlt = x[((size_t)i * c + ch) * hw + j] - mu;
+                s2 += dlt * dlt;
+            }
+        double v = s2 / m;
+        mean[ch] = mu;
+        var[ch] = v;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < hw; j++) {
+                size_t o = ((size_t)i * c + ch) * hw + j;
+                y[o] = gamma[ch] * (x[o] - mu) / sqrt(v + eps) + beta[ch];
+            }
+    }
+}
+
+void ref_batchnorm_bwd(int n, int c, int hw, const float *x, const float *dy, const float *gamma,
+                       double eps, double *dx, double *dgamma, double *dbeta)
+{
+    double m = (double)n * hw;
+    for (int ch = 0; ch < c; ch++) {
+        double s = 0.0, s2 = 0.0;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < hw; j++)
+                s += x[((size_t)i * c + ch) * hw + j];
+        double mu = s / m;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < hw; j++) {
+                double dlt = x[((size_t)i * c + ch) * hw + j] - mu;
+                s2 += dlt * dlt;
+            }
+        double inv = 1.0 / sqrt(s2 / m + eps);
+        double sdy = 0.0, sdyx = 0.0;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < hw; j++) {
+                size_t o = ((size_t)i * c + ch) * hw + j;
+                sdy += dy[o];
+                sdyx += dy[o] * (x[o] - mu) * inv;
+            }
+        dgamma[ch] = sdyx;
+        dbeta[ch] = sdy;
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < hw; j++) {
+                size_t o = ((size_t)i * c + ch) * hw + j;
+                double xhat = (x[o] - mu) * inv;
+                dx[o] = gamma[ch] * inv / m * (m * dy[o] - sdy - xhat * sdyx);
+            }
+    }
+}
+
+void ref_softmax_xent(const float *logits, const int32_t *labels, int n, int classes,
+                      double *dlogits, double *loss_sum, int *correct)
+{
+    *loss_sum = 0.0;
+    *correct = 0;
+    for (int i = 0; i < n; i++) {
+        const float *z = logits + (size_t)i * classes;
+        int y = labels[i];
+        if (y < 0 || y >= classes) {
+            if (dlogits)
+                for (int j = 0; j < classes; j++)
+                    dlogits[(size_t)i * classes + j] = 0.0;
+            continue;
+        }
+        double mx = z[0];
+        int arg = 0;
+        for (int j = 1; j < classes; j++)
+            if (z[j] > mx) {
+                mx = z[j];
+                arg = j;
+            }
+        double s = 0.0;
+        for (int j = 0; j < classes; j++)
+            s += exp(z[j] - mx);
+        *loss_sum += log(s) - (z[y] - mx);
+        *correct += arg == y;
+        if (dlogits)
+            for (int j = 0; j < classes; j++)
+                dlogits[(size_t)i * classes + j] = (exp(z[j] - mx) / s - (j == y)) / n;
+    }
+}
+
+void ref_sgd_step(double *w, const float *grad, double *v, size_t n, double lr, double mu,
+                  double wd, int nesterov)
+{
+    for (size_t i = 0; i < n; i++) {
+        double g = grad[i] + wd * w[i];
+        v[i] = mu * v[i] + g;
+        w[i] -= lr * (nesterov ? g + mu * v[i] : v[i]);
+    }
+}
+
+void ref_adamw_step(double *w, const float *grad, double *m, double *v, size_t n, double lr,
+                    double b1, double b2, double eps, double wd, int t)
+{
+    for (size_t i = 0; i < n; i++) {
+        double g = grad[i];
+        m[i] = b1 * m[i] + (1 - b1) * g;
+        v[i] = b2 * v[i] + (1 - b2) * g * g;
+        double mh = m[i] / (1 - pow(b1, t)), vh = v[i] / (1 - pow(b2, t));
+        w[i] -= lr * (mh / (sqrt(vh) + eps) + wd * w[i]);
+    }
+}
+
+/* The random ops below use backend.h's hash directly: it is the contract both backends keep. */
+#include <stdlib.h>
+
+#include "backend.h"
+
+void ref_dropout_fwd(const float *x, size_t n, float p, uint64_t seed, uint64_t ctr, double *y,
+                     uint8_t *mask)
+{
+    for (size_t i = 0; i < n; i++) {
+        int keep = p == 0.0f || hone_rng_unit(seed, ctr, i) >= p;
+        mask[i] = (uint8_t)keep;
+        y[i] = keep ? (double)(x[i] * (1.0f / (1.0f - p))) : 0.0;
+    }
+}
+
+void ref_augment(const float *x, int n, int c, int h, int w, int flip, int shift, uint64_t seed,
+                 uint64_t ctr, double *y)
+{
+    for (int j = 0; j < n; j++) {
+        uint32_t u = hone_rng_u32(seed, ctr, (uint64_t)j);
+        int fl = flip && (u & 1u), dx = 0, dy = 0;
+        if (shift > 0) {
+            dx = (int)((u >> 1) % (uint32_t)(2 * shift + 1)) - shift;
+            dy = (int)((u >> 17) % (uint32_t)(2 * shift + 1)) - shift;
+        }
+        for (int ch = 0; ch < c; ch++)
+            for (int yy = 0; yy < h; yy++)
+                for (int xx = 0; xx < w; xx++) {
+                    int sy = yy - dy, sx = xx - dx;
+                    if (fl)
+                        sx = w - 1 - sx;
+                    size_t plane = ((size_t)j * c + ch) * h * w;
+                    y[plane + (size_t)yy * w + xx] = (sy >= 0 && sy < h && sx >= 0 && sx < w)
+                                                         ? x[plane + (size_t)sy * w + sx]
+                                                         : 0.0;
+                }
+    }
+}
+
+/* Selection by repeated minimum of (key, i): quadratic, but independent of any sort routine. */
+void ref_permutation(int32_t *idx, int n, uint64_t seed, uint64_t epoch)
+{
+    uint8_t *used = calloc((size_t)n, 1);
+    for (int out = 0; out < n; out++) {
+        int best = -1;
+        uint32_t bk = 0;
+        for (int i = 0; i < n; i++) {
+            if (used[i])
+                continue;
+            uint32_t key = hone_rng_u32(seed, epoch, (uint64_t)i);
+            if (best < 0 || key < bk) {
+                best = i;
+                bk = key;
+            }
+        }
+        used[best] = 1;
+        idx[out] = best;
+    }
+    free(used);
+}

@@ -1,0 +1,126 @@
+/* test_worker_args: hone-worker's command line (defaults, values, errors that name the fix) and
+ * the trainer argv built from a lease (overrides as --set, epochs-until, resume, out). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker.h"
+
+static int failures;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static int parse(hone_worker_opts *o, char *err, size_t n, int argc, char **argv)
+{
+    return hone_worker_args_parse(argc, argv, o, err, n);
+}
+
+static void test_defaults_and_values(void)
+{
+    hone_worker_opts o;
+    char err[1024];
+    char *a[] = {"hone-worker", "--controller", "http://127.0.0.1:9", "--name=w1",
+                 "--threads", "2", "--device", "cpu", "--work-dir", "/tmp/x", "--grace", "0.5"};
+    CHECK(parse(&o, err, sizeof(err), 12, a) == 0);
+    CHECK(strcmp(o.controller, "http://127.0.0.1:9") == 0);
+    CHECK(strcmp(o.name, "w1") == 0);
+    CHECK(o.threads == 2);
+    CHECK(strcmp(o.device, "cpu") == 0);
+    CHECK(strcmp(o.work_dir, "/tmp/x") == 0);
+    CHECK(o.grace_s > 0.49 && o.grace_s < 0.51);
+    CHECK(o.lease_wait_s == 20);
+}
+
+static void test_errors(void)
+{
+    hone_worker_opts o;
+    char err[1024];
+    char *a1[] = {"hone-worker", "--controller", "http://x", "--threads", "many"};
+    char *a2[] = {"hone-worker", "--controller", "http://x", "--device", "tpu"};
+    char *a3[] = {"hone-worker", "--controller", "http://x", "--bogus", "1"};
+    char *a4[] = {"hone-worker", "--controller"};
+    char *a5[] = {"hone-worker", "--controller", "ftp://x"};
+    char *a6[] = {"hone-worker", "--help"};
+
+    unsetenv("HONE_URL");
+    CHECK(parse(&o, err, sizeof(err), 5, a1) == HONE_EINVAL && strstr(err, "--threads"));
+    CHECK(parse(&o, err, sizeof(err), 5, a2) == HONE_EINVAL && strstr(err, "cpu, cuda or auto"));
+    CHECK(parse(&o, err, sizeof(err), 5, a3) == HONE_EINVAL && strstr(err, "--bogus"));
+    CHECK(parse(&o, err, sizeof(err), 2, a4) == HONE_EINVAL && strstr(err, "needs a value"));
+    CHECK(parse(&o, err, sizeof(err), 3, a5) == HONE_EINVAL && strstr(err, "http://"));
+    CHECK(parse(&o, err, sizeof(err), 2, a6) == 1 && strstr(err, "usage"));
+    CHECK(parse(&o, err, sizeof(err), 1, a6) == HONE_EINVAL && strstr(err, "--controller"));
+    setenv("HONE_URL", "http://127.0.0.1:1234", 1);
+    CHECK(parse(&o, err, sizeof(err), 1, a6) == 0 && strcmp(o.controller, "http://127.0.0.1:1234") == 0);
+    unsetenv("HONE_URL");
+}
+
+static int argv_has(char **argv, const char *a, const char *b)
+{
+    for (char **p = argv; *p; p++)
+        if (strcmp(p[0], a) == 0 && (!b || (p[1] && strcmp(p[1], b) == 0)))
+            return 1;
+    return 0;
+}
+
+static void test_trainer_argv(void)
+{
+    hone_worker_opts o = {.device = "cpu", .threads = 1};
+    json_error_t je;
+    json_t *job = json_loads("{\"id\":\"job-1\",\"overrides\":{\"train.lr\":0.01,"
+                             "\"train.batch_size\":64,\"train.optimizer\":\"adamw\","
+                             "\"model.bn\":true},\"epochs_until\":9,\"resume\":true,"
+                             "\"checkpoint\":null}",
+                             0, &je);
+    char **argv = hone_worker_trainer_argv(&o, "/bin/hone-train", job, "/w/s.yaml", "/w/out");
+
+    CHECK(strcmp(argv[0], "/bin/hone-train") == 0);
+    CHECK(argv_has(argv, "--spec", "/w/s.yaml"));
+    CHECK(argv_has(argv, "--set", "train.lr=0.01"));
+    CHECK(argv_has(argv, "--set", "train.batch_size=64"));
+    CHECK(argv_has(argv, "--set", "train.optimizer=adamw"));
+    CHECK(argv_has(argv, "--set", "model.bn=true"));
+    CHECK(argv_has(argv, "--epochs-until", "9"));
+    CHECK(argv_has(argv, "--resume", "auto"));
+    CHECK(argv_has(argv, "--out", "/w/out"));
+    CHECK(argv_has(argv, "--device", "cpu"));
+    CHECK(argv_has(argv, "--threads", "1"));
+    hone_worker_argv_free(argv);
+    json_object_set_new(job, "checkpoint", json_string("/elsewhere/job-1"));
+    argv = hone_worker_trainer_argv(&o, "t", job, "s", "/w/out");
+    CHECK(argv_has(argv, "--resume", "/elsewhere/job-1/checkpoint.bin"));
+    hone_worker_argv_free(argv);
+    json_object_set_new(job, "checkpoint", json_string("/w/out"));
+    argv = hone_worker_trainer_argv(&o, "t", job, "s", "/w/out");
+    CHECK(argv_has(argv, "--resume", "auto"));
+    hone_worker_argv_free(argv);
+    json_object_set_new(job, "checkpoint", json_string("/c/ck.bin"));
+    argv = hone_worker_trainer_argv(&o, "t", job, "s", "/w/out");
+    CHECK(argv_has(argv, "--resume", "/c/ck.bin"));
+    hone_worker_argv_free(argv);
+    json_object_set_new(job, "resume", json_false());
+    argv = hone_worker_trainer_argv(&o, "t", job, "s", "o");
+    CHECK(!argv_has(argv, "--resume", NULL));
+    hone_worker_argv_free(argv);
+    json_decref(job);
+}
+
+int main(void)
+{
+    test_defaults_and_values();
+    test_errors();
+    test_trainer_argv();
+    CHECK(hone_wdecision_parse("stop") == HONE_WDECISION_STOP);
+    CHECK(hone_wdecision_parse("pause") == HONE_WDECISION_PAUSE);
+    CHECK(hone_wdecision_parse("continue") == HONE_WDECISION_CONTINUE);
+    CHECK(hone_wdecision_parse(NULL) == HONE_WDECISION_CONTINUE);
+    if (failures)
+        fprintf(stderr, "%d check(s) failed\n", failures);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,121 @@
+/* train/idx.c: IDX file reader (the MNIST family's format): a strict parser over memory that must
+ * never crash on hostile bytes (it is fuzzed), and a file loader that inflates gzip when present.
+ * Format: 0x00 0x00 type ndims, then ndims big-endian uint32 dims, then the elements. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zlib.h>
+
+#include "train.h"
+
+#define IDX_MAX_BYTES ((size_t)1 << 31) /* 2 GiB: more than any dataset this reads */
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+int hone_idx_read_mem(const uint8_t *buf, size_t len, hone_idx **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!buf || len < 4)
+        return fail(err, errlen, HONE_EPARSE, "idx: file too short for a header (%zu bytes)", len);
+    if (buf[0] != 0 || buf[1] != 0)
+        return fail(err, errlen, HONE_EPARSE, "idx: bad magic %02x %02x", buf[0], buf[1]);
+    if (buf[2] != 0x08)
+        return fail(err, errlen, HONE_EPARSE, "idx: element type 0x%02x unsupported (want 0x08)",
+                    buf[2]);
+    int nd = buf[3];
+    if (nd < 1 || nd > 4)
+        return fail(err, errlen, HONE_EPARSE, "idx: %d dimensions unsupported (1..4)", nd);
+    if (len < 4 + 4 * (size_t)nd)
+        return fail(err, errlen, HONE_EPARSE, "idx: truncated header");
+    hone_idx *x = hone_xcalloc(1, sizeof(*x));
+    x->type = buf[2];
+    x->ndims = nd;
+    size_t count = 1;
+    for (int i = 0; i < nd; i++) {
+        const uint8_t *p = buf + 4 + 4 * i;
+        uint32_t d = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+        if (d == 0 || d > (1u << 30)) {
+            free(x);
+            return fail(err, errlen, HONE_EPARSE, "idx: dimension %d is %u", i, d);
+        }
+        x->dims[i] = (int)d;
+        if (count > IDX_MAX_BYTES / d) {
+            free(x);
+            return fail(err, errlen, HONE_EPARSE, "idx: too large");
+        }
+        count *= d;
+    }
+    size_t hdr = 4 + 4 * (size_t)nd;
+    if (len - hdr != count) {
+        free(x);
+        return fail(err, errlen, HONE_EPARSE, "idx: %zu data bytes, dims say %zu", len - hdr,
+                    count);
+    }
+    x->count = count;
+    x->data = hone_xmalloc(count);
+    memcpy(x->data, buf + hdr, count);
+    *out = x;
+    return HONE_OK;
+}
+
+int hone_idx_read_file(const char *path, hone_idx **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    gzFile f = gzopen(path, "rb");
+    if (!f)
+        return fail(err, errlen, errno == ENOENT ? HONE_ENOENT : HONE_EIO, "%s: %s", path,
+                    strerror(errno ? errno : EIO));
+    size_t cap = 1 << 20, len = 0;
+    uint8_t *buf = hone_xmalloc(cap);
+    int rc = HONE_OK;
+    for (;;) {
+        if (len == cap) {
+            if (cap >= IDX_MAX_BYTES) {
+                rc = fail(err, errlen, HONE_EPARSE, "%s: larger than %zu bytes", path, cap);
+                goto done;
+            }
+            cap *= 2;
+            buf = hone_xrealloc(buf, cap);
+        }
+        size_t want = cap - len > (1u << 30) ? (1u << 30) : cap - len;
+        int n = gzread(f, buf + len, (unsigned)want);
+        if (n < 0) {
+            int zerr;
+            const char *msg = gzerror(f, &zerr);
+            rc = fail(err, errlen, HONE_EIO, "%s: %s", path, msg);
+            goto done;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+    }
+    rc = hone_idx_read_mem(buf, len, out, err, errlen);
+    if (rc < 0 && err && errlen) {
+        char tmp[256];
+        snprintf(tmp, sizeof(tmp), "%s", err);
+        snprintf(err, errlen, "%s: %s", path, tmp);
+    }
+done:
+    gzclose(f);
+    free(buf);
+    return rc;
+}
+
+void hone_idx_free(hone_idx *idx)
+{
+    if (!idx)
+        return;
+    free(idx->data);
+    free(idx);
+}

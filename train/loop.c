@@ -1,0 +1,446 @@
+/* train/loop.c: hone_train_run: loads the data onto the device, builds the network, and trains
+ * epoch by epoch with the step captured as a kernel graph; evaluates, reports each epoch (JSON on
+ * stdout, callback), checkpoints, and resumes from a checkpoint to the same numbers. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "checkpoint.h"
+#include "dataset.h"
+#include "net.h"
+
+typedef struct {
+    hone_kctx *k;
+    const hone_train_spec *spec;
+    hone_net *net;
+    dataset ds;
+    int batch, steps, row, adam;
+    float *train_x, *val_x, *test_x;
+    int32_t *train_y, *val_y, *test_y;
+    int32_t *perm, *base_dev, *t_dev;
+    float *lr_dev, *acc, *xb;
+    int32_t *yb;
+    float *opt; /* sgd: v; adamw: m then v */
+    size_t nopt;
+} trainer;
+
+/* One optimisation step; only enqueues kernel ops (it is captured as a graph on CUDA). */
+static void train_step(void *arg)
+{
+    trainer *t = arg;
+    hone_kctx *k = t->k;
+    hone_net *net = t->net;
+    const hone_train_spec *s = t->spec;
+    int B = t->batch;
+    hone_k_gather_rows(k, t->train_x, t->train_y, t->perm, t->base_dev, 0, B, t->row, t->xb, t->yb);
+    if (s->model.augment_flip || s->model.augment_shift > 0)
+        hone_k_augment(k, t->xb, B, t->ds.c, t->ds.h, t->ds.w, s->model.augment_flip,
+                       s->model.augment_shift, s->train.seed ^ 0xA06ULL,
+                       net->counters + net->ncounters - 1);
+    const float *logits = net_forward(net, t->xb, B, 1);
+    hone_k_softmax_xent(k, logits, t->yb, B, t->ds.classes, net_dlogits(net), t->acc, t->acc + 1);
+    net_backward(net, t->xb, B);
+    hone_k_counter_add(k, t->t_dev, 1);
+    size_t nd = net->ndecay, nb = net->nparams - net->ndecay;
+    float wd = (float)s->train.weight_decay;
+    if (t->adam) {
+        float *m = t->opt, *v = t->opt + net->nparams;
+        float b1 = (float)s->train.beta1, b2 = (float)s->train.beta2, eps = (float)s->train.eps;
+        hone_k_adamw_step(k, net->params, net->grads, m, v, nd, 0, t->lr_dev, b1, b2, eps, wd, 0,
+                          t->t_dev);
+        hone_k_adamw_step(k, net->params + nd, net->grads + nd, m + nd, v + nd, nb, 0, t->lr_dev,
+                          b1, b2, eps, 0.0f, 0, t->t_dev);
+    } else {
+        float mu = (float)s->train.momentum;
+        int nest = s->train.nesterov;
+        hone_k_sgd_step(k, net->params, net->grads, t->opt, nd, 0, t->lr_dev, mu, wd, nest);
+        hone_k_sgd_step(k, net->params + nd, net->grads + nd, t->opt + nd, nb, 0, t->lr_dev, mu,
+                        0.0f, nest);
+    }
+    hone_k_counter_add(k, t->base_dev, B);
+}
+
+/* Learning rate for global step `step` (0-based): linear warmup, then the schedule. */
+static double lr_at(const hone_train_spec *s, int steps_per_epoch, long step)
+{
+    double base = s->train.lr, total = (double)s->train.epochs * steps_per_epoch;
+    double warm = s->train.warmup_epochs * steps_per_epoch;
+    if (step < warm)
+        return base * (double)(step + 1) / warm;
+    if (strcmp(s->train.lr_schedule, "step") == 0) {
+        long e = step / steps_per_epoch;
+        return base * pow(s->train.step_gamma, (double)(e / s->train.step_epochs));
+    }
+    if (strcmp(s->train.lr_schedule, "cosine") == 0) {
+        double prog = total > warm ? ((double)step - warm) / (total - warm) : 1.0;
+        if (prog > 1)
+            prog = 1;
+        return s->train.min_lr + (base - s->train.min_lr) * 0.5 * (1.0 + cos(M_PI * prog));
+    }
+    return base;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Mean loss and accuracy over n samples, in batches, with inference-mode layers. */
+static int evaluate(trainer *t, const float *x, const int32_t *y, int n, double *loss, double *acc)
+{
+    if (n == 0) {
+        *loss = *acc = NAN;
+        return HONE_OK;
+    }
+    hone_kctx *k = t->k;
+    hone_k_fill(k, t->acc + 2, 0.0f, 2);
+    for (int i = 0; i < n; i += t->batch) {
+        int m = n - i < t->batch ? n - i : t->batch;
+        const float *logits = net_forward(t->net, x + (size_t)i * t->row, m, 0);
+        hone_k_softmax_xent(k, logits, y + i, m, t->ds.classes, NULL, t->acc + 2, t->acc + 3);
+    }
+    float h[2];
+    int rc = hone_k_sync(k);
+    if (rc == 0)
+        rc = hone_k_download(k, h, t->acc + 2, sizeof(h));
+    *loss = h[0] / n;
+    *acc = h[1] / n;
+    return rc;
+}
+
+static uint64_t fingerprint(const trainer *t)
+{
+    const hone_train_spec *s = t->spec;
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s|%d|%d|%d|%d|%s|%dx%dx%dx%d|%zu", s->network, s->model.hidden,
+             s->model.depth, s->model.batchnorm, s->model.dropout > 0, s->train.optimizer, t->ds.c,
+             t->ds.h, t->ds.w, t->ds.classes, t->net->nparams);
+    uint64_t h = 1469598103934665603ULL;
+    for (const char *p = buf; *p; p++)
+        h = (h ^ (uint8_t)*p) * 1099511628211ULL;
+    return h;
+}
+
+static void *dev_copy(hone_kctx *k, const void *host, size_t bytes)
+{
+    void *d = hone_k_alloc(k, bytes ? bytes : 4);
+    if (bytes)
+        hone_k_upload(k, d, host, bytes);
+    return d;
+}
+
+static void fmt_num(char *out, size_t len, double v)
+{
+    if (isfinite(v))
+        snprintf(out, len, "%.6g", v);
+    else
+        snprintf(out, len, "null");
+}
+
+static void emit(const hone_train_opts *o, FILE *metrics, const char *line)
+{
+    if (o->print_json) {
+        fputs(line, stdout);
+        fputc('\n', stdout);
+        fflush(stdout);
+    }
+    if (metrics) {
+        fputs(line, metrics);
+        fputc('\n', metrics);
+        fflush(metrics);
+    }
+}
+
+/* Gathers the device state into a checkpoint (host copies) and writes it. */
+static int save_state(trainer *t, const char *path, int epoch, double best_val, int with_opt,
+                      char *err, size_t errlen)
+{
+    hone_net *net = t->net;
+    ckpt c = {0};
+    c.epoch = epoch;
+    c.best_val = best_val;
+    c.fingerprint = fingerprint(t);
+    c.nparams = net->nparams;
+    c.nstate = net->nstate;
+    c.nopt = with_opt ? t->nopt : 0;
+    c.ncounters = (uint32_t)net->ncounters;
+    c.params = hone_xmalloc(sizeof(float) * net->nparams);
+    c.state = hone_xmalloc(sizeof(float) * (net->nstate + 1));
+    c.opt = hone_xmalloc(sizeof(float) * (t->nopt + 1));
+    c.counters = hone_xmalloc(sizeof(uint64_t) * (size_t)net->ncounters);
+    hone_kctx *k = t->k;
+    int rc = hone_k_sync(k);
+    if (rc == 0)
+        rc = hone_k_download(k, c.params, net->params, sizeof(float) * net->nparams);
+    if (rc == 0)
+        rc = hone_k_download(k, c.state, net->state, sizeof(float) * net->nstate);
+    if (rc == 0 && c.nopt)
+        rc = hone_k_download(k, c.opt, t->opt, sizeof(float) * t->nopt);
+    if (rc == 0)
+        rc = hone_k_download(k, c.counters, net->counters, sizeof(uint64_t) * c.ncounters);
+    if (rc == 0)
+        rc = hone_k_download(k, &c.t, t->t_dev, sizeof(int32_t));
+    if (rc < 0)
+        snprintf(err, errlen, "checkpoint: reading device state: %s", hone_strerror(rc));
+    else
+        rc = ckpt_write(path, &c, err, errlen);
+    ckpt_free(&c);
+    return rc;
+}
+
+static int load_state(trainer *t, const char *path, int *epoch, double *best_val, char *err,
+                      size_t errlen)
+{
+    hone_net *net = t->net;
+    ckpt c;
+    int rc = ckpt_read(path, &c, err, errlen);
+    if (rc < 0)
+        return rc;
+    if (c.fingerprint != fingerprint(t) || c.nparams != net->nparams ||
+        c.nstate != net->nstate || c.nopt != t->nopt || c.ncounters != (uint32_t)net->ncounters) {
+        snprintf(err, errlen, "%s: checkpoint does not match this spec (network, model, optimizer)",
+                 path);
+        ckpt_free(&c);
+        return HONE_EINVAL;
+    }
+    hone_kctx *k = t->k;
+    hone_k_upload(k, net->params, c.params, sizeof(float) * c.nparams);
+    hone_k_upload(k, net->state, c.state, sizeof(float) * c.nstate);
+    hone_k_upload(k, t->opt, c.opt, sizeof(float) * c.nopt);
+    hone_k_upload(k, net->counters, c.counters, sizeof(uint64_t) * c.ncounters);
+    hone_k_upload(k, t->t_dev, &c.t, sizeof(int32_t));
+    *epoch = c.epoch;
+    *best_val = c.best_val;
+    ckpt_free(&c);
+    return HONE_OK;
+}
+
+static hone_device pick_device(const char *name, int *ok)
+{
+    *ok = 1;
+    if (!name || strcmp(name, "auto") == 0)
+        return hone_cuda_available() ? HONE_DEV_CUDA : HONE_DEV_CPU;
+    if (strcmp(name, "cuda") == 0)
+        return HONE_DEV_CUDA;
+    if (strcmp(name, "cpu") != 0)
+        *ok = 0;
+    return HONE_DEV_CPU;
+}
+
+static void trainer_free(trainer *t)
+{
+    hone_kctx *k = t->k;
+    if (k) {
+        void *bufs[] = {t->train_x, t->val_x, t->test_x, t->train_y, t->val_y, t->test_y, t->perm,
+                        t->base_dev, t->t_dev, t->lr_dev, t->acc, t->xb, t->yb, t->opt};
+        for (size_t i = 0; i < HONE_ARRAY_LEN(bufs); i++)
+            hone_k_free(k, bufs[i]);
+        net_free(t->net);
+        hone_kctx_free(k);
+    }
+    dataset_free(&t->ds);
+}
+
+static int setup(trainer *t, const hone_train_opts *o, char *err, size_t errlen)
+{
+    const hone_train_spec *s = o->spec;
+    int rc, ok;
+    hone_device dev = pick_device(o->device, &ok);
+    if (!ok) {
+        snprintf(err, errlen, "--device: '%s' is not one of cpu, cuda, auto", o->device);
+        return HONE_EINVAL;
+    }
+    if ((rc = hone_kctx_new(dev, o->threads, &t->k)) < 0) {
+        snprintf(err, errlen, "device %s: %s", dev == HONE_DEV_CUDA ? "cuda" : "cpu",
+                 hone_strerror(rc));
+        return rc;
+    }
+    hone_k_set_math(t->k, strcmp(s->train.math, "tf32") == 0   ? HONE_MATH_TF32
+                          : strcmp(s->train.math, "bf16") == 0 ? HONE_MATH_BF16
+                                                               : HONE_MATH_FP32);
+    if ((rc = dataset_load(s, &t->ds, err, errlen)) < 0)
+        return rc;
+    dataset *d = &t->ds;
+    t->batch = s->train.batch_size < d->train.n ? s->train.batch_size : d->train.n;
+    t->steps = d->train.n / t->batch;
+    t->row = d->c * d->h * d->w;
+    t->adam = strcmp(s->train.optimizer, "adamw") == 0;
+    if ((rc = net_new(t->k, s, t->batch, d->c, d->h, d->w, d->classes, &t->net)) < 0) {
+        snprintf(err, errlen, "network: '%s' unknown", s->network);
+        return rc;
+    }
+    hone_kctx *k = t->k;
+    size_t fb = sizeof(float);
+    t->train_x = dev_copy(k, d->train.x, (size_t)d->train.n * t->row * fb);
+    t->val_x = dev_copy(k, d->val.x, (size_t)d->val.n * t->row * fb);
+    t->test_x = dev_copy(k, d->test.x, (size_t)d->test.n * t->row * fb);
+    t->train_y = dev_copy(k, d->train.y, (size_t)d->train.n * 4);
+    t->val_y = dev_copy(k, d->val.y, (size_t)d->val.n * 4);
+    t->test_y = dev_copy(k, d->test.y, (size_t)d->test.n * 4);
+    t->perm = hone_k_alloc(k, (size_t)d->train.n * 4);
+    int32_t zero = 0;
+    t->base_dev = dev_copy(k, &zero, 4);
+    t->t_dev = dev_copy(k, &zero, 4);
+    t->lr_dev = hone_k_alloc(k, fb);
+    t->acc = hone_k_alloc(k, 4 * fb);
+    t->xb = hone_k_alloc(k, (size_t)t->batch * t->row * fb);
+    t->yb = hone_k_alloc(k, (size_t)t->batch * 4);
+    t->nopt = t->net->nparams * (t->adam ? 2 : 1);
+    t->opt = hone_k_alloc(k, t->nopt * fb);
+    hone_k_fill(k, t->opt, 0.0f, t->nopt);
+    return hone_k_sync(k);
+}
+
+static void write_spec(const hone_train_opts *o)
+{
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/spec.yaml", o->out_dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return;
+    hone_train_spec_write(o->spec, f);
+    fclose(f);
+}
+
+int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, size_t errlen)
+{
+    trainer t = {0};
+    hone_kgraph *graph = NULL;
+    FILE *metrics = NULL;
+    char line[512], ckpath[1100];
+    int rc, start = 0, epochs = o->spec->train.epochs;
+    double best_val = NAN;
+    memset(res, 0, sizeof(*res));
+    t.spec = o->spec;
+    if ((rc = hone_train_spec_validate(o->spec, err, errlen)) < 0)
+        goto fail;
+    if (o->out_dir) {
+        if (mkdir(o->out_dir, 0755) < 0 && errno != EEXIST) {
+            snprintf(err, errlen, "--out %s: %s", o->out_dir, strerror(errno));
+            rc = HONE_EIO;
+            goto fail;
+        }
+        snprintf(ckpath, sizeof(ckpath), "%s/checkpoint.bin", o->out_dir);
+    }
+    if ((rc = setup(&t, o, err, errlen)) < 0)
+        goto fail;
+    if (o->resume_path && (rc = load_state(&t, o->resume_path, &start, &best_val, err, errlen)) < 0)
+        goto fail;
+    if (o->out_dir) {
+        write_spec(o);
+        snprintf(line, sizeof(line), "%s/metrics.jsonl", o->out_dir);
+        metrics = fopen(line, o->resume_path ? "a" : "w");
+    }
+    fprintf(stderr,
+            "hone-train: %s on %s, %zu parameters, %d train / %d val / %d test images, batch %d, "
+            "epochs %d..%d\n",
+            o->spec->network, hone_kctx_device(t.k) == HONE_DEV_CUDA ? "cuda" : "cpu",
+            t.net->nparams, t.ds.train.n, t.ds.val.n, t.ds.test.n, t.batch, start + 1, epochs);
+    if ((rc = hone_kgraph_capture(t.k, train_step, &t, &graph)) < 0) {
+        snprintf(err, errlen, "graph capture: %s", hone_strerror(rc));
+        goto fail;
+    }
+    int last = epochs;
+    if (o->epochs_until > 0 && o->epochs_until < last)
+        last = o->epochs_until;
+    int e;
+    for (e = start; e < last; e++) {
+        hone_kctx *k = t.k;
+        int32_t zero = 0;
+        float lr = 0;
+        hone_k_permutation(k, t.perm, t.ds.train.n, o->spec->train.seed, (uint64_t)e);
+        hone_k_upload(k, t.base_dev, &zero, 4);
+        hone_k_fill(k, t.acc, 0.0f, 2);
+        double t0 = now();
+        for (int s = 0; s < t.steps && rc == 0; s++) {
+            lr = (float)lr_at(o->spec, t.steps, (long)e * t.steps + s);
+            rc = hone_k_upload(k, t.lr_dev, &lr, sizeof(lr));
+            if (rc == 0)
+                rc = hone_kgraph_launch(k, graph);
+        }
+        float acc[2] = {0, 0};
+        if (rc == 0)
+            rc = hone_k_sync(k);
+        if (rc == 0)
+            rc = hone_k_download(k, acc, t.acc, sizeof(acc));
+        double secs = now() - t0;
+        hone_train_epoch ep = {.epoch = e + 1, .epochs = epochs, .lr = lr, .seconds = secs};
+        double seen = (double)t.steps * t.batch;
+        ep.train_loss = acc[0] / seen;
+        ep.train_accuracy = acc[1] / seen;
+        ep.images_per_second = seen / (secs > 0 ? secs : 1e-9);
+        if (rc == 0)
+            rc = evaluate(&t, t.val_x, t.val_y, t.ds.val.n, &ep.val_loss, &ep.val_accuracy);
+        if (rc < 0) {
+            snprintf(err, errlen, "epoch %d: %s", e + 1, hone_strerror(rc));
+            goto fail;
+        }
+        if (!isfinite(ep.train_loss)) {
+            snprintf(err, errlen, "epoch %d: training diverged (loss is not finite)", e + 1);
+            rc = HONE_ENUMERIC;
+            goto fail;
+        }
+        if (isfinite(ep.val_accuracy) && !(ep.val_accuracy <= best_val))
+            best_val = ep.val_accuracy;
+        if (o->out_dir && (rc = save_state(&t, ckpath, e + 1, best_val, 1, err, errlen)) < 0)
+            goto fail;
+        char n[6][32];
+        fmt_num(n[0], 32, ep.train_loss);
+        fmt_num(n[1], 32, ep.train_accuracy);
+        fmt_num(n[2], 32, ep.val_loss);
+        fmt_num(n[3], 32, ep.val_accuracy);
+        fmt_num(n[4], 32, ep.lr);
+        fmt_num(n[5], 32, ep.images_per_second);
+        snprintf(line, sizeof(line),
+                 "{\"epoch\":%d,\"epochs\":%d,\"train_loss\":%s,\"train_accuracy\":%s,"
+                 "\"val_loss\":%s,\"val_accuracy\":%s,\"lr\":%s,\"seconds\":%.3f,"
+                 "\"images_per_second\":%s}",
+                 ep.epoch, epochs, n[0], n[1], n[2], n[3], n[4], ep.seconds, n[5]);
+        emit(o, metrics, line);
+        if (o->on_epoch && o->on_epoch(&ep, o->user)) {
+            e++;
+            break;
+        }
+    }
+    res->epochs_trained = e;
+    res->best_val_accuracy = best_val;
+    if (e >= epochs) {
+        res->finished = 1;
+        if ((rc = evaluate(&t, t.test_x, t.test_y, t.ds.test.n, &res->test_loss,
+                           &res->test_accuracy)) < 0) {
+            snprintf(err, errlen, "test evaluation: %s", hone_strerror(rc));
+            goto fail;
+        }
+        if (o->out_dir) {
+            snprintf(line, sizeof(line), "%s/model.bin", o->out_dir);
+            if ((rc = save_state(&t, line, e, best_val, 0, err, errlen)) < 0)
+                goto fail;
+        }
+        char n[3][32];
+        fmt_num(n[0], 32, res->test_accuracy);
+        fmt_num(n[1], 32, res->test_loss);
+        fmt_num(n[2], 32, best_val);
+        snprintf(line, sizeof(line),
+                 "{\"event\":\"done\",\"test_accuracy\":%s,\"test_loss\":%s,"
+                 "\"best_val_accuracy\":%s,\"epochs_trained\":%d}",
+                 n[0], n[1], n[2], e);
+    } else {
+        char n[32];
+        fmt_num(n, 32, best_val);
+        snprintf(line, sizeof(line),
+                 "{\"event\":\"paused\",\"epochs_trained\":%d,\"best_val_accuracy\":%s}", e, n);
+    }
+    emit(o, metrics, line);
+    rc = HONE_OK;
+fail:
+    if (metrics)
+        fclose(metrics);
+    hone_kgraph_free(graph);
+    trainer_free(&t);
+    return rc;
+}

@@ -1,0 +1,115 @@
+/* train/main.c: the hone-train command: parses arguments, loads the spec with its overrides and
+ * calls hone_train_run. Exit 0 on success (also when paused by --epochs-until), 2 for a bad spec
+ * or usage, 1 for any other failure. Metrics go to stdout as JSON lines, logs to stderr. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "train.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: hone-train --spec FILE [--set key=value]... [--out DIR] [--resume CKPT|auto]\n"
+          "                  [--epochs-until N] [--device cpu|cuda|auto] [--threads N]\n"
+          "       hone-train --print-spec [--spec FILE] [--set key=value]...\n",
+          f);
+}
+
+static int parse_int(const char *flag, const char *v, int lo, int *out)
+{
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || x < lo || x > 1000000) {
+        fprintf(stderr, "hone-train: %s: expected an integer >= %d, got '%s'\n", flag, lo, v);
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    hone_train_spec spec;
+    hone_train_spec_defaults(&spec);
+    hone_train_opts o = {.spec = &spec, .device = "auto", .print_json = 1};
+    char err[512] = "", autopath[1100];
+    const char *spec_path = NULL;
+    int print_spec = 0;
+    /* the spec file first, so --set overrides apply on top of it wherever they appear */
+    for (int i = 1; i < argc - 1; i++)
+        if (strcmp(argv[i], "--spec") == 0)
+            spec_path = argv[i + 1];
+    if (spec_path && hone_train_spec_load_file(&spec, spec_path, err, sizeof(err)) < 0) {
+        fprintf(stderr, "hone-train: %s\n", err);
+        return 2;
+    }
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (strcmp(a, "--print-spec") == 0) {
+            print_spec = 1;
+            continue;
+        }
+        if (!v) {
+            fprintf(stderr, "hone-train: %s: missing value or unknown option\n", a);
+            usage(stderr);
+            return 2;
+        }
+        i++;
+        if (strcmp(a, "--spec") == 0)
+            continue;
+        if (strcmp(a, "--set") == 0) {
+            if (hone_train_spec_set(&spec, v, err, sizeof(err)) < 0) {
+                fprintf(stderr, "hone-train: %s\n", err);
+                return 2;
+            }
+        } else if (strcmp(a, "--out") == 0) {
+            o.out_dir = v;
+        } else if (strcmp(a, "--resume") == 0) {
+            o.resume_path = v;
+        } else if (strcmp(a, "--device") == 0) {
+            o.device = v;
+        } else if (strcmp(a, "--threads") == 0) {
+            if (parse_int(a, v, 0, &o.threads) < 0)
+                return 2;
+        } else if (strcmp(a, "--epochs-until") == 0) {
+            if (parse_int(a, v, 1, &o.epochs_until) < 0)
+                return 2;
+        } else {
+            fprintf(stderr, "hone-train: unknown option %s\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (hone_train_spec_validate(&spec, err, sizeof(err)) < 0) {
+        fprintf(stderr, "hone-train: %s\n", err);
+        return 2;
+    }
+    if (print_spec)
+        return hone_train_spec_write(&spec, stdout) < 0;
+    if (o.device && strcmp(o.device, "cpu") && strcmp(o.device, "cuda") && strcmp(o.device, "auto")) {
+        fprintf(stderr, "hone-train: --device: '%s' is not one of cpu, cuda, auto\n", o.device);
+        return 2;
+    }
+    /* --resume auto: continue from --out's checkpoint when there is one, else start fresh */
+    if (o.resume_path && strcmp(o.resume_path, "auto") == 0) {
+        struct stat st;
+        o.resume_path = NULL;
+        if (o.out_dir) {
+            snprintf(autopath, sizeof(autopath), "%s/checkpoint.bin", o.out_dir);
+            if (stat(autopath, &st) == 0)
+                o.resume_path = autopath;
+        }
+    }
+    hone_train_result res;
+    int rc = hone_train_run(&o, &res, err, sizeof(err));
+    if (rc < 0) {
+        fprintf(stderr, "hone-train: %s\n", err[0] ? err : hone_strerror(rc));
+        return rc == HONE_EPARSE && strstr(err, "idx") == NULL ? 2 : 1;
+    }
+    return 0;
+}

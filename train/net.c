@@ -1,0 +1,342 @@
+/* train/net.c: builds the MLP and CNN of the spec as a list of layers over the kernels API and
+ * runs them forward and backward. Enqueues kernel ops only (no host reads of device data), so a
+ * whole training step can be captured into a graph. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net.h"
+
+#define BN_MOMENTUM 0.1f
+#define BN_EPS 1e-5f
+
+typedef struct {
+    layer *v;
+    int n, cap;
+    int c, h, w; /* shape flowing out of the last layer (the input before any) */
+    size_t ndecay, nbias, nstate;
+    int ncounters;
+} builder;
+
+static layer *push(builder *b, layer_kind kind, int oc, int oh, int ow)
+{
+    if (b->n == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 16;
+        b->v = hone_xrealloc(b->v, sizeof(layer) * (size_t)b->cap);
+    }
+    layer *L = &b->v[b->n];
+    memset(L, 0, sizeof(*L));
+    L->c = b->c;
+    L->h = b->h;
+    L->w = b->w;
+    L->kind = kind;
+    L->oc = b->c = oc;
+    L->oh = b->h = oh;
+    L->ow = b->w = ow;
+    b->n++;
+    return L;
+}
+
+/* 3x3 convolution, stride 1, padding 1: keeps the spatial size. */
+static void add_conv(builder *b, int oc)
+{
+    layer *L = push(b, L_CONV, oc, b->h, b->w);
+    L->w_off = b->ndecay;
+    b->ndecay += (size_t)oc * L->c * 9;
+    L->b_off = b->nbias;
+    b->nbias += (size_t)oc;
+}
+
+static void add_dense(builder *b, int out)
+{
+    layer *L = push(b, L_DENSE, out, 1, 1);
+    L->w_off = b->ndecay;
+    b->ndecay += (size_t)out * L->c * L->h * L->w;
+    L->b_off = b->nbias;
+    b->nbias += (size_t)out;
+}
+
+static void add_same(builder *b, layer_kind kind)
+{
+    layer *L = push(b, kind, b->c, b->h, b->w);
+    if (kind == L_BN) {
+        L->b_off = b->nbias; /* gamma, then beta */
+        b->nbias += 2 * (size_t)L->c;
+        L->s_off = b->nstate; /* running mean, then var */
+        b->nstate += 2 * (size_t)L->c;
+    }
+}
+
+static void add_pool(builder *b)
+{
+    push(b, L_POOL, b->c, b->h / 2, b->w / 2);
+}
+
+static void add_dropout(builder *b, double p)
+{
+    if (p <= 0.0)
+        return;
+    add_same(b, L_DROPOUT);
+    b->v[b->n - 1].p = (float)p;
+    b->v[b->n - 1].rng = b->ncounters++;
+}
+
+/* Box-Muller over splitmix64: deterministic He-normal initialisation from the seed. */
+static double normal(uint64_t *s)
+{
+    double u[2];
+    for (int i = 0; i < 2; i++) {
+        uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        z ^= z >> 31;
+        u[i] = ((z >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    }
+    return sqrt(-2.0 * log(u[0])) * cos(2.0 * M_PI * u[1]);
+}
+
+static void init_params(hone_net *net, const hone_train_spec *spec)
+{
+    float *p = hone_xcalloc(net->nparams, sizeof(float));
+    float *st = hone_xcalloc(net->nstate ? net->nstate : 1, sizeof(float));
+    uint64_t s = spec->train.seed ^ 0x5EEDC0DE12345678ULL;
+    for (int i = 0; i < net->nlayers; i++) {
+        layer *L = &net->layers[i];
+        if (L->kind == L_CONV || L->kind == L_DENSE) {
+            size_t fan_in = (size_t)L->c * (L->kind == L_CONV ? 9 : (size_t)L->h * L->w);
+            size_t nw = fan_in * (size_t)L->oc;
+            double sd = sqrt(2.0 / (double)fan_in);
+            for (size_t j = 0; j < nw; j++)
+                p[L->w_off + j] = (float)(sd * normal(&s));
+        } else if (L->kind == L_BN) {
+            for (int j = 0; j < L->c; j++) {
+                p[L->b_off + j] = 1.0f;
+                st[L->s_off + L->c + j] = 1.0f;
+            }
+        }
+    }
+    hone_k_upload(net->k, net->params, p, net->nparams * sizeof(float));
+    if (net->nstate)
+        hone_k_upload(net->k, net->state, st, net->nstate * sizeof(float));
+    free(p);
+    free(st);
+}
+
+int net_new(hone_kctx *k, const hone_train_spec *spec, int batch, int c, int h, int w,
+            int classes, hone_net **out)
+{
+    *out = NULL;
+    builder b = {.c = c, .h = h, .w = w};
+    int bn = spec->model.batchnorm;
+    if (strcmp(spec->network, "cnn") == 0) {
+        static const int widths[2] = {32, 64};
+        for (int i = 0; i < 2; i++) {
+            add_conv(&b, widths[i]);
+            if (bn)
+                add_same(&b, L_BN);
+            /* pool before relu: max-pool and relu commute (values, argmax and gradients are the
+             * same as relu-then-pool), and relu then touches a quarter of the elements */
+            add_pool(&b);
+            add_same(&b, L_RELU);
+        }
+        add_dense(&b, spec->model.hidden);
+        if (bn)
+            add_same(&b, L_BN);
+        add_same(&b, L_RELU);
+        add_dropout(&b, spec->model.dropout);
+        add_dense(&b, classes);
+    } else if (strcmp(spec->network, "mlp") == 0) {
+        for (int i = 0; i < spec->model.depth; i++) {
+            add_dense(&b, spec->model.hidden);
+            if (bn)
+                add_same(&b, L_BN);
+            add_same(&b, L_RELU);
+            add_dropout(&b, spec->model.dropout);
+        }
+        add_dense(&b, classes);
+    } else {
+        return HONE_EINVAL;
+    }
+
+    hone_net *net = hone_xcalloc(1, sizeof(*net));
+    net->k = k;
+    net->batch = batch;
+    net->in_c = c;
+    net->in_h = h;
+    net->in_w = w;
+    net->classes = classes;
+    net->layers = b.v;
+    net->nlayers = b.n;
+    net->ndecay = b.ndecay;
+    net->nparams = b.ndecay + b.nbias;
+    net->nstate = b.nstate;
+    net->ncounters = b.ncounters + 1; /* + augmentation */
+    net->seed = spec->train.seed;
+    net->params = hone_k_alloc(k, net->nparams * sizeof(float));
+    net->grads = hone_k_alloc(k, net->nparams * sizeof(float));
+    net->state = hone_k_alloc(k, (net->nstate ? net->nstate : 1) * sizeof(float));
+    net->counters = hone_k_alloc(k, sizeof(uint64_t) * (size_t)net->ncounters);
+    uint64_t *zeros = hone_xcalloc((size_t)net->ncounters, sizeof(uint64_t));
+    hone_k_upload(k, net->counters, zeros, sizeof(uint64_t) * (size_t)net->ncounters);
+    free(zeros);
+    for (int i = 0; i < net->nlayers; i++) {
+        layer *L = &net->layers[i];
+        if (L->kind == L_CONV || L->kind == L_DENSE || L->kind == L_BN)
+            L->b_off += net->ndecay; /* the bias region follows the weights */
+        size_t osz = (size_t)batch * L->oc * L->oh * L->ow;
+        L->out = hone_k_alloc(k, osz * sizeof(float));
+        L->dout = hone_k_alloc(k, osz * sizeof(float));
+        if (L->kind == L_POOL)
+            L->idx = hone_k_alloc(k, osz * sizeof(int32_t));
+        if (L->kind == L_DROPOUT)
+            L->mask = hone_k_alloc(k, osz);
+        if (L->kind == L_BN) {
+            L->save_mean = hone_k_alloc(k, (size_t)L->c * sizeof(float));
+            L->save_invstd = hone_k_alloc(k, (size_t)L->c * sizeof(float));
+        }
+        if (L->kind == L_CONV) {
+            hone_conv_desc d;
+            int rc = hone_conv_desc_init(&d, batch, L->c, L->h, L->w, L->oc, 3, 3, 1, 1);
+            size_t ws = rc == 0 ? hone_k_conv_workspace(k, &d) : 0;
+            if (ws > net->ws_bytes)
+                net->ws_bytes = ws;
+        }
+    }
+    net->ws = net->ws_bytes ? hone_k_alloc(k, net->ws_bytes) : NULL;
+    init_params(net, spec);
+    *out = net;
+    return HONE_OK;
+}
+
+void net_free(hone_net *net)
+{
+    if (!net)
+        return;
+    hone_kctx *k = net->k;
+    for (int i = 0; i < net->nlayers; i++) {
+        layer *L = &net->layers[i];
+        hone_k_free(k, L->out);
+        hone_k_free(k, L->dout);
+        hone_k_free(k, L->idx);
+        hone_k_free(k, L->mask);
+        hone_k_free(k, L->save_mean);
+        hone_k_free(k, L->save_invstd);
+    }
+    hone_k_free(k, net->params);
+    hone_k_free(k, net->grads);
+    hone_k_free(k, net->state);
+    hone_k_free(k, net->counters);
+    hone_k_free(k, net->ws);
+    free(net->layers);
+    free(net);
+}
+
+static size_t in_size(const layer *L)
+{
+    return (size_t)L->c * L->h * L->w;
+}
+
+static size_t out_size(const layer *L)
+{
+    return (size_t)L->oc * L->oh * L->ow;
+}
+
+const float *net_forward(hone_net *net, const float *x, int n, int training)
+{
+    hone_kctx *k = net->k;
+    const float *in = x;
+    for (int i = 0; i < net->nlayers; i++) {
+        layer *L = &net->layers[i];
+        size_t cnt = (size_t)n * out_size(L);
+        const float *W = net->params + L->w_off, *B = net->params + L->b_off;
+        switch (L->kind) {
+        case L_CONV: {
+            hone_conv_desc d;
+            hone_conv_desc_init(&d, n, L->c, L->h, L->w, L->oc, 3, 3, 1, 1);
+            hone_k_conv_fwd(k, &d, in, W, B, L->out, net->ws);
+            break;
+        }
+        case L_DENSE: {
+            int cin = (int)in_size(L);
+            hone_k_gemm(k, 0, 1, n, L->oc, cin, 1.0f, in, cin, W, cin, 0.0f, L->out, L->oc);
+            hone_k_bias_add(k, L->out, B, n, L->oc);
+            break;
+        }
+        case L_RELU:
+            hone_k_relu_fwd(k, in, L->out, cnt);
+            break;
+        case L_POOL:
+            hone_k_maxpool_fwd(k, n, L->c, L->h, L->w, 2, 2, in, L->out, L->idx);
+            break;
+        case L_BN: {
+            float *st = net->state + L->s_off;
+            hone_k_batchnorm_fwd(k, n, L->c, L->h * L->w, in, B, B + L->c, st, st + L->c,
+                                 BN_MOMENTUM, BN_EPS, training, L->save_mean, L->save_invstd,
+                                 L->out);
+            break;
+        }
+        case L_DROPOUT:
+            if (training)
+                hone_k_dropout_fwd(k, in, L->out, L->mask, cnt, L->p, net->seed,
+                                   net->counters + L->rng);
+            else
+                hone_k_copy(k, L->out, in, cnt * sizeof(float));
+            break;
+        }
+        in = L->out;
+    }
+    return in;
+}
+
+float *net_dlogits(hone_net *net)
+{
+    return net->layers[net->nlayers - 1].dout;
+}
+
+void net_backward(hone_net *net, const float *x, int n)
+{
+    hone_kctx *k = net->k;
+    for (int i = net->nlayers - 1; i >= 0; i--) {
+        layer *L = &net->layers[i];
+        const float *in = i > 0 ? net->layers[i - 1].out : x;
+        float *din = i > 0 ? net->layers[i - 1].dout : NULL;
+        const float *W = net->params + L->w_off;
+        float *dW = net->grads + L->w_off, *dB = net->grads + L->b_off;
+        size_t cnt = (size_t)n * out_size(L);
+        switch (L->kind) {
+        case L_CONV: {
+            hone_conv_desc d;
+            hone_conv_desc_init(&d, n, L->c, L->h, L->w, L->oc, 3, 3, 1, 1);
+            hone_k_conv_bwd(k, &d, in, W, L->dout, din, dW, dB, net->ws);
+            break;
+        }
+        case L_DENSE: {
+            int cin = (int)in_size(L);
+            hone_k_gemm(k, 1, 0, L->oc, cin, n, 1.0f, L->dout, L->oc, in, cin, 0.0f, dW, cin);
+            hone_k_bias_grad(k, dB, L->dout, n, L->oc, 0);
+            if (din)
+                hone_k_gemm(k, 0, 0, n, cin, L->oc, 1.0f, L->dout, L->oc, W, cin, 0.0f, din, cin);
+            break;
+        }
+        case L_RELU:
+            if (din)
+                hone_k_relu_bwd(k, L->out, L->dout, din, cnt);
+            break;
+        case L_POOL:
+            if (din)
+                hone_k_maxpool_bwd(k, n, L->c, L->h, L->w, 2, 2, L->dout, L->idx, din);
+            break;
+        case L_BN: {
+            const float *G = net->params + L->b_off;
+            if (din)
+                hone_k_batchnorm_bwd(k, n, L->c, L->h * L->w, in, L->dout, G, L->save_mean,
+                                     L->save_invstd, din, dB, dB + L->c);
+            break;
+        }
+        case L_DROPOUT:
+            if (din)
+                hone_k_dropout_bwd(k, L->dout, L->mask, din, cnt, L->p);
+            break;
+        }
+    }
+}

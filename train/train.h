@@ -1,0 +1,108 @@
+/* train: the training program behind hone-train as a library: the spec (YAML + dotted overrides),
+ * IDX datasets (MNIST, Fashion-MNIST), MLP and CNN networks on the kernels API, checkpoints, and
+ * hone_train_run, which trains with a per-epoch callback so tests and benches need no subprocess. */
+#ifndef HONE_TRAIN_H
+#define HONE_TRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "hone.h"
+#include "kernels.h"
+
+/* ------------------------------------------------------------------ IDX files */
+
+typedef struct hone_idx {
+    int type;      /* element type code: 0x08 = uint8 (the only one accepted) */
+    int ndims;     /* 1..4 */
+    int dims[4];   /* each > 0 */
+    size_t count;  /* product of dims */
+    uint8_t *data; /* count bytes, owned */
+} hone_idx;
+
+/* Parses an IDX image/label file held in memory (no gzip). HONE_EPARSE on a bad magic, dims or
+ * size; err (may be NULL) receives a one-line reason. Safe on arbitrary bytes (fuzzed). */
+int hone_idx_read_mem(const uint8_t *buf, size_t len, hone_idx **out, char *err, size_t errlen);
+/* Reads a file, gzip-compressed or not. HONE_ENOENT when missing, HONE_EIO, HONE_EPARSE. */
+int hone_idx_read_file(const char *path, hone_idx **out, char *err, size_t errlen);
+void hone_idx_free(hone_idx *idx);
+
+/* ------------------------------------------------------------------ the spec */
+
+typedef struct hone_train_spec {
+    char network[16]; /* mlp | cnn */
+    struct {
+        char format[16]; /* idx */
+        char path[1024]; /* folder with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] */
+        int train_limit; /* 0 = all remaining after the validation split */
+        int val_size;    /* validation images taken from the end of the training file */
+        int test_limit;  /* 0 = the whole test file */
+    } data;
+    struct {
+        int epochs, batch_size;
+        char optimizer[16]; /* sgd | adamw */
+        double lr, momentum, weight_decay, beta1, beta2, eps;
+        int nesterov;
+        char lr_schedule[16]; /* constant | step | cosine */
+        double warmup_epochs, step_gamma, min_lr;
+        int step_epochs;
+        uint64_t seed;
+        char math[8]; /* fp32 | tf32 | bf16 (CUDA GEMM/conv precision) */
+    } train;
+    struct {
+        int hidden, depth; /* mlp: hidden width and number of hidden layers; cnn: fc width */
+        double dropout;    /* before the last dense layer(s) */
+        int batchnorm;
+        int augment_flip, augment_shift;
+    } model;
+} hone_train_spec;
+
+void hone_train_spec_defaults(hone_train_spec *s);
+/* Apply a YAML document (file or string) over s. Unknown keys, wrong types and out-of-range values
+ * are HONE_EPARSE with err naming the key, e.g. "train.lr: expected a number, got 'fast'". */
+int hone_train_spec_load_file(hone_train_spec *s, const char *path, char *err, size_t errlen);
+int hone_train_spec_load_string(hone_train_spec *s, const char *yaml, size_t len, char *err,
+                                size_t errlen);
+/* One "dotted.key=value" override (the worker passes each trial's hyperparameters this way). */
+int hone_train_spec_set(hone_train_spec *s, const char *assignment, char *err, size_t errlen);
+/* Cross-field checks after all overrides (e.g. batch_size vs data sizes happen at load time). */
+int hone_train_spec_validate(const hone_train_spec *s, char *err, size_t errlen);
+/* Writes the resolved spec as YAML that load_file reads back to the same values. */
+int hone_train_spec_write(const hone_train_spec *s, FILE *f);
+
+/* ------------------------------------------------------------------ training */
+
+typedef struct hone_train_epoch {
+    int epoch, epochs; /* 1-based epoch just finished, total planned */
+    double train_loss, train_accuracy, val_loss, val_accuracy;
+    double lr;      /* learning rate at the epoch's last step */
+    double seconds; /* wall time of the epoch's training steps */
+    double images_per_second;
+} hone_train_epoch;
+
+typedef struct hone_train_result {
+    int epochs_trained;
+    int finished; /* 1 when all epochs ran (test metrics valid), 0 when paused by epochs_until */
+    double test_accuracy, test_loss, best_val_accuracy;
+} hone_train_result;
+
+/* Return nonzero to stop training after this epoch (the checkpoint is still written). */
+typedef int (*hone_train_epoch_cb)(const hone_train_epoch *e, void *user);
+
+typedef struct hone_train_opts {
+    const hone_train_spec *spec; /* borrowed */
+    const char *device;          /* "cpu" | "cuda" | "auto" (NULL = auto) */
+    int threads;                 /* CPU threads, 0 = all cores */
+    const char *out_dir;         /* checkpoint.bin, model.bin, spec.yaml, metrics.jsonl; NULL = none */
+    const char *resume_path;     /* checkpoint to continue from; NULL = fresh start */
+    int epochs_until;            /* stop after this epoch (pause), 0 = run all epochs */
+    int print_json;              /* 1: one JSON line per epoch (and at the end) on stdout */
+    hone_train_epoch_cb on_epoch;
+    void *user;
+} hone_train_opts;
+
+/* Trains as the options say. err receives a one-line reason on failure. */
+int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, size_t errlen);
+
+#endif

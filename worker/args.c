@@ -1,0 +1,123 @@
+/* args: hone-worker's command line, parsed into hone_worker_opts without touching anything else.
+ * Strings point into argv; nothing is allocated. */
+#include "worker.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *hone_worker_usage(void)
+{
+    return "usage: hone-worker --controller URL [--name N] [--work-dir DIR]\n"
+           "                   [--device cpu|cuda|auto] [--threads N] [--token T]\n"
+           "                   [--trainer PATH] [--lease-wait S] [--grace S] [--max-jobs N] [-v]\n"
+           "Registers with the controller at URL, leases jobs and runs hone-train for each.\n"
+           "Environment: HONE_URL (default for --controller), HONE_TOKEN.\n";
+}
+
+static int args_int(const char *v, int lo, int hi, int *out)
+{
+    char *end;
+    long x = strtol(v, &end, 10);
+    if (*v == '\0' || *end != '\0' || x < lo || x > hi)
+        return HONE_EINVAL;
+    *out = (int)x;
+    return HONE_OK;
+}
+
+int hone_worker_args_parse(int argc, char **argv, hone_worker_opts *o, char *err, size_t errlen)
+{
+    memset(o, 0, sizeof(*o));
+    o->device = "auto";
+    o->lease_wait_s = 20;
+    o->grace_s = 10.0;
+    o->controller = getenv("HONE_URL");
+    o->token = getenv("HONE_TOKEN");
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = NULL;
+        const char *eq;
+        char name[64];
+
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            snprintf(err, errlen, "%s", hone_worker_usage());
+            return 1;
+        }
+        if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
+            o->verbose = 1;
+            continue;
+        }
+        if (strncmp(a, "--", 2) != 0) {
+            snprintf(err, errlen, "unexpected argument '%s' (options start with --; see --help)",
+                     a);
+            return HONE_EINVAL;
+        }
+        eq = strchr(a, '=');
+        if (eq) {
+            size_t n = (size_t)(eq - a);
+            if (n >= sizeof(name))
+                n = sizeof(name) - 1;
+            memcpy(name, a, n);
+            name[n] = '\0';
+            v = eq + 1;
+        } else {
+            snprintf(name, sizeof(name), "%s", a);
+            if (i + 1 >= argc) {
+                snprintf(err, errlen, "option %s needs a value (e.g. %s VALUE)", name, name);
+                return HONE_EINVAL;
+            }
+            v = argv[++i];
+        }
+        if (strcmp(name, "--controller") == 0 || strcmp(name, "--url") == 0) {
+            o->controller = v;
+        } else if (strcmp(name, "--name") == 0) {
+            o->name = v;
+        } else if (strcmp(name, "--work-dir") == 0) {
+            o->work_dir = v;
+        } else if (strcmp(name, "--device") == 0) {
+            if (strcmp(v, "cpu") != 0 && strcmp(v, "cuda") != 0 && strcmp(v, "auto") != 0) {
+                snprintf(err, errlen, "--device must be cpu, cuda or auto (got '%s')", v);
+                return HONE_EINVAL;
+            }
+            o->device = v;
+        } else if (strcmp(name, "--threads") == 0) {
+            if (args_int(v, 0, 4096, &o->threads) != 0) {
+                snprintf(err, errlen, "--threads must be an integer from 0 to 4096 (got '%s')", v);
+                return HONE_EINVAL;
+            }
+        } else if (strcmp(name, "--token") == 0) {
+            o->token = v;
+        } else if (strcmp(name, "--trainer") == 0) {
+            o->trainer = v;
+        } else if (strcmp(name, "--lease-wait") == 0) {
+            if (args_int(v, 1, 300, &o->lease_wait_s) != 0) {
+                snprintf(err, errlen, "--lease-wait must be 1..300 seconds (got '%s')", v);
+                return HONE_EINVAL;
+            }
+        } else if (strcmp(name, "--grace") == 0) {
+            char *end;
+            o->grace_s = strtod(v, &end);
+            if (*end != '\0' || !(o->grace_s > 0 && o->grace_s <= 3600)) {
+                snprintf(err, errlen, "--grace must be a number of seconds in (0, 3600]");
+                return HONE_EINVAL;
+            }
+        } else if (strcmp(name, "--max-jobs") == 0) {
+            if (args_int(v, 0, 1000000, &o->max_jobs) != 0) {
+                snprintf(err, errlen, "--max-jobs must be a non-negative integer");
+                return HONE_EINVAL;
+            }
+        } else {
+            snprintf(err, errlen, "unknown option %s (see hone-worker --help)", name);
+            return HONE_EINVAL;
+        }
+    }
+    if (!o->controller || !o->controller[0]) {
+        snprintf(err, errlen, "missing --controller URL (or set HONE_URL)");
+        return HONE_EINVAL;
+    }
+    if (strncmp(o->controller, "http://", 7) != 0 && strncmp(o->controller, "https://", 8) != 0) {
+        snprintf(err, errlen, "--controller must be an http:// or https:// URL (got '%s')",
+                 o->controller);
+        return HONE_EINVAL;
+    }
+    return HONE_OK;
+}

@@ -1,0 +1,376 @@
+/* trun: runs one hone-train child, relays its stdout JSON lines to hooks and keeps the tail of
+ * its stderr. The child gets its own process group so stop/kill reaches everything it started.
+ * It must never leave a child behind: every path out of hone_trun_run waits for it. */
+#define _GNU_SOURCE /* pipe2 */
+#include "worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TRUN_LINE_MAX 65536
+#define TRUN_LOG_LINE_MAX 400
+
+typedef struct trun_line {
+    char *buf;
+    size_t len, cap;
+} trun_line;
+
+typedef struct trun_state {
+    char **ring; /* stderr lines, oldest at ring_head once full */
+    int ring_n, ring_cap, ring_head;
+    trun_line out, err;
+    pid_t pid;
+    int killing;      /* 0 none, 1 SIGTERM sent */
+    double kill_at;   /* monotonic time of SIGKILL */
+    int killed_hard;  /* SIGKILL sent */
+    hone_wdecision decided;
+    int aborted;
+    int natural_end;  /* stop/pause came on the last epoch: let it exit */
+} trun_state;
+
+hone_wdecision hone_wdecision_parse(const char *s)
+{
+    if (s && strcmp(s, "stop") == 0)
+        return HONE_WDECISION_STOP;
+    if (s && strcmp(s, "pause") == 0)
+        return HONE_WDECISION_PAUSE;
+    return HONE_WDECISION_CONTINUE;
+}
+
+const char *hone_trun_outcome_name(hone_trun_outcome o)
+{
+    switch (o) {
+    case HONE_TRUN_DONE:
+        return "done";
+    case HONE_TRUN_FAILED:
+        return "failed";
+    case HONE_TRUN_STOPPED:
+        return "stopped";
+    case HONE_TRUN_PAUSED:
+        return "paused";
+    case HONE_TRUN_ABORTED:
+        return "aborted";
+    }
+    return "failed";
+}
+
+static double trun_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void trun_ring_push(trun_state *s, const char *line, size_t len)
+{
+    char *copy;
+
+    if (len > TRUN_LOG_LINE_MAX)
+        len = TRUN_LOG_LINE_MAX;
+    copy = hone_xmalloc(len + 1);
+    memcpy(copy, line, len);
+    copy[len] = '\0';
+    if (s->ring_n < s->ring_cap) {
+        s->ring[s->ring_n++] = copy;
+        return;
+    }
+    free(s->ring[s->ring_head]);
+    s->ring[s->ring_head] = copy;
+    s->ring_head = (s->ring_head + 1) % s->ring_cap;
+}
+
+static char *trun_ring_join(trun_state *s)
+{
+    size_t total = 1;
+    char *o, *p;
+
+    for (int i = 0; i < s->ring_n; i++)
+        total += strlen(s->ring[i]) + 1;
+    o = p = hone_xmalloc(total);
+    for (int i = 0; i < s->ring_n; i++) {
+        const char *l = s->ring[(s->ring_head + i) % s->ring_n];
+        size_t n = strlen(l);
+        memcpy(p, l, n);
+        p += n;
+        *p++ = '\n';
+    }
+    *p = '\0';
+    return o;
+}
+
+static void trun_signal(trun_state *s, int sig)
+{
+    if (s->pid > 0 && kill(-s->pid, sig) != 0)
+        kill(s->pid, sig);
+}
+
+static void trun_begin_stop(trun_state *s, double grace)
+{
+    if (s->killing)
+        return;
+    s->killing = 1;
+    s->kill_at = trun_now() + grace;
+    trun_signal(s, SIGTERM);
+}
+
+/* One complete stdout line: JSON lines go to the hooks, anything else into the log ring. */
+static void trun_stdout_line(trun_state *s, const hone_trun_opts *o, const hone_trun_hooks *h,
+                             hone_trun_result *res, char *line, size_t len, double grace)
+{
+    json_t *j, *ep, *ev;
+
+    while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' '))
+        line[--len] = '\0';
+    if (len == 0)
+        return;
+    j = line[0] == '{' ? json_loadb(line, len, 0, NULL) : NULL;
+    if (!json_is_object(j)) {
+        trun_ring_push(s, line, len);
+        json_decref(j);
+        return;
+    }
+    ev = json_object_get(j, "event");
+    ep = json_object_get(j, "epoch");
+    if (json_is_string(ev)) {
+        if (strcmp(json_string_value(ev), "done") == 0) {
+            json_decref(res->done);
+            res->done = json_incref(j);
+        }
+        if (h->on_event)
+            h->on_event(h->arg, j);
+    } else if (json_is_integer(ep) && !s->killing && s->decided == HONE_WDECISION_CONTINUE) {
+        int epoch = (int)json_integer_value(ep);
+        hone_wdecision d;
+
+        res->last_epoch = epoch;
+        res->epochs_seen++;
+        d = h->on_epoch ? h->on_epoch(h->arg, epoch, j) : HONE_WDECISION_CONTINUE;
+        if (d != HONE_WDECISION_CONTINUE) {
+            s->decided = d;
+            /* The checkpoint of this epoch is on disk once its line is printed. On the last
+             * epoch the trainer is about to exit by itself: let it, so its final line lands. */
+            if (o->last_epoch > 0 && epoch >= o->last_epoch)
+                s->natural_end = 1;
+            else
+                trun_begin_stop(s, grace);
+        }
+    }
+    json_decref(j);
+}
+
+/* Reads what is there from fd into the line buffer and dispatches complete lines. Returns 0 at
+ * EOF, 1 otherwise. */
+static int trun_drain(trun_state *s, int fd, int is_err, const hone_trun_opts *o,
+                      const hone_trun_hooks *h, hone_trun_result *res, double grace)
+{
+    trun_line *L = is_err ? &s->err : &s->out;
+    char chunk[8192];
+    ssize_t n = read(fd, chunk, sizeof(chunk));
+
+    if (n < 0)
+        return (errno == EAGAIN || errno == EINTR) ? 1 : 0;
+    if (n == 0) {
+        if (L->len > 0) { /* a last line without '\n' */
+            L->buf[L->len] = '\0';
+            if (is_err)
+                trun_ring_push(s, L->buf, L->len);
+            else
+                trun_stdout_line(s, o, h, res, L->buf, L->len, grace);
+            L->len = 0;
+        }
+        return 0;
+    }
+    for (ssize_t i = 0; i < n; i++) {
+        if (chunk[i] == '\n' || L->len + 1 >= TRUN_LINE_MAX) {
+            if (L->len + 1 > L->cap) {
+                L->cap = L->len + 64;
+                L->buf = hone_xrealloc(L->buf, L->cap);
+            }
+            L->buf[L->len] = '\0';
+            if (is_err)
+                trun_ring_push(s, L->buf, L->len);
+            else
+                trun_stdout_line(s, o, h, res, L->buf, L->len, grace);
+            L->len = 0;
+            if (chunk[i] == '\n')
+                continue;
+        }
+        if (L->len + 2 > L->cap) {
+            L->cap = L->cap ? L->cap * 2 : 256;
+            L->buf = hone_xrealloc(L->buf, L->cap);
+        }
+        L->buf[L->len++] = chunk[i];
+    }
+    return 1;
+}
+
+static pid_t trun_spawn(char *const argv[], int out_fd, int err_fd, int *exec_fail_fd)
+{
+    int probe[2];
+    pid_t pid;
+
+    /* A close-on-exec pipe tells the parent whether exec worked (errno comes back on it). */
+    if (pipe2(probe, O_CLOEXEC) != 0)
+        return -1;
+    pid = fork();
+    if (pid < 0) {
+        close(probe[0]);
+        close(probe[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        int e;
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* a worker killed hard takes its trainer along */
+        signal(SIGPIPE, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0)
+            dup2(devnull, 0);
+        dup2(out_fd, 1);
+        dup2(err_fd, 2);
+        close(probe[0]);
+        execvp(argv[0], argv);
+        e = errno;
+        if (write(probe[1], &e, sizeof(e)) < 0)
+            _exit(127);
+        _exit(127);
+    }
+    setpgid(pid, pid);
+    close(probe[1]);
+    *exec_fail_fd = probe[0];
+    return pid;
+}
+
+int hone_trun_run(char *const argv[], const hone_trun_opts *opts, const hone_trun_hooks *h,
+                  hone_trun_result *res)
+{
+    hone_trun_opts o = opts ? *opts : (hone_trun_opts){0};
+    trun_state s = {0};
+    int outp[2] = {-1, -1}, errp[2] = {-1, -1}, probe = -1, status = 0, e = 0;
+    int out_open = 1, err_open = 1, rc = HONE_OK;
+    double grace = o.grace_s > 0 ? o.grace_s : 10.0;
+
+    memset(res, 0, sizeof(*res));
+    s.ring_cap = o.log_lines > 0 ? o.log_lines : 50;
+    s.ring = hone_xcalloc((size_t)s.ring_cap, sizeof(char *));
+    if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
+        rc = HONE_EIO;
+        trun_ring_push(&s, "hone-worker: pipe failed", 24);
+        goto fail;
+    }
+    s.pid = trun_spawn(argv, outp[1], errp[1], &probe);
+    close(outp[1]);
+    close(errp[1]);
+    outp[1] = errp[1] = -1;
+    if (s.pid < 0) {
+        rc = HONE_EIO;
+        trun_ring_push(&s, "hone-worker: fork failed", 24);
+        goto fail;
+    }
+    if (read(probe, &e, sizeof(e)) == (ssize_t)sizeof(e)) {
+        char msg[512];
+        int n = snprintf(msg, sizeof(msg), "hone-worker: cannot run %s: %s", argv[0], strerror(e));
+        trun_ring_push(&s, msg, (size_t)n);
+        waitpid(s.pid, &status, 0);
+        s.pid = -1;
+        rc = HONE_EIO;
+        goto fail;
+    }
+    fcntl(outp[0], F_SETFL, O_NONBLOCK);
+    fcntl(errp[0], F_SETFL, O_NONBLOCK);
+
+    while (out_open || err_open) {
+        struct pollfd p[2];
+        int np = 0;
+
+        if (out_open)
+            p[np++] = (struct pollfd){.fd = outp[0], .events = POLLIN};
+        if (err_open)
+            p[np++] = (struct pollfd){.fd = errp[0], .events = POLLIN};
+        if (poll(p, (nfds_t)np, 200) > 0) {
+            for (int i = 0; i < np; i++) {
+                if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                    continue;
+                if (p[i].fd == outp[0])
+                    out_open = trun_drain(&s, outp[0], 0, &o, h, res, grace);
+                else
+                    err_open = trun_drain(&s, errp[0], 1, &o, h, res, grace);
+            }
+        }
+        if (!s.aborted && h->should_stop && h->should_stop(h->arg)) {
+            s.aborted = 1;
+            trun_begin_stop(&s, grace);
+        }
+        if (s.killing && !s.killed_hard && trun_now() >= s.kill_at) {
+            s.killed_hard = 1;
+            trun_signal(&s, SIGKILL);
+        }
+    }
+    /* Both pipes closed: the child (and its group) is exiting; keep the kill deadline. */
+    while (waitpid(s.pid, &status, WNOHANG) == 0) {
+        if (!s.aborted && h->should_stop && h->should_stop(h->arg)) {
+            s.aborted = 1;
+            trun_begin_stop(&s, grace);
+        }
+        if (s.killing && !s.killed_hard && trun_now() >= s.kill_at) {
+            s.killed_hard = 1;
+            trun_signal(&s, SIGKILL);
+        }
+        usleep(20000);
+    }
+    s.pid = -1;
+    res->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (s.decided == HONE_WDECISION_STOP)
+        res->outcome = HONE_TRUN_STOPPED;
+    else if (s.decided == HONE_WDECISION_PAUSE)
+        res->outcome = HONE_TRUN_PAUSED;
+    else if (s.aborted)
+        res->outcome = HONE_TRUN_ABORTED;
+    else if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        res->outcome = HONE_TRUN_DONE;
+    else
+        res->outcome = HONE_TRUN_FAILED;
+    if (res->outcome == HONE_TRUN_FAILED) {
+        char msg[128];
+        int n = snprintf(msg, sizeof(msg), "hone-worker: trainer exited with status %d",
+                         res->exit_code);
+        trun_ring_push(&s, msg, (size_t)n);
+    }
+fail:
+    if (rc != HONE_OK)
+        res->outcome = HONE_TRUN_FAILED;
+    res->log_tail = trun_ring_join(&s);
+    for (int fd_i = 0; fd_i < 2; fd_i++) {
+        if (outp[fd_i] >= 0)
+            close(outp[fd_i]);
+        if (errp[fd_i] >= 0)
+            close(errp[fd_i]);
+    }
+    if (probe >= 0)
+        close(probe);
+    for (int i = 0; i < s.ring_n; i++)
+        free(s.ring[i]);
+    free(s.ring);
+    free(s.out.buf);
+    free(s.err.buf);
+    return rc;
+}
+
+void hone_trun_result_clear(hone_trun_result *res)
+{
+    if (!res)
+        return;
+    json_decref(res->done);
+    free(res->log_tail);
+    memset(res, 0, sizeof(*res));
+}

@@ -1,0 +1,392 @@
+/* worker: the hone-worker daemon loop. Registers (with its CPUs and GPUs), heartbeats on its own
+ * thread, long-polls for leases and hands each job to job.c. Every call to the controller backs
+ * off (capped, jittered) while it is unreachable and re-registers when it forgot this worker. */
+#include "worker_internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef HONE_WORKER_HAVE_KERNELS
+#include "kernels.h"
+#endif
+
+void worker_log(hone_worker *w, const char *fmt, ...)
+{
+    char buf[2048];
+    char ts[32];
+    time_t now = time(NULL);
+    struct tm tm;
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    gmtime_r(&now, &tm);
+    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    fprintf(stderr, "%s hone-worker[%s] %s\n", ts, w->name, buf);
+}
+
+int worker_sleep(hone_worker *w, int ms)
+{
+    while (ms > 0 && !*w->stop) {
+        int step = ms < 100 ? ms : 100;
+        usleep((useconds_t)step * 1000);
+        ms -= step;
+    }
+    return *w->stop ? 1 : 0;
+}
+
+int worker_backoff(hone_worker *w, int *delay_ms)
+{
+    int d = *delay_ms <= 0 ? 250 : *delay_ms * 2;
+    double jitter;
+
+    if (d > 15000)
+        d = 15000;
+    *delay_ms = d;
+    jitter = 0.75 + 0.5 * ((double)rand_r(&w->seed) / (double)RAND_MAX);
+    return (int)(d * jitter);
+}
+
+void worker_id(hone_worker *w, char *buf, size_t len)
+{
+    pthread_mutex_lock(&w->mu);
+    snprintf(buf, len, "%s", w->id);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static json_t *worker_resources(hone_worker *w)
+{
+    json_t *res = json_object(), *gpus = json_array();
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+    json_object_set_new(res, "cpus", json_integer(cpus > 0 ? cpus : 1));
+#ifdef HONE_WORKER_HAVE_KERNELS
+    if (strcmp(w->o->device, "cpu") != 0) {
+        int n = hone_cuda_device_count();
+        for (int i = 0; i < n; i++) {
+            char name[256] = "";
+            size_t mem = 0;
+            json_t *g = json_object();
+            if (hone_cuda_device_name(i, name, sizeof(name), &mem) != 0)
+                snprintf(name, sizeof(name), "gpu%d", i);
+            json_object_set_new(g, "name", json_string(name));
+            json_object_set_new(g, "memory_bytes", json_integer((json_int_t)mem));
+            json_array_append_new(gpus, g);
+        }
+    }
+#endif
+    json_object_set_new(res, "gpus", gpus);
+    json_object_set_new(res, "device", json_string(w->o->device));
+    return res;
+}
+
+/* Registers unless another thread already replaced the id this caller saw fail (stale). */
+static int worker_register_if(hone_worker *w, hone_rest *rest, const char *stale)
+{
+    json_t *body;
+    hone_rest_resp resp;
+    char err[512];
+    int rc;
+
+    pthread_mutex_lock(&w->mu);
+    if (stale && strcmp(w->id, stale) != 0 && w->id[0]) {
+        pthread_mutex_unlock(&w->mu);
+        return HONE_OK;
+    }
+    pthread_mutex_unlock(&w->mu);
+
+    body = json_object();
+    json_object_set_new(body, "name", json_string(w->name));
+    json_object_set_new(body, "resources", worker_resources(w));
+    json_object_set_new(body, "artifact_dir", json_string(w->work_dir));
+    rc = hone_rest_call(rest, "POST", "/api/v1/workers", body, 10, &resp, err, sizeof(err));
+    json_decref(body);
+    if (rc != 0)
+        return HONE_EIO;
+    if (resp.status == 200 || resp.status == 201) {
+        const char *id = json_string_value(json_object_get(resp.json, "id"));
+        json_t *hb = json_object_get(resp.json, "heartbeat_seconds");
+        if (!id) {
+            hone_rest_resp_clear(&resp);
+            return HONE_EPARSE;
+        }
+        pthread_mutex_lock(&w->mu);
+        snprintf(w->id, sizeof(w->id), "%s", id);
+        if (json_is_number(hb) && json_number_value(hb) >= 1)
+            w->heartbeat_s = (int)json_number_value(hb);
+        pthread_mutex_unlock(&w->mu);
+        worker_log(w, "registered as %s (heartbeat %ds)", id, w->heartbeat_s);
+        rc = HONE_OK;
+    } else {
+        char msg[512];
+        hone_rest_error_text(&resp, msg, sizeof(msg));
+        worker_log(w, "register refused: %s", msg);
+        rc = resp.status == 401 || resp.status == 403 ? HONE_EINVAL : HONE_EIO;
+    }
+    hone_rest_resp_clear(&resp);
+    return rc;
+}
+
+int worker_register(hone_worker *w, hone_rest *rest)
+{
+    return worker_register_if(w, rest, NULL);
+}
+
+static int worker_json_has(const json_t *arr, const char *s)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(arr, i, v)
+    {
+        if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static void *worker_heartbeat_main(void *arg)
+{
+    hone_worker *w = arg;
+    int warned = 0;
+
+    while (!atomic_load(&w->quit_hb)) {
+        char id[128], job[128], path[256], err[256];
+        hone_rest_resp resp;
+        json_t *body, *jobs;
+        int hb;
+
+        pthread_mutex_lock(&w->mu);
+        hb = w->heartbeat_s;
+        pthread_mutex_unlock(&w->mu);
+        for (int ms = hb * 1000; ms > 0 && !atomic_load(&w->quit_hb); ms -= 100)
+            usleep(100000);
+        if (atomic_load(&w->quit_hb))
+            break;
+        pthread_mutex_lock(&w->mu);
+        snprintf(id, sizeof(id), "%s", w->id);
+        snprintf(job, sizeof(job), "%s", w->job_id);
+        pthread_mutex_unlock(&w->mu);
+        if (!id[0])
+            continue;
+        body = json_object();
+        jobs = json_array();
+        if (job[0])
+            json_array_append_new(jobs, json_string(job));
+        json_object_set_new(body, "jobs", jobs);
+        snprintf(path, sizeof(path), "/api/v1/workers/%s/heartbeat", id);
+        if (hone_rest_call(w->hb_rest, "POST", path, body, 10, &resp, err, sizeof(err)) != 0) {
+            if (!warned++)
+                worker_log(w, "heartbeat: controller unreachable (%s); retrying", err);
+            json_decref(body);
+            continue;
+        }
+        json_decref(body);
+        if (warned) {
+            worker_log(w, "heartbeat: controller is back");
+            warned = 0;
+        }
+        if (resp.status == 404) {
+            worker_log(w, "controller forgot worker %s; registering again", id);
+            worker_register_if(w, w->hb_rest, id);
+        } else if (resp.status == 200 && job[0] &&
+                   worker_json_has(json_object_get(resp.json, "cancel"), job)) {
+            worker_log(w, "job %s: canceled by the controller", job);
+            atomic_store(&w->cancel, 1);
+        }
+        hone_rest_resp_clear(&resp);
+    }
+    return NULL;
+}
+
+/* The trainer: --trainer, then $HONE_BIN_DIR, then beside or near this executable, then PATH. */
+static void worker_find_trainer(hone_worker *w)
+{
+    static const char *rel[] = {"hone-train", "../train/hone-train", "../../train/hone-train"};
+    const char *env = getenv("HONE_BIN_DIR");
+    char self[4096], cand[4096 + 64];
+    ssize_t n;
+
+    if (w->o->trainer) {
+        snprintf(w->trainer, sizeof(w->trainer), "%s", w->o->trainer);
+        return;
+    }
+    if (env && env[0]) {
+        snprintf(cand, sizeof(cand), "%s/hone-train", env);
+        if (access(cand, X_OK) == 0) {
+            snprintf(w->trainer, sizeof(w->trainer), "%s", cand);
+            return;
+        }
+    }
+    n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n > 0) {
+        char *slash;
+        self[n] = '\0';
+        slash = strrchr(self, '/');
+        if (slash)
+            *slash = '\0';
+        for (size_t i = 0; i < HONE_ARRAY_LEN(rel); i++) {
+            snprintf(cand, sizeof(cand), "%s/%s", self, rel[i]);
+            if (access(cand, X_OK) == 0) {
+                snprintf(w->trainer, sizeof(w->trainer), "%s", cand);
+                return;
+            }
+        }
+    }
+    snprintf(w->trainer, sizeof(w->trainer), "hone-train");
+}
+
+static int worker_mkdirs(const char *path)
+{
+    char tmp[4096];
+    size_t n = strlen(path);
+
+    if (n == 0 || n >= sizeof(tmp))
+        return HONE_EINVAL;
+    memcpy(tmp, path, n + 1);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+                return HONE_EIO;
+            *p = '/';
+        }
+    }
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+        return HONE_EIO;
+    return HONE_OK;
+}
+
+static int worker_setup(hone_worker *w, const hone_worker_opts *o, volatile sig_atomic_t *stop)
+{
+    char host[128] = "host";
+
+    memset(w, 0, sizeof(*w));
+    w->o = o;
+    w->stop = stop;
+    w->heartbeat_s = 5;
+    w->seed = (unsigned int)time(NULL) ^ (unsigned int)getpid();
+    pthread_mutex_init(&w->mu, NULL);
+    gethostname(host, sizeof(host) - 1);
+    if (o->name)
+        snprintf(w->name, sizeof(w->name), "%s", o->name);
+    else
+        snprintf(w->name, sizeof(w->name), "%s-%d", host, (int)getpid());
+    if (o->work_dir)
+        snprintf(w->work_dir, sizeof(w->work_dir), "%s", o->work_dir);
+    else
+        snprintf(w->work_dir, sizeof(w->work_dir), "hone-work/%s", w->name);
+    if (worker_mkdirs(w->work_dir) != 0) {
+        worker_log(w, "cannot create work dir %s: %s", w->work_dir, strerror(errno));
+        return HONE_EIO;
+    }
+    if (w->work_dir[0] != '/') {
+        char abs[PATH_MAX];
+        if (realpath(w->work_dir, abs))
+            snprintf(w->work_dir, sizeof(w->work_dir), "%s", abs);
+    }
+    worker_find_trainer(w);
+    if (hone_rest_new(o->controller, o->token, &w->rest) != 0 ||
+        hone_rest_new(o->controller, o->token, &w->hb_rest) != 0) {
+        worker_log(w, "bad controller URL %s", o->controller);
+        return HONE_EINVAL;
+    }
+    hone_rest_set_abort(w->rest, stop);
+    return HONE_OK;
+}
+
+/* Long-polls once. Returns 1 when a job ran, 0 when none came, <0 on trouble (backoff). */
+static int worker_lease_once(hone_worker *w)
+{
+    char id[128], path[256], err[512];
+    hone_rest_resp resp;
+    int rc;
+
+    worker_id(w, id, sizeof(id));
+    if (!id[0])
+        return worker_register(w, w->rest) == 0 ? 0 : HONE_EIO;
+    snprintf(path, sizeof(path), "/api/v1/workers/%s/lease?wait=%d", id, w->o->lease_wait_s);
+    rc = hone_rest_call(w->rest, "POST", path, NULL, w->o->lease_wait_s + 15, &resp, err,
+                        sizeof(err));
+    if (rc != 0)
+        return rc;
+    if (resp.status == 200 && json_is_object(json_object_get(resp.json, "job"))) {
+        worker_job_run(w, json_object_get(resp.json, "job"));
+        rc = 1;
+    } else if (resp.status == 204 || resp.status == 200) {
+        rc = 0;
+    } else if (resp.status == 404) {
+        worker_log(w, "controller forgot worker %s; registering again", id);
+        rc = worker_register_if(w, w->rest, id) == 0 ? 0 : HONE_EIO;
+    } else {
+        char msg[512];
+        hone_rest_error_text(&resp, msg, sizeof(msg));
+        worker_log(w, "lease: %s", msg);
+        rc = HONE_EIO;
+    }
+    hone_rest_resp_clear(&resp);
+    return rc;
+}
+
+int hone_worker_run(const hone_worker_opts *o, volatile sig_atomic_t *stop)
+{
+    hone_worker w;
+    pthread_t hb;
+    int hb_started = 0, delay = 0, jobs = 0, warned = 0, rc;
+
+    rc = worker_setup(&w, o, stop);
+    if (rc != 0)
+        goto fail;
+    worker_log(&w, "controller %s, trainer %s, work dir %s", o->controller, w.trainer,
+               w.work_dir);
+    while (!*stop) {
+        rc = worker_register(&w, w.rest);
+        if (rc == 0)
+            break;
+        if (rc == HONE_EINVAL)
+            goto fail;
+        if (!warned++)
+            worker_log(&w, "controller %s unreachable; retrying", o->controller);
+        worker_sleep(&w, worker_backoff(&w, &delay));
+    }
+    rc = HONE_OK;
+    if (*stop)
+        goto fail;
+    delay = 0;
+    warned = 0;
+    if (pthread_create(&hb, NULL, worker_heartbeat_main, &w) == 0)
+        hb_started = 1;
+    while (!*stop && (o->max_jobs == 0 || jobs < o->max_jobs)) {
+        int r = worker_lease_once(&w);
+        if (r >= 0) {
+            if (warned)
+                worker_log(&w, "controller is back");
+            warned = 0;
+            delay = 0;
+            jobs += r;
+            continue;
+        }
+        if (*stop)
+            break;
+        if (!warned++)
+            worker_log(&w, "controller unreachable; retrying with backoff");
+        worker_sleep(&w, worker_backoff(&w, &delay));
+    }
+    worker_log(&w, "shutting down after %d job(s)", jobs);
+fail:
+    if (hb_started) {
+        atomic_store(&w.quit_hb, 1);
+        pthread_join(hb, NULL);
+    }
+    hone_rest_free(w.rest);
+    hone_rest_free(w.hb_rest);
+    pthread_mutex_destroy(&w.mu);
+    return rc;
+}

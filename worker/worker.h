@@ -1,0 +1,101 @@
+/* worker: the hone-worker daemon as a library. It registers with the controller, long-polls for
+ * leases, runs hone-train for each job, relays each epoch's metrics and obeys the reply (continue,
+ * stop, pause), heartbeats, and completes jobs. The trainer-run part (hone_trun_*) is usable alone.
+ * It never decides anything about search: the controller owns every decision. */
+#ifndef HONE_WORKER_H
+#define HONE_WORKER_H
+
+#include <signal.h>
+
+#include <jansson.h>
+
+#include "hone.h"
+
+typedef enum {
+    HONE_WDECISION_CONTINUE = 0,
+    HONE_WDECISION_STOP = 1,
+    HONE_WDECISION_PAUSE = 2,
+} hone_wdecision;
+
+/* Parses "continue" / "stop" / "pause"; anything else reads as continue. */
+hone_wdecision hone_wdecision_parse(const char *s);
+
+/* ---------------------------------------------------------------- trainer runs (trun.c) */
+
+typedef struct hone_trun_hooks {
+    /* Each epoch line ({"epoch": N, ...}); the line is borrowed. Returns what to do next. */
+    hone_wdecision (*on_epoch)(void *arg, int epoch, json_t *line);
+    /* Other JSON lines (e.g. {"event": "done", ...}); borrowed. May be NULL. */
+    void (*on_event)(void *arg, json_t *line);
+    /* Polled about every 200 ms; nonzero stops the trainer now (cancel, shutdown). May be NULL. */
+    int (*should_stop)(void *arg);
+    void *arg;
+} hone_trun_hooks;
+
+typedef enum {
+    HONE_TRUN_DONE = 0,    /* exited 0 on its own */
+    HONE_TRUN_FAILED = 1,  /* exited non-zero or died of a signal we did not send */
+    HONE_TRUN_STOPPED = 2, /* a report answered stop */
+    HONE_TRUN_PAUSED = 3,  /* a report answered pause (the checkpoint of that epoch exists) */
+    HONE_TRUN_ABORTED = 4, /* should_stop said so */
+} hone_trun_outcome;
+
+const char *hone_trun_outcome_name(hone_trun_outcome o);
+
+typedef struct hone_trun_opts {
+    double grace_s; /* SIGTERM, then SIGKILL after this many seconds (0 = 10) */
+    /* The epoch after which the trainer exits by itself (0 = unknown): a stop or pause answered
+     * on that epoch lets it finish (and print its test accuracy) instead of killing it. */
+    int last_epoch;
+    int log_lines; /* stderr lines kept for log_tail (0 = 50) */
+} hone_trun_opts;
+
+typedef struct hone_trun_result {
+    hone_trun_outcome outcome;
+    int exit_code;   /* exit status, or 128 + signal */
+    int last_epoch;  /* last epoch line seen (0 = none) */
+    int epochs_seen; /* number of epoch lines */
+    json_t *done;    /* the {"event":"done"} line, or NULL (owned) */
+    char *log_tail;  /* the last stderr lines, '\n'-joined (owned, never NULL after a run) */
+} hone_trun_result;
+
+/* Runs argv[0] (searched in PATH when it has no '/') in its own process group, reads its stdout
+ * line by line and its stderr into a ring of lines, and calls the hooks. Blocks until the child
+ * is gone. Returns HONE_EIO when it could not be started (res->log_tail says why). */
+int hone_trun_run(char *const argv[], const hone_trun_opts *o, const hone_trun_hooks *h,
+                  hone_trun_result *res);
+void hone_trun_result_clear(hone_trun_result *res);
+
+/* ---------------------------------------------------------------- the daemon (worker.c, job.c) */
+
+typedef struct hone_worker_opts {
+    const char *controller; /* base URL */
+    const char *name;       /* default: hostname-pid */
+    const char *work_dir;   /* default: ./hone-worker-<name> */
+    const char *device;     /* cpu | cuda | auto (default auto) */
+    int threads;            /* trainer threads (0 = let the trainer decide) */
+    const char *token;
+    const char *trainer; /* path to hone-train (default: beside this executable, then PATH) */
+    int lease_wait_s;    /* long-poll length (default 20) */
+    double grace_s;      /* trainer stop grace (default 10) */
+    int max_jobs;        /* exit after this many jobs (0 = never; for tests) */
+    int verbose;
+} hone_worker_opts;
+
+/* Parses hone-worker's command line (argv[0] is skipped). Returns 0, HONE_EINVAL with a message
+ * in err, or 1 when --help was asked (usage goes to err). Strings point into argv. */
+int hone_worker_args_parse(int argc, char **argv, hone_worker_opts *o, char *err, size_t errlen);
+const char *hone_worker_usage(void);
+
+/* Runs the daemon until *stop becomes nonzero (set it from a signal handler): stops the running
+ * trainer, reports, and returns 0. Returns HONE_EINVAL on bad options. */
+int hone_worker_run(const hone_worker_opts *o, volatile sig_atomic_t *stop);
+
+/* Builds the trainer's argv for a leased job (the "job" object of a lease reply). Writes nothing;
+ * spec_path and out_dir are where the caller put (or will put) them. Free with
+ * hone_worker_argv_free. */
+char **hone_worker_trainer_argv(const hone_worker_opts *o, const char *trainer,
+                                const json_t *job, const char *spec_path, const char *out_dir);
+void hone_worker_argv_free(char **argv);
+
+#endif

@@ -1,0 +1,47 @@
+/* worker_internal: the daemon's state shared by worker.c (register, heartbeat, lease loop) and
+ * job.c (one job: spec, trainer, reports, completion). Not part of the public API. */
+#ifndef HONE_WORKER_INTERNAL_H
+#define HONE_WORKER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "rest.h"
+#include "worker.h"
+
+typedef struct hone_worker {
+    const hone_worker_opts *o;
+    char name[256];
+    char work_dir[4096];
+    char trainer[4096 + 256];
+    volatile sig_atomic_t *stop;
+
+    pthread_mutex_t mu;     /* guards id, job_id, registered */
+    char id[128];           /* worker id from the controller ("" until registered) */
+    char job_id[128];       /* the job being run ("" when idle) */
+    int heartbeat_s;
+    atomic_int cancel;      /* the controller asked to stop job_id */
+    atomic_int quit_hb;     /* tells the heartbeat thread to end */
+    unsigned int seed;      /* jitter for backoff (per worker, not global) */
+
+    hone_rest *rest;        /* main thread's handle */
+    hone_rest *hb_rest;     /* heartbeat thread's handle */
+} hone_worker;
+
+/* Logs one line to stderr: "hone-worker[name] <text>". */
+void worker_log(hone_worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Sleeps about ms milliseconds, waking early when *w->stop is set. Returns nonzero when stopping. */
+int worker_sleep(hone_worker *w, int ms);
+/* Next backoff delay in ms: doubles from 250 ms up to 15 s, with +-25% jitter. */
+int worker_backoff(hone_worker *w, int *delay_ms);
+
+/* (Re-)registers with the controller using rest; thread-safe. 0, or HONE_EIO when unreachable. */
+int worker_register(hone_worker *w, hone_rest *rest);
+/* Copies the current worker id into buf under the lock. */
+void worker_id(hone_worker *w, char *buf, size_t len);
+
+/* Runs one leased job to the end and completes it with the controller (job.c). */
+void worker_job_run(hone_worker *w, const json_t *job);
+
+#endif

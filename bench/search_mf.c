@@ -9,8 +9,10 @@
 
 #include "search_internal.h"
 
-#define E_FULL 27 /* full budget in epochs: R = 27, eta = 3, epoch_multiplier = 1 */
-#define WORKERS 4
+/* full budget in epochs (R, eta = 3, epoch_multiplier = 1) and simulated workers; the
+ * environment may override them (R=81 WORKERS=1) */
+static int E_FULL = 27, WORKERS = 4;
+#define MAX_WORKERS 64
 #define MAX_EPOCHS_SPENT 60000
 
 static const char *SPACE =
@@ -98,7 +100,7 @@ static void run(const hone_space *sp, const variant *va, uint64_t seed, double g
     }
     hone_search__asha_set_stop(s, va->asha_stop);
     int np = hone_space_nparams(sp);
-    int slot_trial[WORKERS], slot_epoch[WORKERS];
+    int slot_trial[MAX_WORKERS], slot_epoch[MAX_WORKERS];
     for (int i = 0; i < WORKERS; i++)
         slot_trial[i] = -1;
     double *vals = NULL;
@@ -184,7 +186,8 @@ static double rank_corr(const hone_space *sp, int epoch, int n)
     hone_rng r;
     hone_rng_seed(&r, 77);
     keyed *a = hone_xmalloc((size_t)n * sizeof(*a)), *b = hone_xmalloc((size_t)n * sizeof(*b));
-    double *ra = hone_xmalloc((size_t)n * sizeof(double)), *rb = hone_xmalloc((size_t)n * sizeof(double));
+    double *ra = hone_xmalloc((size_t)n * sizeof(double)),
+           *rb = hone_xmalloc((size_t)n * sizeof(double));
     for (int i = 0; i < n; i++) {
         double v[8], u[8];
         hone_space_sample(sp, &r, v);
@@ -224,6 +227,14 @@ static double median(long *x, int n)
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (getenv("R"))
+        E_FULL = atoi(getenv("R"));
+    if (getenv("WORKERS"))
+        WORKERS = atoi(getenv("WORKERS"));
+    if (E_FULL < 1 || E_FULL > 1000 || WORKERS < 1 || WORKERS > MAX_WORKERS) {
+        fprintf(stderr, "bad R or WORKERS\n");
+        return 1;
+    }
     if (getenv("TAU0")) {
         g_tau0 = atof(getenv("TAU0"));
         g_tauk = atof(getenv("TAUK"));
@@ -264,10 +275,8 @@ int main(int argc, char **argv)
            rank_corr(sp, 3, 4000), rank_corr(sp, 9, 4000));
 
     const variant vs[] = {
-        {"random", HONE_ALGO_RANDOM, 0},
-        {"hyperband", HONE_ALGO_HYPERBAND, 0},
-        {"asha", HONE_ALGO_ASHA, 0},
-        {"asha_stop", HONE_ALGO_ASHA, 1},
+        {"random", HONE_ALGO_RANDOM, 0}, {"hyperband", HONE_ALGO_HYPERBAND, 0},
+        {"asha", HONE_ALGO_ASHA, 0},     {"asha_stop", HONE_ALGO_ASHA, 1},
         {"bohb", HONE_ALGO_BOHB, 0},
     };
     enum { NV = sizeof(vs) / sizeof(vs[0]) };

@@ -39,7 +39,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--device"))
             dev = strcmp(v, "cpu") ? HONE_DEV_CUDA : HONE_DEV_CPU, i++;
         else if (!strcmp(a, "--math"))
-            math = !strcmp(v, "fp32") ? HONE_MATH_FP32
+            math = !strcmp(v, "fp32")   ? HONE_MATH_FP32
                    : !strcmp(v, "bf16") ? HONE_MATH_BF16
                                         : HONE_MATH_TF32,
             i++;

@@ -18,7 +18,8 @@ const int cli_nglobal_opts = (int)HONE_ARRAY_LEN(cli_global_opts);
 static int args_find(const cli_args *a, const char *name)
 {
     for (int i = 0; i < a->nopts; i++) {
-        const cli_opt *o = i < cli_nglobal_opts ? &cli_global_opts[i] : &a->opts[i - cli_nglobal_opts];
+        const cli_opt *o =
+            i < cli_nglobal_opts ? &cli_global_opts[i] : &a->opts[i - cli_nglobal_opts];
         if (strcmp(o->name, name) == 0)
             return i;
     }
@@ -161,8 +162,8 @@ int cli_arg_int(const cli_args *a, const char *name, long lo, long hi, long *out
     return HONE_OK;
 }
 
-int cli_arg_num(const cli_args *a, const char *name, double lo, double hi, double *out,
-                char *err, size_t errlen)
+int cli_arg_num(const cli_args *a, const char *name, double lo, double hi, double *out, char *err,
+                size_t errlen)
 {
     const char *v = cli_arg(a, name);
     char *end;
@@ -306,8 +307,9 @@ int cli_param_parse(const char *spec, char *name_out, size_t namelen, json_t **e
         return HONE_OK;
     }
     if (strchr(body, ':')) {
-        snprintf(err, errlen, "--param %s: unknown type '%.*s' (use float, int, bool or a list A,B,C)",
-                 name_out, (int)(strchr(body, ':') - body), body);
+        snprintf(err, errlen,
+                 "--param %s: unknown type '%.*s' (use float, int, bool or a list A,B,C)", name_out,
+                 (int)(strchr(body, ':') - body), body);
         return HONE_EINVAL;
     }
     e = json_object();

@@ -32,8 +32,8 @@ typedef struct cli_args {
     int nopts;
     const char *pos[CLI_MAX_POS];
     int npos;
-    int set[CLI_MAX_OPTS];           /* times given */
-    const char *val[CLI_MAX_OPTS];   /* last value (CLI_VALUE) */
+    int set[CLI_MAX_OPTS];         /* times given */
+    const char *val[CLI_MAX_OPTS]; /* last value (CLI_VALUE) */
     const char *multi[CLI_MAX_OPTS][CLI_MAX_MULTI];
 } cli_args;
 
@@ -46,15 +46,15 @@ extern const int cli_nglobal_opts;
  * HONE_EINVAL with a message that names the fix in err. */
 int cli_args_parse(const cli_opt *opts, int nopts, int npos_min, int npos_max, int argc,
                    char **argv, cli_args *a, char *err, size_t errlen);
-const char *cli_arg(const cli_args *a, const char *name);   /* NULL if not given */
-int cli_flag(const cli_args *a, const char *name);          /* times given */
+const char *cli_arg(const cli_args *a, const char *name);               /* NULL if not given */
+int cli_flag(const cli_args *a, const char *name);                      /* times given */
 int cli_multi(const cli_args *a, const char *name, const char ***vals); /* count */
 /* Integer / number options with a range; on a bad value writes a message and returns
  * HONE_EINVAL. Absent options leave *out unchanged and return 0. */
 int cli_arg_int(const cli_args *a, const char *name, long lo, long hi, long *out, char *err,
                 size_t errlen);
-int cli_arg_num(const cli_args *a, const char *name, double lo, double hi, double *out,
-                char *err, size_t errlen);
+int cli_arg_num(const cli_args *a, const char *name, double lo, double hi, double *out, char *err,
+                size_t errlen);
 
 /* "key=value" → sets a JSON value at the dotted key inside obj (nested objects), the value
  * parsed as JSON when it is a number, true/false/null, an array/object or a quoted string, and
@@ -128,8 +128,7 @@ extern const int cli_nlocal_commands;
  * line rewritten with '\r', anything else a plain line every 10 s). Returns 0 when it ended
  * well (done, stopped, paused), 1 on failure, cancel, timeout or interrupt; *final gets the last
  * job JSON (new reference) when not NULL. */
-int cli_job_wait(cli_ctx *c, const char *job_id, double timeout_s, FILE *progress,
-                 json_t **final);
+int cli_job_wait(cli_ctx *c, const char *job_id, double timeout_s, FILE *progress, json_t **final);
 /* One-line progress text for a job (automl or train) into buf. */
 void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len);
 
@@ -157,12 +156,12 @@ typedef struct cli_stack cli_stack;
 
 typedef struct cli_stack_opts {
     const char *data_dir;
-    int port;           /* 0 = any free port */
+    int port; /* 0 = any free port */
     int workers;
     const char *device; /* cpu | cuda | auto */
     int threads;        /* per worker (0 = trainer default) */
     const char *bin_dir;
-    int quiet;          /* children's logs go to DATA_DIR/logs only */
+    int quiet;               /* children's logs go to DATA_DIR/logs only */
     const char *extra_roots; /* extra data root for the controller config (e.g. the demo data) */
 } cli_stack_opts;
 
@@ -175,13 +174,12 @@ int cli_stack_alive(cli_stack *s, char *err, size_t errlen);
 /* SIGTERM to all children, SIGKILL after a grace, and waits for them. */
 void cli_stack_stop(cli_stack *s);
 /* Finds an executable named name; writes its path. 0 or HONE_ENOENT. */
-int cli_find_binary(const char *bin_dir, const char *name, const char *const *rel_dirs,
-                    char *out, size_t outlen);
+int cli_find_binary(const char *bin_dir, const char *name, const char *const *rel_dirs, char *out,
+                    size_t outlen);
 
 /* `hone local` / `hone demo` option handling shared by cmd_local.c and demo.c; 2 on a usage
  * error (printed). */
-int cli_local_stack_opts(cli_ctx *c, cli_stack_opts *so, int default_workers,
-                         int default_port);
+int cli_local_stack_opts(cli_ctx *c, cli_stack_opts *so, int default_workers, int default_port);
 int cli_demo_run(cli_ctx *c);
 
 #endif

@@ -15,8 +15,9 @@ static int dataset_create(cli_ctx *c)
     int rc;
 
     json_object_set_new(body, "name", json_string(cli_arg(c->a, "name")));
-    json_object_set_new(body, "type", json_string(cli_arg(c->a, "type") ? cli_arg(c->a, "type")
-                                                                        : "image_classification"));
+    json_object_set_new(
+        body, "type",
+        json_string(cli_arg(c->a, "type") ? cli_arg(c->a, "type") : "image_classification"));
     json_object_set_new(body, "format",
                         json_string(cli_arg(c->a, "format") ? cli_arg(c->a, "format") : "idx"));
     if (path && path[0] != '/' && realpath(path, abs))
@@ -47,8 +48,8 @@ static int dataset_create(cli_ctx *c)
 static int dataset_list(cli_ctx *c)
 {
     static const char *const h[] = {"ID", "NAME", "TYPE", "FORMAT", "TRAIN", "TEST", "CLASSES"};
-    static const char *const k[] = {"id",     "name",   "type", "format", "stats.train_images",
-                                    "stats.test_images", "stats.classes"};
+    static const char *const k[] = {
+        "id", "name", "type", "format", "stats.train_images", "stats.test_images", "stats.classes"};
     hone_rest_resp resp;
 
     if (cli_call(c, "GET", "/api/v1/datasets", NULL, &resp) != 0)

@@ -46,9 +46,9 @@ static int experiment_create(cli_ctx *c)
     json_object_set_new(body, "train_datasets", ds);
     if (cli_arg(c->a, "eval-dataset"))
         json_object_set_new(body, "eval_dataset", json_string(cli_arg(c->a, "eval-dataset")));
-    json_object_set_new(body, "metric", json_string(cli_arg(c->a, "metric")
-                                                        ? cli_arg(c->a, "metric")
-                                                        : "val_accuracy"));
+    json_object_set_new(
+        body, "metric",
+        json_string(cli_arg(c->a, "metric") ? cli_arg(c->a, "metric") : "val_accuracy"));
     rc = exp_specs(c, &specs);
     if (rc != 0) {
         json_decref(body);
@@ -181,7 +181,7 @@ static int experiment_automl_defaults(cli_ctx *c)
     return 0;
 }
 
-/* The automl_settings that the flags ask for, merged over what the experiment has. */
+/* The automl_settings that the flags ask for, over `current` (may be NULL). */
 static int automl_settings(cli_ctx *c, const json_t *current, json_t **out)
 {
     static const struct {
@@ -255,14 +255,12 @@ static int automl_start(cli_ctx *c)
     rc = exp_specs(c, &specs);
     if (rc != 0)
         return rc;
+    /* Flags are checked before anything is sent; the controller merges automl_settings key by
+     * key, so only what the flags say is patched. */
+    rc = automl_settings(c, NULL, &settings);
+    if (rc != 0)
+        goto out;
     exp_path(exp, "", path, sizeof(path));
-    rc = cli_call(c, "GET", path, NULL, &resp);
-    if (rc != 0)
-        goto out;
-    rc = automl_settings(c, json_object_get(resp.json, "automl_settings"), &settings);
-    hone_rest_resp_clear(&resp);
-    if (rc != 0)
-        goto out;
     patch = json_object();
     json_object_set(patch, "automl_settings", settings);
     rc = cli_call(c, "PATCH", path, patch, &resp);
@@ -298,9 +296,9 @@ static int automl_start(cli_ctx *c)
                json_string_value(json_object_get(resp.json, "id")),
                a && json_string_value(json_object_get(a, "algorithm"))
                    ? json_string_value(json_object_get(a, "algorithm"))
-                   : json_string_value(json_object_get(settings, "automl_algorithm"))
-                         ? json_string_value(json_object_get(settings, "automl_algorithm"))
-                         : "default algorithm",
+               : json_string_value(json_object_get(settings, "automl_algorithm"))
+                   ? json_string_value(json_object_get(settings, "automl_algorithm"))
+                   : "default algorithm",
                json_string_value(json_object_get(resp.json, "id")));
     }
 out:
@@ -330,7 +328,8 @@ static const cli_opt automl_opts[] = {
     {"epoch-multiplier", CLI_VALUE, "N  epochs per budget unit", 0},
     {"max-parallel", CLI_VALUE, "N  trials running at once", 0},
     {"seed", CLI_VALUE, "N  search seed", 0},
-    {"param", CLI_MULTI, "NAME=DEF  sweep NAME: float:LO:HI[:log], int:LO:HI[:log], A,B,C, bool", 0},
+    {"param", CLI_MULTI, "NAME=DEF  sweep NAME: float:LO:HI[:log], int:LO:HI[:log], A,B,C, bool",
+     0},
     {"add-param", CLI_MULTI, "NAME  add a parameter to the default swept set", 0},
     {"remove-param", CLI_MULTI, "NAME  drop a parameter from the default swept set", 0},
     {"spec", CLI_MULTI, "KEY=VALUE  spec override for every trial (repeatable)", 0},
@@ -339,9 +338,8 @@ static const cli_opt automl_opts[] = {
 };
 
 const cli_command cli_experiment_commands[] = {
-    {"experiment", "create", experiment_create, create_opts, (int)HONE_ARRAY_LEN(create_opts), 0,
-     0, "--name N --network mlp|cnn --train-dataset ID [--spec k=v ...]", "create an experiment",
-     0},
+    {"experiment", "create", experiment_create, create_opts, (int)HONE_ARRAY_LEN(create_opts), 0, 0,
+     "--name N --network mlp|cnn --train-dataset ID [--spec k=v ...]", "create an experiment", 0},
     {"experiment", "list", experiment_list, NULL, 0, 0, 0, "", "list experiments", 0},
     {"experiment", "get", experiment_get, NULL, 0, 1, 1, "ID", "show one experiment", 0},
     {"experiment", "delete", experiment_delete, NULL, 0, 1, 1, "ID", "delete an experiment", 0},

@@ -26,11 +26,17 @@ static double job_now(void)
 
 static int job_list(cli_ctx *c)
 {
-    static const char *const h[] = {"ID", "ACTION", "STATUS", "TRIAL", "EPOCH", "TARGET",
-                                    "BEST", "EARLY STOP", "PARENT"};
-    static const char *const k[] = {"id",          "action", "status",           "trial",
-                                    "epoch",       "epochs_target", "result.best_metric",
-                                    "stopped_early", "parent_id"};
+    static const char *const h[] = {"ID",     "ACTION", "STATUS",     "TRIAL", "EPOCH",
+                                    "TARGET", "BEST",   "EARLY STOP", "PARENT"};
+    static const char *const k[] = {"id",
+                                    "action",
+                                    "status",
+                                    "trial",
+                                    "epoch",
+                                    "epochs_target",
+                                    "result.best_metric",
+                                    "stopped_early",
+                                    "parent_id"};
     static const char *const filters[] = {"experiment", "status", "parent"};
     hone_rest_resp resp;
     char path[1024] = "/api/v1/jobs";
@@ -103,8 +109,7 @@ void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len)
             snprintf(accbuf, sizeof(accbuf), "-");
         snprintf(buf, len, "%s | epoch %lld/%lld | val_accuracy %s | %s", st ? st : "?",
                  (long long)json_integer_value(json_object_get(job, "epoch")),
-                 (long long)json_integer_value(json_object_get(job, "epochs_target")), accbuf,
-                 el);
+                 (long long)json_integer_value(json_object_get(job, "epochs_target")), accbuf, el);
     }
 }
 
@@ -117,8 +122,7 @@ static int job_status_final(const char *st)
     return 0;
 }
 
-int cli_job_wait(cli_ctx *c, const char *job_id, double timeout_s, FILE *progress,
-                 json_t **final)
+int cli_job_wait(cli_ctx *c, const char *job_id, double timeout_s, FILE *progress, json_t **final)
 {
     int quiet = progress == NULL;
     int tty = progress && isatty(fileno(progress));
@@ -209,10 +213,10 @@ static int job_wait(cli_ctx *c)
 
 static void job_print_trials(cli_ctx *c, const char *parent)
 {
-    static const char *const h[] = {"TRIAL", "ID", "STATUS", "EPOCH", "BEST", "EARLY STOP",
-                                    "CONFIG"};
-    static const char *const k[] = {"trial", "id", "status", "epoch", "result.best_metric",
-                                    "stopped_early", "config"};
+    static const char *const h[] = {"TRIAL", "ID",         "STATUS", "EPOCH",
+                                    "BEST",  "EARLY STOP", "CONFIG"};
+    static const char *const k[] = {
+        "trial", "id", "status", "epoch", "result.best_metric", "stopped_early", "config"};
     hone_rest_resp resp;
     char path[512], *e = hone_rest_escape(parent);
 
@@ -267,8 +271,8 @@ static void metrics_rows(const json_t *arr, const char *trial, char ****rows, in
 
 static int job_metrics(cli_ctx *c)
 {
-    static const char *const h[] = {"TRIAL", "EPOCH", "TRAIN LOSS", "VAL LOSS", "VAL ACC",
-                                    "SECONDS"};
+    static const char *const h[] = {"TRIAL",    "EPOCH",   "TRAIN LOSS",
+                                    "VAL LOSS", "VAL ACC", "SECONDS"};
     hone_rest_resp resp;
     char path[512], ***rows = NULL;
     int n = 0, cap = 0;
@@ -460,9 +464,9 @@ static int worker_list(cli_ctx *c)
     json_array_foreach(ws, i, w)
     { /* a count reads better than the list of GPU objects */
         char ago[48];
-        json_object_set_new(w, "gpus",
-                            json_integer((json_int_t)json_array_size(
-                                cli_path_get(w, "resources.gpus"))));
+        json_object_set_new(
+            w, "gpus",
+            json_integer((json_int_t)json_array_size(cli_path_get(w, "resources.gpus"))));
         if (json_is_number(json_object_get(w, "last_seen"))) {
             cli_fmt_seconds((double)time(NULL) - json_number_value(json_object_get(w, "last_seen")),
                             ago, sizeof(ago) - 8);
@@ -500,8 +504,8 @@ const cli_command cli_job_commands[] = {
     {"job", "resume", job_resume, NULL, 0, 1, 1, "ID", "resume a paused job", 0},
     {"job", "download", job_download, download_opts, (int)HONE_ARRAY_LEN(download_opts), 1, 1,
      "ID [--out DIR] [--file NAME]", "download a job's artifacts", 0},
-    {"job", "wait", job_wait, wait_opts, (int)HONE_ARRAY_LEN(wait_opts), 1, 1,
-     "ID [--timeout S]", "wait for a job to end, with a live progress line", 0},
+    {"job", "wait", job_wait, wait_opts, (int)HONE_ARRAY_LEN(wait_opts), 1, 1, "ID [--timeout S]",
+     "wait for a job to end, with a live progress line", 0},
     {"worker", "list", worker_list, NULL, 0, 0, 0, "", "list registered workers", 0},
 };
 const int cli_njob_commands = (int)HONE_ARRAY_LEN(cli_job_commands);

@@ -19,8 +19,7 @@ int cli_local_stack_opts(cli_ctx *c, cli_stack_opts *so, int default_workers, in
     so->device = cli_arg(c->a, "device") ? cli_arg(c->a, "device") : "auto";
     if (strcmp(so->device, "cpu") != 0 && strcmp(so->device, "cuda") != 0 &&
         strcmp(so->device, "auto") != 0) {
-        fprintf(stderr, "usage error: --device must be cpu, cuda or auto (got '%s')\n",
-                so->device);
+        fprintf(stderr, "usage error: --device must be cpu, cuda or auto (got '%s')\n", so->device);
         return 2;
     }
     if (cli_arg_int(c->a, "workers", 1, 64, &workers, err, sizeof(err)) != 0 ||
@@ -91,13 +90,15 @@ static const cli_opt local_opts[] = {
 static const cli_opt demo_opts[] = {
     {"data-dir", CLI_VALUE, "DIR  database, artifacts and logs (default ./hone-data)", 0},
     {"budget-minutes", CLI_VALUE, "N  time budget for the whole run (default 12)", 0},
-    {"algorithm", CLI_VALUE, "ALGO  hyperband, bayesian, asha or bohb (default: chosen for the budget)", 0},
+    {"algorithm", CLI_VALUE,
+     "ALGO  hyperband, bayesian, asha or bohb (default: chosen for the budget)", 0},
     {"workers", CLI_VALUE, "N  workers (default: one per 1-2 cores, at most 4)", 0},
     {"device", CLI_VALUE, "DEV  cpu, cuda or auto (default auto)", 0},
     {"port", CLI_VALUE, "N  controller port (default 0: any free port)", 0},
     {"threads", CLI_VALUE, "N  CPU threads per trainer (default: cores / workers)", 0},
     {"network", CLI_VALUE, "ARCH  cnn (default) or mlp", 0},
-    {"dataset-path", CLI_VALUE, "DIR  Fashion-MNIST IDX folder (default: from the Debian package)", 0},
+    {"dataset-path", CLI_VALUE, "DIR  Fashion-MNIST IDX folder (default: from the Debian package)",
+     0},
     {"seed", CLI_VALUE, "N  search seed (default 1)", 0},
 };
 
@@ -110,4 +111,3 @@ const cli_command cli_local_commands[] = {
      "AutoML on Fashion-MNIST on a local stack, within a time budget", 1},
 };
 const int cli_nlocal_commands = (int)HONE_ARRAY_LEN(cli_local_commands);
-

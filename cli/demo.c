@@ -57,7 +57,7 @@ static int demo_find_dataset(const char *given, char *out, size_t len)
 static double demo_epoch_seconds(const char *network, int threads)
 {
     const char *env = getenv("HONE_DEMO_EPOCH_SECONDS");
-    double one = strcmp(network, "cnn") == 0 ? 40.0 : 6.0;
+    double one = strcmp(network, "cnn") == 0 ? 50.0 : 6.0;
 
     if (env && atof(env) > 0)
         return atof(env);
@@ -141,17 +141,16 @@ static int demo_report(demo_state *d, const char *job_id, const cli_demo_plan *p
     if (json_is_number(json_object_get(a, "best_metric")))
         val = json_number_value(json_object_get(a, "best_metric"));
     seconds = cli_now() - d->t0;
-    out = json_pack("{s:s,s:s,s:o,s:o,s:i,s:i,s:f,s:O,s:s,s:i,s:f}", "job_id", job_id,
-                    "status", json_string_value(json_object_get(job, "status"))
-                                  ? json_string_value(json_object_get(job, "status"))
-                                  : "?",
-                    "best_test_accuracy", isnan(test_acc) ? json_null() : json_real(test_acc),
-                    "best_val_accuracy", isnan(val) ? json_null() : json_real(val), "trials", n,
-                    "stopped_early", early, "seconds", round(seconds * 10) / 10, "best_config",
-                    json_object_get(a, "best_config") ? json_object_get(a, "best_config")
-                                                      : json_null(),
-                    "algorithm", plan->algorithm, "max_epochs", plan->epochs,
-                    "budget_seconds", budget_s);
+    out = json_pack(
+        "{s:s,s:s,s:o,s:o,s:i,s:i,s:f,s:O,s:s,s:i,s:f}", "job_id", job_id, "status",
+        json_string_value(json_object_get(job, "status"))
+            ? json_string_value(json_object_get(job, "status"))
+            : "?",
+        "best_test_accuracy", isnan(test_acc) ? json_null() : json_real(test_acc),
+        "best_val_accuracy", isnan(val) ? json_null() : json_real(val), "trials", n,
+        "stopped_early", early, "seconds", round(seconds * 10) / 10, "best_config",
+        json_object_get(a, "best_config") ? json_object_get(a, "best_config") : json_null(),
+        "algorithm", plan->algorithm, "max_epochs", plan->epochs, "budget_seconds", budget_s);
     if (d->c->json) {
         char *s = json_dumps(out, JSON_COMPACT | JSON_REAL_PRECISION(6));
         printf("%s\n", s);
@@ -162,7 +161,8 @@ static int demo_report(demo_state *d, const char *job_id, const cli_demo_plan *p
         printf("  config:\n");
         if (json_is_object(json_object_get(a, "best_config")))
             cli_print_kv(json_object_get(a, "best_config"), 4);
-        printf("  validation accuracy: %s\n", isnan(val) ? "-" : (snprintf(buf, sizeof(buf), "%.4f", val), buf));
+        printf("  validation accuracy: %s\n",
+               isnan(val) ? "-" : (snprintf(buf, sizeof(buf), "%.4f", val), buf));
         printf("  TEST accuracy:       %s\n",
                isnan(test_acc) ? "- (the best trial did not finish)"
                                : (snprintf(buf, sizeof(buf), "%.4f", test_acc), buf));
@@ -243,8 +243,8 @@ int cli_demo_run(cli_ctx *c)
     rc = 1;
     if (demo_post(&d, "/api/v1/datasets",
                   json_pack("{s:s,s:s,s:s,s:s,s:s}", "name", "fashion-mnist", "type",
-                            "image_classification", "format", "idx", "path", dpath,
-                            "description", "Fashion-MNIST from the Debian package"),
+                            "image_classification", "format", "idx", "path", dpath, "description",
+                            "Fashion-MNIST from the Debian package"),
                   &ds) != 0)
         goto out;
     specs = json_pack("{s:{s:s,s:s,s:i}}", "train", "optimizer", "adamw", "lr_schedule", "cosine",
@@ -258,14 +258,13 @@ int cli_demo_run(cli_ctx *c)
     if (demo_post(&d, "/api/v1/experiments",
                   json_pack("{s:s,s:s,s:[s],s:s,s:o,s:o}", "name", "fashion-mnist-demo",
                             "network_arch", network, "train_datasets",
-                            json_string_value(json_object_get(ds, "id")), "metric",
-                            "val_accuracy", "specs", specs, "automl_settings", settings),
+                            json_string_value(json_object_get(ds, "id")), "metric", "val_accuracy",
+                            "specs", specs, "automl_settings", settings),
                   &exp) != 0)
         goto out;
     snprintf(path, sizeof(path), "/api/v1/experiments/%s/jobs",
              json_string_value(json_object_get(exp, "id")));
-    if (demo_post(&d, path, json_pack("{s:s,s:s}", "action", "automl", "name", "demo"), &job) !=
-        0)
+    if (demo_post(&d, path, json_pack("{s:s,s:s}", "action", "automl", "name", "demo"), &job) != 0)
         goto out;
     snprintf(job_id, sizeof(job_id), "%s", json_string_value(json_object_get(job, "id")));
     if (!c->json) {

@@ -89,8 +89,8 @@ int cli_demo_plan_make(double budget_s, int workers, double epoch_s, double tria
         p->R = 1;
     if (strcmp(algorithm, "asha") == 0) {
         p->nu = p->R >= 9 ? 3 : 2;
-        double per = asha_epochs_per_trial(p->R, p->nu) * epoch_s + trial_overhead_s *
-                                                                         (1 + 1.0 / p->nu);
+        double per =
+            asha_epochs_per_trial(p->R, p->nu) * epoch_s + trial_overhead_s * (1 + 1.0 / p->nu);
         p->max_trials = (int)floor(capacity / per);
     } else if (strcmp(algorithm, "bayesian") == 0) {
         /* Full-budget trials only: fewer, longer; cap R so at least 2 rounds fit. */
@@ -100,10 +100,9 @@ int cli_demo_plan_make(double budget_s, int workers, double epoch_s, double tria
         p->max_trials = (int)floor(capacity / (p->R * epoch_s + trial_overhead_s));
     } else { /* hyperband, bohb: shrink R until one full pass fits */
         p->nu = 3;
-        while (p->R > 1 &&
-               hyperband_epochs(p->R, p->nu) * epoch_s +
-                       hyperband_trials(p->R, p->nu) * trial_overhead_s >
-                   capacity)
+        while (p->R > 1 && hyperband_epochs(p->R, p->nu) * epoch_s +
+                                   hyperband_trials(p->R, p->nu) * trial_overhead_s >
+                               capacity)
             p->R--;
         if (p->R < 3)
             p->nu = 2;

@@ -14,8 +14,9 @@ int cli_call(cli_ctx *c, const char *method, const char *path, const json_t *bod
     int rc = hone_rest_call(c->rest, method, path, body, 60, resp, err, sizeof(err));
 
     if (rc != 0) {
-        fprintf(stderr, "error: cannot reach the controller at %s (%s)\n"
-                        "hint: start one with `hone local`, or pass --url / set HONE_URL\n",
+        fprintf(stderr,
+                "error: cannot reach the controller at %s (%s)\n"
+                "hint: start one with `hone local`, or pass --url / set HONE_URL\n",
                 c->url, err);
         return 1;
     }

@@ -33,8 +33,8 @@ static double stack_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-int cli_find_binary(const char *bin_dir, const char *name, const char *const *rel_dirs,
-                    char *out, size_t outlen)
+int cli_find_binary(const char *bin_dir, const char *name, const char *const *rel_dirs, char *out,
+                    size_t outlen)
 {
     const char *env = getenv("HONE_BIN_DIR");
     const char *path = getenv("PATH");
@@ -141,9 +141,10 @@ static int stack_write_config(const char *path, const cli_stack_opts *o, const c
     FILE *f = fopen(path, "w");
     if (!f)
         return HONE_EIO;
-    fprintf(f, "# written by `hone local`/`hone demo`; edit freely, it is rewritten on start\n"
-               "log_format: text\n"
-               "data_roots:\n  - \"%s\"\n  - \"/usr/share/datasets\"\n",
+    fprintf(f,
+            "# written by `hone local`/`hone demo`; edit freely, it is rewritten on start\n"
+            "log_format: text\n"
+            "data_roots:\n  - \"%s\"\n  - \"/usr/share/datasets\"\n",
             data_dir);
     if (o->extra_roots && o->extra_roots[0])
         fprintf(f, "  - \"%s\"\n", o->extra_roots);
@@ -243,8 +244,8 @@ int cli_stack_start(const cli_stack_opts *o, cli_stack **out, char *err, size_t 
     snprintf(listen, sizeof(listen), "127.0.0.1:%d", o->port);
     snprintf(log, sizeof(log), "%s/controller.log", s->logdir);
     {
-        char *argv[] = {ctl_bin, "--config", cfg, "--listen", listen, "--data-dir", data,
-                        "--port-file", port_file, NULL};
+        char *argv[] = {ctl_bin,      "--config", cfg,           "--listen", listen,
+                        "--data-dir", data,       "--port-file", port_file,  NULL};
         s->ctl = stack_spawn(argv, log);
     }
     if (s->ctl < 0) {
@@ -263,9 +264,20 @@ int cli_stack_start(const cli_stack_opts *o, cli_stack **out, char *err, size_t 
         snprintf(wdir, sizeof(wdir), "%s/workers/%s", data, name);
         snprintf(threads, sizeof(threads), "%d", o->threads);
         snprintf(log, sizeof(log), "%s/worker-%d.log", s->logdir, i + 1);
-        char *argv[] = {wrk_bin,     "--controller", s->url,  "--name", name,
-                        "--work-dir", wdir,          "--device", (char *)(o->device ? o->device : "auto"),
-                        "--trainer", trn_bin,        "--threads", threads, NULL};
+        char *argv[] = {wrk_bin,
+                        "--controller",
+                        s->url,
+                        "--name",
+                        name,
+                        "--work-dir",
+                        wdir,
+                        "--device",
+                        (char *)(o->device ? o->device : "auto"),
+                        "--trainer",
+                        trn_bin,
+                        "--threads",
+                        threads,
+                        NULL};
         s->workers[s->nworkers] = stack_spawn(argv, log);
         if (s->workers[s->nworkers] > 0)
             s->nworkers++;

@@ -138,8 +138,8 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
     const char *metric = jstr(exp, "metric");
     int maximize = strstr(metric, "loss") == NULL;
     int par = (int)jint(settings, "automl_max_parallel");
-    if (par <= 0)
-        par = ctl_live_workers(c) > 0 ? ctl_live_workers(c) : 1;
+    if (par <= 0) /* workers may still be registering when a demo starts its job: at least 2 */
+        par = ctl_live_workers(c) > 2 ? ctl_live_workers(c) : 2;
     json_t *opts = json_pack(
         "{s:s,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:i}", "algorithm", jstr(settings, "automl_algorithm"),
         "seed", (json_int_t)jint(settings, "seed"), "maximize", maximize, "max_trials",
@@ -337,6 +337,12 @@ int ctl_automl_report(hone_controller *c, const json_t *trial, int epoch, double
         return HONE_OK;
     int t = (int)jint(trial, "trial");
     int rc = hone_search_report(s->search, t, epoch, metric, dec);
+    if (rc == HONE_ERANGE || rc == HONE_ENOENT) {
+        /* An epoch past every budget (or a trial the search never made): nothing to learn from
+         * it; tell the trainer to stop rather than fail the request. */
+        *dec = HONE_DECIDE_STOP;
+        return HONE_OK;
+    }
     if (rc || !fresh)
         return rc;
     return ev_append(c, s->job_id, "report", t, epoch, metric, NULL);

@@ -239,6 +239,12 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
         ctl_res_store_error(c, res);
         goto out;
     }
+    if (jint(job, "epochs_target") > 0 && epoch > jint(job, "epochs_target")) {
+        db_rollback(c->db);
+        hone_http_res_error(res, 422, "epoch", "epoch %d is past the job's target %lld", epoch,
+                            jint(job, "epochs_target"));
+        goto out;
+    }
     const char *mname = jstr(exp, "metric");
     double m = jnum(metrics, mname);
     int trial = jstr(job, "parent_id") != NULL;

@@ -32,9 +32,9 @@ struct hone_kgraph {
 
 /* ------------------------------------------------------------------ shared random streams
  * Every random draw is a pure function of (seed, counter, index):
- *   hone_rng_u32(seed, ctr, i) = (uint32_t)(hone_mix64(seed ^ hone_mix64(ctr * A + i * B + C)) >> 32)
- * with A, B, C the constants below and hone_mix64 the splitmix64 finaliser.
- * hone_rng_unit(seed, ctr, i) = (hone_rng_u32(...) >> 8) * 2^-24, in [0, 1).
+ *   hone_rng_u32(seed, ctr, i) = (uint32_t)(hone_mix64(seed ^ hone_mix64(ctr * A + i * B + C)) >>
+ * 32) with A, B, C the constants below and hone_mix64 the splitmix64 finaliser. hone_rng_unit(seed,
+ * ctr, i) = (hone_rng_u32(...) >> 8) * 2^-24, in [0, 1).
  *
  * dropout_fwd: c = *counter; for element i: keep = hone_rng_unit(seed, c, i) >= p;
  *   mask[i] = keep; y[i] = keep ? x[i] * (1.0f / (1.0f - p)) : 0 (the scale computed in float);
@@ -60,8 +60,9 @@ HONE_HD uint64_t hone_mix64(uint64_t z)
 
 HONE_HD uint32_t hone_rng_u32(uint64_t seed, uint64_t ctr, uint64_t i)
 {
-    return (uint32_t)(hone_mix64(seed ^ hone_mix64(ctr * HONE_RNG_A + i * HONE_RNG_B + HONE_RNG_C)) >>
-                      32);
+    return (
+        uint32_t)(hone_mix64(seed ^ hone_mix64(ctr * HONE_RNG_A + i * HONE_RNG_B + HONE_RNG_C)) >>
+                  32);
 }
 
 HONE_HD float hone_rng_unit(uint64_t seed, uint64_t ctr, uint64_t i)
@@ -69,15 +70,14 @@ HONE_HD float hone_rng_unit(uint64_t seed, uint64_t ctr, uint64_t i)
     return (float)(hone_rng_u32(seed, ctr, i) >> 8) * (1.0f / 16777216.0f);
 }
 
-/* ------------------------------------------------------------------ op semantics both backends keep
- * maxpool: p = (h - size) / stride + 1 (q likewise); idx[n,c,p,q] = the argmax's offset i*w + j
- *   inside its (n,c) plane, the first maximum in row-major window order wins.
- * batchnorm (training): mean and biased var over (n, hw); save_invstd = 1/sqrt(var + eps);
- *   running_mean = (1-momentum)*running_mean + momentum*mean;
- *   running_var = (1-momentum)*running_var + momentum*var*m/(m-1), m = n*hw (unbiased; m==1: var).
- *   bwd overwrites dgamma, dbeta.
- * softmax_xent: dlogits rows with label < 0 are zero; the divisor is the n passed in.
- * conv: the workspace is hone_k_conv_workspace bytes of device memory, no other scratch. */
+/* ------------------------------------------------------------------ op semantics both backends
+ * keep maxpool: p = (h - size) / stride + 1 (q likewise); idx[n,c,p,q] = the argmax's offset i*w +
+ * j inside its (n,c) plane, the first maximum in row-major window order wins. batchnorm (training):
+ * mean and biased var over (n, hw); save_invstd = 1/sqrt(var + eps); running_mean =
+ * (1-momentum)*running_mean + momentum*mean; running_var = (1-momentum)*running_var +
+ * momentum*var*m/(m-1), m = n*hw (unbiased; m==1: var). bwd overwrites dgamma, dbeta. softmax_xent:
+ * dlogits rows with label < 0 are zero; the divisor is the n passed in. conv: the workspace is
+ * hone_k_conv_workspace bytes of device memory, no other scratch. */
 
 #define HONE_BACKEND_DECLARE(P)                                                                    \
     int P##_ctx_init(hone_kctx *k);                                                                \

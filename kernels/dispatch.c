@@ -401,8 +401,8 @@ int hone_k_batchnorm_fwd(hone_kctx *k, int n, int c, int hw, const float *x, con
     CHECK(n > 0 && c > 0 && hw > 0 && x && gamma && beta && running_mean && running_var && y);
     CHECK(eps > 0.0f && momentum >= 0.0f && momentum <= 1.0f);
     CHECK(!training || (save_mean && save_invstd));
-    return ON_DEV(k, batchnorm_fwd(k, n, c, hw, x, gamma, beta, running_mean, running_var,
-                                   momentum, eps, training, save_mean, save_invstd, y));
+    return ON_DEV(k, batchnorm_fwd(k, n, c, hw, x, gamma, beta, running_mean, running_var, momentum,
+                                   eps, training, save_mean, save_invstd, y));
 }
 
 int hone_k_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const float *x, const float *dy,
@@ -411,8 +411,8 @@ int hone_k_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const float *x, con
 {
     CHECK(n > 0 && c > 0 && hw > 0 && x && dy && gamma && save_mean && save_invstd && dx &&
           dgamma && dbeta);
-    return ON_DEV(k, batchnorm_bwd(k, n, c, hw, x, dy, gamma, save_mean, save_invstd, dx, dgamma,
-                                   dbeta));
+    return ON_DEV(
+        k, batchnorm_bwd(k, n, c, hw, x, dy, gamma, save_mean, save_invstd, dx, dgamma, dbeta));
 }
 
 /* ------------------------------------------------------------------ losses */

@@ -63,10 +63,10 @@ int hone_k_bias_grad(hone_kctx *k, float *db, const float *dy, int n, int c, int
 /* ------------------------------------------------------------------ convolution (NCHW) */
 
 typedef struct hone_conv_desc {
-    int n, c, h, w;          /* input */
-    int k, r, s;             /* output channels, kernel height, width */
-    int stride, pad;         /* same in both directions */
-    int p, q;                /* output height, width: filled by hone_conv_desc_init */
+    int n, c, h, w;  /* input */
+    int k, r, s;     /* output channels, kernel height, width */
+    int stride, pad; /* same in both directions */
+    int p, q;        /* output height, width: filled by hone_conv_desc_init */
 } hone_conv_desc;
 
 int hone_conv_desc_init(hone_conv_desc *d, int n, int c, int h, int w, int k, int r, int s,
@@ -113,7 +113,7 @@ int hone_k_dropout_bwd(hone_kctx *k, const float *dy, const uint8_t *mask, float
 int hone_k_axpy(hone_kctx *k, float a, const float *x, float *y, size_t n);
 int hone_k_scale(hone_kctx *k, float *x, float a, size_t n);
 
-/* ------------------------------------------------------------------ batch norm (NCHW, per channel) */
+/* ------------------------------------------------------------- batch norm (NCHW, per channel) */
 
 /* Training mode: batch statistics, updates running mean/var with momentum; saves mean and
  * inverse std for bwd. Inference (training=0): running statistics. */
@@ -129,7 +129,7 @@ int hone_k_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const float *x, con
 /* Softmax cross-entropy over [n, classes] logits with int32 labels. Writes dlogits = (softmax -
  * onehot) / n (may be NULL for eval) and ADDS the summed loss and the number of correct argmax
  * predictions to the device accumulators loss_sum[0] and correct[0] (so an epoch's metrics are
- * read back once). Labels outside [0, classes) are ignored (padding); dlogits rows for them are 0. */
+ * read back once). Labels outside [0, classes) are ignored (padding), their dlogits rows 0. */
 int hone_k_softmax_xent(hone_kctx *k, const float *logits, const int32_t *labels, int n,
                         int classes, float *dlogits, float *loss_sum, float *correct);
 
@@ -149,7 +149,7 @@ int hone_k_permutation(hone_kctx *k, int32_t *idx, int n, uint64_t seed, uint64_
 int hone_k_augment(hone_kctx *k, float *x, int n, int c, int h, int w, int flip, int shift,
                    uint64_t seed, uint64_t *counter);
 
-/* ------------------------------------------------------------------ optimisers (fused, in place) */
+/* --------------------------------------------------------------- optimisers (fused, in place) */
 
 /* SGD with momentum (and nesterov), L2 weight decay added to the gradient:
  * g = grad + wd*w; v = mu*v + g; w -= lr * (nesterov ? g + mu*v : v).

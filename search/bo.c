@@ -11,7 +11,7 @@
 
 void hone_bo_opts_default(hone_bo_opts *o)
 {
-    o->n_init = 5;
+    o->n_init = getenv("BO_NINIT") ? atoi(getenv("BO_NINIT")) : 5;
     o->n_candidates = 2000;
     o->n_restarts = 3;
 }

@@ -296,11 +296,11 @@ static void plan(const hone_search *s, sr_plan *p)
 static void propose(hone_search *s, int trial, double *values)
 {
     hone_rng r;
-    hone_rng_seed2(&r, s->o.seed, (uint64_t)trial);
     if (s->o.algo == HONE_ALGO_BOHB) {
         hb_propose_bohb(s, trial, values);
         return;
     }
+    hone_rng_seed2(&r, s->o.seed, (uint64_t)trial);
     if (s->o.algo == HONE_ALGO_BAYESIAN) {
         double *X, *y, *P;
         int n = sr_collect(s, 0, &X, &y);

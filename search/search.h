@@ -116,7 +116,13 @@ void hone_search_opts_default(hone_search_opts *o);
 
 typedef struct hone_search hone_search;
 
-/* Takes a copy of nothing: the space is borrowed and must outlive the search. */
+/* Takes a copy of nothing: the space is borrowed and must outlive the search. Rejects bad opts
+ * with HONE_EINVAL (max_parallel < 1; random/bayesian: max_trials or max_epochs < 1; hyperband,
+ * bohb, asha: R < 1, eta < 2, epoch_multiplier < 1, asha max_trials < 1, hb_iterations < 1) and
+ * HONE_ERANGE (more than 100000 epochs per trial).
+ * Hyperband follows Li et al.: smax = floor(log_eta R), brackets s = smax..0 (the s=0 bracket,
+ * which TAO drops, is kept), n = ceil((smax+1) eta^s / (s+1)), rung i: floor(n eta^-i) trials to
+ * round(R eta^(i-s) * epoch_multiplier) epochs. ASHA's rungs are the s = smax bracket's epochs. */
 int hone_search_new(const hone_space *space, const hone_search_opts *o, hone_search **out);
 void hone_search_free(hone_search *s);
 
@@ -135,7 +141,10 @@ typedef struct hone_ask {
 } hone_ask;
 
 /* Asks for the next thing to run. Call repeatedly while it returns NEW/RESUME to fill idle
- * workers; each NEW/RESUME is counted as running until completed. */
+ * workers; each NEW/RESUME counts as running (against max_parallel) until its report at `epochs`
+ * answers PAUSE/STOP or hone_search_end is called for it. A WAIT or DONE changes nothing, so a
+ * controller need not store it. The trainer may be configured for the full budget (for its LR
+ * schedule) but must stop at `epochs`: the report of that epoch always answers PAUSE or STOP. */
 int hone_search_ask(hone_search *s, hone_ask *out);
 
 typedef enum {
@@ -145,14 +154,22 @@ typedef enum {
 } hone_decision;
 
 /* A running trial reports the metric after `epoch` (1-based). Reports are idempotent by epoch:
- * a repeated (trial, epoch) returns the same decision and changes nothing. */
+ * a repeated (trial, epoch) returns the same decision and changes nothing (so a resumed trial
+ * must not report its pause epoch again). A report on a trial no longer running repeats its
+ * last answer (PAUSE or STOP) and is ignored. HONE_ENOENT: no such trial; HONE_ERANGE: epoch
+ * outside 1 .. the full budget. Ranking: Hyperband/ASHA compare the metric at the rung's epoch;
+ * the best trial is the best value over all epochs; a NaN/inf metric ranks worst. */
 int hone_search_report(hone_search *s, int trial, int epoch, double metric, hone_decision *out);
 
 /* The trial's process ended (after STOP/PAUSE or on its own). failed=1 for a crash: the search
- * treats it as the worst result (never feeds inf into a model). */
+ * treats it as the worst result (never feeds inf into a model). After a PAUSE/STOP answer this is
+ * bookkeeping only (a no-op); for a running trial it frees its slot, and a trial that ended on
+ * its own before `epochs` (failed=0) is finished but never promoted. */
 int hone_search_end(hone_search *s, int trial, int failed);
 
-/* Progress for status pages. */
+/* Progress for status pages. finished counts trials done with a result (full budget, stopped
+ * early, or ended on their own), failed the crashed ones; stopped_early is a subset of finished
+ * (a paused trial that is never resumed counts there once the search is done). */
 typedef struct hone_search_progress {
     int trials_created, trials_running, trials_finished, trials_stopped_early, trials_failed;
     long epochs_done;      /* epochs trained so far, summed over trials */
@@ -167,7 +184,11 @@ void hone_search_progress_get(const hone_search *s, hone_search_progress *out);
 /* Rebuilding after a crash: create a new search with the same space/opts and replay, in the
  * stored order, the events of the old one through hone_search_ask / report / end. The search is
  * deterministic, so the replayed asks return the same trials; hone_search_replay_new lets the
- * caller assert a stored (trial, values, epochs) instead of trusting recomputation. */
+ * caller assert a stored (trial, values, epochs) instead of trusting recomputation, and skips the
+ * model fit: it stands for the ask that returned that NEW (HONE_ESTATE if the search would not
+ * start trial `trial` with `epochs` now). Each new config draws from its own RNG stream
+ * (seed, trial), so skipping proposals leaves every later draw unchanged. RESUMEs are replayed
+ * with hone_search_ask (it returns the stored one); stored WAITs may be skipped. */
 int hone_search_replay_new(hone_search *s, int trial, const double *values, int epochs);
 
 #endif

@@ -1,6 +1,7 @@
 /* train/checkpoint.c: reads and writes checkpoint files. Layout (host byte order, little-endian in
  * practice): "HONECKP1", u32 version, i32 epoch, i32 t, u32 ncounters, u64 nparams, nstate, nopt,
- * fingerprint, f64 best_val, f32 params, state, opt, u64 counters, u32 crc32 of all bytes before. */
+ * fingerprint, f64 best_val, f32 params, state, opt, u64 counters, u32 crc32 of all bytes before.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>

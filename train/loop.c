@@ -201,8 +201,8 @@ static int load_state(trainer *t, const char *path, int *epoch, double *best_val
     int rc = ckpt_read(path, &c, err, errlen);
     if (rc < 0)
         return rc;
-    if (c.fingerprint != fingerprint(t) || c.nparams != net->nparams ||
-        c.nstate != net->nstate || c.nopt != t->nopt || c.ncounters != (uint32_t)net->ncounters) {
+    if (c.fingerprint != fingerprint(t) || c.nparams != net->nparams || c.nstate != net->nstate ||
+        c.nopt != t->nopt || c.ncounters != (uint32_t)net->ncounters) {
         snprintf(err, errlen, "%s: checkpoint does not match this spec (network, model, optimizer)",
                  path);
         ckpt_free(&c);
@@ -236,8 +236,8 @@ static void trainer_free(trainer *t)
 {
     hone_kctx *k = t->k;
     if (k) {
-        void *bufs[] = {t->train_x, t->val_x, t->test_x, t->train_y, t->val_y, t->test_y, t->perm,
-                        t->base_dev, t->t_dev, t->lr_dev, t->acc, t->xb, t->yb, t->opt};
+        void *bufs[] = {t->train_x,  t->val_x, t->test_x, t->train_y, t->val_y, t->test_y, t->perm,
+                        t->base_dev, t->t_dev, t->lr_dev, t->acc,     t->xb,    t->yb,     t->opt};
         for (size_t i = 0; i < HONE_ARRAY_LEN(bufs); i++)
             hone_k_free(k, bufs[i]);
         net_free(t->net);

@@ -91,7 +91,8 @@ int main(int argc, char **argv)
     }
     if (print_spec)
         return hone_train_spec_write(&spec, stdout) < 0;
-    if (o.device && strcmp(o.device, "cpu") && strcmp(o.device, "cuda") && strcmp(o.device, "auto")) {
+    if (o.device && strcmp(o.device, "cpu") && strcmp(o.device, "cuda") &&
+        strcmp(o.device, "auto")) {
         fprintf(stderr, "hone-train: --device: '%s' is not one of cpu, cuda, auto\n", o.device);
         return 2;
     }

@@ -122,8 +122,8 @@ static void init_params(hone_net *net, const hone_train_spec *spec)
     free(st);
 }
 
-int net_new(hone_kctx *k, const hone_train_spec *spec, int batch, int c, int h, int w,
-            int classes, hone_net **out)
+int net_new(hone_kctx *k, const hone_train_spec *spec, int batch, int c, int h, int w, int classes,
+            hone_net **out)
 {
     *out = NULL;
     builder b = {.c = c, .h = h, .w = w};

@@ -10,15 +10,15 @@ typedef enum { L_CONV, L_DENSE, L_RELU, L_POOL, L_BN, L_DROPOUT } layer_kind;
 
 typedef struct {
     layer_kind kind;
-    int c, h, w;       /* input per sample */
-    int oc, oh, ow;    /* output per sample */
+    int c, h, w;         /* input per sample */
+    int oc, oh, ow;      /* output per sample */
     size_t w_off, b_off; /* into params: weights (decay region), bias/gamma-beta (no-decay) */
-    size_t s_off;      /* bn: running mean, var into net->state */
-    float p;           /* dropout probability */
-    int rng;           /* dropout: index of its counter in net->counters */
-    float *out, *dout; /* [batch, oc*oh*ow] */
-    int32_t *idx;      /* pool argmax */
-    uint8_t *mask;     /* dropout */
+    size_t s_off;        /* bn: running mean, var into net->state */
+    float p;             /* dropout probability */
+    int rng;             /* dropout: index of its counter in net->counters */
+    float *out, *dout;   /* [batch, oc*oh*ow] */
+    int32_t *idx;        /* pool argmax */
+    uint8_t *mask;       /* dropout */
     float *save_mean, *save_invstd;
 } layer;
 
@@ -39,8 +39,8 @@ typedef struct hone_net {
 
 /* Builds the network the spec names for [batch, c, h, w] inputs; initialises parameters (He) from
  * spec->train.seed. HONE_EINVAL for an unknown network. */
-int net_new(hone_kctx *k, const hone_train_spec *spec, int batch, int c, int h, int w,
-            int classes, hone_net **out);
+int net_new(hone_kctx *k, const hone_train_spec *spec, int batch, int c, int h, int w, int classes,
+            hone_net **out);
 void net_free(hone_net *n);
 /* Forward n <= batch samples of x; returns the logits buffer [n, classes]. */
 const float *net_forward(hone_net *net, const float *x, int n, int training);

@@ -204,8 +204,8 @@ static int load_events(hone_train_spec *s, yaml_parser_t *p, char *err, size_t e
         yaml_event_t ev;
         char key[256];
         if (!yaml_parser_parse(p, &ev))
-            return fail(err, errlen, "spec: YAML error at line %zu: %s",
-                        p->problem_mark.line + 1, p->problem ? p->problem : "?");
+            return fail(err, errlen, "spec: YAML error at line %zu: %s", p->problem_mark.line + 1,
+                        p->problem ? p->problem : "?");
         switch (ev.type) {
         case YAML_MAPPING_START_EVENT:
             if (depth > 0 && expect_key[depth]) {

@@ -1,6 +1,7 @@
 /* train: the training program behind hone-train as a library: the spec (YAML + dotted overrides),
  * IDX datasets (MNIST, Fashion-MNIST), MLP and CNN networks on the kernels API, checkpoints, and
- * hone_train_run, which trains with a per-epoch callback so tests and benches need no subprocess. */
+ * hone_train_run, which trains with a per-epoch callback so tests and benches need no subprocess.
+ */
 #ifndef HONE_TRAIN_H
 #define HONE_TRAIN_H
 
@@ -94,10 +95,10 @@ typedef struct hone_train_opts {
     const hone_train_spec *spec; /* borrowed */
     const char *device;          /* "cpu" | "cuda" | "auto" (NULL = auto) */
     int threads;                 /* CPU threads, 0 = all cores */
-    const char *out_dir;         /* checkpoint.bin, model.bin, spec.yaml, metrics.jsonl; NULL = none */
-    const char *resume_path;     /* checkpoint to continue from; NULL = fresh start */
-    int epochs_until;            /* stop after this epoch (pause), 0 = run all epochs */
-    int print_json;              /* 1: one JSON line per epoch (and at the end) on stdout */
+    const char *out_dir;     /* checkpoint.bin, model.bin, spec.yaml, metrics.jsonl; NULL = none */
+    const char *resume_path; /* checkpoint to continue from; NULL = fresh start */
+    int epochs_until;        /* stop after this epoch (pause), 0 = run all epochs */
+    int print_json;          /* 1: one JSON line per epoch (and at the end) on stdout */
     hone_train_epoch_cb on_epoch;
     void *user;
 } hone_train_opts;

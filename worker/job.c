@@ -49,8 +49,8 @@ static void job_argv_push(char ***argv, size_t *n, size_t *cap, char *s)
     (*argv)[*n] = NULL;
 }
 
-char **hone_worker_trainer_argv(const hone_worker_opts *o, const char *trainer,
-                                const json_t *job, const char *spec_path, const char *out_dir)
+char **hone_worker_trainer_argv(const hone_worker_opts *o, const char *trainer, const json_t *job,
+                                const char *spec_path, const char *out_dir)
 {
     char **argv = NULL;
     size_t n = 0, cap = 0;
@@ -224,7 +224,7 @@ static hone_wdecision job_on_epoch(void *arg, int epoch, json_t *line)
             worker_log(w, "job %s: epoch %d reported, decision %s", c->id, epoch,
                        d == HONE_WDECISION_STOP    ? "stop"
                        : d == HONE_WDECISION_PAUSE ? "pause"
-                                                  : "continue");
+                                                   : "continue");
     } else if (resp.status == 404 || resp.status == 409 || resp.status == 410) {
         char msg[512];
         hone_rest_error_text(&resp, msg, sizeof(msg));

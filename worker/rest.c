@@ -220,8 +220,7 @@ int hone_rest_upload(hone_rest *r, const char *path, const char *file, long time
     fseek(f, 0, SEEK_END);
     len = ftell(f);
     fseek(f, 0, SEEK_SET);
-    rc = rest_perform(r, "PUT", path, NULL, f, (curl_off_t)len, NULL, timeout_s, resp, err,
-                      errlen);
+    rc = rest_perform(r, "PUT", path, NULL, f, (curl_off_t)len, NULL, timeout_s, resp, err, errlen);
     fclose(f);
     return rc;
 }

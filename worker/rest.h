@@ -1,6 +1,7 @@
 /* rest: a small blocking JSON-over-HTTP client on libcurl, shared by hone-worker and the hone CLI.
  * One handle per thread (a handle is not thread-safe); the caller runs curl_global_init once.
- * It never retries on its own: transport failures come back as HONE_EIO for the caller to decide. */
+ * It never retries on its own: transport failures come back as HONE_EIO for the caller to decide.
+ */
 #ifndef HONE_REST_H
 #define HONE_REST_H
 
@@ -37,7 +38,8 @@ void hone_rest_resp_clear(hone_rest_resp *resp);
 int hone_rest_call(hone_rest *r, const char *method, const char *path, const json_t *body,
                    long timeout_s, hone_rest_resp *resp, char *err, size_t errlen);
 
-/* Like hone_rest_call with no body, streaming a 2xx answer into out (other statuses land in resp). */
+/* Like hone_rest_call with no body, streaming a 2xx answer into out (other statuses land in resp).
+ */
 int hone_rest_download(hone_rest *r, const char *path, FILE *out, long timeout_s,
                        hone_rest_resp *resp, char *err, size_t errlen);
 

@@ -28,12 +28,12 @@ typedef struct trun_state {
     int ring_n, ring_cap, ring_head;
     trun_line out, err;
     pid_t pid;
-    int killing;      /* 0 none, 1 SIGTERM sent */
-    double kill_at;   /* monotonic time of SIGKILL */
-    int killed_hard;  /* SIGKILL sent */
+    int killing;     /* 0 none, 1 SIGTERM sent */
+    double kill_at;  /* monotonic time of SIGKILL */
+    int killed_hard; /* SIGKILL sent */
     hone_wdecision decided;
     int aborted;
-    int natural_end;  /* stop/pause came on the last epoch: let it exit */
+    int natural_end; /* stop/pause came on the last epoch: let it exit */
 } trun_state;
 
 hone_wdecision hone_wdecision_parse(const char *s)

@@ -344,8 +344,7 @@ int hone_worker_run(const hone_worker_opts *o, volatile sig_atomic_t *stop)
     rc = worker_setup(&w, o, stop);
     if (rc != 0)
         goto fail;
-    worker_log(&w, "controller %s, trainer %s, work dir %s", o->controller, w.trainer,
-               w.work_dir);
+    worker_log(&w, "controller %s, trainer %s, work dir %s", o->controller, w.trainer, w.work_dir);
     while (!*stop) {
         rc = worker_register(&w, w.rest);
         if (rc == 0)

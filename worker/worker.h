@@ -94,8 +94,8 @@ int hone_worker_run(const hone_worker_opts *o, volatile sig_atomic_t *stop);
 /* Builds the trainer's argv for a leased job (the "job" object of a lease reply). Writes nothing;
  * spec_path and out_dir are where the caller put (or will put) them. Free with
  * hone_worker_argv_free. */
-char **hone_worker_trainer_argv(const hone_worker_opts *o, const char *trainer,
-                                const json_t *job, const char *spec_path, const char *out_dir);
+char **hone_worker_trainer_argv(const hone_worker_opts *o, const char *trainer, const json_t *job,
+                                const char *spec_path, const char *out_dir);
 void hone_worker_argv_free(char **argv);
 
 #endif

@@ -16,22 +16,23 @@ typedef struct hone_worker {
     char trainer[4096 + 256];
     volatile sig_atomic_t *stop;
 
-    pthread_mutex_t mu;     /* guards id, job_id, registered */
-    char id[128];           /* worker id from the controller ("" until registered) */
-    char job_id[128];       /* the job being run ("" when idle) */
+    pthread_mutex_t mu; /* guards id, job_id, registered */
+    char id[128];       /* worker id from the controller ("" until registered) */
+    char job_id[128];   /* the job being run ("" when idle) */
     int heartbeat_s;
-    atomic_int cancel;      /* the controller asked to stop job_id */
-    atomic_int quit_hb;     /* tells the heartbeat thread to end */
-    unsigned int seed;      /* jitter for backoff (per worker, not global) */
+    atomic_int cancel;  /* the controller asked to stop job_id */
+    atomic_int quit_hb; /* tells the heartbeat thread to end */
+    unsigned int seed;  /* jitter for backoff (per worker, not global) */
 
-    hone_rest *rest;        /* main thread's handle */
-    hone_rest *hb_rest;     /* heartbeat thread's handle */
+    hone_rest *rest;    /* main thread's handle */
+    hone_rest *hb_rest; /* heartbeat thread's handle */
 } hone_worker;
 
 /* Logs one line to stderr: "hone-worker[name] <text>". */
 void worker_log(hone_worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Sleeps about ms milliseconds, waking early when *w->stop is set. Returns nonzero when stopping. */
+/* Sleeps about ms milliseconds, waking early when *w->stop is set. Returns nonzero when stopping.
+ */
 int worker_sleep(hone_worker *w, int ms);
 /* Next backoff delay in ms: doubles from 250 ms up to 15 s, with +-25% jitter. */
 int worker_backoff(hone_worker *w, int *delay_ms);

@@ -1,6 +1,7 @@
 /* kernels/cpu/cpu_conv.c: 2-D convolution for the CPU backend as im2col + one OpenBLAS GEMM per
  * chunk of images (batched, so the GEMM is large enough to thread well), backward as two GEMMs and
- * col2im. All scratch lives in the caller's workspace; the chunk size is a pure function of shape. */
+ * col2im. All scratch lives in the caller's workspace; the chunk size is a pure function of shape.
+ */
 #include <string.h>
 
 #include "backend.h"

@@ -6,8 +6,8 @@
 
 #include "backend.h"
 
-int cpu_gemm(hone_kctx *k, int transA, int transB, int M, int N, int K, float alpha,
-             const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc)
+int cpu_gemm(hone_kctx *k, int transA, int transB, int M, int N, int K, float alpha, const float *A,
+             int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
     (void)k;
     if (K == 0) {

@@ -4,8 +4,8 @@
 
 #include "backend.h"
 
-int cpu_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
-                    const float *x, float *y, int32_t *idx)
+int cpu_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride, const float *x,
+                    float *y, int32_t *idx)
 {
     (void)k;
     int P = (h - size) / stride + 1, Q = (w - size) / stride + 1;
@@ -50,8 +50,8 @@ int cpu_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stri
     return HONE_OK;
 }
 
-int cpu_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
-                    const float *dy, const int32_t *idx, float *dx)
+int cpu_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride, const float *dy,
+                    const int32_t *idx, float *dx)
 {
     (void)k;
     int P = (h - size) / stride + 1, Q = (w - size) / stride + 1;

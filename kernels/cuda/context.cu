@@ -56,8 +56,7 @@ extern "C" int cuda_ctx_init(hone_kctx *k)
     c->blas_ws_bytes = HC_BLAS_WS_BYTES;
     if ((s = cublasCreate(&c->blas)) != CUBLAS_STATUS_SUCCESS ||
         (s = cublasSetStream(c->blas, c->stream)) != CUBLAS_STATUS_SUCCESS ||
-        (s = cublasSetWorkspace(c->blas, c->blas_ws, c->blas_ws_bytes)) !=
-            CUBLAS_STATUS_SUCCESS ||
+        (s = cublasSetWorkspace(c->blas, c->blas_ws, c->blas_ws_bytes)) != CUBLAS_STATUS_SUCCESS ||
         (s = cublasSetPointerMode(c->blas, CUBLAS_POINTER_MODE_HOST)) != CUBLAS_STATUS_SUCCESS) {
         hc_fail(__FILE__, __LINE__, "cublas", cublasGetStatusString(s));
         goto fail;

@@ -4,6 +4,9 @@
  * folds over images in a fixed order: deterministic, no atomics. */
 #include "conv_direct.cuh"
 
+#define HC_DIRECT_KPB 8 /* output channels per forward block */
+#define HC_DIRECT_NPB 4 /* images per weight-grad block */
+
 /* Patch tap i of (c, r, s): input offset and row/col displacement, precomputed per block. */
 struct taps {
     int coff[HC_DIRECT_MAX_TAPS];
@@ -60,7 +63,8 @@ __global__ static void k_direct_fwd(const float *__restrict__ x, const float *__
     float v[TM];
     load_patch<TM>(x + (size_t)n * d.c * d.h * d.w, d, t, ntaps, p, q, v);
     float *yn = y + (size_t)n * d.k * PQ + pq;
-    for (int k = 0; k < d.k; k++) {
+    int k1 = min(d.k, (int)(blockIdx.z + 1) * HC_DIRECT_KPB);
+    for (int k = blockIdx.z * HC_DIRECT_KPB; k < k1; k++) {
         float acc = sb[k];
         const float *wk = sw + k * ntaps;
 #pragma unroll
@@ -78,26 +82,28 @@ __global__ static void __launch_bounds__(256)
     k_direct_bwd_filter(const float *__restrict__ x, const float *__restrict__ dy,
                         float *__restrict__ part, hone_conv_desc d, taps t)
 {
-    int ntaps = d.c * d.r * d.s, PQ = d.p * d.q, k0 = blockIdx.x * KG, n = blockIdx.y;
+    int ntaps = d.c * d.r * d.s, PQ = d.p * d.q, k0 = blockIdx.x * KG, nb = blockIdx.y;
     float acc[KG][TM + 1];
 #pragma unroll
     for (int a = 0; a < KG; a++)
 #pragma unroll
         for (int i = 0; i <= TM; i++)
             acc[a][i] = 0.f;
-    const float *xn = x + (size_t)n * d.c * d.h * d.w;
-    const float *dyn = dy + ((size_t)n * d.k + k0) * PQ;
-    for (int pq = threadIdx.x; pq < PQ; pq += blockDim.x) {
-        int p = pq / d.q, q = pq - p * d.q;
-        float v[TM];
-        load_patch<TM>(xn, d, t, ntaps, p, q, v);
+    for (int n = nb * HC_DIRECT_NPB; n < min(d.n, (nb + 1) * HC_DIRECT_NPB); n++) {
+        const float *xn = x + (size_t)n * d.c * d.h * d.w;
+        const float *dyn = dy + ((size_t)n * d.k + k0) * PQ;
+        for (int pq = threadIdx.x; pq < PQ; pq += blockDim.x) {
+            int p = pq / d.q, q = pq - p * d.q;
+            float v[TM];
+            load_patch<TM>(xn, d, t, ntaps, p, q, v);
 #pragma unroll
-        for (int a = 0; a < KG; a++) {
-            float g = k0 + a < d.k ? dyn[(size_t)a * PQ + pq] : 0.f;
-            acc[a][TM] += g;
+            for (int a = 0; a < KG; a++) {
+                float g = k0 + a < d.k ? dyn[(size_t)a * PQ + pq] : 0.f;
+                acc[a][TM] += g;
 #pragma unroll
-            for (int i = 0; i < TM; i++)
-                acc[a][i] += g * v[i];
+                for (int i = 0; i < TM; i++)
+                    acc[a][i] += g * v[i];
+            }
         }
     }
     __shared__ float red[8][KG * (TM + 1)];
@@ -121,7 +127,7 @@ __global__ static void __launch_bounds__(256)
         for (int wv = 0; wv < (int)(blockDim.x >> 5); wv++)
             s += red[wv][e];
         int j = i == TM ? ntaps : i;
-        part[((size_t)n * d.k + k0 + a) * (ntaps + 1) + j] = s;
+        part[((size_t)nb * d.k + k0 + a) * (ntaps + 1) + j] = s;
     }
 }
 
@@ -149,7 +155,7 @@ int hc_conv_direct_fwd(hone_kctx *k, const hone_conv_desc *d, const float *x, co
     make_taps(d, &t);
     int ntaps = d->c * d->r * d->s, PQ = d->p * d->q;
     size_t smem = (size_t)d->k * (ntaps + 1) * sizeof(float);
-    dim3 grid((PQ + 127) / 128, d->n);
+    dim3 grid((PQ + 127) / 128, d->n, (d->k + HC_DIRECT_KPB - 1) / HC_DIRECT_KPB);
     if (ntaps <= 9)
         k_direct_fwd<9><<<grid, 128, smem, hc_stream(k)>>>(x, w, b, y, *d, t);
     else
@@ -163,16 +169,16 @@ int hc_conv_direct_bwd_filter(hone_kctx *k, const hone_conv_desc *d, const float
 {
     taps t;
     make_taps(d, &t);
-    int ntaps = d->c * d->r * d->s;
+    int ntaps = d->c * d->r * d->s, nblk = (d->n + HC_DIRECT_NPB - 1) / HC_DIRECT_NPB;
     if (ntaps <= 9)
         k_direct_bwd_filter<9, 8>
-            <<<dim3((d->k + 7) / 8, d->n), 256, 0, hc_stream(k)>>>(x, dy, part, *d, t);
+            <<<dim3((d->k + 7) / 8, nblk), 256, 0, hc_stream(k)>>>(x, dy, part, *d, t);
     else
         k_direct_bwd_filter<27, 4>
-            <<<dim3((d->k + 3) / 4, d->n), 256, 0, hc_stream(k)>>>(x, dy, part, *d, t);
+            <<<dim3((d->k + 3) / 4, nblk), 256, 0, hc_stream(k)>>>(x, dy, part, *d, t);
     HC_LAUNCHED();
     int total = d->k * (ntaps + 1);
-    k_direct_fold<<<(total + 127) / 128, 128, 0, hc_stream(k)>>>(part, d->n, d->k, ntaps, dw, db);
+    k_direct_fold<<<(total + 127) / 128, 128, 0, hc_stream(k)>>>(part, nblk, d->k, ntaps, dw, db);
     HC_LAUNCHED();
     return HONE_OK;
 }

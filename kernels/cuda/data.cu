@@ -34,7 +34,7 @@ extern "C" int cuda_gather_rows(hone_kctx *k, const float *src, const int32_t *s
         return HONE_OK;
     unsigned blocks = (unsigned)(n < 65535 ? n : 65535);
     k_gather_rows<<<blocks, 128, 0, hc_stream(k)>>>(src, src_labels, idx, base_dev, base, n, row,
-                                                   dst, dst_labels);
+                                                    dst, dst_labels);
     HC_LAUNCHED();
     return HONE_OK;
 }
@@ -69,8 +69,7 @@ extern "C" int cuda_permutation(hone_kctx *k, int32_t *idx, int n, uint64_t seed
     cudaStream_t st = hc_stream(k);
     size_t temp = 0;
     HC_CHECK(cub::DeviceRadixSort::SortPairs(NULL, temp, (const uint32_t *)NULL, (uint32_t *)NULL,
-                                             (const int32_t *)NULL, (int32_t *)NULL, n, 0, 32,
-                                             st));
+                                             (const int32_t *)NULL, (int32_t *)NULL, n, 0, 32, st));
     size_t nb = ((size_t)n * 4 + 255) & ~(size_t)255;
     char *buf = NULL;
     HC_CHECK(cudaMallocAsync((void **)&buf, 3 * nb + temp, st));
@@ -146,8 +145,8 @@ __global__ static void k_counter64_inc(uint64_t *counter)
     *counter += 1;
 }
 
-extern "C" int cuda_augment(hone_kctx *k, float *x, int n, int c, int h, int w, int flip,
-                            int shift, uint64_t seed, uint64_t *counter)
+extern "C" int cuda_augment(hone_kctx *k, float *x, int n, int c, int h, int w, int flip, int shift,
+                            uint64_t seed, uint64_t *counter)
 {
     cudaStream_t st = hc_stream(k);
     size_t hw = (size_t)h * w, total = (size_t)n * c * hw;
@@ -159,8 +158,8 @@ extern "C" int cuda_augment(hone_kctx *k, float *x, int n, int c, int h, int w, 
         } else {
             float *tmp = NULL;
             HC_CHECK(cudaMallocAsync((void **)&tmp, total * sizeof(float), st));
-            cudaError_t e = cudaMemcpyAsync(tmp, x, total * sizeof(float),
-                                            cudaMemcpyDeviceToDevice, st);
+            cudaError_t e =
+                cudaMemcpyAsync(tmp, x, total * sizeof(float), cudaMemcpyDeviceToDevice, st);
             if (e == cudaSuccess) {
                 k_augment_copy<<<hc_blocks(k, total), HC_THREADS, 0, st>>>(tmp, x, n, c, h, w, flip,
                                                                            shift, seed, counter);

@@ -49,8 +49,7 @@ extern "C" int cuda_sigmoid_fwd(hone_kctx *k, const float *x, float *y, size_t n
 {
     HC_EW(k_sigmoid_fwd, n, x, y, n);
 }
-extern "C" int cuda_sigmoid_bwd(hone_kctx *k, const float *y, const float *dy, float *dx,
-                                size_t n)
+extern "C" int cuda_sigmoid_bwd(hone_kctx *k, const float *y, const float *dy, float *dx, size_t n)
 {
     HC_EW(k_sigmoid_bwd, n, y, dy, dx, n);
 }
@@ -93,7 +92,7 @@ extern "C" int cuda_dropout_fwd(hone_kctx *k, const float *x, float *y, uint8_t 
 {
     if (n > 0) {
         k_dropout_fwd<<<hc_blocks(k, n), HC_THREADS, 0, hc_stream(k)>>>(x, y, mask, n, p, seed,
-                                                                          counter);
+                                                                        counter);
         HC_LAUNCHED();
     }
     hc_counter64_inc<<<1, 1, 0, hc_stream(k)>>>(counter);

@@ -23,8 +23,8 @@ extern "C" int cuda_gemm(hone_kctx *k, int transA, int transB, int M, int N, int
     if (M == 0 || N == 0)
         return HONE_OK;
     HC_BLAS(cublasGemmEx(hc_of(k)->blas, transB ? CUBLAS_OP_T : CUBLAS_OP_N,
-                         transA ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha, B, CUDA_R_32F, ldb,
-                         A, CUDA_R_32F, lda, &beta, C, CUDA_R_32F, ldc, hc_compute_type(k),
+                         transA ? CUBLAS_OP_T : CUBLAS_OP_N, N, M, K, &alpha, B, CUDA_R_32F, ldb, A,
+                         CUDA_R_32F, lda, &beta, C, CUDA_R_32F, ldc, hc_compute_type(k),
                          CUBLAS_GEMM_DEFAULT));
     return HONE_OK;
 }

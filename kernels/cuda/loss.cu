@@ -75,8 +75,8 @@ extern "C" int cuda_softmax_xent(hone_kctx *k, const float *logits, const int32_
     if (n == 0)
         return HONE_OK;
     unsigned blocks = (unsigned)((n + XENT_ROWS - 1) / XENT_ROWS);
-    k_softmax_xent<<<blocks, XENT_ROWS * 32, 0, hc_stream(k)>>>(logits, labels, n, classes,
-                                                                 dlogits, loss_sum, correct);
+    k_softmax_xent<<<blocks, XENT_ROWS * 32, 0, hc_stream(k)>>>(logits, labels, n, classes, dlogits,
+                                                                loss_sum, correct);
     HC_LAUNCHED();
     return HONE_OK;
 }

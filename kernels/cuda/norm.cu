@@ -108,8 +108,8 @@ extern "C" int cuda_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const floa
 {
     if ((size_t)n * c * hw == 0)
         return HONE_OK;
-    k_bn_bwd<<<c, BN_THREADS, 0, hc_stream(k)>>>(n, c, hw, x, dy, gamma, save_mean, save_invstd,
-                                                 dx, dgamma, dbeta);
+    k_bn_bwd<<<c, BN_THREADS, 0, hc_stream(k)>>>(n, c, hw, x, dy, gamma, save_mean, save_invstd, dx,
+                                                 dgamma, dbeta);
     HC_LAUNCHED();
     return HONE_OK;
 }

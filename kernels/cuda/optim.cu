@@ -22,8 +22,8 @@ extern "C" int cuda_sgd_step(hone_kctx *k, float *w, const float *grad, float *v
 {
     if (n == 0)
         return HONE_OK;
-    k_sgd<<<hc_blocks(k, n), HC_THREADS, 0, hc_stream(k)>>>(w, grad, v, n, lr, lr_dev, momentum,
-                                                              wd, nesterov);
+    k_sgd<<<hc_blocks(k, n), HC_THREADS, 0, hc_stream(k)>>>(w, grad, v, n, lr, lr_dev, momentum, wd,
+                                                            nesterov);
     HC_LAUNCHED();
     return HONE_OK;
 }
@@ -55,7 +55,7 @@ extern "C" int cuda_adamw_step(hone_kctx *k, float *w, const float *grad, float 
     if (n == 0)
         return HONE_OK;
     k_adamw<<<hc_blocks(k, n), HC_THREADS, 0, hc_stream(k)>>>(w, grad, m, v, n, lr, lr_dev, beta1,
-                                                                beta2, eps, wd, t, t_dev);
+                                                              beta2, eps, wd, t, t_dev);
     HC_LAUNCHED();
     return HONE_OK;
 }

@@ -38,17 +38,38 @@ extern "C" int cuda_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int si
     if ((size_t)n * c * h * w >= (1u << 31))
         return HONE_ERANGE;
     k_maxpool_fwd<<<hc_blocks(k, total), HC_THREADS, 0, hc_stream(k)>>>(x, y, idx, n * c, h, w,
-                                                                          size, stride, p, q);
+                                                                        size, stride, p, q);
     HC_LAUNCHED();
     return HONE_OK;
 }
 
-__global__ static void k_maxpool_bwd(const float *dy, const int32_t *idx, float *dx, int hw,
-                                     int pq, int total)
+__global__ static void k_maxpool_bwd(const float *dy, const int32_t *idx, float *dx, int hw, int pq,
+                                     int total)
 {
     HC_FOR32(o, total)
     {
         atomicAdd(dx + (size_t)(o / pq) * hw + idx[o], dy[o]);
+    }
+}
+
+/* Windows that tile the input exactly (stride == size, h == p*size, w == q*size): one thread per
+ * window writes its size*size dx entries, with no divisions per element. */
+__global__ static void k_maxpool_bwd_tile(const float *__restrict__ dy,
+                                          const int32_t *__restrict__ idx, float *__restrict__ dx,
+                                          int w, int size, int p, int q, int total)
+{
+    HC_FOR32(o, total)
+    {
+        int plane = o / (p * q), r = o - plane * p * q;
+        int op = r / q, oq = r - op * q;
+        int at = idx[o];
+        float g = dy[o];
+        float *dp = dx + (size_t)plane * p * q * size * size;
+        for (int a = 0; a < size; a++)
+            for (int b = 0; b < size; b++) {
+                int off = (op * size + a) * w + oq * size + b;
+                dp[off] = off == at ? g : 0.f;
+            }
     }
 }
 
@@ -80,6 +101,12 @@ extern "C" int cuda_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int si
     size_t total = (size_t)n * c * p * q, nx = (size_t)n * c * h * w;
     if (nx >= (1u << 31))
         return HONE_ERANGE;
+    if (stride == size && p * size == h && q * size == w) {
+        k_maxpool_bwd_tile<<<hc_blocks(k, total), HC_THREADS, 0, hc_stream(k)>>>(
+            dy, idx, dx, w, size, p, q, (int)total);
+        HC_LAUNCHED();
+        return HONE_OK;
+    }
     if (stride >= size) {
         k_maxpool_bwd_gather<<<hc_blocks(k, nx), HC_THREADS, 0, hc_stream(k)>>>(
             dy, idx, dx, h, w, size, stride, p, q, (int)nx);
@@ -90,7 +117,7 @@ extern "C" int cuda_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int si
     if (total == 0)
         return HONE_OK;
     k_maxpool_bwd<<<hc_blocks(k, total), HC_THREADS, 0, hc_stream(k)>>>(dy, idx, dx, h * w, p * q,
-                                                                          (int)total);
+                                                                        (int)total);
     HC_LAUNCHED();
     return HONE_OK;
 }
@@ -150,8 +177,7 @@ __global__ static void k_upsample_fwd(const float *x, float *y, int h, int w, in
     }
 }
 
-__global__ static void k_upsample_bwd(const float *dy, float *dx, int h, int w, int f,
-                                      size_t total)
+__global__ static void k_upsample_bwd(const float *dy, float *dx, int h, int w, int f, size_t total)
 {
     int W = w * f;
     HC_FOR(o, total)
@@ -173,8 +199,7 @@ extern "C" int cuda_upsample_fwd(hone_kctx *k, int n, int c, int h, int w, int f
     size_t total = (size_t)n * c * h * w * factor * factor;
     if (total == 0)
         return HONE_OK;
-    k_upsample_fwd<<<hc_blocks(k, total), HC_THREADS, 0, hc_stream(k)>>>(x, y, h, w, factor,
-                                                                           total);
+    k_upsample_fwd<<<hc_blocks(k, total), HC_THREADS, 0, hc_stream(k)>>>(x, y, h, w, factor, total);
     HC_LAUNCHED();
     return HONE_OK;
 }
@@ -186,7 +211,7 @@ extern "C" int cuda_upsample_bwd(hone_kctx *k, int n, int c, int h, int w, int f
     if (total == 0)
         return HONE_OK;
     k_upsample_bwd<<<hc_blocks(k, total), HC_THREADS, 0, hc_stream(k)>>>(dy, dx, h, w, factor,
-                                                                           total);
+                                                                         total);
     HC_LAUNCHED();
     return HONE_OK;
 }

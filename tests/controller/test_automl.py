@@ -19,6 +19,21 @@ def setup(c, root, settings, specs=None):
     return exp
 
 
+STRAGGLERS = []
+
+
+def straggle(job, epoch, st, js):
+    """A trainer that keeps going after stop/pause: later epochs get the same answer, not an error."""
+    if st == 200 and js["decision"] in ("stop", "pause") and len(STRAGGLERS) < 4:
+        w = job["_worker"]
+        if epoch + 1 <= job["epochs_until"]:
+            st2, js2 = w.report(job, epoch + 1, {"val_accuracy": 0.99, "seconds": 0.01})
+            assert st2 == 200 and js2["decision"] == js["decision"], (st2, js2, js)
+        st2, js2 = w.report(job, 10000, {"val_accuracy": 0.99})  # past its target: refused
+        assert st2 == 422 and js2["error"]["field"] == "epoch", (st2, js2)
+        STRAGGLERS.append(job["id"])
+
+
 def drive(c, workers, automl_id, budget_s=60):
     """Round-robin over the workers until the AutoML job ends. Returns leases seen."""
     leases = []
@@ -31,12 +46,13 @@ def drive(c, workers, automl_id, budget_s=60):
                 continue
             got = True
             leases.append(job)
+            job["_worker"] = w
             # A trainer writes its files into out_dir (same machine).
             with open(os.path.join(job["out_dir"], "model.bin"), "wb") as f:
                 f.write(b"weights-of-trial-%d" % job["trial"])
             with open(os.path.join(job["out_dir"], "checkpoint.ckpt"), "wb") as f:
                 f.write(b"ckpt")
-            w.run_job(job)
+            w.run_job(job, on_report=straggle)
         st = c.ok("GET", "/api/v1/jobs/" + automl_id)
         if st["status"] in ("done", "failed", "canceled"):
             return leases, st
@@ -82,6 +98,7 @@ def main():
         decisions = set(workers[0].decisions + workers[1].decisions)
         assert {"stop", "pause", "continue"} <= decisions, decisions
         assert st["status"] == "done", st
+        assert len(STRAGGLERS) == 4
         assert any(l["resume"] and l["epoch"] > 0 for l in leases), "no trial was resumed"
         trials = check_best(c, st)
         assert st["automl"]["trials_stopped_early"] > 0, st["automl"]

@@ -296,10 +296,10 @@ void gn_free(gn_net *g)
     hone_kctx *k = g->k;
     hone_k_sync(k);
     hone_kgraph_free(g->graph);
-    void *bufs[] = {g->w,  g->gw,     g->v,  g->xtr, g->xte,  g->ytr,    g->yte,   g->idx,
-                    g->base, g->zero_int, g->acc, g->xb, g->a1, g->p1, g->a2,  g->p2,
-                    g->h1, g->logits, g->dlog, g->dh1, g->dp2, g->da2, g->dp1, g->da1,
-                    g->yb, g->i1,     g->i2, g->ws};
+    void *bufs[] = {g->w,   g->gw,   g->v,        g->xtr,    g->xte,  g->ytr, g->yte,
+                    g->idx, g->base, g->zero_int, g->acc,    g->xb,   g->a1,  g->p1,
+                    g->a2,  g->p2,   g->h1,       g->logits, g->dlog, g->dh1, g->dp2,
+                    g->da2, g->dp1,  g->da1,      g->yb,     g->i1,   g->i2,  g->ws};
     for (size_t i = 0; i < HONE_ARRAY_LEN(bufs); i++)
         hone_k_free(k, bufs[i]);
     free(g);
@@ -312,8 +312,7 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-int gn_train_epoch(gn_net *g, int epoch, int max_steps, double *loss, double *acc,
-                   double *seconds)
+int gn_train_epoch(gn_net *g, int epoch, int max_steps, double *loss, double *acc, double *seconds)
 {
     hone_kctx *k = g->k;
     int steps = g->ntrain / g->o.batch, rc;

@@ -33,8 +33,7 @@ int gn_new(hone_kctx *k, const gn_opts *o, const float *xtr, const int32_t *ytr,
 void gn_free(gn_net *g);
 /* One epoch over floor(ntrain/batch) shuffled batches (at most max_steps if > 0). seconds is the
  * wall time from the permutation to the last step's completion. */
-int gn_train_epoch(gn_net *g, int epoch, int max_steps, double *loss, double *acc,
-                   double *seconds);
+int gn_train_epoch(gn_net *g, int epoch, int max_steps, double *loss, double *acc, double *seconds);
 /* Accuracy on the test images (forward only). */
 int gn_eval(gn_net *g, double *acc);
 /* Host copy of the flat parameter buffer (*n floats, caller frees). */

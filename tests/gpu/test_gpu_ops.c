@@ -71,7 +71,7 @@ static void check_conv(hone_kctx *k, hone_math m, int n, int c, int h, int w, in
     double tol = m ? MATH_TOL[m] : 1e-4;
     float *o;
 #define CONV_CHECK(what, dev, refv, cnt)                                                           \
-    snprintf(name, sizeof(name), "conv %s %s n%d c%d %dx%d k%d r%d s%d p%d", what, MATH_NAME[m], \
+    snprintf(name, sizeof(name), "conv %s %s n%d c%d %dx%d k%d r%d s%d p%d", what, MATH_NAME[m],   \
              n, c, h, w, kk, r, stride, pad);                                                      \
     TK_CLOSE(name, o = tk_get(k, dev, cnt), refv, cnt, tol);                                       \
     free(o)
@@ -412,8 +412,8 @@ static void check_data(hone_kctx *k, hone_kctx *cpu)
                 float v = src[(size_t)idx[rep * n + i] * row + c];
                 ref[(size_t)i * row + c] = v > 0 ? v : 0;
             }
-        TK_CLOSE("graph gather+relu", o = tk_get(k, j.dst, (size_t)n * row), ref,
-                 (size_t)n * row, 0);
+        TK_CLOSE("graph gather+relu", o = tk_get(k, j.dst, (size_t)n * row), ref, (size_t)n * row,
+                 0);
         free(o);
         TK_OK(hone_k_download(k, hl, j.dlab, sizeof(int32_t) * n));
         for (int i = 0; i < n; i++)
@@ -478,6 +478,7 @@ int main(int argc, char **argv)
     check_conv(k, HONE_MATH_FP32, 2, 4, 9, 9, 4, 4, 2, 1, 1);
     check_pool(k, 8, 32, 28, 28, 2, 2);
     check_pool(k, 3, 5, 13, 11, 3, 2); /* overlapping windows, odd sizes */
+    check_pool(k, 2, 3, 13, 11, 2, 2); /* disjoint windows that leave a border */
     check_elementwise(k, 100003);
     check_dense_misc(k, 128, 10);
     check_dense_misc(k, 37, 300);

@@ -64,7 +64,8 @@ static void check_steps(hone_kctx *cpu, hone_kctx *gpu, gn_arch a, int steps, do
     gn_params(ne, &we, &n);
     gn_params(ng, &wg, &n);
     double e1 = delta_err(w0, we, wc, n), e2 = delta_err(w0, wg, we, n);
-    fprintf(stderr, "%s %d step(s): update rel err cuda-vs-cpu %.3g (tol %g), graph-vs-eager %.3g\n",
+    fprintf(stderr,
+            "%s %d step(s): update rel err cuda-vs-cpu %.3g (tol %g), graph-vs-eager %.3g\n",
             a == GN_MLP ? "mlp" : "cnn", steps, e1, tol, e2);
     if (!(e1 <= tol) || !(e2 <= 1e-4))
         failures++;

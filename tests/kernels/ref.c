@@ -84,7 +84,8 @@ void ref_conv_fwd(const hone_conv_desc *d, const float *x, const float *w, const
                     for (int c = 0; c < d->c; c++)
                         for (int r = 0; r < d->r; r++)
                             for (int t = 0; t < d->s; t++) {
-                                int ih = p * d->stride - d->pad + r, iw = q * d->stride - d->pad + t;
+                                int ih = p * d->stride - d->pad + r,
+                                    iw = q * d->stride - d->pad + t;
                                 if (ih < 0 || ih >= d->h || iw < 0 || iw >= d->w)
                                     continue;
                                 s += (double)X4(x, n, c, ih, iw, d->c, d->h, d->w) *
@@ -116,7 +117,8 @@ void ref_conv_bwd(const hone_conv_desc *d, const float *x, const float *w, const
                     for (int c = 0; c < d->c; c++)
                         for (int r = 0; r < d->r; r++)
                             for (int t = 0; t < d->s; t++) {
-                                int ih = p * d->stride - d->pad + r, iw = q * d->stride - d->pad + t;
+                                int ih = p * d->stride - d->pad + r,
+                                    iw = q * d->stride - d->pad + t;
                                 if (ih < 0 || ih >= d->h || iw < 0 || iw >= d->w)
                                     continue;
                                 X4(dw, k, c, r, t, d->c, d->r, d->s) +=
@@ -148,7 +150,8 @@ void ref_maxpool_fwd(int n, int c, int h, int w, int size, int stride, const flo
         for (int p = 0; p < P; p++)
             for (int q = 0; q < Q; q++) {
                 const float *plane = x + pl * h * w;
-                y[pl * P * Q + (size_t)p * Q + q] = plane[ref_pool_arg(plane, w, size, stride, p, q)];
+                y[pl * P * Q + (size_t)p * Q + q] =
+                    plane[ref_pool_arg(plane, w, size, stride, p, q)];
             }
 }
 

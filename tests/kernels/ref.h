@@ -1,6 +1,7 @@
 /* tests/kernels/ref.h: naive double-precision reference implementations of the kernels.h ops,
  * plus comparison helpers. Shared by the CPU tests (tests/kernels) and the CUDA tests (tests/gpu):
- * inputs are float arrays in host memory, outputs double arrays. Slow on purpose: obviously right. */
+ * inputs are float arrays in host memory, outputs double arrays. Slow on purpose: obviously right.
+ */
 #ifndef HONE_TESTS_KERNELS_REF_H
 #define HONE_TESTS_KERNELS_REF_H
 

@@ -137,9 +137,9 @@ int main(int argc, char **argv)
     check_conv(k, 1, 1, 5, 5, 1, 3, 1, 1, 1, 1);
     check_conv(k, 3, 2, 7, 6, 4, 3, 1, 1, 1, 1);
     check_conv(k, 2, 3, 9, 9, 5, 3, 2, 0, 0, 1);
-    check_conv(k, 4, 8, 6, 6, 16, 1, 1, 0, 1, 1);  /* 1x1 */
-    check_conv(k, 5, 1, 28, 28, 8, 3, 1, 1, 1, 0); /* first layer: no dx */
-    check_conv(k, 2, 4, 8, 8, 6, 5, 2, 2, 1, 1);   /* 5x5 stride 2 pad 2 */
+    check_conv(k, 4, 8, 6, 6, 16, 1, 1, 0, 1, 1);    /* 1x1 */
+    check_conv(k, 5, 1, 28, 28, 8, 3, 1, 1, 1, 0);   /* first layer: no dx */
+    check_conv(k, 2, 4, 8, 8, 6, 5, 2, 2, 1, 1);     /* 5x5 stride 2 pad 2 */
     check_conv(k, 7, 32, 48, 48, 32, 3, 1, 1, 1, 1); /* several workspace chunks on the CPU */
     check_conv_fd(k);
     hone_conv_desc d;

@@ -148,7 +148,8 @@ static void check_bias(hone_kctx *k, int n, int c)
 int main(int argc, char **argv)
 {
     hone_kctx *k = tk_ctx(argc, argv);
-    static const int shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {64, 33, 17}, {128, 10, 256}, {3, 200, 9}};
+    static const int shapes[][3] = {
+        {1, 1, 1}, {7, 5, 3}, {64, 33, 17}, {128, 10, 256}, {3, 200, 9}};
     for (size_t s = 0; s < HONE_ARRAY_LEN(shapes); s++)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++) {

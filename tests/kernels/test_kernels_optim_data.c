@@ -56,8 +56,8 @@ static void check_adamw(hone_kctx *k, int use_dev)
         hone_k_upload(k, dg, g, sizeof(float) * n);
         if (use_dev) {
             TK_OK(hone_k_counter_add(k, dt, 1));
-            TK_OK(hone_k_adamw_step(k, dw, dg, dm, dv, n, 0, dlr, 0.9f, 0.999f, 1e-8f, 0.01f, 0,
-                                    dt));
+            TK_OK(
+                hone_k_adamw_step(k, dw, dg, dm, dv, n, 0, dlr, 0.9f, 0.999f, 1e-8f, 0.01f, 0, dt));
         } else {
             TK_OK(hone_k_adamw_step(k, dw, dg, dm, dv, n, lr, NULL, 0.9f, 0.999f, 1e-8f, 0.01f, t,
                                     NULL));

@@ -21,7 +21,8 @@ static int tk_failures;
         }                                                                                          \
     } while (0)
 #define TK_OK(expr) TK_EXPECT((expr) == HONE_OK)
-#define TK_CLOSE(name, out, ref, n, tol) (tk_failures += ref_check((name), (out), (ref), (n), (tol)))
+#define TK_CLOSE(name, out, ref, n, tol)                                                           \
+    (tk_failures += ref_check((name), (out), (ref), (n), (tol)))
 
 /* Creates the context named by argv[1] ("cpu" default, "cuda"); exits 77 when unavailable. */
 static inline hone_kctx *tk_ctx(int argc, char **argv)

@@ -80,7 +80,7 @@ static void script_promote(hone_space *sp, double sign)
     report_is(s, 3, 9, sign * 0.97, S);
     report_is(s, 3, 9, sign * 0.97, S);
     CHECK(hone_search_end(s, 6, 1) == 0); /* crash: worst, never promoted */
-    report_is(s, 6, 1, sign * 1.0, S);       /* a late report after the crash changes nothing */
+    report_is(s, 6, 1, sign * 1.0, S);    /* a late report after the crash changes nothing */
     report_is(s, 7, 1, sign * 0.2, P);
     report_is(s, 8, 1, sign * 0.3, P);
     CHECK(hone_search_end(s, 3, 0) == 0);

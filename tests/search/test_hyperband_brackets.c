@@ -11,18 +11,26 @@ typedef struct expect {
 } expect;
 
 static const expect tables[] = {
-    {81, 3, 5,
+    {81,
+     3,
+     5,
      {{81, 27, 9, 3, 1}, {34, 11, 3, 1}, {15, 5, 1}, {8, 2}, {5}},
      {{1, 3, 9, 27, 81}, {3, 9, 27, 81}, {9, 27, 81}, {27, 81}, {81}}},
-    {27, 3, 4,
+    {27,
+     3,
+     4,
      {{27, 9, 3, 1}, {12, 4, 1}, {6, 2}, {4}},
      {{1, 3, 9, 27}, {3, 9, 27}, {9, 27}, {27}}},
     {9, 3, 3, {{9, 3, 1}, {5, 1}, {3}}, {{1, 3, 9}, {3, 9}, {9}}},
-    {16, 2, 5,
+    {16,
+     2,
+     5,
      {{16, 8, 4, 2, 1}, {10, 5, 2, 1}, {7, 3, 1}, {5, 2}, {5}},
      {{1, 2, 4, 8, 16}, {2, 4, 8, 16}, {4, 8, 16}, {8, 16}, {16}}},
     /* R not a power of eta: r = 100/64 = 1.5625 epochs, rounded to the nearest epoch */
-    {100, 4, 4,
+    {100,
+     4,
+     4,
      {{64, 16, 4, 1}, {22, 5, 1}, {8, 2}, {4}},
      {{2, 6, 25, 100}, {6, 25, 100}, {25, 100}, {100}}},
 };
@@ -204,17 +212,18 @@ static void check_bad_opts(void)
                       6 max_epochs */
         int value;
     } bad[] = {
-        {HONE_ALGO_HYPERBAND, 0, 0},  {HONE_ALGO_HYPERBAND, 1, 1}, {HONE_ALGO_HYPERBAND, 2, 0},
-        {HONE_ALGO_HYPERBAND, 3, 0},  {HONE_ALGO_HYPERBAND, 4, 0}, {HONE_ALGO_BOHB, 1, 0},
-        {HONE_ALGO_ASHA, 5, 0},       {HONE_ALGO_ASHA, 0, -3},     {HONE_ALGO_RANDOM, 6, 0},
-        {HONE_ALGO_BAYESIAN, 5, 0},   {HONE_ALGO_RANDOM, 3, -1},   {(hone_algo)99, 0, 27},
+        {HONE_ALGO_HYPERBAND, 0, 0},      {HONE_ALGO_HYPERBAND, 1, 1}, {HONE_ALGO_HYPERBAND, 2, 0},
+        {HONE_ALGO_HYPERBAND, 3, 0},      {HONE_ALGO_HYPERBAND, 4, 0}, {HONE_ALGO_BOHB, 1, 0},
+        {HONE_ALGO_ASHA, 5, 0},           {HONE_ALGO_ASHA, 0, -3},     {HONE_ALGO_RANDOM, 6, 0},
+        {HONE_ALGO_BAYESIAN, 5, 0},       {HONE_ALGO_RANDOM, 3, -1},   {(hone_algo)99, 0, 27},
         {HONE_ALGO_HYPERBAND, 0, 200000},
     };
     for (size_t k = 0; k < HONE_ARRAY_LEN(bad); k++) {
         hone_search_opts_default(&o);
         o.algo = bad[k].algo;
-        int *f[] = {&o.R, &o.eta, &o.epoch_multiplier, &o.max_parallel, &o.hb_iterations,
-                    &o.max_trials, &o.max_epochs};
+        int *f[] = {
+            &o.R,          &o.eta,       &o.epoch_multiplier, &o.max_parallel, &o.hb_iterations,
+            &o.max_trials, &o.max_epochs};
         *f[bad[k].field] = bad[k].value;
         CHECK(hone_search_new(sp, &o, &s) < 0);
         CHECK(s == NULL);

@@ -56,7 +56,7 @@ static inline void sim_log(sim *m, const sim_event *e)
 }
 
 static inline void sim_init(sim *m, hone_search *s, const hone_space *sp, int P,
-                     double (*objective)(const double *, int, int))
+                            double (*objective)(const double *, int, int))
 {
     memset(m, 0, sizeof(*m));
     m->s = s;

@@ -37,7 +37,8 @@ static void subset_spec(hone_train_spec *s, const char *network, int train, int 
 {
     char err[256];
     hone_train_spec_defaults(s);
-    snprintf(s->data.path, sizeof(s->data.path), "%s", getenv("HONE_FASHION_MNIST") ? getenv("HONE_FASHION_MNIST") : FASHION);
+    snprintf(s->data.path, sizeof(s->data.path), "%s",
+             getenv("HONE_FASHION_MNIST") ? getenv("HONE_FASHION_MNIST") : FASHION);
     snprintf(s->network, sizeof(s->network), "%s", network);
     s->data.train_limit = train;
     s->data.val_size = 1000;
@@ -47,11 +48,16 @@ static void subset_spec(hone_train_spec *s, const char *network, int train, int 
     (void)err;
 }
 
-static int run(const hone_train_spec *s, const char *out, const char *resume, int until,
-               history *h, hone_train_result *res)
+static int run(const hone_train_spec *s, const char *out, const char *resume, int until, history *h,
+               hone_train_result *res)
 {
-    hone_train_opts o = {.spec = s, .device = "cpu", .threads = 2, .out_dir = out,
-                         .resume_path = resume, .epochs_until = until, .on_epoch = record,
+    hone_train_opts o = {.spec = s,
+                         .device = "cpu",
+                         .threads = 2,
+                         .out_dir = out,
+                         .resume_path = resume,
+                         .epochs_until = until,
+                         .on_epoch = record,
                          .user = h};
     char err[512] = "";
     int rc = hone_train_run(&o, res, err, sizeof(err));

@@ -36,8 +36,7 @@ static void expect_set_error(const char *assignment, const char *needle)
     char err[256] = "";
     int rc = hone_train_spec_set(&s, assignment, err, sizeof(err));
     if (rc != HONE_EPARSE || !strstr(err, needle)) {
-        fprintf(stderr, "--set '%s': rc %d, err '%s' (wanted '%s')\n", assignment, rc, err,
-                needle);
+        fprintf(stderr, "--set '%s': rc %d, err '%s' (wanted '%s')\n", assignment, rc, err, needle);
         failures++;
     }
 }

@@ -23,9 +23,9 @@ typedef struct relay {
     int epochs[64];
     double acc[64];
     int n;
-    int answer_at;          /* epoch at which to answer `answer` */
+    int answer_at; /* epoch at which to answer `answer` */
     hone_wdecision answer;
-    int stop_after_epochs;  /* should_stop becomes true after this many epochs (0 = never) */
+    int stop_after_epochs; /* should_stop becomes true after this many epochs (0 = never) */
     int events;
 } relay;
 
@@ -71,8 +71,7 @@ static const char *script(const char *name, const char *body)
     return path;
 }
 
-static void run(const char *path, const hone_trun_opts *o, relay *r, hone_trun_result *res,
-                int *rc)
+static void run(const char *path, const hone_trun_opts *o, relay *r, hone_trun_result *res, int *rc)
 {
     hone_trun_hooks h = {on_epoch, on_event, should_stop, r};
     char *argv[] = {(char *)path, "--spec", "x.yaml", NULL};

@@ -25,8 +25,9 @@ static void test_defaults_and_values(void)
 {
     hone_worker_opts o;
     char err[1024];
-    char *a[] = {"hone-worker", "--controller", "http://127.0.0.1:9", "--name=w1",
-                 "--threads", "2", "--device", "cpu", "--work-dir", "/tmp/x", "--grace", "0.5"};
+    char *a[] = {
+        "hone-worker", "--controller", "http://127.0.0.1:9", "--name=w1", "--threads", "2",
+        "--device",    "cpu",          "--work-dir",         "/tmp/x",    "--grace",   "0.5"};
     CHECK(parse(&o, err, sizeof(err), 12, a) == 0);
     CHECK(strcmp(o.controller, "http://127.0.0.1:9") == 0);
     CHECK(strcmp(o.name, "w1") == 0);
@@ -57,7 +58,8 @@ static void test_errors(void)
     CHECK(parse(&o, err, sizeof(err), 2, a6) == 1 && strstr(err, "usage"));
     CHECK(parse(&o, err, sizeof(err), 1, a6) == HONE_EINVAL && strstr(err, "--controller"));
     setenv("HONE_URL", "http://127.0.0.1:1234", 1);
-    CHECK(parse(&o, err, sizeof(err), 1, a6) == 0 && strcmp(o.controller, "http://127.0.0.1:1234") == 0);
+    CHECK(parse(&o, err, sizeof(err), 1, a6) == 0 &&
+          strcmp(o.controller, "http://127.0.0.1:1234") == 0);
     unsetenv("HONE_URL");
 }
 

@@ -1,0 +1,76 @@
+/* test_demo_plan: `hone demo` sizes its search to the budget: more budget or a faster machine
+ * never means fewer trials or epochs, the best trial's epochs fit in the time, every algorithm
+ * gets a valid plan, and nonsense is refused. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static int failures;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static void test_budget_monotone(void)
+{
+    static const char *const algos[] = {"asha", "hyperband", "bayesian", "bohb"};
+    char err[256];
+
+    for (size_t a = 0; a < HONE_ARRAY_LEN(algos); a++) {
+        cli_demo_plan prev = {0}, p;
+        for (int minutes = 2; minutes <= 60; minutes += 2) {
+            CHECK(cli_demo_plan_make(minutes * 60.0, 2, 50, 6, algos[a], &p, err, sizeof(err)) ==
+                  0);
+            CHECK(strcmp(p.algorithm, algos[a]) == 0);
+            CHECK(p.R >= 1 && p.nu >= 2 && p.epoch_multiplier >= 1 && p.max_parallel == 2);
+            CHECK(p.max_trials >= 2 && p.max_trials <= 60);
+            CHECK(p.epochs == p.R * p.epoch_multiplier);
+            /* the best trial's epochs run one after another: they must fit in the budget */
+            CHECK(p.epochs * 50.0 <= minutes * 60.0 || p.epochs == 1);
+            CHECK(p.R >= prev.R);
+            if (strcmp(algos[a], "asha") == 0 || strcmp(algos[a], "bayesian") == 0)
+                CHECK(p.max_trials >= prev.max_trials || p.R > prev.R);
+            prev = p;
+        }
+    }
+}
+
+static void test_default_and_errors(void)
+{
+    cli_demo_plan p, fast;
+    char err[256];
+
+    CHECK(cli_demo_plan_make(720, 2, 50, 6, NULL, &p, err, sizeof(err)) == 0);
+    CHECK(strcmp(p.algorithm, "asha") == 0);
+    CHECK(p.R >= 3); /* enough epochs for a CNN to pass 0.90 */
+    CHECK(cli_demo_plan_make(720, 2, 5, 6, NULL, &fast, err, sizeof(err)) == 0);
+    CHECK(fast.max_trials >= p.max_trials && fast.R >= p.R);
+    CHECK(cli_demo_plan_make(720, 2, 50, 6, "grid", &p, err, sizeof(err)) == HONE_EINVAL &&
+          strstr(err, "--algorithm"));
+    CHECK(cli_demo_plan_make(0, 2, 50, 6, NULL, &p, err, sizeof(err)) == HONE_EINVAL);
+    CHECK(cli_demo_plan_make(720, 0, 50, 6, NULL, &p, err, sizeof(err)) == HONE_EINVAL);
+}
+
+static void test_space(void)
+{
+    json_t *s = cli_demo_space("cnn");
+    CHECK(json_object_size(s) >= 3);
+    CHECK(json_object_get(s, "train.lr") != NULL);
+    CHECK(json_is_true(json_object_get(json_object_get(s, "train.lr"), "log")));
+    json_decref(s);
+}
+
+int main(void)
+{
+    test_budget_monotone();
+    test_default_and_errors();
+    test_space();
+    if (failures)
+        fprintf(stderr, "%d check(s) failed\n", failures);
+    return failures ? 1 : 0;
+}

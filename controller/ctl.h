@@ -48,6 +48,9 @@ struct hone_controller {
     int closing;
     uint64_t id_state;
     uint64_t n_reports, n_leases, n_expired;
+    uv_check_t batch_check; /* batch.c: commits the open report batch after each poll */
+    int batch_open, check_open;
+    void *pending, *pending_tail; /* replies held until the batch commits */
     void (*close_done)(void *);
     void *close_arg;
     int close_pending;
@@ -69,6 +72,16 @@ int db_rows(sqlite3 *db, json_t **out, const char *sql, const char *types, ...);
 double ctl_now(void);
 void ctl_time_str(double t, char *buf, size_t n); /* RFC 3339 UTC */
 void ctl_new_id(hone_controller *c, const char *prefix, char *buf, size_t n);
+
+/* ---- batch.c: group commit of reports ---- */
+int ctl_batch_begin(hone_controller *c);   /* opens the batch if needed, then a savepoint */
+int ctl_batch_release(hone_controller *c); /* the request's changes join the batch */
+void ctl_batch_undo(hone_controller *c);   /* the request's changes are dropped */
+/* Holds a 200 reply (body stolen) until the batch commits. */
+void ctl_batch_reply(hone_controller *c, hone_http_res *res, json_t *body);
+/* Commits the batch and sends its replies (500s if the commit failed). Every writer that is not
+ * a report calls it first. */
+int ctl_batch_flush(hone_controller *c);
 
 /* ---- util.c: JSON accessors and logging ---- */
 const char *jstr(const json_t *o, const char *key); /* NULL unless a string */

@@ -59,6 +59,7 @@ static void ds_checked(uv_work_t *w, int status)
     hone_http_res *res = d->res;
     if (!res)
         goto out; /* nobody to tell: store nothing */
+    ctl_batch_flush(c);
     hone_http_res_on_abort(res, NULL, NULL);
     if (status) {
         hone_http_res_error(res, 503, NULL, "dataset check canceled");

@@ -226,12 +226,12 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
         hone_http_res_error(res, 422, "metrics", "metrics.%s must be a number", mk);
         goto out;
     }
-    if (db_begin(c->db)) {
+    if (ctl_batch_begin(c)) {
         ctl_res_store_error(c, res);
         goto out;
     }
     if (job_for_worker(c, res, jid, wid, &job)) {
-        db_rollback(c->db);
+        ctl_batch_undo(c);
         goto out;
     }
     if (db_row(c->db, &exp, "SELECT metric FROM experiments WHERE id=?", "s",
@@ -240,7 +240,7 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
         goto out;
     }
     if (jint(job, "epochs_target") > 0 && epoch > jint(job, "epochs_target")) {
-        db_rollback(c->db);
+        ctl_batch_undo(c);
         hone_http_res_error(res, 422, "epoch", "epoch %d is past the job's target %lld", epoch,
                             jint(job, "epochs_target"));
         goto out;
@@ -249,7 +249,7 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
     double m = jnum(metrics, mname);
     int trial = jstr(job, "parent_id") != NULL;
     if (trial && isnan(m)) {
-        db_rollback(c->db);
+        ctl_batch_undo(c);
         hone_http_res_error(res, 422, "metrics", "metrics.%s is required (the search's metric)",
                             mname);
         goto out;
@@ -289,16 +289,16 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
         dec = HONE_DECIDE_PAUSE;
     if (rc ||
         db_run(c->db, "UPDATE jobs SET last_decision=? WHERE id=?", "ss", dec_name(dec), jid) < 0 ||
-        db_commit(c->db)) {
+        ctl_batch_release(c)) {
         ctl_res_store_error(c, res);
         if (trial)
             ctl_automl_rebuild(c, jstr(job, "parent_id"));
         goto out;
     }
     c->n_reports++;
-    hone_http_res_json(res, 200,
-                       json_pack("{s:s,s:i,s:b}", "decision", dec_name(dec), "epoch", epoch,
-                                 "duplicate", fresh == 0));
+    ctl_batch_reply(c, res,
+                    json_pack("{s:s,s:i,s:b}", "decision", dec_name(dec), "epoch", epoch,
+                              "duplicate", fresh == 0));
 out:
     json_decref(exp);
     json_decref(job);

@@ -142,6 +142,7 @@ void ctl_sched_park(hone_controller *c, const char *worker_id, hone_http_res *re
 
 void ctl_sched_kick(hone_controller *c)
 {
+    ctl_batch_flush(c);
     while (c->waiters) {
         ctl_waiter *w = c->waiters;
         json_t *reply = NULL;
@@ -203,6 +204,7 @@ static void tick(uv_timer_t *t)
     hone_controller *c = t->data;
     json_t *rows = NULL, *r;
     size_t i;
+    ctl_batch_flush(c);
     if (db_rows(c->db, &rows,
                 "SELECT * FROM jobs WHERE status='running' AND action='train' AND "
                 "lease_expires < ?",

@@ -97,9 +97,21 @@ static void metrics(hone_http_req *req, hone_http_res *res, void *ud)
     hone_http_res_take(res, 200, "text/plain; version=0.0.4", buf, len);
 }
 
+/* Before any handler that may write (anything but GETs and reports), the open report batch is
+ * committed, so that handler's own reply can never overtake an uncommitted report. */
+static void flush_for(hone_controller *c, hone_http_req *req)
+{
+    const char *m = hone_http_req_method(req), *route = hone_http_req_route(req);
+    if (!strcmp(m, "GET") || !strcmp(m, "HEAD") ||
+        (route && !strcmp(route, "/api/v1/jobs/{id}/report")))
+        return;
+    ctl_batch_flush(c);
+}
+
 static int auth_filter(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
+    flush_for(c, req);
     if (!c->cfg.auth_token)
         return 0;
     const char *path = hone_http_req_path(req);
@@ -164,6 +176,9 @@ int hone_controller_new(uv_loop_t *loop, const hone_controller_config *cfg, hone
         c->cfg.db_path = hone_xmalloc(n);
         snprintf(c->cfg.db_path, n, "%s/hone.db", c->cfg.data_dir);
     }
+    uv_check_init(loop, &c->batch_check);
+    c->batch_check.data = c;
+    c->check_open = 1;
     if ((rc = db_open(c->cfg.db_path, &c->db, &version))) {
         snprintf(err, errlen, "cannot open the store %s", c->cfg.db_path);
         goto fail;
@@ -226,7 +241,7 @@ static void close_step(void *arg)
         c->close_done(c->close_arg);
 }
 
-static void tick_closed(uv_handle_t *h)
+static void tick_closed(uv_handle_t *h) /* the tick timer and the batch check */
 {
     close_step(h->data);
 }
@@ -238,7 +253,13 @@ void hone_controller_close(hone_controller *c, void (*done)(void *arg), void *ar
     c->close_done = done;
     c->close_arg = arg;
     c->close_pending = 1;
+    ctl_batch_flush(c);
     ctl_sched_stop(c);
+    if (c->check_open) {
+        c->close_pending++;
+        c->check_open = 0;
+        uv_close((uv_handle_t *)&c->batch_check, tick_closed);
+    }
     if (c->tick_open) {
         c->close_pending++;
         c->tick_open = 0;
@@ -255,6 +276,11 @@ void hone_controller_free(hone_controller *c)
 {
     if (!c)
         return;
+    if (c->check_open) { /* failed in _new: close the handle before the memory goes */
+        c->check_open = 0;
+        uv_close((uv_handle_t *)&c->batch_check, NULL);
+        uv_run(c->loop, UV_RUN_NOWAIT);
+    }
     ctl_automl_free_all(c);
     hone_http_server_free(c->http);
     if (c->db)

@@ -159,6 +159,11 @@ int db_rows(sqlite3 *db, json_t **out, const char *sql, const char *types, ...)
 
 int db_begin(sqlite3 *db)
 {
+    if (!sqlite3_get_autocommit(db)) {
+        /* A writer that forgot to flush the report batch: refuse rather than nest. */
+        fprintf(stderr, "db_begin inside an open transaction\n");
+        return HONE_ESQL;
+    }
     return sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? HONE_OK : HONE_ESQL;
 }
 

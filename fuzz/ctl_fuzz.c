@@ -1,7 +1,8 @@
 /* libFuzzer target for hone-controller's request handlers: a real controller (store on tmpfs,
  * fixtures: an IDX dataset, a train and an AutoML experiment, a leased train job and trial) gets
  * each input as the JSON body of one of its routes (first byte picks the route, ids filled in) or,
- * for selector 0xFF, as raw HTTP bytes ({WRK}-style tags in paths and bodies become fixture ids). Traps on any 5xx answer. State resets every RESET inputs. */
+ * for selector 0xFF, as raw HTTP bytes ({WRK}-style tags in paths and bodies become fixture ids).
+ * Traps on any 5xx answer. State resets every RESET inputs. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,14 +13,14 @@
 #include "ctl.h"
 #include "http_internal.h"
 
-#define RESET 256
+#define RESET 64
 
 static uv_loop_t loop;
 static hone_controller *ctl;
 static char dir[256];
 static int served, answered_5xx, last_status;
 static char ids[8][64]; /* DS, EXP, AEXP, JOB, TRIAL, AUTOML, WRK, WRK2 */
-static const char *const tags[8] = {"{DS}",   "{EXP}",    "{AEXP}", "{JOB}",
+static const char *const tags[8] = {"{DS}",    "{EXP}",    "{AEXP}", "{JOB}",
                                     "{TRIAL}", "{AUTOML}", "{WRK}",  "{WRK2}"};
 
 /* route templates: method, path (with {TAG}s) */
@@ -49,17 +50,18 @@ static const char *const routes[][2] = {
 
 static void on_access(const char *method, const char *path, int status, uint64_t micros, void *ud)
 {
-    (void)method;
-    (void)path;
     (void)micros;
     (void)ud;
+    if (getenv("HONE_FUZZ_VERBOSE"))
+        fprintf(stdout, "ctl_fuzz: %s %s -> %d\n", method, path, status);
     served++;
     last_status = status;
     if (status >= 500)
         answered_5xx++;
 }
 
-/* Replaces each {TAG} in in[0..len) with its fixture id (binary safe); returns a malloc'd buffer. */
+/* Replaces each {TAG} in in[0..len) with its fixture id (binary safe); returns a malloc'd buffer.
+ */
 static char *subst(const char *in, size_t len, size_t *outlen)
 {
     size_t cap = len + 1, o = 0;
@@ -112,12 +114,12 @@ static int request(const char *method, const char *path_tmpl, const char *body, 
     return last_status;
 }
 
-static void put_idx(const char *path, const unsigned char *hdr, size_t hl, size_t n)
+static void put_idx(const char *path, const unsigned char *hdr, size_t hl, size_t n, int mod)
 {
     FILE *f = fopen(path, "wb");
     fwrite(hdr, 1, hl, f);
     for (size_t i = 0; i < n; i++)
-        fputc((int)(i * 7 % 256), f);
+        fputc((int)(i * 7 % (size_t)mod), f);
     fclose(f);
 }
 
@@ -140,24 +142,28 @@ static void fixtures(void)
     static const unsigned char si[] = {0, 0, 8, 3, 0, 0, 0, 10, 0, 0, 0, 4, 0, 0, 0, 4};
     static const unsigned char sl[] = {0, 0, 8, 1, 0, 0, 0, 10};
     snprintf(p, sizeof p, "%s/ds/train-images-idx3-ubyte", dir);
-    put_idx(p, ti, sizeof ti, 40 * 16);
+    put_idx(p, ti, sizeof ti, 40 * 16, 256);
     snprintf(p, sizeof p, "%s/ds/train-labels-idx1-ubyte", dir);
-    put_idx(p, tl, sizeof tl, 40);
+    put_idx(p, tl, sizeof tl, 40, 10);
     snprintf(p, sizeof p, "%s/ds/t10k-images-idx3-ubyte", dir);
-    put_idx(p, si, sizeof si, 10 * 16);
+    put_idx(p, si, sizeof si, 10 * 16, 256);
     snprintf(p, sizeof p, "%s/ds/t10k-labels-idx1-ubyte", dir);
-    put_idx(p, sl, sizeof sl, 10);
-    snprintf(body, sizeof body,
-             "{\"name\":\"d\",\"type\":\"image_classification\",\"format\":\"idx\",\"path\":\"%s/ds\"}",
-             dir);
-    request("POST", "/api/v1/datasets", body, strlen(body));
+    put_idx(p, sl, sizeof sl, 10, 10);
+    /* POST /datasets answers from the thread pool, after the fake connection has gone: insert */
+    snprintf(p, sizeof p, "%s/ds", dir);
+    db_run(ctl->db,
+           "INSERT INTO datasets(id,name,type,format,path,stats,created) VALUES('ds-fuzz','d',"
+           "'image_classification','idx',?,'{\"classes\":10,\"train_images\":40,"
+           "\"test_images\":10,\"image_shape\":[1,4,4]}',1)",
+           "s", p);
     first_id(0, "SELECT id FROM datasets");
     snprintf(body, sizeof body,
              "{\"name\":\"e\",\"network_arch\":\"mlp\",\"train_datasets\":[\"%s\"],"
              "\"metric\":\"val_accuracy\",\"specs\":{\"train\":{\"epochs\":3}}}",
              ids[0]);
     request("POST", "/api/v1/experiments", body, strlen(body));
-    first_id(1, "SELECT id FROM experiments WHERE automl_settings NOT LIKE '%automl_enabled\":true%'");
+    first_id(1,
+             "SELECT id FROM experiments WHERE automl_settings NOT LIKE '%automl_enabled\":true%'");
     snprintf(body, sizeof body,
              "{\"name\":\"a\",\"network_arch\":\"mlp\",\"train_datasets\":[\"%s\"],"
              "\"metric\":\"val_accuracy\",\"specs\":{\"train\":{\"epochs\":3}},"
@@ -166,15 +172,19 @@ static void fixtures(void)
              ids[0]);
     request("POST", "/api/v1/experiments", body, strlen(body));
     first_id(2, "SELECT id FROM experiments WHERE automl_settings LIKE '%automl_enabled\":true%'");
-    request("POST", "/api/v1/experiments/{EXP}/jobs", "{\"action\":\"train\"}", 18);
-    request("POST", "/api/v1/experiments/{AEXP}/jobs", "{\"action\":\"automl\"}", 19);
+    request("POST", "/api/v1/experiments/{EXP}/jobs", "{\"action\":\"train\"}",
+            strlen("{\"action\":\"train\"}"));
+    request("POST", "/api/v1/experiments/{AEXP}/jobs", "{\"action\":\"automl\"}",
+            strlen("{\"action\":\"automl\"}"));
     first_id(5, "SELECT id FROM jobs WHERE action='automl'");
-    request("POST", "/api/v1/workers", "{\"name\":\"w1\",\"resources\":{}}", 29);
+    request("POST", "/api/v1/workers", "{\"name\":\"w1\",\"resources\":{}}",
+            strlen("{\"name\":\"w1\",\"resources\":{}}"));
     first_id(6, "SELECT id FROM workers");
-    request("POST", "/api/v1/workers", "{\"name\":\"w2\",\"resources\":{}}", 29);
+    request("POST", "/api/v1/workers", "{\"name\":\"w2\",\"resources\":{}}",
+            strlen("{\"name\":\"w2\",\"resources\":{}}"));
     first_id(7, "SELECT id FROM workers WHERE name='w2'");
     for (int i = 0; i < 3; i++)
-        request("POST", "/api/v1/workers/{WRK}/lease?wait=0", "", 0);
+        request("POST", "/api/v1/workers/{WRK}/lease?wait=0", "", strlen(""));
     first_id(3, "SELECT id FROM jobs WHERE action='train' AND parent_id IS NULL");
     first_id(4, "SELECT id FROM jobs WHERE parent_id IS NOT NULL AND worker_id IS NOT NULL");
     if (!ids[4][0])
@@ -208,7 +218,8 @@ static void setup(void)
     if (!loop_ready) {
         uv_loop_init(&loop);
         loop_ready = 1;
-        stderr = fopen("/dev/null", "w"); /* the controller's logs; sanitizers write to fd 2 */
+        if (!getenv("HONE_FUZZ_VERBOSE"))
+            stderr = fopen("/dev/null", "w"); /* the controller's logs; sanitizers use fd 2 */
     }
     snprintf(dir, sizeof dir, "/dev/shm/hone-ctl-fuzz-XXXXXX");
     if (!mkdtemp(dir)) {
@@ -232,6 +243,9 @@ static void setup(void)
         fprintf(stdout, "fixtures answered 5xx\n");
         abort();
     }
+    for (int t = 0; t < 8; t++)
+        if (!ids[t][0] || getenv("HONE_FUZZ_VERBOSE"))
+            fprintf(stdout, "ctl_fuzz: fixture %s = '%s'\n", tags[t], ids[t]);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

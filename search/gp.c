@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <stdio.h>
 
 #include "gp.h"
 
@@ -39,13 +38,13 @@ static void theta_bounds(int d, int i, double *lo, double *hi)
 static void prior_params(int d, int i, double *mean, double *sd)
 {
     if (i < d) {
-        *mean = 1.4142135623730951 + 0.5 * log((double)d) + (getenv("BO_LS_SHIFT") ? atof(getenv("BO_LS_SHIFT")) : -1.0);
+        *mean = 1.4142135623730951 + 0.5 * log((double)d);
         *sd = 1.7320508075688772;
     } else if (i == d) {
         *mean = 0.0;
         *sd = 1.5;
     } else {
-        *mean = getenv("BO_NOISE_MEAN") ? atof(getenv("BO_NOISE_MEAN")) : -9.0;
+        *mean = -9.0;
         *sd = 3.0;
     }
 }

@@ -110,7 +110,7 @@ int main(int argc, char **argv)
     int rc = hone_train_run(&o, &res, err, sizeof(err));
     if (rc < 0) {
         fprintf(stderr, "hone-train: %s\n", err[0] ? err : hone_strerror(rc));
-        return rc == HONE_EPARSE && strstr(err, "idx") == NULL ? 2 : 1;
+        return 1;
     }
     return 0;
 }

@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
       libuv1-dev libsqlite3-dev libjansson-dev libyaml-dev libcurl4-openssl-dev libhttp-parser-dev
-      libopenblas-dev dataset-fashion-mnist python3 curl ca-certificates)
+      libopenblas-dev zlib1g-dev dataset-fashion-mnist python3 curl ca-certificates)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

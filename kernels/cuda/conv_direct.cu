@@ -4,8 +4,8 @@
  * folds over images in a fixed order: deterministic, no atomics. */
 #include "conv_direct.cuh"
 
-#define HC_DIRECT_KPB 8 /* output channels per forward block */
-#define HC_DIRECT_NPB 4 /* images per weight-grad block */
+#define HC_DIRECT_KPB 64 /* output channels per forward block (8 measured slower: 14 vs 11 us) */
+#define HC_DIRECT_NPB 1  /* images per weight-grad block (4 measured slower: 27 vs 22 us) */
 
 /* Patch tap i of (c, r, s): input offset and row/col displacement, precomputed per block. */
 struct taps {

@@ -1,0 +1,231 @@
+"""The hostile-input table: each case builds raw request bytes against a live controller (ids of
+fixtures in x) and says which answers are acceptable, which error field must be named, and what
+must hold afterwards. 'close' in expect accepts the server dropping the connection unanswered."""
+import json
+import os
+
+from hostile_http import request_bytes as rb
+
+CASES = []
+
+
+def case(kind, name, expect, field=None, n=1, pause=None, timeout=15.0, check=None):
+    def reg(fn):
+        CASES.append(dict(kind=kind, name=name, expect=set(expect), field=field, build=fn, n=n,
+                          pause=pause, timeout=timeout, check=check))
+        return fn
+    return reg
+
+
+def exp_body(x, **over):
+    b = {"name": "e", "network_arch": "mlp", "train_datasets": [x["ds"]], "metric": "val_accuracy"}
+    b.update(over)
+    return b
+
+
+def report(x, body, job=None):
+    return rb("POST", "/api/v1/jobs/%s/report" % (job or x["job"]), body)
+
+
+E = "/api/v1/experiments"
+
+# ---- JSON syntax ---------------------------------------------------------------------------
+case("json", "malformed JSON", [400])(lambda x: rb("POST", E, b'{"name": "e",, }'))
+case("json", "truncated JSON", [400])(lambda x: rb("POST", E, b'{"name": "e", "network_arch": '))
+case("json", "empty body", [400])(lambda x: rb("POST", E, b""))
+case("json", "JSON array instead of object", [422])(lambda x: rb("POST", E, b"[1,2,3]"))
+case("json", "bare JSON string", [422, 400])(lambda x: rb("POST", E, b'"hello"'))
+case("json", "NaN literal", [400])(lambda x: rb("POST", E, b'{"name": NaN}'))
+case("json", "duplicate key", [400])(lambda x: rb("POST", E, b'{"name": "a", "name": "b"}'))
+case("json", "depth bomb (10000 nested arrays)", [400])(
+    lambda x: rb("POST", E, b'{"name": ' + b"[" * 10000 + b"]" * 10000 + b"}"))
+case("json", "depth bomb in specs (40 nested objects)", [400, 422])(
+    lambda x: rb("POST", E, json.dumps(exp_body(x, specs=json.loads('{"a":' * 40 + "1" + "}" * 40)))
+                 .encode()))
+case("json", "invalid UTF-8 in a string", [400])(
+    lambda x: rb("POST", E, b'{"name": "\xff\xfe\xc3"}'))
+case("json", "overlong UTF-8 encoding of '/'", [400])(
+    lambda x: rb("POST", E, b'{"name": "\xc0\xaf"}'))
+case("json", "escaped NUL (\\u0000) in a string", [400, 422])(
+    lambda x: rb("POST", E, b'{"name": "a\\u0000b", "network_arch": "mlp"}'))
+case("json", "raw NUL byte in the body", [400])(
+    lambda x: rb("POST", E, b'{"name": "a\x00b"}'))
+case("json", "lone surrogate escape", [400, 422])(
+    lambda x: rb("POST", E, b'{"name": "\\ud800"}'))
+case("json", "string longer than the string limit (100 KB)", [400, 413])(
+    lambda x: rb("POST", E, json.dumps(exp_body(x, description="d" * 100000)).encode()))
+
+# ---- fields ---------------------------------------------------------------------------------
+case("field", "unknown top-level field", [422], field="colour")(
+    lambda x: rb("POST", E, exp_body(x, colour="red")))
+case("field", "wrong type: name is a number", [422], field="name")(
+    lambda x: rb("POST", E, exp_body(x, name=123)))
+case("field", "network_arch not in enum", [422], field="network_arch")(
+    lambda x: rb("POST", E, exp_body(x, network_arch="transformer")))
+case("field", "missing required field (network_arch)", [422], field="network_arch")(
+    lambda x: rb("POST", E, {k: v for k, v in exp_body(x).items() if k != "network_arch"}))
+case("field", "very long name (5000 chars)", [422], field="name")(
+    lambda x: rb("POST", E, exp_body(x, name="n" * 5000)))
+case("field", "huge number of epochs (1e308)", [422], field="specs.train.epochs")(
+    lambda x: rb("POST", E, exp_body(x, specs={"train": {"epochs": 1e308}})))
+case("field", "negative epochs", [422], field="specs.train.epochs")(
+    lambda x: rb("POST", E, exp_body(x, specs={"train": {"epochs": -3}})))
+case("field", "fractional epochs", [422], field="specs.train.epochs")(
+    lambda x: rb("POST", E, exp_body(x, specs={"train": {"epochs": 2.5}})))
+case("field", "integer beyond 64 bits", [400, 422])(
+    lambda x: rb("POST", E, b'{"name":"e","network_arch":"mlp","train_datasets":["%s"],'
+                 b'"metric":"val_accuracy","specs":{"train.epochs":%s}}'
+                 % (x["ds"].encode(), b"9" * 40)))
+case("field", "unknown spec key", [422], field="specs.train.warp_speed")(
+    lambda x: rb("POST", E, exp_body(x, specs={"train": {"warp_speed": 9}})))
+case("field", "missing dataset id", [422], field="train_datasets")(
+    lambda x: rb("POST", E, exp_body(x, train_datasets=["ds-doesnotexist"])))
+case("field", "train_datasets is a string, not a list", [422], field="train_datasets")(
+    lambda x: rb("POST", E, exp_body(x, train_datasets=x["ds"])))
+case("field", "AutoML space with min > max", [422])(
+    lambda x: rb("POST", E, exp_body(x, automl_settings={
+        "automl_enabled": True, "automl_algorithm": "bayesian",
+        "automl_hyperparameters": {"train.lr": {"type": "float", "min": 1, "max": 0.1}}})))
+case("field", "automl_max_recommendations negative", [422],
+     field="automl_settings.automl_max_recommendations")(
+    lambda x: rb("POST", E, exp_body(x, automl_settings={
+        "automl_enabled": True, "automl_max_recommendations": -1})))
+case("field", "unknown automl algorithm", [422], field="automl_settings.automl_algorithm")(
+    lambda x: rb("POST", E, exp_body(x, automl_settings={
+        "automl_enabled": True, "automl_algorithm": "genetic"})))
+case("field", "job action not in enum", [422], field="action")(
+    lambda x: rb("POST", "/api/v1/experiments/%s/jobs" % x["exp"], {"action": "rm -rf"}))
+case("field", "worker name empty", [422], field="name")(
+    lambda x: rb("POST", "/api/v1/workers", {"name": ""}))
+
+# ---- paths and data roots -------------------------------------------------------------------
+
+
+def ds_body(path):
+    return {"name": "d", "type": "image_classification", "format": "idx", "path": path}
+
+
+D = "/api/v1/datasets"
+case("path", "dataset path with '..' out of the roots", [422], field="path")(
+    lambda x: rb("POST", D, ds_body(x["roots"] + "/../outside/ds")))
+case("path", "absolute dataset path outside the roots", [422], field="path")(
+    lambda x: rb("POST", D, ds_body(x["outside"])))
+case("path", "dataset path /etc", [422], field="path")(lambda x: rb("POST", D, ds_body("/etc")))
+case("path", "symlink inside the roots pointing outside", [422], field="path")(
+    lambda x: rb("POST", D, ds_body(x["roots"] + "/escape")))
+case("path", "relative dataset path", [422], field="path")(
+    lambda x: rb("POST", D, ds_body("ds")))
+case("path", "dataset path with '..' that stays inside the roots", [422], field="path")(
+    lambda x: rb("POST", D, ds_body(x["roots"] + "/ds/../ds")))
+case("path", "dataset folder without IDX files", [422], field="path")(
+    lambda x: rb("POST", D, ds_body(x["roots"] + "/empty")))
+case("path", "dataset format kitti (no checker yet)", [422])(
+    lambda x: rb("POST", D, dict(ds_body(x["roots"] + "/ds"), format="kitti")))
+case("path", "artifact GET with %2e%2e%2f", [400, 403, 404, 422])(
+    lambda x: rb("GET", "/api/v1/jobs/%s/artifacts/%%2e%%2e%%2f%%2e%%2e%%2fhone.db" % x["job"]))
+case("path", "artifact GET with ..%2F in the dir segment", [400, 403, 404, 422])(
+    lambda x: rb("GET", "/api/v1/jobs/%s/artifacts/..%%2F..%%2F/hone.db" % x["job"]))
+case("path", "artifact GET through '..' segments", [400, 403, 404, 422])(
+    lambda x: rb("GET", "/api/v1/jobs/%s/artifacts/../../hone.db" % x["job"]))
+case("path", "artifact PUT named %2e%2e%2fescape", [400, 403, 404, 409, 422],
+     check=lambda x, r: not os.path.exists(x["data"] + "/artifacts/escape.bin"))(
+    lambda x: rb("PUT", "/api/v1/jobs/%s/artifacts/%%2e%%2e%%2fescape.bin" % x["job"], b"x" * 10,
+                 ctype="application/octet-stream"))
+case("path", "job id with encoded slash and dots", [400, 404])(
+    lambda x: rb("GET", "/api/v1/jobs/..%2F..%2Fetc%2Fpasswd"))
+
+# ---- HTTP framing ---------------------------------------------------------------------------
+case("http", "body over the limit (Content-Length 10 MB, not sent)", [413, "close"])(
+    lambda x: b"POST /api/v1/experiments HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+              b"Content-Length: 10485760\r\n\r\n{")
+case("http", "chunked body over the limit", [413, "close"])(
+    lambda x: b"POST /api/v1/experiments HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+              b"Transfer-Encoding: chunked\r\n\r\n" + b"10000\r\n" + b" " * 0x10000 + b"\r\n" +
+              b"10000\r\n" + b" " * 0x10000 + b"\r\n0\r\n\r\n")
+case("http", "headers over the limit (40 KB header)", [431, "close"])(
+    lambda x: b"GET /healthz HTTP/1.1\r\nHost: a\r\nX-Big: " + b"a" * 40000 + b"\r\n\r\n")
+case("http", "2000 small headers", [431, 400, "close"])(
+    lambda x: b"GET /healthz HTTP/1.1\r\n" + b"".join(b"X-%d: y\r\n" % i for i in range(2000)) +
+    b"\r\n")
+case("http", "URL of 20 KB", [414, 431, 400, "close"])(
+    lambda x: b"GET /api/v1/jobs/" + b"a" * 20000 + b" HTTP/1.1\r\nHost: a\r\n\r\n")
+case("http", "Content-Type text/plain", [415])(
+    lambda x: rb("POST", E, exp_body(x), ctype="text/plain"))
+case("http", "no Content-Type", [415])(lambda x: rb("POST", E, exp_body(x), ctype=None))
+case("http", "bad chunk size", [400, "close"])(
+    lambda x: b"POST /api/v1/experiments HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+              b"Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n")
+case("http", "chunk size overflowing 64 bits", [400, 413, "close"])(
+    lambda x: b"POST /api/v1/experiments HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+              b"Transfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFF\r\n{}\r\n0\r\n\r\n")
+case("http", "smuggling: Content-Length and Transfer-Encoding", [400, "close"], n=2)(
+    lambda x: b"POST /api/v1/experiments HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+              b"Content-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+              b"GET /api/v1/workers HTTP/1.1\r\nHost: a\r\n\r\n")
+case("http", "smuggling: two different Content-Lengths", [400, "close"], n=2)(
+    lambda x: b"POST /api/v1/experiments HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+              b"Content-Length: 2\r\nContent-Length: 40\r\n\r\n{}"
+              b"GET /api/v1/workers HTTP/1.1\r\n\r\n")
+case("http", "smuggling: 'Transfer-Encoding: xchunked'", [400, 501, 411, "close"], n=2)(
+    lambda x: b"POST /api/v1/experiments HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+              b"Transfer-Encoding: xchunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+case("http", "unknown method", [400, 405, 501, "close"])(
+    lambda x: b"BREW /api/v1/jobs HTTP/1.1\r\nHost: a\r\n\r\n")
+case("http", "known method, wrong route (PATCH /api/v1/jobs)", [405])(
+    lambda x: rb("PATCH", "/api/v1/jobs", {}))
+case("http", "garbage request line", [400, "close"])(lambda x: b"\x16\x03\x01\x02\x00\x01\x00\r\n\r\n")
+case("http", "HTTP/2 preface on HTTP/1 port", [400, 505, "close"])(
+    lambda x: b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+case("http", "bare LF line endings and no Host", [200, 400, "close"])(
+    lambda x: b"GET /healthz HTTP/1.1\n\n")
+case("http", "slowloris: one header byte a second", [408, "close"], pause=1.0, timeout=90)(
+    lambda x: [b"GET /healthz HTTP/1.1\r\n"] + [b"X" for _ in range(45)])
+case("http", "CRLF injected through a query value", [200, 422])(
+    lambda x: rb("GET", "/api/v1/jobs?status=%0d%0aSet-Cookie:%20x=1"))
+case("http", "SQL in a query filter", [200, 422])(
+    lambda x: rb("GET", "/api/v1/jobs?status=queued%27%20OR%201%3D1%20--"))
+case("http", "limit=-1 and limit beyond int", [422], field="limit")(
+    lambda x: rb("GET", "/api/v1/jobs?limit=99999999999999999999"))
+case("http", "100 pipelined requests in one write", [200], n=100)(
+    lambda x: b"GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n" * 100)
+
+# ---- worker protocol ------------------------------------------------------------------------
+case("worker", "report for an unknown job", [404])(
+    lambda x: report(x, {"worker_id": x["wrk"], "epoch": 1, "metrics": {}}, job="job-nope"))
+case("worker", "report epoch 0", [422], field="epoch")(
+    lambda x: report(x, {"worker_id": x["wrk"], "epoch": 0, "metrics": {}}))
+case("worker", "report negative epoch", [422], field="epoch")(
+    lambda x: report(x, {"worker_id": x["wrk"], "epoch": -2, "metrics": {}}))
+case("worker", "report epoch past the job's target", [422], field="epoch")(
+    lambda x: report(x, {"worker_id": x["wrk"], "epoch": 99, "metrics": {}}))
+case("worker", "report epoch as a string", [422], field="epoch")(
+    lambda x: report(x, {"worker_id": x["wrk"], "epoch": "2", "metrics": {}}))
+case("worker", "metric value is a string", [422], field="metrics")(
+    lambda x: report(x, {"worker_id": x["wrk"], "epoch": 2, "metrics": {"val_loss": "low"}}))
+case("worker", "report without metrics", [422], field="metrics")(
+    lambda x: report(x, {"worker_id": x["wrk"], "epoch": 2}))
+case("worker", "duplicate report of an acknowledged epoch", [200],
+     check=lambda x, r: (r.json() or {}).get("duplicate") is True)(
+    lambda x: report(x, {"worker_id": x["wrk"], "epoch": 1, "metrics": {"val_accuracy": 0.99}}))
+case("worker", "report from a worker that does not hold the job", [409, 404])(
+    lambda x: report(x, {"worker_id": x["wrk2"], "epoch": 2, "metrics": {}}))
+case("worker", "report from an unknown worker", [409, 404])(
+    lambda x: report(x, {"worker_id": "wrk-ghost", "epoch": 2, "metrics": {}}))
+case("worker", "lease from an unknown worker", [404])(
+    lambda x: rb("POST", "/api/v1/workers/wrk-ghost/lease?wait=0", b""))
+case("worker", "lease with wait=-5", [422], field="wait")(
+    lambda x: rb("POST", "/api/v1/workers/%s/lease?wait=-5" % x["wrk2"], b""))
+case("worker", "lease with wait=abc", [422], field="wait")(
+    lambda x: rb("POST", "/api/v1/workers/%s/lease?wait=abc" % x["wrk2"], b""))
+case("worker", "heartbeat from an unknown worker", [404])(
+    lambda x: rb("POST", "/api/v1/workers/wrk-ghost/heartbeat", {"jobs": []}))
+case("worker", "complete with a status not in enum", [422], field="status")(
+    lambda x: rb("POST", "/api/v1/jobs/%s/complete" % x["job"],
+                 {"worker_id": x["wrk"], "status": "exploded"}))
+case("worker", "complete from another worker", [409, 404])(
+    lambda x: rb("POST", "/api/v1/jobs/%s/complete" % x["job"],
+                 {"worker_id": x["wrk2"], "status": "done"}))
+case("worker", "cancel an unknown job", [404])(
+    lambda x: rb("POST", "/api/v1/jobs/job-nope:cancel", b"{}"))
+case("worker", "delete a dataset in use", [409])(
+    lambda x: rb("DELETE", "/api/v1/datasets/%s" % x["ds"]))

@@ -105,6 +105,10 @@ def main():
     ap.add_argument("--functions", default=",".join(PROBLEMS))
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--evals", type=int, default=100)
+    ap.add_argument("--seed-start", type=int, default=0, help="first seed index (to split runs)")
+    ap.add_argument("--raw", action="store_true",
+                    help="print each seed's regret curve instead of quartiles (compare_search.py "
+                         "merges raw lines from several runs)")
     args = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     for fname in args.functions.split(","):
@@ -112,7 +116,7 @@ def main():
         for sname in args.samplers.split(","):
             t0 = time.time()
             regrets = []  # per seed, best-so-far regret after each evaluation
-            for sd in range(args.seeds):
+            for sd in range(args.seed_start, args.seed_start + args.seeds):
                 study = optuna.create_study(sampler=make_sampler(sname, 1000 + sd))
                 best, curve = math.inf, []
                 for _ in range(args.evals):
@@ -122,8 +126,13 @@ def main():
                     best = min(best, y)
                     curve.append(best - opt)
                 regrets.append(curve)
+                if args.raw:
+                    print(json.dumps({"function": fname, "method": "optuna-" + sname, "seed": sd,
+                                      "regret": curve}), flush=True)
                 print(f"{fname} {sname} seed {sd} done ({time.time() - t0:.0f}s)", file=sys.stderr)
             secs = time.time() - t0
+            if args.raw:
+                continue
             for e in (10, 25, 50, 100):
                 if e > args.evals:
                     break

@@ -178,12 +178,13 @@ int cli_job_wait(cli_ctx *c, const char *job_id, double timeout_s, FILE *progres
             hone_rest_resp_clear(&resp);
             return rc;
         }
-        hone_rest_resp_clear(&resp);
         if (timeout_s > 0 && now - t0 > timeout_s) {
             fprintf(stderr, "%serror: job %s still %s after %.0f s (--timeout)\n", tty ? "\n" : "",
                     job_id, st ? st : "?", timeout_s);
+            hone_rest_resp_clear(&resp);
             return 1;
         }
+        hone_rest_resp_clear(&resp);
         for (int i = 0; i < 10 && !(c->stop && *c->stop); i++)
             usleep(100000);
     }

@@ -2,8 +2,10 @@
  * the Debian package, creates a CNN experiment, runs an AutoML search sized to the time budget
  * (demo_plan.c) with a live progress line, and prints the best trial's config and test accuracy
  * (one JSON line with --json). It stops everything it started, also on Ctrl-C. */
+#define _GNU_SOURCE /* sched_getaffinity */
 #include "cli.h"
 
+#include <sched.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -62,6 +64,16 @@ static double demo_epoch_seconds(const char *network, int threads)
     if (env && atof(env) > 0)
         return atof(env);
     return one / pow(threads > 1 ? threads : 1, 0.85);
+}
+
+/* CPUs this process may run on (affinity, cgroup-pinned containers, taskset), not the host's. */
+static long demo_cpus(void)
+{
+    cpu_set_t set;
+
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+        return CPU_COUNT(&set);
+    return sysconf(_SC_NPROCESSORS_ONLN);
 }
 
 typedef struct demo_state {
@@ -191,7 +203,7 @@ int cli_demo_run(cli_ctx *c)
     const char *network = cli_arg(c->a, "network") ? cli_arg(c->a, "network") : "cnn";
     char dpath[PATH_MAX], err[4096], path[512], job_id[128] = "";
     double budget_min = 12, epoch_s, budget_s;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN), seed = 1;
+    long ncpu = demo_cpus(), seed = 1;
     int workers, rc;
     FILE *progress = c->json ? stderr : stdout;
     json_t *ds = NULL, *exp = NULL, *job = NULL, *settings, *specs, *fin = NULL;

@@ -202,6 +202,8 @@ static void teardown(void)
     hone_controller_close(ctl, closed, &done);
     while (!done && uv_run(&loop, UV_RUN_ONCE))
         ;
+    while (uv_run(&loop, UV_RUN_DEFAULT)) /* thread-pool work still in flight (dataset checks) */
+        ;
     hone_controller_free(ctl);
     ctl = NULL;
     char cmd[300];

@@ -8,9 +8,23 @@
 #include "gp.h"
 #include "space_internal.h"
 
+/* Tuning knobs, overridable at compile time for bench/search.c experiments. */
+#ifndef HONE_BO_N_INIT
+#define HONE_BO_N_INIT 5
+#endif
+#ifndef HONE_BO_REFINE_ITERS
+#define HONE_BO_REFINE_ITERS 25
+#endif
+#ifndef HONE_BO_N_REFINE
+#define HONE_BO_N_REFINE 3
+#endif
+#ifndef HONE_BO_WARP
+#define HONE_BO_WARP 1
+#endif
+
 void hone_bo_opts_default(hone_bo_opts *o)
 {
-    o->n_init = 5;
+    o->n_init = HONE_BO_N_INIT;
     o->n_candidates = 2000;
     o->n_restarts = 3;
 }
@@ -145,7 +159,7 @@ static void refine(bo_ctx *c, double *v, double *acq, int iters)
     pool_free(&q);
 }
 
-#define N_REFINE 3
+#define N_REFINE HONE_BO_N_REFINE
 #define N_TOP_OBS 5
 
 /* One model-based suggestion into out. */
@@ -201,7 +215,7 @@ static void suggest_model(bo_ctx *c, const hone_bo_opts *o, const double *ytr, d
         if (bi < 0)
             break;
         refined[nref++] = bi;
-        refine(c, p.V + (size_t)bi * c->np, &p.acq[bi], 25);
+        refine(c, p.V + (size_t)bi * c->np, &p.acq[bi], HONE_BO_REFINE_ITERS);
     }
     /* best untaken candidate */
     int bi = -1;
@@ -244,7 +258,7 @@ static void transform_targets(const double *y, int n, double *out)
     double delta = tmp[n / 2] - lo;
     if (delta < 0.01 * (tmp[n - 1] - lo))
         delta = 0.01 * (tmp[n - 1] - lo);
-    if (delta > 0 && isfinite(delta))
+    if (HONE_BO_WARP && delta > 0 && isfinite(delta))
         for (int i = 0; i < n; i++)
             out[i] = log(out[i] - lo + delta);
     free(tmp);

@@ -34,18 +34,30 @@ static void theta_bounds(int d, int i, double *lo, double *hi)
 
 /* Prior means/sds: lengthscales follow the dimension-scaled log-normal of Hvarfner et al. (2024),
  * which keeps high-dimensional fits from overfitting; signal variance near 1 (standardised y);
- * noise small but free to grow when the data says so. */
+ * noise small but free to grow when the data says so. The knobs exist for bench/search.c. */
+#ifndef HONE_GP_LS_SHIFT
+#define HONE_GP_LS_SHIFT 0.0
+#endif
+#ifndef HONE_GP_LS_SD
+#define HONE_GP_LS_SD 1.7320508075688772
+#endif
+#ifndef HONE_GP_NOISE_MEAN
+#define HONE_GP_NOISE_MEAN -9.0
+#endif
+#ifndef HONE_GP_NOISE_SD
+#define HONE_GP_NOISE_SD 3.0
+#endif
 static void prior_params(int d, int i, double *mean, double *sd)
 {
     if (i < d) {
-        *mean = 1.4142135623730951 + 0.5 * log((double)d);
-        *sd = 1.7320508075688772;
+        *mean = 1.4142135623730951 + 0.5 * log((double)d) + HONE_GP_LS_SHIFT;
+        *sd = HONE_GP_LS_SD;
     } else if (i == d) {
         *mean = 0.0;
         *sd = 1.5;
     } else {
-        *mean = -9.0;
-        *sd = 3.0;
+        *mean = HONE_GP_NOISE_MEAN;
+        *sd = HONE_GP_NOISE_SD;
     }
 }
 

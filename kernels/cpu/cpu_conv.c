@@ -1,38 +1,51 @@
-/* kernels/cpu/cpu_conv.c: 2-D convolution for the CPU backend as im2col + one OpenBLAS GEMM per
- * chunk of images (batched, so the GEMM is large enough to thread well), backward as two GEMMs and
- * col2im. All scratch lives in the caller's workspace; the chunk size is a pure function of shape.
- */
+/* kernels/cpu/cpu_conv.c: 2-D convolution for the CPU backend, split over the worker pool by
+ * image. Forward: per image W[K,CRS] x im2col[CRS,PQ] straight into y (NCHW, no transpose), or a
+ * hand-written small-K product when CRS is tiny (a first layer). Backward: dW and db summed per
+ * fixed chunk of images (partials added in chunk order, so results do not depend on the thread
+ * count), dX as W^T x dY then col2im. All scratch lives in the caller's workspace. */
 #include <string.h>
 
-#include "backend.h"
+#include "cpu_par.h"
 
-/* Workspace budget per chunk, in floats (16 MiB). */
-#define CONV_WS_FLOATS ((size_t)1 << 22)
+/* Backward sums dW over this many image chunks (fixed, so numerics ignore the thread count). */
+#define CONV_BWD_CHUNKS 8
+/* Forward skips BLAS (whose packing would dominate) when a pixel's receptive field is this small.
+ */
+#define CONV_DIRECT_CRS 32
 
 typedef struct {
-    size_t crs, pq, g; /* rows of col, pixels per image, images per chunk */
-} conv_plan;
+    const hone_conv_desc *d;
+    size_t crs, pq, chw, kpq; /* rows of col, output pixels, input and output floats per image */
+    int direct, one_by_one;   /* small-K forward; 1x1/stride 1/no pad: col is the image itself */
+    int chunks;               /* backward chunks */
+    const float *x, *w, *b, *dy;
+    float *y, *dx, *dw, *db;
+    float *cols;     /* per-slot im2col buffers, crs * pq floats each */
+    float *partials; /* chunks - 1 partial (dW, db) pairs */
+} conv_job;
 
-static conv_plan plan_of(const hone_conv_desc *d)
+static void plan(conv_job *j, hone_kctx *k, const hone_conv_desc *d, void *ws)
 {
-    conv_plan pl;
-    pl.crs = (size_t)d->c * d->r * d->s;
-    pl.pq = (size_t)d->p * d->q;
-    size_t per_image = (pl.crs + (size_t)d->k) * pl.pq;
-    size_t g = CONV_WS_FLOATS / per_image;
-    if (g < 1)
-        g = 1;
-    if (g > (size_t)d->n)
-        g = (size_t)d->n;
-    pl.g = g;
-    return pl;
+    memset(j, 0, sizeof(*j));
+    j->d = d;
+    j->crs = (size_t)d->c * d->r * d->s;
+    j->pq = (size_t)d->p * d->q;
+    j->chw = (size_t)d->c * d->h * d->w;
+    j->kpq = (size_t)d->k * j->pq;
+    j->direct = j->crs <= CONV_DIRECT_CRS;
+    j->one_by_one = d->r == 1 && d->s == 1 && d->stride == 1 && d->pad == 0;
+    j->chunks = d->n < CONV_BWD_CHUNKS ? d->n : CONV_BWD_CHUNKS;
+    j->cols = ws;
+    j->partials = j->cols + (size_t)cpu_par_slots(k) * j->crs * j->pq;
 }
 
 size_t cpu_conv_workspace(hone_kctx *k, const hone_conv_desc *d)
 {
-    (void)k;
-    conv_plan pl = plan_of(d);
-    return (pl.crs + (size_t)d->k) * pl.g * pl.pq * sizeof(float);
+    conv_job j;
+    plan(&j, k, d, NULL);
+    size_t cols = (size_t)cpu_par_slots(k) * j.crs * j.pq;
+    size_t partials = (size_t)(j.chunks - 1) * ((size_t)d->k * j.crs + (size_t)d->k);
+    return (cols + partials) * sizeof(float);
 }
 
 /* Output columns q whose input column q*stride - pad + s lies inside [0, w): [*lo, *hi). */
@@ -47,124 +60,247 @@ static void q_range(const hone_conv_desc *d, int s, int *lo, int *hi)
         *lo = *hi;
 }
 
-/* col[(c*R + r)*S + s][g*PQ + p*Q + q] = x[n0+g][c][p*stride-pad+r][q*stride-pad+s] (0 outside). */
-static void im2col(const hone_conv_desc *d, const float *x, size_t n0, size_t g, float *col)
+/* col[(c*R + r)*S + s][p*Q + q] = img[c][p*stride-pad+r][q*stride-pad+s] (0 outside). */
+CPU_SIMD static void im2col(const hone_conv_desc *d, const float *img, float *col)
 {
-    size_t pq = (size_t)d->p * d->q, ld = g * pq, hw = (size_t)d->h * d->w;
+    size_t pq = (size_t)d->p * d->q, hw = (size_t)d->h * d->w;
     for (int c = 0; c < d->c; c++)
         for (int r = 0; r < d->r; r++)
             for (int s = 0; s < d->s; s++) {
-                float *row = col + ((size_t)(c * d->r + r) * d->s + s) * ld;
-                int lo, hi;
+                float *out = col + ((size_t)(c * d->r + r) * d->s + s) * pq;
+                const float *plane = img + (size_t)c * hw;
+                int lo, hi, off = s - d->pad; /* input column = q*stride + off */
                 q_range(d, s, &lo, &hi);
-                for (size_t i = 0; i < g; i++) {
-                    const float *img = x + ((n0 + i) * d->c + c) * hw;
-                    float *out = row + i * pq;
-                    for (int p = 0; p < d->p; p++) {
-                        int ih = p * d->stride - d->pad + r;
-                        float *o = out + (size_t)p * d->q;
-                        if (ih < 0 || ih >= d->h) {
-                            memset(o, 0, sizeof(float) * d->q);
-                            continue;
-                        }
-                        const float *in = img + (size_t)ih * d->w;
-                        int off = s - d->pad; /* in column = q*stride + off, >= 0 for q >= lo */
-                        for (int q = 0; q < lo; q++)
-                            o[q] = 0.0f;
-                        if (d->stride == 1 && hi > lo)
-                            memcpy(o + lo, in + lo + off, sizeof(float) * (size_t)(hi - lo));
-                        else
-                            for (int q = lo; q < hi; q++)
-                                o[q] = in[q * d->stride + off];
-                        for (int q = hi; q < d->q; q++)
-                            o[q] = 0.0f;
+                for (int p = 0; p < d->p; p++) {
+                    int ih = p * d->stride - d->pad + r;
+                    float *o = out + (size_t)p * d->q;
+                    if (ih < 0 || ih >= d->h) {
+                        memset(o, 0, sizeof(float) * d->q);
+                        continue;
                     }
+                    const float *in = plane + (size_t)ih * d->w;
+                    for (int q = 0; q < lo; q++)
+                        o[q] = 0.0f;
+                    if (d->stride == 1) /* rows are short: an inline loop beats memcpy calls */
+                        for (int q = lo; q < hi; q++)
+                            o[q] = in[q + off];
+                    else
+                        for (int q = lo; q < hi; q++)
+                            o[q] = in[q * d->stride + off];
+                    for (int q = hi; q < d->q; q++)
+                        o[q] = 0.0f;
                 }
             }
 }
 
-/* The adjoint of im2col: dx[n0+g][c][ih][iw] += col[...]; dx for the chunk is zeroed first. */
-static void col2im(const hone_conv_desc *d, const float *col, size_t n0, size_t g, float *dx)
+/* The adjoint of im2col: img = sum of the col entries that read each pixel (img overwritten). */
+CPU_SIMD static void col2im(const hone_conv_desc *d, const float *col, float *img)
 {
-    size_t pq = (size_t)d->p * d->q, ld = g * pq, hw = (size_t)d->h * d->w;
-    memset(dx + n0 * d->c * hw, 0, sizeof(float) * g * d->c * hw);
+    size_t pq = (size_t)d->p * d->q, hw = (size_t)d->h * d->w;
+    memset(img, 0, sizeof(float) * (size_t)d->c * hw);
     for (int c = 0; c < d->c; c++)
         for (int r = 0; r < d->r; r++)
             for (int s = 0; s < d->s; s++) {
-                const float *row = col + ((size_t)(c * d->r + r) * d->s + s) * ld;
-                int lo, hi;
+                const float *src = col + ((size_t)(c * d->r + r) * d->s + s) * pq;
+                float *plane = img + (size_t)c * hw;
+                int lo, hi, off = s - d->pad;
                 q_range(d, s, &lo, &hi);
-                for (size_t i = 0; i < g; i++) {
-                    float *img = dx + ((n0 + i) * d->c + c) * hw;
-                    const float *src = row + i * pq;
-                    for (int p = 0; p < d->p; p++) {
-                        int ih = p * d->stride - d->pad + r;
-                        if (ih < 0 || ih >= d->h)
-                            continue;
-                        float *o = img + (size_t)ih * d->w;
-                        const float *sp = src + (size_t)p * d->q;
-                        int off = s - d->pad;
+                for (int p = 0; p < d->p; p++) {
+                    int ih = p * d->stride - d->pad + r;
+                    if (ih < 0 || ih >= d->h)
+                        continue;
+                    float *o = plane + (size_t)ih * d->w;
+                    const float *sp = src + (size_t)p * d->q;
+                    if (d->stride == 1)
+                        for (int q = lo; q < hi; q++)
+                            o[q + off] += sp[q];
+                    else
                         for (int q = lo; q < hi; q++)
                             o[q * d->stride + off] += sp[q];
-                    }
                 }
             }
+}
+
+typedef float v8sf __attribute__((vector_size(32)));
+
+/* y[K, PQ] = W[K, CRS] x col[CRS, PQ] + b for a tiny CRS (a first layer), where a BLAS call would
+ * spend its time packing: four output channels at a time, eight pixels per vector. */
+CPU_SIMD static void small_k_fwd(int K, int crs, size_t pq, const float *w, const float *b,
+                                 const float *col, float *y)
+{
+    int k0 = 0;
+    for (; k0 + 4 <= K; k0 += 4) {
+        const float *w0 = w + (size_t)k0 * crs, *w1 = w0 + crs, *w2 = w1 + crs, *w3 = w2 + crs;
+        float *y0 = y + (size_t)k0 * pq, *y1 = y0 + pq, *y2 = y1 + pq, *y3 = y2 + pq;
+        float b0 = b ? b[k0] : 0.0f, b1 = b ? b[k0 + 1] : 0.0f;
+        float b2 = b ? b[k0 + 2] : 0.0f, b3 = b ? b[k0 + 3] : 0.0f;
+        size_t q = 0;
+        for (; q + 8 <= pq; q += 8) {
+            v8sf a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+            for (int t = 0; t < crs; t++) {
+                v8sf v;
+                memcpy(&v, col + (size_t)t * pq + q, sizeof(v));
+                a0 += w0[t] * v;
+                a1 += w1[t] * v;
+                a2 += w2[t] * v;
+                a3 += w3[t] * v;
+            }
+            a0 += b0;
+            a1 += b1;
+            a2 += b2;
+            a3 += b3;
+            memcpy(y0 + q, &a0, sizeof(a0));
+            memcpy(y1 + q, &a1, sizeof(a1));
+            memcpy(y2 + q, &a2, sizeof(a2));
+            memcpy(y3 + q, &a3, sizeof(a3));
+        }
+        for (; q < pq; q++) {
+            float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+            for (int t = 0; t < crs; t++) {
+                float v = col[(size_t)t * pq + q];
+                s0 += w0[t] * v;
+                s1 += w1[t] * v;
+                s2 += w2[t] * v;
+                s3 += w3[t] * v;
+            }
+            y0[q] = s0 + b0;
+            y1[q] = s1 + b1;
+            y2[q] = s2 + b2;
+            y3[q] = s3 + b3;
+        }
+    }
+    for (; k0 < K; k0++) {
+        const float *w0 = w + (size_t)k0 * crs;
+        float *y0 = y + (size_t)k0 * pq, b0 = b ? b[k0] : 0.0f;
+        for (size_t q = 0; q < pq; q++) {
+            float s0 = 0.0f;
+            for (int t = 0; t < crs; t++)
+                s0 += w0[t] * col[(size_t)t * pq + q];
+            y0[q] = s0 + b0;
+        }
+    }
+}
+
+CPU_SIMD static void fill_bias(float *y, const float *b, int k, size_t pq)
+{
+    for (int kk = 0; kk < k; kk++) {
+        float *row = y + (size_t)kk * pq, v = b[kk];
+        for (size_t j = 0; j < pq; j++)
+            row[j] = v;
+    }
+}
+
+static void fwd_image(void *arg, int i, int slot)
+{
+    conv_job *j = arg;
+    const hone_conv_desc *d = j->d;
+    const float *x = j->x + (size_t)i * j->chw;
+    float *y = j->y + (size_t)i * j->kpq;
+    const float *col = x;
+    if (!j->one_by_one) {
+        float *buf = j->cols + (size_t)slot * j->crs * j->pq;
+        im2col(d, x, buf);
+        col = buf;
+    }
+    if (j->direct) {
+        small_k_fwd(d->k, (int)j->crs, j->pq, j->w, j->b, col, y);
+        return;
+    }
+    if (j->b) /* y starts as the bias and the GEMM adds to it: one pass over y, not two */
+        fill_bias(y, j->b, d->k, j->pq);
+    cpu_gemm1(0, 0, d->k, (int)j->pq, (int)j->crs, 1.0f, j->w, (int)j->crs, col, (int)j->pq,
+              j->b ? 1.0f : 0.0f, y, (int)j->pq);
 }
 
 int cpu_conv_fwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
                  const float *b, float *y, void *ws)
 {
-    conv_plan pl = plan_of(d);
-    float *col = ws, *tmp = col + pl.crs * pl.g * pl.pq;
-    for (size_t n0 = 0; n0 < (size_t)d->n; n0 += pl.g) {
-        size_t g = (size_t)d->n - n0 < pl.g ? (size_t)d->n - n0 : pl.g;
-        size_t cols = g * pl.pq;
-        im2col(d, x, n0, g, col);
-        cpu_gemm(k, 0, 0, d->k, (int)cols, (int)pl.crs, 1.0f, w, (int)pl.crs, col, (int)cols, 0.0f,
-                 tmp, (int)cols);
-        for (size_t i = 0; i < g; i++)
-            for (int kk = 0; kk < d->k; kk++) {
-                const float *src = tmp + (size_t)kk * cols + i * pl.pq;
-                float *dst = y + ((n0 + i) * d->k + kk) * pl.pq;
-                float bias = b ? b[kk] : 0.0f;
-                for (size_t j = 0; j < pl.pq; j++)
-                    dst[j] = src[j] + bias;
-            }
-    }
+    conv_job j;
+    plan(&j, k, d, ws);
+    j.x = x;
+    j.w = w;
+    j.b = b;
+    j.y = y;
+    cpu_par_run(k, d->n, fwd_image, &j);
     return HONE_OK;
+}
+
+/* db[k] (+)= sum over pixels of dy[k]. */
+CPU_SIMD static void row_sums(const float *dy, int k, size_t pq, float *db, int accumulate)
+{
+    for (int kk = 0; kk < k; kk++) {
+        const float *row = dy + (size_t)kk * pq;
+        float acc[8] = {0};
+        size_t jj = 0;
+        for (; jj + 8 <= pq; jj += 8)
+            for (int l = 0; l < 8; l++)
+                acc[l] += row[jj + l];
+        float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+        for (; jj < pq; jj++)
+            s += row[jj];
+        db[kk] = accumulate ? db[kk] + s : s;
+    }
+}
+
+/* One backward chunk: its dW/db partial (chunk 0 writes dw/db) and dx of its images. */
+static void bwd_chunk(void *arg, int c, int slot)
+{
+    conv_job *j = arg;
+    const hone_conv_desc *d = j->d;
+    size_t kcrs = (size_t)d->k * j->crs;
+    float *dw = c == 0 ? j->dw : j->partials + (size_t)(c - 1) * (kcrs + d->k);
+    float *db = c == 0 ? j->db : j->partials + (size_t)(c - 1) * (kcrs + d->k) + kcrs;
+    float *buf = j->cols + (size_t)slot * j->crs * j->pq;
+    int i0 = (int)((size_t)d->n * c / j->chunks), i1 = (int)((size_t)d->n * (c + 1) / j->chunks);
+    for (int i = i0; i < i1; i++) {
+        const float *x = j->x + (size_t)i * j->chw, *dy = j->dy + (size_t)i * j->kpq;
+        const float *col = x;
+        if (!j->one_by_one) {
+            im2col(d, x, buf);
+            col = buf;
+        }
+        cpu_gemm1(0, 1, d->k, (int)j->crs, (int)j->pq, 1.0f, dy, (int)j->pq, col, (int)j->pq,
+                  i == i0 ? 0.0f : 1.0f, dw, (int)j->crs);
+        if (j->db)
+            row_sums(dy, d->k, j->pq, db, i > i0);
+        if (!j->dx)
+            continue;
+        float *dx = j->dx + (size_t)i * j->chw;
+        if (j->one_by_one) {
+            cpu_gemm1(1, 0, (int)j->crs, (int)j->pq, d->k, 1.0f, j->w, (int)j->crs, dy, (int)j->pq,
+                      0.0f, dx, (int)j->pq);
+        } else {
+            cpu_gemm1(1, 0, (int)j->crs, (int)j->pq, d->k, 1.0f, j->w, (int)j->crs, dy, (int)j->pq,
+                      0.0f, buf, (int)j->pq);
+            col2im(d, buf, dx);
+        }
+    }
+}
+
+CPU_SIMD static void add_to(float *restrict dst, const float *restrict src, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        dst[i] += src[i];
 }
 
 int cpu_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
                  const float *dy, float *dx, float *dw, float *db, void *ws)
 {
-    conv_plan pl = plan_of(d);
-    float *col = ws, *tmp = col + pl.crs * pl.g * pl.pq;
-    if (db)
-        memset(db, 0, sizeof(float) * d->k);
-    for (size_t n0 = 0; n0 < (size_t)d->n; n0 += pl.g) {
-        size_t g = (size_t)d->n - n0 < pl.g ? (size_t)d->n - n0 : pl.g;
-        size_t cols = g * pl.pq;
-        /* tmp[k][i*PQ + j] = dy[n0+i][k][j] */
-        for (size_t i = 0; i < g; i++)
-            for (int kk = 0; kk < d->k; kk++) {
-                const float *src = dy + ((n0 + i) * d->k + kk) * pl.pq;
-                float *dst = tmp + (size_t)kk * cols + i * pl.pq;
-                float s = 0.0f;
-                for (size_t j = 0; j < pl.pq; j++) {
-                    dst[j] = src[j];
-                    s += src[j];
-                }
-                if (db)
-                    db[kk] += s;
-            }
-        im2col(d, x, n0, g, col);
-        cpu_gemm(k, 0, 1, d->k, (int)pl.crs, (int)cols, 1.0f, tmp, (int)cols, col, (int)cols,
-                 n0 == 0 ? 0.0f : 1.0f, dw, (int)pl.crs);
-        if (dx) {
-            cpu_gemm(k, 1, 0, (int)pl.crs, (int)cols, d->k, 1.0f, w, (int)pl.crs, tmp, (int)cols,
-                     0.0f, col, (int)cols);
-            col2im(d, col, n0, g, dx);
-        }
+    conv_job j;
+    plan(&j, k, d, ws);
+    j.x = x;
+    j.w = w;
+    j.dy = dy;
+    j.dx = dx;
+    j.dw = dw;
+    j.db = db;
+    cpu_par_run(k, j.chunks, bwd_chunk, &j);
+    size_t kcrs = (size_t)d->k * j.crs;
+    for (int c = 1; c < j.chunks; c++) {
+        const float *part = j.partials + (size_t)(c - 1) * (kcrs + d->k);
+        add_to(dw, part, kcrs);
+        if (db)
+            add_to(db, part + kcrs, (size_t)d->k);
     }
     return HONE_OK;
 }

@@ -5,19 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cblas.h>
+#include "cpu_par.h"
 
-#include "backend.h"
-
+/* The context owns a worker pool of k->threads threads (cpu_par.c); OpenBLAS runs inside it. */
 int cpu_ctx_init(hone_kctx *k)
 {
-    openblas_set_num_threads(k->threads);
-    return HONE_OK;
+    return cpu_par_start(k);
 }
 
 void cpu_ctx_release(hone_kctx *k)
 {
-    (void)k;
+    cpu_par_stop(k);
 }
 
 void *cpu_alloc(hone_kctx *k, size_t bytes)

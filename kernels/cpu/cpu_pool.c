@@ -1,30 +1,40 @@
 /* kernels/cpu/cpu_pool.c: max pooling (with argmax for backward), global average pooling and
- * nearest-neighbour upsampling for the CPU backend. Backward ops overwrite their outputs. */
+ * nearest-neighbour upsampling for the CPU backend. Backward ops overwrite their outputs. Max
+ * pooling is split over the pool by planes. */
 #include <string.h>
 
-#include "backend.h"
+#include "cpu_par.h"
 
-int cpu_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride, const float *x,
-                    float *y, int32_t *idx)
+typedef struct {
+    int h, w, size, stride, P, Q;
+    const float *x;
+    float *y;
+    const int32_t *cidx;
+    int32_t *idx;
+} pool_job;
+
+CPU_SIMD static void maxpool_fwd_planes(void *arg, size_t b, size_t e)
 {
-    (void)k;
-    int P = (h - size) / stride + 1, Q = (w - size) / stride + 1;
-    for (size_t plane = 0; plane < (size_t)n * c; plane++) {
-        const float *in = x + plane * h * w;
-        float *out = y + plane * P * Q;
-        int32_t *oi = idx + plane * P * Q;
+    const pool_job *j = arg;
+    int h = j->h, w = j->w, size = j->size, stride = j->stride, P = j->P, Q = j->Q;
+    for (size_t plane = b; plane < e; plane++) {
+        const float *in = j->x + plane * h * w;
+        float *out = j->y + plane * P * Q;
+        int32_t *oi = j->idx + plane * P * Q;
         if (size == 2 && stride == 2) { /* the common case, unrolled; same tie order */
             for (int p = 0; p < P; p++) {
                 const float *r0 = in + (size_t)(2 * p) * w, *r1 = r0 + w;
-                for (int q = 0; q < Q; q++) {
-                    int o = 2 * p * w + 2 * q;
+                int row0 = 2 * p * w;
+                for (int q = 0; q < Q; q++) { /* branch-free so the loop vectorises */
+                    float v1 = r0[2 * q + 1], v2 = r1[2 * q], v3 = r1[2 * q + 1];
+                    int o = row0 + 2 * q;
                     float bv = r0[2 * q];
-                    if (r0[2 * q + 1] > bv)
-                        bv = r0[2 * q + 1], o = 2 * p * w + 2 * q + 1;
-                    if (r1[2 * q] > bv)
-                        bv = r1[2 * q], o = (2 * p + 1) * w + 2 * q;
-                    if (r1[2 * q + 1] > bv)
-                        bv = r1[2 * q + 1], o = (2 * p + 1) * w + 2 * q + 1;
+                    o = v1 > bv ? row0 + 2 * q + 1 : o;
+                    bv = v1 > bv ? v1 : bv;
+                    o = v2 > bv ? row0 + w + 2 * q : o;
+                    bv = v2 > bv ? v2 : bv;
+                    o = v3 > bv ? row0 + w + 2 * q + 1 : o;
+                    bv = v3 > bv ? v3 : bv;
                     out[p * Q + q] = bv;
                     oi[p * Q + q] = o;
                 }
@@ -36,8 +46,8 @@ int cpu_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stri
                 int best = (p * stride) * w + q * stride;
                 float bv = in[best];
                 for (int i = 0; i < size; i++)
-                    for (int j = 0; j < size; j++) {
-                        int o = (p * stride + i) * w + q * stride + j;
+                    for (int jj = 0; jj < size; jj++) {
+                        int o = (p * stride + i) * w + q * stride + jj;
                         if (in[o] > bv) {
                             bv = in[o];
                             best = o;
@@ -47,22 +57,56 @@ int cpu_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stri
                 oi[p * Q + q] = best;
             }
     }
+}
+
+int cpu_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride, const float *x,
+                    float *y, int32_t *idx)
+{
+    pool_job j = {h, w, size, stride, (h - size) / stride + 1, (w - size) / stride + 1,
+                  x, y, NULL, idx};
+    size_t grain = 16384 / ((size_t)h * w) + 1; /* planes per part */
+    cpu_par_range(k, (size_t)n * c, grain, maxpool_fwd_planes, &j);
     return HONE_OK;
+}
+
+/* Each plane of dx is written whole: with non-overlapping 2x2 windows every pixel is set once
+ * (gradient at the argmax, 0 elsewhere), so no separate zero-fill pass; else zero then scatter. */
+CPU_SIMD static void maxpool_bwd_planes(void *arg, size_t b, size_t e)
+{
+    const pool_job *j = arg;
+    int h = j->h, w = j->w, P = j->P, Q = j->Q;
+    int tiled = j->size == 2 && j->stride == 2;
+    for (size_t plane = b; plane < e; plane++) {
+        float *g = j->y + plane * h * w;
+        const float *gy = j->x + plane * P * Q;
+        const int32_t *oi = j->cidx + plane * P * Q;
+        if (!tiled) {
+            memset(g, 0, sizeof(float) * (size_t)h * w);
+            for (int t = 0; t < P * Q; t++)
+                g[oi[t]] += gy[t];
+            continue;
+        }
+        for (int p = 0; p < P; p++) {
+            float *r0 = g + (size_t)(2 * p) * w, *r1 = r0 + w;
+            for (int q = 0; q < Q; q++) {
+                r0[2 * q] = r0[2 * q + 1] = r1[2 * q] = r1[2 * q + 1] = 0.0f;
+                g[oi[p * Q + q]] = 0.0f + gy[p * Q + q]; /* as 0 += gy: -0 becomes +0 */
+            }
+            for (int x = 2 * Q; x < w; x++) /* odd width: the last column is in no window */
+                r0[x] = r1[x] = 0.0f;
+        }
+        if (2 * P < h) /* odd height: the last row is in no window */
+            memset(g + (size_t)(2 * P) * w, 0, sizeof(float) * (size_t)(h - 2 * P) * w);
+    }
 }
 
 int cpu_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride, const float *dy,
                     const int32_t *idx, float *dx)
 {
-    (void)k;
-    int P = (h - size) / stride + 1, Q = (w - size) / stride + 1;
-    memset(dx, 0, sizeof(float) * (size_t)n * c * h * w);
-    for (size_t plane = 0; plane < (size_t)n * c; plane++) {
-        float *g = dx + plane * h * w;
-        const float *gy = dy + plane * P * Q;
-        const int32_t *oi = idx + plane * P * Q;
-        for (int j = 0; j < P * Q; j++)
-            g[oi[j]] += gy[j];
-    }
+    pool_job j = {h,  w,  size, stride, (h - size) / stride + 1, (w - size) / stride + 1,
+                  dy, dx, idx,  NULL};
+    size_t grain = 16384 / ((size_t)h * w) + 1;
+    cpu_par_range(k, (size_t)n * c, grain, maxpool_bwd_planes, &j);
     return HONE_OK;
 }
 

@@ -86,6 +86,11 @@ case("field", "AutoML space with min > max", [422])(
     lambda x: rb("POST", E, exp_body(x, automl_settings={
         "automl_enabled": True, "automl_algorithm": "bayesian",
         "automl_hyperparameters": {"train.lr": {"type": "float", "min": 1, "max": 0.1}}})))
+case("field", "AutoML space with an empty parameter name", [422])(
+    lambda x: rb("POST", E, exp_body(x, automl_settings={
+        "automl_enabled": True, "automl_algorithm": "bayesian",
+        "automl_hyperparameters": {"train.lr": {"type": "float", "min": 0.001, "max": 0.1},
+                                   "": 3}})))
 case("field", "automl_max_recommendations negative", [422],
      field="automl_settings.automl_max_recommendations")(
     lambda x: rb("POST", E, exp_body(x, automl_settings={

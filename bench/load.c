@@ -1,0 +1,426 @@
+/* bench_load: drives a real hone-controller with many simulated workers over loopback HTTP/1.1
+ * keep-alive connections (one thread each: register, lease a train job, report epochs as fast as
+ * answered, complete, lease again) plus readers polling job status and job lists, and prints
+ * reports/s and latency percentiles. Starts the controller itself (--controller BIN) or uses --url.
+ * Usage: bench_load (--controller BIN | --url http://127.0.0.1:PORT) [--workers 64] [--readers 4]
+ *                   [--seconds 20] [--epochs 10000] [--data-dir DIR] */
+#define _GNU_SOURCE /* strcasestr */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct conn {
+    int fd;
+    char buf[1 << 16];
+    size_t len;
+} conn;
+
+typedef struct lat {
+    double *v;
+    size_t n, cap;
+} lat;
+
+static int port;
+static volatile int stop_flag;
+static int epochs_target = 10000;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+static void lat_add(lat *l, double v)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 4096;
+        l->v = realloc(l->v, l->cap * sizeof(double));
+        if (!l->v)
+            abort();
+    }
+    l->v[l->n++] = v;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double pct(lat *l, double p)
+{
+    if (!l->n)
+        return 0;
+    size_t i = (size_t)(p * (double)(l->n - 1) + 0.5);
+    return l->v[i];
+}
+
+static int conn_open(conn *c)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    c->fd = socket(AF_INET, SOCK_STREAM, 0);
+    c->len = 0;
+    int one = 1;
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return connect(c->fd, (struct sockaddr *)&a, sizeof a);
+}
+
+/* One request on a keep-alive connection (reconnects once if the server closed it). Returns the
+ * status (body in c->buf, NUL-terminated) or -1. */
+static int http(conn *c, const char *method, const char *path, const char *body)
+{
+    char head[1024];
+    size_t bl = body ? strlen(body) : 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (c->fd < 0 && conn_open(c) != 0) {
+            close(c->fd);
+            c->fd = -1;
+            return -1;
+        }
+        int hl = snprintf(head, sizeof head,
+                          "%s %s HTTP/1.1\r\nHost: bench\r\n%sContent-Length: %zu\r\n\r\n", method,
+                          path, body ? "Content-Type: application/json\r\n" : "", bl);
+        if (send(c->fd, head, (size_t)hl, MSG_NOSIGNAL) != hl ||
+            (bl && send(c->fd, body, bl, MSG_NOSIGNAL) != (ssize_t)bl))
+            goto retry;
+        c->len = 0;
+        char *end = NULL;
+        while (!end) {
+            ssize_t n = recv(c->fd, c->buf + c->len, sizeof c->buf - 1 - c->len, 0);
+            if (n <= 0)
+                goto retry;
+            c->len += (size_t)n;
+            c->buf[c->len] = '\0';
+            end = strstr(c->buf, "\r\n\r\n");
+        }
+        int status = atoi(c->buf + 9);
+        const char *cl = strcasestr(c->buf, "content-length:");
+        size_t need = cl ? strtoul(cl + 15, NULL, 10) : 0, hdr = (size_t)(end + 4 - c->buf);
+        while (c->len < hdr + need && c->len < sizeof c->buf - 1) {
+            ssize_t n = recv(c->fd, c->buf + c->len, sizeof c->buf - 1 - c->len, 0);
+            if (n <= 0)
+                goto retry;
+            c->len += (size_t)n;
+        }
+        c->buf[c->len] = '\0';
+        memmove(c->buf, c->buf + hdr, c->len - hdr + 1);
+        return status;
+    retry:
+        close(c->fd);
+        c->fd = -1;
+    }
+    return -1;
+}
+
+static int json_str(const char *body, const char *key, char *out, size_t n)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":\"", key);
+    const char *p = strstr(body, pat);
+    if (!p)
+        return -1;
+    p += strlen(pat);
+    size_t i = 0;
+    while (p[i] && p[i] != '"' && i + 1 < n) {
+        out[i] = p[i];
+        i++;
+    }
+    out[i] = '\0';
+    return 0;
+}
+
+static char exp_id[64];
+
+typedef struct wstate {
+    pthread_t th;
+    int idx;
+    lat rep;
+    long reports, errors, leases;
+    char job[64];
+} wstate;
+
+static void *worker_main(void *arg)
+{
+    wstate *w = arg;
+    conn c = {.fd = -1};
+    char wid[64], body[512], path[256];
+    snprintf(body, sizeof body, "{\"name\":\"bench-%d\",\"resources\":{\"cpus\":1}}", w->idx);
+    if (http(&c, "POST", "/api/v1/workers", body) != 201 || json_str(c.buf, "id", wid, sizeof wid))
+        return NULL;
+    while (!stop_flag) {
+        snprintf(path, sizeof path, "/api/v1/workers/%s/lease?wait=1", wid);
+        int st = http(&c, "POST", path, NULL);
+        if (st == 204)
+            continue;
+        char job[64];
+        if (st != 200 || json_str(c.buf, "id", job, sizeof job)) {
+            w->errors++;
+            usleep(10000);
+            continue;
+        }
+        w->leases++;
+        snprintf(w->job, sizeof w->job, "%s", job);
+        snprintf(path, sizeof path, "/api/v1/jobs/%s/report", job);
+        int epoch = 1;
+        for (; epoch <= epochs_target && !stop_flag; epoch++) {
+            snprintf(body, sizeof body,
+                     "{\"worker_id\":\"%s\",\"epoch\":%d,\"metrics\":{\"train_loss\":%.6f,"
+                     "\"val_loss\":%.6f,\"val_accuracy\":%.6f,\"seconds\":0.01}}",
+                     wid, epoch, 1.0 / epoch, 1.1 / epoch, 1.0 - 1.0 / (epoch + 1));
+            double t0 = now_s();
+            st = http(&c, "POST", path, body);
+            double dt = now_s() - t0;
+            if (st != 200) {
+                w->errors++;
+                break;
+            }
+            lat_add(&w->rep, dt);
+            w->reports++;
+            if (strstr(c.buf, "\"stop\"") || strstr(c.buf, "\"pause\""))
+                break;
+        }
+        if (stop_flag)
+            break;
+        snprintf(path, sizeof path, "/api/v1/jobs/%s/complete", job);
+        snprintf(body, sizeof body, "{\"worker_id\":\"%s\",\"status\":\"done\"}", wid);
+        http(&c, "POST", path, body);
+    }
+    close(c.fd);
+    return NULL;
+}
+
+typedef struct rstate {
+    pthread_t th;
+    wstate *ws;
+    int nw;
+    lat status, list;
+    long errors;
+} rstate;
+
+static void *reader_main(void *arg)
+{
+    rstate *r = arg;
+    conn c = {.fd = -1};
+    char path[256];
+    unsigned i = 0;
+    while (!stop_flag) {
+        const char *job = r->ws[i % (unsigned)r->nw].job;
+        int list = (i++ % 4) == 3;
+        if (list)
+            snprintf(path, sizeof path, "/api/v1/jobs?experiment=%s&limit=50", exp_id);
+        else if (job[0])
+            snprintf(path, sizeof path, "/api/v1/jobs/%s", job);
+        else
+            continue;
+        double t0 = now_s();
+        int st = http(&c, "GET", path, NULL);
+        double dt = now_s() - t0;
+        if (st != 200)
+            r->errors++;
+        lat_add(list ? &r->list : &r->status, dt);
+    }
+    close(c.fd);
+    return NULL;
+}
+
+static void put_idx(const char *dir, const char *name, const unsigned char *h, size_t hl, size_t n,
+                    int mod)
+{
+    char p[1024];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "wb");
+    if (!f)
+        abort();
+    fwrite(h, 1, hl, f);
+    for (size_t i = 0; i < n; i++)
+        fputc((int)(i % (size_t)mod), f);
+    fclose(f);
+}
+
+static pid_t start_controller(const char *bin, const char *dir)
+{
+    char pf[1024], ds[1024], log[1024];
+    snprintf(pf, sizeof pf, "%s/port", dir);
+    snprintf(log, sizeof log, "%s/controller.log", dir);
+    unlink(pf);
+    pid_t pid = fork();
+    if (pid == 0) {
+        freopen(log, "w", stderr);
+        freopen("/dev/null", "w", stdout);
+        snprintf(ds, sizeof ds, "%s/data", dir);
+        execl(bin, bin, "--listen", "127.0.0.1:0", "--data-dir", ds, "--port-file", pf,
+              (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 600; i++) {
+        FILE *f = fopen(pf, "r");
+        if (f) {
+            int ok = fscanf(f, "%d", &port) == 1;
+            fclose(f);
+            if (ok)
+                return pid;
+        }
+        usleep(50000);
+    }
+    fprintf(stderr, "bench_load: controller did not start (see %s)\n", log);
+    exit(1);
+}
+
+int main(int argc, char **argv)
+{
+    const char *bin = NULL, *url = NULL, *dir = NULL;
+    int nw = 64, nr = 4;
+    double seconds = 20;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--controller"))
+            bin = argv[i + 1];
+        else if (!strcmp(argv[i], "--url"))
+            url = argv[i + 1];
+        else if (!strcmp(argv[i], "--workers"))
+            nw = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--readers"))
+            nr = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--seconds"))
+            seconds = atof(argv[i + 1]);
+        else if (!strcmp(argv[i], "--epochs"))
+            epochs_target = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--data-dir"))
+            dir = argv[i + 1];
+        else {
+            fprintf(stderr, "bench_load: unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    if ((!bin && !url) || nw < 1 || nr < 0) {
+        fprintf(stderr, "usage: bench_load (--controller BIN | --url http://127.0.0.1:PORT) "
+                        "[--workers 64] [--readers 4] [--seconds 20] [--epochs 10000] "
+                        "[--data-dir DIR]\n");
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    char tmpl[] = "/tmp/hone-bench-load-XXXXXX", dsdir[1200];
+    if (!dir)
+        dir = mkdtemp(tmpl);
+    pid_t ctl = 0;
+    snprintf(dsdir, sizeof dsdir, "%s/data/ds", dir);
+    char dd[1100];
+    snprintf(dd, sizeof dd, "%s/data", dir);
+    mkdir(dir, 0755);
+    mkdir(dd, 0755);
+    mkdir(dsdir, 0755);
+    static const unsigned char ti[] = {0, 0, 8, 3, 0, 0, 0, 40, 0, 0, 0, 4, 0, 0, 0, 4};
+    static const unsigned char tl[] = {0, 0, 8, 1, 0, 0, 0, 40};
+    static const unsigned char si[] = {0, 0, 8, 3, 0, 0, 0, 10, 0, 0, 0, 4, 0, 0, 0, 4};
+    static const unsigned char sl[] = {0, 0, 8, 1, 0, 0, 0, 10};
+    put_idx(dsdir, "train-images-idx3-ubyte", ti, sizeof ti, 640, 256);
+    put_idx(dsdir, "train-labels-idx1-ubyte", tl, sizeof tl, 40, 10);
+    put_idx(dsdir, "t10k-images-idx3-ubyte", si, sizeof si, 160, 256);
+    put_idx(dsdir, "t10k-labels-idx1-ubyte", sl, sizeof sl, 10, 10);
+    if (bin)
+        ctl = start_controller(bin, dir);
+    else if (sscanf(url, "http://%*[^:]:%d", &port) != 1) {
+        fprintf(stderr, "bench_load: --url must be http://127.0.0.1:PORT\n");
+        return 2;
+    }
+    conn c = {.fd = -1};
+    char body[2048], ds_id[64], path[256];
+    snprintf(body, sizeof body,
+             "{\"name\":\"bench\",\"type\":\"image_classification\",\"format\":\"idx\","
+             "\"path\":\"%s\"}",
+             dsdir);
+    if (http(&c, "POST", "/api/v1/datasets", body) != 201 ||
+        json_str(c.buf, "id", ds_id, sizeof ds_id)) {
+        fprintf(stderr, "bench_load: dataset: %s\n", c.buf);
+        goto fail;
+    }
+    snprintf(body, sizeof body,
+             "{\"name\":\"load\",\"network_arch\":\"mlp\",\"train_datasets\":[\"%s\"],"
+             "\"metric\":\"val_accuracy\",\"specs\":{\"train\":{\"epochs\":%d}}}",
+             ds_id, epochs_target);
+    if (http(&c, "POST", "/api/v1/experiments", body) != 201 ||
+        json_str(c.buf, "id", exp_id, sizeof exp_id)) {
+        fprintf(stderr, "bench_load: experiment: %s\n", c.buf);
+        goto fail;
+    }
+    snprintf(path, sizeof path, "/api/v1/experiments/%s/jobs", exp_id);
+    for (int i = 0; i < nw * 2; i++)
+        if (http(&c, "POST", path, "{\"action\":\"train\"}") != 201) {
+            fprintf(stderr, "bench_load: job: %s\n", c.buf);
+            goto fail;
+        }
+    wstate *ws = calloc((size_t)nw, sizeof *ws);
+    rstate *rs = calloc((size_t)(nr ? nr : 1), sizeof *rs);
+    for (int i = 0; i < nw; i++) {
+        ws[i].idx = i;
+        pthread_create(&ws[i].th, NULL, worker_main, &ws[i]);
+    }
+    for (int i = 0; i < nr; i++) {
+        rs[i].ws = ws;
+        rs[i].nw = nw;
+        pthread_create(&rs[i].th, NULL, reader_main, &rs[i]);
+    }
+    usleep(1000000); /* warm-up: registrations and leases */
+    long r0 = 0;
+    for (int i = 0; i < nw; i++)
+        r0 += ws[i].reports;
+    double t0 = now_s();
+    usleep((useconds_t)(seconds * 1e6));
+    long r1 = 0;
+    for (int i = 0; i < nw; i++)
+        r1 += ws[i].reports;
+    double t1 = now_s();
+    stop_flag = 1;
+    lat rep = {0}, st = {0}, li = {0};
+    long errs = 0, leases = 0, rerrs = 0;
+    for (int i = 0; i < nw; i++) {
+        pthread_join(ws[i].th, NULL);
+        for (size_t k = 0; k < ws[i].rep.n; k++)
+            lat_add(&rep, ws[i].rep.v[k]);
+        errs += ws[i].errors;
+        leases += ws[i].leases;
+    }
+    for (int i = 0; i < nr; i++) {
+        pthread_join(rs[i].th, NULL);
+        for (size_t k = 0; k < rs[i].status.n; k++)
+            lat_add(&st, rs[i].status.v[k]);
+        for (size_t k = 0; k < rs[i].list.n; k++)
+            lat_add(&li, rs[i].list.v[k]);
+        rerrs += rs[i].errors;
+    }
+    qsort(rep.v, rep.n, sizeof(double), cmp_d);
+    qsort(st.v, st.n, sizeof(double), cmp_d);
+    qsort(li.v, li.n, sizeof(double), cmp_d);
+    printf("bench_load: %d workers, %d readers, %.1f s measured\n", nw, nr, t1 - t0);
+    printf("reports:  %.0f /s sustained (%ld in window, %zu total), leases %ld, errors %ld\n",
+           (double)(r1 - r0) / (t1 - t0), r1 - r0, rep.n, leases, errs);
+    printf("report latency ms:  p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n", pct(&rep, .5) * 1e3,
+           pct(&rep, .9) * 1e3, pct(&rep, .99) * 1e3, pct(&rep, 1) * 1e3);
+    printf("GET /jobs/{id} ms:  p50 %.2f  p99 %.2f  (%zu requests, %.0f /s)\n", pct(&st, .5) * 1e3,
+           pct(&st, .99) * 1e3, st.n, (double)st.n / (t1 - t0 + 1));
+    printf("GET /jobs?list ms:  p50 %.2f  p99 %.2f  (%zu requests), reader errors %ld\n",
+           pct(&li, .5) * 1e3, pct(&li, .99) * 1e3, li.n, rerrs);
+    if (ctl) {
+        kill(ctl, SIGTERM);
+        waitpid(ctl, NULL, 0);
+    }
+    return 0;
+fail:
+    if (ctl) {
+        kill(ctl, SIGTERM);
+        waitpid(ctl, NULL, 0);
+    }
+    return 1;
+}

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""kill -9 the controller at random moments (at least 5 times) during a small real AutoML run
+(Fashion-MNIST subset, MLP, real hone-worker and hone-train), restarting it on the same data dir
+and port each time. The run must complete, every trial must end, and every report a worker got a
+200 for must be stored exactly once (metrics of each trial: epochs 1..n, no gaps, no repeats).
+Usage: test_controller_kill.py HONE-CONTROLLER HONE-WORKER HONE-TRAIN [--seed N] [--keep]"""
+import argparse
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from crash_util import Controller, Worker, fmnist_dir, wait_for  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("controller")
+    ap.add_argument("worker")
+    ap.add_argument("trainer")
+    ap.add_argument("--seed", type=int, default=int(time.time()))
+    ap.add_argument("--kills", type=int, default=6)
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+    fm = fmnist_dir()
+    if not fm:
+        print("SKIP: no Fashion-MNIST (apt-get install dataset-fashion-mnist)")
+        return 77
+    rnd = random.Random(a.seed)
+    print("seed %d" % a.seed)
+    root = tempfile.mkdtemp(prefix="hone-crash-ctl-")
+    ctl = Controller(a.controller, root, "log_format: text\nheartbeat_seconds: 1\n"
+                     "lease_seconds: 6\ndata_roots: [\"%s\", \"%s\"]\n" % (root, fm))
+    workers = [Worker(a.worker, a.trainer, root, "w%d" % i, ctl.base) for i in (1, 2)]
+    ok = False
+    try:
+        ctl.start()
+        for w in workers:
+            w.start()
+        ds = ctl.ok("POST", "/api/v1/datasets", {"name": "fm", "type": "image_classification",
+                                                 "format": "idx", "path": fm})["id"]
+        exp = ctl.ok("POST", "/api/v1/experiments", {
+            "name": "crash", "network_arch": "mlp", "train_datasets": [ds],
+            "metric": "val_accuracy",
+            "specs": {"data": {"train_limit": 2000, "val_size": 300},
+                      "model": {"hidden": 32}, "train": {"epochs": 6, "batch_size": 64}},
+            "automl_settings": {"automl_enabled": True, "automl_algorithm": "random",
+                                "automl_max_recommendations": 12, "automl_max_parallel": 2,
+                                "seed": a.seed % 1000}})["id"]
+        job = ctl.ok("POST", "/api/v1/experiments/%s/jobs" % exp, {"action": "automl"})["id"]
+        kills = 0
+        t0 = time.time()
+        while True:
+            st, js = ctl.req("GET", "/api/v1/jobs/%s" % job)
+            assert st == 200, (st, js)
+            if js["status"] in ("done", "failed", "canceled", "stopped"):
+                break
+            if time.time() - t0 > 240:
+                raise AssertionError("AutoML job not finished after 240 s: %s" % js)
+            if kills < a.kills:
+                time.sleep(rnd.uniform(0.5, 3.0))
+                ctl.kill9()
+                kills += 1
+                down = rnd.uniform(0.1, 2.5)
+                print("kill -9 #%d at %.1f s (trials done %s), down %.1f s" % (
+                    kills, time.time() - t0, (js.get("automl") or {}).get("trials_done"), down))
+                sys.stdout.flush()
+                time.sleep(down)
+                ctl.start()
+            else:
+                time.sleep(0.5)
+        print("job %s after %.1f s and %d kills" % (js["status"], time.time() - t0, kills))
+        assert kills >= 5, "the run ended after only %d kills; make it longer" % kills
+        assert js["status"] == "done", js
+        au = js["automl"]
+        trials = ctl.ok("GET", "/api/v1/jobs?parent=%s" % job)["jobs"]
+        assert len(trials) == 12, "expected 12 trials, got %d" % len(trials)
+        assert au["trials_done"] == 12, au
+        for t in trials:
+            assert t["status"] in ("done", "stopped"), "trial %s ended %s" % (t["id"], t["status"])
+        stored = {}
+        for t in trials:
+            ms = ctl.ok("GET", "/api/v1/jobs/%s/metrics" % t["id"])["metrics"]
+            epochs = [m["epoch"] for m in ms]
+            assert epochs == list(range(1, len(epochs) + 1)), \
+                "trial %s: stored epochs %s (gaps or repeats)" % (t["id"], epochs)
+            assert len(epochs) == t["epoch"], (t["id"], epochs, t["epoch"])
+            stored[t["id"]] = set(epochs)
+        acked = [x for w in workers for x in w.acked()]
+        missing = [(j, e) for j, e in acked if e not in stored.get(j, ())]
+        assert not missing, "acknowledged reports missing from the store: %s" % missing
+        print("%d trials, %d stored epochs, %d acknowledged reports (repeats included), "
+              "all present once" % (len(trials), sum(len(v) for v in stored.values()),
+                                    len(acked)))
+        for w in workers:
+            w.stop()
+        rc = ctl.stop()
+        assert rc == 0, "controller exit %d at SIGTERM:\n%s" % (rc, ctl.tail())
+        ok = True
+    finally:
+        for w in workers:
+            w.stop()
+        if ctl.proc and ctl.proc.poll() is None:
+            ctl.proc.kill()
+        if not ok:
+            print("---- controller log\n" + ctl.tail(6000))
+            for w in workers:
+                print("---- %s log\n%s" % (w.name, w.text()[-3000:]))
+        if not a.keep:
+            shutil.rmtree(root, ignore_errors=True)
+        else:
+            print("kept " + root)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

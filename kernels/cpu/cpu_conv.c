@@ -1,8 +1,9 @@
 /* kernels/cpu/cpu_conv.c: 2-D convolution for the CPU backend, split over the worker pool by
  * image. Forward: per image W[K,CRS] x im2col[CRS,PQ] straight into y (NCHW, no transpose), or a
- * hand-written small-K product when CRS is tiny (a first layer). Backward: dW and db summed per
- * fixed chunk of images (partials added in chunk order, so results do not depend on the thread
- * count), dX as W^T x dY then col2im. All scratch lives in the caller's workspace. */
+ * hand-written small-K product when CRS is tiny (a first layer; its dW likewise). Backward: dW and
+ * db summed per fixed chunk of images (partials added in chunk order, so results do not depend on
+ * the thread count), dX as a convolution of dY with the flipped kernel (or W^T x dY then
+ * col2im). All scratch lives in the caller's workspace. */
 #include <string.h>
 
 #include "cpu_par.h"
@@ -17,11 +18,15 @@ typedef struct {
     const hone_conv_desc *d;
     size_t crs, pq, chw, kpq; /* rows of col, output pixels, input and output floats per image */
     int direct, one_by_one;   /* small-K forward; 1x1/stride 1/no pad: col is the image itself */
+    int full;                 /* dX as a stride-1 convolution of dY with the flipped kernel */
+    hone_conv_desc fd;        /* ... whose shape this is (input dY, output dX) */
     int chunks;               /* backward chunks */
+    size_t slot;              /* floats of scratch per thread */
     const float *x, *w, *b, *dy;
     float *y, *dx, *dw, *db;
-    float *cols;     /* per-slot im2col buffers, crs * pq floats each */
+    float *cols;     /* per-slot scratch (im2col buffers) */
     float *partials; /* chunks - 1 partial (dW, db) pairs */
+    float *wflip;    /* full: wflip[c][k][r][s] = w[k][c][R-1-r][S-1-s] */
 } conv_job;
 
 static void plan(conv_job *j, hone_kctx *k, const hone_conv_desc *d, void *ws)
@@ -34,18 +39,41 @@ static void plan(conv_job *j, hone_kctx *k, const hone_conv_desc *d, void *ws)
     j->kpq = (size_t)d->k * j->pq;
     j->direct = j->crs <= CONV_DIRECT_CRS;
     j->one_by_one = d->r == 1 && d->s == 1 && d->stride == 1 && d->pad == 0;
+    /* dX[c][i][j] = sum w[k][c][r][s] dY[k][i+pad-r][j+pad-s]: a convolution of dY (K channels,
+     * P x Q) by the flipped kernel with padding R-1-pad, giving H x W. One GEMM straight into dX
+     * instead of W^T dY into a CRS x PQ buffer (that BLAS must zero first) and col2im. */
+    j->full = d->stride == 1 && d->r == d->s && d->pad < d->r && !j->one_by_one;
+    if (j->full) {
+        hone_conv_desc *f = &j->fd;
+        f->n = 1;
+        f->c = d->k;
+        f->h = d->p;
+        f->w = d->q;
+        f->k = d->c;
+        f->r = d->r;
+        f->s = d->s;
+        f->stride = 1;
+        f->pad = d->r - 1 - d->pad;
+        f->p = d->h;
+        f->q = d->w;
+    }
     j->chunks = d->n < CONV_BWD_CHUNKS ? d->n : CONV_BWD_CHUNKS;
+    j->slot = j->crs * j->pq;
+    if (j->full && (size_t)d->k * d->r * d->s * d->h * d->w > j->slot)
+        j->slot = (size_t)d->k * d->r * d->s * d->h * d->w;
     j->cols = ws;
-    j->partials = j->cols + (size_t)cpu_par_slots(k) * j->crs * j->pq;
+    j->partials = j->cols + (size_t)cpu_par_slots(k) * j->slot;
+    j->wflip = j->partials + (size_t)(j->chunks - 1) * ((size_t)d->k * j->crs + (size_t)d->k);
 }
 
 size_t cpu_conv_workspace(hone_kctx *k, const hone_conv_desc *d)
 {
     conv_job j;
     plan(&j, k, d, NULL);
-    size_t cols = (size_t)cpu_par_slots(k) * j.crs * j.pq;
+    size_t cols = (size_t)cpu_par_slots(k) * j.slot;
     size_t partials = (size_t)(j.chunks - 1) * ((size_t)d->k * j.crs + (size_t)d->k);
-    return (cols + partials) * sizeof(float);
+    size_t wflip = j.full ? (size_t)d->k * j.crs : 0;
+    return (cols + partials + wflip) * sizeof(float);
 }
 
 /* Output columns q whose input column q*stride - pad + s lies inside [0, w): [*lo, *hi). */
@@ -60,10 +88,76 @@ static void q_range(const hone_conv_desc *d, int s, int *lo, int *hi)
         *lo = *hi;
 }
 
+/* For stride 1 with Q == W (a "same" width), the col row of tap (c, r, s) is the input plane
+ * shifted by (r-pad)*W + (s-pad), so valid rows [plo, phi) are one contiguous span; only the
+ * |s-pad| wrapped-around columns per row, [0, lo) and [hi, Q), must be zero. */
+typedef struct {
+    int plo, phi, lo, hi;
+    long shift, n0, n1; /* col indices [n0, n1) map to plane index + shift, inside the plane */
+} tap_span;
+
+static int same_width(const hone_conv_desc *d)
+{
+    return d->stride == 1 && d->q == d->w;
+}
+
+static tap_span span_of(const hone_conv_desc *d, int r, int s)
+{
+    tap_span t;
+    long hw = (long)d->h * d->w;
+    t.plo = d->pad - r > 0 ? d->pad - r : 0;
+    t.phi = d->h + d->pad - r < d->p ? d->h + d->pad - r : d->p;
+    if (t.phi < 0)
+        t.phi = 0;
+    if (t.plo > t.phi)
+        t.plo = t.phi;
+    q_range(d, s, &t.lo, &t.hi);
+    t.shift = (long)(r - d->pad) * d->w + (s - d->pad);
+    t.n0 = (long)t.plo * d->q;
+    t.n1 = (long)t.phi * d->q;
+    if (t.n0 + t.shift < 0) /* only wrapped columns of the first row fall before the plane */
+        t.n0 = -t.shift;
+    if (t.n1 + t.shift > hw) /* ... or after it in the last row */
+        t.n1 = hw - t.shift;
+    if (t.n1 < t.n0)
+        t.n1 = t.n0;
+    return t;
+}
+
+/* Zeroes the wrapped-around columns of the valid rows of one col row. */
+static void zero_wrapped(const hone_conv_desc *d, const tap_span *t, float *out)
+{
+    for (int p = t->plo; p < t->phi; p++) {
+        float *o = out + (size_t)p * d->q;
+        for (int q = 0; q < t->lo; q++)
+            o[q] = 0.0f;
+        for (int q = t->hi; q < d->q; q++)
+            o[q] = 0.0f;
+    }
+}
+
 /* col[(c*R + r)*S + s][p*Q + q] = img[c][p*stride-pad+r][q*stride-pad+s] (0 outside). */
 CPU_SIMD static void im2col(const hone_conv_desc *d, const float *img, float *col)
 {
-    size_t pq = (size_t)d->p * d->q, hw = (size_t)d->h * d->w;
+    size_t pq = (size_t)d->p * d->q, hw = (size_t)d->h * d->w, rs = (size_t)d->r * d->s;
+    if (same_width(d)) {
+        for (int r = 0; r < d->r; r++)
+            for (int s = 0; s < d->s; s++) {
+                tap_span t = span_of(d, r, s);
+                size_t head = (size_t)t.plo * d->q, tail = pq - (size_t)t.phi * d->q;
+                for (int c = 0; c < d->c; c++) {
+                    float *out = col + ((size_t)c * rs + (size_t)r * d->s + s) * pq;
+                    const float *plane = img + (size_t)c * hw;
+                    if (head)
+                        memset(out, 0, sizeof(float) * head);
+                    if (tail)
+                        memset(out + pq - tail, 0, sizeof(float) * tail);
+                    memcpy(out + t.n0, plane + t.n0 + t.shift, sizeof(float) * (t.n1 - t.n0));
+                    zero_wrapped(d, &t, out);
+                }
+            }
+        return;
+    }
     for (int c = 0; c < d->c; c++)
         for (int r = 0; r < d->r; r++)
             for (int s = 0; s < d->s; s++) {
@@ -81,23 +175,36 @@ CPU_SIMD static void im2col(const hone_conv_desc *d, const float *img, float *co
                     const float *in = plane + (size_t)ih * d->w;
                     for (int q = 0; q < lo; q++)
                         o[q] = 0.0f;
-                    if (d->stride == 1) /* rows are short: an inline loop beats memcpy calls */
-                        for (int q = lo; q < hi; q++)
-                            o[q] = in[q + off];
-                    else
-                        for (int q = lo; q < hi; q++)
-                            o[q] = in[q * d->stride + off];
+                    for (int q = lo; q < hi; q++)
+                        o[q] = in[q * d->stride + off];
                     for (int q = hi; q < d->q; q++)
                         o[q] = 0.0f;
                 }
             }
 }
 
-/* The adjoint of im2col: img = sum of the col entries that read each pixel (img overwritten). */
-CPU_SIMD static void col2im(const hone_conv_desc *d, const float *col, float *img)
+/* The adjoint of im2col: img = sum of the col entries that read each pixel (img overwritten).
+ * col is scratch: the same-width path zeroes its wrapped-around entries before one span add. */
+CPU_SIMD static void col2im(const hone_conv_desc *d, float *col, float *img)
 {
-    size_t pq = (size_t)d->p * d->q, hw = (size_t)d->h * d->w;
+    size_t pq = (size_t)d->p * d->q, hw = (size_t)d->h * d->w, rs = (size_t)d->r * d->s;
     memset(img, 0, sizeof(float) * (size_t)d->c * hw);
+    if (same_width(d)) {
+        for (int r = 0; r < d->r; r++)
+            for (int s = 0; s < d->s; s++) {
+                tap_span t = span_of(d, r, s);
+                long len = t.n1 - t.n0;
+                for (int c = 0; c < d->c; c++) {
+                    float *src = col + ((size_t)c * rs + (size_t)r * d->s + s) * pq;
+                    zero_wrapped(d, &t, src);
+                    float *restrict o = img + (size_t)c * hw + (t.n0 + t.shift);
+                    const float *restrict sp = src + t.n0;
+                    for (long n = 0; n < len; n++)
+                        o[n] += sp[n];
+                }
+            }
+        return;
+    }
     for (int c = 0; c < d->c; c++)
         for (int r = 0; r < d->r; r++)
             for (int s = 0; s < d->s; s++) {
@@ -111,12 +218,8 @@ CPU_SIMD static void col2im(const hone_conv_desc *d, const float *col, float *im
                         continue;
                     float *o = plane + (size_t)ih * d->w;
                     const float *sp = src + (size_t)p * d->q;
-                    if (d->stride == 1)
-                        for (int q = lo; q < hi; q++)
-                            o[q + off] += sp[q];
-                    else
-                        for (int q = lo; q < hi; q++)
-                            o[q * d->stride + off] += sp[q];
+                    for (int q = lo; q < hi; q++)
+                        o[q * d->stride + off] += sp[q];
                 }
             }
 }
@@ -181,6 +284,39 @@ CPU_SIMD static void small_k_fwd(int K, int crs, size_t pq, const float *w, cons
     }
 }
 
+/* dw[K, CRS] (+)= dy[K, PQ] x col[CRS, PQ]^T for a tiny CRS: per output channel, up to eight taps
+ * at a time, each an eight-lane dot product over the pixels (BLAS would pack for nothing). */
+CPU_SIMD static void small_k_dw(int K, int crs, size_t pq, const float *dy, const float *col,
+                                float *dw, int accumulate)
+{
+    for (int k = 0; k < K; k++) {
+        const float *g = dy + (size_t)k * pq;
+        float *out = dw + (size_t)k * crs;
+        for (int t0 = 0; t0 < crs; t0 += 8) {
+            int nt = crs - t0 < 8 ? crs - t0 : 8;
+            v8sf a[8] = {{0}};
+            size_t q = 0;
+            for (; q + 8 <= pq; q += 8) {
+                v8sf gv;
+                memcpy(&gv, g + q, sizeof(gv));
+                for (int t = 0; t < nt; t++) {
+                    v8sf cv;
+                    memcpy(&cv, col + (size_t)(t0 + t) * pq + q, sizeof(cv));
+                    a[t] += gv * cv;
+                }
+            }
+            for (int t = 0; t < nt; t++) {
+                const float *c = col + (size_t)(t0 + t) * pq;
+                float sum = ((a[t][0] + a[t][4]) + (a[t][1] + a[t][5])) +
+                            ((a[t][2] + a[t][6]) + (a[t][3] + a[t][7]));
+                for (size_t r = q; r < pq; r++)
+                    sum += g[r] * c[r];
+                out[t0 + t] = accumulate ? out[t0 + t] + sum : sum;
+            }
+        }
+    }
+}
+
 CPU_SIMD static void fill_bias(float *y, const float *b, int k, size_t pq)
 {
     for (int kk = 0; kk < k; kk++) {
@@ -198,7 +334,7 @@ static void fwd_image(void *arg, int i, int slot)
     float *y = j->y + (size_t)i * j->kpq;
     const float *col = x;
     if (!j->one_by_one) {
-        float *buf = j->cols + (size_t)slot * j->crs * j->pq;
+        float *buf = j->cols + (size_t)slot * j->slot;
         im2col(d, x, buf);
         col = buf;
     }
@@ -250,7 +386,7 @@ static void bwd_chunk(void *arg, int c, int slot)
     size_t kcrs = (size_t)d->k * j->crs;
     float *dw = c == 0 ? j->dw : j->partials + (size_t)(c - 1) * (kcrs + d->k);
     float *db = c == 0 ? j->db : j->partials + (size_t)(c - 1) * (kcrs + d->k) + kcrs;
-    float *buf = j->cols + (size_t)slot * j->crs * j->pq;
+    float *buf = j->cols + (size_t)slot * j->slot;
     int i0 = (int)((size_t)d->n * c / j->chunks), i1 = (int)((size_t)d->n * (c + 1) / j->chunks);
     for (int i = i0; i < i1; i++) {
         const float *x = j->x + (size_t)i * j->chw, *dy = j->dy + (size_t)i * j->kpq;
@@ -259,14 +395,22 @@ static void bwd_chunk(void *arg, int c, int slot)
             im2col(d, x, buf);
             col = buf;
         }
-        cpu_gemm1(0, 1, d->k, (int)j->crs, (int)j->pq, 1.0f, dy, (int)j->pq, col, (int)j->pq,
-                  i == i0 ? 0.0f : 1.0f, dw, (int)j->crs);
+        if (j->direct)
+            small_k_dw(d->k, (int)j->crs, j->pq, dy, col, dw, i > i0);
+        else
+            cpu_gemm1(0, 1, d->k, (int)j->crs, (int)j->pq, 1.0f, dy, (int)j->pq, col, (int)j->pq,
+                      i == i0 ? 0.0f : 1.0f, dw, (int)j->crs);
         if (j->db)
             row_sums(dy, d->k, j->pq, db, i > i0);
         if (!j->dx)
             continue;
         float *dx = j->dx + (size_t)i * j->chw;
-        if (j->one_by_one) {
+        if (j->full) {
+            size_t krs = (size_t)d->k * d->r * d->s, hw = (size_t)d->h * d->w;
+            im2col(&j->fd, dy, buf);
+            cpu_gemm1(0, 0, d->c, (int)hw, (int)krs, 1.0f, j->wflip, (int)krs, buf, (int)hw, 0.0f,
+                      dx, (int)hw);
+        } else if (j->one_by_one) {
             cpu_gemm1(1, 0, (int)j->crs, (int)j->pq, d->k, 1.0f, j->w, (int)j->crs, dy, (int)j->pq,
                       0.0f, dx, (int)j->pq);
         } else {
@@ -294,6 +438,14 @@ int cpu_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const fl
     j.dx = dx;
     j.dw = dw;
     j.db = db;
+    if (dx && j.full)
+        for (int kk = 0; kk < d->k; kk++)
+            for (int c = 0; c < d->c; c++)
+                for (int r = 0; r < d->r; r++)
+                    for (int s = 0; s < d->s; s++)
+                        j.wflip[(((size_t)c * d->k + kk) * d->r + r) * d->s + s] =
+                            w[(((size_t)kk * d->c + c) * d->r + d->r - 1 - r) * d->s + d->s - 1 -
+                              s];
     cpu_par_run(k, j.chunks, bwd_chunk, &j);
     size_t kcrs = (size_t)d->k * j.crs;
     for (int c = 1; c < j.chunks; c++) {

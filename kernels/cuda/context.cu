@@ -1,6 +1,6 @@
 /* CUDA backend: context (device, stream, cuBLAS handle and workspace), device memory, copies,
- * synchronisation, CUDA Graph capture/replay and device queries. Downloads synchronise (the host
- * buffer is the caller's); everything else, uploads included, only enqueues on the stream. */
+ * synchronisation, CUDA Graph capture/replay and device queries. Copies from or to host memory
+ * synchronise (the host buffer is the caller's); everything else only enqueues on the stream. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,12 +104,12 @@ extern "C" void cuda_free(hone_kctx *k, void *p)
         fprintf(stderr, "hone cuda: cudaFree: %s\n", cudaGetErrorString(e));
 }
 
-/* No stream sync: a copy from pageable host memory is staged before cudaMemcpyAsync returns, so
- * the caller may reuse its buffer at once, and a per-step upload (a learning rate) does not stall
- * the pipeline of graph launches. */
+/* Synchronises, so the caller's buffer is free on return. A per-step upload (hone-train's learning
+ * rate) therefore stalls the pipeline of graph launches once per step; see bench/NOTES-gpu.md. */
 extern "C" int cuda_upload(hone_kctx *k, void *dst, const void *host_src, size_t bytes)
 {
     HC_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, hc_stream(k)));
+    HC_CHECK(cudaStreamSynchronize(hc_stream(k)));
     return HONE_OK;
 }
 

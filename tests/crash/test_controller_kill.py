@@ -51,6 +51,11 @@ def main():
                                 "automl_max_recommendations": 12, "automl_max_parallel": 2,
                                 "seed": a.seed % 1000}})["id"]
         job = ctl.ok("POST", "/api/v1/experiments/%s/jobs" % exp, {"action": "automl"})["id"]
+        # Kill at random points of the run's progress (epochs stored), so the kills land inside
+        # the run however fast or slow this machine is: 12 trials x 6 epochs = 72 epochs.
+        total = 12 * 6
+        marks = sorted(rnd.sample(range(2, total - 6), a.kills))
+        print("kill -9 when these many epochs are stored: %s" % marks)
         kills = 0
         t0 = time.time()
         while True:
@@ -60,18 +65,19 @@ def main():
                 break
             if time.time() - t0 > 240:
                 raise AssertionError("AutoML job not finished after 240 s: %s" % js)
-            if kills < a.kills:
-                time.sleep(rnd.uniform(0.5, 3.0))
+            done = (js.get("automl") or {}).get("epochs_done") or 0
+            if kills < len(marks) and done >= marks[kills]:
+                time.sleep(rnd.uniform(0.0, 0.3))
                 ctl.kill9()
                 kills += 1
-                down = rnd.uniform(0.1, 2.5)
-                print("kill -9 #%d at %.1f s (trials done %s), down %.1f s" % (
-                    kills, time.time() - t0, (js.get("automl") or {}).get("trials_done"), down))
+                down = rnd.uniform(0.1, 2.0)
+                print("kill -9 #%d at %.1f s (%d epochs stored), down %.1f s" % (
+                    kills, time.time() - t0, done, down))
                 sys.stdout.flush()
                 time.sleep(down)
                 ctl.start()
             else:
-                time.sleep(0.5)
+                time.sleep(0.05)
         print("job %s after %.1f s and %d kills" % (js["status"], time.time() - t0, kills))
         assert kills >= 5, "the run ended after only %d kills; make it longer" % kills
         assert js["status"] == "done", js
@@ -88,6 +94,10 @@ def main():
             assert epochs == list(range(1, len(epochs) + 1)), \
                 "trial %s: stored epochs %s (gaps or repeats)" % (t["id"], epochs)
             assert len(epochs) == t["epoch"], (t["id"], epochs, t["epoch"])
+            if t["status"] == "done":  # random search: every trial runs its whole budget
+                assert t["epoch"] == t["epochs_target"] and epochs, \
+                    "trial %s done at epoch %d of %d: %s" % (t["id"], t["epoch"],
+                                                             t["epochs_target"], t)
             stored[t["id"]] = set(epochs)
         acked = [x for w in workers for x in w.acked()]
         missing = [(j, e) for j, e in acked if e not in stored.get(j, ())]

@@ -3,10 +3,14 @@
 of an AutoML trial, after epoch >= 2 was acknowledged. Its lease must expire and the trial must
 resume on a second worker from its checkpoint (the first epoch that worker reports is the one
 after the last acknowledged, never 1) and complete with every epoch stored exactly once.
-Usage: test_worker_kill.py HONE-CONTROLLER HONE-WORKER HONE-TRAIN [--keep]"""
+--stall: first SIGSTOP the worker alone, let its trainer write the next epoch's checkpoint (that
+epoch is then never reported), and only then kill the group: a node that hangs and dies between
+checkpoint and report. The trial must still end with every epoch stored.
+Usage: test_worker_kill.py HONE-CONTROLLER HONE-WORKER HONE-TRAIN [--stall] [--keep]"""
 import argparse
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -21,6 +25,7 @@ def main():
     ap.add_argument("worker")
     ap.add_argument("trainer")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--stall", action="store_true")
     a = ap.parse_args()
     fm = fmnist_dir()
     if not fm:
@@ -41,15 +46,22 @@ def main():
         exp = ctl.ok("POST", "/api/v1/experiments", {
             "name": "wkill", "network_arch": "mlp", "train_datasets": [ds],
             "metric": "val_accuracy",
-            "specs": {"data": {"train_limit": 4000, "val_size": 500},
+            "specs": {"data": {"train_limit": 30000, "val_size": 500},
                       "model": {"hidden": 64}, "train": {"epochs": epochs, "batch_size": 32}},
             "automl_settings": {"automl_enabled": True, "automl_algorithm": "random",
                                 "automl_max_recommendations": 1, "automl_max_parallel": 1}})["id"]
         job = ctl.ok("POST", "/api/v1/experiments/%s/jobs" % exp, {"action": "automl"})["id"]
         acked = wait_for(lambda: [x for x in wa.acked() if x[1] >= 2], 120, 0.05,
                          "worker a to get epoch 2 acknowledged")
-        wa.kill9()
         trial = acked[0][0]
+        if a.stall:
+            ck = os.path.join(root, "data", "artifacts", trial, "checkpoint.bin")
+            os.kill(wa.proc.pid, signal.SIGSTOP)
+            m0 = os.stat(ck).st_mtime_ns
+            wait_for(lambda: os.stat(ck).st_mtime_ns != m0, 60, 0.02,
+                     "the stalled worker's trainer to write its next checkpoint")
+            time.sleep(0.2)
+        wa.kill9()
         last_a = max(e for j, e in wa.acked() if j == trial)
         print("killed worker a (and its trainer) after epoch %d of %s was acknowledged" % (
             last_a, trial))

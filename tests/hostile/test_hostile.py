@@ -13,7 +13,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hostile_cases import CASES  # noqa: E402
+from hostile_cases import CASES, KNOWN_BUGS  # noqa: E402
 from hostile_http import Controller, call, exchange, write_idx  # noqa: E402
 
 
@@ -121,6 +121,8 @@ def write_table(path, rows, counts):
             if c["field"]:
                 acc += " field=`%s`" % c["field"]
             res = "ok" if ok else "**FAIL**: " + "; ".join(problems)
+            if not ok and c["kind"] in KNOWN_BUGS:
+                res += " (%s)" % KNOWN_BUGS[c["kind"]]
             f.write("| %d | %s | %s | %s | %s | %s |\n" % (i, c["kind"], c["name"], acc,
                                                              answer.replace("|", "\\|"),
                                                              res.replace("|", "\\|")))

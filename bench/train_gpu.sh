@@ -3,7 +3,11 @@
 # batch 128 and 512, 5 epochs, data on the GPU, one CUDA graph per step) and the same networks in
 # PyTorch eager and torch.compile(mode="reduce-overhead"), then prints one table: seconds per
 # epoch (median of epochs 2..5), images/s, speed-up over each PyTorch mode, test accuracy after 5.
-# Env: BENCH_BIN (default build-gpu/bench/bench_train_gpu), HONE_FMNIST_DIR, EPOCHS, MATH,
+# The product path is timed too: hone-train --device cuda on the same networks (CNN with
+# model.hidden=128, the reference fc-128; SGD momentum 0.9, lr 0.01 constant, no weight decay, all
+# 60000 images for training), its per-epoch "seconds" from the JSON lines, median of epochs 2..N.
+# Env: BENCH_BIN (default build-gpu/bench/bench_train_gpu), HONE_TRAIN_BIN (default
+#      build-gpu/train/hone-train; skipped when missing), HONE_FMNIST_DIR, EPOCHS, MATH,
 #      TORCH_MODES (default "eager,compile"; "none" skips PyTorch), ARCHS, BATCHES.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,6 +18,7 @@ ARCHS=${ARCHS:-mlp cnn}
 BATCHES=${BATCHES:-128 512}
 TORCH_MODES=${TORCH_MODES:-eager,compile}
 [ -z "${HONE_FMNIST_DIR:-}" ] && [ -d "$ROOT/.data" ] && export HONE_FMNIST_DIR=$ROOT/.data
+TRAIN_BIN=${HONE_TRAIN_BIN:-$ROOT/build-gpu/train/hone-train}
 RES=$(mktemp)
 for arch in $ARCHS; do
   for b in $BATCHES; do
@@ -22,6 +27,37 @@ for arch in $ARCHS; do
     done
   done
 done
+# hone-train itself: one RESULT line per run, from its JSON lines
+if [ -x "$TRAIN_BIN" ]; then
+  for arch in $ARCHS; do
+    for b in $BATCHES; do
+      m=${MATH%% *}
+      "$TRAIN_BIN" --device "${HONE_TRAIN_DEVICE:-cuda}" --set network=$arch --set model.hidden=$([ $arch = cnn ] && echo 128 || echo 256) \
+        --set data.path="${HONE_FMNIST_DIR:-/usr/share/datasets/fashion-mnist}" --set data.val_size=0 \
+        --set train.epochs=$EPOCHS --set train.batch_size=$b --set train.lr=0.01 \
+        --set train.lr_schedule=constant --set train.weight_decay=0 --set train.math=$m \
+        ${HONE_TRAIN_EXTRA:-} 2>/dev/null |
+        python3 -c '
+import sys, json, statistics
+arch, b, m = sys.argv[1:4]
+ep, done = [], {}
+for l in sys.stdin:
+    j = json.loads(l)
+    if "epoch" in j: ep.append(j)
+    elif j.get("event") == "done": done = j
+if not ep: sys.exit("hone-train produced no epochs")
+secs = [e["seconds"] for e in ep]
+med = statistics.median_high(secs[1:]) if len(secs) > 1 else secs[0]
+steps_imgs = ep[-1]["images_per_second"] * ep[-1]["seconds"]
+acc = done.get("test_accuracy", 0.0)
+print(f"RESULT impl=hone-train arch={arch} batch={b} math={m} s_per_epoch={med:.4f} "
+      f"first_epoch={secs[0]:.4f} img_per_s={steps_imgs / med:.0f} acc={acc:.4f} epochs={len(ep)}")
+' "$arch" "$b" "$m" | tee -a "$RES"
+    done
+  done
+else
+  echo "train_gpu.sh: $TRAIN_BIN missing, skipping the hone-train rows"
+fi
 if [ "$TORCH_MODES" != none ]; then
   if python3 -c 'import torch' 2>/dev/null; then
     PYTHONUNBUFFERED=1 python3 "$ROOT/bench/train_gpu_torch.py" --epochs "$EPOCHS" \

@@ -6,10 +6,12 @@
 #include "cli.h"
 
 #include <sched.h>
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The IDX folder: --dataset-path, then what dpkg says the package installed, then the usual. */
@@ -54,16 +56,45 @@ static int demo_find_dataset(const char *given, char *out, size_t len)
     return HONE_ENOENT;
 }
 
-/* Seconds per training epoch over the full 55k images on one worker with `threads` CPU threads
- * (measured on a 2-core x86 box; override with HONE_DEMO_EPOCH_SECONDS). */
-static double demo_epoch_seconds(const char *network, int threads)
+/* Seconds one training epoch over the full 55k images takes on one worker here: measured by
+ * running hone-train on a 2048-image slice (a few seconds), so a laptop, a CI box and a GPU
+ * host each get a search sized to them. HONE_DEMO_EPOCH_SECONDS overrides; 0 when unknown. */
+static double demo_epoch_seconds(const char *bin_dir, const char *data_dir, const char *dpath,
+                                 const char *network, int threads, const char *device)
 {
+    static const char *const rel[] = {"../train", ".", NULL};
     const char *env = getenv("HONE_DEMO_EPOCH_SECONDS");
-    double one = strcmp(network, "cnn") == 0 ? 50.0 : 6.0;
+    char trainer[PATH_MAX], spec[PATH_MAX + 32], cmd[3 * PATH_MAX + 128], line[4096];
+    double ips = 0;
+    FILE *f;
 
     if (env && atof(env) > 0)
         return atof(env);
-    return one / pow(threads > 1 ? threads : 1, 0.85);
+    if (cli_find_binary(bin_dir, "hone-train", rel, trainer, sizeof(trainer)) != 0)
+        return 0;
+    snprintf(spec, sizeof(spec), "%s/calibrate.yaml", data_dir);
+    f = fopen(spec, "w");
+    if (!f)
+        return 0;
+    fprintf(f,
+            "network: %s\ndata:\n  path: \"%s\"\n  train_limit: 2048\n  val_size: 256\n"
+            "  test_limit: 256\ntrain:\n  epochs: 1\n  batch_size: 128\n  optimizer: adamw\n",
+            network, dpath);
+    fclose(f);
+    snprintf(cmd, sizeof(cmd), "'%s' --spec '%s' --threads %d --device %s 2>/dev/null", trainer,
+             spec, threads, device);
+    f = popen(cmd, "r");
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof(line), f)) {
+        json_t *j = json_loads(line, 0, NULL);
+        if (json_is_number(json_object_get(j, "images_per_second")))
+            ips = json_number_value(json_object_get(j, "images_per_second"));
+        json_decref(j);
+    }
+    pclose(f);
+    /* + validation pass, + the other workers sharing memory bandwidth */
+    return ips > 0 ? 55000.0 / ips * 1.15 : 0;
 }
 
 /* CPUs this process may run on (affinity, cgroup-pinned containers, taskset), not the host's. */
@@ -227,16 +258,22 @@ int cli_demo_run(cli_ctx *c)
     if (!cli_arg(c->a, "threads"))
         so.threads = (int)(ncpu / so.workers > 0 ? ncpu / so.workers : 1);
     budget_s = budget_min * 60;
-    epoch_s = demo_epoch_seconds(network, so.threads);
-    if (cli_demo_plan_make(budget_s, so.workers, epoch_s, 6.0, cli_arg(c->a, "algorithm"), &plan,
-                           err, sizeof(err)) != 0) {
-        fprintf(stderr, "usage error: %s\n", err);
-        return 2;
-    }
     if (demo_find_dataset(cli_arg(c->a, "dataset-path"), dpath, sizeof(dpath)) != 0) {
         fprintf(stderr, "error: Fashion-MNIST not found; install it (apt-get install "
                         "dataset-fashion-mnist) or pass --dataset-path DIR\n");
         return 1;
+    }
+    if (mkdir(so.data_dir, 0755) != 0 && errno != EEXIST) {
+        fprintf(stderr, "error: cannot create %s: %s\n", so.data_dir, strerror(errno));
+        return 1;
+    }
+    epoch_s = demo_epoch_seconds(c->bin_dir, so.data_dir, dpath, network, so.threads, so.device);
+    if (!(epoch_s > 0))
+        epoch_s = strcmp(network, "cnn") == 0 ? 70.0 / so.threads : 8.0 / so.threads;
+    if (cli_demo_plan_make(budget_s, so.workers, epoch_s, 6.0, cli_arg(c->a, "algorithm"), &plan,
+                           err, sizeof(err)) != 0) {
+        fprintf(stderr, "usage error: %s\n", err);
+        return 2;
     }
     so.extra_roots = dpath;
     if (!c->json)
@@ -280,9 +317,11 @@ int cli_demo_run(cli_ctx *c)
         goto out;
     snprintf(job_id, sizeof(job_id), "%s", json_string_value(json_object_get(job, "id")));
     if (!c->json) {
-        printf("AutoML job %s: %s over up to %d trials of a %s, up to %d epochs each, on "
-               "Fashion-MNIST (%s); budget %.0f min\n",
-               job_id, plan.algorithm, plan.max_trials, network, plan.epochs, dpath, budget_min);
+        printf("AutoML job %s: %s over up to %d trials of a %s, up to %d epochs each (R %d, "
+               "nu %d, epoch multiplier %d; one epoch ~%.0f s here), on Fashion-MNIST (%s); "
+               "budget %.0f min\n",
+               job_id, plan.algorithm, plan.max_trials, network, plan.epochs, plan.R, plan.nu,
+               plan.epoch_multiplier, epoch_s, dpath, budget_min);
         printf("(controller %s; logs in %s/logs)\n", cli_stack_url(stack), so.data_dir);
     }
     fflush(stdout);

@@ -1,41 +1,25 @@
-/* demo_plan: sizes `hone demo`'s AutoML search to a time budget: which algorithm, how many
- * trials, how many epochs the best one may get, from the seconds one epoch takes here. Pure
- * arithmetic (no I/O) so a test can pin it; demo.c measures and drives. */
+/* demo_plan: sizes `hone demo`'s AutoML search to a time budget: how many trials, at which epoch
+ * rungs, how many epochs the best one may reach, from the seconds one epoch takes on one worker.
+ * Pure arithmetic (no I/O) so a test can pin it; demo.c measures the epoch time and drives. */
 #include "cli.h"
 
 #include <math.h>
 #include <string.h>
 
-/* Epochs one ASHA trial costs on average when each rung keeps 1/eta (rungs 1, eta, eta^2.. R). */
-static double asha_epochs_per_trial(int R, int eta)
-{
-    double total = 0, frac = 1;
-    int prev = 0;
-
-    for (int r = 1; r <= R; r *= eta) {
-        total += frac * (r - prev);
-        prev = r;
-        frac /= eta;
-        if (r * eta > R && r < R) { /* a last rung at R itself */
-            total += frac * (R - r);
-            break;
-        }
-    }
-    return total;
-}
-
-/* Epochs that one full Hyperband pass costs with resume (a promoted trial trains only the
- * epochs it lacks): brackets s = smax..0, n = ceil((smax+1)/(s+1) * eta^s), r = R / eta^s. */
-static double hyperband_epochs(int R, int eta)
+/* Epochs one full Hyperband pass costs with resume (a promoted trial trains only the epochs it
+ * lacks): brackets s = smax..0 with n = ceil((smax+1)/(s+1) * eta^s) trials at R/eta^s units. */
+static double hyperband_units(int R, int eta, int *trials)
 {
     int smax = 0;
     double total = 0;
 
     while (pow(eta, smax + 1) <= R)
         smax++;
+    *trials = 0;
     for (int s = smax; s >= 0; s--) {
         double n = ceil((double)(smax + 1) / (s + 1) * pow(eta, s));
         double r = (double)R / pow(eta, s), prev = 0;
+        *trials += (int)n;
         for (int i = 0; i <= s; i++) {
             double ni = floor(n / pow(eta, i)), ri = r * pow(eta, i);
             total += ni * (ri - prev);
@@ -45,23 +29,39 @@ static double hyperband_epochs(int R, int eta)
     return total;
 }
 
-static int hyperband_trials(int R, int eta)
+/* ASHA with rungs at m, m*eta, .., m*eta^s epochs: the epochs n trials cost when each rung keeps
+ * its top 1/eta. */
+static double asha_epochs(int n, int eta, int s, int m)
 {
-    int smax = 0, n = 0;
-    while (pow(eta, smax + 1) <= R)
-        smax++;
-    for (int s = smax; s >= 0; s--)
-        n += (int)ceil((double)(smax + 1) / (s + 1) * pow(eta, s));
-    return n;
+    double total = 0, prev = 0;
+    int k_n = n;
+
+    for (int k = 0; k <= s; k++) {
+        double r = m * pow(eta, k);
+        total += k_n * (r - prev);
+        prev = r;
+        k_n /= eta;
+        if (k_n < 1)
+            k_n = 1;
+    }
+    return total;
+}
+
+/* How good a plan looks: the best trial's epochs count most (a convnet needs several to pass
+ * 0.90 on Fashion-MNIST), then how many configurations get tried. */
+static double plan_score(int full_epochs, int trials)
+{
+    return 4.0 * (full_epochs < 6 ? full_epochs : 6) + (trials < 24 ? trials : 24) * 0.5;
 }
 
 int cli_demo_plan_make(double budget_s, int workers, double epoch_s, double trial_overhead_s,
                        const char *algorithm, cli_demo_plan *p, char *err, size_t errlen)
 {
-    double usable, capacity;
+    double usable, capacity, best = -1;
+    double t; /* one epoch, the trial start-up spread over a few epochs */
 
     memset(p, 0, sizeof(*p));
-    if (!(budget_s > 0) || workers < 1 || !(epoch_s > 0)) {
+    if (!(budget_s > 0) || workers < 1 || !(epoch_s > 0) || trial_overhead_s < 0) {
         snprintf(err, errlen, "budget, workers and epoch time must be positive");
         return HONE_EINVAL;
     }
@@ -74,44 +74,78 @@ int cli_demo_plan_make(double budget_s, int workers, double epoch_s, double tria
         return HONE_EINVAL;
     }
     snprintf(p->algorithm, sizeof(p->algorithm), "%s", algorithm);
-    /* Start-up, the last trial's tail and the final test pass eat into the budget. */
-    usable = budget_s * 0.85 - 30;
+    /* Start-up, stragglers and the final test pass eat into the budget. */
+    usable = budget_s * 0.88 - 20;
     if (usable < budget_s * 0.5)
         usable = budget_s * 0.5;
-    capacity = usable * workers; /* worker-seconds */
+    capacity = usable * workers / epoch_s; /* epochs that fit */
+    t = epoch_s + trial_overhead_s / 2;
     p->max_parallel = workers;
-    p->epoch_multiplier = 1;
-    /* The best trial trains its R epochs one after another: keep that within ~half the time. */
-    p->R = (int)floor(usable * 0.5 / (epoch_s + trial_overhead_s / 3.0));
-    if (p->R > 12)
-        p->R = 12;
-    if (p->R < 1)
-        p->R = 1;
-    if (strcmp(algorithm, "asha") == 0) {
-        p->nu = p->R >= 9 ? 3 : 2;
-        double per =
-            asha_epochs_per_trial(p->R, p->nu) * epoch_s + trial_overhead_s * (1 + 1.0 / p->nu);
-        p->max_trials = (int)floor(capacity / per);
-    } else if (strcmp(algorithm, "bayesian") == 0) {
-        /* Full-budget trials only: fewer, longer; cap R so at least 2 rounds fit. */
-        while (p->R > 1 && 2.0 * workers * (p->R * epoch_s + trial_overhead_s) > capacity)
-            p->R--;
-        p->nu = 3;
-        p->max_trials = (int)floor(capacity / (p->R * epoch_s + trial_overhead_s));
-    } else { /* hyperband, bohb: shrink R until one full pass fits */
-        p->nu = 3;
-        while (p->R > 1 && hyperband_epochs(p->R, p->nu) * epoch_s +
-                                   hyperband_trials(p->R, p->nu) * trial_overhead_s >
-                               capacity)
-            p->R--;
-        if (p->R < 3)
-            p->nu = 2;
-        p->max_trials = hyperband_trials(p->R, p->nu);
+
+    if (strcmp(algorithm, "bayesian") == 0) {
+        /* Full-budget trials: at least two rounds over the workers so the GP has data. */
+        for (int e = 1; e <= 12; e++) {
+            int n = (int)floor(usable * workers / (e * epoch_s + trial_overhead_s));
+            double sc;
+            if (n < 2 * workers && e > 1)
+                continue;
+            sc = plan_score(e, n);
+            if (sc > best) {
+                best = sc;
+                p->R = e;
+                p->nu = 3;
+                p->epoch_multiplier = 1;
+                p->max_trials = n < 60 ? n : 60;
+            }
+        }
+    } else if (strcmp(algorithm, "asha") == 0) {
+        /* Rungs m, m*eta, .. ; promotion needs eta trials at a rung, so the best trial's path is
+         * about ceil(eta/workers) first rungs plus the rest of its epochs. */
+        for (int eta = 2; eta <= 3; eta++)
+            for (int s = 1; s <= 2; s++)
+                for (int m = 1; m <= 10; m++) {
+                    int full = m * (int)pow(eta, s), n;
+                    double crit = ((eta + workers - 1) / workers * m + full - m) * t;
+                    if (crit > 0.85 * usable || full > 30)
+                        continue;
+                    for (n = 60; n >= 2 * eta; n--)
+                        if (asha_epochs(n, eta, s, m) + n * trial_overhead_s / epoch_s <= capacity)
+                            break;
+                    if (n < 2 * eta)
+                        continue;
+                    double sc = plan_score(full, n);
+                    if (sc > best) {
+                        best = sc;
+                        p->R = (int)pow(eta, s);
+                        p->nu = eta;
+                        p->epoch_multiplier = m;
+                        p->max_trials = n;
+                    }
+                }
+    } else { /* hyperband, bohb: one full pass of the brackets must fit */
+        for (int eta = 2; eta <= 3; eta++)
+            for (int R = eta; R <= 27; R++)
+                for (int m = 1; m <= 6; m++) {
+                    int n;
+                    double units = hyperband_units(R, eta, &n);
+                    if (units * m + n * trial_overhead_s / epoch_s > capacity || R * m * t > usable)
+                        continue;
+                    double sc = plan_score(R * m, n);
+                    if (sc > best) {
+                        best = sc;
+                        p->R = R;
+                        p->nu = eta;
+                        p->epoch_multiplier = m;
+                        p->max_trials = n;
+                    }
+                }
     }
-    if (p->max_trials > 60)
-        p->max_trials = 60;
-    if (p->max_trials < workers)
-        p->max_trials = workers;
+    if (best < 0) { /* nothing fits: the smallest search there is */
+        p->R = strcmp(algorithm, "bayesian") == 0 ? 1 : 2;
+        p->nu = 2;
+        p->epoch_multiplier = 1;
+        p->max_trials = workers > 2 ? workers : 2;
+    }
     p->epochs = p->R * p->epoch_multiplier;
     return HONE_OK;
 }
@@ -119,15 +153,13 @@ int cli_demo_plan_make(double budget_s, int workers, double epoch_s, double tria
 json_t *cli_demo_space(const char *network)
 {
     /* Narrowed around what is known to work for small convnets on Fashion-MNIST (AdamW,
-     * lr ~1e-3), so a short search lands above 0.90; the search still decides lr, batch size,
-     * weight decay and dropout, and the early stops cut the poor picks. */
+     * lr ~1e-3, cosine), so a short search lands above 0.90; the search still decides lr, batch
+     * size, weight decay and dropout, and early stopping cuts the poor picks. */
     int cnn = strcmp(network, "cnn") == 0;
-    return json_pack("{s:{s:s,s:f,s:f,s:b},s:{s:s,s:[i,i,i]},s:{s:s,s:f,s:f,s:b},"
-                     "s:{s:s,s:f,s:f},s:{s:s,s:[i,i]}}",
-                     "train.lr", "type", "float", "min", cnn ? 4e-4 : 3e-4, "max",
-                     cnn ? 4e-3 : 3e-3, "log", 1, "train.batch_size", "type", "categorical",
-                     "values", 64, 128, 256, "train.weight_decay", "type", "float", "min", 1e-5,
-                     "max", 1e-2, "log", 1, "model.dropout", "type", "float", "min", 0.0, "max",
-                     0.4, "model.hidden", "type", "categorical", "values", cnn ? 128 : 256,
-                     cnn ? 256 : 512);
+    return json_pack("{s:{s:s,s:f,s:f,s:b},s:{s:s,s:[i,i]},s:{s:s,s:f,s:f,s:b},"
+                     "s:{s:s,s:f,s:f}}",
+                     "train.lr", "type", "float", "min", cnn ? 5e-4 : 3e-4, "max",
+                     cnn ? 3e-3 : 3e-3, "log", 1, "train.batch_size", "type", "categorical",
+                     "values", 128, 256, "train.weight_decay", "type", "float", "min", 1e-5, "max",
+                     5e-3, "log", 1, "model.dropout", "type", "float", "min", 0.0, "max", 0.4);
 }

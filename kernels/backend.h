@@ -105,6 +105,12 @@ HONE_HD float hone_rng_unit(uint64_t seed, uint64_t ctr, uint64_t i)
                         const float *x, float *y, int32_t *idx);                                   \
     int P##_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,            \
                         const float *dy, const int32_t *idx, float *dx);                           \
+    int P##_conv_bwd_reuse(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,  \
+                           const float *dy, float *dx, float *dw, float *db, void *ws);            \
+    int P##_maxpool_relu_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,       \
+                             const float *x, float *y, int32_t *idx);                              \
+    int P##_maxpool_relu_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,       \
+                             const float *y, const float *dy, const int32_t *idx, float *dx);      \
     int P##_avgpool_global_fwd(hone_kctx *k, int n, int c, int h, int w, const float *x,           \
                                float *y);                                                          \
     int P##_avgpool_global_bwd(hone_kctx *k, int n, int c, int h, int w, const float *dy,          \

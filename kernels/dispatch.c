@@ -277,6 +277,14 @@ int hone_k_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const
     return ON_DEV(k, conv_bwd(k, d, x, w, dy, dx, dw, db, ws));
 }
 
+int hone_k_conv_bwd_reuse(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
+                          const float *dy, float *dx, float *dw, float *db, void *ws)
+{
+    CHECK(conv_desc_ok(d) && x && w && dy && dw);
+    CHECK(ws || hone_k_conv_workspace(k, d) == 0);
+    return ON_DEV(k, conv_bwd_reuse(k, d, x, w, dy, dx, dw, db, ws));
+}
+
 /* ------------------------------------------------------------------ pooling, resampling */
 
 static int pool_ok(int n, int c, int h, int w, int size, int stride)
@@ -296,6 +304,20 @@ int hone_k_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int s
 {
     CHECK(pool_ok(n, c, h, w, size, stride) && dy && idx && dx);
     return ON_DEV(k, maxpool_bwd(k, n, c, h, w, size, stride, dy, idx, dx));
+}
+
+int hone_k_maxpool_relu_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                            const float *x, float *y, int32_t *idx)
+{
+    CHECK(pool_ok(n, c, h, w, size, stride) && x && y && idx);
+    return ON_DEV(k, maxpool_relu_fwd(k, n, c, h, w, size, stride, x, y, idx));
+}
+
+int hone_k_maxpool_relu_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                            const float *y, const float *dy, const int32_t *idx, float *dx)
+{
+    CHECK(pool_ok(n, c, h, w, size, stride) && y && dy && idx && dx);
+    return ON_DEV(k, maxpool_relu_bwd(k, n, c, h, w, size, stride, y, dy, idx, dx));
 }
 
 int hone_k_avgpool_global_fwd(hone_kctx *k, int n, int c, int h, int w, const float *x, float *y)

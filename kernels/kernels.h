@@ -80,6 +80,12 @@ int hone_k_conv_fwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const
 int hone_k_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
                     const float *dy, float *dx, float *dw, float *db, void *ws);
 
+/* hone_k_conv_bwd for a layer whose hone_k_conv_fwd with the same d, x and ws was the last op to
+ * write ws, x unchanged since: backends that lower convolution to im2col reuse the columns the
+ * forward left in ws instead of rebuilding them. Same results as hone_k_conv_bwd. */
+int hone_k_conv_bwd_reuse(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
+                          const float *dy, float *dx, float *dw, float *db, void *ws);
+
 /* ------------------------------------------------------------------ pooling, resampling */
 
 /* 2x2-style max pooling with window `size` and `stride`; idx records the argmax (int32) for bwd. */
@@ -87,6 +93,13 @@ int hone_k_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int s
                        const float *x, float *y, int32_t *idx);
 int hone_k_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
                        const float *dy, const int32_t *idx, float *dx);
+/* Fused max pooling and ReLU (relu(maxpool(x)) == maxpool(relu(x))): y = max(0, maxpool(x)), idx
+ * the argmax of x as in hone_k_maxpool_fwd. bwd: dx = maxpool_bwd(dy * (y > 0)) with y the fused
+ * forward's output. One pass each way instead of a pool and a relu pass. */
+int hone_k_maxpool_relu_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                            const float *x, float *y, int32_t *idx);
+int hone_k_maxpool_relu_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                            const float *y, const float *dy, const int32_t *idx, float *dx);
 /* Global average pooling [n,c,h,w] -> [n,c]. */
 int hone_k_avgpool_global_fwd(hone_kctx *k, int n, int c, int h, int w, const float *x, float *y);
 int hone_k_avgpool_global_bwd(hone_kctx *k, int n, int c, int h, int w, const float *dy, float *dx);

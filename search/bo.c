@@ -1,5 +1,5 @@
-/* Gaussian-process Bayesian optimisation: space-filling initial points, a GP fitted to the
- * (transformed) observations, log expected improvement maximised by random and local candidates,
+/* Gaussian-process Bayesian optimisation: random initial points, a GP fitted to the (warped,
+ * standardised) observations, log expected improvement maximised by random and local candidates,
  * and kriging-believer batches. Stateless: every suggestion is a function of the data and rng. */
 #include <math.h>
 #include <stdlib.h>
@@ -8,18 +8,26 @@
 #include "gp.h"
 #include "space_internal.h"
 
-/* Tuning knobs, overridable at compile time for bench/search.c experiments. */
+/* Tuning knobs, overridable at compile time (-D) for bench/search.c experiments. The defaults were
+ * chosen on bench_search (5 functions x 20 seeds, regret at 50 evaluations); see bench/README.md.
+ * HONE_BO_WARP: 0 never log-warp targets, 1 always, 2 when they are skewed past HONE_BO_SKEW. */
 #ifndef HONE_BO_N_INIT
-#define HONE_BO_N_INIT 5
+#define HONE_BO_N_INIT 10
 #endif
 #ifndef HONE_BO_REFINE_ITERS
-#define HONE_BO_REFINE_ITERS 25
+#define HONE_BO_REFINE_ITERS 50
 #endif
 #ifndef HONE_BO_N_REFINE
-#define HONE_BO_N_REFINE 3
+#define HONE_BO_N_REFINE 5
+#endif
+#ifndef HONE_BO_LOCAL_DIV /* 1/DIV of the pool are local candidates around the best points */
+#define HONE_BO_LOCAL_DIV 4
+#endif
+#ifndef HONE_BO_SKEW
+#define HONE_BO_SKEW 1.0
 #endif
 #ifndef HONE_BO_WARP
-#define HONE_BO_WARP 1
+#define HONE_BO_WARP 2
 #endif
 
 void hone_bo_opts_default(hone_bo_opts *o)
@@ -171,7 +179,7 @@ static void suggest_model(bo_ctx *c, const hone_bo_opts *o, const double *ytr, d
     if (c->n > 50)
         nrand = (int)((double)nrand * 50.0 / c->n) > 200 ? (int)((double)nrand * 50.0 / c->n)
                                                          : (nrand < 200 ? nrand : 200);
-    int nloc_each = nrand / (2 * N_TOP_OBS);
+    int nloc_each = nrand / (HONE_BO_LOCAL_DIV * N_TOP_OBS);
     int cap = nrand + N_TOP_OBS * nloc_each;
     pool p;
     pool_init(&p, cap, c->np, c->nf);
@@ -201,9 +209,11 @@ static void suggest_model(bo_ctx *c, const hone_bo_opts *o, const double *ytr, d
         space__features(c->s, p.V + (size_t)i * c->np, p.F + (size_t)i * c->nf);
     log_ei(c, p.F, p.m, p.acq, p.mu, p.var);
     /* refine the best few distinct, untaken candidates in place */
-    int nref = 0;
-    int refined[N_REFINE];
-    for (int t = 0; t < N_REFINE; t++) {
+    int nref = 0, refined[N_REFINE];
+    int iters = c->n > 50 ? HONE_BO_REFINE_ITERS * 50 / c->n : HONE_BO_REFINE_ITERS;
+    iters = iters < 15 ? 15 : iters;
+    int nrefine = c->n > 100 ? 3 : N_REFINE; /* keeps a suggestion under ~50 ms at n = 200 */
+    for (int t = 0; t < nrefine; t++) {
         int bi = -1;
         for (int i = 0; i < p.m; i++) {
             int used = 0;
@@ -215,7 +225,7 @@ static void suggest_model(bo_ctx *c, const hone_bo_opts *o, const double *ytr, d
         if (bi < 0)
             break;
         refined[nref++] = bi;
-        refine(c, p.V + (size_t)bi * c->np, &p.acq[bi], HONE_BO_REFINE_ITERS);
+        refine(c, p.V + (size_t)bi * c->np, &p.acq[bi], iters);
     }
     /* best untaken candidate */
     int bi = -1;
@@ -249,16 +259,27 @@ static void transform_targets(const double *y, int n, double *out)
         }
     for (int i = 0; i < n; i++)
         out[i] = isfinite(y[i]) ? y[i] : worst;
-    /* y' = log(y - min + delta), delta = median - min: a mild warp that expands the region near
-     * the best values and tames huge ranges (Rosenbrock: 10x lower regret at 50 evaluations;
-     * Branin, Hartmann-6 and the mixed problem were no worse). */
+    /* y' = log(y - min + delta), delta = median - min, when the values have a long tail of bad
+     * results (skewness > 1, e.g. Rosenbrock): it expands the region near the best values and
+     * tames huge ranges (Rosenbrock: 10-30x lower regret at 50 evaluations). Not when the tail is
+     * on the good side (Ackley, Hartmann-6), where it made the model chase small bumps. */
     double *tmp = hone_xmalloc(sizeof(double) * (size_t)n);
     memcpy(tmp, out, sizeof(double) * (size_t)n);
     qsort(tmp, (size_t)n, sizeof(double), cmp_double);
     double delta = tmp[n / 2] - lo;
     if (delta < 0.01 * (tmp[n - 1] - lo))
         delta = 0.01 * (tmp[n - 1] - lo);
-    if (HONE_BO_WARP && delta > 0 && isfinite(delta))
+    double m1 = 0, m2 = 0, m3 = 0;
+    for (int i = 0; i < n; i++)
+        m1 += out[i] / n;
+    for (int i = 0; i < n; i++) {
+        double t = out[i] - m1;
+        m2 += t * t / n;
+        m3 += t * t * t / n;
+    }
+    double skew = m2 > 0 ? m3 / (m2 * sqrt(m2)) : 0;
+    int warp = HONE_BO_WARP == 1 || (HONE_BO_WARP == 2 && skew > HONE_BO_SKEW);
+    if (warp && delta > 0 && isfinite(delta))
         for (int i = 0; i < n; i++)
             out[i] = log(out[i] - lo + delta);
     free(tmp);
@@ -275,7 +296,7 @@ static void transform_targets(const double *y, int n, double *out)
         out[i] = (out[i] - mean) / sd;
 }
 
-#define FIT_SUBSET 100
+#define FIT_SUBSET 80
 
 /* Fits the kernel hyperparameters, on a subset when there are many observations (the fit is
  * O(n^3) per step): the best third plus an even spread of the rest, chosen deterministically.

@@ -70,7 +70,7 @@ int hone_space_config_from_json(const hone_space *s, const char *json, double *v
 /* ---------------------------------------------------- Bayesian optimisation (gp.c, bo.c) */
 
 typedef struct hone_bo_opts {
-    int n_init;       /* random/quasi-random points before the model is used (default 5) */
+    int n_init;       /* random points before the model is used (default 10) */
     int n_candidates; /* random candidates for the acquisition (default 2000) */
     int n_restarts;   /* multi-start count for the kernel hyperparameter fit (default 3) */
 } hone_bo_opts;

@@ -21,7 +21,7 @@ typedef struct {
     float *train_x, *val_x, *test_x;
     int32_t *train_y, *val_y, *test_y;
     int32_t *perm, *base_dev, *t_dev;
-    float *lr_dev, *acc, *xb;
+    float *lr_dev, *lr_sched, *acc, *xb; /* lr_sched: this epoch's lr per step, on the device */
     int32_t *yb;
     float *opt; /* sgd: v; adamw: m then v */
     size_t nopt;
@@ -236,8 +236,9 @@ static void trainer_free(trainer *t)
 {
     hone_kctx *k = t->k;
     if (k) {
-        void *bufs[] = {t->train_x,  t->val_x, t->test_x, t->train_y, t->val_y, t->test_y, t->perm,
-                        t->base_dev, t->t_dev, t->lr_dev, t->acc,     t->xb,    t->yb,     t->opt};
+        void *bufs[] = {t->train_x, t->val_x, t->test_x,   t->train_y, t->val_y,
+                        t->test_y,  t->perm,  t->base_dev, t->t_dev,   t->lr_dev,
+                        t->acc,     t->xb,    t->yb,       t->opt,     t->lr_sched};
         for (size_t i = 0; i < HONE_ARRAY_LEN(bufs); i++)
             hone_k_free(k, bufs[i]);
         net_free(t->net);
@@ -287,6 +288,7 @@ static int setup(trainer *t, const hone_train_opts *o, char *err, size_t errlen)
     t->base_dev = dev_copy(k, &zero, 4);
     t->t_dev = dev_copy(k, &zero, 4);
     t->lr_dev = hone_k_alloc(k, fb);
+    t->lr_sched = hone_k_alloc(k, (size_t)t->steps * fb);
     t->acc = hone_k_alloc(k, 4 * fb);
     t->xb = hone_k_alloc(k, (size_t)t->batch * t->row * fb);
     t->yb = hone_k_alloc(k, (size_t)t->batch * 4);
@@ -314,6 +316,7 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
     FILE *metrics = NULL;
     char line[512], ckpath[1100];
     int rc, start = 0, epochs = o->spec->train.epochs;
+    float *lr_host = NULL;
     double best_val = NAN;
     memset(res, 0, sizeof(*res));
     t.spec = o->spec;
@@ -352,14 +355,20 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
     for (e = start; e < last; e++) {
         hone_kctx *k = t.k;
         int32_t zero = 0;
-        float lr = 0;
+        /* the epoch's learning rates go up in one upload; each step then copies its own on the
+         * device (an upload per step would make the host wait for the GPU every step) */
+        if (!lr_host)
+            lr_host = hone_xmalloc(sizeof(float) * (size_t)t.steps);
+        for (int s = 0; s < t.steps; s++)
+            lr_host[s] = (float)lr_at(o->spec, t.steps, (long)e * t.steps + s);
+        float lr = lr_host[t.steps - 1];
         hone_k_permutation(k, t.perm, t.ds.train.n, o->spec->train.seed, (uint64_t)e);
         hone_k_upload(k, t.base_dev, &zero, 4);
+        rc = hone_k_upload(k, t.lr_sched, lr_host, sizeof(float) * (size_t)t.steps);
         hone_k_fill(k, t.acc, 0.0f, 2);
         double t0 = now();
         for (int s = 0; s < t.steps && rc == 0; s++) {
-            lr = (float)lr_at(o->spec, t.steps, (long)e * t.steps + s);
-            rc = hone_k_upload(k, t.lr_dev, &lr, sizeof(lr));
+            rc = hone_k_copy(k, t.lr_dev, t.lr_sched + s, sizeof(float));
             if (rc == 0)
                 rc = hone_kgraph_launch(k, graph);
         }
@@ -440,6 +449,7 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
 fail:
     if (metrics)
         fclose(metrics);
+    free(lr_host);
     hone_kgraph_free(graph);
     trainer_free(&t);
     return rc;

@@ -241,6 +241,24 @@ static size_t out_size(const layer *L)
     return (size_t)L->oc * L->oh * L->ow;
 }
 
+/* A pool followed by a relu runs as one fused op writing the relu layer's output (the relu layer
+ * itself is then skipped both ways; the pool's own out/dout stay unused). */
+static int pool_relu_fused(const hone_net *net, int i)
+{
+    return i >= 0 && i + 1 < net->nlayers && net->layers[i].kind == L_POOL &&
+           net->layers[i + 1].kind == L_RELU;
+}
+
+/* No conv layer after layer i: nothing writes the shared workspace between its forward and
+ * backward, so its backward may reuse the forward's im2col columns. */
+static int last_conv(const hone_net *net, int i)
+{
+    for (int j = i + 1; j < net->nlayers; j++)
+        if (net->layers[j].kind == L_CONV)
+            return 0;
+    return 1;
+}
+
 const float *net_forward(hone_net *net, const float *x, int n, int training)
 {
     hone_kctx *k = net->k;
@@ -263,10 +281,15 @@ const float *net_forward(hone_net *net, const float *x, int n, int training)
             break;
         }
         case L_RELU:
-            hone_k_relu_fwd(k, in, L->out, cnt);
+            if (!pool_relu_fused(net, i - 1))
+                hone_k_relu_fwd(k, in, L->out, cnt);
             break;
         case L_POOL:
-            hone_k_maxpool_fwd(k, n, L->c, L->h, L->w, 2, 2, in, L->out, L->idx);
+            if (pool_relu_fused(net, i))
+                hone_k_maxpool_relu_fwd(k, n, L->c, L->h, L->w, 2, 2, in, net->layers[i + 1].out,
+                                        L->idx);
+            else
+                hone_k_maxpool_fwd(k, n, L->c, L->h, L->w, 2, 2, in, L->out, L->idx);
             break;
         case L_BN: {
             float *st = net->state + L->s_off;
@@ -307,7 +330,10 @@ void net_backward(hone_net *net, const float *x, int n)
         case L_CONV: {
             hone_conv_desc d;
             hone_conv_desc_init(&d, n, L->c, L->h, L->w, L->oc, 3, 3, 1, 1);
-            hone_k_conv_bwd(k, &d, in, W, L->dout, din, dW, dB, net->ws);
+            if (last_conv(net, i))
+                hone_k_conv_bwd_reuse(k, &d, in, W, L->dout, din, dW, dB, net->ws);
+            else
+                hone_k_conv_bwd(k, &d, in, W, L->dout, din, dW, dB, net->ws);
             break;
         }
         case L_DENSE: {
@@ -319,11 +345,14 @@ void net_backward(hone_net *net, const float *x, int n)
             break;
         }
         case L_RELU:
-            if (din)
+            if (din && !pool_relu_fused(net, i - 1))
                 hone_k_relu_bwd(k, L->out, L->dout, din, cnt);
             break;
         case L_POOL:
-            if (din)
+            if (din && pool_relu_fused(net, i))
+                hone_k_maxpool_relu_bwd(k, n, L->c, L->h, L->w, 2, 2, net->layers[i + 1].out,
+                                        net->layers[i + 1].dout, L->idx, din);
+            else if (din)
                 hone_k_maxpool_bwd(k, n, L->c, L->h, L->w, 2, 2, L->dout, L->idx, din);
             break;
         case L_BN: {

@@ -2,8 +2,7 @@
  * image. Forward: per image W[K,CRS] x im2col[CRS,PQ] straight into y (NCHW, no transpose), or a
  * hand-written small-K product when CRS is tiny (a first layer; its dW likewise). Backward: dW and
  * db summed per fixed chunk of images (partials added in chunk order, so results do not depend on
- * the thread count), dX as a convolution of dY with the flipped kernel (or W^T x dY then
- * col2im). All scratch lives in the caller's workspace. */
+ * the thread count), dX as W^T x dY then col2im. All scratch lives in the caller's workspace. */
 #include <string.h>
 
 #include "cpu_par.h"
@@ -18,15 +17,12 @@ typedef struct {
     const hone_conv_desc *d;
     size_t crs, pq, chw, kpq; /* rows of col, output pixels, input and output floats per image */
     int direct, one_by_one;   /* small-K forward; 1x1/stride 1/no pad: col is the image itself */
-    int full;                 /* dX as a stride-1 convolution of dY with the flipped kernel */
-    hone_conv_desc fd;        /* ... whose shape this is (input dY, output dX) */
     int chunks;               /* backward chunks */
     size_t slot;              /* floats of scratch per thread */
     const float *x, *w, *b, *dy;
     float *y, *dx, *dw, *db;
     float *cols;     /* per-slot scratch (im2col buffers) */
     float *partials; /* chunks - 1 partial (dW, db) pairs */
-    float *wflip;    /* full: wflip[c][k][r][s] = w[k][c][R-1-r][S-1-s] */
 } conv_job;
 
 static void plan(conv_job *j, hone_kctx *k, const hone_conv_desc *d, void *ws)
@@ -39,31 +35,12 @@ static void plan(conv_job *j, hone_kctx *k, const hone_conv_desc *d, void *ws)
     j->kpq = (size_t)d->k * j->pq;
     j->direct = j->crs <= CONV_DIRECT_CRS;
     j->one_by_one = d->r == 1 && d->s == 1 && d->stride == 1 && d->pad == 0;
-    /* dX[c][i][j] = sum w[k][c][r][s] dY[k][i+pad-r][j+pad-s]: a convolution of dY (K channels,
-     * P x Q) by the flipped kernel with padding R-1-pad, giving H x W. One GEMM straight into dX
-     * instead of W^T dY into a CRS x PQ buffer (that BLAS must zero first) and col2im. */
-    j->full = d->stride == 1 && d->r == d->s && d->pad < d->r && !j->one_by_one;
-    if (j->full) {
-        hone_conv_desc *f = &j->fd;
-        f->n = 1;
-        f->c = d->k;
-        f->h = d->p;
-        f->w = d->q;
-        f->k = d->c;
-        f->r = d->r;
-        f->s = d->s;
-        f->stride = 1;
-        f->pad = d->r - 1 - d->pad;
-        f->p = d->h;
-        f->q = d->w;
-    }
     j->chunks = d->n < CONV_BWD_CHUNKS ? d->n : CONV_BWD_CHUNKS;
     j->slot = j->crs * j->pq;
-    if (j->full && (size_t)d->k * d->r * d->s * d->h * d->w > j->slot)
-        j->slot = (size_t)d->k * d->r * d->s * d->h * d->w;
-    j->cols = ws;
-    j->partials = j->cols + (size_t)cpu_par_slots(k) * j->slot;
-    j->wflip = j->partials + (size_t)(j->chunks - 1) * ((size_t)d->k * j->crs + (size_t)d->k);
+    if (ws) { /* NULL when only the size is asked for */
+        j->cols = ws;
+        j->partials = j->cols + (size_t)cpu_par_slots(k) * j->slot;
+    }
 }
 
 size_t cpu_conv_workspace(hone_kctx *k, const hone_conv_desc *d)
@@ -72,8 +49,7 @@ size_t cpu_conv_workspace(hone_kctx *k, const hone_conv_desc *d)
     plan(&j, k, d, NULL);
     size_t cols = (size_t)cpu_par_slots(k) * j.slot;
     size_t partials = (size_t)(j.chunks - 1) * ((size_t)d->k * j.crs + (size_t)d->k);
-    size_t wflip = j.full ? (size_t)d->k * j.crs : 0;
-    return (cols + partials + wflip) * sizeof(float);
+    return (cols + partials) * sizeof(float);
 }
 
 /* Output columns q whose input column q*stride - pad + s lies inside [0, w): [*lo, *hi). */
@@ -124,16 +100,17 @@ static tap_span span_of(const hone_conv_desc *d, int r, int s)
     return t;
 }
 
-/* Zeroes the wrapped-around columns of the valid rows of one col row. */
+/* Zeroes the wrapped-around columns of the valid rows of one col row. Column by column (a strided
+ * loop) on purpose: row by row, GCC turns the one-or-two-element loops into memset calls. */
 static void zero_wrapped(const hone_conv_desc *d, const tap_span *t, float *out)
 {
-    for (int p = t->plo; p < t->phi; p++) {
-        float *o = out + (size_t)p * d->q;
-        for (int q = 0; q < t->lo; q++)
-            o[q] = 0.0f;
-        for (int q = t->hi; q < d->q; q++)
-            o[q] = 0.0f;
-    }
+    size_t Q = (size_t)d->q;
+    for (int q = 0; q < t->lo; q++)
+        for (int p = t->plo; p < t->phi; p++)
+            out[(size_t)p * Q + q] = 0.0f;
+    for (int q = t->hi; q < d->q; q++)
+        for (int p = t->plo; p < t->phi; p++)
+            out[(size_t)p * Q + q] = 0.0f;
 }
 
 /* col[(c*R + r)*S + s][p*Q + q] = img[c][p*stride-pad+r][q*stride-pad+s] (0 outside). */
@@ -405,12 +382,7 @@ static void bwd_chunk(void *arg, int c, int slot)
         if (!j->dx)
             continue;
         float *dx = j->dx + (size_t)i * j->chw;
-        if (j->full) {
-            size_t krs = (size_t)d->k * d->r * d->s, hw = (size_t)d->h * d->w;
-            im2col(&j->fd, dy, buf);
-            cpu_gemm1(0, 0, d->c, (int)hw, (int)krs, 1.0f, j->wflip, (int)krs, buf, (int)hw, 0.0f,
-                      dx, (int)hw);
-        } else if (j->one_by_one) {
+        if (j->one_by_one) {
             cpu_gemm1(1, 0, (int)j->crs, (int)j->pq, d->k, 1.0f, j->w, (int)j->crs, dy, (int)j->pq,
                       0.0f, dx, (int)j->pq);
         } else {
@@ -438,14 +410,6 @@ int cpu_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const fl
     j.dx = dx;
     j.dw = dw;
     j.db = db;
-    if (dx && j.full)
-        for (int kk = 0; kk < d->k; kk++)
-            for (int c = 0; c < d->c; c++)
-                for (int r = 0; r < d->r; r++)
-                    for (int s = 0; s < d->s; s++)
-                        j.wflip[(((size_t)c * d->k + kk) * d->r + r) * d->s + s] =
-                            w[(((size_t)kk * d->c + c) * d->r + d->r - 1 - r) * d->s + d->s - 1 -
-                              s];
     cpu_par_run(k, j.chunks, bwd_chunk, &j);
     size_t kcrs = (size_t)d->k * j.crs;
     for (int c = 1; c < j.chunks; c++) {

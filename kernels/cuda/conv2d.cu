@@ -6,10 +6,11 @@
 #include "conv_direct.cuh"
 
 /* Workspace: col[CRS * NPQ], t[K * NPQ], then the small partial-sum area used by the direct
- * weight-grad kernel and the two-stage bias reduction. */
+ * weight-grad kernel and the bias reduction fused into the dy transpose. */
 static size_t partial_floats(const hone_conv_desc *d)
 {
-    size_t a = (size_t)d->n * d->k * (d->c * d->r * d->s + 1), b = (size_t)d->k * HC_BIAS_CHUNKS;
+    size_t a = (size_t)d->n * d->k * (d->c * d->r * d->s + 1);
+    size_t b = (size_t)d->n * d->k * ((d->p * d->q + HC_THREADS - 1) / HC_THREADS);
     return a > b ? a : b;
 }
 
@@ -104,33 +105,27 @@ __global__ static void k_kn_to_nk(const float *__restrict__ t, const float *__re
     y[((size_t)n * gridDim.y + ch) * pq + j] = b ? v + b[ch] : v;
 }
 
-/* grid (ceil(PQ/256), K, N): t[k, n*PQ + pq] = dy[n,k,pq] */
-__global__ static void k_nk_to_kn(const float *__restrict__ dy, float *__restrict__ t, int npq,
-                                  int pq)
+/* grid (ceil(PQ/256), K, N): t[k, n*PQ + pq] = dy[n,k,pq]. With part != NULL each block also
+ * writes the sum of the dy values it moved to part[(k*N + n)*gridDim.x + blockIdx.x], so the bias
+ * gradient needs no second pass over dy (hc_fold_rows folds each k's row in a fixed order). */
+__global__ static void k_nk_to_kn(const float *__restrict__ dy, float *__restrict__ t,
+                                  float *__restrict__ part, int npq, int pq)
 {
     int j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= pq)
-        return;
     int ch = blockIdx.y, n = blockIdx.z;
-    t[(size_t)ch * npq + n * pq + j] = dy[((size_t)n * gridDim.y + ch) * pq + j];
+    float v = 0.f;
+    if (j < pq) {
+        v = dy[((size_t)n * gridDim.y + ch) * pq + j];
+        t[(size_t)ch * npq + n * pq + j] = v;
+    }
+    if (part) { /* uniform over the block, so the barriers inside hc_block_sum are safe */
+        v = hc_block_sum(v);
+        if (threadIdx.x == 0)
+            part[((size_t)ch * gridDim.z + n) * gridDim.x + blockIdx.x] = v;
+    }
 }
 
-/* Two-stage deterministic row sums of t[K, NPQ]: grid (K, HC_BIAS_CHUNKS) partials, then one
- * warp per row folds its chunks. */
-__global__ static void k_row_sum_part(const float *__restrict__ t, float *__restrict__ part,
-                                      int npq)
-{
-    int chunk = (npq + gridDim.y - 1) / gridDim.y;
-    int lo = blockIdx.y * chunk, hi = min(npq, lo + chunk);
-    const float *row = t + (size_t)blockIdx.x * npq;
-    float s = 0.f;
-    for (int j = lo + threadIdx.x; j < hi; j += blockDim.x)
-        s += row[j];
-    s = hc_block_sum(s);
-    if (threadIdx.x == 0)
-        part[blockIdx.x * gridDim.y + blockIdx.y] = s;
-}
-
+/* One warp per row of part[rows, cols]: out[row] = the row's sum (lanes, then a fixed tree). */
 __global__ static void hc_fold_rows(const float *__restrict__ part, int cols,
                                     float *__restrict__ out, int rows)
 {
@@ -186,8 +181,9 @@ extern "C" int cuda_conv_fwd(hone_kctx *k, const hone_conv_desc *d, const float 
     return HONE_OK;
 }
 
-extern "C" int cuda_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
-                             const float *dy, float *dx, float *dw, float *db, void *ws)
+/* reuse: ws still holds im2col(x) from this layer's forward (hone_k_conv_bwd_reuse). */
+static int conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
+                    const float *dy, float *dx, float *dw, float *db, void *ws, bool reuse)
 {
     int rc;
     if ((rc = check_size(d)) < 0)
@@ -195,23 +191,24 @@ extern "C" int cuda_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float 
     int npq = d->n * d->p * d->q, crs = d->c * d->r * d->s, pq = d->p * d->q;
     float *col = (float *)ws, *t = col + (size_t)crs * npq;
     float *part = t + (size_t)d->k * npq;
-    if (hc_conv_direct_ok(d)) {
+    bool direct = hc_conv_direct_ok(d);
+    if (direct) {
         if ((rc = hc_conv_direct_bwd_filter(k, d, x, dy, dw, db, part)) < 0)
             return rc;
         if (!dx)
             return HONE_OK;
     }
     dim3 grid((pq + HC_THREADS - 1) / HC_THREADS, d->k, d->n);
-    k_nk_to_kn<<<grid, HC_THREADS, 0, hc_stream(k)>>>(dy, t, npq, pq);
+    float *bpart = !direct && db ? part : NULL;
+    k_nk_to_kn<<<grid, HC_THREADS, 0, hc_stream(k)>>>(dy, t, bpart, npq, pq);
     HC_LAUNCHED();
-    if (!hc_conv_direct_ok(d)) {
-        if (db) {
-            k_row_sum_part<<<dim3(d->k, HC_BIAS_CHUNKS), 256, 0, hc_stream(k)>>>(t, part, npq);
-            HC_LAUNCHED();
-            hc_fold_rows<<<(d->k + 7) / 8, 256, 0, hc_stream(k)>>>(part, HC_BIAS_CHUNKS, db, d->k);
+    if (!direct) {
+        if (bpart) {
+            int cols = (int)(grid.x * grid.z);
+            hc_fold_rows<<<(d->k + 7) / 8, 256, 0, hc_stream(k)>>>(bpart, cols, db, d->k);
             HC_LAUNCHED();
         }
-        if ((rc = launch_im2col(k, d, x, col, npq)) < 0)
+        if (!reuse && (rc = launch_im2col(k, d, x, col, npq)) < 0)
             return rc;
         /* dw[K, CRS] = t[K, NPQ] . col[CRS, NPQ]^T */
         if ((rc = cuda_gemm(k, 0, 1, d->k, crs, npq, 1.f, t, npq, col, npq, 0.f, dw, crs)) < 0)
@@ -226,4 +223,17 @@ extern "C" int cuda_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float 
     k_col2im<<<g2, HC_THREADS, 0, hc_stream(k)>>>(col, dx, *d, npq);
     HC_LAUNCHED();
     return HONE_OK;
+}
+
+extern "C" int cuda_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
+                             const float *dy, float *dx, float *dw, float *db, void *ws)
+{
+    return conv_bwd(k, d, x, w, dy, dx, dw, db, ws, false);
+}
+
+extern "C" int cuda_conv_bwd_reuse(hone_kctx *k, const hone_conv_desc *d, const float *x,
+                                   const float *w, const float *dy, float *dx, float *dw, float *db,
+                                   void *ws)
+{
+    return conv_bwd(k, d, x, w, dy, dx, dw, db, ws, true);
 }

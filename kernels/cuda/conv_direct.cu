@@ -131,16 +131,23 @@ __global__ static void __launch_bounds__(256)
     }
 }
 
-/* One thread per (k, j): sums part over images in order; j == taps goes to db. */
+/* One warp per (k, j): lane l sums part over images l, l+32, ... in order, then a fixed shuffle
+ * tree (deterministic); j == taps goes to db. A thread per (k, j) walking all images serially was
+ * latency-bound (5.5 us for 128 images). */
 __global__ static void k_direct_fold(const float *__restrict__ part, int n, int kk, int ntaps,
                                      float *__restrict__ dw, float *__restrict__ db)
 {
-    int e = blockIdx.x * blockDim.x + threadIdx.x, row = ntaps + 1;
+    int e = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+    int row = ntaps + 1;
     if (e >= kk * row)
         return;
     float s = 0.f;
-    for (int i = 0; i < n; i++)
+    for (int i = lane; i < n; i += 32)
         s += part[(size_t)i * kk * row + e];
+    for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+    if (lane != 0)
+        return;
     int k = e / row, j = e - k * row;
     if (j < ntaps)
         dw[k * ntaps + j] = s;
@@ -178,7 +185,7 @@ int hc_conv_direct_bwd_filter(hone_kctx *k, const hone_conv_desc *d, const float
             <<<dim3((d->k + 3) / 4, nblk), 256, 0, hc_stream(k)>>>(x, dy, part, *d, t);
     HC_LAUNCHED();
     int total = d->k * (ntaps + 1);
-    k_direct_fold<<<(total + 127) / 128, 128, 0, hc_stream(k)>>>(part, nblk, d->k, ntaps, dw, db);
+    k_direct_fold<<<(total + 3) / 4, 128, 0, hc_stream(k)>>>(part, nblk, d->k, ntaps, dw, db);
     HC_LAUNCHED();
     return HONE_OK;
 }

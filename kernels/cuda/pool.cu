@@ -1,8 +1,10 @@
-/* CUDA backend: max pooling (argmax kept for backward), global average pooling and
- * nearest-neighbour upsampling (detection heads). Backward passes are gathers, except max-pool
- * with overlapping windows, which scatters with atomics into a zeroed dx. */
+/* CUDA backend: max pooling (argmax kept for backward; optionally fused with ReLU), global
+ * average pooling and nearest-neighbour upsampling (detection heads). Backward passes are gathers,
+ * except max-pool with overlapping windows, which scatters with atomics into a zeroed dx. */
 #include "common.cuh"
 
+/* RELU: y = max(0, window max) (maxpool_relu_fwd); idx is the argmax of x either way. */
+template <bool RELU>
 __global__ static void k_maxpool_fwd(const float *__restrict__ x, float *__restrict__ y,
                                      int32_t *__restrict__ idx, int planes, int h, int w, int size,
                                      int stride, int p, int q)
@@ -23,13 +25,13 @@ __global__ static void k_maxpool_fwd(const float *__restrict__ x, float *__restr
                     bi = i * w + j;
                 }
             }
-        y[o] = best;
+        y[o] = RELU ? (best > 0.f ? best : 0.f) : best;
         idx[o] = bi;
     }
 }
 
-extern "C" int cuda_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
-                                const float *x, float *y, int32_t *idx)
+static int maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                       const float *x, float *y, int32_t *idx, bool relu)
 {
     int p = (h - size) / stride + 1, q = (w - size) / stride + 1;
     size_t total = (size_t)n * c * p * q;
@@ -37,24 +39,45 @@ extern "C" int cuda_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int si
         return HONE_OK;
     if ((size_t)n * c * h * w >= (1u << 31))
         return HONE_ERANGE;
-    k_maxpool_fwd<<<hc_blocks(k, total), HC_THREADS, 0, hc_stream(k)>>>(x, y, idx, n * c, h, w,
-                                                                        size, stride, p, q);
+    unsigned blocks = hc_blocks(k, total);
+    if (relu)
+        k_maxpool_fwd<true>
+            <<<blocks, HC_THREADS, 0, hc_stream(k)>>>(x, y, idx, n * c, h, w, size, stride, p, q);
+    else
+        k_maxpool_fwd<false>
+            <<<blocks, HC_THREADS, 0, hc_stream(k)>>>(x, y, idx, n * c, h, w, size, stride, p, q);
     HC_LAUNCHED();
     return HONE_OK;
 }
 
-__global__ static void k_maxpool_bwd(const float *dy, const int32_t *idx, float *dx, int hw, int pq,
-                                     int total)
+extern "C" int cuda_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                                const float *x, float *y, int32_t *idx)
+{
+    return maxpool_fwd(k, n, c, h, w, size, stride, x, y, idx, false);
+}
+
+extern "C" int cuda_maxpool_relu_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                                     const float *x, float *y, int32_t *idx)
+{
+    return maxpool_fwd(k, n, c, h, w, size, stride, x, y, idx, true);
+}
+
+/* The backward kernels take the fused forward's output ym (NULL: plain max pooling) and pass a
+ * window's gradient only where ym > 0. */
+__global__ static void k_maxpool_bwd(const float *dy, const float *ym, const int32_t *idx,
+                                     float *dx, int hw, int pq, int total)
 {
     HC_FOR32(o, total)
     {
-        atomicAdd(dx + (size_t)(o / pq) * hw + idx[o], dy[o]);
+        if (!ym || ym[o] > 0.f)
+            atomicAdd(dx + (size_t)(o / pq) * hw + idx[o], dy[o]);
     }
 }
 
 /* Windows that tile the input exactly (stride == size, h == p*size, w == q*size): one thread per
  * window writes its size*size dx entries, with no divisions per element. */
 __global__ static void k_maxpool_bwd_tile(const float *__restrict__ dy,
+                                          const float *__restrict__ ym,
                                           const int32_t *__restrict__ idx, float *__restrict__ dx,
                                           int w, int size, int p, int q, int total)
 {
@@ -63,7 +86,7 @@ __global__ static void k_maxpool_bwd_tile(const float *__restrict__ dy,
         int plane = o / (p * q), r = o - plane * p * q;
         int op = r / q, oq = r - op * q;
         int at = idx[o];
-        float g = dy[o];
+        float g = !ym || ym[o] > 0.f ? dy[o] : 0.f;
         float *dp = dx + (size_t)plane * p * q * size * size;
         for (int a = 0; a < size; a++)
             for (int b = 0; b < size; b++) {
@@ -75,6 +98,7 @@ __global__ static void k_maxpool_bwd_tile(const float *__restrict__ dy,
 
 /* Non-overlapping windows (stride >= size): every dx element is written once, no memset. */
 __global__ static void k_maxpool_bwd_gather(const float *__restrict__ dy,
+                                            const float *__restrict__ ym,
                                             const int32_t *__restrict__ idx, float *__restrict__ dx,
                                             int h, int w, int size, int stride, int p, int q,
                                             int total)
@@ -87,15 +111,15 @@ __global__ static void k_maxpool_bwd_gather(const float *__restrict__ dy,
         float v = 0.f;
         if (op < p && oq < q && i - op * stride < size && j - oq * stride < size) {
             int o = (plane * p + op) * q + oq;
-            if (idx[o] == r)
+            if (idx[o] == r && (!ym || ym[o] > 0.f))
                 v = dy[o];
         }
         dx[e] = v;
     }
 }
 
-extern "C" int cuda_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
-                                const float *dy, const int32_t *idx, float *dx)
+static int maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                       const float *ym, const float *dy, const int32_t *idx, float *dx)
 {
     int p = (h - size) / stride + 1, q = (w - size) / stride + 1;
     size_t total = (size_t)n * c * p * q, nx = (size_t)n * c * h * w;
@@ -103,23 +127,35 @@ extern "C" int cuda_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int si
         return HONE_ERANGE;
     if (stride == size && p * size == h && q * size == w) {
         k_maxpool_bwd_tile<<<hc_blocks(k, total), HC_THREADS, 0, hc_stream(k)>>>(
-            dy, idx, dx, w, size, p, q, (int)total);
+            dy, ym, idx, dx, w, size, p, q, (int)total);
         HC_LAUNCHED();
         return HONE_OK;
     }
     if (stride >= size) {
         k_maxpool_bwd_gather<<<hc_blocks(k, nx), HC_THREADS, 0, hc_stream(k)>>>(
-            dy, idx, dx, h, w, size, stride, p, q, (int)nx);
+            dy, ym, idx, dx, h, w, size, stride, p, q, (int)nx);
         HC_LAUNCHED();
         return HONE_OK;
     }
     HC_CHECK(cudaMemsetAsync(dx, 0, nx * sizeof(float), hc_stream(k)));
     if (total == 0)
         return HONE_OK;
-    k_maxpool_bwd<<<hc_blocks(k, total), HC_THREADS, 0, hc_stream(k)>>>(dy, idx, dx, h * w, p * q,
-                                                                        (int)total);
+    k_maxpool_bwd<<<hc_blocks(k, total), HC_THREADS, 0, hc_stream(k)>>>(dy, ym, idx, dx, h * w,
+                                                                        p * q, (int)total);
     HC_LAUNCHED();
     return HONE_OK;
+}
+
+extern "C" int cuda_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                                const float *dy, const int32_t *idx, float *dx)
+{
+    return maxpool_bwd(k, n, c, h, w, size, stride, NULL, dy, idx, dx);
+}
+
+extern "C" int cuda_maxpool_relu_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                                     const float *y, const float *dy, const int32_t *idx, float *dx)
+{
+    return maxpool_bwd(k, n, c, h, w, size, stride, y, dy, idx, dx);
 }
 
 /* One warp per (n, c) plane. */

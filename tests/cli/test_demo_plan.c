@@ -16,6 +16,13 @@ static int failures;
         }                                                                                          \
     } while (0)
 
+/* What a plan is worth to the demo: epochs for the best trial (capped: a convnet needs several
+ * to pass 0.90), then configurations tried. More budget must never make this worse. */
+static double worth(const cli_demo_plan *p)
+{
+    return 4.0 * (p->epochs < 6 ? p->epochs : 6) + 0.5 * (p->max_trials < 24 ? p->max_trials : 24);
+}
+
 static void test_budget_monotone(void)
 {
     static const char *const algos[] = {"asha", "hyperband", "bayesian", "bohb"};
@@ -31,10 +38,8 @@ static void test_budget_monotone(void)
             CHECK(p.max_trials >= 2 && p.max_trials <= 60);
             CHECK(p.epochs == p.R * p.epoch_multiplier);
             /* the best trial's epochs run one after another: they must fit in the budget */
-            CHECK(p.epochs * 50.0 <= minutes * 60.0 || p.epochs == 1);
-            CHECK(p.R >= prev.R);
-            if (strcmp(algos[a], "asha") == 0 || strcmp(algos[a], "bayesian") == 0)
-                CHECK(p.max_trials >= prev.max_trials || p.R > prev.R);
+            CHECK(p.epochs * 50.0 <= minutes * 60.0 || p.epochs <= 2);
+            CHECK(worth(&p) >= worth(&prev));
             prev = p;
         }
     }
@@ -49,7 +54,7 @@ static void test_default_and_errors(void)
     CHECK(strcmp(p.algorithm, "asha") == 0);
     CHECK(p.R >= 3); /* enough epochs for a CNN to pass 0.90 */
     CHECK(cli_demo_plan_make(720, 2, 5, 6, NULL, &fast, err, sizeof(err)) == 0);
-    CHECK(fast.max_trials >= p.max_trials && fast.R >= p.R);
+    CHECK(worth(&fast) >= worth(&p));
     CHECK(cli_demo_plan_make(720, 2, 50, 6, "grid", &p, err, sizeof(err)) == HONE_EINVAL &&
           strstr(err, "--algorithm"));
     CHECK(cli_demo_plan_make(0, 2, 50, 6, NULL, &p, err, sizeof(err)) == HONE_EINVAL);

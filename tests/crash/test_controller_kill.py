@@ -21,7 +21,7 @@ def main():
     ap.add_argument("controller")
     ap.add_argument("worker")
     ap.add_argument("trainer")
-    ap.add_argument("--seed", type=int, default=int(time.time()))
+    ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--kills", type=int, default=6)
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
@@ -84,6 +84,11 @@ def main():
         au = js["automl"]
         trials = ctl.ok("GET", "/api/v1/jobs?parent=%s" % job)["jobs"]
         assert len(trials) == 12, "expected 12 trials, got %d" % len(trials)
+        assert not au.get("trials_running"), (
+            "AutoML job is %s while %d trial(s) still run (known controller bug: after a restart "
+            "ctl_automl_step finishes the job as soon as the rebuilt search says DONE, before the "
+            "last trial's complete arrived; controller/automl_step.c:249)" % (
+                js["status"], au["trials_running"]))
         assert au["trials_done"] == 12, au
         for t in trials:
             assert t["status"] in ("done", "stopped"), "trial %s ended %s" % (t["id"], t["status"])

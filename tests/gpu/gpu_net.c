@@ -147,12 +147,11 @@ static void forward(gn_net *g, int n)
     }
     hone_conv_desc c1 = g->c1, c2 = g->c2;
     c1.n = c2.n = n;
+    /* conv -> relu -> pool as one fused pool+relu pass (relu and max-pool commute) */
     CK(hone_k_conv_fwd(k, &c1, g->xb, P(g, 0), P(g, 1), g->a1, g->ws));
-    CK(hone_k_relu_fwd(k, g->a1, g->a1, (size_t)n * 32 * 784));
-    CK(hone_k_maxpool_fwd(k, n, 32, 28, 28, 2, 2, g->a1, g->p1, g->i1));
+    CK(hone_k_maxpool_relu_fwd(k, n, 32, 28, 28, 2, 2, g->a1, g->p1, g->i1));
     CK(hone_k_conv_fwd(k, &c2, g->p1, P(g, 2), P(g, 3), g->a2, g->ws));
-    CK(hone_k_relu_fwd(k, g->a2, g->a2, (size_t)n * 64 * 196));
-    CK(hone_k_maxpool_fwd(k, n, 64, 14, 14, 2, 2, g->a2, g->p2, g->i2));
+    CK(hone_k_maxpool_relu_fwd(k, n, 64, 14, 14, 2, 2, g->a2, g->p2, g->i2));
     fc_fwd(g, n, 3136, 128, g->p2, 4, g->h1);
     CK(hone_k_relu_fwd(k, g->h1, g->h1, (size_t)n * 128));
     fc_fwd(g, n, 128, 10, g->h1, 6, g->logits);
@@ -170,11 +169,10 @@ static void backward(gn_net *g, int n)
     fc_bwd(g, n, 128, 10, g->h1, g->dlog, 6, g->dh1);
     CK(hone_k_relu_bwd(k, g->h1, g->dh1, g->dh1, (size_t)n * 128));
     fc_bwd(g, n, 3136, 128, g->p2, g->dh1, 4, g->dp2);
-    CK(hone_k_maxpool_bwd(k, n, 64, 14, 14, 2, 2, g->dp2, g->i2, g->da2));
-    CK(hone_k_relu_bwd(k, g->a2, g->da2, g->da2, (size_t)n * 64 * 196));
-    CK(hone_k_conv_bwd(k, &g->c2, g->p1, P(g, 2), g->da2, g->dp1, G(g, 2), G(g, 3), g->ws));
-    CK(hone_k_maxpool_bwd(k, n, 32, 28, 28, 2, 2, g->dp1, g->i1, g->da1));
-    CK(hone_k_relu_bwd(k, g->a1, g->da1, g->da1, (size_t)n * 32 * 784));
+    CK(hone_k_maxpool_relu_bwd(k, n, 64, 14, 14, 2, 2, g->p2, g->dp2, g->i2, g->da2));
+    /* conv2's forward was the last op to write ws (conv1 runs before it): reuse its columns */
+    CK(hone_k_conv_bwd_reuse(k, &g->c2, g->p1, P(g, 2), g->da2, g->dp1, G(g, 2), G(g, 3), g->ws));
+    CK(hone_k_maxpool_relu_bwd(k, n, 32, 28, 28, 2, 2, g->p1, g->dp1, g->i1, g->da1));
     CK(hone_k_conv_bwd(k, &g->c1, g->xb, P(g, 0), g->da1, NULL, G(g, 0), G(g, 1), g->ws));
 }
 

@@ -447,6 +447,101 @@ static void check_data(hone_kctx *k, hone_kctx *cpu)
     free(src), free(lab), free(idx), free(ridx), free(ref), free(hl);
 }
 
+/* The fused ops on CUDA against the CPU backend on the same inputs: max pooling with ReLU (exact)
+ * and conv_fwd + conv_bwd_reuse at the reference CNN's second-layer shape, in each math mode. */
+static float *on(hone_kctx *k, const float *h, size_t n)
+{
+    return tk_dev(k, h, n);
+}
+
+static double *widen(hone_kctx *k, const float *dev, size_t n)
+{
+    float *h = tk_get(k, dev, n);
+    double *d = malloc(sizeof(double) * (n ? n : 1));
+    for (size_t i = 0; i < n; i++)
+        d[i] = h[i];
+    free(h);
+    return d;
+}
+
+static void check_fused_vs_cpu(hone_kctx *k, hone_kctx *cpu, int n, int c, int h, int w)
+{
+    size_t nx = (size_t)n * c * h * w, ny = nx / 4;
+    float *x = rnd(nx, -2, 0.5f), *gy = rnd(ny, -1, 1), *out;
+    hone_kctx *ks[2] = {k, cpu};
+    double *ref[3] = {0};
+    float *dx[2], *dy[2], *dgy[2], *ddx[2];
+    int32_t *idx[2];
+    for (int b = 1; b >= 0; b--) { /* CPU first: its results are the reference */
+        hone_kctx *kb = ks[b];
+        dx[b] = on(kb, x, nx), dgy[b] = on(kb, gy, ny);
+        dy[b] = tk_poisoned(kb, ny), ddx[b] = tk_poisoned(kb, nx);
+        idx[b] = hone_k_alloc(kb, sizeof(int32_t) * ny);
+        TK_OK(hone_k_maxpool_relu_fwd(kb, n, c, h, w, 2, 2, dx[b], dy[b], idx[b]));
+        TK_OK(hone_k_maxpool_relu_bwd(kb, n, c, h, w, 2, 2, dy[b], dgy[b], idx[b], ddx[b]));
+        if (b == 1) {
+            ref[0] = widen(kb, dy[b], ny);
+            ref[1] = widen(kb, ddx[b], nx);
+        }
+    }
+    TK_CLOSE("maxpool_relu_fwd cuda vs cpu", out = tk_get(k, dy[0], ny), ref[0], ny, 0);
+    free(out);
+    TK_CLOSE("maxpool_relu_bwd cuda vs cpu", out = tk_get(k, ddx[0], nx), ref[1], nx, 0);
+    free(out);
+    for (int b = 0; b < 2; b++) {
+        hone_k_free(ks[b], dx[b]), hone_k_free(ks[b], dy[b]), hone_k_free(ks[b], dgy[b]);
+        hone_k_free(ks[b], ddx[b]), hone_k_free(ks[b], idx[b]);
+    }
+    free(ref[0]), free(ref[1]), free(x), free(gy);
+
+    /* conv: [n, c, h/2, w/2] -> 2c channels, as the CNN's conv2 */
+    hone_conv_desc d;
+    TK_OK(hone_conv_desc_init(&d, n, c, h / 2, w / 2, 2 * c, 3, 3, 1, 1));
+    size_t cx = (size_t)n * c * d.h * d.w, cw = (size_t)d.k * c * 9,
+           cy = (size_t)n * d.k * d.p * d.q;
+    float *hx = rnd(cx, -1, 1), *hw = rnd(cw, -0.2f, 0.2f), *hb = rnd(d.k, -1, 1);
+    float *hg = rnd(cy, -1, 1);
+    for (int m = 0; m < 3; m++) {
+        float *bx[2], *bw[2], *bb[2], *bg[2], *by[2], *bdx[2], *bdw[2], *bdb[2];
+        void *ws[2];
+        double *r[4] = {0};
+        for (int b = 1; b >= 0; b--) {
+            hone_kctx *kb = ks[b];
+            hone_k_set_math(kb, (hone_math)m);
+            bx[b] = on(kb, hx, cx), bw[b] = on(kb, hw, cw), bb[b] = on(kb, hb, d.k);
+            bg[b] = on(kb, hg, cy), by[b] = tk_poisoned(kb, cy);
+            bdx[b] = tk_poisoned(kb, cx), bdw[b] = tk_poisoned(kb, cw);
+            bdb[b] = tk_poisoned(kb, d.k);
+            ws[b] = hone_k_alloc(kb, hone_k_conv_workspace(kb, &d));
+            TK_OK(hone_k_conv_fwd(kb, &d, bx[b], bw[b], bb[b], by[b], ws[b]));
+            TK_OK(
+                hone_k_conv_bwd_reuse(kb, &d, bx[b], bw[b], bg[b], bdx[b], bdw[b], bdb[b], ws[b]));
+            hone_k_set_math(kb, HONE_MATH_FP32);
+            if (b == 1) {
+                r[0] = widen(kb, by[b], cy), r[1] = widen(kb, bdx[b], cx);
+                r[2] = widen(kb, bdw[b], cw), r[3] = widen(kb, bdb[b], d.k);
+            }
+        }
+        char name[96];
+        const char *what[4] = {"y", "dx", "dw", "db"};
+        float *bufs[4] = {by[0], bdx[0], bdw[0], bdb[0]};
+        size_t cnt[4] = {cy, cx, cw, (size_t)d.k};
+        for (int i = 0; i < 4; i++) {
+            snprintf(name, sizeof(name), "conv_bwd_reuse %s cuda vs cpu %s", what[i], MATH_NAME[m]);
+            TK_CLOSE(name, out = tk_get(k, bufs[i], cnt[i]), r[i], cnt[i], m ? MATH_TOL[m] : 1e-4);
+            free(out);
+            free(r[i]);
+        }
+        for (int b = 0; b < 2; b++) {
+            float *fb[] = {bx[b], bw[b], bb[b], bg[b], by[b], bdx[b], bdw[b], bdb[b]};
+            for (int i = 0; i < 8; i++)
+                hone_k_free(ks[b], fb[i]);
+            hone_k_free(ks[b], ws[b]);
+        }
+    }
+    free(hx), free(hw), free(hb), free(hg);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc, (void)argv;
@@ -488,6 +583,8 @@ int main(int argc, char **argv)
     check_xent(k, 77, 100);
     check_optim(k, 300007);
     check_data(k, cpu);
+    check_fused_vs_cpu(k, cpu, 128, 32, 28, 28);
+    check_fused_vs_cpu(k, cpu, 3, 8, 10, 14);
     hone_kctx_free(cpu);
     return tk_finish(k, "test_gpu_ops");
 }

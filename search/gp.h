@@ -47,8 +47,8 @@ typedef struct gp_fit_opts {
 int gp_fit(gp *g, const double *X, const double *y, int n, const double *start,
            const gp_fit_opts *o, hone_rng *r);
 
-/* Standard normal pdf/cdf and log expected improvement (minimisation) at z = (best - mu) / sd,
- * in the numerically safe form: log EI = log sd + log_h(z). */
+/* log(phi(z) + z Phi(z)), computed safely for very negative z. Log expected improvement
+ * (minimisation) at mean mu and sd s is log s + gp_log_h((best - mu) / s). */
 double gp_log_h(double z);
 
 #endif

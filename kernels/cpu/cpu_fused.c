@@ -15,13 +15,7 @@ int cpu_conv_bwd_reuse(hone_kctx *k, const hone_conv_desc *d, const float *x, co
 int cpu_maxpool_relu_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
                          const float *x, float *y, int32_t *idx)
 {
-    int rc = cpu_maxpool_fwd(k, n, c, h, w, size, stride, x, y, idx);
-    if (rc < 0)
-        return rc;
-    size_t ny = (size_t)n * c * ((h - size) / stride + 1) * ((w - size) / stride + 1);
-    for (size_t i = 0; i < ny; i++)
-        y[i] = y[i] > 0.0f ? y[i] : 0.0f;
-    return HONE_OK;
+    return cpu_maxpool_fwd_ex(k, n, c, h, w, size, stride, x, y, idx, 1);
 }
 
 typedef struct {

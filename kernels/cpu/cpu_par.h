@@ -6,6 +6,7 @@
 #define HONE_KERNELS_CPU_PAR_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "backend.h"
 
@@ -13,12 +14,20 @@
  * cloned for AVX2+FMA with a run-time choice, so the build stays portable (no -march=native). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")
+/* Max pooling (cpu_pool.c), optionally fused with ReLU: y = max(0, pool(x)), idx unchanged. */
+int cpu_maxpool_fwd_ex(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                       const float *x, float *y, int32_t *idx, int relu);
+
 #endif
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \
     !defined(__SANITIZE_ADDRESS__)
 #define CPU_SIMD __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define CPU_SIMD
+/* Max pooling (cpu_pool.c), optionally fused with ReLU: y = max(0, pool(x)), idx unchanged. */
+int cpu_maxpool_fwd_ex(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                       const float *x, float *y, int32_t *idx, int relu);
+
 #endif
 
 /* fn(arg, part, slot) for part in [0, nparts); slot in [0, cpu_par_slots(k)) names the thread
@@ -38,5 +47,9 @@ void cpu_gemm1(int transA, int transB, int M, int N, int K, float alpha, const f
  * fn(arg, begin, end) on each; the split depends on n, grain and the thread count only. */
 typedef void (*cpu_range_fn)(void *arg, size_t begin, size_t end);
 void cpu_par_range(hone_kctx *k, size_t n, size_t grain, cpu_range_fn fn, void *arg);
+
+/* Max pooling (cpu_pool.c), optionally fused with ReLU: y = max(0, pool(x)), idx unchanged. */
+int cpu_maxpool_fwd_ex(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                       const float *x, float *y, int32_t *idx, int relu);
 
 #endif

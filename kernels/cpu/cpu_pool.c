@@ -6,7 +6,7 @@
 #include "cpu_par.h"
 
 typedef struct {
-    int h, w, size, stride, P, Q;
+    int h, w, size, stride, P, Q, relu;
     const float *x;
     float *y;
     const int32_t *cidx;
@@ -17,6 +17,7 @@ CPU_SIMD static void maxpool_fwd_planes(void *arg, size_t b, size_t e)
 {
     const pool_job *j = arg;
     int h = j->h, w = j->w, size = j->size, stride = j->stride, P = j->P, Q = j->Q;
+    int relu = j->relu;
     for (size_t plane = b; plane < e; plane++) {
         const float *in = j->x + plane * h * w;
         float *out = j->y + plane * P * Q;
@@ -35,7 +36,7 @@ CPU_SIMD static void maxpool_fwd_planes(void *arg, size_t b, size_t e)
                     bv = v2 > bv ? v2 : bv;
                     o = v3 > bv ? row0 + w + 2 * q + 1 : o;
                     bv = v3 > bv ? v3 : bv;
-                    out[p * Q + q] = bv;
+                    out[p * Q + q] = relu && !(bv > 0.0f) ? 0.0f : bv;
                     oi[p * Q + q] = o;
                 }
             }
@@ -53,20 +54,34 @@ CPU_SIMD static void maxpool_fwd_planes(void *arg, size_t b, size_t e)
                             best = o;
                         }
                     }
-                out[p * Q + q] = bv;
+                out[p * Q + q] = relu && !(bv > 0.0f) ? 0.0f : bv;
                 oi[p * Q + q] = best;
             }
     }
 }
 
-int cpu_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride, const float *x,
-                    float *y, int32_t *idx)
+int cpu_maxpool_fwd_ex(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                       const float *x, float *y, int32_t *idx, int relu)
 {
-    pool_job j = {h, w, size, stride, (h - size) / stride + 1, (w - size) / stride + 1,
-                  x, y, NULL, idx};
+    pool_job j = {.h = h,
+                  .w = w,
+                  .size = size,
+                  .stride = stride,
+                  .P = (h - size) / stride + 1,
+                  .Q = (w - size) / stride + 1,
+                  .relu = relu,
+                  .x = x,
+                  .y = y,
+                  .idx = idx};
     size_t grain = 16384 / ((size_t)h * w) + 1; /* planes per part */
     cpu_par_range(k, (size_t)n * c, grain, maxpool_fwd_planes, &j);
     return HONE_OK;
+}
+
+int cpu_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride, const float *x,
+                    float *y, int32_t *idx)
+{
+    return cpu_maxpool_fwd_ex(k, n, c, h, w, size, stride, x, y, idx, 0);
 }
 
 /* Each plane of dx is written whole: with non-overlapping 2x2 windows every pixel is set once
@@ -103,8 +118,15 @@ CPU_SIMD static void maxpool_bwd_planes(void *arg, size_t b, size_t e)
 int cpu_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride, const float *dy,
                     const int32_t *idx, float *dx)
 {
-    pool_job j = {h,  w,  size, stride, (h - size) / stride + 1, (w - size) / stride + 1,
-                  dy, dx, idx,  NULL};
+    pool_job j = {.h = h,
+                  .w = w,
+                  .size = size,
+                  .stride = stride,
+                  .P = (h - size) / stride + 1,
+                  .Q = (w - size) / stride + 1,
+                  .x = dy,
+                  .y = dx,
+                  .cidx = idx};
     size_t grain = 16384 / ((size_t)h * w) + 1;
     cpu_par_range(k, (size_t)n * c, grain, maxpool_bwd_planes, &j);
     return HONE_OK;

@@ -19,7 +19,7 @@ export PATH=/usr/local/cuda/bin:$PATH
 
 # ---- system libraries the whole tree's configure wants (yaml, uv, jansson, sqlite, openblas ...)
 CMAKE_EXTRA=()
-if { ! command -v pkg-config >/dev/null || [ ! -e /usr/include/yaml.h ] ||
+if { ! command -v pkg-config >/dev/null || [ ! -e /usr/include/yaml.h ] || [ ! -e /usr/include/zlib.h ] ||
      [ ! -e /usr/include/uv.h ] || ! ls /usr/include/*/cblas.h /usr/include/cblas.h >/dev/null 2>&1; } &&
    [ -d "$DEBS" ]; then
   echo "run.sh: unpacking $(ls "$DEBS"/*.deb | wc -l) .debs into $PREFIX"
@@ -41,7 +41,7 @@ fi
 
 # ---- build: CMake for the whole tree; if another module's configure fails, build ours directly
 TARGETS="test_gpu_ops test_gpu_train bench_train_gpu"
-BIN_OPS= BIN_TRAIN= BIN_BENCH=
+BIN_OPS= BIN_TRAIN= BIN_BENCH= BIN_TRAIN_CLI=
 if cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release "${CMAKE_EXTRA[@]}" >"$LOG/configure.log" 2>&1; then
   for t in test_kernels_dense test_kernels_conv test_kernels_pool_norm test_kernels_optim_data \
            test_kernels_graph test_kernels_fused hone-train; do
@@ -52,6 +52,7 @@ if cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release "${CMAKE_EXTRA[@]}" >
     { tail -40 "$LOG/build.log"; echo "run.sh: build failed"; exit 1; }
   BIN_OPS=$BUILD/tests/gpu/test_gpu_ops BIN_TRAIN=$BUILD/tests/gpu/test_gpu_train
   BIN_BENCH=$BUILD/bench/bench_train_gpu
+  [ -x "$BUILD/train/hone-train" ] && BIN_TRAIN_CLI=$BUILD/train/hone-train
 else
   tail -20 "$LOG/configure.log"
   echo "run.sh: CMake configure failed; building the CUDA backend and its tests directly"
@@ -92,7 +93,8 @@ fi
 
 # ---- bench
 if [ $RUN_BENCH = 1 ]; then
-  BENCH_BIN=$BIN_BENCH "$ROOT/bench/train_gpu.sh" 2>&1 | tee "$LOG/bench.log"
+  HONE_TRAIN_BIN=${BIN_TRAIN_CLI:-} BENCH_BIN=$BIN_BENCH "$ROOT/bench/train_gpu.sh" 2>&1 |
+    tee "$LOG/bench.log"
 fi
 [ $FAIL = 0 ] && echo "run.sh: GPU tests passed" || echo "run.sh: GPU TESTS FAILED"
 exit $FAIL

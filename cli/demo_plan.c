@@ -51,7 +51,7 @@ static double asha_epochs(int n, int eta, int s, int m)
  * 0.90 on Fashion-MNIST), then how many configurations get tried. */
 static double plan_score(int full_epochs, int trials)
 {
-    return 4.0 * (full_epochs < 6 ? full_epochs : 6) + (trials < 24 ? trials : 24) * 0.5;
+    return 5.0 * (full_epochs < 6 ? full_epochs : 6) + (trials < 24 ? trials : 24) * 0.5;
 }
 
 int cli_demo_plan_make(double budget_s, int workers, double epoch_s, double trial_overhead_s,
@@ -108,10 +108,10 @@ int cli_demo_plan_make(double budget_s, int workers, double epoch_s, double tria
                     double crit = ((eta + workers - 1) / workers * m + full - m) * t;
                     if (crit > 0.85 * usable || full > 30)
                         continue;
-                    for (n = 60; n >= 2 * eta; n--)
+                    for (n = 60; n > eta; n--)
                         if (asha_epochs(n, eta, s, m) + n * trial_overhead_s / epoch_s <= capacity)
                             break;
-                    if (n < 2 * eta)
+                    if (n <= eta)
                         continue;
                     double sc = plan_score(full, n);
                     if (sc > best) {

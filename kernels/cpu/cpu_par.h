@@ -14,20 +14,12 @@
  * cloned for AVX2+FMA with a run-time choice, so the build stays portable (no -march=native). */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")
-/* Max pooling (cpu_pool.c), optionally fused with ReLU: y = max(0, pool(x)), idx unchanged. */
-int cpu_maxpool_fwd_ex(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
-                       const float *x, float *y, int32_t *idx, int relu);
-
 #endif
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) &&                             \
     !defined(__SANITIZE_ADDRESS__)
 #define CPU_SIMD __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define CPU_SIMD
-/* Max pooling (cpu_pool.c), optionally fused with ReLU: y = max(0, pool(x)), idx unchanged. */
-int cpu_maxpool_fwd_ex(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
-                       const float *x, float *y, int32_t *idx, int relu);
-
 #endif
 
 /* fn(arg, part, slot) for part in [0, nparts); slot in [0, cpu_par_slots(k)) names the thread
@@ -51,5 +43,8 @@ void cpu_par_range(hone_kctx *k, size_t n, size_t grain, cpu_range_fn fn, void *
 /* Max pooling (cpu_pool.c), optionally fused with ReLU: y = max(0, pool(x)), idx unchanged. */
 int cpu_maxpool_fwd_ex(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
                        const float *x, float *y, int32_t *idx, int relu);
+/* Its backward; ym (the fused forward's output, or NULL) masks dy where ym <= 0. */
+int cpu_maxpool_bwd_ex(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                       const float *ym, const float *dy, const int32_t *idx, float *dx);
 
 #endif

@@ -7,7 +7,7 @@
 
 typedef struct {
     int h, w, size, stride, P, Q, relu;
-    const float *x;
+    const float *x, *ym; /* ym: backward only, the fused forward's output (NULL: plain) */
     float *y;
     const int32_t *cidx;
     int32_t *idx;
@@ -85,7 +85,9 @@ int cpu_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stri
 }
 
 /* Each plane of dx is written whole: with non-overlapping 2x2 windows every pixel is set once
- * (gradient at the argmax, 0 elsewhere), so no separate zero-fill pass; else zero then scatter. */
+ * (the gradient at the argmax, 0 elsewhere; branch-free so it vectorises), so no zero-fill pass;
+ * other windows zero the plane, then scatter. ym (the fused forward's output) masks the gradient
+ * where max(0, pool) was 0; then dx is exactly maxpool_bwd(dy * (ym > 0)). */
 CPU_SIMD static void maxpool_bwd_planes(void *arg, size_t b, size_t e)
 {
     const pool_job *j = arg;
@@ -94,18 +96,43 @@ CPU_SIMD static void maxpool_bwd_planes(void *arg, size_t b, size_t e)
     for (size_t plane = b; plane < e; plane++) {
         float *g = j->y + plane * h * w;
         const float *gy = j->x + plane * P * Q;
+        const float *ym = j->ym ? j->ym + plane * P * Q : NULL;
         const int32_t *oi = j->cidx + plane * P * Q;
         if (!tiled) {
             memset(g, 0, sizeof(float) * (size_t)h * w);
             for (int t = 0; t < P * Q; t++)
-                g[oi[t]] += gy[t];
+                g[oi[t]] += ym && !(ym[t] > 0.0f) ? 0.0f : gy[t];
             continue;
         }
         for (int p = 0; p < P; p++) {
             float *r0 = g + (size_t)(2 * p) * w, *r1 = r0 + w;
-            for (int q = 0; q < Q; q++) {
-                r0[2 * q] = r0[2 * q + 1] = r1[2 * q] = r1[2 * q + 1] = 0.0f;
-                g[oi[p * Q + q]] = 0.0f + gy[p * Q + q]; /* as 0 += gy: -0 becomes +0 */
+            const float *gp = gy + (size_t)p * Q;
+            const int32_t *op = oi + (size_t)p * Q;
+            int base = 2 * p * w;
+            if (ym) {
+                const float *mp = ym + (size_t)p * Q;
+                for (int q = 0; q < Q; q++) {
+                    /* v = ym > 0 ? 0 + gy : +0 as a bit mask: a branch here mispredicts */
+                    float v = 0.0f + gp[q]; /* as 0 += gy: -0 becomes +0 */
+                    uint32_t bits;
+                    memcpy(&bits, &v, sizeof(bits));
+                    bits &= 0u - (uint32_t)(mp[q] > 0.0f);
+                    memcpy(&v, &bits, sizeof(v));
+                    int rel = op[q] - base - 2 * q;
+                    r0[2 * q] = rel == 0 ? v : 0.0f;
+                    r0[2 * q + 1] = rel == 1 ? v : 0.0f;
+                    r1[2 * q] = rel == w ? v : 0.0f;
+                    r1[2 * q + 1] = rel == w + 1 ? v : 0.0f;
+                }
+            } else {
+                for (int q = 0; q < Q; q++) {
+                    float v = 0.0f + gp[q];
+                    int rel = op[q] - base - 2 * q;
+                    r0[2 * q] = rel == 0 ? v : 0.0f;
+                    r0[2 * q + 1] = rel == 1 ? v : 0.0f;
+                    r1[2 * q] = rel == w ? v : 0.0f;
+                    r1[2 * q + 1] = rel == w + 1 ? v : 0.0f;
+                }
             }
             for (int x = 2 * Q; x < w; x++) /* odd width: the last column is in no window */
                 r0[x] = r1[x] = 0.0f;
@@ -115,8 +142,8 @@ CPU_SIMD static void maxpool_bwd_planes(void *arg, size_t b, size_t e)
     }
 }
 
-int cpu_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride, const float *dy,
-                    const int32_t *idx, float *dx)
+int cpu_maxpool_bwd_ex(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                       const float *ym, const float *dy, const int32_t *idx, float *dx)
 {
     pool_job j = {.h = h,
                   .w = w,
@@ -125,11 +152,18 @@ int cpu_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stri
                   .P = (h - size) / stride + 1,
                   .Q = (w - size) / stride + 1,
                   .x = dy,
+                  .ym = ym,
                   .y = dx,
                   .cidx = idx};
     size_t grain = 16384 / ((size_t)h * w) + 1;
     cpu_par_range(k, (size_t)n * c, grain, maxpool_bwd_planes, &j);
     return HONE_OK;
+}
+
+int cpu_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride, const float *dy,
+                    const int32_t *idx, float *dx)
+{
+    return cpu_maxpool_bwd_ex(k, n, c, h, w, size, stride, NULL, dy, idx, dx);
 }
 
 int cpu_avgpool_global_fwd(hone_kctx *k, int n, int c, int h, int w, const float *x, float *y)

@@ -20,7 +20,7 @@ static int failures;
  * to pass 0.90), then configurations tried. More budget must never make this worse. */
 static double worth(const cli_demo_plan *p)
 {
-    return 4.0 * (p->epochs < 6 ? p->epochs : 6) + 0.5 * (p->max_trials < 24 ? p->max_trials : 24);
+    return 5.0 * (p->epochs < 6 ? p->epochs : 6) + 0.5 * (p->max_trials < 24 ? p->max_trials : 24);
 }
 
 static void test_budget_monotone(void)

@@ -23,7 +23,8 @@ ki, vi, ui = hdr.index("Kernel Name"), hdr.index("Metric Value"), hdr.index("Met
 seq = []
 for r in rows:
     v = float(r[vi].replace(",", ""))
-    v = v / 1000 if r[ui] == "nsecond" else v * 1000 if r[ui] == "msecond" else v
+    scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}
+    v *= scale.get(r[ui], 1.0)
     seq.append((r[ki].split("(")[0].split("<")[0].replace("void ", "")[:60], v))
 # the last full step: from the last gather (first kernel of a step) back
 starts = [i for i, (n, _) in enumerate(seq) if "gather" in n]

@@ -128,8 +128,13 @@ static int flatten(const json_t *in, const char *base, const char *prefix, json_
     json_object_foreach((json_t *)in, k, v)
     {
         char dotted[256];
-        snprintf(dotted, sizeof dotted, "%s%s%s", base, *base ? "." : "", k);
-        snprintf(field, fieldlen, "%s%s%s", prefix ? prefix : "", prefix ? "." : "", dotted);
+        int n = snprintf(dotted, sizeof dotted, "%s%s%s", base, *base ? "." : "", k);
+        snprintf(field, fieldlen, "%s%s%.200s", prefix ? prefix : "", prefix ? "." : "", dotted);
+        if (n < 0 || (size_t)n >= sizeof dotted) {
+            snprintf(msg, msglen, "spec key is too long (at most %zu characters)",
+                     sizeof dotted - 1);
+            return HONE_EINVAL;
+        }
         if (json_is_object(v) && depth < 2) {
             int rc = flatten(v, dotted, prefix, flat, field, fieldlen, msg, msglen, depth + 1);
             if (rc)

@@ -108,29 +108,23 @@ int cpu_batchnorm_fwd(hone_kctx *k, int n, int c, int hw, const float *x, const 
     return HONE_OK;
 }
 
-/* sum(dy) and sum(dy * xhat) over one plane, each term in float and summed in double (4 lanes). */
-CPU_SIMD static void bn_bwd_sums(const float *p, const float *g, int n, float mean, float invstd,
-                                 double *sdy, double *sdyx)
+/* sum(dy * xhat) over one plane: each term in float (as the reference), summed in double. */
+CPU_SIMD static double sum_dy_xhat(const float *p, const float *g, int n, float mean, float invstd)
 {
     double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
-    double b0 = 0.0, b1 = 0.0, b2 = 0.0, b3 = 0.0;
     int j = 0;
     for (; j + 4 <= n; j += 4) {
-        a0 += g[j];
-        a1 += g[j + 1];
-        a2 += g[j + 2];
-        a3 += g[j + 3];
-        b0 += g[j] * (p[j] - mean) * invstd;
-        b1 += g[j + 1] * (p[j + 1] - mean) * invstd;
-        b2 += g[j + 2] * (p[j + 2] - mean) * invstd;
-        b3 += g[j + 3] * (p[j + 3] - mean) * invstd;
+        float t0 = g[j] * (p[j] - mean) * invstd, t1 = g[j + 1] * (p[j + 1] - mean) * invstd;
+        float t2 = g[j + 2] * (p[j + 2] - mean) * invstd,
+              t3 = g[j + 3] * (p[j + 3] - mean) * invstd;
+        a0 += t0;
+        a1 += t1;
+        a2 += t2;
+        a3 += t3;
     }
-    for (; j < n; j++) {
-        a0 += g[j];
-        b0 += g[j] * (p[j] - mean) * invstd;
-    }
-    *sdy += (a0 + a1) + (a2 + a3);
-    *sdyx += (b0 + b1) + (b2 + b3);
+    for (; j < n; j++)
+        a0 += g[j] * (p[j] - mean) * invstd;
+    return (a0 + a1) + (a2 + a3);
 }
 
 /* dx = gamma*invstd/m * (m*dy - sum(dy) - xhat*sum(dy*xhat)), xhat = (x - mean)*invstd. */
@@ -144,7 +138,8 @@ CPU_SIMD static void bn_bwd_channel(void *arg, int ch, int slot)
     double sdy = 0.0, sdyx = 0.0;
     for (int i = 0; i < n; i++) {
         size_t off = ((size_t)i * c + ch) * hw;
-        bn_bwd_sums(j->x + off, j->dy + off, hw, mean, invstd, &sdy, &sdyx);
+        sdy += sum_d(j->dy + off, hw);
+        sdyx += sum_dy_xhat(j->x + off, j->dy + off, hw, mean, invstd);
     }
     j->dgamma[ch] = (float)sdyx;
     j->dbeta[ch] = (float)sdy;

@@ -115,7 +115,22 @@ static int in_choices(const char *choices, const char *v)
 }
 
 /* Sets one key from its text form (YAML scalar or command-line value). */
+static int set_value_raw(hone_train_spec *s, const char *key, const char *v, char *err,
+                         size_t errlen);
+
+/* The fc width defaults to the network's reference (mlp 784-256-10, cnn fc-128) unless given. */
 static int set_value(hone_train_spec *s, const char *key, const char *v, char *err, size_t errlen)
+{
+    int rc = set_value_raw(s, key, v, err, errlen);
+    if (rc == HONE_OK && !strcmp(key, "model.hidden"))
+        s->model.hidden_set = 1;
+    if (rc == HONE_OK && !strcmp(key, "network") && !s->model.hidden_set)
+        s->model.hidden = strcmp(s->network, "cnn") == 0 ? 128 : 256;
+    return rc;
+}
+
+static int set_value_raw(hone_train_spec *s, const char *key, const char *v, char *err,
+                         size_t errlen)
 {
     const key_def *k = find_key(key);
     if (!k)

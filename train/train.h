@@ -53,6 +53,7 @@ typedef struct hone_train_spec {
     } train;
     struct {
         int hidden, depth; /* mlp: hidden width and number of hidden layers; cnn: fc width */
+        int hidden_set;    /* hidden was given; else it follows the network (mlp 256, cnn 128) */
         double dropout;    /* before the last dense layer(s) */
         int batchnorm;
         int augment_flip, augment_shift;

@@ -227,6 +227,19 @@ out:
     return rc;
 }
 
+/* Trials of the AutoML job still queued or running (leased); < 0 on a store error. */
+static int trials_active(hone_controller *c, const char *job_id)
+{
+    json_t *r = NULL;
+    if (db_row(c->db, &r,
+               "SELECT COUNT(*) AS n FROM jobs WHERE parent_id=? AND status IN ('queued','running')",
+               "s", job_id))
+        return -1;
+    int n = (int)jint(r, "n");
+    json_decref(r);
+    return n;
+}
+
 int ctl_automl_step(hone_controller *c, const char *job_id)
 {
     json_t *job = NULL;
@@ -247,8 +260,17 @@ int ctl_automl_step(hone_controller *c, const char *job_id)
         if (a.kind == HONE_ASK_WAIT)
             break;
         if (a.kind == HONE_ASK_DONE) {
-            rc = finish(c, s);
-            ctl_automl_drop(c, job_id);
+            /* The search has every result it wants, but a trial may still be running (its
+             * worker's complete, with the test accuracy, has not arrived: e.g. right after a
+             * restart) or queued again. Finish only when none is; a complete or an expired lease
+             * steps the search again. */
+            int active = trials_active(c, job_id);
+            if (active < 0)
+                rc = HONE_ESQL;
+            else if (active == 0) {
+                rc = finish(c, s);
+                ctl_automl_drop(c, job_id);
+            }
             break;
         }
         rc = a.kind == HONE_ASK_NEW ? step_new(c, s, job, &a) : step_resume(c, s, &a);

@@ -25,19 +25,18 @@ int ctl_batch_begin(hone_controller *c)
         c->batch_open = 1;
         uv_check_start(&c->batch_check, check_cb);
     }
-    return sqlite3_exec(c->db, "SAVEPOINT report", NULL, NULL, NULL) == SQLITE_OK ? HONE_OK
-                                                                                  : HONE_ESQL;
+    return db_run(c->db, "SAVEPOINT report", NULL) < 0 ? HONE_ESQL : HONE_OK;
 }
 
 int ctl_batch_release(hone_controller *c)
 {
-    return sqlite3_exec(c->db, "RELEASE report", NULL, NULL, NULL) == SQLITE_OK ? HONE_OK
-                                                                                : HONE_ESQL;
+    return db_run(c->db, "RELEASE report", NULL) < 0 ? HONE_ESQL : HONE_OK;
 }
 
 void ctl_batch_undo(hone_controller *c)
 {
-    sqlite3_exec(c->db, "ROLLBACK TO report; RELEASE report", NULL, NULL, NULL);
+    db_run(c->db, "ROLLBACK TO report", NULL);
+    db_run(c->db, "RELEASE report", NULL);
 }
 
 static void pending_abort(hone_http_res *res, void *ud)

@@ -115,8 +115,9 @@ static int is_over(const char *st)
            !strcmp(st, "stopped");
 }
 
-/* Cancel: queued/paused jobs end now; running ones are told through heartbeat and report replies.
- */
+/* Cancel: queued/paused jobs end now; a running train job is told through heartbeat and report
+ * replies. An AutoML job ends with all its trials at once, running ones included: their leases
+ * end, so their workers get 409 on report and the job under `cancel` on heartbeat. */
 static int do_cancel(hone_controller *c, const json_t *job)
 {
     const char *id = jstr(job, "id"), *st = jstr(job, "status");
@@ -125,11 +126,14 @@ static int do_cancel(hone_controller *c, const json_t *job)
         if (db_run(c->db, "UPDATE jobs SET status='canceled', finished=? WHERE id=?", "ds", now,
                    id) < 0 ||
             db_run(c->db,
-                   "UPDATE jobs SET status='canceled', finished=? WHERE parent_id=? AND status IN "
-                   "('queued','paused')",
+                   "UPDATE leases SET ended=?, end_reason='canceled' WHERE ended IS NULL AND "
+                   "job_id IN (SELECT id FROM jobs WHERE parent_id=? AND status='running')",
                    "ds", now, id) < 0 ||
-            db_run(c->db, "UPDATE jobs SET control='cancel' WHERE parent_id=? AND status='running'",
-                   "s", id) < 0)
+            db_run(c->db,
+                   "UPDATE jobs SET status='canceled', finished=?, control='cancel', "
+                   "worker_id=NULL, lease_expires=NULL WHERE parent_id=? AND status IN "
+                   "('queued','paused','running')",
+                   "ds", now, id) < 0)
             return HONE_ESQL;
         return HONE_OK;
     }

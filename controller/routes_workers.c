@@ -42,7 +42,7 @@ static void w_register(hone_http_req *req, hone_http_res *res, void *ud)
     char id[64];
     ctl_new_id(c, "wrk", id, sizeof id);
     json_t *r = json_object_get(body, "resources");
-    char *rs = jdump(json_is_object(r) ? r : json_object());
+    char *rs = json_is_object(r) ? jdump(r) : hone_xstrdup("{}");
     double now = ctl_now();
     int n = db_run(c->db,
                    "INSERT INTO workers(id,name,resources,artifact_dir,registered,last_seen) "
@@ -168,9 +168,9 @@ static void w_lease(hone_http_req *req, hone_http_res *res, void *ud)
 /* The job must be held by this worker; a job whose lease lapsed but is still queued is taken back.
  * Answers 404/409 itself and returns non-zero otherwise. */
 static int job_for_worker(hone_controller *c, hone_http_res *res, const char *jid, const char *wid,
-                          json_t **job)
+                          const char *sql, json_t **job)
 {
-    int rc = ctl_job_row(c, jid, job);
+    int rc = sql ? db_row(c->db, job, sql, "s", jid) : ctl_job_row(c, jid, job);
     if (rc) {
         if (rc == HONE_ENOENT)
             hone_http_res_error(res, 404, "id", "no job %s", jid);
@@ -183,7 +183,7 @@ static int job_for_worker(hone_controller *c, hone_http_res *res, const char *ji
         return HONE_OK;
     if (!strcmp(st, "queued") && reattach(c, *job, wid) == HONE_OK) {
         json_decref(*job);
-        return ctl_job_row(c, jid, job);
+        return sql ? db_row(c->db, job, sql, "s", jid) : ctl_job_row(c, jid, job);
     }
     hone_http_res_error(res, 409, "worker_id", "job %s is %s%s%s: stop working on it", jid, st,
                         holder ? " on worker " : "", holder ? holder : "");
@@ -191,6 +191,11 @@ static int job_for_worker(hone_controller *c, hone_http_res *res, const char *ji
     *job = NULL;
     return HONE_ESTATE;
 }
+
+#define REPORT_JOB_SQL                                                                             \
+    "SELECT j.id, j.experiment_id, j.parent_id, j.trial, j.status, j.worker_id, "                 \
+    "j.last_worker_id, j.epochs_target, j.best_metric, j.control, e.metric AS exp_metric FROM "   \
+    "jobs j JOIN experiments e ON e.id=j.experiment_id WHERE j.id=?"
 
 static const char *dec_name(hone_decision d)
 {
@@ -211,7 +216,7 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
         {.name = "metrics", .type = HONE_JSON_OBJECT, .required = 1},
     };
     const char *jid = hone_http_req_param(req, "id");
-    json_t *body = hone_http_req_json(req, res), *job = NULL, *exp = NULL;
+    json_t *body = hone_http_req_json(req, res), *job = NULL;
     if (!body)
         return;
     if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
@@ -230,13 +235,9 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
         ctl_res_store_error(c, res);
         goto out;
     }
-    if (job_for_worker(c, res, jid, wid, &job)) {
+    /* The hot path: only the columns a report needs, the experiment's metric joined in. */
+    if (job_for_worker(c, res, jid, wid, REPORT_JOB_SQL, &job)) {
         ctl_batch_undo(c);
-        goto out;
-    }
-    if (db_row(c->db, &exp, "SELECT metric FROM experiments WHERE id=?", "s",
-               jstr(job, "experiment_id"))) {
-        ctl_res_store_error(c, res);
         goto out;
     }
     if (jint(job, "epochs_target") > 0 && epoch > jint(job, "epochs_target")) {
@@ -245,7 +246,7 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
                             jint(job, "epochs_target"));
         goto out;
     }
-    const char *mname = jstr(exp, "metric");
+    const char *mname = jstr(job, "exp_metric");
     double m = jnum(metrics, mname);
     int trial = jstr(job, "parent_id") != NULL;
     if (trial && isnan(m)) {
@@ -264,20 +265,6 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
         ctl_res_store_error(c, res);
         goto out;
     }
-    int maximize = strstr(mname, "loss") == NULL;
-    double best = jnum(job, "best_metric");
-    int better = !isnan(m) && (isnan(best) || (maximize ? m > best : m < best));
-    if (fresh && db_run(c->db,
-                        "UPDATE jobs SET epoch=MAX(epoch,?), best_metric=CASE WHEN ? THEN ? ELSE "
-                        "best_metric END, best_epoch=CASE WHEN ? THEN ? ELSE best_epoch END, "
-                        "result=json_set(result,'$.last',json(?)), lease_expires=? WHERE id=?",
-                        "iidiisds", epoch, better, m, better, epoch, data,
-                        ctl_now() + c->cfg.lease_seconds, jid) < 0) {
-        free(data);
-        ctl_res_store_error(c, res);
-        goto out;
-    }
-    free(data);
     hone_decision dec = HONE_DECIDE_CONTINUE;
     const char *ctl = jstr(job, "control");
     int rc = HONE_OK;
@@ -287,9 +274,22 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
         rc = ctl_automl_report(c, job, epoch, m, fresh > 0, &dec);
     else if (ctl && !strcmp(ctl, "pause"))
         dec = HONE_DECIDE_PAUSE;
-    if (rc ||
-        db_run(c->db, "UPDATE jobs SET last_decision=? WHERE id=?", "ss", dec_name(dec), jid) < 0 ||
-        ctl_batch_release(c)) {
+    int maximize = strstr(mname, "loss") == NULL;
+    double best = jnum(job, "best_metric");
+    int better = !isnan(m) && (isnan(best) || (maximize ? m > best : m < best));
+    if (!rc && fresh)
+        rc = db_run(c->db,
+                    "UPDATE jobs SET epoch=MAX(epoch,?), best_metric=CASE WHEN ? THEN ? ELSE "
+                    "best_metric END, best_epoch=CASE WHEN ? THEN ? ELSE best_epoch END, "
+                    "result=json_set(result,'$.last',json(?)), lease_expires=?, "
+                    "last_decision=? WHERE id=?",
+                    "iidiisdss", epoch, better, m, better, epoch, data,
+                    ctl_now() + c->cfg.lease_seconds, dec_name(dec), jid) < 0;
+    else if (!rc)
+        rc = db_run(c->db, "UPDATE jobs SET last_decision=? WHERE id=?", "ss", dec_name(dec),
+                    jid) < 0;
+    free(data);
+    if (rc || ctl_batch_release(c)) {
         ctl_res_store_error(c, res);
         if (trial)
             ctl_automl_rebuild(c, jstr(job, "parent_id"));
@@ -300,7 +300,6 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
                     json_pack("{s:s,s:i,s:b}", "decision", dec_name(dec), "epoch", epoch,
                               "duplicate", fresh == 0));
 out:
-    json_decref(exp);
     json_decref(job);
     json_decref(body);
 }
@@ -335,7 +334,7 @@ static void j_complete(hone_http_req *req, hone_http_res *res, void *ud)
         ctl_res_store_error(c, res);
         goto out;
     }
-    if (job_for_worker(c, res, jid, wid, &job)) {
+    if (job_for_worker(c, res, jid, wid, NULL, &job)) {
         db_rollback(c->db);
         goto out;
     }

@@ -283,8 +283,7 @@ void hone_controller_free(hone_controller *c)
     }
     ctl_automl_free_all(c);
     hone_http_server_free(c->http);
-    if (c->db)
-        sqlite3_close(c->db);
+    db_close(c->db);
     free(c->artifacts_dir);
     hone_controller_config_free(&c->cfg);
     free(c);

@@ -1,7 +1,8 @@
 /* The SQLite store: opening with the durability settings, numbered migrations (the
  * schemas/NNN_name.sql files embedded at build time) applied one transaction each, and small
- * statement helpers that bind by a type string and return rows as JSON. Every write the API
- * acknowledges is committed here (synchronous=FULL) before the reply goes out. */
+ * statement helpers (prepared statements cached per connection, keyed by their SQL) that bind by
+ * a type string and return rows as JSON. Every write the API acknowledges is committed here
+ * (synchronous=FULL) before the reply goes out. */
 #include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
@@ -14,6 +15,46 @@
 
 extern const char *const hone_migrations[];
 extern const size_t hone_migrations_count;
+
+/* ---- prepared statements, cached per connection and keyed by their SQL text ---- */
+
+#define STMT_CACHE_MAX 1024 /* distinct statements kept; past that, prepared per call */
+
+struct db_slot {
+    uint64_t hash;
+    char *sql; /* NULL: empty slot */
+    sqlite3_stmt *st;
+};
+
+static uint64_t sql_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static struct db_slot *slot_find(ctl_db *db, const char *sql, uint64_t h)
+{
+    size_t mask = db->cap - 1;
+    for (size_t i = (size_t)h & mask;; i = (i + 1) & mask) {
+        struct db_slot *e = &db->slots[i];
+        if (!e->sql || (e->hash == h && !strcmp(e->sql, sql)))
+            return e;
+    }
+}
+
+static void cache_grow(ctl_db *db)
+{
+    struct db_slot *old = db->slots;
+    size_t oldcap = db->cap;
+    db->cap = oldcap ? oldcap * 2 : 64;
+    db->slots = hone_xcalloc(db->cap, sizeof *db->slots);
+    for (size_t i = 0; i < oldcap; i++)
+        if (old[i].sql)
+            *slot_find(db, old[i].sql, old[i].hash) = old[i];
+    free(old);
+}
 
 static int bind_args(sqlite3_stmt *st, const char *types, va_list ap)
 {
@@ -46,36 +87,77 @@ static int bind_args(sqlite3_stmt *st, const char *types, va_list ap)
     return HONE_OK;
 }
 
-static int prep(sqlite3 *db, sqlite3_stmt **st, const char *sql, const char *types, va_list ap)
+/* Gets the statement for sql (cached, or prepared now: *cached says which) with its arguments
+ * bound. Give it back with done(). */
+static int prep(ctl_db *db, sqlite3_stmt **st, int *cached, const char *sql, const char *types,
+                va_list ap)
 {
-    if (sqlite3_prepare_v2(db, sql, -1, st, NULL) != SQLITE_OK) {
-        fprintf(stderr, "sql prepare failed: %s: %s\n", sqlite3_errmsg(db), sql);
-        return HONE_ESQL;
+    uint64_t h = sql_hash(sql);
+    struct db_slot *e = NULL;
+    *st = NULL;
+    if (db->n < STMT_CACHE_MAX) {
+        if ((db->n + 1) * 2 > db->cap)
+            cache_grow(db);
+        e = slot_find(db, sql, h);
+    }
+    *cached = e != NULL;
+    if (e && e->sql) {
+        *st = e->st;
+    } else {
+        if (sqlite3_prepare_v3(db->h, sql, -1, e ? SQLITE_PREPARE_PERSISTENT : 0, st, NULL) !=
+            SQLITE_OK) {
+            fprintf(stderr, "sql prepare failed: %s: %s\n", sqlite3_errmsg(db->h), sql);
+            sqlite3_finalize(*st);
+            *st = NULL;
+            return HONE_ESQL;
+        }
+        if (e) {
+            e->hash = h;
+            e->sql = hone_xstrdup(sql);
+            e->st = *st;
+            db->n++;
+        }
     }
     if (bind_args(*st, types, ap) != HONE_OK) {
-        sqlite3_finalize(*st);
+        if (*cached)
+            sqlite3_clear_bindings(*st);
+        else
+            sqlite3_finalize(*st);
         *st = NULL;
         return HONE_ESQL;
     }
     return HONE_OK;
 }
 
-int db_run(sqlite3 *db, const char *sql, const char *types, ...)
+/* Resets a cached statement (ending its read of the database) or finalizes an uncached one. */
+static void done(sqlite3_stmt *st, int cached)
+{
+    if (cached) {
+        sqlite3_reset(st);
+        sqlite3_clear_bindings(st);
+    } else {
+        sqlite3_finalize(st);
+    }
+}
+
+int db_run(ctl_db *db, const char *sql, const char *types, ...)
 {
     sqlite3_stmt *st = NULL;
+    int cached = 0;
     va_list ap;
     va_start(ap, types);
-    int rc = prep(db, &st, sql, types, ap);
+    int rc = prep(db, &st, &cached, sql, types, ap);
     va_end(ap);
     if (rc)
         return rc;
     rc = sqlite3_step(st);
-    sqlite3_finalize(st);
     if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
-        fprintf(stderr, "sql step failed: %s: %s\n", sqlite3_errmsg(db), sql);
+        fprintf(stderr, "sql step failed: %s: %s\n", sqlite3_errmsg(db->h), sql);
+        done(st, cached);
         return HONE_ESQL;
     }
-    return sqlite3_changes(db);
+    done(st, cached);
+    return sqlite3_changes(db->h);
 }
 
 static json_t *row_json(sqlite3_stmt *st)
@@ -102,15 +184,17 @@ static json_t *row_json(sqlite3_stmt *st)
                 v = json_null(); /* not UTF-8: never happens for what we store */
             break;
         }
-        json_object_set_new(o, name, v);
+        json_object_set_new_nocheck(o, name, v);
     }
     return o;
 }
 
-static int query(sqlite3 *db, json_t **out, int all, const char *sql, const char *types, va_list ap)
+static int query(ctl_db *db, json_t **out, int all, const char *sql, const char *types,
+                 va_list ap)
 {
     sqlite3_stmt *st = NULL;
-    int rc = prep(db, &st, sql, types, ap);
+    int cached = 0;
+    int rc = prep(db, &st, &cached, sql, types, ap);
     if (rc)
         return rc;
     json_t *arr = all ? json_array() : NULL;
@@ -120,8 +204,8 @@ static int query(sqlite3 *db, json_t **out, int all, const char *sql, const char
         if (rc == SQLITE_DONE)
             break;
         if (rc != SQLITE_ROW) {
-            fprintf(stderr, "sql step failed: %s: %s\n", sqlite3_errmsg(db), sql);
-            sqlite3_finalize(st);
+            fprintf(stderr, "sql step failed: %s: %s\n", sqlite3_errmsg(db->h), sql);
+            done(st, cached);
             json_decref(arr);
             return HONE_ESQL;
         }
@@ -131,7 +215,7 @@ static int query(sqlite3 *db, json_t **out, int all, const char *sql, const char
         }
         json_array_append_new(arr, row_json(st));
     }
-    sqlite3_finalize(st);
+    done(st, cached);
     if (all) {
         *out = arr;
         return HONE_OK;
@@ -139,7 +223,7 @@ static int query(sqlite3 *db, json_t **out, int all, const char *sql, const char
     return *out ? HONE_OK : HONE_ENOENT;
 }
 
-int db_row(sqlite3 *db, json_t **out, const char *sql, const char *types, ...)
+int db_row(ctl_db *db, json_t **out, const char *sql, const char *types, ...)
 {
     va_list ap;
     va_start(ap, types);
@@ -148,7 +232,7 @@ int db_row(sqlite3 *db, json_t **out, const char *sql, const char *types, ...)
     return rc;
 }
 
-int db_rows(sqlite3 *db, json_t **out, const char *sql, const char *types, ...)
+int db_rows(ctl_db *db, json_t **out, const char *sql, const char *types, ...)
 {
     va_list ap;
     va_start(ap, types);
@@ -157,37 +241,37 @@ int db_rows(sqlite3 *db, json_t **out, const char *sql, const char *types, ...)
     return rc;
 }
 
-int db_begin(sqlite3 *db)
+int db_begin(ctl_db *db)
 {
-    if (!sqlite3_get_autocommit(db)) {
+    if (!sqlite3_get_autocommit(db->h)) {
         /* A writer that forgot to flush the report batch: refuse rather than nest. */
         fprintf(stderr, "db_begin inside an open transaction\n");
         return HONE_ESQL;
     }
-    return sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? HONE_OK : HONE_ESQL;
+    return db_run(db, "BEGIN IMMEDIATE", NULL) < 0 ? HONE_ESQL : HONE_OK;
 }
 
-int db_commit(sqlite3 *db)
+int db_commit(ctl_db *db)
 {
-    if (sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK)
+    if (db_run(db, "COMMIT", NULL) >= 0)
         return HONE_OK;
-    fprintf(stderr, "sql commit failed: %s\n", sqlite3_errmsg(db));
+    fprintf(stderr, "sql commit failed: %s\n", sqlite3_errmsg(db->h));
     db_rollback(db);
     return HONE_ESQL;
 }
 
-void db_rollback(sqlite3 *db)
+void db_rollback(ctl_db *db)
 {
-    if (!sqlite3_get_autocommit(db))
-        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+    if (!sqlite3_get_autocommit(db->h))
+        sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
 }
 
 /* Applies migrations past the stored version, each with its version bump in one transaction,
  * so a crash mid-way leaves the store at a whole version. */
-static int migrate(sqlite3 *db, int *version)
+static int migrate(ctl_db *db, int *version)
 {
     char *err = NULL;
-    if (sqlite3_exec(db,
+    if (sqlite3_exec(db->h,
                      "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);"
                      "INSERT INTO schema_version SELECT 0 WHERE NOT EXISTS "
                      "(SELECT 1 FROM schema_version);",
@@ -201,7 +285,7 @@ static int migrate(sqlite3 *db, int *version)
     for (size_t i = (size_t)v; i < hone_migrations_count; i++) {
         if (db_begin(db) != HONE_OK)
             return HONE_ESQL;
-        if (sqlite3_exec(db, hone_migrations[i], NULL, NULL, &err) != SQLITE_OK) {
+        if (sqlite3_exec(db->h, hone_migrations[i], NULL, NULL, &err) != SQLITE_OK) {
             db_rollback(db);
             goto fail;
         }
@@ -221,16 +305,18 @@ fail:
     return HONE_ESQL;
 }
 
-int db_open(const char *path, sqlite3 **out, int *version)
+int db_open(const char *path, ctl_db **out, int *version)
 {
-    sqlite3 *db = NULL;
+    ctl_db *db = hone_xcalloc(1, sizeof *db);
     *out = NULL;
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) != SQLITE_OK) {
-        fprintf(stderr, "cannot open %s: %s\n", path, db ? sqlite3_errmsg(db) : "no memory");
+    if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
+        SQLITE_OK) {
+        fprintf(stderr, "cannot open %s: %s\n", path,
+                db->h ? sqlite3_errmsg(db->h) : "no memory");
         goto fail;
     }
-    sqlite3_busy_timeout(db, 5000);
-    if (sqlite3_exec(db,
+    sqlite3_busy_timeout(db->h, 5000);
+    if (sqlite3_exec(db->h,
                      "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
                      NULL, NULL, NULL) != SQLITE_OK)
         goto fail;
@@ -239,15 +325,35 @@ int db_open(const char *path, sqlite3 **out, int *version)
     *out = db;
     return HONE_OK;
 fail:
-    sqlite3_close(db);
+    db_close(db);
     return HONE_ESQL;
+}
+
+int db_cached(const ctl_db *db)
+{
+    return db ? (int)db->n : 0;
+}
+
+void db_close(ctl_db *db)
+{
+    if (!db)
+        return;
+    for (size_t i = 0; i < db->cap; i++)
+        if (db->slots[i].sql) {
+            sqlite3_finalize(db->slots[i].st);
+            free(db->slots[i].sql);
+        }
+    free(db->slots);
+    if (sqlite3_close(db->h) != SQLITE_OK)
+        fprintf(stderr, "sqlite3_close: %s\n", sqlite3_errmsg(db->h));
+    free(db);
 }
 
 int hone_controller_store_migrate(const char *db_path, int *version)
 {
-    sqlite3 *db = NULL;
+    ctl_db *db = NULL;
     int rc = db_open(db_path, &db, version);
-    sqlite3_close(db);
+    db_close(db);
     return rc;
 }
 

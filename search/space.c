@@ -258,7 +258,12 @@ int hone_space_parse(const char *json, hone_space **out, char *err, size_t errle
         param *p = &s->p[s->n++];
         p->name = hone_xstrdup(name);
         if (name[0] == '\0') {
-            set_err(err, errlen, "parameter '': names must not be empty");
+            if (s->n > 1)
+                set_err(err, errlen, "parameter #%d (after '%s'): names must not be empty", s->n,
+                        s->p[s->n - 2].name);
+            else
+                set_err(err, errlen, "parameter #1: names must not be empty");
+            rc = HONE_EINVAL; /* set on every path: an earlier parameter may have left rc at 0 */
             goto fail;
         }
         rc = parse_param(p, def, err, errlen);
@@ -540,6 +545,7 @@ int hone_space_config_from_json(const hone_space *s, const char *json, double *v
         json_t *j = json_object_get(root, s->p[i].name);
         if (!j) {
             set_err(err, errlen, "parameter '%s': missing from the config", s->p[i].name);
+            rc = HONE_EINVAL; /* an earlier parameter's success left rc at 0 */
             goto fail;
         }
         rc = param_value_from_json(&s->p[i], j, &values[i], "value", err, errlen);

@@ -114,6 +114,59 @@ static int in_choices(const char *choices, const char *v)
     return 0;
 }
 
+/* Decodes one UTF-8 sequence at s (shortest form, no surrogates, at most U+10FFFF): its length
+ * and code point, or 0 when the bytes are not valid UTF-8. */
+static int utf8_next(const unsigned char *s, unsigned *cp)
+{
+    unsigned c = s[0], min;
+    int n;
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2, c &= 0x1F, min = 0x80;
+    else if (c >= 0xE0 && c <= 0xEF)
+        n = 3, c &= 0x0F, min = 0x800;
+    else if (c >= 0xF0 && c <= 0xF4)
+        n = 4, c &= 0x07, min = 0x10000;
+    else
+        return 0;
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+        c = (c << 6) | (s[i] & 0x3F);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+        return 0;
+    *cp = c;
+    return n;
+}
+
+/* Control characters (C0, DEL, C1) and the non-characters U+FFFE/U+FFFF: never in a name or path,
+ * and not printable in YAML. */
+static int is_control(unsigned cp)
+{
+    return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0xFFFE || cp == 0xFFFF;
+}
+
+/* A string value must be valid UTF-8 without control characters, so the spec writes out as YAML
+ * that loads back; the message names the key and the byte offset. */
+static int check_text(const char *key, const char *v, char *err, size_t errlen)
+{
+    const unsigned char *u = (const unsigned char *)v;
+    for (size_t i = 0; u[i];) {
+        unsigned cp;
+        int n = utf8_next(u + i, &cp);
+        if (n == 0)
+            return fail(err, errlen, "%s: invalid UTF-8 at byte %zu", key, i);
+        if (is_control(cp))
+            return fail(err, errlen, "%s: control character U+%04X at byte %zu", key, cp, i);
+        i += (size_t)n;
+    }
+    return HONE_OK;
+}
+
 /* Sets one key from its text form (YAML scalar or command-line value). */
 static int set_value_raw(hone_train_spec *s, const char *key, const char *v, char *err,
                          size_t errlen);
@@ -178,6 +231,8 @@ static int set_value_raw(hone_train_spec *s, const char *key, const char *v, cha
     case K_STR:
         if (strlen(v) >= k->size)
             return fail(err, errlen, "%s: value longer than %zu characters", key, k->size - 1);
+        if (check_text(key, v, err, errlen) != HONE_OK)
+            return HONE_EPARSE;
         if (k->choices && !in_choices(k->choices, v))
             return fail(err, errlen, "%s: '%s' is not one of: %s", key, v, k->choices);
         memcpy(base, v, strlen(v) + 1);
@@ -320,6 +375,32 @@ int hone_train_spec_validate(const hone_train_spec *s, char *err, size_t errlen)
     return HONE_OK;
 }
 
+/* A YAML double-quoted scalar: '"' and '\\' escaped, control characters as \\xNN / \\uNNNN (the
+ * setter rejects them, but a spec filled in by code may hold them). Invalid UTF-8 has no YAML
+ * form: HONE_EINVAL. */
+static int write_quoted(FILE *f, const char *v)
+{
+    const unsigned char *u = (const unsigned char *)v;
+    fputc('"', f);
+    for (size_t i = 0; u[i];) {
+        unsigned cp;
+        int n = utf8_next(u + i, &cp);
+        if (n == 0)
+            return HONE_EINVAL;
+        if (cp == '"' || cp == '\\')
+            fprintf(f, "\\%c", (char)cp);
+        else if (cp <= 0xFF && is_control(cp))
+            fprintf(f, "\\x%02X", cp);
+        else if (is_control(cp))
+            fprintf(f, "\\u%04X", cp);
+        else
+            fwrite(u + i, 1, (size_t)n, f);
+        i += (size_t)n;
+    }
+    fputc('"', f);
+    return HONE_OK;
+}
+
 /* Values are written with %.17g / quoted strings so a reload gives identical numbers. */
 int hone_train_spec_write(const hone_train_spec *s, FILE *f)
 {
@@ -353,13 +434,10 @@ int hone_train_spec_write(const hone_train_spec *s, FILE *f)
             break;
         case K_STR:
             fputs(name, f);
-            fputs(": \"", f);
-            for (const char *c = base; *c; c++) {
-                if (*c == '"' || *c == '\\')
-                    fputc('\\', f);
-                fputc(*c, f);
-            }
-            fputs("\"\n", f);
+            fputs(": ", f);
+            if (write_quoted(f, base) != HONE_OK)
+                return HONE_EINVAL;
+            fputc('\n', f);
             break;
         }
     }

@@ -1,6 +1,7 @@
 /* job: one leased job on this worker. Writes the resolved spec, runs hone-train with the lease's
  * overrides, relays each epoch line as a report (retrying while the controller is away, so a
- * restarted controller finds the job still reporting), obeys the reply, and completes the job. */
+ * restarted controller finds the job still reporting), obeys the reply, and completes the job.
+ * A resumed job first reports the epochs its checkpoint holds past the lease's acknowledged one. */
 #include "worker_internal.h"
 
 #include <errno.h>
@@ -13,7 +14,12 @@
 typedef struct job_ctx {
     hone_worker *w;
     const char *id;
-    int lost; /* the controller no longer knows this job as ours: stop it */
+    int lost;      /* the controller no longer knows this job as ours: stop it */
+    int abandoned; /* a report could not be delivered while stopping: leave the lease to expire */
+    int acked;     /* epochs up to this one are stored by the controller: not reported again */
+    int next;      /* the epoch expected next from the trainer */
+    int check_gap; /* resumed from our own checkpoint: the first epoch line must be `next` */
+    int gap;       /* it was not: an epoch between is lost from the checkpoint's run */
 } job_ctx;
 
 static char *job_value_text(const json_t *v)
@@ -203,11 +209,27 @@ static hone_wdecision job_on_epoch(void *arg, int epoch, json_t *line)
 {
     job_ctx *c = arg;
     hone_worker *w = c->w;
-    json_t *body = json_object();
+    json_t *body;
     hone_rest_resp resp;
     char id[128], path[256];
     hone_wdecision d = HONE_WDECISION_CONTINUE;
 
+    if (c->check_gap) {
+        c->check_gap = 0;
+        if (epoch > c->next) {
+            /* The checkpoint is ahead of every epoch line we have: the ones between were
+             * trained but their metrics are gone. Stop; the job is run again from scratch. */
+            worker_log(w, "job %s: trainer resumed at epoch %d but epoch %d was never reported",
+                       c->id, epoch, c->next);
+            c->gap = 1;
+            return HONE_WDECISION_CONTINUE;
+        }
+    }
+    if (epoch >= c->next)
+        c->next = epoch + 1;
+    if (epoch <= c->acked)
+        return HONE_WDECISION_CONTINUE; /* stored already; its decision was obeyed then */
+    body = json_object();
     worker_id(w, id, sizeof(id));
     json_object_set_new(body, "worker_id", json_string(id));
     json_object_set_new(body, "epoch", json_integer(epoch));
@@ -215,10 +237,12 @@ static hone_wdecision job_on_epoch(void *arg, int epoch, json_t *line)
     snprintf(path, sizeof(path), "/api/v1/jobs/%s/report", c->id);
     if (job_post(w, path, body, 0, &resp) != 0) {
         json_decref(body);
+        c->abandoned = 1;
         return HONE_WDECISION_CONTINUE; /* stopping: should_stop takes over */
     }
     json_decref(body);
     if (resp.status == 200) {
+        c->acked = epoch;
         d = hone_wdecision_parse(json_string_value(json_object_get(resp.json, "decision")));
         if (w->o->verbose || d != HONE_WDECISION_CONTINUE)
             worker_log(w, "job %s: epoch %d reported, decision %s", c->id, epoch,
@@ -242,7 +266,90 @@ static hone_wdecision job_on_epoch(void *arg, int epoch, json_t *line)
 static int job_should_stop(void *arg)
 {
     job_ctx *c = arg;
-    return *c->w->stop || atomic_load(&c->w->cancel) || c->lost;
+    return *c->w->stop || atomic_load(&c->w->cancel) || c->lost || c->gap;
+}
+
+/* Growable list of epoch lines by epoch - after - 1 (NULL where the file has none). */
+typedef struct epoch_lines {
+    json_t **v;
+    size_t n;
+} epoch_lines;
+
+static void epoch_lines_put(epoch_lines *L, size_t i, json_t *line)
+{
+    if (i >= L->n) {
+        size_t n = L->n ? L->n : 16;
+        while (n <= i)
+            n *= 2;
+        L->v = hone_xrealloc(L->v, n * sizeof(json_t *));
+        memset(L->v + L->n, 0, (n - L->n) * sizeof(json_t *));
+        L->n = n;
+    }
+    json_decref(L->v[i]);
+    L->v[i] = line;
+}
+
+json_t *hone_worker_unreported_epochs(const char *out_dir, int after, int upto)
+{
+    json_t *out = json_array();
+    epoch_lines L = {0};
+    char path[4096 + 32], *buf = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/metrics.jsonl", out_dir);
+    f = fopen(path, "r");
+    if (!f)
+        return out;
+    /* hone-train appends one line per epoch (checkpoint first, then the line) and one per
+     * run's end ("event"); a line cut short by a kill does not parse and is skipped. */
+    while ((len = getline(&buf, &cap, f)) > 0) {
+        json_t *j = json_loadb(buf, (size_t)len, 0, NULL);
+        json_t *ep = json_object_get(j, "epoch");
+        json_int_t e = json_is_integer(ep) ? json_integer_value(ep) : 0;
+        if (!json_is_object(j) || json_object_get(j, "event") || e <= after || e > 100000 ||
+            (upto > 0 && e > upto)) {
+            json_decref(j);
+            continue;
+        }
+        epoch_lines_put(&L, (size_t)(e - after - 1), j); /* a later line for an epoch wins */
+    }
+    free(buf);
+    fclose(f);
+    for (size_t i = 0; i < L.n && L.v[i]; i++)
+        json_array_append(out, L.v[i]);
+    for (size_t i = 0; i < L.n; i++)
+        json_decref(L.v[i]);
+    free(L.v);
+    return out;
+}
+
+/* Reports the epochs our own checkpoint holds beyond the last acknowledged one (the trainer
+ * checkpointed them, but their reports never reached the controller: a worker that died in
+ * between). Returns the decision to obey; c->lost or c->abandoned when the job is not to go on. */
+static hone_wdecision job_replay(job_ctx *c, const char *out_dir, int upto, int *last)
+{
+    json_t *lines = hone_worker_unreported_epochs(out_dir, c->acked, upto), *line;
+    hone_wdecision d = HONE_WDECISION_CONTINUE;
+    size_t i;
+
+    *last = 0;
+    if (json_array_size(lines) > 0)
+        worker_log(c->w,
+                   "job %s: replaying epoch(s) %d..%d from metrics.jsonl (checkpointed, "
+                   "never acknowledged)",
+                   c->id, c->acked + 1, c->acked + (int)json_array_size(lines));
+    json_array_foreach(lines, i, line)
+    {
+        int epoch = (int)json_integer_value(json_object_get(line, "epoch"));
+        d = job_on_epoch(c, epoch, line);
+        *last = epoch;
+        if (d != HONE_WDECISION_CONTINUE || c->lost || c->abandoned || job_should_stop(c))
+            break;
+    }
+    json_decref(lines);
+    return d;
 }
 
 static void job_complete(hone_worker *w, const char *job_id, const char *status,
@@ -278,18 +385,55 @@ static void job_set_current(hone_worker *w, const char *id)
     atomic_store(&w->cancel, 0);
 }
 
+/* Runs the trainer for the lease; when it resumed past an epoch nobody reported (see
+ * job_on_epoch), runs it once more from scratch, the stored epochs going unreported. */
+static int job_run_trainer(hone_worker *w, job_ctx *ctx, const json_t *job, const char *spec_path,
+                           const char *out_dir, hone_trun_result *res)
+{
+    const json_t *eu = json_object_get(job, "epochs_until");
+    hone_trun_hooks hooks = {.on_epoch = job_on_epoch, .should_stop = job_should_stop, .arg = ctx};
+    hone_trun_opts topts = {0};
+    json_t *fresh = NULL;
+    int rc;
+
+    topts.grace_s = w->o->grace_s;
+    topts.last_epoch = json_is_integer(eu) ? (int)json_integer_value(eu) : 0;
+    for (;;) {
+        const json_t *lease = fresh ? fresh : job;
+        char **argv = hone_worker_trainer_argv(w->o, w->trainer, lease, spec_path, out_dir);
+        worker_log(w, "job %s: starting %s (epochs until %lld%s)", ctx->id, w->trainer,
+                   json_is_integer(eu) ? (long long)json_integer_value(eu) : 0LL,
+                   json_is_true(json_object_get(lease, "resume")) ? ", resumed" : "");
+        rc = hone_trun_run(argv, &topts, &hooks, res);
+        hone_worker_argv_free(argv);
+        if (!ctx->gap || fresh)
+            break;
+        ctx->gap = 0;
+        if (job_should_stop(ctx))
+            break; /* stopping or canceled as well: handled as any abort */
+        worker_log(w,
+                   "job %s: running it again from epoch 1; epochs up to %d are not reported "
+                   "again",
+                   ctx->id, ctx->acked);
+        hone_trun_result_clear(res);
+        fresh = json_deep_copy(job);
+        json_object_set_new(fresh, "resume", json_false());
+    }
+    json_decref(fresh);
+    return rc;
+}
+
 void worker_job_run(hone_worker *w, const json_t *job)
 {
     const char *id = json_string_value(json_object_get(job, "id"));
     const char *spec = json_string_value(json_object_get(job, "spec_yaml"));
     const char *out = json_string_value(json_object_get(job, "out_dir"));
+    const char *ck = json_string_value(json_object_get(job, "checkpoint"));
     const json_t *eu = json_object_get(job, "epochs_until");
+    const json_t *ep = json_object_get(job, "epoch");
     char out_dir[4096 + 256], spec_path[4096 + 400], specs_dir[4096 + 16];
     job_ctx ctx = {0};
-    hone_trun_hooks hooks = {0};
-    hone_trun_opts topts = {0};
     hone_trun_result res = {0};
-    char **argv = NULL;
     const char *status;
     int rc;
 
@@ -314,18 +458,42 @@ void worker_job_run(hone_worker *w, const json_t *job)
         job_complete(w, id, "failed", &res);
         goto out;
     }
-    argv = hone_worker_trainer_argv(w->o, w->trainer, job, spec_path, out_dir);
-    worker_log(w, "job %s: starting %s (epochs until %lld%s)", id, w->trainer,
-               json_is_integer(eu) ? (long long)json_integer_value(eu) : 0LL,
-               json_is_true(json_object_get(job, "resume")) ? ", resumed" : "");
     ctx.w = w;
     ctx.id = id;
-    hooks.on_epoch = job_on_epoch;
-    hooks.should_stop = job_should_stop;
-    hooks.arg = &ctx;
-    topts.grace_s = w->o->grace_s;
-    topts.last_epoch = json_is_integer(eu) ? (int)json_integer_value(eu) : 0;
-    rc = hone_trun_run(argv, &topts, &hooks, &res);
+    /* The lease's epoch is the last one the controller stored: later ones are reported. */
+    ctx.acked = json_is_integer(ep) && json_integer_value(ep) > 0 ? (int)json_integer_value(ep) : 0;
+    ctx.next = ctx.acked + 1;
+    if (json_is_true(json_object_get(job, "resume")) &&
+        (!ck || !ck[0] || strcmp(ck, out_dir) == 0)) {
+        /* Resuming from our own checkpoint, which may hold epochs never acknowledged: report
+         * them from metrics.jsonl first and obey the answers, as if the trainer had sent them. */
+        int last;
+        hone_wdecision d =
+            job_replay(&ctx, out_dir, json_is_integer(eu) ? (int)json_integer_value(eu) : 0, &last);
+        if (ctx.lost || ctx.abandoned || job_should_stop(&ctx)) {
+            worker_log(w, "job %s: %s while replaying epochs", id,
+                       ctx.lost                  ? "lost"
+                       : atomic_load(&w->cancel) ? "canceled"
+                                                 : "abandoned");
+            if (atomic_load(&w->cancel) && !ctx.lost)
+                job_complete(w, id, "stopped", &res);
+            goto out;
+        }
+        if (d != HONE_WDECISION_CONTINUE) {
+            char msg[256];
+            status = d == HONE_WDECISION_STOP ? "stopped" : "paused";
+            snprintf(msg, sizeof(msg),
+                     "hone-worker: epoch %d (replayed from metrics.jsonl) was answered %s; the "
+                     "trainer was not started",
+                     last, d == HONE_WDECISION_STOP ? "stop" : "pause");
+            res.log_tail = hone_xstrdup(msg);
+            worker_log(w, "job %s: %s after replaying epoch %d", id, status, last);
+            job_complete(w, id, status, &res);
+            goto out;
+        }
+        ctx.check_gap = 1;
+    }
+    rc = job_run_trainer(w, &ctx, job, spec_path, out_dir, &res);
     if (rc != 0)
         worker_log(w, "job %s: trainer did not start: %s", id, res.log_tail);
     switch (res.outcome) {
@@ -355,7 +523,6 @@ void worker_job_run(hone_worker *w, const json_t *job)
     else if (atomic_load(&w->cancel) && !ctx.lost)
         job_complete(w, id, "stopped", &res);
 out:
-    hone_worker_argv_free(argv);
     hone_trun_result_clear(&res);
     job_set_current(w, NULL);
 }

@@ -98,4 +98,11 @@ char **hone_worker_trainer_argv(const hone_worker_opts *o, const char *trainer, 
                                 const char *spec_path, const char *out_dir);
 void hone_worker_argv_free(char **argv);
 
+/* The epoch lines (JSON objects, last one per epoch) that the trainer appended to
+ * out_dir/metrics.jsonl for epochs after..upto (upto <= 0: no limit), in order and without gaps:
+ * the list ends before the first epoch missing from the file. A resumed job reports them before
+ * starting the trainer, since its checkpoint may be ahead of the last acknowledged epoch. Returns a
+ * new array (empty when there is no file). */
+json_t *hone_worker_unreported_epochs(const char *out_dir, int after, int upto);
+
 #endif

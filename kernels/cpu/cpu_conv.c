@@ -18,10 +18,10 @@ typedef struct {
     size_t crs, pq, chw, kpq; /* rows of col, output pixels, input and output floats per image */
     int direct, one_by_one;   /* small-K forward; 1x1/stride 1/no pad: col is the image itself */
     int chunks;               /* backward chunks */
-    size_t slot;              /* floats of scratch per thread */
+    size_t slot;              /* floats of one im2col buffer */
     const float *x, *w, *b, *dy;
     float *y, *dx, *dw, *db;
-    float *cols;     /* per-slot scratch (im2col buffers) */
+    float *cols;     /* per slot: an im2col buffer, then a dcol buffer (backward) */
     float *partials; /* chunks - 1 partial (dW, db) pairs */
 } conv_job;
 
@@ -39,7 +39,7 @@ static void plan(conv_job *j, hone_kctx *k, const hone_conv_desc *d, void *ws)
     j->slot = j->crs * j->pq;
     if (ws) { /* NULL when only the size is asked for */
         j->cols = ws;
-        j->partials = j->cols + (size_t)cpu_par_slots(k) * j->slot;
+        j->partials = j->cols + (size_t)cpu_par_slots(k) * 2 * j->slot;
     }
 }
 
@@ -47,7 +47,7 @@ size_t cpu_conv_workspace(hone_kctx *k, const hone_conv_desc *d)
 {
     conv_job j;
     plan(&j, k, d, NULL);
-    size_t cols = (size_t)cpu_par_slots(k) * j.slot;
+    size_t cols = (size_t)cpu_par_slots(k) * 2 * j.slot;
     size_t partials = (size_t)(j.chunks - 1) * ((size_t)d->k * j.crs + (size_t)d->k);
     return (cols + partials) * sizeof(float);
 }
@@ -161,7 +161,9 @@ CPU_SIMD static void im2col(const hone_conv_desc *d, const float *img, float *co
 }
 
 /* The adjoint of im2col: img = sum of the col entries that read each pixel (img overwritten).
- * col is scratch: the same-width path zeroes its wrapped-around entries before one span add. */
+ * col is scratch and is left all zero, so the next GEMM can accumulate into it with beta = 1
+ * (BLAS would otherwise zero the whole buffer in a pass of its own); the same-width path zeroes
+ * the wrapped-around entries first so one span add covers each tap. */
 CPU_SIMD static void col2im(const hone_conv_desc *d, float *col, float *img)
 {
     size_t pq = (size_t)d->p * d->q, hw = (size_t)d->h * d->w, rs = (size_t)d->r * d->s;
@@ -171,13 +173,20 @@ CPU_SIMD static void col2im(const hone_conv_desc *d, float *col, float *img)
             for (int s = 0; s < d->s; s++) {
                 tap_span t = span_of(d, r, s);
                 long len = t.n1 - t.n0;
+                size_t head = (size_t)t.plo * d->q, tail = pq - (size_t)t.phi * d->q;
                 for (int c = 0; c < d->c; c++) {
                     float *src = col + ((size_t)c * rs + (size_t)r * d->s + s) * pq;
                     zero_wrapped(d, &t, src);
                     float *restrict o = img + (size_t)c * hw + (t.n0 + t.shift);
-                    const float *restrict sp = src + t.n0;
-                    for (long n = 0; n < len; n++)
+                    float *restrict sp = src + t.n0;
+                    for (long n = 0; n < len; n++) {
                         o[n] += sp[n];
+                        sp[n] = 0.0f;
+                    }
+                    if (head)
+                        memset(src, 0, sizeof(float) * head);
+                    if (tail)
+                        memset(src + pq - tail, 0, sizeof(float) * tail);
                 }
             }
         return;
@@ -185,7 +194,7 @@ CPU_SIMD static void col2im(const hone_conv_desc *d, float *col, float *img)
     for (int c = 0; c < d->c; c++)
         for (int r = 0; r < d->r; r++)
             for (int s = 0; s < d->s; s++) {
-                const float *src = col + ((size_t)(c * d->r + r) * d->s + s) * pq;
+                float *src = col + ((size_t)(c * d->r + r) * d->s + s) * pq;
                 float *plane = img + (size_t)c * hw;
                 int lo, hi, off = s - d->pad;
                 q_range(d, s, &lo, &hi);
@@ -198,6 +207,7 @@ CPU_SIMD static void col2im(const hone_conv_desc *d, float *col, float *img)
                     for (int q = lo; q < hi; q++)
                         o[q * d->stride + off] += sp[q];
                 }
+                memset(src, 0, sizeof(float) * pq);
             }
 }
 
@@ -311,7 +321,7 @@ static void fwd_image(void *arg, int i, int slot)
     float *y = j->y + (size_t)i * j->kpq;
     const float *col = x;
     if (!j->one_by_one) {
-        float *buf = j->cols + (size_t)slot * j->slot;
+        float *buf = j->cols + (size_t)slot * 2 * j->slot;
         im2col(d, x, buf);
         col = buf;
     }
@@ -363,8 +373,10 @@ static void bwd_chunk(void *arg, int c, int slot)
     size_t kcrs = (size_t)d->k * j->crs;
     float *dw = c == 0 ? j->dw : j->partials + (size_t)(c - 1) * (kcrs + d->k);
     float *db = c == 0 ? j->db : j->partials + (size_t)(c - 1) * (kcrs + d->k) + kcrs;
-    float *buf = j->cols + (size_t)slot * j->slot;
+    float *buf = j->cols + (size_t)slot * 2 * j->slot, *dcol = buf + j->slot;
     int i0 = (int)((size_t)d->n * c / j->chunks), i1 = (int)((size_t)d->n * (c + 1) / j->chunks);
+    if (j->dx && !j->one_by_one) /* col2im leaves it zero again after each image */
+        memset(dcol, 0, sizeof(float) * j->slot);
     for (int i = i0; i < i1; i++) {
         const float *x = j->x + (size_t)i * j->chw, *dy = j->dy + (size_t)i * j->kpq;
         const float *col = x;
@@ -387,8 +399,8 @@ static void bwd_chunk(void *arg, int c, int slot)
                       0.0f, dx, (int)j->pq);
         } else {
             cpu_gemm1(1, 0, (int)j->crs, (int)j->pq, d->k, 1.0f, j->w, (int)j->crs, dy, (int)j->pq,
-                      0.0f, buf, (int)j->pq);
-            col2im(d, buf, dx);
+                      1.0f, dcol, (int)j->pq);
+            col2im(d, dcol, dx);
         }
     }
 }

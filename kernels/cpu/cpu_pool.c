@@ -13,6 +13,124 @@ typedef struct {
     int32_t *idx;
 } pool_job;
 
+/* 2x2 stride-2 windows, eight (or four) outputs per step with explicit vectors: the compiler's own
+ * vectorisation of these rows (Q = 14 or 7) leaves half of them to a scalar epilogue. A row whose
+ * Q is not a multiple of the width ends with one overlapping step (outputs are pure functions of
+ * the inputs, so the overlap rewrites equal values). Ties keep the first maximum in row-major
+ * window order, exactly as the scalar loop. */
+typedef float v8sf __attribute__((vector_size(32)));
+typedef int32_t v8si __attribute__((vector_size(32)));
+typedef float v4sf __attribute__((vector_size(16)));
+typedef int32_t v4si __attribute__((vector_size(16)));
+#if defined(__clang__)
+#define EVEN8(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14)
+#define ODD8(a, b) __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15)
+#define ZIPLO8(a, b) __builtin_shufflevector(a, b, 0, 8, 1, 9, 2, 10, 3, 11)
+#define ZIPHI8(a, b) __builtin_shufflevector(a, b, 4, 12, 5, 13, 6, 14, 7, 15)
+#define EVEN4(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6)
+#define ODD4(a, b) __builtin_shufflevector(a, b, 1, 3, 5, 7)
+#define ZIPLO4(a, b) __builtin_shufflevector(a, b, 0, 4, 1, 5)
+#define ZIPHI4(a, b) __builtin_shufflevector(a, b, 2, 6, 3, 7)
+#else
+#define EVEN8(a, b) __builtin_shuffle(a, b, (v8si){0, 2, 4, 6, 8, 10, 12, 14})
+#define ODD8(a, b) __builtin_shuffle(a, b, (v8si){1, 3, 5, 7, 9, 11, 13, 15})
+#define ZIPLO8(a, b) __builtin_shuffle(a, b, (v8si){0, 8, 1, 9, 2, 10, 3, 11})
+#define ZIPHI8(a, b) __builtin_shuffle(a, b, (v8si){4, 12, 5, 13, 6, 14, 7, 15})
+#define EVEN4(a, b) __builtin_shuffle(a, b, (v4si){0, 2, 4, 6})
+#define ODD4(a, b) __builtin_shuffle(a, b, (v4si){1, 3, 5, 7})
+#define ZIPLO4(a, b) __builtin_shuffle(a, b, (v4si){0, 4, 1, 5})
+#define ZIPHI4(a, b) __builtin_shuffle(a, b, (v4si){2, 6, 3, 7})
+#endif
+
+/* One block of L outputs at q: VF/VI the vector types, EVEN/ODD the de-interleaving shuffles. */
+#define POOL_FWD_BLOCK(VF, VI, EVEN, ODD, L)                                                       \
+    do {                                                                                           \
+        VF a0, a1, c0, c1;                                                                         \
+        memcpy(&a0, r0 + 2 * q, sizeof(a0));                                                       \
+        memcpy(&a1, r0 + 2 * q + L, sizeof(a1));                                                   \
+        memcpy(&c0, r1 + 2 * q, sizeof(c0));                                                       \
+        memcpy(&c1, r1 + 2 * q + L, sizeof(c1));                                                   \
+        VF e0 = EVEN(a0, a1), o0 = ODD(a0, a1), e1 = EVEN(c0, c1), o1 = ODD(c0, c1);               \
+        VI o = base + 2 * q + lane2, m;                                                            \
+        VF bv = e0;                                                                                \
+        m = o0 > bv;                                                                               \
+        o = ((o + 1) & m) | (o & ~m);                                                              \
+        bv = (VF)(((VI)o0 & m) | ((VI)bv & ~m));                                                   \
+        m = e1 > bv;                                                                               \
+        o = ((base + w + 2 * q + lane2) & m) | (o & ~m);                                           \
+        bv = (VF)(((VI)e1 & m) | ((VI)bv & ~m));                                                   \
+        m = o1 > bv;                                                                               \
+        o = ((base + w + 2 * q + 1 + lane2) & m) | (o & ~m);                                       \
+        bv = (VF)(((VI)o1 & m) | ((VI)bv & ~m));                                                   \
+        if (relu)                                                                                  \
+            bv = (VF)((VI)bv & (bv > 0.0f)); /* !(bv > 0) (NaN too) gives +0 */                    \
+        memcpy(out + q, &bv, sizeof(bv));                                                          \
+        memcpy(oi + q, &o, sizeof(o));                                                             \
+    } while (0)
+
+CPU_SIMD static void pool2_fwd_row(const float *r0, const float *r1, int w, int base, int Q,
+                                   int relu, float *out, int32_t *oi)
+{
+    if (Q >= 8) {
+        const v8si lane2 = {0, 2, 4, 6, 8, 10, 12, 14};
+        for (int q0 = 0; q0 < Q; q0 += 8) {
+            int q = q0 + 8 <= Q ? q0 : Q - 8;
+            POOL_FWD_BLOCK(v8sf, v8si, EVEN8, ODD8, 8);
+        }
+    } else {
+        const v4si lane2 = {0, 2, 4, 6};
+        for (int q0 = 0; q0 < Q; q0 += 4) {
+            int q = q0 + 4 <= Q ? q0 : Q - 4;
+            POOL_FWD_BLOCK(v4sf, v4si, EVEN4, ODD4, 4);
+        }
+    }
+}
+
+/* The backward of one block: every pixel of the L windows written once (gradient or +0). */
+#define POOL_BWD_BLOCK(VF, VI, ZIPLO, ZIPHI, L)                                                    \
+    do {                                                                                           \
+        VF v, z = {0};                                                                             \
+        VI id;                                                                                     \
+        memcpy(&v, gp + q, sizeof(v));                                                             \
+        memcpy(&id, op + q, sizeof(id));                                                           \
+        v = z + v; /* as 0 += gy: -0 becomes +0 */                                                 \
+        if (mp) {                                                                                  \
+            VF yv;                                                                                 \
+            memcpy(&yv, mp + q, sizeof(yv));                                                       \
+            v = (VF)((VI)v & (yv > 0.0f));                                                         \
+        }                                                                                          \
+        VI rel = id - (base + 2 * q + lane2);                                                      \
+        VF e0 = (VF)((VI)v & (rel == 0)), o0 = (VF)((VI)v & (rel == 1));                           \
+        VF e1 = (VF)((VI)v & (rel == w)), o1 = (VF)((VI)v & (rel == w + 1));                       \
+        VF t;                                                                                      \
+        t = ZIPLO(e0, o0);                                                                         \
+        memcpy(r0 + 2 * q, &t, sizeof(t));                                                         \
+        t = ZIPHI(e0, o0);                                                                         \
+        memcpy(r0 + 2 * q + L, &t, sizeof(t));                                                     \
+        t = ZIPLO(e1, o1);                                                                         \
+        memcpy(r1 + 2 * q, &t, sizeof(t));                                                         \
+        t = ZIPHI(e1, o1);                                                                         \
+        memcpy(r1 + 2 * q + L, &t, sizeof(t));                                                     \
+    } while (0)
+
+CPU_SIMD static void pool2_bwd_row(const float *gp, const float *mp, const int32_t *op, int w,
+                                   int base, int Q, float *r0, float *r1)
+{
+    if (Q >= 8) {
+        const v8si lane2 = {0, 2, 4, 6, 8, 10, 12, 14};
+        for (int q0 = 0; q0 < Q; q0 += 8) {
+            int q = q0 + 8 <= Q ? q0 : Q - 8;
+            POOL_BWD_BLOCK(v8sf, v8si, ZIPLO8, ZIPHI8, 8);
+        }
+    } else {
+        const v4si lane2 = {0, 2, 4, 6};
+        for (int q0 = 0; q0 < Q; q0 += 4) {
+            int q = q0 + 4 <= Q ? q0 : Q - 4;
+            POOL_BWD_BLOCK(v4sf, v4si, ZIPLO4, ZIPHI4, 4);
+        }
+    }
+}
+
 CPU_SIMD static void maxpool_fwd_planes(void *arg, size_t b, size_t e)
 {
     const pool_job *j = arg;
@@ -26,6 +144,11 @@ CPU_SIMD static void maxpool_fwd_planes(void *arg, size_t b, size_t e)
             for (int p = 0; p < P; p++) {
                 const float *r0 = in + (size_t)(2 * p) * w, *r1 = r0 + w;
                 int row0 = 2 * p * w;
+                if (Q >= 4) {
+                    pool2_fwd_row(r0, r1, w, row0, Q, relu, out + (size_t)p * Q,
+                                  oi + (size_t)p * Q);
+                    continue;
+                }
                 for (int q = 0; q < Q; q++) { /* branch-free so the loop vectorises */
                     float v1 = r0[2 * q + 1], v2 = r1[2 * q], v3 = r1[2 * q + 1];
                     int o = row0 + 2 * q;
@@ -109,7 +232,9 @@ CPU_SIMD static void maxpool_bwd_planes(void *arg, size_t b, size_t e)
             const float *gp = gy + (size_t)p * Q;
             const int32_t *op = oi + (size_t)p * Q;
             int base = 2 * p * w;
-            if (ym) {
+            if (Q >= 4) {
+                pool2_bwd_row(gp, ym ? ym + (size_t)p * Q : NULL, op, w, base, Q, r0, r1);
+            } else if (ym) {
                 const float *mp = ym + (size_t)p * Q;
                 for (int q = 0; q < Q; q++) {
                     /* v = ym > 0 ? 0 + gy : +0 as a bit mask: a branch here mispredicts */

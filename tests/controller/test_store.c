@@ -1,6 +1,7 @@
 /* Controller unit tests without a server: migrations are idempotent and versioned, paths are
  * confined to the data roots (.., symlink escapes), spec overrides are flattened with the faulty
- * field named, and the YAML config names unknown or mistyped keys. */
+ * field named, the YAML config names unknown or mistyped keys, and the store's prepared-statement
+ * cache keeps statements usable across errors and partial reads. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,7 @@ static void test_migrations(const char *dir)
     CHECK(v1 >= 1);
     CHECK(hone_controller_store_migrate(db, &v2) == HONE_OK);
     CHECK(v2 == v1);
-    sqlite3 *h = NULL;
+    ctl_db *h = NULL;
     int v3 = -1;
     CHECK(db_open(db, &h, &v3) == HONE_OK && v3 == v1);
     json_t *rows = NULL;
@@ -73,7 +74,7 @@ static void test_migrations(const char *dir)
                  "INSERT INTO jobs(id,experiment_id,action,status,created) "
                  "VALUES('k','nope','train','queued',0)",
                  NULL) < 0); /* foreign key */
-    sqlite3_close(h);
+    db_close(h);
 }
 
 static void test_confine(const char *dir)
@@ -180,12 +181,66 @@ static void test_config(const char *dir)
     }
 }
 
+/* Prepared statements are cached by SQL text: a repeated statement is parsed once, a failing one
+ * (constraint, bad bind) stays usable, a row query stopped after its first row is reset (it runs
+ * again, with fresh bindings, and sees a second connection's write), more distinct statements
+ * than the cache holds still run, and db_close finalizes them all (LSan checks). */
+static void test_stmt_cache(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/cache.db", dir);
+    ctl_db *h = NULL, *h2 = NULL;
+    CHECK(db_open(path, &h, NULL) == HONE_OK);
+    CHECK(db_run(h, "CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)", NULL) >= 0);
+    int before = db_cached(h);
+    char sql[128];
+    for (int i = 0; i < 50; i++) {
+        snprintf(sql, sizeof sql, "INSERT INTO t(k,v) VALUES(?,?)"); /* same text, new buffer */
+        CHECK(db_run(h, sql, "is", i, "x") == 1);
+    }
+    CHECK(db_cached(h) == before + 1);
+    CHECK(db_run(h, "INSERT INTO t(k,v) VALUES(?,?)", "is", 1, "dup") < 0);  /* primary key */
+    CHECK(db_run(h, "INSERT INTO t(k,v) VALUES(?,?)", "is", 100, NULL) < 0); /* not null */
+    CHECK(db_run(h, "INSERT INTO t(k,v) VALUES(?,?)", "is", 101, "y") == 1);
+    CHECK(db_run(h, "INSERT INTO t(k,v) VALUES(?,?)", "?", 0) == HONE_ESQL); /* bad bind type */
+    CHECK(db_run(h, "SELEKT nonsense", NULL) == HONE_ESQL);
+    json_t *row = NULL, *rows = NULL;
+    CHECK(db_begin(h) == HONE_OK);
+    CHECK(db_row(h, &row, "SELECT k FROM t ORDER BY k", NULL) == HONE_OK); /* 51 rows, reads 1 */
+    CHECK(jint(row, "k") == 0);
+    json_decref(row);
+    CHECK(db_run(h, "UPDATE t SET v='z' WHERE k=?", "i", 3) == 1);
+    CHECK(db_commit(h) == HONE_OK);
+    CHECK(db_open(path, &h2, NULL) == HONE_OK);
+    CHECK(db_row(h, &row, "SELECT k FROM t ORDER BY k", NULL) == HONE_OK);
+    json_decref(row);
+    CHECK(db_run(h2, "UPDATE t SET v='w' WHERE k=?", "i", 4) == 1); /* seen by h next */
+    CHECK(db_row(h, &row, "SELECT v FROM t WHERE k=?", "i", 4) == HONE_OK);
+    CHECK(row && !strcmp(jstr(row, "v"), "w"));
+    json_decref(row);
+    CHECK(db_row(h, &row, "SELECT v FROM t WHERE k=?", "i", 3) == HONE_OK); /* bindings fresh */
+    CHECK(row && !strcmp(jstr(row, "v"), "z"));
+    json_decref(row);
+    CHECK(db_row(h, &row, "SELECT v FROM t WHERE k=?", "i", 999) == HONE_ENOENT);
+    for (int i = 0; i < 1100; i++) { /* past the cache's size: prepared per call */
+        snprintf(sql, sizeof sql, "SELECT COUNT(*) AS n FROM t WHERE k >= %d", i);
+        CHECK(db_rows(h, &rows, sql, NULL) == HONE_OK);
+        CHECK(json_array_size(rows) == 1);
+        json_decref(rows);
+    }
+    CHECK(db_cached(h) <= 1024);
+    CHECK(db_run(h, "UPDATE t SET v=? WHERE k=?", "si", "late", 5) == 1);
+    db_close(h2);
+    db_close(h);
+}
+
 int main(void)
 {
     char dir[] = "/tmp/hone-ctl-unit-XXXXXX";
     if (!mkdtemp(dir))
         return 2;
     test_migrations(dir);
+    test_stmt_cache(dir);
     test_confine(dir);
     test_spec();
     test_config(dir);

@@ -127,6 +127,16 @@ static void test_bad_spaces(void)
     expect_bad("{\"o\": {\"type\": \"categorical\", \"values\": [1], \"default\": 2}}",
                "'o': default is not one of");
     expect_bad("{\"x\": 3}", "'x': must be an object");
+    /* an empty name after a valid parameter (whose success set rc to 0) must still fail */
+    expect_bad("{\"\": {\"type\": \"bool\"}}", "parameter #1: names must not be empty");
+    expect_bad(
+        "{\"lr\": {\"type\": \"float\", \"min\": 0, \"max\": 1}, \"\": {\"type\": \"bool\"}}",
+        "parameter #2 (after 'lr'): names must not be empty");
+    expect_bad("{\"a\": {\"type\": \"bool\"}, \"b\": {\"type\": \"bool\"}, \"\": 1}",
+               "parameter #3 (after 'b'): names must not be empty");
+    /* a bad parameter after valid ones */
+    expect_bad("{\"a\": {\"type\": \"bool\"}, \"b\": {\"type\": \"int\"}}",
+               "'b': needs \"min\" and \"max\"");
     expect_bad("{}", "no parameters");
     expect_bad("[1]", "must be a JSON object");
     expect_bad("{\"x\": ", "not valid JSON");
@@ -149,6 +159,17 @@ static void test_bad_configs(void)
     snprintf(buf, sizeof buf, "{%s}", base);
     CHECK(hone_space_config_from_json(s, buf, v, err, sizeof err) < 0 &&
           strstr(err, "'lr': missing"));
+    /* a parameter missing after ones that parsed (their success must not leak into the result) */
+    CHECK(hone_space_config_from_json(s,
+                                      "{\"lr\": 0.01, \"batch_size\": 64, \"momentum\": 0.5, "
+                                      "\"optimizer\": 3, \"nesterov\": true}",
+                                      v, err, sizeof err) < 0 &&
+          strstr(err, "'layers': missing"));
+    CHECK(hone_space_config_from_json(s,
+                                      "{\"lr\": 0.01, \"batch_size\": 64, \"layers\": 2, "
+                                      "\"momentum\": 0.5, \"optimizer\": 3}",
+                                      v, err, sizeof err) < 0 &&
+          strstr(err, "'nesterov': missing"));
     snprintf(buf, sizeof buf, "{\"lr\": 0.01, \"extra\": 1, %s}", base);
     CHECK(hone_space_config_from_json(s, buf, v, err, sizeof err) < 0 && strstr(err, "'extra'"));
     snprintf(buf, sizeof buf, "{\"lr\": 0.01, %s, \"layers\": 2.5}", base);

@@ -105,6 +105,84 @@ int main(void)
     EXPECT(hone_train_spec_load_file(&t, "/nonexistent/spec.yaml", err, sizeof(err)) ==
            HONE_ENOENT);
 
+    /* string values: control characters and invalid UTF-8 are refused at set time, naming the
+     * key (they would otherwise be written as YAML that does not load back) */
+    expect_set_error("data.path=/a\x05"
+                     "b",
+                     "data.path: control character U+0005 at byte 2");
+    expect_set_error("data.path=/a\tb", "data.path: control character U+0009");
+    expect_set_error("data.path=/a\nb", "data.path: control character U+000A");
+    expect_set_error("data.path=/a\x7f", "data.path: control character U+007F");
+    expect_set_error("data.path=/a\xc2\x85", "data.path: control character U+0085");
+    expect_set_error("data.path=/x\x99y", "data.path: invalid UTF-8 at byte 2");
+    expect_set_error("data.path=/x\xc0\xaf", "data.path: invalid UTF-8");         /* overlong '/' */
+    expect_set_error("data.path=/x\xed\xa0\x80", "data.path: invalid UTF-8");     /* surrogate */
+    expect_set_error("data.path=/x\xf4\x90\x80\x80", "data.path: invalid UTF-8"); /* > U+10FFFF */
+    expect_set_error("data.path=/x\xe6\x97", "data.path: invalid UTF-8");         /* truncated */
+    expect_set_error("network=cnn\x01", "network: control character U+0001");
+    expect_yaml_error("data: {path: \"/a\\x01b\"}\n", "data.path: control character U+0001");
+    expect_yaml_error("data: {path: \"/a\\tb\"}\n", "data.path: control character U+0009");
+    {
+        hone_train_spec u;
+        hone_train_spec_defaults(&u);
+        strcpy(u.data.path, "/keep");
+        EXPECT(hone_train_spec_set(&u, "data.path=/bad\x1b[0m", err, sizeof(err)) == HONE_EPARSE);
+        EXPECT(strcmp(u.data.path, "/keep") == 0); /* a refused value leaves the old one */
+    }
+
+    /* non-ASCII UTF-8 paths are fine and round-trip byte for byte */
+    {
+        const char *utf = "/donn\xc3\xa9"
+                          "es/\xe6\x97\xa5\xe6\x9c\xac/\xf0\x9f\x98\x80 \"q\" \\ end";
+        char set[256];
+        snprintf(set, sizeof set, "data.path=%s", utf);
+        hone_train_spec_defaults(&s);
+        EXPECT(hone_train_spec_set(&s, set, err, sizeof(err)) == HONE_OK);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+        EXPECT(hone_train_spec_write(&s, m) == HONE_OK);
+        fclose(m);
+        hone_train_spec t2;
+        hone_train_spec_defaults(&t2);
+        EXPECT(hone_train_spec_load_string(&t2, buf, len, err, sizeof(err)) == HONE_OK);
+        EXPECT(strcmp(t2.data.path, utf) == 0);
+        char *buf2 = NULL;
+        size_t len2 = 0;
+        m = open_memstream(&buf2, &len2);
+        EXPECT(hone_train_spec_write(&t2, m) == HONE_OK);
+        fclose(m);
+        EXPECT(len == len2 && memcmp(buf, buf2, len) == 0); /* and writes out the same again */
+        free(buf);
+        free(buf2);
+    }
+
+    /* a spec filled in by code (not through the setter) still writes valid YAML: control
+     * characters are escaped (\xNN, \uNNNN), so loading it back reports the key instead of a
+     * YAML syntax error; invalid UTF-8 cannot be written at all */
+    {
+        hone_train_spec_defaults(&s);
+        strcpy(s.data.path, "/a\x01\"\x7f\xc2\x85\xef\xbf\xbe");
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&buf, &len);
+        EXPECT(hone_train_spec_write(&s, m) == HONE_OK);
+        fclose(m);
+        EXPECT(strstr(buf, "path: \"/a\\x01\\\"\\x7F\\x85\\uFFFE\"\n") != NULL);
+        hone_train_spec t2;
+        hone_train_spec_defaults(&t2);
+        err[0] = 0;
+        EXPECT(hone_train_spec_load_string(&t2, buf, len, err, sizeof(err)) == HONE_EPARSE);
+        EXPECT(strstr(err, "data.path: control character U+0001") != NULL);
+        free(buf);
+        strcpy(s.data.path, "/a\xff");
+        buf = NULL;
+        m = open_memstream(&buf, &len);
+        EXPECT(hone_train_spec_write(&s, m) == HONE_EINVAL);
+        fclose(m);
+        free(buf);
+    }
+
     hone_train_spec_defaults(&s);
     hone_train_spec_set(&s, "train.min_lr=1", err, sizeof(err));
     EXPECT(hone_train_spec_validate(&s, err, sizeof(err)) == HONE_EPARSE);

@@ -1,8 +1,10 @@
-/* test_worker_args: hone-worker's command line (defaults, values, errors that name the fix) and
- * the trainer argv built from a lease (overrides as --set, epochs-until, resume, out). */
+/* test_worker_args: hone-worker's command line (defaults, values, errors that name the fix), the
+ * trainer argv built from a lease (overrides as --set, epochs-until, resume, out), and the epoch
+ * lines a resumed job replays from the trainer's metrics.jsonl. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "worker.h"
 
@@ -113,11 +115,84 @@ static void test_trainer_argv(void)
     json_decref(job);
 }
 
+/* The epochs of the array's lines, "1,2,3". */
+static void epochs_of(const json_t *a, char *buf, size_t len)
+{
+    size_t i, used = 0;
+    json_t *v;
+    buf[0] = '\0';
+    json_array_foreach(a, i, v)
+    {
+        used += (size_t)snprintf(buf + used, len - used, "%s%lld", i ? "," : "",
+                                 (long long)json_integer_value(json_object_get(v, "epoch")));
+    }
+}
+
+static void write_metrics(const char *dir, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/metrics.jsonl", dir);
+    FILE *f = fopen(path, "w");
+    fputs(text, f);
+    fclose(f);
+}
+
+static void check_replay(const char *dir, int after, int upto, const char *want)
+{
+    char got[256];
+    json_t *a = hone_worker_unreported_epochs(dir, after, upto);
+    epochs_of(a, got, sizeof(got));
+    if (strcmp(got, want) != 0) {
+        fprintf(stderr, "replay after %d upto %d: got [%s], want [%s]\n", after, upto, got, want);
+        failures++;
+    }
+    json_decref(a);
+}
+
+static void test_unreported_epochs(void)
+{
+    char dir[] = "/tmp/hone-wreplay-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    check_replay(dir, 2, 0, ""); /* no metrics.jsonl: nothing to replay */
+    /* a first run (epochs 1-3, paused), a resumed one (4-5) and a line cut short by a kill */
+    write_metrics(dir, "{\"epoch\":1,\"val_accuracy\":0.5}\n"
+                       "{\"epoch\":2,\"val_accuracy\":0.6}\n"
+                       "{\"epoch\":3,\"val_accuracy\":0.7}\n"
+                       "{\"event\":\"paused\",\"epochs_trained\":3}\n"
+                       "{\"epoch\":4,\"val_accuracy\":0.75}\n"
+                       "not json\n"
+                       "{\"epoch\":5,\"val_accuracy\":0.8}\n"
+                       "{\"epoch\":6,\"val_acc");
+    check_replay(dir, 2, 0, "3,4,5");
+    check_replay(dir, 0, 0, "1,2,3,4,5");
+    check_replay(dir, 2, 4, "3,4"); /* not past the lease's epochs_until */
+    check_replay(dir, 5, 0, "");
+    check_replay(dir, 9, 0, "");
+    /* a repeated epoch: the later line wins; a missing epoch ends the list */
+    write_metrics(dir, "{\"epoch\":3,\"val_accuracy\":0.1}\n"
+                       "{\"epoch\":4,\"val_accuracy\":0.2}\n"
+                       "{\"epoch\":3,\"val_accuracy\":0.3}\n"
+                       "{\"epoch\":6,\"val_accuracy\":0.4}\n"
+                       "{\"epoch\":\"7\"}\n[8]\n{\"epoch\":-1}\n");
+    check_replay(dir, 2, 0, "3,4");
+    json_t *a = hone_worker_unreported_epochs(dir, 2, 0);
+    CHECK(json_array_size(a) == 2 &&
+          json_real_value(json_object_get(json_array_get(a, 0), "val_accuracy")) == 0.3);
+    json_decref(a);
+    check_replay(dir, 1, 0, ""); /* epoch 2 is missing: nothing can be replayed */
+    check_replay(dir, 5, 0, "6");
+    char path[512];
+    snprintf(path, sizeof(path), "%s/metrics.jsonl", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     test_defaults_and_values();
     test_errors();
     test_trainer_argv();
+    test_unreported_epochs();
     CHECK(hone_wdecision_parse("stop") == HONE_WDECISION_STOP);
     CHECK(hone_wdecision_parse("pause") == HONE_WDECISION_PAUSE);
     CHECK(hone_wdecision_parse("continue") == HONE_WDECISION_CONTINUE);

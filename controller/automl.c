@@ -77,11 +77,22 @@ ctl_search *ctl_automl_find(hone_controller *c, const char *job_id)
     return NULL;
 }
 
-static void search_free(ctl_search *s)
+void ctl_automl_search_free(ctl_search *s)
 {
     hone_search_free(s->search);
     hone_space_free(s->space);
     free(s);
+}
+
+/* Unlinked searches are freed now, or by the ask's completion when one is in flight. */
+static void search_release(ctl_search *s)
+{
+    if (s->busy) {
+        s->orphan = 1;
+        s->next = NULL;
+    } else {
+        ctl_automl_search_free(s);
+    }
 }
 
 void ctl_automl_drop(hone_controller *c, const char *job_id)
@@ -90,7 +101,7 @@ void ctl_automl_drop(hone_controller *c, const char *job_id)
         if (!strcmp((*pp)->job_id, job_id)) {
             ctl_search *s = *pp;
             *pp = s->next;
-            search_free(s);
+            search_release(s);
             return;
         }
 }
@@ -100,8 +111,18 @@ void ctl_automl_free_all(hone_controller *c)
     while (c->searches) {
         ctl_search *s = c->searches;
         c->searches = s->next;
-        search_free(s);
+        search_release(s);
     }
+}
+
+long ctl_automl_remaining(ctl_search *s)
+{
+    if (!s->busy) {
+        hone_search_progress p;
+        hone_search_progress_get(s->search, &p);
+        s->remaining = p.epochs_remaining;
+    }
+    return s->remaining;
 }
 
 static int opts_from_json(const json_t *o, hone_search_opts *opts)
@@ -229,6 +250,7 @@ int ctl_automl_rebuild(hone_controller *c, const char *job_id)
         goto out;
     }
     s = hone_xcalloc(1, sizeof *s);
+    s->c = c;
     snprintf(s->job_id, sizeof s->job_id, "%s", job_id);
     snprintf(s->metric, sizeof s->metric, "%s", jstr(automl, "metric"));
     char *sp = jdump(json_object_get(automl, "space"));
@@ -240,6 +262,7 @@ int ctl_automl_rebuild(hone_controller *c, const char *job_id)
         goto out;
     s->maximize = o.maximize;
     s->max_epochs = o.max_epochs;
+    s->model_based = o.algo == HONE_ALGO_BAYESIAN || o.algo == HONE_ALGO_BOHB;
     s->full_epochs =
         o.algo == HONE_ALGO_HYPERBAND || o.algo == HONE_ALGO_BOHB || o.algo == HONE_ALGO_ASHA
             ? o.R * o.epoch_multiplier
@@ -258,6 +281,7 @@ int ctl_automl_rebuild(hone_controller *c, const char *job_id)
                               (json_int_t)jint(ev, "seq"), "kind", jstr(ev, "kind"), "error",
                               hone_strerror(erc)));
     }
+    ctl_automl_remaining(s);
     s->next = c->searches;
     c->searches = s;
     ctl_log(c, "info", "automl_rebuilt",
@@ -265,7 +289,7 @@ int ctl_automl_rebuild(hone_controller *c, const char *job_id)
     s = NULL;
 out:
     if (s)
-        search_free(s);
+        ctl_automl_search_free(s);
     if (rc)
         ctl_log(c, "error", "automl_rebuild_failed",
                 json_pack("{s:s,s:s}", "job", job_id, "error", hone_strerror(rc)));
@@ -324,8 +348,7 @@ static ctl_search *parent_search(hone_controller *c, const json_t *trial)
     const char *pid = jstr(trial, "parent_id");
     if (!pid)
         return NULL;
-    ctl_search *s = ctl_automl_find(c, pid);
-    return s;
+    return ctl_automl_find(c, pid);
 }
 
 int ctl_automl_report(hone_controller *c, const json_t *trial, int epoch, double metric, int fresh,
@@ -335,6 +358,8 @@ int ctl_automl_report(hone_controller *c, const json_t *trial, int epoch, double
     *dec = HONE_DECIDE_STOP; /* no live search (canceled, finished): the trial has no purpose */
     if (!s)
         return HONE_OK;
+    if (s->busy) /* callers hold their request while the search asks (ctl_defer) */
+        return HONE_ESTATE;
     int t = (int)jint(trial, "trial");
     int rc = hone_search_report(s->search, t, epoch, metric, dec);
     if (rc == HONE_ERANGE || rc == HONE_ENOENT) {
@@ -353,6 +378,8 @@ int ctl_automl_end(hone_controller *c, const json_t *trial, int failed)
     ctl_search *s = parent_search(c, trial);
     if (!s)
         return HONE_OK;
+    if (s->busy)
+        return HONE_ESTATE;
     int t = (int)jint(trial, "trial");
     int rc = hone_search_end(s->search, t, failed);
     if (rc)

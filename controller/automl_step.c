@@ -1,7 +1,7 @@
 /* The AutoML driver, part 2: asking a search for work (new trials become queued train jobs,
  * resumed ones are requeued from their checkpoint), finishing the AutoML job when the search is
  * done (best trial, its artifacts copied to best_model/), and the status block of an AutoML job.
- * TODO: GP fits in hone_search_ask run on the loop thread; move them to uv_queue_work. */
+ * Model-based asks (GP fits) run on the thread pool: automl_async.c. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -240,6 +240,43 @@ static int trials_active(hone_controller *c, const char *job_id)
     return n;
 }
 
+/* Applies one answer of the search: a new trial is stored and queued, a paused one requeued, DONE
+ * finishes the job once no trial is active. Returns 1 when the search should be asked again, 0
+ * when it waits or is done (*dropped: the search was freed), < 0 on a store error (the search
+ * was rebuilt from what was stored). */
+int ctl_automl_apply(hone_controller *c, ctl_search *s, const json_t *job, const hone_ask *a,
+                     int *dropped)
+{
+    char job_id[64];
+    snprintf(job_id, sizeof job_id, "%s", s->job_id);
+    *dropped = 0;
+    if (a->kind == HONE_ASK_WAIT)
+        return 0;
+    if (a->kind == HONE_ASK_DONE) {
+        /* The search has every result it wants, but a trial may still be running (its
+         * worker's complete, with the test accuracy, has not arrived: e.g. right after a
+         * restart) or queued again. Finish only when none is; a complete or an expired lease
+         * steps the search again. */
+        int active = trials_active(c, job_id), rc = HONE_OK;
+        if (active < 0)
+            return HONE_ESQL;
+        if (active == 0) {
+            rc = finish(c, s);
+            ctl_automl_drop(c, job_id);
+            *dropped = 1;
+        }
+        return rc;
+    }
+    int rc = a->kind == HONE_ASK_NEW ? step_new(c, s, job, a) : step_resume(c, s, a);
+    if (rc) {
+        /* The search moved on but the store did not: rebuild it from what was stored. */
+        ctl_automl_rebuild(c, job_id);
+        *dropped = 1;
+        return rc;
+    }
+    return 1;
+}
+
 int ctl_automl_step(hone_controller *c, const char *job_id)
 {
     json_t *job = NULL;
@@ -254,31 +291,22 @@ int ctl_automl_step(hone_controller *c, const char *job_id)
     if (!s)
         goto out;
     for (int guard = 0; guard < 1024; guard++) {
+        if (s->busy) { /* an ask runs on the thread pool: it steps again when it is back */
+            s->step_again = 1;
+            break;
+        }
+        if (ctl_automl_offload(c, s)) {
+            ctl_automl_ask_async(c, s);
+            break;
+        }
         hone_ask a;
+        int dropped = 0;
         if ((rc = hone_search_ask(s->search, &a)))
             break;
-        if (a.kind == HONE_ASK_WAIT)
+        rc = ctl_automl_apply(c, s, job, &a, &dropped);
+        if (rc <= 0)
             break;
-        if (a.kind == HONE_ASK_DONE) {
-            /* The search has every result it wants, but a trial may still be running (its
-             * worker's complete, with the test accuracy, has not arrived: e.g. right after a
-             * restart) or queued again. Finish only when none is; a complete or an expired lease
-             * steps the search again. */
-            int active = trials_active(c, job_id);
-            if (active < 0)
-                rc = HONE_ESQL;
-            else if (active == 0) {
-                rc = finish(c, s);
-                ctl_automl_drop(c, job_id);
-            }
-            break;
-        }
-        rc = a.kind == HONE_ASK_NEW ? step_new(c, s, job, &a) : step_resume(c, s, &a);
-        if (rc) {
-            /* The search moved on but the store did not: rebuild it from what was stored. */
-            ctl_automl_rebuild(c, job_id);
-            break;
-        }
+        rc = HONE_OK;
         made++;
     }
     if (made)
@@ -344,12 +372,7 @@ json_t *ctl_automl_status(hone_controller *c, const json_t *job)
     json_decref(agg);
     json_object_set_new(o, "epochs_done", json_integer(epochs_done));
     ctl_search *s = ctl_automl_find(c, id);
-    long remaining = 0;
-    if (s) {
-        hone_search_progress p;
-        hone_search_progress_get(s->search, &p);
-        remaining = p.epochs_remaining;
-    }
+    long remaining = s ? ctl_automl_remaining(s) : 0;
     json_object_set_new(o, "epochs_remaining", json_integer(remaining));
     json_object_set_new(o, "seconds_per_epoch", isnan(spe) ? json_null() : json_real(spe));
     int par = (int)jint(opts, "max_parallel"), live = ctl_live_workers(c);

@@ -15,7 +15,9 @@
 
 typedef struct ctl_db ctl_db; /* store.c */
 
-/* One live AutoML search (job status running or paused), rebuilt from automl_events on start. */
+/* One live AutoML search (job status running or paused), rebuilt from automl_events on start.
+ * While busy, a thread-pool worker is inside hone_search_ask and nothing else may touch `search`:
+ * requests that would feed it wait (ctl_defer), steps are noted in step_again. */
 typedef struct ctl_search {
     char job_id[64];
     hone_space *space;
@@ -24,8 +26,25 @@ typedef struct ctl_search {
     int maximize;
     int max_epochs;
     int full_epochs; /* a trial's whole budget: below it, a stop is an early stop */
+    int model_based; /* bayesian / bohb: asks past the random start fit a model */
+    int busy, step_again;
+    int orphan;     /* dropped while busy: freed when the ask is back */
+    long remaining; /* epochs_remaining as of the last time the loop could read the search */
+    uv_work_t work;
+    hone_ask ask;
+    int ask_rc;
+    struct hone_controller *c;
     struct ctl_search *next;
 } ctl_search;
+
+/* A request held until the search of job_id is idle (automl_async.c). */
+typedef struct ctl_deferred {
+    char job_id[64];
+    hone_http_req *req;
+    hone_http_res *res;
+    hone_http_handler handler;
+    struct ctl_deferred *next;
+} ctl_deferred;
 
 /* A worker's lease request parked until work appears or its wait runs out. */
 typedef struct ctl_waiter {
@@ -53,6 +72,9 @@ struct hone_controller {
     uv_check_t batch_check; /* batch.c: commits the open report batch after each poll */
     int batch_open, check_open;
     void *pending, *pending_tail; /* replies held until the batch commits */
+    ctl_deferred *deferred, *deferred_tail; /* automl_async.c */
+    int asks_inflight;
+    uint64_t n_asks_offloop, n_deferred;
     void (*close_done)(void *);
     void *close_arg;
     int close_pending;
@@ -186,7 +208,30 @@ int ctl_automl_end(hone_controller *c, const json_t *trial, int failed);
 /* Rebuilds every running/paused AutoML search from automl_events (on start, after a failure). */
 int ctl_automl_rebuild_all(hone_controller *c);
 int ctl_automl_rebuild(hone_controller *c, const char *job_id);
+/* Forgets the live search (freed now, or when its ask is back if busy). */
 void ctl_automl_drop(hone_controller *c, const char *job_id);
+void ctl_automl_search_free(ctl_search *s);
+/* Epochs still to run (cached while the search is busy). */
+long ctl_automl_remaining(ctl_search *s);
+/* automl_step.c: applies one answer of the search (see there); 1: ask again. */
+int ctl_automl_apply(hone_controller *c, ctl_search *s, const json_t *job, const hone_ask *a,
+                     int *dropped);
+
+/* ---- automl_async.c: model-based asks on the thread pool ---- */
+/* Whether the next ask of s should run on the thread pool (a model fit is likely). */
+int ctl_automl_offload(hone_controller *c, ctl_search *s);
+/* Marks s busy and runs hone_search_ask on the pool; the answer is applied on the loop, then
+ * the requests held for the job run, then the search is stepped again if asked to. */
+void ctl_automl_ask_async(hone_controller *c, ctl_search *s);
+/* Whether the search of AutoML job job_id (may be NULL) is busy. */
+int ctl_automl_busy(hone_controller *c, const char *job_id);
+/* Holds a request until the job's search is idle; then handler(req, res, c) runs again. */
+void ctl_defer(hone_controller *c, const char *job_id, hone_http_req *req, hone_http_res *res,
+               hone_http_handler handler);
+/* Answers held requests 503 (shutdown). */
+void ctl_defer_close(hone_controller *c);
+/* server.c: one of the things hone_controller_close waits for is done. */
+void ctl_close_step(hone_controller *c);
 json_t *ctl_automl_status(hone_controller *c, const json_t *job);
 void ctl_automl_free_all(hone_controller *c);
 

@@ -149,7 +149,8 @@ static int do_cancel(hone_controller *c, const json_t *job)
     return HONE_OK;
 }
 
-static void job_verb(hone_controller *c, hone_http_res *res, const char *id, const char *verb)
+static void job_verb(hone_controller *c, hone_http_req *req, hone_http_res *res, const char *id,
+                     const char *verb, hone_http_handler self)
 {
     json_t *job = NULL;
     int rc = ctl_job_row(c, id, &job);
@@ -158,6 +159,11 @@ static void job_verb(hone_controller *c, hone_http_res *res, const char *id, con
             hone_http_res_error(res, 404, "id", "no job %s", id);
         else
             ctl_res_store_error(c, res);
+        return;
+    }
+    if (ctl_automl_busy(c, jstr(job, "parent_id"))) { /* a trial: wait for its search's ask */
+        ctl_defer(c, jstr(job, "parent_id"), req, res, self);
+        json_decref(job);
         return;
     }
     const char *st = jstr(job, "status");
@@ -237,14 +243,14 @@ static void job_post_colon(hone_http_req *req, hone_http_res *res, void *ud)
         return;
     }
     *colon = '\0';
-    job_verb(ud, res, id, colon + 1);
+    job_verb(ud, req, res, id, colon + 1, job_post_colon);
 }
 
 static void job_post_verb(hone_http_req *req, hone_http_res *res, void *ud)
 {
     const char *route = hone_http_req_route(req);
     const char *verb = strrchr(route, '/') + 1;
-    job_verb(ud, res, hone_http_req_param(req, "id"), verb);
+    job_verb(ud, req, res, hone_http_req_param(req, "id"), verb, job_post_verb);
 }
 
 static void job_get(hone_http_req *req, hone_http_res *res, void *ud)

@@ -240,6 +240,11 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
         ctl_batch_undo(c);
         goto out;
     }
+    if (ctl_automl_busy(c, jstr(job, "parent_id"))) { /* its search is asking: wait for it */
+        ctl_batch_undo(c);
+        ctl_defer(c, jstr(job, "parent_id"), req, res, j_report);
+        goto out;
+    }
     if (jint(job, "epochs_target") > 0 && epoch > jint(job, "epochs_target")) {
         ctl_batch_undo(c);
         hone_http_res_error(res, 422, "epoch", "epoch %d is past the job's target %lld", epoch,
@@ -336,6 +341,11 @@ static void j_complete(hone_http_req *req, hone_http_res *res, void *ud)
     }
     if (job_for_worker(c, res, jid, wid, NULL, &job)) {
         db_rollback(c->db);
+        goto out;
+    }
+    if (ctl_automl_busy(c, jstr(job, "parent_id"))) {
+        db_rollback(c->db);
+        ctl_defer(c, jstr(job, "parent_id"), req, res, j_complete);
         goto out;
     }
     const char *tail = jstr(body, "log_tail") ? jstr(body, "log_tail") : jstr(body, "error");

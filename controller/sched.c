@@ -166,6 +166,8 @@ static void expire_one(hone_controller *c, const json_t *job)
     const char *dec = jstr(job, "last_decision"), *ctl = jstr(job, "control");
     const char *id = jstr(job, "id");
     double now = ctl_now();
+    if (ctl_automl_busy(c, jstr(job, "parent_id")))
+        return; /* its search is asking: the next tick expires it */
     if (db_begin(c->db))
         return;
     int rc;

@@ -88,6 +88,8 @@ static void metrics(hone_http_req *req, hone_http_res *res, void *ud)
     fprintf(f, "hone_leases_total %llu\nhone_leases_expired_total %llu\n",
             (unsigned long long)c->n_leases, (unsigned long long)c->n_expired);
     fprintf(f, "hone_workers_live %d\n", ctl_live_workers(c));
+    fprintf(f, "hone_automl_asks_offloop_total %llu\nhone_requests_deferred_total %llu\n",
+            (unsigned long long)c->n_asks_offloop, (unsigned long long)c->n_deferred);
     if (db_rows(c->db, &rows, "SELECT action, status, COUNT(*) AS n FROM jobs GROUP BY 1, 2",
                 NULL) == HONE_OK)
         json_array_foreach(rows, i, r) fprintf(f, "hone_jobs{action=\"%s\",status=\"%s\"} %lld\n",
@@ -241,6 +243,11 @@ static void close_step(void *arg)
         c->close_done(c->close_arg);
 }
 
+void ctl_close_step(hone_controller *c)
+{
+    close_step(c);
+}
+
 static void tick_closed(uv_handle_t *h) /* the tick timer and the batch check */
 {
     close_step(h->data);
@@ -254,7 +261,9 @@ void hone_controller_close(hone_controller *c, void (*done)(void *arg), void *ar
     c->close_arg = arg;
     c->close_pending = 1;
     ctl_batch_flush(c);
+    ctl_defer_close(c);
     ctl_sched_stop(c);
+    c->close_pending += c->asks_inflight; /* each ask's completion steps once */
     if (c->check_open) {
         c->close_pending++;
         c->check_open = 0;
@@ -281,6 +290,13 @@ void hone_controller_free(hone_controller *c)
         uv_close((uv_handle_t *)&c->batch_check, NULL);
         uv_run(c->loop, UV_RUN_NOWAIT);
     }
+    if (c->asks_inflight > 0) { /* not closed first: wait for the pool to give searches back */
+        c->closing = 1;
+        c->close_done = NULL;
+        while (c->asks_inflight > 0)
+            uv_run(c->loop, UV_RUN_ONCE);
+    }
+    ctl_defer_close(c);
     ctl_automl_free_all(c);
     hone_http_server_free(c->http);
     db_close(c->db);

@@ -143,9 +143,32 @@ static json_t *demo_get(demo_state *d, const char *path)
     return o;
 }
 
-/* Prints the closing report (human or one JSON line) from the ended AutoML job. */
+/* Trials the search halted at a rung and had not promoted (status "paused"): when the budget
+ * cuts the search, they were stopped early by the algorithm, though the cancel marks them
+ * canceled. Counted before the cancel. */
+static int demo_count_paused(demo_state *d, const char *job_id)
+{
+    char path[512];
+    json_t *trials, *t;
+    size_t i;
+    int n = 0;
+
+    snprintf(path, sizeof(path), "/api/v1/jobs?parent=%s", job_id);
+    if (!(trials = demo_get(d, path)))
+        return 0;
+    json_array_foreach(json_object_get(trials, "jobs"), i, t)
+    {
+        const char *st = json_string_value(json_object_get(t, "status"));
+        n += st && !strcmp(st, "paused");
+    }
+    json_decref(trials);
+    return n;
+}
+
+/* Prints the closing report (human or one JSON line) from the ended AutoML job; halted_extra
+ * counts trials halted at a rung before a budget cut (see demo_count_paused). */
 static int demo_report(demo_state *d, const char *job_id, const cli_demo_plan *plan,
-                       double budget_s)
+                       double budget_s, int halted_extra)
 {
     char path[512], buf[64];
     json_t *job, *trials, *best = NULL, *out;
@@ -173,6 +196,7 @@ static int demo_report(demo_state *d, const char *job_id, const cli_demo_plan *p
     }
     if (json_is_integer(json_object_get(a, "trials_stopped_early")))
         early = (int)json_integer_value(json_object_get(a, "trials_stopped_early"));
+    early += halted_extra;
     best_id = json_string_value(json_object_get(a, "best_job_id"));
     if (best_id) {
         snprintf(path, sizeof(path), "/api/v1/jobs/%s", best_id);
@@ -235,7 +259,7 @@ int cli_demo_run(cli_ctx *c)
     char dpath[PATH_MAX], err[4096], path[512], job_id[128] = "";
     double budget_min = 12, epoch_s, budget_s;
     long ncpu = demo_cpus(), seed = 1;
-    int workers, rc;
+    int workers, rc, halted = 0;
     FILE *progress = c->json ? stderr : stdout;
     json_t *ds = NULL, *exp = NULL, *job = NULL, *settings, *specs, *fin = NULL;
     cli_ctx sub;
@@ -332,13 +356,14 @@ int cli_demo_run(cli_ctx *c)
     if (!fin && !*c->stop) {
         /* Over budget: stop the search and report the best so far. */
         hone_rest_resp resp;
+        halted = demo_count_paused(&d, job_id);
         fprintf(stderr, "budget reached: canceling the search\n");
         snprintf(path, sizeof(path), "/api/v1/jobs/%s:cancel", job_id);
         if (cli_call(&sub, "POST", path, NULL, &resp) == 0)
             hone_rest_resp_clear(&resp);
     }
     if (!*c->stop)
-        rc = demo_report(&d, job_id, &plan, budget_s);
+        rc = demo_report(&d, job_id, &plan, budget_s, halted);
 out:
     if (*c->stop && job_id[0])
         fprintf(stderr, "interrupted; stopping the local stack\n");

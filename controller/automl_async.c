@@ -139,8 +139,8 @@ static void ask_done(uv_work_t *w, int status)
     s->step_again = 0;
     if (status != 0 || s->ask_rc != HONE_OK) {
         ctl_log(c, "error", "automl_ask_failed",
-                json_pack("{s:s,s:s}", "job", job_id,
-                          "error", status ? uv_strerror(status) : hone_strerror(s->ask_rc)));
+                json_pack("{s:s,s:s}", "job", job_id, "error",
+                          status ? uv_strerror(status) : hone_strerror(s->ask_rc)));
         ctl_automl_rebuild(c, job_id);
     } else if (ctl_job_row(c, job_id, &job) != HONE_OK ||
                strcmp(jstr(job, "status"), "running") != 0) {

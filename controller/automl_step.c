@@ -231,9 +231,10 @@ out:
 static int trials_active(hone_controller *c, const char *job_id)
 {
     json_t *r = NULL;
-    if (db_row(c->db, &r,
-               "SELECT COUNT(*) AS n FROM jobs WHERE parent_id=? AND status IN ('queued','running')",
-               "s", job_id))
+    if (db_row(
+            c->db, &r,
+            "SELECT COUNT(*) AS n FROM jobs WHERE parent_id=? AND status IN ('queued','running')",
+            "s", job_id))
         return -1;
     int n = (int)jint(r, "n");
     json_decref(r);

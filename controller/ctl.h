@@ -71,7 +71,7 @@ struct hone_controller {
     uint64_t n_reports, n_leases, n_expired;
     uv_check_t batch_check; /* batch.c: commits the open report batch after each poll */
     int batch_open, check_open;
-    void *pending, *pending_tail; /* replies held until the batch commits */
+    void *pending, *pending_tail;           /* replies held until the batch commits */
     ctl_deferred *deferred, *deferred_tail; /* automl_async.c */
     int asks_inflight;
     uint64_t n_asks_offloop, n_deferred;
@@ -90,7 +90,7 @@ struct ctl_db {
 };
 /* Bind types: 's' const char * (NULL binds null), 'i' int, 'I' long long, 'd' double. */
 int db_open(const char *path, ctl_db **out, int *version);
-void db_close(ctl_db *db); /* finalizes the cached statements, closes, frees; NULL is fine */
+void db_close(ctl_db *db);       /* finalizes the cached statements, closes, frees; NULL is fine */
 int db_cached(const ctl_db *db); /* statements in the cache (tests) */
 int db_begin(ctl_db *db);
 int db_commit(ctl_db *db);

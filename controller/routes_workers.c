@@ -193,8 +193,8 @@ static int job_for_worker(hone_controller *c, hone_http_res *res, const char *ji
 }
 
 #define REPORT_JOB_SQL                                                                             \
-    "SELECT j.id, j.experiment_id, j.parent_id, j.trial, j.status, j.worker_id, "                 \
-    "j.last_worker_id, j.epochs_target, j.best_metric, j.control, e.metric AS exp_metric FROM "   \
+    "SELECT j.id, j.experiment_id, j.parent_id, j.trial, j.status, j.worker_id, "                  \
+    "j.last_worker_id, j.epochs_target, j.best_metric, j.control, e.metric AS exp_metric FROM "    \
     "jobs j JOIN experiments e ON e.id=j.experiment_id WHERE j.id=?"
 
 static const char *dec_name(hone_decision d)
@@ -291,8 +291,8 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
                     "iidiisdss", epoch, better, m, better, epoch, data,
                     ctl_now() + c->cfg.lease_seconds, dec_name(dec), jid) < 0;
     else if (!rc)
-        rc = db_run(c->db, "UPDATE jobs SET last_decision=? WHERE id=?", "ss", dec_name(dec),
-                    jid) < 0;
+        rc = db_run(c->db, "UPDATE jobs SET last_decision=? WHERE id=?", "ss", dec_name(dec), jid) <
+             0;
     free(data);
     if (rc || ctl_batch_release(c)) {
         ctl_res_store_error(c, res);

@@ -189,8 +189,7 @@ static json_t *row_json(sqlite3_stmt *st)
     return o;
 }
 
-static int query(ctl_db *db, json_t **out, int all, const char *sql, const char *types,
-                 va_list ap)
+static int query(ctl_db *db, json_t **out, int all, const char *sql, const char *types, va_list ap)
 {
     sqlite3_stmt *st = NULL;
     int cached = 0;
@@ -311,8 +310,7 @@ int db_open(const char *path, ctl_db **out, int *version)
     *out = NULL;
     if (sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
         SQLITE_OK) {
-        fprintf(stderr, "cannot open %s: %s\n", path,
-                db->h ? sqlite3_errmsg(db->h) : "no memory");
+        fprintf(stderr, "cannot open %s: %s\n", path, db->h ? sqlite3_errmsg(db->h) : "no memory");
         goto fail;
     }
     sqlite3_busy_timeout(db->h, 5000);

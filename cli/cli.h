@@ -90,6 +90,10 @@ void cli_print_table(const char *const *headers, int ncols, char ***rows, int nr
 /* Prints one row per object of arr, column j from the dotted key keys[j]. */
 void cli_print_list(const json_t *arr, const char *const *headers, const char *const *keys,
                     int ncols);
+/* GETs path and prints the answer: as JSON with --json, else the array under `member` as a
+ * table (see cli_print_list). Returns 0, or 1 after printing the server's error. */
+int cli_get_list(cli_ctx *c, const char *path, const char *member, const char *const *headers,
+                 const char *const *keys, int ncols);
 /* obj["a"]["b"] for "a.b" (NULL when absent). */
 const json_t *cli_path_get(const json_t *obj, const char *dotted);
 /* Formats a JSON scalar for a table cell into buf ("-" for null/absent). */

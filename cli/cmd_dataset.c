@@ -50,16 +50,8 @@ static int dataset_list(cli_ctx *c)
     static const char *const h[] = {"ID", "NAME", "TYPE", "FORMAT", "TRAIN", "TEST", "CLASSES"};
     static const char *const k[] = {
         "id", "name", "type", "format", "stats.train_images", "stats.test_images", "stats.classes"};
-    hone_rest_resp resp;
 
-    if (cli_call(c, "GET", "/api/v1/datasets", NULL, &resp) != 0)
-        return 1;
-    if (c->json)
-        cli_print_json(resp.json);
-    else
-        cli_print_list(json_object_get(resp.json, "datasets"), h, k, 7);
-    hone_rest_resp_clear(&resp);
-    return 0;
+    return cli_get_list(c, "/api/v1/datasets", "datasets", h, k, 7);
 }
 
 static int dataset_get(cli_ctx *c)

@@ -76,16 +76,8 @@ static int experiment_list(cli_ctx *c)
 {
     static const char *const h[] = {"ID", "NAME", "NETWORK", "METRIC", "TRAIN DATASETS"};
     static const char *const k[] = {"id", "name", "network_arch", "metric", "train_datasets"};
-    hone_rest_resp resp;
 
-    if (cli_call(c, "GET", "/api/v1/experiments", NULL, &resp) != 0)
-        return 1;
-    if (c->json)
-        cli_print_json(resp.json);
-    else
-        cli_print_list(json_object_get(resp.json, "experiments"), h, k, 5);
-    hone_rest_resp_clear(&resp);
-    return 0;
+    return cli_get_list(c, "/api/v1/experiments", "experiments", h, k, 5);
 }
 
 static int experiment_get(cli_ctx *c)

@@ -38,7 +38,6 @@ static int job_list(cli_ctx *c)
                                     "stopped_early",
                                     "parent_id"};
     static const char *const filters[] = {"experiment", "status", "parent"};
-    hone_rest_resp resp;
     char path[1024] = "/api/v1/jobs";
     size_t n = strlen(path);
     char sep = '?';
@@ -52,14 +51,7 @@ static int job_list(cli_ctx *c)
             free(e);
         }
     }
-    if (cli_call(c, "GET", path, NULL, &resp) != 0)
-        return 1;
-    if (c->json)
-        cli_print_json(resp.json);
-    else
-        cli_print_list(json_object_get(resp.json, "jobs"), h, k, 9);
-    hone_rest_resp_clear(&resp);
-    return 0;
+    return cli_get_list(c, path, "jobs", h, k, 9);
 }
 
 void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len)
@@ -88,10 +80,11 @@ void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len)
         else
             snprintf(leftbuf, sizeof(leftbuf), "?");
         snprintf(buf, len,
-                 "%s | trials %lld done, %lld running, %lld stopped early | best %s %s | "
-                 "%s epochs left | ETA %s | %s",
+                 "%s | trials %lld done, %lld running, %lld halted at a rung, %lld stopped early | "
+                 "best %s %s | %s epochs left | ETA %s | %s",
                  st ? st : "?", (long long)json_integer_value(json_object_get(a, "trials_done")),
                  (long long)json_integer_value(json_object_get(a, "trials_running")),
+                 (long long)json_integer_value(json_object_get(a, "trials_paused")),
                  (long long)json_integer_value(json_object_get(a, "trials_stopped_early")),
                  json_string_value(json_object_get(a, "metric"))
                      ? json_string_value(json_object_get(a, "metric"))

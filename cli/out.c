@@ -168,3 +168,18 @@ double cli_now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+int cli_get_list(cli_ctx *c, const char *path, const char *member, const char *const *headers,
+                 const char *const *keys, int ncols)
+{
+    hone_rest_resp resp;
+
+    if (cli_call(c, "GET", path, NULL, &resp) != 0)
+        return 1;
+    if (c->json)
+        cli_print_json(resp.json);
+    else
+        cli_print_list(json_object_get(resp.json, member), headers, keys, ncols);
+    hone_rest_resp_clear(&resp);
+    return 0;
+}

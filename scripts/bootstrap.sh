@@ -2,7 +2,7 @@
 # Installs the Debian packages Hone needs to build, test and run the demo, when any are missing.
 # Safe to run again: it asks apt only for what dpkg does not already have.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config clang libclang-rt-14-dev
+pkgs=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
       libuv1-dev libsqlite3-dev libjansson-dev libyaml-dev libcurl4-openssl-dev libhttp-parser-dev
       libopenblas-dev zlib1g-dev dataset-fashion-mnist python3 curl ca-certificates)
 missing=()

@@ -7,6 +7,8 @@
 
 #include "ctl.h"
 
+int ctl_routes_dataset_upload(hone_controller *c); /* dataset_upload.c */
+
 static const char *const ds_types[] = {"image_classification", "object_detection", NULL};
 static const char *const ds_formats[] = {"idx", "image_folder", "kitti", NULL};
 
@@ -196,5 +198,6 @@ int ctl_routes_datasets(hone_controller *c)
     rc |= hone_http_route(c->http, "GET", "/api/v1/datasets", ds_list, c);
     rc |= hone_http_route(c->http, "GET", "/api/v1/datasets/{id}", ds_get, c);
     rc |= hone_http_route(c->http, "DELETE", "/api/v1/datasets/{id}", ds_delete, c);
+    rc |= ctl_routes_dataset_upload(c);
     return rc ? HONE_EINVAL : HONE_OK;
 }

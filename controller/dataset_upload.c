@@ -1,0 +1,278 @@
+/* POST /api/v1/datasets:upload: a dataset sent as an uncompressed tar body. The archive is checked
+ * whole (tar.c) before anything is written, extracted into a hidden temp folder under
+ * <data_dir>/datasets/, checked like a server-side dataset, and renamed to
+ * <data_dir>/datasets/<id>. */
+#define _XOPEN_SOURCE 700
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "tar.h"
+
+int ctl_routes_dataset_upload(hone_controller *c);
+
+typedef struct up_work {
+    uv_work_t w;
+    hone_controller *c;
+    hone_http_res *res; /* NULL once the client has gone */
+    uint8_t *body;
+    size_t len;
+    char *name, *type, *format, *desc;
+    char id[64], tmp[PATH_MAX], dir[PATH_MAX], msg[512];
+    int status; /* HTTP status of a refusal; 0: stored */
+    json_t *stats;
+} up_work;
+
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st, (void)flag, (void)f;
+    return remove(p);
+}
+
+static void rm_tree(const char *dir)
+{
+    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Creates the parent folders of rel under root (names already normalized by tar.c). */
+static int mk_parents(const char *root, const char *rel)
+{
+    char p[PATH_MAX];
+    if (snprintf(p, sizeof p, "%s/%s", root, rel) >= (int)sizeof p)
+        return HONE_EINVAL;
+    for (char *s = p + strlen(root) + 1; (s = strchr(s, '/')); s++) {
+        *s = '\0';
+        if (mkdir(p, 0755) && errno != EEXIST)
+            return HONE_EIO;
+        *s = '/';
+    }
+    return HONE_OK;
+}
+
+static int extract_one(const ctl_tar_entry *e, void *ud)
+{
+    up_work *u = ud;
+    char p[PATH_MAX];
+    if (mk_parents(u->tmp, e->name) ||
+        snprintf(p, sizeof p, "%s/%s", u->tmp, e->name) >= (int)sizeof p) {
+        snprintf(u->msg, sizeof u->msg, "cannot create folders for %.200s", e->name);
+        return HONE_EIO;
+    }
+    if (e->is_dir) {
+        if (mkdir(p, 0755) && errno != EEXIST) {
+            snprintf(u->msg, sizeof u->msg, "cannot create %.200s: %s", e->name, strerror(errno));
+            return HONE_EIO;
+        }
+        return HONE_OK;
+    }
+    int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    uint64_t off = 0;
+    while (fd >= 0 && off < e->size) {
+        ssize_t w = write(fd, e->data + off, (size_t)(e->size - off));
+        if (w <= 0)
+            break;
+        off += (uint64_t)w;
+    }
+    if (fd < 0 || off < e->size || close(fd)) {
+        snprintf(u->msg, sizeof u->msg, "cannot write %.200s: %s", e->name, strerror(errno));
+        return HONE_EIO;
+    }
+    return HONE_OK;
+}
+
+static void up_abort(hone_http_res *res, void *ud)
+{
+    (void)res;
+    ((up_work *)ud)->res = NULL;
+}
+
+/* On the thread pool: check, extract into tmp, inspect, rename. Leaves nothing on failure. */
+static void up_run(uv_work_t *w)
+{
+    up_work *u = w->data;
+    uint64_t cap_total = 1ull << 30;
+    ctl_tar_limits lim = {.max_entries = 10000, .max_file = 1ull << 30, .max_total = cap_total};
+    /* every byte extracted is backed by the archive (no sparse entries), so never above it */
+    if (lim.max_total > (uint64_t)u->len)
+        lim.max_total = (uint64_t)u->len;
+    char m[400];
+    int rc = ctl_tar_walk(u->body, u->len, &lim, NULL, NULL, NULL, NULL, m, sizeof m);
+    if (rc) {
+        snprintf(u->msg, sizeof u->msg, "archive: %s", m);
+        u->status = 422;
+        return;
+    }
+    if (mkdir(u->tmp, 0755)) {
+        snprintf(u->msg, sizeof u->msg, "cannot create %s: %s", u->tmp, strerror(errno));
+        u->status = 500;
+        return;
+    }
+    rc = ctl_tar_walk(u->body, u->len, &lim, extract_one, u, NULL, NULL, m, sizeof m);
+    if (rc) {
+        u->status = 500;
+        goto fail;
+    }
+    rc = ctl_dataset_inspect(u->format, u->tmp, &u->stats, m, sizeof m);
+    if (rc) {
+        /* the checker names the temp folder: report paths relative to the archive */
+        const char *s = strstr(m, u->tmp);
+        char rel[400];
+        if (s) {
+            snprintf(rel, sizeof rel, "%.*s<archive>%s", (int)(s - m), m, s + strlen(u->tmp));
+            snprintf(m, sizeof m, "%s", rel);
+        }
+        snprintf(u->msg, sizeof u->msg, "archive: %s", m);
+        u->status = 422;
+        goto fail;
+    }
+    if (rename(u->tmp, u->dir)) {
+        snprintf(u->msg, sizeof u->msg, "cannot store the dataset: %s", strerror(errno));
+        u->status = 500;
+        goto fail;
+    }
+    return;
+fail:
+    rm_tree(u->tmp);
+}
+
+static void up_free(up_work *u)
+{
+    json_decref(u->stats);
+    free(u->body);
+    free(u->name);
+    free(u->type);
+    free(u->format);
+    free(u->desc);
+    free(u);
+}
+
+static void up_done(uv_work_t *w, int status)
+{
+    up_work *u = w->data;
+    hone_controller *c = u->c;
+    hone_http_res *res = u->res;
+    json_t *row = NULL;
+    if (res)
+        hone_http_res_on_abort(res, NULL, NULL);
+    if (status || u->status) {
+        if (res)
+            hone_http_res_error(res, status ? 503 : u->status, u->status == 422 ? "archive" : NULL,
+                                "%s", status ? "upload canceled" : u->msg);
+        goto out;
+    }
+    if (!res) {
+        rm_tree(u->dir); /* nobody to tell: store nothing */
+        goto out;
+    }
+    ctl_batch_flush(c);
+    char *st = jdump(u->stats);
+    int rc = db_run(c->db,
+                    "INSERT INTO datasets(id,name,type,format,path,description,stats,created) "
+                    "VALUES(?,?,?,?,?,?,?,?)",
+                    "sssssssd", u->id, u->name, u->type, u->format, u->dir, u->desc ? u->desc : "",
+                    st, ctl_now());
+    free(st);
+    if (rc < 0 || db_row(c->db, &row, "SELECT * FROM datasets WHERE id=?", "s", u->id)) {
+        rm_tree(u->dir);
+        ctl_res_store_error(c, res);
+        goto out;
+    }
+    ctl_log(c, "info", "dataset_uploaded",
+            json_pack("{s:s,s:s,s:I}", "id", u->id, "path", u->dir, "bytes", (json_int_t)u->len));
+    hone_http_res_json(res, 201, ctl_dataset_json(row));
+    json_decref(row);
+out:
+    up_free(u);
+}
+
+static int one_of(const char *v, const char *const *list)
+{
+    for (; *list; list++)
+        if (!strcmp(v, *list))
+            return 1;
+    return 0;
+}
+
+static void up_create(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    static const char *const types[] = {"image_classification", NULL};
+    static const char *const formats[] = {"idx", "image_folder", NULL};
+    hone_controller *c = ud;
+    const char *ct = hone_http_req_header(req, "Content-Type");
+    if (!ct || strncmp(ct, "application/x-tar", 17) || (ct[17] && ct[17] != ';')) {
+        hone_http_res_error(res, 415, "Content-Type", "Content-Type must be application/x-tar");
+        return;
+    }
+    const char *name = hone_http_req_query(req, "name");
+    const char *type = hone_http_req_query(req, "type");
+    const char *format = hone_http_req_query(req, "format");
+    const char *desc = hone_http_req_query(req, "description");
+    if (!name || !name[0] || strlen(name) > 200) {
+        hone_http_res_error(res, 422, "name", "name (1 to 200 bytes) is required");
+        return;
+    }
+    type = type ? type : "image_classification";
+    format = format ? format : "idx";
+    if (!one_of(type, types)) {
+        hone_http_res_error(res, 422, "type", "type must be image_classification for uploads");
+        return;
+    }
+    if (!one_of(format, formats)) {
+        hone_http_res_error(res, 422, "format", "format must be idx or image_folder for uploads");
+        return;
+    }
+    if (desc && strlen(desc) > 10000) {
+        hone_http_res_error(res, 422, "description", "description too long");
+        return;
+    }
+    size_t len = 0;
+    const char *body = hone_http_req_body(req, &len);
+    if (!len) {
+        hone_http_res_error(res, 422, "archive", "archive: empty body");
+        return;
+    }
+    char root[PATH_MAX];
+    snprintf(root, sizeof root, "%s/datasets", c->cfg.data_dir);
+    if (mkdir(root, 0755) && errno != EEXIST) {
+        hone_http_res_error(res, 500, NULL, "cannot create %s: %s", root, strerror(errno));
+        return;
+    }
+    up_work *u = hone_xcalloc(1, sizeof *u);
+    u->c = c;
+    u->res = res;
+    u->body = hone_xmalloc(len);
+    memcpy(u->body, body, len);
+    u->len = len;
+    u->name = hone_xstrdup(name);
+    u->type = hone_xstrdup(type);
+    u->format = hone_xstrdup(format);
+    u->desc = desc ? hone_xstrdup(desc) : NULL;
+    ctl_new_id(c, "ds", u->id, sizeof u->id);
+    char real[PATH_MAX];
+    if (!realpath(root, real))
+        snprintf(real, sizeof real, "%s", root);
+    snprintf(u->tmp, sizeof u->tmp, "%.3900s/.upload-%.63s", real, u->id);
+    snprintf(u->dir, sizeof u->dir, "%.3900s/%.63s", real, u->id);
+    u->w.data = u;
+    hone_http_res_on_abort(res, up_abort, u);
+    if (uv_queue_work(c->loop, &u->w, up_run, up_done)) {
+        hone_http_res_on_abort(res, NULL, NULL);
+        hone_http_res_error(res, 503, NULL, "cannot take the upload now");
+        up_free(u);
+    }
+}
+
+int ctl_routes_dataset_upload(hone_controller *c)
+{
+    return hone_http_route_ex(c->http, "POST", "/api/v1/datasets:upload", c->cfg.max_upload_bytes,
+                              up_create, c)
+               ? HONE_EINVAL
+               : HONE_OK;
+}

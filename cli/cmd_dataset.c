@@ -1,10 +1,28 @@
-/* cmd_dataset: `hone dataset create|list|get|delete`. Server-side paths given relative to the
- * current folder are made absolute first, since the controller resolves them on its side. */
+/* cmd_dataset: `hone dataset create|upload|list|get|delete`. Server-side paths given relative to
+ * the current folder are made absolute first, since the controller resolves them on its side. */
 #include "cli.h"
 
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Prints a created dataset (JSON or one line with its stats) and clears resp. */
+static void print_created(cli_ctx *c, hone_rest_resp *resp)
+{
+    if (c->json) {
+        cli_print_json(resp->json);
+    } else {
+        const json_t *st = json_object_get(resp->json, "stats");
+        char a[64], b[64], k[64];
+        printf("created dataset %s (%s): %s train / %s test images, %s classes\n",
+               json_string_value(json_object_get(resp->json, "id")),
+               json_string_value(json_object_get(resp->json, "name")),
+               cli_cell(json_object_get(st, "train_images"), a, sizeof(a)),
+               cli_cell(json_object_get(st, "test_images"), b, sizeof(b)),
+               cli_cell(json_object_get(st, "classes"), k, sizeof(k)));
+    }
+    hone_rest_resp_clear(resp);
+}
 
 static int dataset_create(cli_ctx *c)
 {
@@ -29,19 +47,45 @@ static int dataset_create(cli_ctx *c)
     json_decref(body);
     if (rc != 0)
         return rc;
-    if (c->json) {
-        cli_print_json(resp.json);
-    } else {
-        const json_t *st = json_object_get(resp.json, "stats");
-        char a[64], b[64], k[64];
-        printf("created dataset %s (%s): %s train / %s test images, %s classes\n",
-               json_string_value(json_object_get(resp.json, "id")),
-               json_string_value(json_object_get(resp.json, "name")),
-               cli_cell(json_object_get(st, "train_images"), a, sizeof(a)),
-               cli_cell(json_object_get(st, "test_images"), b, sizeof(b)),
-               cli_cell(json_object_get(st, "classes"), k, sizeof(k)));
+    print_created(c, &resp);
+    return 0;
+}
+
+/* `hone dataset upload FILE.tar`: sends a plain (ustar) tar archive; the controller checks it
+ * whole before it stores anything. */
+static int dataset_upload(cli_ctx *c)
+{
+    const char *params[] = {"name", "type", "format", "description"};
+    char path[2048] = "/api/v1/datasets:upload", err[1024];
+    size_t n = strlen(path);
+    char sep = '?';
+    hone_rest_resp resp;
+
+    for (size_t i = 0; i < HONE_ARRAY_LEN(params); i++) {
+        const char *v = cli_arg(c->a, params[i]);
+        if (v) {
+            char *e = hone_rest_escape(v);
+            n += (size_t)snprintf(path + n, sizeof(path) - n, "%c%s=%s", sep, params[i], e);
+            sep = '&';
+            free(e);
+        }
     }
-    hone_rest_resp_clear(&resp);
+    if (n >= sizeof(path)) {
+        fprintf(stderr, "usage error: --name/--description too long\n");
+        return 2;
+    }
+    if (hone_rest_upload(c->rest, "POST", path, c->a->pos[0], "application/x-tar", 600, &resp, err,
+                         sizeof(err)) != 0) {
+        fprintf(stderr, "error: %s\n", err);
+        return 1;
+    }
+    if (resp.status < 200 || resp.status >= 300) {
+        hone_rest_error_text(&resp, err, sizeof(err));
+        fprintf(stderr, "error: %s\n", err);
+        hone_rest_resp_clear(&resp);
+        return 1;
+    }
+    print_created(c, &resp);
     return 0;
 }
 
@@ -96,9 +140,19 @@ static const cli_opt create_opts[] = {
     {"description", CLI_VALUE, "TEXT  free text", 0},
 };
 
+static const cli_opt upload_opts[] = {
+    {"name", CLI_VALUE, "NAME  dataset name", 1},
+    {"type", CLI_VALUE, "TYPE  image_classification (default)", 0},
+    {"format", CLI_VALUE, "FORMAT  idx (default) or image_folder", 0},
+    {"description", CLI_VALUE, "TEXT  free text", 0},
+};
+
 const cli_command cli_dataset_commands[] = {
     {"dataset", "create", dataset_create, create_opts, (int)HONE_ARRAY_LEN(create_opts), 0, 0,
      "--name NAME --path DIR [--type T] [--format F]", "register a dataset folder", 0},
+    {"dataset", "upload", dataset_upload, upload_opts, (int)HONE_ARRAY_LEN(upload_opts), 1, 1,
+     "FILE.tar --name NAME [--type T] [--format F]",
+     "upload a dataset as a plain tar archive (tar --format=ustar)", 0},
     {"dataset", "list", dataset_list, NULL, 0, 0, 0, "", "list datasets", 0},
     {"dataset", "get", dataset_get, NULL, 0, 1, 1, "ID", "show one dataset with its stats", 0},
     {"dataset", "delete", dataset_delete, NULL, 0, 1, 1, "ID", "delete a dataset", 0},

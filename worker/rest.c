@@ -114,8 +114,8 @@ static size_t rest_write(char *data, size_t size, size_t nmemb, void *arg)
 
 /* The one transfer path: every call sets every option it uses, so nothing leaks between calls. */
 static int rest_perform(hone_rest *r, const char *method, const char *path, const char *body,
-                        FILE *upload, curl_off_t upload_len, FILE *sink, long timeout_s,
-                        hone_rest_resp *resp, char *err, size_t errlen)
+                        FILE *upload, const char *upload_type, curl_off_t upload_len, FILE *sink,
+                        long timeout_s, hone_rest_resp *resp, char *err, size_t errlen)
 {
     struct curl_slist *hdrs = NULL;
     rest_buf b = {0};
@@ -148,7 +148,9 @@ static int rest_perform(hone_rest *r, const char *method, const char *path, cons
     if (r->auth)
         hdrs = curl_slist_append(hdrs, r->auth);
     if (upload) {
-        hdrs = curl_slist_append(hdrs, "Content-Type: application/octet-stream");
+        char ct[128];
+        snprintf(ct, sizeof ct, "Content-Type: %s", upload_type);
+        hdrs = curl_slist_append(hdrs, ct);
         curl_easy_setopt(r->curl, CURLOPT_UPLOAD, 1L);
         curl_easy_setopt(r->curl, CURLOPT_READDATA, upload);
         curl_easy_setopt(r->curl, CURLOPT_INFILESIZE_LARGE, upload_len);
@@ -193,7 +195,7 @@ int hone_rest_call(hone_rest *r, const char *method, const char *path, const jso
 
     if (body)
         text = json_dumps(body, JSON_COMPACT);
-    rc = rest_perform(r, method, path, text, NULL, 0, NULL, timeout_s, resp, err, errlen);
+    rc = rest_perform(r, method, path, text, NULL, NULL, 0, NULL, timeout_s, resp, err, errlen);
     free(text);
     return rc;
 }
@@ -201,11 +203,12 @@ int hone_rest_call(hone_rest *r, const char *method, const char *path, const jso
 int hone_rest_download(hone_rest *r, const char *path, FILE *out, long timeout_s,
                        hone_rest_resp *resp, char *err, size_t errlen)
 {
-    return rest_perform(r, "GET", path, NULL, NULL, 0, out, timeout_s, resp, err, errlen);
+    return rest_perform(r, "GET", path, NULL, NULL, NULL, 0, out, timeout_s, resp, err, errlen);
 }
 
-int hone_rest_upload(hone_rest *r, const char *path, const char *file, long timeout_s,
-                     hone_rest_resp *resp, char *err, size_t errlen)
+int hone_rest_upload(hone_rest *r, const char *method, const char *path, const char *file,
+                     const char *content_type, long timeout_s, hone_rest_resp *resp, char *err,
+                     size_t errlen)
 {
     FILE *f = fopen(file, "rb");
     long len;
@@ -220,7 +223,8 @@ int hone_rest_upload(hone_rest *r, const char *path, const char *file, long time
     fseek(f, 0, SEEK_END);
     len = ftell(f);
     fseek(f, 0, SEEK_SET);
-    rc = rest_perform(r, "PUT", path, NULL, f, (curl_off_t)len, NULL, timeout_s, resp, err, errlen);
+    rc = rest_perform(r, method, path, NULL, f, content_type, (curl_off_t)len, NULL, timeout_s,
+                      resp, err, errlen);
     fclose(f);
     return rc;
 }

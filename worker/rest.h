@@ -43,9 +43,11 @@ int hone_rest_call(hone_rest *r, const char *method, const char *path, const jso
 int hone_rest_download(hone_rest *r, const char *path, FILE *out, long timeout_s,
                        hone_rest_resp *resp, char *err, size_t errlen);
 
-/* Sends a file's bytes as the body of a PUT (artifact upload). */
-int hone_rest_upload(hone_rest *r, const char *path, const char *file, long timeout_s,
-                     hone_rest_resp *resp, char *err, size_t errlen);
+/* Sends a file's bytes as the body of a `method` request (PUT for artifacts, POST for dataset
+ * archives) with the given Content-Type. */
+int hone_rest_upload(hone_rest *r, const char *method, const char *path, const char *file,
+                     const char *content_type, long timeout_s, hone_rest_resp *resp, char *err,
+                     size_t errlen);
 
 /* Writes "message (field: x)" from an error body, or "HTTP <status>" when the body has none. */
 void hone_rest_error_text(const hone_rest_resp *resp, char *buf, size_t len);

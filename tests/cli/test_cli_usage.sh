@@ -17,7 +17,7 @@ check 0 "hone dataset create" -- "$HONE" help
 check 0 "usage: hone dataset create" -- "$HONE" dataset create --help
 check 0 "--budget-minutes" -- "$HONE" demo --help
 check 2 "unknown command 'frob'" -- "$HONE" frob
-check 2 "create list get delete" -- "$HONE" dataset
+check 2 "create upload list get delete" -- "$HONE" dataset
 check 2 "unknown command 'hone job explode'" -- "$HONE" job explode
 check 2 "missing --path (add --path DIR)" -- "$HONE" dataset create --name x
 check 2 "missing argument" -- "$HONE" job status

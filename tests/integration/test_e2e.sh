@@ -105,6 +105,12 @@ n=$("$HONE" job list --parent "$bo" --json | jget 'len(d["jobs"])')
 [ "$n" = 4 ] || fail "bayesian: expected 4 trials, got $n"
 "$HONE" job logs "$("$HONE" job list --parent "$bo" --json | jget 'd["jobs"][0]["id"]')" >/dev/null
 
+# --- the same files uploaded as a plain tar archive make an identical dataset
+tar --format=ustar -C "$fm" -cf "$tmp/fm.tar" train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz \
+    t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz
+up=$("$HONE" dataset upload "$tmp/fm.tar" --name fm-uploaded --json | jget 'd["stats"]["train_images"]')
+[ "$up" = 60000 ] || fail "uploaded dataset: expected 60000 train images, got $up"
+
 # --- bad input through the CLI: exit 1 with the field named, nothing stored changes
 before=$("$HONE" dataset list --json | jget 'len(d["datasets"])'),$("$HONE" experiment list --json | jget 'len(d["experiments"])')
 expect_err() { # expect_err CODE PATTERN -- command...
@@ -127,6 +133,10 @@ expect_err 1 "field: network_arch" -- "$HONE" experiment create --name bad --net
 expect_err 1 "error:" -- "$HONE" job status job-doesnotexist
 expect_err 1 "automl_settings" -- "$HONE" automl start --experiment "$exp" --algorithm bogus
 expect_err 2 "missing --path" -- "$HONE" dataset create --name bad
+# A tar archive holding a symbolic link is refused whole (controller/tar.c checks every entry).
+mkdir -p "$tmp/evil" && echo x >"$tmp/evil/a" && ln -s /etc/passwd "$tmp/evil/link"
+tar --format=ustar -C "$tmp/evil" -cf "$tmp/evil.tar" a link
+expect_err 1 "field: archive" -- "$HONE" dataset upload "$tmp/evil.tar" --name evil
 expect_err 2 "unknown option --frobnicate" -- "$HONE" dataset list --frobnicate
 expect_err 2 "float:LO:HI" -- "$HONE" automl start --experiment "$exp" --param train.lr=float:1
 expect_err 2 "unknown command" -- "$HONE" dataset explode

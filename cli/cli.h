@@ -94,6 +94,9 @@ void cli_print_list(const json_t *arr, const char *const *headers, const char *c
  * table (see cli_print_list). Returns 0, or 1 after printing the server's error. */
 int cli_get_list(cli_ctx *c, const char *path, const char *member, const char *const *headers,
                  const char *const *keys, int ncols);
+/* GETs path and prints the object: as JSON with --json, else as key: value lines. Returns 0, or 1
+ * after printing the server's error. */
+int cli_get_show(cli_ctx *c, const char *path);
 /* obj["a"]["b"] for "a.b" (NULL when absent). */
 const json_t *cli_path_get(const json_t *obj, const char *dotted);
 /* Formats a JSON scalar for a table cell into buf ("-" for null/absent). */

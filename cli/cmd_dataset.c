@@ -100,19 +100,11 @@ static int dataset_list(cli_ctx *c)
 
 static int dataset_get(cli_ctx *c)
 {
-    hone_rest_resp resp;
     char *id = hone_rest_escape(c->a->pos[0]), path[512];
 
     snprintf(path, sizeof(path), "/api/v1/datasets/%s", id);
     free(id);
-    if (cli_call(c, "GET", path, NULL, &resp) != 0)
-        return 1;
-    if (c->json)
-        cli_print_json(resp.json);
-    else
-        cli_print_kv(resp.json, 0);
-    hone_rest_resp_clear(&resp);
-    return 0;
+    return cli_get_show(c, path);
 }
 
 static int dataset_delete(cli_ctx *c)

@@ -82,18 +82,10 @@ static int experiment_list(cli_ctx *c)
 
 static int experiment_get(cli_ctx *c)
 {
-    hone_rest_resp resp;
     char path[512];
 
     exp_path(c->a->pos[0], "", path, sizeof(path));
-    if (cli_call(c, "GET", path, NULL, &resp) != 0)
-        return 1;
-    if (c->json)
-        cli_print_json(resp.json);
-    else
-        cli_print_kv(resp.json, 0);
-    hone_rest_resp_clear(&resp);
-    return 0;
+    return cli_get_show(c, path);
 }
 
 static int experiment_delete(cli_ctx *c)

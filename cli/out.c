@@ -183,3 +183,17 @@ int cli_get_list(cli_ctx *c, const char *path, const char *member, const char *c
     hone_rest_resp_clear(&resp);
     return 0;
 }
+
+int cli_get_show(cli_ctx *c, const char *path)
+{
+    hone_rest_resp resp;
+
+    if (cli_call(c, "GET", path, NULL, &resp) != 0)
+        return 1;
+    if (c->json)
+        cli_print_json(resp.json);
+    else
+        cli_print_kv(resp.json, 0);
+    hone_rest_resp_clear(&resp);
+    return 0;
+}

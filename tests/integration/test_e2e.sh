@@ -19,15 +19,9 @@ cleanup() {
   exit $rc
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-jget() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1], {"d": d}))' "$1"; }
+. "$(dirname "$0")/lib.sh"
 
-# The Fashion-MNIST folder: $HONE_FMNIST_DIR, the Debian package, or the repo's .data copy.
-src=$(cd "$(dirname "$0")/../.." && pwd)
-fm=${HONE_FMNIST_DIR:-}
-[ -z "$fm" ] && fm=$(dpkg -L dataset-fashion-mnist 2>/dev/null | grep train-images-idx3 | head -1 | xargs -r dirname || true)
-[ -z "$fm" ] && [ -f "$src/.data/train-images-idx3-ubyte.gz" ] && fm=$src/.data
-[ -n "$fm" ] && [ -d "$fm" ] || { echo "SKIP: no Fashion-MNIST (apt-get install dataset-fashion-mnist)"; exit 77; }
+find_fmnist
 
 # --- the stack: one controller, two workers (one thread each: CI has 2 cores)
 cat > "$tmp/controller.yaml" <<YAML

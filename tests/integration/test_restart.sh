@@ -19,14 +19,9 @@ cleanup() {
   exit $rc
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-jget() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1], {"d": d}))' "$1"; }
+. "$(dirname "$0")/lib.sh"
 
-src=$(cd "$(dirname "$0")/../.." && pwd)
-fm=${HONE_FMNIST_DIR:-}
-[ -z "$fm" ] && fm=$(dpkg -L dataset-fashion-mnist 2>/dev/null | grep train-images-idx3 | head -1 | xargs -r dirname || true)
-[ -z "$fm" ] && [ -f "$src/.data/train-images-idx3-ubyte.gz" ] && fm=$src/.data
-[ -n "$fm" ] && [ -d "$fm" ] || { echo "SKIP: no Fashion-MNIST"; exit 77; }
+find_fmnist
 
 cat > "$tmp/controller.yaml" <<YAML
 log_format: text

@@ -36,6 +36,8 @@ const char *hone_strerror(int code)
         return "timed out";
     case HONE_ENUMERIC:
         return "numerical failure";
+    case HONE_EPERM:
+        return "not permitted";
     default:
         return "unknown error";
     }

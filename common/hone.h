@@ -21,6 +21,7 @@ enum {
     HONE_ELIMIT = -11,    /* a configured limit was exceeded */
     HONE_ETIMEDOUT = -12, /* timed out */
     HONE_ENUMERIC = -13,  /* numerical failure (non-finite, not positive definite) */
+    HONE_EPERM = -14,     /* the caller may not do this (missing or wrong credential) */
 };
 
 /* Short English text for a HONE_E* code; never NULL. */

@@ -33,6 +33,7 @@ void hone_controller_config_free(hone_controller_config *c)
         free(c->data_roots[i]);
     free(c->data_roots);
     free(c->auth_token);
+    free(c->worker_token);
     free(c->port_file);
     memset(c, 0, sizeof *c);
 }
@@ -84,6 +85,8 @@ int hone_controller_config_set(hone_controller_config *c, const char *key, const
         set_str(&c->port_file, value);
     else if (strcmp(key, "auth_token") == 0)
         set_str(&c->auth_token, value);
+    else if (strcmp(key, "worker_token") == 0)
+        set_str(&c->worker_token, value);
     else {
         snprintf(err, errlen, "unknown option '%s'", key);
         return HONE_EINVAL;
@@ -270,13 +273,15 @@ int hone_controller_config_load(hone_controller_config *c, const char *path, cha
                 c->data_roots[c->n_data_roots++] = hone_xstrdup(json_string_value(r));
             }
         } else if (!strcmp(key, "auth")) {
-            json_t *tok = json_object_get(v, "token");
-            if (!json_is_object(v) || json_object_size(v) != (tok ? 1u : 0u) ||
-                (tok && !json_is_string(tok) && !json_is_null(tok))) {
-                snprintf(err, errlen, "auth: expected {token: STRING}");
+            json_t *tok = json_object_get(v, "token"), *wt = json_object_get(v, "worker_token");
+            if (!json_is_object(v) || json_object_size(v) != (tok ? 1u : 0u) + (wt ? 1u : 0u) ||
+                (tok && !json_is_string(tok) && !json_is_null(tok)) ||
+                (wt && !json_is_string(wt) && !json_is_null(wt))) {
+                snprintf(err, errlen, "auth: expected {token: STRING, worker_token: STRING}");
                 goto fail;
             }
             set_str(&c->auth_token, json_string_value(tok));
+            set_str(&c->worker_token, json_string_value(wt));
         } else if (!strcmp(key, "limits")) {
             const char *lk;
             json_t *lv;

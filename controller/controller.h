@@ -17,6 +17,7 @@ typedef struct hone_controller_config {
     char **data_roots;       /* server-side folders datasets may come from */
     int n_data_roots;        /* 0: <data_dir> and /usr/share/datasets */
     char *auth_token;        /* NULL: no auth */
+    char *worker_token;      /* enrolment token: may only register workers (NULL: none) */
     size_t max_body_bytes;   /* JSON bodies (default 1 MiB) */
     size_t max_upload_bytes; /* artifact uploads (default 256 MiB) */
     size_t max_header_bytes; /* default 16 KiB */

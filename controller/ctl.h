@@ -142,6 +142,29 @@ char *ctl_spec_yaml(const json_t *flat);
 json_t *ctl_space_default(const char *network);
 json_t *ctl_space_all(const char *network);
 
+/* ---- auth.c: tokens and worker credentials ---- */
+/* A fresh worker credential: token "<worker_id>.<secret>" to hand out once, and the SHA-256 (hex)
+ * of the secret to store. */
+int ctl_worker_credential_new(const char *worker_id, char *token, size_t tokenlen, char hash[65]);
+/* The HTTP filter: with auth configured, admin token everywhere, enrolment token for registering,
+ * worker credentials on worker routes only (checked there); 401/403 otherwise. */
+int ctl_auth_filter(hone_controller *c, hone_http_req *req, hone_http_res *res);
+/* Whether the request carries the admin token (never true without auth configured). */
+int ctl_auth_is_admin(hone_controller *c, const hone_http_req *req);
+/* The request must carry worker wid's credential: 404 (field) for an unknown worker, 401 without
+ * or with a bad credential, 403 (field) for another worker's. Answers and returns non-zero. */
+int ctl_auth_worker(hone_controller *c, hone_http_req *req, hone_http_res *res, const char *wid,
+                    const char *field);
+/* The request must carry some worker's valid credential; writes that worker's id. */
+int ctl_auth_worker_any(hone_controller *c, hone_http_req *req, hone_http_res *res, char *wid,
+                        size_t widlen);
+
+/* ---- report_check.c ---- */
+/* Checks a report's metrics object: known names only, numbers (or null) in each one's natural
+ * range. On refusal writes the field ("metrics.val_accuracy") and a message. */
+int ctl_report_metrics_check(const json_t *metrics, char *field, size_t fieldlen, char *msg,
+                             size_t msglen);
+
 /* ---- routes_*.c ---- */
 int ctl_routes_datasets(hone_controller *c);
 json_t *ctl_dataset_json(const json_t *row);

@@ -1,8 +1,9 @@
 # Turns schemas/NNN_name.sql into a C file holding them as a string array (the migrations the
-# controller applies at start). Run as: cmake -DOUT=file.c -DIN="a.sql;b.sql" -P embed_sql.cmake
+# controller applies at start). Run as: cmake -DOUT=file.c -DIN="a.sql|b.sql" -P embed_sql.cmake
 set(body "/* Generated from the schemas/NNN_name.sql files by controller/embed_sql.cmake; do not edit. */\n")
 string(APPEND body "#include <stddef.h>\nconst char *const hone_migrations[] = {\n")
 set(n 0)
+string(REPLACE "|" ";" IN "${IN}")
 list(SORT IN)
 foreach(f ${IN})
   file(READ ${f} sql)

@@ -10,7 +10,8 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: hone-controller [--config FILE] [--listen HOST:PORT] [--data-dir DIR]\n"
-               "                       [--db FILE] [--port-file FILE] [--auth-token TOKEN]\n");
+               "                       [--db FILE] [--port-file FILE] [--auth-token TOKEN]\n"
+               "                       [--worker-token TOKEN]\n");
 }
 
 typedef struct signals {
@@ -36,7 +37,8 @@ int main(int argc, char **argv)
                               {"--data-dir", "data_dir"},
                               {"--db", "db"},
                               {"--port-file", "port_file"},
-                              {"--auth-token", "auth_token"}};
+                              {"--auth-token", "auth_token"},
+                              {"--worker-token", "worker_token"}};
     hone_controller_config_default(&cfg);
     signal(SIGPIPE, SIG_IGN);
     /* The config file first, then flags over it, whatever their order on the command line. */

@@ -1,6 +1,7 @@
 /* Job artifacts: list the files of a job's folder (and best_model/ for AutoML jobs), download one,
- * and upload one (workers that share no disk with the controller). Names are confined to the
- * job's folder: one or two plain segments, no dot files, no '..'. */
+ * and upload one (workers that share no disk with the controller; only the worker holding the
+ * job's lease). Names are confined to the job's folder: one or two plain segments, no dot files,
+ * no '..'. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -107,6 +108,39 @@ static void a_get(hone_http_req *req, hone_http_res *res, void *ud)
     hone_http_res_take(res, 200, "application/octet-stream", buf, got);
 }
 
+/* Only the worker holding the job's current lease may upload, and only while the job runs (or an
+ * admin, with auth configured): a finished job's model cannot be swapped afterwards. Answers and
+ * returns non-zero otherwise. */
+static int upload_allowed(hone_controller *c, hone_http_req *req, hone_http_res *res,
+                          const char *id)
+{
+    json_t *job = NULL;
+    char wid[64];
+    int admin = ctl_auth_is_admin(c, req);
+    if (!admin && ctl_auth_worker_any(c, req, res, wid, sizeof wid))
+        return HONE_EPERM;
+    int rc = ctl_job_row(c, id, &job);
+    if (rc == HONE_ENOENT)
+        hone_http_res_error(res, 404, "id", "no job %s", id);
+    else if (rc)
+        ctl_res_store_error(c, res);
+    if (rc || admin)
+        goto out;
+    const char *st = jstr(job, "status"), *holder = jstr(job, "worker_id");
+    rc = HONE_EPERM;
+    if (strcmp(st, "running") != 0)
+        hone_http_res_error(res, 409, "id", "job %s is %s: artifacts are uploaded while it runs",
+                            id, st);
+    else if (!holder || strcmp(holder, wid) != 0)
+        hone_http_res_error(res, 403, "Authorization", "job %s is leased to %s, not to worker %s",
+                            id, holder ? holder : "nobody", wid);
+    else
+        rc = HONE_OK;
+out:
+    json_decref(job);
+    return rc;
+}
+
 static void a_put(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
@@ -115,17 +149,18 @@ static void a_put(hone_http_req *req, hone_http_res *res, void *ud)
         hone_http_res_error(res, 422, "name", "bad artifact name");
         return;
     }
-    if (job_exists(c, res, id))
+    if (upload_allowed(c, req, res, id))
         return;
     size_t len = 0;
     const char *body = hone_http_req_body(req, &len);
     char *dir = ctl_job_dir(c, id), tmp[4096], dst[4096];
     mkdir(c->artifacts_dir, 0755);
     mkdir(dir, 0755);
-    snprintf(tmp, sizeof tmp, "%s/.%s.part", dir, name);
+    /* A temp file of this upload's own: two uploads of one name never share one. */
+    snprintf(tmp, sizeof tmp, "%s/.upload-XXXXXX", dir);
     snprintf(dst, sizeof dst, "%s/%s", dir, name);
     free(dir);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), ok = fd >= 0;
+    int fd = mkstemp(tmp), ok = fd >= 0;
     size_t off = 0;
     while (ok && off < len) {
         ssize_t w = write(fd, body + off, len - off);
@@ -134,10 +169,11 @@ static void a_put(hone_http_req *req, hone_http_res *res, void *ud)
         else
             off += (size_t)w;
     }
-    if (fd >= 0 && (fsync(fd) || close(fd)))
+    if (fd >= 0 && (fchmod(fd, 0644) || fsync(fd) || close(fd)))
         ok = 0;
     if (!ok || rename(tmp, dst)) {
-        unlink(tmp);
+        if (fd >= 0)
+            unlink(tmp);
         hone_http_res_error(res, 500, NULL, "could not store %s: %s", name, strerror(errno));
         return;
     }

@@ -1,7 +1,8 @@
-/* REST handlers used by hone-worker: register, heartbeat (extends leases, re-attaches jobs after a
- * controller restart, lists jobs to cancel), lease by long-poll, per-epoch reports answered with
- * continue / stop / pause, and completion. Each acknowledged change is committed before the reply.
- */
+/* REST handlers used by hone-worker: register (issues the worker's credential), heartbeat (extends
+ * leases, re-attaches jobs after a controller restart, lists jobs to cancel), lease by long-poll,
+ * per-epoch reports answered with continue / stop / pause, and completion. Every call after
+ * registration must carry that worker's credential (auth.c); reports are checked against the job
+ * (report_check.c). Each acknowledged change is committed before the reply. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,15 +40,20 @@ static void w_register(hone_http_req *req, hone_http_res *res, void *ud)
         return;
     if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
         goto out;
-    char id[64];
+    char id[64], token[160], hash[65];
     ctl_new_id(c, "wrk", id, sizeof id);
+    if (ctl_worker_credential_new(id, token, sizeof token, hash)) {
+        hone_http_res_error(res, 500, NULL, "could not make a worker credential");
+        goto out;
+    }
     json_t *r = json_object_get(body, "resources");
     char *rs = json_is_object(r) ? jdump(r) : hone_xstrdup("{}");
     double now = ctl_now();
-    int n = db_run(c->db,
-                   "INSERT INTO workers(id,name,resources,artifact_dir,registered,last_seen) "
-                   "VALUES(?,?,?,?,?,?)",
-                   "ssssdd", id, jstr(body, "name"), rs, jstr(body, "artifact_dir"), now, now);
+    int n =
+        db_run(c->db,
+               "INSERT INTO workers(id,name,resources,artifact_dir,registered,last_seen,"
+               "secret_hash) VALUES(?,?,?,?,?,?,?)",
+               "ssssdds", id, jstr(body, "name"), rs, jstr(body, "artifact_dir"), now, now, hash);
     free(rs);
     if (n < 0) {
         ctl_res_store_error(c, res);
@@ -56,9 +62,9 @@ static void w_register(hone_http_req *req, hone_http_res *res, void *ud)
     ctl_log(c, "info", "worker_registered",
             json_pack("{s:s,s:s}", "worker", id, "name", jstr(body, "name")));
     hone_http_res_json(res, 201,
-                       json_pack("{s:s,s:i,s:i,s:s}", "id", id, "heartbeat_seconds",
-                                 c->cfg.heartbeat_seconds, "lease_seconds", c->cfg.lease_seconds,
-                                 "artifacts_dir", c->artifacts_dir));
+                       json_pack("{s:s,s:s,s:i,s:i,s:s}", "id", id, "token", token,
+                                 "heartbeat_seconds", c->cfg.heartbeat_seconds, "lease_seconds",
+                                 c->cfg.lease_seconds, "artifacts_dir", c->artifacts_dir));
 out:
     json_decref(body);
 }
@@ -87,7 +93,8 @@ static void w_heartbeat(hone_http_req *req, hone_http_res *res, void *ud)
     int reattached = 0;
     if (!body)
         goto out;
-    if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
+    if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res) ||
+        ctl_auth_worker(c, req, res, wid, "worker_id"))
         goto out;
     if (db_begin(c->db)) {
         ctl_res_store_error(c, res);
@@ -151,7 +158,7 @@ static void w_lease(hone_http_req *req, hone_http_res *res, void *ud)
         }
         wait = (int)(x > c->cfg.max_wait_seconds ? c->cfg.max_wait_seconds : x);
     }
-    if (worker_touch(c, res, wid))
+    if (ctl_auth_worker(c, req, res, wid, "worker_id") || worker_touch(c, res, wid))
         return;
     json_t *reply = NULL;
     int rc = ctl_sched_try_lease(c, wid, &reply);
@@ -194,8 +201,8 @@ static int job_for_worker(hone_controller *c, hone_http_res *res, const char *ji
 
 #define REPORT_JOB_SQL                                                                             \
     "SELECT j.id, j.experiment_id, j.parent_id, j.trial, j.status, j.worker_id, "                  \
-    "j.last_worker_id, j.epochs_target, j.best_metric, j.control, e.metric AS exp_metric FROM "    \
-    "jobs j JOIN experiments e ON e.id=j.experiment_id WHERE j.id=?"
+    "j.last_worker_id, j.epochs_target, j.epoch, j.best_metric, j.control, e.metric AS "           \
+    "exp_metric FROM jobs j JOIN experiments e ON e.id=j.experiment_id WHERE j.id=?"
 
 static const char *dec_name(hone_decision d)
 {
@@ -224,13 +231,13 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
     const char *wid = jstr(body, "worker_id");
     int epoch = (int)jint(body, "epoch");
     json_t *metrics = json_object_get(body, "metrics");
-    const char *mk;
-    json_t *mv;
-    json_object_foreach(metrics, mk, mv) if (!json_is_number(mv) && !json_is_null(mv))
-    {
-        hone_http_res_error(res, 422, "metrics", "metrics.%s must be a number", mk);
+    char field[160], msg[256];
+    if (ctl_report_metrics_check(metrics, field, sizeof field, msg, sizeof msg)) {
+        hone_http_res_error(res, 422, field, "%s", msg);
         goto out;
     }
+    if (ctl_auth_worker(c, req, res, wid, "worker_id"))
+        goto out;
     if (ctl_batch_begin(c)) {
         ctl_res_store_error(c, res);
         goto out;
@@ -249,6 +256,13 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
         ctl_batch_undo(c);
         hone_http_res_error(res, 422, "epoch", "epoch %d is past the job's target %lld", epoch,
                             jint(job, "epochs_target"));
+        goto out;
+    }
+    if (epoch > jint(job, "epoch") + 1) { /* a repeat of a stored epoch is fine: idempotent */
+        ctl_batch_undo(c);
+        hone_http_res_error(res, 422, "epoch",
+                            "epoch %d skips ahead: the next epoch of job %s is %lld", epoch, jid,
+                            jint(job, "epoch") + 1);
         goto out;
     }
     const char *mname = jstr(job, "exp_metric");
@@ -326,6 +340,8 @@ static void j_complete(hone_http_req *req, hone_http_res *res, void *ud)
     if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
         goto out;
     const char *wid = jstr(body, "worker_id");
+    if (ctl_auth_worker(c, req, res, wid, "worker_id"))
+        goto out;
     /* A repeated complete (the reply was lost) finds the job already ended by this worker. */
     if (ctl_job_row(c, jid, &job) == HONE_OK && strcmp(jstr(job, "status"), "running") != 0 &&
         strcmp(jstr(job, "status"), "queued") != 0 && jstr(job, "last_worker_id") &&
@@ -374,7 +390,10 @@ static void w_list(hone_http_req *req, hone_http_res *res, void *ud)
     json_t *rows = NULL, *r;
     size_t i;
     (void)req;
-    if (db_rows(c->db, &rows, "SELECT * FROM workers ORDER BY registered", NULL)) {
+    if (db_rows(c->db, &rows,
+                "SELECT id, name, resources, artifact_dir, registered, last_seen FROM workers "
+                "ORDER BY registered",
+                NULL)) {
         ctl_res_store_error(c, res);
         return;
     }

@@ -16,6 +16,7 @@ static void config_copy(hone_controller_config *dst, const hone_controller_confi
     dst->data_dir = hone_xstrdup(src->data_dir ? src->data_dir : "./hone-data");
     dst->db_path = src->db_path ? hone_xstrdup(src->db_path) : NULL;
     dst->auth_token = src->auth_token ? hone_xstrdup(src->auth_token) : NULL;
+    dst->worker_token = src->worker_token ? hone_xstrdup(src->worker_token) : NULL;
     dst->port_file = src->port_file ? hone_xstrdup(src->port_file) : NULL;
     dst->data_roots = NULL;
     dst->n_data_roots = 0;
@@ -114,23 +115,7 @@ static int auth_filter(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
     flush_for(c, req);
-    if (!c->cfg.auth_token)
-        return 0;
-    const char *path = hone_http_req_path(req);
-    if (!strcmp(path, "/healthz") || !strcmp(path, "/readyz"))
-        return 0;
-    const char *h = hone_http_req_header(req, "Authorization");
-    size_t tl = strlen(c->cfg.auth_token);
-    if (h && !strncmp(h, "Bearer ", 7) && strlen(h + 7) == tl) {
-        unsigned char diff = 0; /* constant-time compare */
-        for (size_t i = 0; i < tl; i++)
-            diff |= (unsigned char)(h[7 + i] ^ c->cfg.auth_token[i]);
-        if (!diff)
-            return 0;
-    }
-    hone_http_res_header(res, "WWW-Authenticate", "Bearer");
-    hone_http_res_error(res, 401, "Authorization", "missing or bad bearer token");
-    return 1;
+    return ctl_auth_filter(c, req, res);
 }
 
 static void access_log(const char *method, const char *path, int status, uint64_t micros, void *ud)

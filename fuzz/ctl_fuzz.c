@@ -2,7 +2,10 @@
  * fixtures: an IDX dataset, a train and an AutoML experiment, a leased train job and trial) gets
  * each input as the JSON body of one of its routes (first byte picks the route, ids filled in) or,
  * for selector 0xFF, as raw HTTP bytes ({WRK}-style tags in paths and bodies become fixture ids).
- * Traps on any 5xx answer. State resets every RESET inputs. */
+ * Every request carries worker {WRK}'s credential (a fixed secret whose hash the fixtures store),
+ * so the worker routes are reached past authentication. Traps on any 5xx answer. State resets every
+ * RESET inputs. */
+#include <openssl/evp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +17,7 @@
 #include "http_internal.h"
 
 #define RESET 64
+#define SECRET "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 
 static uv_loop_t loop;
 static hone_controller *ctl;
@@ -101,8 +105,8 @@ static int request(const char *method, const char *path_tmpl, const char *body, 
     char *b = subst(body, blen, &bl);
     int hl = snprintf(head, sizeof head,
                       "%s %s HTTP/1.1\r\nHost: f\r\nContent-Type: application/json\r\n"
-                      "Content-Length: %zu\r\n\r\n",
-                      method, path, bl);
+                      "Authorization: Bearer %s.%s\r\nContent-Length: %zu\r\n\r\n",
+                      method, path, ids[6][0] ? ids[6] : "none", SECRET, bl);
     char *buf = malloc((size_t)hl + bl + 1);
     memcpy(buf, head, (size_t)hl);
     memcpy(buf + hl, b, bl);
@@ -180,6 +184,13 @@ static void fixtures(void)
     request("POST", "/api/v1/workers", "{\"name\":\"w1\",\"resources\":{}}",
             strlen("{\"name\":\"w1\",\"resources\":{}}"));
     first_id(6, "SELECT id FROM workers");
+    unsigned char md[32];
+    char hash[65];
+    unsigned int mdlen = 0;
+    EVP_Digest(SECRET, strlen(SECRET), md, &mdlen, EVP_sha256(), NULL);
+    for (int i = 0; i < 32; i++)
+        snprintf(hash + 2 * i, 3, "%02x", md[i]);
+    db_run(ctl->db, "UPDATE workers SET secret_hash=? WHERE id=?", "ss", hash, ids[6]);
     request("POST", "/api/v1/workers", "{\"name\":\"w2\",\"resources\":{}}",
             strlen("{\"name\":\"w2\",\"resources\":{}}"));
     first_id(7, "SELECT id FROM workers WHERE name='w2'");

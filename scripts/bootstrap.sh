@@ -3,7 +3,7 @@
 # Safe to run again: it asks apt only for what dpkg does not already have.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
-      libuv1-dev libsqlite3-dev libjansson-dev libyaml-dev libcurl4-openssl-dev libhttp-parser-dev
+      libuv1-dev libsqlite3-dev libjansson-dev libyaml-dev libcurl4-openssl-dev libssl-dev libhttp-parser-dev
       libopenblas-dev zlib1g-dev dataset-fashion-mnist python3 curl ca-certificates)
 missing=()
 for p in "${pkgs[@]}"; do

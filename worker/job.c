@@ -230,7 +230,7 @@ static hone_wdecision job_on_epoch(void *arg, int epoch, json_t *line)
     if (epoch <= c->acked)
         return HONE_WDECISION_CONTINUE; /* stored already; its decision was obeyed then */
     body = json_object();
-    worker_id(w, id, sizeof(id));
+    worker_id_auth(w, w->rest, id, sizeof(id));
     json_object_set_new(body, "worker_id", json_string(id));
     json_object_set_new(body, "epoch", json_integer(epoch));
     json_object_set_new(body, "metrics", job_numeric_fields(line));
@@ -249,7 +249,8 @@ static hone_wdecision job_on_epoch(void *arg, int epoch, json_t *line)
                        d == HONE_WDECISION_STOP    ? "stop"
                        : d == HONE_WDECISION_PAUSE ? "pause"
                                                    : "continue");
-    } else if (resp.status == 404 || resp.status == 409 || resp.status == 410) {
+    } else if (resp.status == 401 || resp.status == 403 || resp.status == 404 ||
+               resp.status == 409 || resp.status == 410) {
         char msg[512];
         hone_rest_error_text(&resp, msg, sizeof(msg));
         worker_log(w, "job %s: controller refused the report (%s); stopping it", c->id, msg);
@@ -359,7 +360,7 @@ static void job_complete(hone_worker *w, const char *job_id, const char *status,
     hone_rest_resp resp;
     char id[128], path[256];
 
-    worker_id(w, id, sizeof(id));
+    worker_id_auth(w, w->rest, id, sizeof(id));
     json_object_set_new(body, "worker_id", json_string(id));
     json_object_set_new(body, "status", json_string(status));
     json_object_set_new(body, "log_tail", json_string(res->log_tail ? res->log_tail : ""));

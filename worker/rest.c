@@ -37,11 +37,7 @@ int hone_rest_new(const char *base_url, const char *token, hone_rest **out)
     n = strlen(r->base);
     while (n > 0 && r->base[n - 1] == '/')
         r->base[--n] = '\0';
-    if (token && token[0]) {
-        size_t len = strlen(token) + 40;
-        r->auth = hone_xmalloc(len);
-        snprintf(r->auth, len, "Authorization: Bearer %s", token);
-    }
+    hone_rest_set_token(r, token);
     r->curl = curl_easy_init();
     if (!r->curl) {
         hone_rest_free(r);
@@ -60,6 +56,17 @@ void hone_rest_free(hone_rest *r)
     free(r->base);
     free(r->auth);
     free(r);
+}
+
+void hone_rest_set_token(hone_rest *r, const char *token)
+{
+    free(r->auth);
+    r->auth = NULL;
+    if (token && token[0]) {
+        size_t len = strlen(token) + 40;
+        r->auth = hone_xmalloc(len);
+        snprintf(r->auth, len, "Authorization: Bearer %s", token);
+    }
 }
 
 const char *hone_rest_base(const hone_rest *r)

@@ -19,6 +19,8 @@ typedef struct hone_rest hone_rest;
 int hone_rest_new(const char *base_url, const char *token, hone_rest **out);
 void hone_rest_free(hone_rest *r);
 const char *hone_rest_base(const hone_rest *r);
+/* Replaces the bearer token sent with every later call (NULL or "" sends none). */
+void hone_rest_set_token(hone_rest *r, const char *token);
 /* Transfers end early (HONE_EIO) once *flag becomes nonzero (e.g. set by a signal handler);
  * the flag is borrowed and must outlive the handle. NULL turns it off. */
 void hone_rest_set_abort(hone_rest *r, volatile sig_atomic_t *flag);

@@ -55,10 +55,11 @@ int worker_backoff(hone_worker *w, int *delay_ms)
     return (int)(d * jitter);
 }
 
-void worker_id(hone_worker *w, char *buf, size_t len)
+void worker_id_auth(hone_worker *w, hone_rest *rest, char *buf, size_t len)
 {
     pthread_mutex_lock(&w->mu);
     snprintf(buf, len, "%s", w->id);
+    hone_rest_set_token(rest, w->token);
     pthread_mutex_unlock(&w->mu);
 }
 
@@ -107,19 +108,22 @@ static int worker_register_if(hone_worker *w, hone_rest *rest, const char *stale
     json_object_set_new(body, "name", json_string(w->name));
     json_object_set_new(body, "resources", worker_resources(w));
     json_object_set_new(body, "artifact_dir", json_string(w->work_dir));
+    hone_rest_set_token(rest, w->o->token); /* registering takes the admin or enrolment token */
     rc = hone_rest_call(rest, "POST", "/api/v1/workers", body, 10, &resp, err, sizeof(err));
     json_decref(body);
     if (rc != 0)
         return HONE_EIO;
     if (resp.status == 200 || resp.status == 201) {
         const char *id = json_string_value(json_object_get(resp.json, "id"));
+        const char *tok = json_string_value(json_object_get(resp.json, "token"));
         json_t *hb = json_object_get(resp.json, "heartbeat_seconds");
-        if (!id) {
+        if (!id || !tok || strlen(tok) >= sizeof(w->token)) {
             hone_rest_resp_clear(&resp);
             return HONE_EPARSE;
         }
         pthread_mutex_lock(&w->mu);
         snprintf(w->id, sizeof(w->id), "%s", id);
+        snprintf(w->token, sizeof(w->token), "%s", tok);
         if (json_is_number(hb) && json_number_value(hb) >= 1)
             w->heartbeat_s = (int)json_number_value(hb);
         pthread_mutex_unlock(&w->mu);
@@ -173,6 +177,7 @@ static void *worker_heartbeat_main(void *arg)
         pthread_mutex_lock(&w->mu);
         snprintf(id, sizeof(id), "%s", w->id);
         snprintf(job, sizeof(job), "%s", w->job_id);
+        hone_rest_set_token(w->hb_rest, w->token);
         pthread_mutex_unlock(&w->mu);
         if (!id[0])
             continue;
@@ -193,7 +198,7 @@ static void *worker_heartbeat_main(void *arg)
             worker_log(w, "heartbeat: controller is back");
             warned = 0;
         }
-        if (resp.status == 404) {
+        if (resp.status == 404 || resp.status == 401) {
             worker_log(w, "controller forgot worker %s; registering again", id);
             worker_register_if(w, w->hb_rest, id);
         } else if (resp.status == 200 && job[0] &&
@@ -309,7 +314,7 @@ static int worker_lease_once(hone_worker *w)
     hone_rest_resp resp;
     int rc;
 
-    worker_id(w, id, sizeof(id));
+    worker_id_auth(w, w->rest, id, sizeof(id));
     if (!id[0])
         return worker_register(w, w->rest) == 0 ? 0 : HONE_EIO;
     snprintf(path, sizeof(path), "/api/v1/workers/%s/lease?wait=%d", id, w->o->lease_wait_s);
@@ -322,7 +327,7 @@ static int worker_lease_once(hone_worker *w)
         rc = 1;
     } else if (resp.status == 204 || resp.status == 200) {
         rc = 0;
-    } else if (resp.status == 404) {
+    } else if (resp.status == 404 || resp.status == 401) {
         worker_log(w, "controller forgot worker %s; registering again", id);
         rc = worker_register_if(w, w->rest, id) == 0 ? 0 : HONE_EIO;
     } else {

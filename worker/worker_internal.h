@@ -16,8 +16,9 @@ typedef struct hone_worker {
     char trainer[4096 + 256];
     volatile sig_atomic_t *stop;
 
-    pthread_mutex_t mu; /* guards id, job_id, registered */
+    pthread_mutex_t mu; /* guards id, token, job_id, registered */
     char id[128];       /* worker id from the controller ("" until registered) */
+    char token[256];    /* this worker's credential, issued with the id */
     char job_id[128];   /* the job being run ("" when idle) */
     int heartbeat_s;
     atomic_int cancel;  /* the controller asked to stop job_id */
@@ -39,8 +40,9 @@ int worker_backoff(hone_worker *w, int *delay_ms);
 
 /* (Re-)registers with the controller using rest; thread-safe. 0, or HONE_EIO when unreachable. */
 int worker_register(hone_worker *w, hone_rest *rest);
-/* Copies the current worker id into buf under the lock. */
-void worker_id(hone_worker *w, char *buf, size_t len);
+/* Copies the current worker id into buf under the lock, and makes rest (the calling thread's
+ * handle) send this worker's credential. */
+void worker_id_auth(hone_worker *w, hone_rest *rest, char *buf, size_t len);
 
 /* Runs one leased job to the end and completes it with the controller (job.c). */
 void worker_job_run(hone_worker *w, const json_t *job);

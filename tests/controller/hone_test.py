@@ -131,30 +131,37 @@ class FakeWorker:
         self.ctl = ctl
         self.name = name
         self.id = None
+        self.headers = {}
         self.decisions = []
 
     def register(self):
         js = self.ctl.ok("POST", "/api/v1/workers", {"name": self.name,
                                                     "resources": {"cpus": 1, "gpus": []}})
         self.id = js["id"]
+        self.headers = {"Authorization": "Bearer " + js["token"]}
         return js
 
+    def req(self, method, path, body=None, **kw):
+        """A call with this worker's credential, on whichever controller object (restarts)."""
+        api = kw.pop("api", self.ctl)
+        return api.req(method, path, body, headers=self.headers, **kw)
+
     def lease(self, wait=0):
-        st, js = self.ctl.req("POST", "/api/v1/workers/%s/lease?wait=%d" % (self.id, wait),
-                              timeout=wait + 30)
+        st, js = self.req("POST", "/api/v1/workers/%s/lease?wait=%d" % (self.id, wait),
+                          timeout=wait + 30)
         if st == 204:
             return None
         assert st == 200, (st, js)
         return js["job"]
 
     def report(self, job, epoch, metrics):
-        return self.ctl.req("POST", "/api/v1/jobs/%s/report" % job["id"],
-                            {"worker_id": self.id, "epoch": epoch, "metrics": metrics})
+        return self.req("POST", "/api/v1/jobs/%s/report" % job["id"],
+                        {"worker_id": self.id, "epoch": epoch, "metrics": metrics})
 
     def complete(self, job, status, final=None):
         return self.ctl.ok("POST", "/api/v1/jobs/%s/complete" % job["id"],
                            {"worker_id": self.id, "status": status, "log_tail": "fake log\n",
-                            "final": final or {}})
+                            "final": final or {}}, headers=self.headers)
 
     def run_job(self, job, stop_after=None, on_report=None):
         """Returns the status it completed with, or None if it stopped without completing."""

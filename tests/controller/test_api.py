@@ -154,56 +154,120 @@ def main():
         assert tj["status"] == "queued" and tj["epochs_target"] == 2, tj
         # Worker calls with bad input.
         w = c.ok("POST", "/api/v1/workers", {"name": "w1", "resources": {"cpus": 2}})
+        w2 = c.ok("POST", "/api/v1/workers", {"name": "w2", "resources": {"cpus": 2}})
+        H = {"Authorization": "Bearer " + w["token"]}
+        H2 = {"Authorization": "Bearer " + w2["token"]}
+        listed = c.ok("GET", "/api/v1/workers")["workers"]
+        assert all("token" not in x and "secret_hash" not in x for x in listed), listed
+        assert w["token"].startswith(w["id"] + ".") and w["token"] != w2["token"]
         expect_err(c, "POST", "/api/v1/workers", {"name": "w1", "cpus": 2}, 422, "cpus")
         expect_err(c, "POST", "/api/v1/workers/wrk-nope/lease", None, 404, "worker_id")
-        job = c.ok("POST", "/api/v1/workers/%s/lease?wait=0" % w["id"])["job"]
+        # A worker is who its credential says, not who it claims to be.
+        expect_err(c, "POST", "/api/v1/workers/%s/lease?wait=0" % w["id"], None, 401,
+                   "Authorization")
+        expect_err(c, "POST", "/api/v1/workers/%s/lease?wait=0" % w["id"], None, 403,
+                   "worker_id", headers=H2)
+        forged = {"Authorization": "Bearer %s.%s" % (w["id"], "0" * 64)}
+        expect_err(c, "POST", "/api/v1/workers/%s/lease?wait=0" % w["id"], None, 401,
+                   "Authorization", headers=forged)
+        expect_err(c, "POST", "/api/v1/workers/%s/heartbeat" % w["id"], {"jobs": []}, 401,
+                   "Authorization", headers=forged)
+        job = c.ok("POST", "/api/v1/workers/%s/lease?wait=0" % w["id"], headers=H)["job"]
         assert job["id"] == tj["id"] and "lr: 0.01" in job["spec_yaml"], job
         assert "epochs: 2" in job["spec_yaml"]
         rurl = "/api/v1/jobs/%s/report" % job["id"]
         expect_err(c, "POST", rurl, {"worker_id": w["id"], "epoch": "one", "metrics": {}}, 422,
-                   "epoch")
+                   "epoch", headers=H)
         expect_err(c, "POST", rurl, {"worker_id": w["id"], "epoch": 1, "metrics": {"a": "b"}},
-                   422, "metrics")
-        expect_err(c, "POST", rurl, {"worker_id": "wrk-other", "epoch": 1, "metrics": {}}, 409,
-                   "worker_id")
+                   422, "metrics", headers=H)
+        expect_err(c, "POST", rurl, {"worker_id": w2["id"], "epoch": 1, "metrics": {}}, 409,
+                   "worker_id", headers=H2)
+        expect_err(c, "POST", rurl, {"worker_id": w2["id"], "epoch": 1, "metrics": {}}, 403,
+                   "worker_id", headers=H)
+        expect_err(c, "POST", rurl, {"worker_id": w["id"], "epoch": 1, "metrics": {}}, 401,
+                   "Authorization")
+        # Reports are checked against the job: the next epoch, known metrics, natural ranges.
+        expect_err(c, "POST", rurl, {"worker_id": w["id"], "epoch": 2, "metrics": {}}, 422,
+                   "epoch", headers=H)
+        expect_err(c, "POST", rurl, {"worker_id": w["id"], "epoch": 1,
+                                     "metrics": {"k" * 50000: 1.0}}, 422, "metrics", headers=H)
+        expect_err(c, "POST", rurl, {"worker_id": w["id"], "epoch": 1,
+                                     "metrics": {"val_accuracy": 1.797e308}}, 422,
+                   "metrics.val_accuracy", headers=H)
+        expect_err(c, "POST", rurl, {"worker_id": w["id"], "epoch": 1,
+                                     "metrics": {"val_loss": -0.5}}, 422, "metrics.val_loss",
+                   headers=H)
+        # Artifacts: only the worker holding the lease, only while the job runs.
+        aurl = "/api/v1/jobs/%s/artifacts/model.bin" % job["id"]
+        put_h = dict(H, **{"Content-Type": "application/octet-stream"})
+        expect_err(c, "PUT", aurl, None, 401, "Authorization", raw=b"EVIL",
+                   headers={"Content-Type": "application/octet-stream"})
+        expect_err(c, "PUT", aurl, None, 403, "Authorization", raw=b"EVIL",
+                   headers=dict(H2, **{"Content-Type": "application/octet-stream"}))
+        st, js = c.req("PUT", aurl, raw=b"GOOD", headers=put_h)
+        assert st == 201 and js["bytes"] == 4, (st, js)
         r = c.ok("POST", rurl, {"worker_id": w["id"], "epoch": 1,
-                                "metrics": {"val_accuracy": 0.5, "seconds": 1.0}})
+                                "metrics": {"val_accuracy": 0.5, "seconds": 1.0}}, headers=H)
         assert r["decision"] == "continue" and not r["duplicate"]
         r = c.ok("POST", rurl, {"worker_id": w["id"], "epoch": 1,
-                                "metrics": {"val_accuracy": 0.9, "seconds": 1.0}})
+                                "metrics": {"val_accuracy": 0.9, "seconds": 1.0}}, headers=H)
         assert r["duplicate"]
         m = c.ok("GET", "/api/v1/jobs/%s/metrics" % job["id"])["metrics"]
         assert m == [{"epoch": 1, "val_accuracy": 0.5, "seconds": 1.0}], m
         # Pause through the report reply, then cancel.
         c.ok("POST", "/api/v1/jobs/%s:pause" % job["id"])
         r = c.ok("POST", rurl, {"worker_id": w["id"], "epoch": 2,
-                                "metrics": {"val_accuracy": 0.6}})
+                                "metrics": {"val_accuracy": 0.6}}, headers=H)
         assert r["decision"] == "pause", r
         done = c.ok("POST", "/api/v1/jobs/%s/complete" % job["id"],
-                    {"worker_id": w["id"], "status": "paused", "log_tail": "bye"})
+                    {"worker_id": w["id"], "status": "paused", "log_tail": "bye"}, headers=H)
         assert done["status"] == "paused" and done["resume"], done
+        expect_err(c, "PUT", aurl, None, 409, "id", raw=b"EVIL", headers=put_h)
+        st, body = c.req("GET", aurl)
+        assert st == 200 and body == b"GOOD", (st, body)
         c.ok("POST", "/api/v1/jobs/%s/cancel" % job["id"])
         assert c.ok("GET", "/api/v1/jobs/" + job["id"])["status"] == "canceled"
         expect_err(c, "POST", "/api/v1/jobs/%s:cancel" % job["id"], None, 409, "status")
         st, text = c.req("GET", "/api/v1/jobs/%s/logs" % job["id"])
         assert st == 200 and text == b"bye", (st, text)
-        st, _ = c.req("POST", "/api/v1/workers/%s/lease?wait=0" % w["id"])
+        st, _ = c.req("POST", "/api/v1/workers/%s/lease?wait=0" % w["id"], headers=H)
         assert st == 204
     finally:
         c.stop()
 
     # Auth: with a token configured, requests without it get 401 (health stays open).
     with open(cfg, "a") as f:
-        f.write("auth: {token: s3cret}\n")
+        f.write("auth: {token: s3cret, worker_token: enrol-me}\n")
     c = Controller(binary, os.path.join(d, "data"), config=cfg).start()
     try:
         st, js = c.req("GET", "/api/v1/datasets")
         assert st == 401, st
         st, _ = c.req("GET", "/api/v1/datasets", headers={"Authorization": "Bearer wrong!"})
         assert st == 401
-        assert c.ok("GET", "/api/v1/datasets",
-                    headers={"Authorization": "Bearer s3cret"})["datasets"]
+        admin = {"Authorization": "Bearer s3cret"}
+        enrol = {"Authorization": "Bearer enrol-me"}
+        assert c.ok("GET", "/api/v1/datasets", headers=admin)["datasets"]
         assert c.req("GET", "/healthz")[0] == 200
+        # Workers enrol with their own token, which can do nothing else; their credential then
+        # works on their own routes only. Admins and workers no longer share a token.
+        def denied(method, path, body, headers):
+            st, js = c.req(method, path, body, headers=headers)
+            assert st == 403 and js["error"]["field"] == "Authorization", (path, st, js)
+
+        denied("GET", "/api/v1/datasets", None, enrol)
+        wa = c.ok("POST", "/api/v1/workers", {"name": "wa"}, headers=enrol)
+        WA = {"Authorization": "Bearer " + wa["token"]}
+        denied("GET", "/api/v1/datasets", None, WA)
+        denied("POST", "/api/v1/workers", {"name": "x"}, WA)
+        n_workers = len(c.ok("GET", "/api/v1/workers", headers=admin)["workers"])
+        assert n_workers == 3, n_workers  # w1, w2 from before, and wa: the refused one is not
+        st, _ = c.req("POST", "/api/v1/workers/%s/lease?wait=0" % wa["id"], headers=WA)
+        assert st in (200, 204), st
+        # An admin may upload to any job's artifacts (e.g. to repair one).
+        jobs = c.ok("GET", "/api/v1/jobs", headers=admin)["jobs"]
+        st, js = c.req("PUT", "/api/v1/jobs/%s/artifacts/note.txt" % jobs[0]["id"], raw=b"x",
+                       headers=dict(admin, **{"Content-Type": "application/octet-stream"}))
+        assert st == 201, (st, js)
     finally:
         c.stop()
     print("ok")

@@ -147,7 +147,8 @@ def main():
             j = w.lease(wait=0)
             assert j["id"] == fj["id"] and j["attempts"] == attempt, j
             c.ok("POST", "/api/v1/jobs/%s/complete" % j["id"],
-                 {"worker_id": w.id, "status": "failed", "log_tail": "boom %d" % attempt})
+                 {"worker_id": w.id, "status": "failed", "log_tail": "boom %d" % attempt},
+                 headers=w.headers)
         fin = c.ok("GET", "/api/v1/jobs/" + fj["id"])
         assert fin["status"] == "failed" and fin["error"] == "boom 1", fin
         assert w.lease(wait=0) is None

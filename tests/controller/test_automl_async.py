@@ -79,7 +79,8 @@ def main():
             w = FakeWorker(api, name)
             w.register()
             while not done.is_set():
-                st, js = api.req("POST", "/api/v1/workers/%s/lease?wait=1" % w.id, timeout=30)
+                st, js = w.req("POST", "/api/v1/workers/%s/lease?wait=1" % w.id, timeout=30,
+                               api=api)
                 if st == 404:
                     w.register()
                     continue
@@ -98,9 +99,9 @@ def main():
                         break
                 if st == 409:
                     continue
-                st, r = api.req("POST", "/api/v1/jobs/%s/complete" % job["id"],
-                                {"worker_id": w.id, "status": status,
-                                 "final": {"test_accuracy": fake_metric(cfg_, EPOCHS)}})
+                st, r = w.req("POST", "/api/v1/jobs/%s/complete" % job["id"],
+                              {"worker_id": w.id, "status": status,
+                               "final": {"test_accuracy": fake_metric(cfg_, EPOCHS)}}, api=api)
                 assert st in (200, 409), (st, r)
                 with lock:
                     finished[0] += 1

@@ -86,14 +86,15 @@ def cancel_ends_trials(binary):
         assert t["status"] == "canceled", ("trial left %s after cancel" % t["status"], t)
     st = c.ok("GET", "/api/v1/jobs/" + automl)["automl"]
     assert st["trials_running"] == 0 and st["trials_queued"] == 0, st
-    hb = c.ok("POST", "/api/v1/workers/%s/heartbeat" % w.id, {"jobs": [running["id"]]})
+    hb = c.ok("POST", "/api/v1/workers/%s/heartbeat" % w.id, {"jobs": [running["id"]]},
+              headers=w.headers)
     assert hb["cancel"] == [running["id"]], hb
     st, js = w.report(running, 2, {"val_accuracy": 0.6})
     assert st == 409, (st, js)
     assert w.lease() is None  # nothing of the canceled search is handed out
     # A worker that completes anyway is answered with the job, still canceled.
     done = c.ok("POST", "/api/v1/jobs/%s/complete" % running["id"],
-                {"worker_id": w.id, "status": "stopped"})
+                {"worker_id": w.id, "status": "stopped"}, headers=w.headers)
     assert done["status"] == "canceled", done
     c.stop()
     print("ok: cancel ends every trial and tells the worker")

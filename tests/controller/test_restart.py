@@ -75,7 +75,8 @@ def main():
             w = FakeWorker(api, name)
             w.register()
             while not done.is_set():
-                st, js = api.req("POST", "/api/v1/workers/%s/lease?wait=1" % w.id, timeout=30)
+                st, js = w.req("POST", "/api/v1/workers/%s/lease?wait=1" % w.id, timeout=30,
+                               api=api)
                 if st == 404:  # forgotten worker: register again
                     w.register()
                     continue
@@ -100,8 +101,8 @@ def main():
                 if st == 409:
                     continue
                 status = {"stop": "stopped", "pause": "paused"}.get(r["decision"], "done")
-                st, r = api.req("POST", "/api/v1/jobs/%s/complete" % job["id"],
-                                {"worker_id": w.id, "status": status})
+                st, r = w.req("POST", "/api/v1/jobs/%s/complete" % job["id"],
+                              {"worker_id": w.id, "status": status}, api=api)
                 assert st in (200, 409), (st, r)
         except Exception as e:  # surfaced by the main thread
             errors.append(repr(e))

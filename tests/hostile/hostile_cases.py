@@ -29,8 +29,15 @@ def exp_body(x, **over):
     return b
 
 
-def report(x, body, job=None):
-    return rb("POST", "/api/v1/jobs/%s/report" % (job or x["job"]), body)
+def as_worker(x, wid):
+    """The credential of a fixture worker (none for a made-up id)."""
+    return x["auth"].get(wid, {})
+
+
+def report(x, body, job=None, auth=None):
+    """A report sent with the credential of the worker it names, unless auth says otherwise."""
+    return rb("POST", "/api/v1/jobs/%s/report" % (job or x["job"]), body,
+              headers=as_worker(x, body.get("worker_id")) if auth is None else auth)
 
 
 E = "/api/v1/experiments"
@@ -223,19 +230,73 @@ case("worker", "report from a worker that does not hold the job", [409, 404])(
 case("worker", "report from an unknown worker", [409, 404])(
     lambda x: report(x, {"worker_id": "wrk-ghost", "epoch": 2, "metrics": {}}))
 case("worker", "lease from an unknown worker", [404])(
-    lambda x: rb("POST", "/api/v1/workers/wrk-ghost/lease?wait=0", b""))
+    lambda x: rb("POST", "/api/v1/workers/wrk-ghost/lease?wait=0", b"",
+                 headers=as_worker(x, x["wrk"])))
 case("worker", "lease with wait=-5", [422], field="wait")(
-    lambda x: rb("POST", "/api/v1/workers/%s/lease?wait=-5" % x["wrk2"], b""))
+    lambda x: rb("POST", "/api/v1/workers/%s/lease?wait=-5" % x["wrk2"], b"",
+                 headers=as_worker(x, x["wrk2"])))
 case("worker", "lease with wait=abc", [422], field="wait")(
-    lambda x: rb("POST", "/api/v1/workers/%s/lease?wait=abc" % x["wrk2"], b""))
+    lambda x: rb("POST", "/api/v1/workers/%s/lease?wait=abc" % x["wrk2"], b"",
+                 headers=as_worker(x, x["wrk2"])))
 case("worker", "heartbeat from an unknown worker", [404])(
     lambda x: rb("POST", "/api/v1/workers/wrk-ghost/heartbeat", {"jobs": []}))
 case("worker", "complete with a status not in enum", [422], field="status")(
     lambda x: rb("POST", "/api/v1/jobs/%s/complete" % x["job"],
-                 {"worker_id": x["wrk"], "status": "exploded"}))
+                 {"worker_id": x["wrk"], "status": "exploded"}, headers=as_worker(x, x["wrk"])))
 case("worker", "complete from another worker", [409, 404])(
     lambda x: rb("POST", "/api/v1/jobs/%s/complete" % x["job"],
-                 {"worker_id": x["wrk2"], "status": "done"}))
+                 {"worker_id": x["wrk2"], "status": "done"}, headers=as_worker(x, x["wrk2"])))
+# Who may write: a worker is whoever its credential proves, not whoever it says it is.
+ART = "/api/v1/jobs/%s/artifacts/model.bin"
+OCTET = {"Content-Type": "application/octet-stream"}
+FORGED = "Bearer %s.%s"
+def no_model(x, r):
+    return not os.path.exists("%s/artifacts/%s/model.bin" % (x["data"], x["job"]))
+
+
+case("worker", "artifact upload with no credential", [401], field="Authorization",
+     check=no_model)(
+    lambda x: rb("PUT", ART % x["job"], b"EVIL", ctype="application/octet-stream"))
+case("worker", "artifact upload by a worker that does not hold the lease", [403],
+     field="Authorization", check=no_model)(
+    lambda x: rb("PUT", ART % x["job"], b"EVIL", ctype="application/octet-stream",
+                 headers=as_worker(x, x["wrk2"])))
+case("worker", "artifact upload with a forged worker secret", [401], field="Authorization",
+     check=no_model)(
+    lambda x: rb("PUT", ART % x["job"], b"EVIL", ctype="application/octet-stream",
+                 headers={"Authorization": FORGED % (x["wrk"], "0" * 64)}))
+case("worker", "report carrying a victim's worker_id", [403], field="worker_id")(
+    lambda x: report(x, {"worker_id": x["wrk"], "epoch": 2, "metrics": {}},
+                     auth=as_worker(x, x["wrk2"])))
+case("worker", "report with no credential", [401], field="Authorization")(
+    lambda x: report(x, {"worker_id": x["wrk"], "epoch": 2, "metrics": {}}, auth={}))
+case("worker", "report with a forged worker secret", [401], field="Authorization")(
+    lambda x: report(x, {"worker_id": x["wrk"], "epoch": 2, "metrics": {}},
+                     auth={"Authorization": FORGED % (x["wrk"], "f" * 64)}))
+case("worker", "complete carrying a victim's worker_id", [403], field="worker_id")(
+    lambda x: rb("POST", "/api/v1/jobs/%s/complete" % x["job"],
+                 {"worker_id": x["wrk"], "status": "done"}, headers=as_worker(x, x["wrk2"])))
+case("worker", "heartbeat for another worker", [403], field="worker_id")(
+    lambda x: rb("POST", "/api/v1/workers/%s/heartbeat" % x["wrk"], {"jobs": [x["job"]]},
+                 headers=as_worker(x, x["wrk2"])))
+case("worker", "lease with a credential that is not a bearer token", [401],
+     field="Authorization")(
+    lambda x: rb("POST", "/api/v1/workers/%s/lease?wait=0" % x["wrk"], b"",
+                 headers={"Authorization": "Basic " + x["auth"][x["wrk"]]["Authorization"][7:]}))
+# Reports checked against the job: the next epoch only, known metric names, natural ranges.
+case("worker", "report skipping ahead (epoch 4 after 1)", [422], field="epoch")(
+    lambda x: report(x, {"worker_id": x["wrk"], "epoch": 4, "metrics": {"val_accuracy": 0.6}}))
+case("worker", "report with a 50 KB metric name", [422], field="metrics")(
+    lambda x: report(x, {"worker_id": x["wrk"], "epoch": 2, "metrics": {"k" * 50000: 1}}))
+case("worker", "report with an unknown metric name", [422], field="metrics")(
+    lambda x: report(x, {"worker_id": x["wrk"], "epoch": 2, "metrics": {"val_acc": 0.5}}))
+case("worker", "report val_accuracy 1.797e308", [422], field="metrics.val_accuracy")(
+    lambda x: report(x, {"worker_id": x["wrk"], "epoch": 2,
+                         "metrics": {"val_accuracy": 1.797e308}}))
+case("worker", "report a negative loss", [422], field="metrics.val_loss")(
+    lambda x: report(x, {"worker_id": x["wrk"], "epoch": 2, "metrics": {"val_loss": -1}}))
+case("worker", "report a fractional epoch metric", [422], field="metrics.epoch")(
+    lambda x: report(x, {"worker_id": x["wrk"], "epoch": 2, "metrics": {"epoch": 1.5}}))
 case("worker", "cancel an unknown job", [404])(
     lambda x: rb("POST", "/api/v1/jobs/job-nope:cancel", b"{}"))
 case("worker", "delete a dataset in use", [409])(

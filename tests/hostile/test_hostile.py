@@ -32,17 +32,21 @@ def fixtures(ctl, x):
     r = call(p, "POST", "/api/v1/workers", {"name": "w1", "resources": {"cpus": 1, "gpus": []}})
     assert r.status == 201, r
     x["wrk"] = r.json()["id"]
+    x["auth"] = {x["wrk"]: {"Authorization": "Bearer " + r.json()["token"]}}
     # A worker that gives no resources (optional in the contract).
     r = call(p, "POST", "/api/v1/workers", {"name": "w2"})
     assert r.status == 201, r
     x["wrk2"] = r.json()["id"]
+    x["auth"][x["wrk2"]] = {"Authorization": "Bearer " + r.json()["token"]}
     r = call(p, "POST", "/api/v1/experiments/%s/jobs" % x["exp"], {"action": "train"})
     assert r.status == 201, r
     x["job"] = r.json()["id"]
-    r = call(p, "POST", "/api/v1/workers/%s/lease?wait=0" % x["wrk"], b"", ctype=None)
+    r = call(p, "POST", "/api/v1/workers/%s/lease?wait=0" % x["wrk"], b"", ctype=None,
+             headers=x["auth"][x["wrk"]])
     assert r.status == 200 and r.json()["job"]["id"] == x["job"], r
     r = call(p, "POST", "/api/v1/jobs/%s/report" % x["job"],
-             {"worker_id": x["wrk"], "epoch": 1, "metrics": {"val_accuracy": 0.5}})
+             {"worker_id": x["wrk"], "epoch": 1, "metrics": {"val_accuracy": 0.5}},
+             headers=x["auth"][x["wrk"]])
     assert r.status == 200, r
 
 

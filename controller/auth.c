@@ -1,0 +1,200 @@
+/* Who is calling, and what they may write. Three kinds of bearer token:
+ *   - the admin token (config auth.token): every route;
+ *   - the enrolment token (config auth.worker_token): registering a worker, nothing else;
+ *   - a worker credential "<worker id>.<secret>", issued once by POST /api/v1/workers: the worker
+ *     routes of that one worker (heartbeat, lease, report, complete, artifact upload of a job it
+ *     holds). The store keeps only SHA-256 of the secret; it cannot be read back from the API.
+ * Worker credentials are required with or without auth configured: without auth, anybody may
+ * manage datasets and experiments, but only a worker may speak for itself. Never logs a secret. */
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl.h"
+
+enum { SECRET_BYTES = 32 };
+
+/* Routes that only a worker (for itself) may call; the handlers check which worker. */
+static const char *const worker_routes[] = {
+    "/api/v1/workers/{id}/heartbeat",     "/api/v1/workers/{id}/lease",
+    "/api/v1/jobs/{id}/report",           "/api/v1/jobs/{id}/complete",
+    "/api/v1/jobs/{id}/artifacts/{name}",
+};
+
+static void hex(const unsigned char *in, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+static int sha256_hex(const char *s, char out[65])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    if (!EVP_Digest(s, strlen(s), md, &n, EVP_sha256(), NULL) || n != 32)
+        return HONE_EIO;
+    hex(md, 32, out);
+    return HONE_OK;
+}
+
+static int bytes_equal(const char *a, const char *b, size_t n)
+{
+    return CRYPTO_memcmp(a, b, n) == 0;
+}
+
+int ctl_worker_credential_new(const char *worker_id, char *token, size_t tokenlen, char hash[65])
+{
+    unsigned char raw[SECRET_BYTES];
+    char secret[2 * SECRET_BYTES + 1];
+    if (RAND_bytes(raw, sizeof raw) != 1)
+        return HONE_EIO;
+    hex(raw, sizeof raw, secret);
+    OPENSSL_cleanse(raw, sizeof raw);
+    int rc = sha256_hex(secret, hash);
+    if (!rc && snprintf(token, tokenlen, "%s.%s", worker_id, secret) >= (int)tokenlen)
+        rc = HONE_ERANGE;
+    OPENSSL_cleanse(secret, sizeof secret);
+    return rc;
+}
+
+/* The token of "Authorization: Bearer <token>", or NULL. */
+static const char *bearer(const hone_http_req *req)
+{
+    const char *h = hone_http_req_header(req, "Authorization");
+    if (!h || strncasecmp(h, "Bearer ", 7))
+        return NULL;
+    h += 7;
+    while (*h == ' ')
+        h++;
+    return *h ? h : NULL;
+}
+
+/* A worker credential: "<id>.<64 hex>"; writes the id. */
+static int split_credential(const char *tok, char *id, size_t idlen, const char **secret)
+{
+    const char *dot = strrchr(tok, '.');
+    if (!dot || dot == tok || (size_t)(dot - tok) >= idlen || strlen(dot + 1) != 2 * SECRET_BYTES)
+        return 0;
+    for (const char *p = dot + 1; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+            return 0;
+    memcpy(id, tok, (size_t)(dot - tok));
+    id[dot - tok] = '\0';
+    *secret = dot + 1;
+    return 1;
+}
+
+static int token_is(const char *tok, const char *want)
+{
+    size_t n = strlen(want);
+    return want && tok && strlen(tok) == n && bytes_equal(tok, want, n);
+}
+
+int ctl_auth_is_admin(hone_controller *c, const hone_http_req *req)
+{
+    return c->cfg.auth_token && token_is(bearer(req), c->cfg.auth_token);
+}
+
+static int is_worker_route(const hone_http_req *req)
+{
+    const char *route = hone_http_req_route(req);
+    for (size_t i = 0; route && i < HONE_ARRAY_LEN(worker_routes); i++)
+        if (!strcmp(route, worker_routes[i]))
+            return 1;
+    return 0;
+}
+
+int ctl_auth_filter(hone_controller *c, hone_http_req *req, hone_http_res *res)
+{
+    if (!c->cfg.auth_token)
+        return 0;
+    const char *path = hone_http_req_path(req), *tok = bearer(req), *secret;
+    char id[64];
+    if (!strcmp(path, "/healthz") || !strcmp(path, "/readyz"))
+        return 0;
+    if (token_is(tok, c->cfg.auth_token))
+        return 0;
+    if (c->cfg.worker_token && token_is(tok, c->cfg.worker_token)) {
+        const char *route = hone_http_req_route(req);
+        if (route && !strcmp(route, "/api/v1/workers") &&
+            !strcmp(hone_http_req_method(req), "POST"))
+            return 0;
+        hone_http_res_error(res, 403, "Authorization",
+                            "the worker enrolment token may only register workers");
+        return 1;
+    }
+    if (tok && split_credential(tok, id, sizeof id, &secret)) {
+        if (is_worker_route(req))
+            return 0; /* the handler checks the credential against the store */
+        hone_http_res_error(res, 403, "Authorization",
+                            "a worker credential may only call that worker's routes");
+        return 1;
+    }
+    hone_http_res_header(res, "WWW-Authenticate", "Bearer");
+    hone_http_res_error(res, 401, "Authorization", "missing or bad bearer token");
+    return 1;
+}
+
+int ctl_auth_worker(hone_controller *c, hone_http_req *req, hone_http_res *res, const char *wid,
+                    const char *field)
+{
+    json_t *row = NULL;
+    const char *tok = bearer(req), *secret = NULL;
+    char id[64], hash[65];
+    int rc = db_row(c->db, &row, "SELECT secret_hash FROM workers WHERE id=?", "s", wid);
+    if (rc == HONE_ENOENT) {
+        hone_http_res_error(res, 404, field, "unknown worker %s: register again", wid);
+        goto out;
+    }
+    if (rc) {
+        ctl_res_store_error(c, res);
+        goto out;
+    }
+    rc = HONE_EPERM;
+    if (!tok || !split_credential(tok, id, sizeof id, &secret)) {
+        hone_http_res_header(res, "WWW-Authenticate", "Bearer");
+        hone_http_res_error(res, 401, "Authorization",
+                            "worker credential required: send the token that registration "
+                            "returned as 'Authorization: Bearer <token>'");
+        goto out;
+    }
+    if (strcmp(id, wid) != 0) {
+        hone_http_res_error(res, 403, field, "the credential is worker %s's, not %s's", id, wid);
+        goto out;
+    }
+    const char *stored = jstr(row, "secret_hash");
+    if (!stored || strlen(stored) != 64 || sha256_hex(secret, hash) ||
+        !bytes_equal(hash, stored, 64)) {
+        hone_http_res_header(res, "WWW-Authenticate", "Bearer");
+        hone_http_res_error(res, 401, "Authorization", "bad worker credential: register again");
+        goto out;
+    }
+    rc = HONE_OK;
+out:
+    json_decref(row);
+    return rc;
+}
+
+int ctl_auth_worker_any(hone_controller *c, hone_http_req *req, hone_http_res *res, char *wid,
+                        size_t widlen)
+{
+    const char *tok = bearer(req), *secret;
+    char id[64];
+    if (!tok || !split_credential(tok, id, sizeof id, &secret)) {
+        hone_http_res_header(res, "WWW-Authenticate", "Bearer");
+        hone_http_res_error(res, 401, "Authorization",
+                            "only the worker holding this job's lease (or an admin) may write "
+                            "here: send its credential as 'Authorization: Bearer <token>'");
+        return HONE_EPERM;
+    }
+    int rc = ctl_auth_worker(c, req, res, id, "Authorization");
+    if (!rc)
+        snprintf(wid, widlen, "%s", id);
+    return rc;
+}

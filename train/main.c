@@ -6,14 +6,35 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "kernels.h"
 #include "train.h"
 
 static void usage(FILE *f)
 {
     fputs("usage: hone-train --spec FILE [--set key=value]... [--out DIR] [--resume CKPT|auto]\n"
           "                  [--epochs-until N] [--device cpu|cuda|auto] [--threads N]\n"
-          "       hone-train --print-spec [--spec FILE] [--set key=value]...\n",
+          "       hone-train --print-spec [--spec FILE] [--set key=value]...\n"
+          "       hone-train --list-devices   (JSON: the GPUs this build can train on)\n",
           f);
+}
+
+/* {"gpus": [{"index", "name", "memory_bytes"}]}: what hone-worker registers (it links no CUDA). */
+static int list_devices(void)
+{
+    int n = hone_cuda_device_count();
+    printf("{\"gpus\":[");
+    for (int i = 0; i < n; i++) {
+        char name[256] = "";
+        size_t mem = 0;
+        if (hone_cuda_device_name(i, name, sizeof(name), &mem) != 0)
+            snprintf(name, sizeof(name), "gpu%d", i);
+        for (char *p = name; *p; p++) /* names are plain ASCII; keep the JSON valid whatever */
+            if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
+                *p = ' ';
+        printf("%s{\"index\":%d,\"name\":\"%s\",\"memory_bytes\":%zu}", i ? "," : "", i, name, mem);
+    }
+    printf("]}\n");
+    return fflush(stdout) == 0 ? 0 : 1;
 }
 
 static int parse_int(const char *flag, const char *v, int lo, int *out)
@@ -54,6 +75,8 @@ int main(int argc, char **argv)
             print_spec = 1;
             continue;
         }
+        if (strcmp(a, "--list-devices") == 0)
+            return list_devices();
         if (!v) {
             fprintf(stderr, "hone-train: %s: missing value or unknown option\n", a);
             usage(stderr);

@@ -13,10 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifdef HONE_WORKER_HAVE_KERNELS
-#include "kernels.h"
-#endif
-
 void worker_log(hone_worker *w, const char *fmt, ...)
 {
     char buf[2048];
@@ -65,26 +61,11 @@ void worker_id_auth(hone_worker *w, hone_rest *rest, char *buf, size_t len)
 
 static json_t *worker_resources(hone_worker *w)
 {
-    json_t *res = json_object(), *gpus = json_array();
+    json_t *res = json_object();
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
     json_object_set_new(res, "cpus", json_integer(cpus > 0 ? cpus : 1));
-#ifdef HONE_WORKER_HAVE_KERNELS
-    if (strcmp(w->o->device, "cpu") != 0) {
-        int n = hone_cuda_device_count();
-        for (int i = 0; i < n; i++) {
-            char name[256] = "";
-            size_t mem = 0;
-            json_t *g = json_object();
-            if (hone_cuda_device_name(i, name, sizeof(name), &mem) != 0)
-                snprintf(name, sizeof(name), "gpu%d", i);
-            json_object_set_new(g, "name", json_string(name));
-            json_object_set_new(g, "memory_bytes", json_integer((json_int_t)mem));
-            json_array_append_new(gpus, g);
-        }
-    }
-#endif
-    json_object_set_new(res, "gpus", gpus);
+    json_object_set_new(res, "gpus", worker_gpus(w));
     json_object_set_new(res, "device", json_string(w->o->device));
     return res;
 }

@@ -44,6 +44,10 @@ int worker_register(hone_worker *w, hone_rest *rest);
  * handle) send this worker's credential. */
 void worker_id_auth(hone_worker *w, hone_rest *rest, char *buf, size_t len);
 
+/* The GPUs hone-train can use here ([] for --device cpu or when it cannot tell), for registering
+ * (gpus.c). */
+json_t *worker_gpus(hone_worker *w);
+
 /* Runs one leased job to the end and completes it with the controller (job.c). */
 void worker_job_run(hone_worker *w, const json_t *job);
 

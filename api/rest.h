@@ -1,4 +1,5 @@
-/* rest: a small blocking JSON-over-HTTP client on libcurl, shared by hone-worker and the hone CLI.
+/* rest: a small blocking JSON-over-HTTP client on libcurl, shared by hone-worker and the hone CLI
+ * (api/ holds both ends of HTTP: this client and the libuv server of http.h).
  * One handle per thread (a handle is not thread-safe); the caller runs curl_global_init once.
  * It never retries on its own: transport failures come back as HONE_EIO for the caller to decide.
  */

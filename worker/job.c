@@ -1,7 +1,8 @@
 /* job: one leased job on this worker. Writes the resolved spec, runs hone-train with the lease's
- * overrides, relays each epoch line as a report (retrying while the controller is away, so a
- * restarted controller finds the job still reporting), obeys the reply, and completes the job.
- * A resumed job first reports the epochs its checkpoint holds past the lease's acknowledged one. */
+ * overrides (its argv: trainer_argv.c), relays each epoch line as a report (retrying while the
+ * controller is away, so a restarted controller finds the job still reporting), obeys the reply,
+ * and completes the job. A resumed job first reports the epochs its checkpoint holds past the
+ * lease's acknowledged one (read by replay.c). */
 #include "worker_internal.h"
 
 #include <errno.h>
@@ -21,108 +22,6 @@ typedef struct job_ctx {
     int check_gap; /* resumed from our own checkpoint: the first epoch line must be `next` */
     int gap;       /* it was not: an epoch between is lost from the checkpoint's run */
 } job_ctx;
-
-static char *job_value_text(const json_t *v)
-{
-    char buf[64];
-
-    if (json_is_string(v))
-        return hone_xstrdup(json_string_value(v));
-    if (json_is_integer(v)) {
-        snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(v));
-        return hone_xstrdup(buf);
-    }
-    if (json_is_real(v)) {
-        snprintf(buf, sizeof(buf), "%.17g", json_real_value(v));
-        return hone_xstrdup(buf);
-    }
-    if (json_is_true(v))
-        return hone_xstrdup("true");
-    if (json_is_false(v))
-        return hone_xstrdup("false");
-    if (json_is_null(v))
-        return hone_xstrdup("null");
-    return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-}
-
-static void job_argv_push(char ***argv, size_t *n, size_t *cap, char *s)
-{
-    if (*n + 2 > *cap) {
-        *cap = *cap ? *cap * 2 : 32;
-        *argv = hone_xrealloc(*argv, *cap * sizeof(char *));
-    }
-    (*argv)[(*n)++] = s;
-    (*argv)[*n] = NULL;
-}
-
-char **hone_worker_trainer_argv(const hone_worker_opts *o, const char *trainer, const json_t *job,
-                                const char *spec_path, const char *out_dir)
-{
-    char **argv = NULL;
-    size_t n = 0, cap = 0;
-    const json_t *ov = json_object_get(job, "overrides");
-    const json_t *eu = json_object_get(job, "epochs_until");
-    const char *key;
-    json_t *v;
-    char buf[64];
-
-    job_argv_push(&argv, &n, &cap, hone_xstrdup(trainer));
-    job_argv_push(&argv, &n, &cap, hone_xstrdup("--spec"));
-    job_argv_push(&argv, &n, &cap, hone_xstrdup(spec_path));
-    json_object_foreach((json_t *)ov, key, v)
-    {
-        char *text = job_value_text(v);
-        size_t len = strlen(key) + strlen(text) + 2;
-        char *kv = hone_xmalloc(len);
-        snprintf(kv, len, "%s=%s", key, text);
-        free(text);
-        job_argv_push(&argv, &n, &cap, hone_xstrdup("--set"));
-        job_argv_push(&argv, &n, &cap, kv);
-    }
-    if (json_is_integer(eu) && json_integer_value(eu) > 0) {
-        snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(eu));
-        job_argv_push(&argv, &n, &cap, hone_xstrdup("--epochs-until"));
-        job_argv_push(&argv, &n, &cap, hone_xstrdup(buf));
-    }
-    if (json_is_true(json_object_get(job, "resume"))) {
-        /* The lease names a checkpoint file, or the folder holding it (then it is that folder's
-         * checkpoint.bin); the job's own out folder, or none, is hone-train's "auto". */
-        const char *ck = json_string_value(json_object_get(job, "checkpoint"));
-        size_t len = ck ? strlen(ck) : 0;
-        char *arg;
-        if (!ck || !ck[0] || strcmp(ck, out_dir) == 0) {
-            arg = hone_xstrdup("auto");
-        } else if (len > 4 && strcmp(ck + len - 4, ".bin") == 0) {
-            arg = hone_xstrdup(ck);
-        } else {
-            arg = hone_xmalloc(len + 20);
-            snprintf(arg, len + 20, "%s/checkpoint.bin", ck);
-        }
-        job_argv_push(&argv, &n, &cap, hone_xstrdup("--resume"));
-        job_argv_push(&argv, &n, &cap, arg);
-    }
-    job_argv_push(&argv, &n, &cap, hone_xstrdup("--out"));
-    job_argv_push(&argv, &n, &cap, hone_xstrdup(out_dir));
-    if (o->device && o->device[0]) {
-        job_argv_push(&argv, &n, &cap, hone_xstrdup("--device"));
-        job_argv_push(&argv, &n, &cap, hone_xstrdup(o->device));
-    }
-    if (o->threads > 0) {
-        snprintf(buf, sizeof(buf), "%d", o->threads);
-        job_argv_push(&argv, &n, &cap, hone_xstrdup("--threads"));
-        job_argv_push(&argv, &n, &cap, hone_xstrdup(buf));
-    }
-    return argv;
-}
-
-void hone_worker_argv_free(char **argv)
-{
-    if (!argv)
-        return;
-    for (char **p = argv; *p; p++)
-        free(*p);
-    free(argv);
-}
 
 static int job_mkdirs(const char *path)
 {
@@ -268,62 +167,6 @@ static int job_should_stop(void *arg)
 {
     job_ctx *c = arg;
     return *c->w->stop || atomic_load(&c->w->cancel) || c->lost || c->gap;
-}
-
-/* Growable list of epoch lines by epoch - after - 1 (NULL where the file has none). */
-typedef struct epoch_lines {
-    json_t **v;
-    size_t n;
-} epoch_lines;
-
-static void epoch_lines_put(epoch_lines *L, size_t i, json_t *line)
-{
-    if (i >= L->n) {
-        size_t n = L->n ? L->n : 16;
-        while (n <= i)
-            n *= 2;
-        L->v = hone_xrealloc(L->v, n * sizeof(json_t *));
-        memset(L->v + L->n, 0, (n - L->n) * sizeof(json_t *));
-        L->n = n;
-    }
-    json_decref(L->v[i]);
-    L->v[i] = line;
-}
-
-json_t *hone_worker_unreported_epochs(const char *out_dir, int after, int upto)
-{
-    json_t *out = json_array();
-    epoch_lines L = {0};
-    char path[4096 + 32], *buf = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    FILE *f;
-
-    snprintf(path, sizeof(path), "%s/metrics.jsonl", out_dir);
-    f = fopen(path, "r");
-    if (!f)
-        return out;
-    /* hone-train appends one line per epoch (checkpoint first, then the line) and one per
-     * run's end ("event"); a line cut short by a kill does not parse and is skipped. */
-    while ((len = getline(&buf, &cap, f)) > 0) {
-        json_t *j = json_loadb(buf, (size_t)len, 0, NULL);
-        json_t *ep = json_object_get(j, "epoch");
-        json_int_t e = json_is_integer(ep) ? json_integer_value(ep) : 0;
-        if (!json_is_object(j) || json_object_get(j, "event") || e <= after || e > 100000 ||
-            (upto > 0 && e > upto)) {
-            json_decref(j);
-            continue;
-        }
-        epoch_lines_put(&L, (size_t)(e - after - 1), j); /* a later line for an epoch wins */
-    }
-    free(buf);
-    fclose(f);
-    for (size_t i = 0; i < L.n && L.v[i]; i++)
-        json_array_append(out, L.v[i]);
-    for (size_t i = 0; i < L.n; i++)
-        json_decref(L.v[i]);
-    free(L.v);
-    return out;
 }
 
 /* Reports the epochs our own checkpoint holds beyond the last acknowledged one (the trainer

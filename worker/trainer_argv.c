@@ -1,0 +1,110 @@
+/* trainer_argv: the hone-train command line for a lease: the resolved spec, the trial's
+ * overrides as --set key=value, --epochs-until, --resume from the checkpoint, --out, --device
+ * and --threads. Pure: builds strings, runs nothing. */
+#include "worker_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *job_value_text(const json_t *v)
+{
+    char buf[64];
+
+    if (json_is_string(v))
+        return hone_xstrdup(json_string_value(v));
+    if (json_is_integer(v)) {
+        snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(v));
+        return hone_xstrdup(buf);
+    }
+    if (json_is_real(v)) {
+        snprintf(buf, sizeof(buf), "%.17g", json_real_value(v));
+        return hone_xstrdup(buf);
+    }
+    if (json_is_true(v))
+        return hone_xstrdup("true");
+    if (json_is_false(v))
+        return hone_xstrdup("false");
+    if (json_is_null(v))
+        return hone_xstrdup("null");
+    return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+}
+
+static void job_argv_push(char ***argv, size_t *n, size_t *cap, char *s)
+{
+    if (*n + 2 > *cap) {
+        *cap = *cap ? *cap * 2 : 32;
+        *argv = hone_xrealloc(*argv, *cap * sizeof(char *));
+    }
+    (*argv)[(*n)++] = s;
+    (*argv)[*n] = NULL;
+}
+
+char **hone_worker_trainer_argv(const hone_worker_opts *o, const char *trainer, const json_t *job,
+                                const char *spec_path, const char *out_dir)
+{
+    char **argv = NULL;
+    size_t n = 0, cap = 0;
+    const json_t *ov = json_object_get(job, "overrides");
+    const json_t *eu = json_object_get(job, "epochs_until");
+    const char *key;
+    json_t *v;
+    char buf[64];
+
+    job_argv_push(&argv, &n, &cap, hone_xstrdup(trainer));
+    job_argv_push(&argv, &n, &cap, hone_xstrdup("--spec"));
+    job_argv_push(&argv, &n, &cap, hone_xstrdup(spec_path));
+    json_object_foreach((json_t *)ov, key, v)
+    {
+        char *text = job_value_text(v);
+        size_t len = strlen(key) + strlen(text) + 2;
+        char *kv = hone_xmalloc(len);
+        snprintf(kv, len, "%s=%s", key, text);
+        free(text);
+        job_argv_push(&argv, &n, &cap, hone_xstrdup("--set"));
+        job_argv_push(&argv, &n, &cap, kv);
+    }
+    if (json_is_integer(eu) && json_integer_value(eu) > 0) {
+        snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(eu));
+        job_argv_push(&argv, &n, &cap, hone_xstrdup("--epochs-until"));
+        job_argv_push(&argv, &n, &cap, hone_xstrdup(buf));
+    }
+    if (json_is_true(json_object_get(job, "resume"))) {
+        /* The lease names a checkpoint file, or the folder holding it (then it is that folder's
+         * checkpoint.bin); the job's own out folder, or none, is hone-train's "auto". */
+        const char *ck = json_string_value(json_object_get(job, "checkpoint"));
+        size_t len = ck ? strlen(ck) : 0;
+        char *arg;
+        if (!ck || !ck[0] || strcmp(ck, out_dir) == 0) {
+            arg = hone_xstrdup("auto");
+        } else if (len > 4 && strcmp(ck + len - 4, ".bin") == 0) {
+            arg = hone_xstrdup(ck);
+        } else {
+            arg = hone_xmalloc(len + 20);
+            snprintf(arg, len + 20, "%s/checkpoint.bin", ck);
+        }
+        job_argv_push(&argv, &n, &cap, hone_xstrdup("--resume"));
+        job_argv_push(&argv, &n, &cap, arg);
+    }
+    job_argv_push(&argv, &n, &cap, hone_xstrdup("--out"));
+    job_argv_push(&argv, &n, &cap, hone_xstrdup(out_dir));
+    if (o->device && o->device[0]) {
+        job_argv_push(&argv, &n, &cap, hone_xstrdup("--device"));
+        job_argv_push(&argv, &n, &cap, hone_xstrdup(o->device));
+    }
+    if (o->threads > 0) {
+        snprintf(buf, sizeof(buf), "%d", o->threads);
+        job_argv_push(&argv, &n, &cap, hone_xstrdup("--threads"));
+        job_argv_push(&argv, &n, &cap, hone_xstrdup(buf));
+    }
+    return argv;
+}
+
+void hone_worker_argv_free(char **argv)
+{
+    if (!argv)
+        return;
+    for (char **p = argv; *p; p++)
+        free(*p);
+    free(argv);
+}

@@ -7,11 +7,11 @@
 set -euo pipefail
 HONE=$1 CTL=$2 WRK=$3 TRN=$4
 tmp=$(mktemp -d /tmp/hone-e2e.XXXXXX)
-pids=()
+pids=() ctl_pid=
 cleanup() {
   local rc=$?
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}" $ctl_pid; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}" $ctl_pid; do wait "$p" 2>/dev/null || true; done
   if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
     for f in "$tmp"/*.log; do echo "--- $f (tail)"; tail -n 40 "$f"; done
   fi
@@ -29,18 +29,8 @@ log_format: text
 heartbeat_seconds: 1
 data_roots: ["$tmp", "$fm"]
 YAML
-"$CTL" --config "$tmp/controller.yaml" --listen 127.0.0.1:0 --data-dir "$tmp/data" \
-       --port-file "$tmp/port" >"$tmp/controller.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 300); do [ -s "$tmp/port" ] && break; sleep 0.1; done
-[ -s "$tmp/port" ] || fail "controller did not write its port"
-export HONE_URL="http://127.0.0.1:$(cat "$tmp/port")"
-for _ in $(seq 1 100); do curl -sf "$HONE_URL/readyz" >/dev/null && break; sleep 0.1; done
-for i in 1 2; do
-  "$WRK" --controller "$HONE_URL" --name "e2e-$i" --work-dir "$tmp/w$i" --device cpu \
-         --threads 1 --trainer "$TRN" --lease-wait 2 >"$tmp/worker-$i.log" 2>&1 &
-  pids+=($!)
-done
+start_ctl "$tmp" 127.0.0.1:0
+for i in 1 2; do start_worker "$tmp" "e2e-$i"; done
 for _ in $(seq 1 100); do
   n=$("$HONE" worker list --json | jget 'len([w for w in d["workers"] if w["alive"]])')
   [ "$n" = 2 ] && break; sleep 0.1
@@ -146,7 +136,7 @@ after=$("$HONE" dataset list --json | jget 'len(d["datasets"])'),$("$HONE" exper
 [ "$before" = "$after" ] || fail "bad input changed what is stored ($before -> $after)"
 
 # --- the workers shut down cleanly on SIGTERM
-for p in "${pids[@]:1}"; do kill -TERM "$p"; done
-for p in "${pids[@]:1}"; do wait "$p" || fail "worker exited non-zero on SIGTERM"; done
-pids=("${pids[0]}")
+for p in "${pids[@]}"; do kill -TERM "$p"; done
+for p in "${pids[@]}"; do wait "$p" || fail "worker exited non-zero on SIGTERM"; done
+pids=()
 echo "e2e: ok"

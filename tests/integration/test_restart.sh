@@ -29,24 +29,9 @@ heartbeat_seconds: 1
 lease_seconds: 20
 data_roots: ["$tmp", "$fm"]
 YAML
-start_ctl() { # start_ctl LISTEN
-  "$CTL" --config "$tmp/controller.yaml" --listen "$1" --data-dir "$tmp/data" \
-         --port-file "$tmp/port" >>"$tmp/controller.log" 2>&1 &
-  ctl_pid=$!
-  for _ in $(seq 1 300); do [ -s "$tmp/port" ] && break; sleep 0.1; done
-  [ -s "$tmp/port" ] || fail "controller did not write its port"
-  HONE_URL="http://127.0.0.1:$(cat "$tmp/port")"
-  export HONE_URL
-  for _ in $(seq 1 200); do curl -sf "$HONE_URL/readyz" >/dev/null && return 0; sleep 0.1; done
-  fail "controller not ready"
-}
-start_ctl 127.0.0.1:0
+start_ctl "$tmp" 127.0.0.1:0
 port=$(cat "$tmp/port")
-for i in 1 2; do
-  "$WRK" --controller "$HONE_URL" --name "r-$i" --work-dir "$tmp/w$i" --device cpu \
-         --threads 1 --trainer "$TRN" --lease-wait 2 >"$tmp/worker-$i.log" 2>&1 &
-  pids+=($!)
-done
+for i in 1 2; do start_worker "$tmp" "r-$i"; done
 
 ds=$("$HONE" dataset create --name fmnist --path "$fm" --json | jget 'd["id"]')
 exp=$("$HONE" experiment create --name restart --network mlp --train-dataset "$ds" \
@@ -63,8 +48,7 @@ done
 [ "$ep" -ge 1 ] || fail "no trial reported an epoch"
 kill -KILL "$ctl_pid"; wait "$ctl_pid" 2>/dev/null || true; ctl_pid=
 sleep 3 # the workers see connection refused and back off; trainers keep running
-rm -f "$tmp/port"
-start_ctl "127.0.0.1:$port"
+start_ctl "$tmp" "127.0.0.1:$port"
 
 "$HONE" job wait "$job" --timeout 300 || fail "search did not finish after the restart"
 st=$("$HONE" job status "$job" --json)
@@ -72,7 +56,7 @@ st=$("$HONE" job status "$job" --json)
 [ "$(jget 'd["automl"]["best_job_id"] is not None' <<<"$st")" = True ] || fail "no best trial"
 n=$("$HONE" job list --parent "$job" --json | jget 'len(d["jobs"])')
 [ "$n" = 4 ] || fail "expected 4 trials, got $n"
-grep -q "unreachable" "$tmp/worker-1.log" "$tmp/worker-2.log" || fail "workers never noticed the outage"
+grep -q "unreachable" "$tmp/worker-r-1.log" "$tmp/worker-r-2.log" || fail "workers never noticed the outage"
 alive=$("$HONE" worker list --json | jget 'len([w for w in d["workers"] if w["alive"]])')
 [ "$alive" -ge 2 ] || fail "workers did not come back ($alive alive)"
 echo "restart: ok ($n trials, best $(jget 'd["automl"]["best_metric"]' <<<"$st"))"

@@ -1,8 +1,8 @@
 /* kernels/cpu/cpu_fused.c: the CPU backend's fused ops (max pooling with ReLU, the conv backward
  * that may reuse the forward's workspace). They exist so the trainer can call one op on every
  * backend; on the CPU they give exactly what the unfused sequence gives. The pooling work is done
- * by cpu_pool.c's parallel kernels (one pass each way, the ReLU folded in). */
-#include "cpu_par.h"
+ * by pool.c's parallel kernels (one pass each way, the ReLU folded in). */
+#include "par.h"
 
 int cpu_conv_bwd_reuse(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
                        const float *dy, float *dx, float *dw, float *db, void *ws)

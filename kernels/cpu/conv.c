@@ -1,11 +1,11 @@
-/* kernels/cpu/cpu_conv.c: 2-D convolution for the CPU backend, split over the worker pool by
+/* kernels/cpu/conv.c: 2-D convolution for the CPU backend, split over the worker pool by
  * image. Forward: per image W[K,CRS] x im2col[CRS,PQ] straight into y (NCHW, no transpose), or a
  * hand-written small-K product when CRS is tiny (a first layer; its dW likewise). Backward: dW and
  * db summed per fixed chunk of images (partials added in chunk order, so results do not depend on
  * the thread count), dX as W^T x dY then col2im. All scratch lives in the caller's workspace. */
 #include <string.h>
 
-#include "cpu_par.h"
+#include "par.h"
 
 /* Backward sums dW over this many image chunks (fixed, so numerics ignore the thread count). */
 #define CONV_BWD_CHUNKS 8

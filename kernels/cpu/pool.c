@@ -1,9 +1,9 @@
-/* kernels/cpu/cpu_pool.c: max pooling (with argmax for backward), global average pooling and
+/* kernels/cpu/pool.c: max pooling (with argmax for backward), global average pooling and
  * nearest-neighbour upsampling for the CPU backend. Backward ops overwrite their outputs. Max
  * pooling is split over the pool by planes. */
 #include <string.h>
 
-#include "cpu_par.h"
+#include "par.h"
 
 typedef struct {
     int h, w, size, stride, P, Q, relu;

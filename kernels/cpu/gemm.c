@@ -1,9 +1,9 @@
-/* kernels/cpu/cpu_dense.c: GEMM (OpenBLAS), bias, elementwise activations, dropout, axpy/scale and
+/* kernels/cpu/gemm.c: GEMM (OpenBLAS), bias, elementwise activations, dropout, axpy/scale and
  * the sum reduction for the CPU backend. Large GEMMs and elementwise ops are split over the pool;
  * loops are written for the vectoriser; no allocation. */
 #include <math.h>
 
-#include "cpu_par.h"
+#include "par.h"
 
 /* GEMMs at least this many multiply-adds are split over the pool (by rows or columns of C). */
 #define GEMM_SPLIT_FMAS (1L << 20)

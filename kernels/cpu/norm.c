@@ -1,9 +1,9 @@
-/* kernels/cpu/cpu_norm.c: batch normalisation (training and inference) and the softmax
+/* kernels/cpu/norm.c: batch normalisation (training and inference) and the softmax
  * cross-entropy loss for the CPU backend. Statistics are accumulated in double for accuracy;
  * channels are independent, so batch norm is split over the worker pool by channel. */
 #include <math.h>
 
-#include "cpu_par.h"
+#include "par.h"
 
 /* Sums in double over four lanes (a fixed order, so results are the same on every run): the
  * vectoriser keeps the lanes in one register. */

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# bench/train_gpu.sh: on a GPU machine, times Hone's training epoch (bench_train_gpu: MLP and CNN,
-# batch 128 and 512, 5 epochs, data on the GPU, one CUDA graph per step) and the same networks in
-# PyTorch eager and torch.compile(mode="reduce-overhead"), then prints one table: seconds per
-# epoch (median of epochs 2..5), images/s, speed-up over each PyTorch mode, test accuracy after 5.
+# bench/train_gpu.sh: on a GPU machine, times the shipped training epoch (bench_train_gpu, the
+# train/ library in process: MLP and CNN, batch 128 and 512, 5 epochs, data on the GPU, one CUDA
+# graph per step) and the same networks in PyTorch eager and torch.compile(mode="reduce-overhead"),
+# then prints one table: seconds per epoch (median of epochs 2..5), images/s, speed-up over each
+# PyTorch mode, test accuracy after 5.
 # The product path is timed too: hone-train --device cuda on the same networks (CNN with
 # model.hidden=128, the reference fc-128; SGD momentum 0.9, lr 0.01 constant, no weight decay, all
 # 60000 images for training), its per-epoch "seconds" from the JSON lines, median of epochs 2..N.

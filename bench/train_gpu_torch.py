@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """bench/train_gpu_torch.py: the PyTorch side of bench/train_gpu.sh. The same MLP and CNN as
-tests/gpu/gpu_net.c, Fashion-MNIST resident on the GPU, SGD momentum 0.9 lr 0.01, batch shuffled
+bench_train_gpu (train/net.c), Fashion-MNIST resident on the GPU, SGD momentum 0.9 lr 0.01, batch shuffled
 with torch.randperm on the device, last partial batch dropped (like ours). Modes: eager and
 torch.compile(mode="reduce-overhead"). Prints RESULT lines in the format of bench_train_gpu."""
 import argparse, gzip, os, statistics, sys, time

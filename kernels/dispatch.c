@@ -1,50 +1,50 @@
-/* kernels/dispatch.c: the public hone_k_* API. Validates arguments, then forwards each call to
- * the CPU backend (cpu_*) or the CUDA backend (cuda_*) by the context's device. Holds no state of
- * its own; a build without CUDA answers HONE_ENOTSUP for every CUDA request. */
+/* kernels/dispatch.c: the public hone_k_* API. Validates arguments, then calls the op in the
+ * context's backend table (one per backend, built from backend.h's list of ops). Holds no state of
+ * its own; a build without CUDA has no CUDA table and answers HONE_ENOTSUP for a CUDA context. */
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "backend.h"
 
-#ifdef HONE_HAVE_CUDA
-#define ON_DEV(k, call) ((k)->dev == HONE_DEV_CUDA ? cuda_##call : cpu_##call)
-#else
-#define ON_DEV(k, call) ((k)->dev == HONE_DEV_CUDA ? HONE_ENOTSUP : cpu_##call)
-#endif
 #define CHECK(cond)                                                                                \
     do {                                                                                           \
         if (!(cond))                                                                               \
             return HONE_EINVAL;                                                                    \
     } while (0)
 
+/* ------------------------------------------------------------------ the backends */
+
+#define OP_ENTRY(P, ret, name, params) .name = P##_##name,
+static const hone_kbackend cpu_backend = {HONE_BACKEND_OPS(OP_ENTRY, cpu)};
+#ifdef HONE_HAVE_CUDA
+static const hone_kbackend cuda_backend = {HONE_BACKEND_OPS(OP_ENTRY, cuda)};
+#endif
+
+/* By device; NULL where this build has no backend. */
+static const hone_kbackend *const backends[HONE_DEV_CUDA + 1] = {
+    [HONE_DEV_CPU] = &cpu_backend,
+#ifdef HONE_HAVE_CUDA
+    [HONE_DEV_CUDA] = &cuda_backend,
+#endif
+};
+
 int hone_cuda_available(void)
 {
-#ifdef HONE_HAVE_CUDA
-    return cuda_device_count() > 0;
-#else
-    return 0;
-#endif
+    return hone_cuda_device_count() > 0;
 }
 
 int hone_cuda_device_count(void)
 {
-#ifdef HONE_HAVE_CUDA
-    return cuda_device_count();
-#else
-    return 0;
-#endif
+    const hone_kbackend *cu = backends[HONE_DEV_CUDA];
+    return cu ? cu->device_count() : 0;
 }
 
 int hone_cuda_device_name(int i, char *buf, size_t len, size_t *mem_bytes)
 {
     if (!buf || len == 0 || i < 0)
         return HONE_EINVAL;
-#ifdef HONE_HAVE_CUDA
-    return cuda_device_name(i, buf, len, mem_bytes);
-#else
-    (void)mem_bytes;
-    return HONE_ENOTSUP;
-#endif
+    const hone_kbackend *cu = backends[HONE_DEV_CUDA];
+    return cu ? cu->device_name(i, buf, len, mem_bytes) : HONE_ENOTSUP;
 }
 
 int hone_kctx_new(hone_device dev, int threads, hone_kctx **out)
@@ -54,15 +54,18 @@ int hone_kctx_new(hone_device dev, int threads, hone_kctx **out)
         return HONE_EINVAL;
     if (threads < 0)
         return HONE_EINVAL;
+    if (!backends[dev])
+        return HONE_ENOTSUP;
     if (threads == 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (int)n : 1;
     }
     hone_kctx *k = hone_xcalloc(1, sizeof(*k));
     k->dev = dev;
+    k->ops = backends[dev];
     k->threads = threads;
     k->math = HONE_MATH_FP32;
-    int rc = ON_DEV(k, ctx_init(k));
+    int rc = k->ops->ctx_init(k);
     if (rc < 0) {
         free(k);
         return rc;
@@ -75,12 +78,7 @@ void hone_kctx_free(hone_kctx *k)
 {
     if (!k)
         return;
-#ifdef HONE_HAVE_CUDA
-    if (k->dev == HONE_DEV_CUDA)
-        cuda_ctx_release(k);
-    else
-#endif
-        cpu_ctx_release(k);
+    k->ops->ctx_release(k);
     free(k);
 }
 
@@ -97,24 +95,14 @@ void hone_k_set_math(hone_kctx *k, hone_math m)
 
 void *hone_k_alloc(hone_kctx *k, size_t bytes)
 {
-#ifdef HONE_HAVE_CUDA
-    if (k->dev == HONE_DEV_CUDA)
-        return cuda_alloc(k, bytes);
-#endif
-    return cpu_alloc(k, bytes);
+    return k->ops->alloc(k, bytes);
 }
 
 void hone_k_free(hone_kctx *k, void *p)
 {
     if (!p)
         return;
-#ifdef HONE_HAVE_CUDA
-    if (k->dev == HONE_DEV_CUDA) {
-        cuda_free(k, p);
-        return;
-    }
-#endif
-    cpu_free(k, p);
+    k->ops->free(k, p);
 }
 
 int hone_k_upload(hone_kctx *k, void *dst, const void *host_src, size_t bytes)
@@ -122,7 +110,7 @@ int hone_k_upload(hone_kctx *k, void *dst, const void *host_src, size_t bytes)
     if (bytes == 0)
         return HONE_OK;
     CHECK(dst && host_src);
-    return ON_DEV(k, upload(k, dst, host_src, bytes));
+    return k->ops->upload(k, dst, host_src, bytes);
 }
 
 int hone_k_download(hone_kctx *k, void *host_dst, const void *src, size_t bytes)
@@ -130,7 +118,7 @@ int hone_k_download(hone_kctx *k, void *host_dst, const void *src, size_t bytes)
     if (bytes == 0)
         return HONE_OK;
     CHECK(host_dst && src);
-    return ON_DEV(k, download(k, host_dst, src, bytes));
+    return k->ops->download(k, host_dst, src, bytes);
 }
 
 int hone_k_copy(hone_kctx *k, void *dst, const void *src, size_t bytes)
@@ -138,7 +126,7 @@ int hone_k_copy(hone_kctx *k, void *dst, const void *src, size_t bytes)
     if (bytes == 0)
         return HONE_OK;
     CHECK(dst && src);
-    return ON_DEV(k, copy(k, dst, src, bytes));
+    return k->ops->copy(k, dst, src, bytes);
 }
 
 int hone_k_fill(hone_kctx *k, float *x, float v, size_t n)
@@ -146,12 +134,12 @@ int hone_k_fill(hone_kctx *k, float *x, float v, size_t n)
     if (n == 0)
         return HONE_OK;
     CHECK(x);
-    return ON_DEV(k, fill(k, x, v, n));
+    return k->ops->fill(k, x, v, n);
 }
 
 int hone_k_sync(hone_kctx *k)
 {
-    return ON_DEV(k, sync(k));
+    return k->ops->sync(k);
 }
 
 int hone_kgraph_capture(hone_kctx *k, void (*fn)(void *arg), void *arg, hone_kgraph **out)
@@ -162,7 +150,7 @@ int hone_kgraph_capture(hone_kctx *k, void (*fn)(void *arg), void *arg, hone_kgr
     g->k = k;
     g->fn = fn;
     g->arg = arg;
-    int rc = ON_DEV(k, graph_capture(k, g));
+    int rc = k->ops->graph_capture(k, g);
     if (rc < 0) {
         free(g);
         return rc;
@@ -174,19 +162,14 @@ int hone_kgraph_capture(hone_kctx *k, void (*fn)(void *arg), void *arg, hone_kgr
 int hone_kgraph_launch(hone_kctx *k, hone_kgraph *g)
 {
     CHECK(g && g->k == k);
-    return ON_DEV(k, graph_launch(k, g));
+    return k->ops->graph_launch(k, g);
 }
 
 void hone_kgraph_free(hone_kgraph *g)
 {
     if (!g)
         return;
-#ifdef HONE_HAVE_CUDA
-    if (g->k->dev == HONE_DEV_CUDA)
-        cuda_graph_release(g);
-    else
-#endif
-        cpu_graph_release(g);
+    g->k->ops->graph_release(g);
     free(g);
 }
 
@@ -202,7 +185,7 @@ int hone_k_gemm(hone_kctx *k, int transA, int transB, int M, int N, int K, float
     CHECK(lda >= (transA ? M : K) && lda >= 1);
     CHECK(ldb >= (transB ? K : N) && ldb >= 1);
     CHECK(ldc >= N);
-    return ON_DEV(k, gemm(k, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc));
+    return k->ops->gemm(k, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 int hone_k_bias_add(hone_kctx *k, float *y, const float *b, int n, int c)
@@ -210,13 +193,13 @@ int hone_k_bias_add(hone_kctx *k, float *y, const float *b, int n, int c)
     CHECK(n >= 0 && c >= 0 && y && b);
     if (n == 0 || c == 0)
         return HONE_OK;
-    return ON_DEV(k, bias_add(k, y, b, n, c));
+    return k->ops->bias_add(k, y, b, n, c);
 }
 
 int hone_k_bias_grad(hone_kctx *k, float *db, const float *dy, int n, int c, int accumulate)
 {
     CHECK(n >= 0 && c > 0 && db && dy);
-    return ON_DEV(k, bias_grad(k, db, dy, n, c, accumulate));
+    return k->ops->bias_grad(k, db, dy, n, c, accumulate);
 }
 
 /* ------------------------------------------------------------------ convolution */
@@ -254,11 +237,7 @@ size_t hone_k_conv_workspace(hone_kctx *k, const hone_conv_desc *d)
 {
     if (!conv_desc_ok(d))
         return 0;
-#ifdef HONE_HAVE_CUDA
-    if (k->dev == HONE_DEV_CUDA)
-        return cuda_conv_workspace(k, d);
-#endif
-    return cpu_conv_workspace(k, d);
+    return k->ops->conv_workspace(k, d);
 }
 
 int hone_k_conv_fwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
@@ -266,7 +245,7 @@ int hone_k_conv_fwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const
 {
     CHECK(conv_desc_ok(d) && x && w && y);
     CHECK(ws || hone_k_conv_workspace(k, d) == 0);
-    return ON_DEV(k, conv_fwd(k, d, x, w, b, y, ws));
+    return k->ops->conv_fwd(k, d, x, w, b, y, ws);
 }
 
 int hone_k_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
@@ -274,7 +253,7 @@ int hone_k_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const
 {
     CHECK(conv_desc_ok(d) && x && w && dy && dw);
     CHECK(ws || hone_k_conv_workspace(k, d) == 0);
-    return ON_DEV(k, conv_bwd(k, d, x, w, dy, dx, dw, db, ws));
+    return k->ops->conv_bwd(k, d, x, w, dy, dx, dw, db, ws);
 }
 
 int hone_k_conv_bwd_reuse(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
@@ -282,7 +261,7 @@ int hone_k_conv_bwd_reuse(hone_kctx *k, const hone_conv_desc *d, const float *x,
 {
     CHECK(conv_desc_ok(d) && x && w && dy && dw);
     CHECK(ws || hone_k_conv_workspace(k, d) == 0);
-    return ON_DEV(k, conv_bwd_reuse(k, d, x, w, dy, dx, dw, db, ws));
+    return k->ops->conv_bwd_reuse(k, d, x, w, dy, dx, dw, db, ws);
 }
 
 /* ------------------------------------------------------------------ pooling, resampling */
@@ -296,54 +275,54 @@ int hone_k_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int s
                        const float *x, float *y, int32_t *idx)
 {
     CHECK(pool_ok(n, c, h, w, size, stride) && x && y && idx);
-    return ON_DEV(k, maxpool_fwd(k, n, c, h, w, size, stride, x, y, idx));
+    return k->ops->maxpool_fwd(k, n, c, h, w, size, stride, x, y, idx);
 }
 
 int hone_k_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
                        const float *dy, const int32_t *idx, float *dx)
 {
     CHECK(pool_ok(n, c, h, w, size, stride) && dy && idx && dx);
-    return ON_DEV(k, maxpool_bwd(k, n, c, h, w, size, stride, dy, idx, dx));
+    return k->ops->maxpool_bwd(k, n, c, h, w, size, stride, dy, idx, dx);
 }
 
 int hone_k_maxpool_relu_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
                             const float *x, float *y, int32_t *idx)
 {
     CHECK(pool_ok(n, c, h, w, size, stride) && x && y && idx);
-    return ON_DEV(k, maxpool_relu_fwd(k, n, c, h, w, size, stride, x, y, idx));
+    return k->ops->maxpool_relu_fwd(k, n, c, h, w, size, stride, x, y, idx);
 }
 
 int hone_k_maxpool_relu_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
                             const float *y, const float *dy, const int32_t *idx, float *dx)
 {
     CHECK(pool_ok(n, c, h, w, size, stride) && y && dy && idx && dx);
-    return ON_DEV(k, maxpool_relu_bwd(k, n, c, h, w, size, stride, y, dy, idx, dx));
+    return k->ops->maxpool_relu_bwd(k, n, c, h, w, size, stride, y, dy, idx, dx);
 }
 
 int hone_k_avgpool_global_fwd(hone_kctx *k, int n, int c, int h, int w, const float *x, float *y)
 {
     CHECK(n > 0 && c > 0 && h > 0 && w > 0 && x && y);
-    return ON_DEV(k, avgpool_global_fwd(k, n, c, h, w, x, y));
+    return k->ops->avgpool_global_fwd(k, n, c, h, w, x, y);
 }
 
 int hone_k_avgpool_global_bwd(hone_kctx *k, int n, int c, int h, int w, const float *dy, float *dx)
 {
     CHECK(n > 0 && c > 0 && h > 0 && w > 0 && dy && dx);
-    return ON_DEV(k, avgpool_global_bwd(k, n, c, h, w, dy, dx));
+    return k->ops->avgpool_global_bwd(k, n, c, h, w, dy, dx);
 }
 
 int hone_k_upsample_fwd(hone_kctx *k, int n, int c, int h, int w, int factor, const float *x,
                         float *y)
 {
     CHECK(n > 0 && c > 0 && h > 0 && w > 0 && factor > 0 && x && y);
-    return ON_DEV(k, upsample_fwd(k, n, c, h, w, factor, x, y));
+    return k->ops->upsample_fwd(k, n, c, h, w, factor, x, y);
 }
 
 int hone_k_upsample_bwd(hone_kctx *k, int n, int c, int h, int w, int factor, const float *dy,
                         float *dx)
 {
     CHECK(n > 0 && c > 0 && h > 0 && w > 0 && factor > 0 && dy && dx);
-    return ON_DEV(k, upsample_bwd(k, n, c, h, w, factor, dy, dx));
+    return k->ops->upsample_bwd(k, n, c, h, w, factor, dy, dx);
 }
 
 /* ------------------------------------------------------------------ elementwise */
@@ -353,7 +332,7 @@ int hone_k_relu_fwd(hone_kctx *k, const float *x, float *y, size_t n)
     if (n == 0)
         return HONE_OK;
     CHECK(x && y);
-    return ON_DEV(k, relu_fwd(k, x, y, n));
+    return k->ops->relu_fwd(k, x, y, n);
 }
 
 int hone_k_relu_bwd(hone_kctx *k, const float *y, const float *dy, float *dx, size_t n)
@@ -361,7 +340,7 @@ int hone_k_relu_bwd(hone_kctx *k, const float *y, const float *dy, float *dx, si
     if (n == 0)
         return HONE_OK;
     CHECK(y && dy && dx);
-    return ON_DEV(k, relu_bwd(k, y, dy, dx, n));
+    return k->ops->relu_bwd(k, y, dy, dx, n);
 }
 
 int hone_k_sigmoid_fwd(hone_kctx *k, const float *x, float *y, size_t n)
@@ -369,7 +348,7 @@ int hone_k_sigmoid_fwd(hone_kctx *k, const float *x, float *y, size_t n)
     if (n == 0)
         return HONE_OK;
     CHECK(x && y);
-    return ON_DEV(k, sigmoid_fwd(k, x, y, n));
+    return k->ops->sigmoid_fwd(k, x, y, n);
 }
 
 int hone_k_sigmoid_bwd(hone_kctx *k, const float *y, const float *dy, float *dx, size_t n)
@@ -377,7 +356,7 @@ int hone_k_sigmoid_bwd(hone_kctx *k, const float *y, const float *dy, float *dx,
     if (n == 0)
         return HONE_OK;
     CHECK(y && dy && dx);
-    return ON_DEV(k, sigmoid_bwd(k, y, dy, dx, n));
+    return k->ops->sigmoid_bwd(k, y, dy, dx, n);
 }
 
 int hone_k_dropout_fwd(hone_kctx *k, const float *x, float *y, uint8_t *mask, size_t n, float p,
@@ -385,7 +364,7 @@ int hone_k_dropout_fwd(hone_kctx *k, const float *x, float *y, uint8_t *mask, si
 {
     CHECK(p >= 0.0f && p < 1.0f && counter);
     CHECK(n == 0 || (x && y && mask));
-    return ON_DEV(k, dropout_fwd(k, x, y, mask, n, p, seed, counter));
+    return k->ops->dropout_fwd(k, x, y, mask, n, p, seed, counter);
 }
 
 int hone_k_dropout_bwd(hone_kctx *k, const float *dy, const uint8_t *mask, float *dx, size_t n,
@@ -395,7 +374,7 @@ int hone_k_dropout_bwd(hone_kctx *k, const float *dy, const uint8_t *mask, float
     if (n == 0)
         return HONE_OK;
     CHECK(dy && mask && dx);
-    return ON_DEV(k, dropout_bwd(k, dy, mask, dx, n, p));
+    return k->ops->dropout_bwd(k, dy, mask, dx, n, p);
 }
 
 int hone_k_axpy(hone_kctx *k, float a, const float *x, float *y, size_t n)
@@ -403,7 +382,7 @@ int hone_k_axpy(hone_kctx *k, float a, const float *x, float *y, size_t n)
     if (n == 0)
         return HONE_OK;
     CHECK(x && y);
-    return ON_DEV(k, axpy(k, a, x, y, n));
+    return k->ops->axpy(k, a, x, y, n);
 }
 
 int hone_k_scale(hone_kctx *k, float *x, float a, size_t n)
@@ -411,7 +390,7 @@ int hone_k_scale(hone_kctx *k, float *x, float a, size_t n)
     if (n == 0)
         return HONE_OK;
     CHECK(x);
-    return ON_DEV(k, scale(k, x, a, n));
+    return k->ops->scale(k, x, a, n);
 }
 
 /* ------------------------------------------------------------------ batch norm */
@@ -423,8 +402,8 @@ int hone_k_batchnorm_fwd(hone_kctx *k, int n, int c, int hw, const float *x, con
     CHECK(n > 0 && c > 0 && hw > 0 && x && gamma && beta && running_mean && running_var && y);
     CHECK(eps > 0.0f && momentum >= 0.0f && momentum <= 1.0f);
     CHECK(!training || (save_mean && save_invstd));
-    return ON_DEV(k, batchnorm_fwd(k, n, c, hw, x, gamma, beta, running_mean, running_var, momentum,
-                                   eps, training, save_mean, save_invstd, y));
+    return k->ops->batchnorm_fwd(k, n, c, hw, x, gamma, beta, running_mean, running_var, momentum,
+                                 eps, training, save_mean, save_invstd, y);
 }
 
 int hone_k_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const float *x, const float *dy,
@@ -433,8 +412,8 @@ int hone_k_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const float *x, con
 {
     CHECK(n > 0 && c > 0 && hw > 0 && x && dy && gamma && save_mean && save_invstd && dx &&
           dgamma && dbeta);
-    return ON_DEV(
-        k, batchnorm_bwd(k, n, c, hw, x, dy, gamma, save_mean, save_invstd, dx, dgamma, dbeta));
+    return k->ops->batchnorm_bwd(k, n, c, hw, x, dy, gamma, save_mean, save_invstd, dx, dgamma,
+                                 dbeta);
 }
 
 /* ------------------------------------------------------------------ losses */
@@ -443,7 +422,7 @@ int hone_k_softmax_xent(hone_kctx *k, const float *logits, const int32_t *labels
                         int classes, float *dlogits, float *loss_sum, float *correct)
 {
     CHECK(n > 0 && classes > 0 && logits && labels && loss_sum && correct);
-    return ON_DEV(k, softmax_xent(k, logits, labels, n, classes, dlogits, loss_sum, correct));
+    return k->ops->softmax_xent(k, logits, labels, n, classes, dlogits, loss_sum, correct);
 }
 
 /* ------------------------------------------------------------------ data on the device */
@@ -456,13 +435,13 @@ int hone_k_gather_rows(hone_kctx *k, const float *src, const int32_t *src_labels
     CHECK(!src_labels == !dst_labels);
     if (n == 0)
         return HONE_OK;
-    return ON_DEV(k, gather_rows(k, src, src_labels, idx, base_dev, base, n, row, dst, dst_labels));
+    return k->ops->gather_rows(k, src, src_labels, idx, base_dev, base, n, row, dst, dst_labels);
 }
 
 int hone_k_counter_add(hone_kctx *k, int32_t *counter, int step)
 {
     CHECK(counter);
-    return ON_DEV(k, counter_add(k, counter, step));
+    return k->ops->counter_add(k, counter, step);
 }
 
 int hone_k_permutation(hone_kctx *k, int32_t *idx, int n, uint64_t seed, uint64_t epoch)
@@ -470,7 +449,7 @@ int hone_k_permutation(hone_kctx *k, int32_t *idx, int n, uint64_t seed, uint64_
     CHECK(n >= 0 && (idx || n == 0));
     if (n == 0)
         return HONE_OK;
-    return ON_DEV(k, permutation(k, idx, n, seed, epoch));
+    return k->ops->permutation(k, idx, n, seed, epoch);
 }
 
 int hone_k_augment(hone_kctx *k, float *x, int n, int c, int h, int w, int flip, int shift,
@@ -478,7 +457,7 @@ int hone_k_augment(hone_kctx *k, float *x, int n, int c, int h, int w, int flip,
 {
     CHECK(x && counter && n > 0 && c > 0 && h > 0 && w > 0 && shift >= 0);
     CHECK(shift < h && shift < w);
-    return ON_DEV(k, augment(k, x, n, c, h, w, flip, shift, seed, counter));
+    return k->ops->augment(k, x, n, c, h, w, flip, shift, seed, counter);
 }
 
 /* ------------------------------------------------------------------ optimisers */
@@ -489,7 +468,7 @@ int hone_k_sgd_step(hone_kctx *k, float *w, const float *grad, float *v, size_t 
     if (n == 0)
         return HONE_OK;
     CHECK(w && grad && v && momentum >= 0.0f && wd >= 0.0f);
-    return ON_DEV(k, sgd_step(k, w, grad, v, n, lr, lr_dev, momentum, wd, nesterov));
+    return k->ops->sgd_step(k, w, grad, v, n, lr, lr_dev, momentum, wd, nesterov);
 }
 
 int hone_k_adamw_step(hone_kctx *k, float *w, const float *grad, float *m, float *v, size_t n,
@@ -501,7 +480,7 @@ int hone_k_adamw_step(hone_kctx *k, float *w, const float *grad, float *m, float
     CHECK(w && grad && m && v && eps > 0.0f && wd >= 0.0f);
     CHECK(beta1 >= 0.0f && beta1 < 1.0f && beta2 >= 0.0f && beta2 < 1.0f);
     CHECK(t_dev || t >= 1);
-    return ON_DEV(k, adamw_step(k, w, grad, m, v, n, lr, lr_dev, beta1, beta2, eps, wd, t, t_dev));
+    return k->ops->adamw_step(k, w, grad, m, v, n, lr, lr_dev, beta1, beta2, eps, wd, t, t_dev);
 }
 
 /* ------------------------------------------------------------------ reductions */
@@ -509,5 +488,5 @@ int hone_k_adamw_step(hone_kctx *k, float *w, const float *grad, float *m, float
 int hone_k_sum(hone_kctx *k, const float *x, size_t n, float *out)
 {
     CHECK(out && (x || n == 0));
-    return ON_DEV(k, sum(k, x, n, out));
+    return k->ops->sum(k, x, n, out);
 }

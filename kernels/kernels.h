@@ -1,8 +1,10 @@
 /* kernels: the tensor ops the trainer uses, with one C API over two backends: a CPU reference
  * backend (kernels/cpu/, OpenBLAS for GEMM) and a CUDA backend (kernels/cuda/, cuBLAS + our own
- * kernels). All pointers passed to ops live on the context's device; all ops are enqueued on the
- * context's stream (CUDA) and never synchronise or touch host memory, so a whole training step
- * can be captured into a CUDA Graph. No I/O, no globals.
+ * kernels); each family of ops below has one file per backend under the same name
+ * (kernels/cpu/pool.c beside kernels/cuda/pool.cu). All pointers passed to ops live on the
+ * context's device; all ops are enqueued on the context's stream (CUDA) and never synchronise or
+ * touch host memory, so a whole training step can be captured into a CUDA Graph. No I/O, no
+ * globals.
  * Layout: dense float32, row-major; images NCHW. Ints are int32 on both backends. */
 #ifndef HONE_KERNELS_H
 #define HONE_KERNELS_H

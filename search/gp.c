@@ -1,11 +1,13 @@
 /* Gaussian-process regression for bo.c: Matern-5/2 ARD kernel, Cholesky with a jitter fallback,
  * the log marginal likelihood with analytic gradients, and a MAP fit of the kernel
- * hyperparameters by multi-start L-BFGS. Pure maths: no I/O, no globals, deterministic. */
+ * hyperparameters by multi-start L-BFGS (lbfgs.c). Pure maths: no I/O, no globals,
+ * deterministic. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "gp.h"
+#include "lbfgs.h"
 
 #define SQRT5 2.23606797749979
 
@@ -411,107 +413,16 @@ static void clamp_theta(int d, double *theta)
     }
 }
 
-#define LBFGS_M 6
+/* neg_post over theta for lbfgs_minimize. */
+typedef struct {
+    const double *X, *y;
+    int n, d;
+} post_ctx;
 
-/* L-BFGS with projection onto the bounds and Armijo backtracking. theta is updated in place. */
-static double lbfgs(const double *X, const double *y, int n, int d, double *theta, int max_iter)
+static double neg_post_fn(const double *theta, double *grad, void *ctx)
 {
-    int p = d + 2;
-    double g[p], gn[p], dir[p], tn[p], S[LBFGS_M][p], Y[LBFGS_M][p], rho[LBFGS_M], al[LBFGS_M];
-    int hist = 0, head = 0;
-    double f = neg_post(X, y, n, d, theta, g);
-    if (!isfinite(f))
-        return f;
-    for (int it = 0; it < max_iter; it++) {
-        /* two-loop recursion */
-        for (int i = 0; i < p; i++)
-            dir[i] = -g[i];
-        for (int h = 0; h < hist; h++) {
-            int k = (head - 1 - h + LBFGS_M) % LBFGS_M;
-            double s = 0;
-            for (int i = 0; i < p; i++)
-                s += S[k][i] * dir[i];
-            al[k] = rho[k] * s;
-            for (int i = 0; i < p; i++)
-                dir[i] -= al[k] * Y[k][i];
-        }
-        if (hist > 0) {
-            int k = (head - 1 + LBFGS_M) % LBFGS_M;
-            double sy = 0, yy = 0;
-            for (int i = 0; i < p; i++) {
-                sy += S[k][i] * Y[k][i];
-                yy += Y[k][i] * Y[k][i];
-            }
-            for (int i = 0; i < p; i++)
-                dir[i] *= sy / yy;
-        } else {
-            double gnorm = 0;
-            for (int i = 0; i < p; i++)
-                gnorm += g[i] * g[i];
-            gnorm = sqrt(gnorm);
-            double sc = gnorm > 1.0 ? 1.0 / gnorm : 1.0;
-            for (int i = 0; i < p; i++)
-                dir[i] *= sc;
-        }
-        for (int h = hist - 1; h >= 0; h--) {
-            int k = (head - 1 - h + LBFGS_M) % LBFGS_M;
-            double s = 0;
-            for (int i = 0; i < p; i++)
-                s += Y[k][i] * dir[i];
-            double b = rho[k] * s;
-            for (int i = 0; i < p; i++)
-                dir[i] += S[k][i] * (al[k] - b);
-        }
-        double slope = 0;
-        for (int i = 0; i < p; i++)
-            slope += g[i] * dir[i];
-        if (!(slope < 0)) { /* not a descent direction: restart from steepest descent */
-            hist = 0;
-            for (int i = 0; i < p; i++)
-                dir[i] = -g[i];
-        }
-        double step = 1.0, fn = INFINITY;
-        int ok = 0;
-        for (int ls = 0; ls < 20; ls++) {
-            for (int i = 0; i < p; i++)
-                tn[i] = theta[i] + step * dir[i];
-            clamp_theta(d, tn);
-            double dec = 0;
-            for (int i = 0; i < p; i++)
-                dec += g[i] * (tn[i] - theta[i]);
-            if (dec >= 0) {
-                step *= 0.5;
-                continue;
-            }
-            fn = neg_post(X, y, n, d, tn, gn);
-            if (isfinite(fn) && fn <= f + 1e-4 * dec) {
-                ok = 1;
-                break;
-            }
-            step *= 0.5;
-        }
-        if (!ok)
-            break;
-        double sy = 0;
-        for (int i = 0; i < p; i++) {
-            S[head][i] = tn[i] - theta[i];
-            Y[head][i] = gn[i] - g[i];
-            sy += S[head][i] * Y[head][i];
-        }
-        double fold = f;
-        memcpy(theta, tn, sizeof(double) * (size_t)p);
-        memcpy(g, gn, sizeof(double) * (size_t)p);
-        f = fn;
-        if (sy > 1e-10) {
-            rho[head] = 1.0 / sy;
-            head = (head + 1) % LBFGS_M;
-            if (hist < LBFGS_M)
-                hist++;
-        }
-        if (fold - f < 1e-6 * (1.0 + fabs(f)))
-            break;
-    }
-    return f;
+    const post_ctx *c = ctx;
+    return neg_post(c->X, c->y, c->n, c->d, theta, grad);
 }
 
 int gp_fit(gp *g, const double *X, const double *y, int n, const double *start,
@@ -549,7 +460,11 @@ int gp_fit(gp *g, const double *X, const double *y, int n, const double *start,
         best[d] = 0.0;
         best[d + 1] = LOG_SN_HI - 2.0;
     } else {
-        lbfgs(X, y, n, d, best, o->max_iter);
+        double lo[p], hi[p];
+        for (int i = 0; i < p; i++)
+            theta_bounds(d, i, &lo[i], &hi[i]);
+        post_ctx c = {X, y, n, d};
+        lbfgs_minimize(p, best, lo, hi, o->max_iter, neg_post_fn, &c);
     }
     return gp_set(g, X, y, n, best);
 }

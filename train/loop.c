@@ -1,6 +1,7 @@
-/* train/loop.c: hone_train_run: loads the data onto the device, builds the network, and trains
- * epoch by epoch with the step captured as a kernel graph; evaluates, reports each epoch (JSON on
- * stdout, callback), checkpoints, and resumes from a checkpoint to the same numbers. */
+/* train/loop.c: the trainer (hone_trainer_*: the data on the device, the network, the optimiser,
+ * one epoch with the step captured as a kernel graph) and hone_train_run, which trains with it
+ * epoch by epoch; evaluates, reports each epoch (JSON on stdout, callback), checkpoints, and
+ * resumes from a checkpoint to the same numbers. Tests and benches drive the same epoch. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -12,9 +13,9 @@
 #include "dataset.h"
 #include "net.h"
 
-typedef struct {
+struct hone_trainer {
     hone_kctx *k;
-    const hone_train_spec *spec;
+    const hone_train_spec *spec; /* borrowed */
     hone_net *net;
     dataset ds;
     int batch, steps, row, adam;
@@ -25,12 +26,14 @@ typedef struct {
     int32_t *yb;
     float *opt; /* sgd: v; adamw: m then v */
     size_t nopt;
-} trainer;
+    float *lr_host;     /* this epoch's lr per step, on the host */
+    hone_kgraph *graph; /* the captured step; NULL: eager (hone_train_opts.eager) */
+};
 
 /* One optimisation step; only enqueues kernel ops (it is captured as a graph on CUDA). */
 static void train_step(void *arg)
 {
-    trainer *t = arg;
+    hone_trainer *t = arg;
     hone_kctx *k = t->k;
     hone_net *net = t->net;
     const hone_train_spec *s = t->spec;
@@ -91,7 +94,8 @@ static double now(void)
 }
 
 /* Mean loss and accuracy over n samples, in batches, with inference-mode layers. */
-static int evaluate(trainer *t, const float *x, const int32_t *y, int n, double *loss, double *acc)
+static int evaluate(hone_trainer *t, const float *x, const int32_t *y, int n, double *loss,
+                    double *acc)
 {
     if (n == 0) {
         *loss = *acc = NAN;
@@ -113,7 +117,7 @@ static int evaluate(trainer *t, const float *x, const int32_t *y, int n, double 
     return rc;
 }
 
-static uint64_t fingerprint(const trainer *t)
+static uint64_t fingerprint(const hone_trainer *t)
 {
     const hone_train_spec *s = t->spec;
     char buf[256];
@@ -157,7 +161,7 @@ static void emit(const hone_train_opts *o, FILE *metrics, const char *line)
 }
 
 /* Gathers the device state into a checkpoint (host copies) and writes it. */
-static int save_state(trainer *t, const char *path, int epoch, double best_val, int with_opt,
+static int save_state(hone_trainer *t, const char *path, int epoch, double best_val, int with_opt,
                       char *err, size_t errlen)
 {
     hone_net *net = t->net;
@@ -193,7 +197,7 @@ static int save_state(trainer *t, const char *path, int epoch, double best_val, 
     return rc;
 }
 
-static int load_state(trainer *t, const char *path, int *epoch, double *best_val, char *err,
+static int load_state(hone_trainer *t, const char *path, int *epoch, double *best_val, char *err,
                       size_t errlen)
 {
     hone_net *net = t->net;
@@ -232,10 +236,13 @@ static hone_device pick_device(const char *name, int *ok)
     return HONE_DEV_CPU;
 }
 
-static void trainer_free(trainer *t)
+void hone_trainer_free(hone_trainer *t)
 {
+    if (!t)
+        return;
     hone_kctx *k = t->k;
     if (k) {
+        hone_kgraph_free(t->graph);
         void *bufs[] = {t->train_x, t->val_x, t->test_x,   t->train_y, t->val_y,
                         t->test_y,  t->perm,  t->base_dev, t->t_dev,   t->lr_dev,
                         t->acc,     t->xb,    t->yb,       t->opt,     t->lr_sched};
@@ -245,9 +252,11 @@ static void trainer_free(trainer *t)
         hone_kctx_free(k);
     }
     dataset_free(&t->ds);
+    free(t->lr_host);
+    free(t);
 }
 
-static int setup(trainer *t, const hone_train_opts *o, char *err, size_t errlen)
+static int setup(hone_trainer *t, const hone_train_opts *o, char *err, size_t errlen)
 {
     const hone_train_spec *s = o->spec;
     int rc, ok;
@@ -295,7 +304,86 @@ static int setup(trainer *t, const hone_train_opts *o, char *err, size_t errlen)
     t->nopt = t->net->nparams * (t->adam ? 2 : 1);
     t->opt = hone_k_alloc(k, t->nopt * fb);
     hone_k_fill(k, t->opt, 0.0f, t->nopt);
+    t->lr_host = hone_xmalloc(sizeof(float) * (size_t)t->steps);
     return hone_k_sync(k);
+}
+
+int hone_trainer_new(const hone_train_opts *o, hone_trainer **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    int rc = hone_train_spec_validate(o->spec, err, errlen);
+    if (rc < 0)
+        return rc;
+    hone_trainer *t = hone_xcalloc(1, sizeof(*t));
+    t->spec = o->spec;
+    if ((rc = setup(t, o, err, errlen)) < 0)
+        goto fail;
+    if (!o->eager && (rc = hone_kgraph_capture(t->k, train_step, t, &t->graph)) < 0) {
+        snprintf(err, errlen, "graph capture: %s", hone_strerror(rc));
+        goto fail;
+    }
+    *out = t;
+    return HONE_OK;
+fail:
+    hone_trainer_free(t);
+    return rc;
+}
+
+int hone_trainer_epoch(hone_trainer *t, int epoch, int max_steps, hone_train_epoch *ep)
+{
+    hone_kctx *k = t->k;
+    const hone_train_spec *s = t->spec;
+    int32_t zero = 0;
+    int steps = max_steps > 0 && max_steps < t->steps ? max_steps : t->steps;
+    /* the epoch's learning rates go up in one upload; each step then copies its own on the
+     * device (an upload per step would make the host wait for the GPU every step) */
+    for (int i = 0; i < t->steps; i++)
+        t->lr_host[i] = (float)lr_at(s, t->steps, (long)epoch * t->steps + i);
+    float lr = t->lr_host[steps - 1];
+    hone_k_permutation(k, t->perm, t->ds.train.n, s->train.seed, (uint64_t)epoch);
+    hone_k_upload(k, t->base_dev, &zero, 4);
+    int rc = hone_k_upload(k, t->lr_sched, t->lr_host, sizeof(float) * (size_t)t->steps);
+    hone_k_fill(k, t->acc, 0.0f, 2);
+    double t0 = now();
+    for (int i = 0; i < steps && rc == 0; i++) {
+        rc = hone_k_copy(k, t->lr_dev, t->lr_sched + i, sizeof(float));
+        if (rc == 0 && t->graph)
+            rc = hone_kgraph_launch(k, t->graph);
+        else if (rc == 0)
+            train_step(t);
+    }
+    float acc[2] = {0, 0};
+    if (rc == 0)
+        rc = hone_k_sync(k);
+    if (rc == 0)
+        rc = hone_k_download(k, acc, t->acc, sizeof(acc));
+    double secs = now() - t0;
+    memset(ep, 0, sizeof(*ep));
+    ep->epoch = epoch + 1;
+    ep->epochs = s->train.epochs;
+    ep->lr = lr;
+    ep->seconds = secs;
+    double seen = (double)steps * t->batch;
+    ep->train_loss = acc[0] / seen;
+    ep->train_accuracy = acc[1] / seen;
+    ep->images_per_second = seen / (secs > 0 ? secs : 1e-9);
+    if (rc == 0)
+        rc = evaluate(t, t->val_x, t->val_y, t->ds.val.n, &ep->val_loss, &ep->val_accuracy);
+    return rc;
+}
+
+int hone_trainer_test(hone_trainer *t, double *loss, double *acc)
+{
+    return evaluate(t, t->test_x, t->test_y, t->ds.test.n, loss, acc);
+}
+
+int hone_trainer_params(hone_trainer *t, float **out, size_t *n)
+{
+    hone_net *net = t->net;
+    *out = hone_xmalloc(sizeof(float) * net->nparams);
+    *n = net->nparams;
+    int rc = hone_k_sync(t->k);
+    return rc < 0 ? rc : hone_k_download(t->k, *out, net->params, sizeof(float) * net->nparams);
 }
 
 static void write_spec(const hone_train_opts *o)
@@ -311,15 +399,12 @@ static void write_spec(const hone_train_opts *o)
 
 int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, size_t errlen)
 {
-    trainer t = {0};
-    hone_kgraph *graph = NULL;
+    hone_trainer *t = NULL;
     FILE *metrics = NULL;
     char line[512], ckpath[1100];
     int rc, start = 0, epochs = o->spec->train.epochs;
-    float *lr_host = NULL;
     double best_val = NAN;
     memset(res, 0, sizeof(*res));
-    t.spec = o->spec;
     if ((rc = hone_train_spec_validate(o->spec, err, errlen)) < 0)
         goto fail;
     if (o->out_dir) {
@@ -330,9 +415,9 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
         }
         snprintf(ckpath, sizeof(ckpath), "%s/checkpoint.bin", o->out_dir);
     }
-    if ((rc = setup(&t, o, err, errlen)) < 0)
+    if ((rc = hone_trainer_new(o, &t, err, errlen)) < 0)
         goto fail;
-    if (o->resume_path && (rc = load_state(&t, o->resume_path, &start, &best_val, err, errlen)) < 0)
+    if (o->resume_path && (rc = load_state(t, o->resume_path, &start, &best_val, err, errlen)) < 0)
         goto fail;
     if (o->out_dir) {
         write_spec(o);
@@ -342,50 +427,15 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
     fprintf(stderr,
             "hone-train: %s on %s, %zu parameters, %d train / %d val / %d test images, batch %d, "
             "epochs %d..%d\n",
-            o->spec->network, hone_kctx_device(t.k) == HONE_DEV_CUDA ? "cuda" : "cpu",
-            t.net->nparams, t.ds.train.n, t.ds.val.n, t.ds.test.n, t.batch, start + 1, epochs);
-    if ((rc = hone_kgraph_capture(t.k, train_step, &t, &graph)) < 0) {
-        snprintf(err, errlen, "graph capture: %s", hone_strerror(rc));
-        goto fail;
-    }
+            o->spec->network, hone_kctx_device(t->k) == HONE_DEV_CUDA ? "cuda" : "cpu",
+            t->net->nparams, t->ds.train.n, t->ds.val.n, t->ds.test.n, t->batch, start + 1, epochs);
     int last = epochs;
     if (o->epochs_until > 0 && o->epochs_until < last)
         last = o->epochs_until;
     int e;
     for (e = start; e < last; e++) {
-        hone_kctx *k = t.k;
-        int32_t zero = 0;
-        /* the epoch's learning rates go up in one upload; each step then copies its own on the
-         * device (an upload per step would make the host wait for the GPU every step) */
-        if (!lr_host)
-            lr_host = hone_xmalloc(sizeof(float) * (size_t)t.steps);
-        for (int s = 0; s < t.steps; s++)
-            lr_host[s] = (float)lr_at(o->spec, t.steps, (long)e * t.steps + s);
-        float lr = lr_host[t.steps - 1];
-        hone_k_permutation(k, t.perm, t.ds.train.n, o->spec->train.seed, (uint64_t)e);
-        hone_k_upload(k, t.base_dev, &zero, 4);
-        rc = hone_k_upload(k, t.lr_sched, lr_host, sizeof(float) * (size_t)t.steps);
-        hone_k_fill(k, t.acc, 0.0f, 2);
-        double t0 = now();
-        for (int s = 0; s < t.steps && rc == 0; s++) {
-            rc = hone_k_copy(k, t.lr_dev, t.lr_sched + s, sizeof(float));
-            if (rc == 0)
-                rc = hone_kgraph_launch(k, graph);
-        }
-        float acc[2] = {0, 0};
-        if (rc == 0)
-            rc = hone_k_sync(k);
-        if (rc == 0)
-            rc = hone_k_download(k, acc, t.acc, sizeof(acc));
-        double secs = now() - t0;
-        hone_train_epoch ep = {.epoch = e + 1, .epochs = epochs, .lr = lr, .seconds = secs};
-        double seen = (double)t.steps * t.batch;
-        ep.train_loss = acc[0] / seen;
-        ep.train_accuracy = acc[1] / seen;
-        ep.images_per_second = seen / (secs > 0 ? secs : 1e-9);
-        if (rc == 0)
-            rc = evaluate(&t, t.val_x, t.val_y, t.ds.val.n, &ep.val_loss, &ep.val_accuracy);
-        if (rc < 0) {
+        hone_train_epoch ep;
+        if ((rc = hone_trainer_epoch(t, e, 0, &ep)) < 0) {
             snprintf(err, errlen, "epoch %d: %s", e + 1, hone_strerror(rc));
             goto fail;
         }
@@ -396,7 +446,7 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
         }
         if (isfinite(ep.val_accuracy) && !(ep.val_accuracy <= best_val))
             best_val = ep.val_accuracy;
-        if (o->out_dir && (rc = save_state(&t, ckpath, e + 1, best_val, 1, err, errlen)) < 0)
+        if (o->out_dir && (rc = save_state(t, ckpath, e + 1, best_val, 1, err, errlen)) < 0)
             goto fail;
         char n[6][32];
         fmt_num(n[0], 32, ep.train_loss);
@@ -420,14 +470,13 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
     res->best_val_accuracy = best_val;
     if (e >= epochs) {
         res->finished = 1;
-        if ((rc = evaluate(&t, t.test_x, t.test_y, t.ds.test.n, &res->test_loss,
-                           &res->test_accuracy)) < 0) {
+        if ((rc = hone_trainer_test(t, &res->test_loss, &res->test_accuracy)) < 0) {
             snprintf(err, errlen, "test evaluation: %s", hone_strerror(rc));
             goto fail;
         }
         if (o->out_dir) {
             snprintf(line, sizeof(line), "%s/model.bin", o->out_dir);
-            if ((rc = save_state(&t, line, e, best_val, 0, err, errlen)) < 0)
+            if ((rc = save_state(t, line, e, best_val, 0, err, errlen)) < 0)
                 goto fail;
         }
         char n[3][32];
@@ -449,8 +498,6 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
 fail:
     if (metrics)
         fclose(metrics);
-    free(lr_host);
-    hone_kgraph_free(graph);
-    trainer_free(&t);
+    hone_trainer_free(t);
     return rc;
 }

@@ -1,6 +1,7 @@
 /* train: the training program behind hone-train as a library: the spec (YAML + dotted overrides),
  * IDX datasets (MNIST, Fashion-MNIST), MLP and CNN networks on the kernels API, checkpoints, and
  * hone_train_run, which trains with a per-epoch callback so tests and benches need no subprocess.
+ * hone_trainer_* drive the same training an epoch at a time (backend comparisons, timings).
  */
 #ifndef HONE_TRAIN_H
 #define HONE_TRAIN_H
@@ -100,11 +101,33 @@ typedef struct hone_train_opts {
     const char *resume_path; /* checkpoint to continue from; NULL = fresh start */
     int epochs_until;        /* stop after this epoch (pause), 0 = run all epochs */
     int print_json;          /* 1: one JSON line per epoch (and at the end) on stdout */
+    int eager; /* 1: launch each step's ops directly instead of replaying the captured step */
     hone_train_epoch_cb on_epoch;
     void *user;
 } hone_train_opts;
 
 /* Trains as the options say. err receives a one-line reason on failure. */
 int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, size_t errlen);
+
+/* ------------------------------------------------------------------ an epoch at a time */
+
+/* What hone_train_run trains with: the spec's data on the device (o->device, o->threads), the
+ * network, the optimiser state and the captured step (unless o->eager). hone_train_run is a loop
+ * of hone_trainer_epoch plus reporting and checkpoints; tests and benches call the pieces. */
+typedef struct hone_trainer hone_trainer;
+
+/* Validates o->spec and builds the trainer; o->spec is borrowed and must outlive it (the other
+ * options are read here or not at all: out_dir, resume_path, epochs_until, print_json and
+ * on_epoch are hone_train_run's). err receives a one-line reason on failure. */
+int hone_trainer_new(const hone_train_opts *o, hone_trainer **out, char *err, size_t errlen);
+void hone_trainer_free(hone_trainer *t);
+/* Trains epoch `epoch` (0-based: it picks the shuffle and the learning rates) for its full
+ * floor(train images / batch) steps, or the first max_steps of them if max_steps > 0, then
+ * evaluates the validation part; fills *e (val fields NaN without validation images). */
+int hone_trainer_epoch(hone_trainer *t, int epoch, int max_steps, hone_train_epoch *e);
+/* Mean loss and accuracy on the test part, inference mode. */
+int hone_trainer_test(hone_trainer *t, double *loss, double *accuracy);
+/* Host copy of the parameters, in the network's flat order (*n floats; caller frees *out). */
+int hone_trainer_params(hone_trainer *t, float **out, size_t *n);
 
 #endif

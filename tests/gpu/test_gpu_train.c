@@ -1,12 +1,16 @@
-/* tests/gpu/test_gpu_train.c: whole training steps on CUDA against the CPU backend (same init,
- * same shuffled batches: the parameter updates must agree to fp32 rounding), graph replay against
- * eager launches, and a short training run that must reach the same accuracy on both backends.
- * Exits 77 (skipped) without a GPU or without the Fashion-MNIST files. */
+/* tests/gpu/test_gpu_train.c: the shipped trainer (train/net.c, train/loop.c through
+ * hone_trainer_*) on CUDA against the CPU backend: whole training steps (same init, same shuffled
+ * batches: the parameter updates must agree to fp32 rounding), graph replay against eager launches,
+ * and a short training run that must reach the same accuracy on both backends. Exits 77 (skipped)
+ * without a GPU or without the Fashion-MNIST files. */
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
-#include "gpu_net.h"
+#include "train.h"
 
 static int failures;
 
@@ -23,114 +27,154 @@ static double delta_err(const float *w0, const float *a, const float *b, size_t 
     return sqrt(e) / fmax(sqrt(r), 1e-30);
 }
 
+/* Which images train and test: the first ntrain training and ntest test images of dir. */
 typedef struct {
-    const float *xtr, *xte;
-    const int32_t *ytr, *yte;
-    int ntr, nte;
-} dataset;
+    const char *dir;
+    int ntrain, ntest;
+} subset;
 
-static gn_net *make(hone_kctx *k, gn_arch a, int batch, int graph, const dataset *d)
+static void spec_set(hone_train_spec *s, const char *fmt, ...)
 {
-    gn_opts o = {a, batch, 0.01f, 0.9f, 1234, graph};
-    gn_net *g = NULL;
-    int rc = gn_new(k, &o, d->xtr, d->ytr, d->ntr, d->xte, d->yte, d->nte, &g);
-    if (rc < 0) {
-        fprintf(stderr, "gn_new: %s\n", hone_strerror(rc));
+    char kv[1200], err[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(kv, sizeof(kv), fmt, ap);
+    va_end(ap);
+    if (hone_train_spec_set(s, kv, err, sizeof(err)) < 0) {
+        fprintf(stderr, "spec: %s\n", err);
         exit(1);
     }
-    return g;
+}
+
+/* The spec both backends train: the reference MLP (784-256-10) or CNN (conv3x3-32/pool/
+ * conv3x3-64/pool/fc-128/fc-10), SGD momentum 0.9, lr 0.01 constant, no weight decay, fp32. */
+static void make_spec(hone_train_spec *s, const char *arch, int batch, const subset *d)
+{
+    hone_train_spec_defaults(s);
+    spec_set(s, "network=%s", arch);
+    spec_set(s, "data.path=%s", d->dir);
+    spec_set(s, "data.train_limit=%d", d->ntrain);
+    spec_set(s, "data.val_size=0");
+    spec_set(s, "data.test_limit=%d", d->ntest);
+    spec_set(s, "train.batch_size=%d", batch);
+    spec_set(s, "train.lr=0.01");
+    spec_set(s, "train.momentum=0.9");
+    spec_set(s, "train.weight_decay=0");
+    spec_set(s, "train.lr_schedule=constant");
+    spec_set(s, "train.seed=1234");
+    spec_set(s, "train.math=fp32");
+}
+
+static hone_trainer *make(const hone_train_spec *s, const char *device, int eager)
+{
+    hone_train_opts o = {.spec = s, .device = device, .eager = eager};
+    hone_trainer *t = NULL;
+    char err[512] = "";
+    int rc = hone_trainer_new(&o, &t, err, sizeof(err));
+    if (rc < 0) {
+        fprintf(stderr, "hone_trainer_new(%s): %s\n", device, err[0] ? err : hone_strerror(rc));
+        exit(1);
+    }
+    return t;
 }
 
 /* Runs `steps` steps on CPU, CUDA eager and CUDA graph; compares the parameter updates. */
-static void check_steps(hone_kctx *cpu, hone_kctx *gpu, gn_arch a, int steps, double tol,
-                        const dataset *d)
+static void check_steps(const char *arch, int steps, double tol, const subset *d)
 {
-    gn_net *nc = make(cpu, a, 64, 0, d), *ne = make(gpu, a, 64, 0, d), *ng = make(gpu, a, 64, 1, d);
+    hone_train_spec s;
+    make_spec(&s, arch, 64, d);
+    hone_trainer *nc = make(&s, "cpu", 0), *ne = make(&s, "cuda", 1), *ng = make(&s, "cuda", 0);
     float *w0, *wc, *we, *wg;
     size_t n;
-    double l, acc, s;
-    gn_params(nc, &w0, &n);
-    int rc = gn_train_epoch(nc, 0, steps, &l, &acc, &s);
+    hone_train_epoch e;
+    int rc = hone_trainer_params(nc, &w0, &n);
     if (rc == HONE_OK)
-        rc = gn_train_epoch(ne, 0, steps, &l, &acc, &s);
+        rc = hone_trainer_epoch(nc, 0, steps, &e);
     if (rc == HONE_OK)
-        rc = gn_train_epoch(ng, 0, steps, &l, &acc, &s);
+        rc = hone_trainer_epoch(ne, 0, steps, &e);
+    if (rc == HONE_OK)
+        rc = hone_trainer_epoch(ng, 0, steps, &e);
     if (rc < 0) {
         fprintf(stderr, "train: %s\n", hone_strerror(rc));
         failures++;
+        free(w0);
+        hone_trainer_free(nc), hone_trainer_free(ne), hone_trainer_free(ng);
         return;
     }
-    gn_params(nc, &wc, &n);
-    gn_params(ne, &we, &n);
-    gn_params(ng, &wg, &n);
+    hone_trainer_params(nc, &wc, &n);
+    hone_trainer_params(ne, &we, &n);
+    hone_trainer_params(ng, &wg, &n);
     double e1 = delta_err(w0, we, wc, n), e2 = delta_err(w0, wg, we, n);
     fprintf(stderr,
-            "%s %d step(s): update rel err cuda-vs-cpu %.3g (tol %g), graph-vs-eager %.3g\n",
-            a == GN_MLP ? "mlp" : "cnn", steps, e1, tol, e2);
+            "%s %d step(s): update rel err cuda-vs-cpu %.3g (tol %g), graph-vs-eager %.3g\n", arch,
+            steps, e1, tol, e2);
     if (!(e1 <= tol) || !(e2 <= 1e-4))
         failures++;
     free(w0), free(wc), free(we), free(wg);
-    gn_free(nc), gn_free(ne), gn_free(ng);
+    hone_trainer_free(nc), hone_trainer_free(ne), hone_trainer_free(ng);
 }
 
-static void check_training(hone_kctx *cpu, hone_kctx *gpu, gn_arch a, const dataset *d,
-                           double min_acc, double max_gap)
+static void check_training(const char *arch, const subset *d, double min_acc, double max_gap)
 {
-    gn_net *nc = make(cpu, a, 128, 0, d), *ng = make(gpu, a, 128, 1, d);
-    double l, tr, s, ac = 0, ag = 0, sc = 0, sg = 0;
-    int rc = gn_train_epoch(nc, 0, 0, &l, &tr, &sc);
+    hone_train_spec s;
+    make_spec(&s, arch, 128, d);
+    hone_trainer *nc = make(&s, "cpu", 0), *ng = make(&s, "cuda", 0);
+    hone_train_epoch ec = {0}, eg = {0};
+    double l, ac = 0, ag = 0;
+    int rc = hone_trainer_epoch(nc, 0, 0, &ec);
     if (rc == HONE_OK)
-        rc = gn_train_epoch(ng, 0, 0, &l, &tr, &sg);
+        rc = hone_trainer_epoch(ng, 0, 0, &eg);
     if (rc == HONE_OK)
-        rc = gn_eval(nc, &ac);
+        rc = hone_trainer_test(nc, &l, &ac);
     if (rc == HONE_OK)
-        rc = gn_eval(ng, &ag);
-    (void)s;
-    fprintf(stderr, "%s 1 epoch on %d images: test acc cpu %.4f (%.2fs) cuda %.4f (%.3fs)\n",
-            a == GN_MLP ? "mlp" : "cnn", d->ntr, ac, sc, ag, sg);
+        rc = hone_trainer_test(ng, &l, &ag);
+    fprintf(stderr, "%s 1 epoch on %d images: test acc cpu %.4f (%.2fs) cuda %.4f (%.3fs)\n", arch,
+            d->ntrain, ac, ec.seconds, ag, eg.seconds);
     if (rc < 0 || ac < min_acc || ag < min_acc || fabs(ac - ag) > max_gap) {
         fprintf(stderr, "  FAIL (min %.2f, max gap %.3f)%s\n", min_acc, max_gap,
                 rc < 0 ? hone_strerror(rc) : "");
         failures++;
     }
-    gn_free(nc), gn_free(ng);
+    hone_trainer_free(nc), hone_trainer_free(ng);
+}
+
+/* The four IDX files, plain or gzipped, as train/dataset.c looks for them. */
+static int have_fmnist(const char *dir)
+{
+    static const char *stems[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                  "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+    char p[1200], pz[1210];
+    for (size_t i = 0; i < HONE_ARRAY_LEN(stems); i++) {
+        snprintf(p, sizeof(p), "%s/%s", dir, stems[i]);
+        snprintf(pz, sizeof(pz), "%s.gz", p);
+        if (access(p, R_OK) != 0 && access(pz, R_OK) != 0)
+            return 0;
+    }
+    return 1;
 }
 
 int main(void)
 {
-    hone_kctx *gpu = NULL, *cpu = NULL;
-    if (hone_kctx_new(HONE_DEV_CUDA, 0, &gpu) != HONE_OK) {
+    if (!hone_cuda_available()) {
         fprintf(stderr, "skipped: no CUDA device\n");
         return 77;
     }
     const char *dir = getenv("HONE_FMNIST_DIR");
-    dataset full;
-    float *xtr, *xte;
-    int32_t *ytr, *yte;
     if (!dir)
         dir = "/usr/share/datasets/fashion-mnist";
-    if (gn_load_fmnist(dir, 1, &xtr, &ytr, &full.ntr) < 0 ||
-        gn_load_fmnist(dir, 0, &xte, &yte, &full.nte) < 0) {
+    if (strlen(dir) > 1000 || !have_fmnist(dir)) {
         fprintf(stderr, "skipped: Fashion-MNIST not found in %s (set HONE_FMNIST_DIR)\n", dir);
-        hone_kctx_free(gpu);
         return 77;
     }
-    full.xtr = xtr, full.ytr = ytr, full.xte = xte, full.yte = yte;
-    if (hone_kctx_new(HONE_DEV_CPU, 0, &cpu) != HONE_OK)
-        return 1;
-    dataset small = full;
-    small.ntr = 4096, small.nte = 1000;
-    check_steps(cpu, gpu, GN_MLP, 1, 1e-4, &small);
-    check_steps(cpu, gpu, GN_CNN, 1, 1e-4, &small);
-    check_steps(cpu, gpu, GN_MLP, 20, 2e-3, &small);
-    check_steps(cpu, gpu, GN_CNN, 20, 2e-3, &small);
-    check_training(cpu, gpu, GN_MLP, &full, 0.80, 0.01);
-    dataset part = full;
-    part.ntr = 6400, part.nte = 2000;
-    check_training(cpu, gpu, GN_CNN, &part, 0.65, 0.02);
-    hone_kctx_free(cpu);
-    hone_kctx_free(gpu);
-    free(xtr), free(ytr), free(xte), free(yte);
+    subset small = {dir, 4096, 1000};
+    check_steps("mlp", 1, 1e-4, &small);
+    check_steps("cnn", 1, 1e-4, &small);
+    check_steps("mlp", 20, 2e-3, &small);
+    check_steps("cnn", 20, 2e-3, &small);
+    subset full = {dir, 60000, 10000};
+    check_training("mlp", &full, 0.80, 0.01);
+    subset part = {dir, 6400, 2000};
+    check_training("cnn", &part, 0.65, 0.02);
     fprintf(stderr, "test_gpu_train: %s\n", failures ? "FAILED" : "ok");
     return failures ? 1 : 0;
 }

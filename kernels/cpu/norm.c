@@ -1,9 +1,9 @@
-/* kernels/cpu/cpu_norm.c: batch normalisation (training and inference) and the softmax
- * cross-entropy loss for the CPU backend. Statistics are accumulated in double for accuracy;
- * channels are independent, so batch norm is split over the worker pool by channel. */
+/* kernels/cpu/norm.c: batch normalisation (training and inference) for the CPU backend. Statistics
+ * are accumulated in double for accuracy; channels are independent, so batch norm is split over the
+ * worker pool by channel. */
 #include <math.h>
 
-#include "cpu_par.h"
+#include "par.h"
 
 /* Sums in double over four lanes (a fixed order, so results are the same on every run): the
  * vectoriser keeps the lanes in one register. */
@@ -176,46 +176,5 @@ int cpu_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const float *x, const 
             bn_bwd_channel(&j, ch, 0);
     else
         cpu_par_run(k, c, bn_bwd_channel, &j);
-    return HONE_OK;
-}
-
-int cpu_softmax_xent(hone_kctx *k, const float *logits, const int32_t *labels, int n, int classes,
-                     float *dlogits, float *loss_sum, float *correct)
-{
-    (void)k;
-    double loss = 0.0;
-    int right = 0;
-    for (int i = 0; i < n; i++) {
-        const float *z = logits + (size_t)i * classes;
-        float *dz = dlogits ? dlogits + (size_t)i * classes : NULL;
-        int y = labels[i];
-        if (y < 0 || y >= classes) {
-            if (dz)
-                for (int j = 0; j < classes; j++)
-                    dz[j] = 0.0f;
-            continue;
-        }
-        int arg = 0;
-        float mx = z[0];
-        for (int j = 1; j < classes; j++)
-            if (z[j] > mx) {
-                mx = z[j];
-                arg = j;
-            }
-        double s = 0.0;
-        for (int j = 0; j < classes; j++)
-            s += exp((double)(z[j] - mx));
-        loss += log(s) - (double)(z[y] - mx);
-        right += arg == y;
-        if (dz) {
-            float inv_n = 1.0f / (float)n;
-            for (int j = 0; j < classes; j++) {
-                float pj = (float)(exp((double)(z[j] - mx)) / s);
-                dz[j] = (pj - (j == y ? 1.0f : 0.0f)) * inv_n;
-            }
-        }
-    }
-    loss_sum[0] += (float)loss;
-    correct[0] += (float)right;
     return HONE_OK;
 }

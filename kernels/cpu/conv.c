@@ -1,11 +1,13 @@
-/* kernels/cpu/cpu_conv.c: 2-D convolution for the CPU backend, split over the worker pool by
+/* kernels/cpu/conv.c: 2-D convolution for the CPU backend, split over the worker pool by
  * image. Forward: per image W[K,CRS] x im2col[CRS,PQ] straight into y (NCHW, no transpose), or a
  * hand-written small-K product when CRS is tiny (a first layer; its dW likewise). Backward: dW and
  * db summed per fixed chunk of images (partials added in chunk order, so results do not depend on
- * the thread count), dX as W^T x dY then col2im. All scratch lives in the caller's workspace. */
+ * the thread count), dX as W^T x dY then col2im. All scratch lives in the caller's workspace, and
+ * nothing is kept across calls, so the backward that may reuse the forward's columns is the full
+ * backward. */
 #include <string.h>
 
-#include "cpu_par.h"
+#include "par.h"
 
 /* Backward sums dW over this many image chunks (fixed, so numerics ignore the thread count). */
 #define CONV_BWD_CHUNKS 8
@@ -431,4 +433,11 @@ int cpu_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const fl
             add_to(db, part + kcrs, (size_t)d->k);
     }
     return HONE_OK;
+}
+
+int cpu_conv_bwd_reuse(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
+                       const float *dy, float *dx, float *dw, float *db, void *ws)
+{
+    /* the CPU convolution does not keep columns across calls: the full backward */
+    return cpu_conv_bwd(k, d, x, w, dy, dx, dw, db, ws);
 }

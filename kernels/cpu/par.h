@@ -1,4 +1,4 @@
-/* kernels/cpu/cpu_par.h: private to the CPU backend. A small per-context worker pool that runs
+/* kernels/cpu/par.h: private to the CPU backend. A small per-context worker pool that runs
  * `nparts` independent parts of one op on k->threads threads (OpenBLAS itself is kept single
  * threaded), and single-threaded helpers the ops share. Results never depend on which thread ran
  * a part: each part writes its own outputs, and partial sums are combined in part order. */
@@ -39,12 +39,5 @@ void cpu_gemm1(int transA, int transB, int M, int N, int K, float alpha, const f
  * fn(arg, begin, end) on each; the split depends on n, grain and the thread count only. */
 typedef void (*cpu_range_fn)(void *arg, size_t begin, size_t end);
 void cpu_par_range(hone_kctx *k, size_t n, size_t grain, cpu_range_fn fn, void *arg);
-
-/* Max pooling (cpu_pool.c), optionally fused with ReLU: y = max(0, pool(x)), idx unchanged. */
-int cpu_maxpool_fwd_ex(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
-                       const float *x, float *y, int32_t *idx, int relu);
-/* Its backward; ym (the fused forward's output, or NULL) masks dy where ym <= 0. */
-int cpu_maxpool_bwd_ex(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
-                       const float *ym, const float *dy, const int32_t *idx, float *dx);
 
 #endif

@@ -1,9 +1,10 @@
-/* kernels/cpu/cpu_pool.c: max pooling (with argmax for backward), global average pooling and
- * nearest-neighbour upsampling for the CPU backend. Backward ops overwrite their outputs. Max
- * pooling is split over the pool by planes. */
+/* kernels/cpu/pool.c: max pooling (with argmax for backward; fused with ReLU too, one pass each
+ * way, the same numbers as pool then relu), global average pooling and nearest-neighbour upsampling
+ * for the CPU backend. Backward ops overwrite their outputs. Max pooling is split over the pool by
+ * planes. */
 #include <string.h>
 
-#include "cpu_par.h"
+#include "par.h"
 
 typedef struct {
     int h, w, size, stride, P, Q, relu;
@@ -183,8 +184,8 @@ CPU_SIMD static void maxpool_fwd_planes(void *arg, size_t b, size_t e)
     }
 }
 
-int cpu_maxpool_fwd_ex(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
-                       const float *x, float *y, int32_t *idx, int relu)
+static int maxpool_fwd_ex(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                          const float *x, float *y, int32_t *idx, int relu)
 {
     pool_job j = {.h = h,
                   .w = w,
@@ -204,7 +205,13 @@ int cpu_maxpool_fwd_ex(hone_kctx *k, int n, int c, int h, int w, int size, int s
 int cpu_maxpool_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride, const float *x,
                     float *y, int32_t *idx)
 {
-    return cpu_maxpool_fwd_ex(k, n, c, h, w, size, stride, x, y, idx, 0);
+    return maxpool_fwd_ex(k, n, c, h, w, size, stride, x, y, idx, 0);
+}
+
+int cpu_maxpool_relu_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                         const float *x, float *y, int32_t *idx)
+{
+    return maxpool_fwd_ex(k, n, c, h, w, size, stride, x, y, idx, 1);
 }
 
 /* Each plane of dx is written whole: with non-overlapping 2x2 windows every pixel is set once
@@ -267,8 +274,8 @@ CPU_SIMD static void maxpool_bwd_planes(void *arg, size_t b, size_t e)
     }
 }
 
-int cpu_maxpool_bwd_ex(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
-                       const float *ym, const float *dy, const int32_t *idx, float *dx)
+static int maxpool_bwd_ex(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                          const float *ym, const float *dy, const int32_t *idx, float *dx)
 {
     pool_job j = {.h = h,
                   .w = w,
@@ -288,7 +295,13 @@ int cpu_maxpool_bwd_ex(hone_kctx *k, int n, int c, int h, int w, int size, int s
 int cpu_maxpool_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride, const float *dy,
                     const int32_t *idx, float *dx)
 {
-    return cpu_maxpool_bwd_ex(k, n, c, h, w, size, stride, NULL, dy, idx, dx);
+    return maxpool_bwd_ex(k, n, c, h, w, size, stride, NULL, dy, idx, dx);
+}
+
+int cpu_maxpool_relu_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                         const float *y, const float *dy, const int32_t *idx, float *dx)
+{
+    return maxpool_bwd_ex(k, n, c, h, w, size, stride, y, dy, idx, dx);
 }
 
 int cpu_avgpool_global_fwd(hone_kctx *k, int n, int c, int h, int w, const float *x, float *y)

@@ -1,4 +1,4 @@
-/* kernels/cpu/cpu_data.c: mini-batch gathering, device counters, the shuffling permutation and
+/* kernels/cpu/data.c: mini-batch gathering, device counters, the shuffling permutation and
  * image augmentation for the CPU backend. Random draws follow backend.h exactly so the CUDA
  * backend produces the same permutation and the same augmented images. */
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* kernels/cpu/cpu_par.c: the CPU backend's worker pool (threads - 1 pthreads plus the caller).
+/* kernels/cpu/par.c: the CPU backend's worker pool (threads - 1 pthreads plus the caller).
  * Workers sleep on a condition variable between ops (no spinning: CI machines are shared), claim
  * parts through one atomic ticket tagged with the job's generation so a late worker can never run
  * a part of a finished job, and the caller waits for parts done, not for workers to check in. */
@@ -9,7 +9,7 @@
 
 #include <cblas.h>
 
-#include "cpu_par.h"
+#include "par.h"
 
 typedef struct cpu_pool {
     int nthreads; /* including the caller */

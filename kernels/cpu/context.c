@@ -1,13 +1,13 @@
-/* kernels/cpu/cpu_mem.c: the CPU backend's context, memory and "graph" entry points. Device memory
+/* kernels/cpu/context.c: the CPU backend's context, memory and "graph" entry points. Device memory
  * is host memory (64-byte aligned); there is no stream, so sync is a no-op and a captured graph
  * simply calls its function again on every launch. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_par.h"
+#include "par.h"
 
-/* The context owns a worker pool of k->threads threads (cpu_par.c); OpenBLAS runs inside it. */
+/* The context owns a worker pool of k->threads threads (par.c); OpenBLAS runs inside it. */
 int cpu_ctx_init(hone_kctx *k)
 {
     return cpu_par_start(k);

@@ -1,9 +1,9 @@
-/* kernels/cpu/cpu_optim.c: fused in-place optimiser steps (SGD with momentum/nesterov and L2
+/* kernels/cpu/optim.c: fused in-place optimiser steps (SGD with momentum/nesterov and L2
  * decay; AdamW with decoupled decay) for the CPU backend. lr and t may come from device memory so
  * a captured training step can follow a schedule. */
 #include <math.h>
 
-#include "cpu_par.h"
+#include "par.h"
 
 /* Parameters per part: the steps are memory bound, so parts are large. */
 #define OPT_GRAIN 65536

@@ -5,15 +5,13 @@
 #define HONE_CTL_H
 
 #include <jansson.h>
-#include <sqlite3.h>
 #include <stdint.h>
 #include <uv.h>
 
 #include "controller.h"
 #include "http.h"
 #include "search.h"
-
-typedef struct ctl_db ctl_db; /* store.c */
+#include "store.h"
 
 /* One live AutoML search (job status running or paused), rebuilt from automl_events on start.
  * While busy, a thread-pool worker is inside hone_search_ask and nothing else may touch `search`:
@@ -80,28 +78,7 @@ struct hone_controller {
     int close_pending;
 };
 
-/* ---- store.c: SQLite helpers ---- */
-/* One connection and its prepared statements, cached by SQL text (SQLITE_PREPARE_PERSISTENT):
- * each distinct statement is parsed once. h is the raw handle (sqlite3_errmsg, sqlite3_exec). */
-struct ctl_db {
-    sqlite3 *h;
-    struct db_slot *slots;
-    size_t cap, n;
-};
-/* Bind types: 's' const char * (NULL binds null), 'i' int, 'I' long long, 'd' double. */
-int db_open(const char *path, ctl_db **out, int *version);
-void db_close(ctl_db *db);       /* finalizes the cached statements, closes, frees; NULL is fine */
-int db_cached(const ctl_db *db); /* statements in the cache (tests) */
-int db_begin(ctl_db *db);
-int db_commit(ctl_db *db);
-void db_rollback(ctl_db *db);
-/* Runs one statement; returns the number of changed rows (>= 0) or HONE_ESQL. */
-int db_run(ctl_db *db, const char *sql, const char *types, ...);
-/* First row as a JSON object {column: value} (TEXT -> string, INTEGER -> integer, REAL -> real,
- * NULL -> null); HONE_ENOENT when no row. */
-int db_row(ctl_db *db, json_t **out, const char *sql, const char *types, ...);
-/* All rows as a JSON array of such objects. */
-int db_rows(ctl_db *db, json_t **out, const char *sql, const char *types, ...);
+/* ---- store.c: wall-clock time and ids (the store itself: store.h) ---- */
 double ctl_now(void);
 void ctl_time_str(double t, char *buf, size_t n); /* RFC 3339 UTC */
 void ctl_new_id(hone_controller *c, const char *prefix, char *buf, size_t n);

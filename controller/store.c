@@ -2,9 +2,10 @@
  * schemas/NNN_name.sql files embedded at build time) applied one transaction each, and small
  * statement helpers (prepared statements cached per connection, keyed by their SQL) that bind by
  * a type string and return rows as JSON. Every write the API acknowledges is committed here
- * (synchronous=FULL) before the reply goes out. */
+ * (synchronous=FULL) before the reply goes out. Nothing but this file reaches SQLite. */
 #include <fcntl.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +20,12 @@ extern const size_t hone_migrations_count;
 /* ---- prepared statements, cached per connection and keyed by their SQL text ---- */
 
 #define STMT_CACHE_MAX 1024 /* distinct statements kept; past that, prepared per call */
+
+struct ctl_db {
+    sqlite3 *h;
+    struct db_slot *slots;
+    size_t cap, n;
+};
 
 struct db_slot {
     uint64_t hash;
@@ -265,6 +272,27 @@ void db_rollback(ctl_db *db)
         sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
 }
 
+int db_savepoint(ctl_db *db)
+{
+    return db_run(db, "SAVEPOINT report", NULL) < 0 ? HONE_ESQL : HONE_OK;
+}
+
+int db_savepoint_release(ctl_db *db)
+{
+    return db_run(db, "RELEASE report", NULL) < 0 ? HONE_ESQL : HONE_OK;
+}
+
+void db_savepoint_undo(ctl_db *db)
+{
+    db_run(db, "ROLLBACK TO report", NULL);
+    db_run(db, "RELEASE report", NULL);
+}
+
+const char *db_errmsg(ctl_db *db)
+{
+    return sqlite3_errmsg(db->h);
+}
+
 /* Applies migrations past the stored version, each with its version bump in one transaction,
  * so a crash mid-way leaves the store at a whole version. */
 static int migrate(ctl_db *db, int *version)
@@ -279,7 +307,7 @@ static int migrate(ctl_db *db, int *version)
     json_t *row = NULL;
     if (db_row(db, &row, "SELECT version FROM schema_version", NULL) != HONE_OK)
         return HONE_ESQL;
-    int v = (int)jint(row, "version");
+    int v = (int)json_integer_value(json_object_get(row, "version"));
     json_decref(row);
     for (size_t i = (size_t)v; i < hone_migrations_count; i++) {
         if (db_begin(db) != HONE_OK)

@@ -64,10 +64,10 @@ void ctl_log(hone_controller *c, const char *level, const char *event, json_t *f
 
 void ctl_res_store_error(hone_controller *c, hone_http_res *res)
 {
-    ctl_log(c, "error", "store_error", json_pack("{s:s}", "message", sqlite3_errmsg(c->db->h)));
+    ctl_log(c, "error", "store_error", json_pack("{s:s}", "message", db_errmsg(c->db)));
     if (c->batch_open)
         ctl_batch_undo(c); /* only this request's savepoint; the batch stays */
     else
         db_rollback(c->db);
-    hone_http_res_error(res, 500, NULL, "store error: %s", sqlite3_errmsg(c->db->h));
+    hone_http_res_error(res, 500, NULL, "store error: %s", db_errmsg(c->db));
 }

@@ -12,7 +12,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "auth.h"
 #include "ctl.h"
+#include "store.h"
+#include "util.h"
 
 enum { SECRET_BYTES = 32 };
 

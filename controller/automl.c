@@ -6,7 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "automl.h"
 #include "ctl.h"
+#include "ctl_sched.h"
+#include "jobs.h"
+#include "store.h"
+#include "util.h"
 
 int ctl_automl_space_json(const char *network, const json_t *settings, json_t **space, char *field,
                           size_t fieldlen, char *msg, size_t msglen)

@@ -11,7 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "automl.h"
 #include "ctl.h"
+#include "ctl_sched.h"
+#include "jobs.h"
+#include "store.h"
+#include "util.h"
 
 static int step_new(hone_controller *c, ctl_search *s, const json_t *job, const hone_ask *a)
 {

@@ -4,7 +4,11 @@
  * writer flushes the batch first, so no reply ever goes out before its change is durable. */
 #include <stdio.h>
 
+#include "automl.h"
+#include "batch.h"
 #include "ctl.h"
+#include "store.h"
+#include "util.h"
 
 typedef struct ctl_pending {
     hone_http_res *res; /* NULL once the client has gone */

@@ -5,9 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "batch.h"
 #include "ctl.h"
-
-int ctl_routes_dataset_upload(hone_controller *c); /* dataset_upload.c */
+#include "dataset_check.h"
+#include "routes.h"
+#include "store.h"
+#include "util.h"
 
 static const char *const ds_types[] = {"image_classification", "object_detection", NULL};
 static const char *const ds_formats[] = {"idx", "image_folder", "kitti", NULL};

@@ -5,7 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "automl.h"
 #include "ctl.h"
+#include "ctl_sched.h"
+#include "jobs.h"
+#include "routes.h"
+#include "store.h"
+#include "util.h"
 
 static const char *const actions[] = {"train", "automl", NULL};
 

@@ -8,7 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
+#include "automl.h"
+#include "batch.h"
 #include "ctl.h"
+#include "ctl_sched.h"
+#include "jobs.h"
+#include "report_check.h"
+#include "routes.h"
+#include "store.h"
+#include "util.h"
 
 static const char *const end_states[] = {"done", "failed", "paused", "stopped", NULL};
 

@@ -6,7 +6,22 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "automl.h"
+#include "batch.h"
 #include "ctl.h"
+#include "ctl_sched.h"
+#include "jobs.h"
+#include "store.h"
+#include "util.h"
+
+/* A worker's lease request parked until work appears or its wait runs out. */
+struct ctl_waiter {
+    hone_controller *c;
+    hone_http_res *res;
+    char worker_id[64];
+    uv_timer_t timer;
+    struct ctl_waiter *prev, *next;
+};
 
 int ctl_live_workers(hone_controller *c)
 {

@@ -7,7 +7,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "auth.h"
+#include "automl.h"
+#include "batch.h"
 #include "ctl.h"
+#include "ctl_sched.h"
+#include "routes.h"
+#include "store.h"
+#include "util.h"
 
 static void config_copy(hone_controller_config *dst, const hone_controller_config *src)
 {

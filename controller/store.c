@@ -2,17 +2,16 @@
  * schemas/NNN_name.sql files embedded at build time) applied one transaction each, and small
  * statement helpers (prepared statements cached per connection, keyed by their SQL) that bind by
  * a type string and return rows as JSON. Every write the API acknowledges is committed here
- * (synchronous=FULL) before the reply goes out. Nothing but this file reaches SQLite. */
-#include <fcntl.h>
+ * (synchronous=FULL) before the reply goes out. The layer under store_*.c: it knows no table but
+ * schema_version, and nothing but store*.c reaches SQLite. */
 #include <math.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "ctl.h"
+#include "controller.h"
+#include "store.h"
 
 extern const char *const hone_migrations[];
 extern const size_t hone_migrations_count;
@@ -381,39 +380,4 @@ int hone_controller_store_migrate(const char *db_path, int *version)
     int rc = db_open(db_path, &db, version);
     db_close(db);
     return rc;
-}
-
-double ctl_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-void ctl_time_str(double t, char *buf, size_t n)
-{
-    time_t s = (time_t)t;
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-/* Ids: prefix + 16 hex digits from a splitmix64 stream seeded once from /dev/urandom and the
- * clock; unique per store in practice and never reused across restarts. */
-void ctl_new_id(hone_controller *c, const char *prefix, char *buf, size_t n)
-{
-    if (c->id_state == 0) {
-        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            if (read(fd, &c->id_state, sizeof c->id_state) != (ssize_t)sizeof c->id_state)
-                c->id_state = 0;
-            close(fd);
-        }
-        c->id_state ^= (uint64_t)(ctl_now() * 1e6) ^ ((uint64_t)getpid() << 32);
-    }
-    uint64_t z = (c->id_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    snprintf(buf, n, "%s-%016llx", prefix, (unsigned long long)z);
 }

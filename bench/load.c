@@ -2,6 +2,7 @@
  * keep-alive connections (one thread each: register, lease a train job, report epochs as fast as
  * answered, complete, lease again) plus readers polling job status and job lists, and prints
  * reports/s and latency percentiles. Starts the controller itself (--controller BIN) or uses --url.
+ * Worker calls carry the credential that registration returns ("Authorization: Bearer <token>").
  * Usage: bench_load (--controller BIN | --url http://127.0.0.1:PORT) [--workers 64] [--readers 4]
  *                   [--seconds 20] [--epochs 10000] [--data-dir DIR] */
 #define _GNU_SOURCE /* strcasestr */
@@ -78,9 +79,11 @@ static int conn_open(conn *c)
     return connect(c->fd, (struct sockaddr *)&a, sizeof a);
 }
 
-/* One request on a keep-alive connection (reconnects once if the server closed it). Returns the
- * status (body in c->buf, NUL-terminated) or -1. */
-static int http(conn *c, const char *method, const char *path, const char *body)
+/* One request on a keep-alive connection (reconnects once if the server closed it), with
+ * "Authorization: Bearer <token>" when token is given. Returns the status (body in c->buf,
+ * NUL-terminated) or -1. */
+static int http_auth(conn *c, const char *method, const char *path, const char *body,
+                     const char *token)
 {
     char head[1024];
     size_t bl = body ? strlen(body) : 0;
@@ -91,8 +94,10 @@ static int http(conn *c, const char *method, const char *path, const char *body)
             return -1;
         }
         int hl = snprintf(head, sizeof head,
-                          "%s %s HTTP/1.1\r\nHost: bench\r\n%sContent-Length: %zu\r\n\r\n", method,
-                          path, body ? "Content-Type: application/json\r\n" : "", bl);
+                          "%s %s HTTP/1.1\r\nHost: bench\r\n%s%s%s%sContent-Length: %zu\r\n\r\n",
+                          method, path, body ? "Content-Type: application/json\r\n" : "",
+                          token ? "Authorization: Bearer " : "", token ? token : "",
+                          token ? "\r\n" : "", bl);
         if (send(c->fd, head, (size_t)hl, MSG_NOSIGNAL) != hl ||
             (bl && send(c->fd, body, bl, MSG_NOSIGNAL) != (ssize_t)bl))
             goto retry;
@@ -123,6 +128,11 @@ static int http(conn *c, const char *method, const char *path, const char *body)
         c->fd = -1;
     }
     return -1;
+}
+
+static int http(conn *c, const char *method, const char *path, const char *body)
+{
+    return http_auth(c, method, path, body, NULL);
 }
 
 static int json_str(const char *body, const char *key, char *out, size_t n)
@@ -156,13 +166,14 @@ static void *worker_main(void *arg)
 {
     wstate *w = arg;
     conn c = {.fd = -1};
-    char wid[64], body[512], path[256];
+    char wid[64], tok[192], body[512], path[256];
     snprintf(body, sizeof body, "{\"name\":\"bench-%d\",\"resources\":{\"cpus\":1}}", w->idx);
-    if (http(&c, "POST", "/api/v1/workers", body) != 201 || json_str(c.buf, "id", wid, sizeof wid))
+    if (http(&c, "POST", "/api/v1/workers", body) != 201 ||
+        json_str(c.buf, "id", wid, sizeof wid) || json_str(c.buf, "token", tok, sizeof tok))
         return NULL;
     while (!stop_flag) {
         snprintf(path, sizeof path, "/api/v1/workers/%s/lease?wait=1", wid);
-        int st = http(&c, "POST", path, NULL);
+        int st = http_auth(&c, "POST", path, NULL, tok);
         if (st == 204)
             continue;
         char job[64];
@@ -181,7 +192,7 @@ static void *worker_main(void *arg)
                      "\"val_loss\":%.6f,\"val_accuracy\":%.6f,\"seconds\":0.01}}",
                      wid, epoch, 1.0 / epoch, 1.1 / epoch, 1.0 - 1.0 / (epoch + 1));
             double t0 = now_s();
-            st = http(&c, "POST", path, body);
+            st = http_auth(&c, "POST", path, body, tok);
             double dt = now_s() - t0;
             if (st != 200) {
                 w->errors++;
@@ -196,7 +207,7 @@ static void *worker_main(void *arg)
             break;
         snprintf(path, sizeof path, "/api/v1/jobs/%s/complete", job);
         snprintf(body, sizeof body, "{\"worker_id\":\"%s\",\"status\":\"done\"}", wid);
-        http(&c, "POST", path, body);
+        http_auth(&c, "POST", path, body, tok);
     }
     close(c.fd);
     return NULL;

@@ -12,7 +12,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "auth.h"
 #include "ctl.h"
+#include "store.h"
+#include "util.h"
 
 enum { SECRET_BYTES = 32 };
 
@@ -147,7 +150,7 @@ int ctl_auth_worker(hone_controller *c, hone_http_req *req, hone_http_res *res, 
     json_t *row = NULL;
     const char *tok = bearer(req), *secret = NULL;
     char id[64], hash[65];
-    int rc = db_row(c->db, &row, "SELECT secret_hash FROM workers WHERE id=?", "s", wid);
+    int rc = store_worker_secret(c->db, wid, &row);
     if (rc == HONE_ENOENT) {
         hone_http_res_error(res, 404, field, "unknown worker %s: register again", wid);
         goto out;

@@ -6,7 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "automl.h"
 #include "ctl.h"
+#include "ctl_sched.h"
+#include "jobs.h"
+#include "store.h"
+#include "util.h"
 
 int ctl_automl_space_json(const char *network, const json_t *settings, json_t **space, char *field,
                           size_t fieldlen, char *msg, size_t msglen)
@@ -146,8 +151,7 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
     json_t *job = NULL, *exp = NULL, *settings = NULL, *space = NULL, *flat = NULL;
     char field[128];
     int rc = ctl_job_row(c, job_id, &job);
-    if (rc || (rc = db_row(c->db, &exp, "SELECT * FROM experiments WHERE id=?", "s",
-                           jstr(job, "experiment_id"))))
+    if (rc || (rc = store_experiment_get(c->db, jstr(job, "experiment_id"), &exp)))
         goto out;
     settings = jparse(jstr(exp, "automl_settings"));
     rc = ctl_automl_space_json(jstr(exp, "network"), settings, &space, field, sizeof field, msg,
@@ -182,11 +186,7 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
     space = NULL;
     char *txt = jdump(automl);
     json_decref(automl);
-    rc = db_run(c->db,
-                "UPDATE jobs SET automl=?, status='running', started=?, queued_at=NULL WHERE id=?",
-                "sds", txt, ctl_now(), job_id) < 0
-             ? HONE_ESQL
-             : HONE_OK;
+    rc = store_automl_start(c->db, job_id, txt, ctl_now());
     free(txt);
 out:
     json_decref(job);
@@ -267,8 +267,7 @@ int ctl_automl_rebuild(hone_controller *c, const char *job_id)
         o.algo == HONE_ALGO_HYPERBAND || o.algo == HONE_ALGO_BOHB || o.algo == HONE_ALGO_ASHA
             ? o.R * o.epoch_multiplier
             : o.max_epochs;
-    if ((rc = db_rows(c->db, &events, "SELECT * FROM automl_events WHERE job_id=? ORDER BY seq",
-                      "s", job_id)))
+    if ((rc = store_automl_events(c->db, job_id, &events)))
         goto out;
     json_t *ev;
     size_t i;
@@ -303,10 +302,7 @@ int ctl_automl_rebuild_all(hone_controller *c)
 {
     json_t *rows = NULL, *r;
     size_t i;
-    if (db_rows(c->db, &rows,
-                "SELECT id FROM jobs WHERE action='automl' AND status IN ('running','paused') "
-                "ORDER BY created",
-                NULL))
+    if (store_automl_list_live(c->db, &rows))
         return HONE_ESQL;
     json_array_foreach(rows, i, r) ctl_automl_rebuild(c, jstr(r, "id"));
     json_decref(rows);
@@ -316,13 +312,7 @@ int ctl_automl_rebuild_all(hone_controller *c)
 static int ev_append(hone_controller *c, const char *job_id, const char *kind, int trial, int epoch,
                      double metric, const char *data)
 {
-    return db_run(c->db,
-                  "INSERT INTO automl_events(job_id,seq,kind,trial,epoch,metric,data,created) "
-                  "VALUES(?1,(SELECT COALESCE(MAX(seq),0)+1 FROM automl_events WHERE job_id=?1),"
-                  "?2,?3,?4,?5,?6,?7)",
-                  "ssiidsd", job_id, kind, trial, epoch, metric, data, ctl_now()) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return store_automl_event_append(c->db, job_id, kind, trial, epoch, metric, data, ctl_now());
 }
 
 int ctl_automl_log_new(hone_controller *c, const char *job_id, int trial, int epochs,

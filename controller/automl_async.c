@@ -6,7 +6,21 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "automl.h"
+#include "batch.h"
 #include "ctl.h"
+#include "ctl_sched.h"
+#include "jobs.h"
+#include "util.h"
+
+/* A request held until the search of job_id is idle. */
+struct ctl_deferred {
+    char job_id[64];
+    hone_http_req *req;
+    hone_http_res *res;
+    hone_http_handler handler;
+    struct ctl_deferred *next;
+};
 
 int ctl_automl_offload(hone_controller *c, ctl_search *s)
 {

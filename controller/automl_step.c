@@ -11,7 +11,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "automl.h"
 #include "ctl.h"
+#include "ctl_sched.h"
+#include "jobs.h"
+#include "store.h"
+#include "util.h"
 
 static int step_new(hone_controller *c, ctl_search *s, const json_t *job, const hone_ask *a)
 {
@@ -24,11 +29,8 @@ static int step_new(hone_controller *c, ctl_search *s, const json_t *job, const 
     int rc = HONE_ESQL;
     if (db_begin(c->db))
         goto out;
-    if (db_run(c->db,
-               "INSERT INTO jobs(id,experiment_id,parent_id,action,name,status,trial,config,"
-               "epochs_target,created,queued_at) VALUES(?,?,?,'train',?,'queued',?,?,?,?,?)",
-               "ssssisidd", id, jstr(job, "experiment_id"), s->job_id, name, a->trial, cfg,
-               a->epochs, now, now) < 0 ||
+    if (store_trial_insert(c->db, id, jstr(job, "experiment_id"), s->job_id, name, a->trial, cfg,
+                           a->epochs, now) ||
         ctl_automl_log_new(c, s->job_id, a->trial, a->epochs, a->values,
                            hone_space_nparams(s->space)) ||
         db_commit(c->db))
@@ -49,11 +51,7 @@ static int step_resume(hone_controller *c, ctl_search *s, const hone_ask *a)
     int rc = HONE_ESQL;
     if (db_begin(c->db))
         return rc;
-    int n = db_run(c->db,
-                   "UPDATE jobs SET status='queued', epochs_target=?, resume=1, queued_at=?, "
-                   "last_decision=NULL, finished=NULL, stopped_early=0 WHERE parent_id=? AND "
-                   "trial=?",
-                   "idsi", a->epochs, ctl_now(), s->job_id, a->trial);
+    int n = store_trial_requeue(c->db, s->job_id, a->trial, a->epochs, ctl_now());
     if (n != 1 || ctl_automl_log_resume(c, s->job_id, a->trial, a->epochs) || db_commit(c->db)) {
         db_rollback(c->db);
         return rc;
@@ -126,8 +124,7 @@ static void copy_best(hone_controller *c, const char *automl_id, const json_t *b
     size_t i;
     FILE *f =
         snprintf(p2, sizeof p2, "%s/metrics.jsonl", dst) < (int)sizeof p2 ? fopen(p2, "w") : NULL;
-    if (f && db_rows(c->db, &rows, "SELECT data FROM metrics WHERE job_id=? ORDER BY epoch", "s",
-                     jstr(best, "id")) == HONE_OK)
+    if (f && store_metrics_data_list(c->db, jstr(best, "id"), &rows) == HONE_OK)
         json_array_foreach(rows, i, r) fprintf(f, "%s\n", jstr(r, "data"));
     if (f)
         fclose(f);
@@ -141,7 +138,7 @@ static void delete_ckpts(hone_controller *c, const char *automl_id, const char *
 {
     json_t *rows = NULL, *r;
     size_t i;
-    if (db_rows(c->db, &rows, "SELECT id FROM jobs WHERE parent_id=?", "s", automl_id))
+    if (store_trials_ids(c->db, automl_id, &rows))
         return;
     json_array_foreach(rows, i, r)
     {
@@ -163,20 +160,10 @@ static void delete_ckpts(hone_controller *c, const char *automl_id, const char *
     json_decref(rows);
 }
 
-static int best_trial(hone_controller *c, const char *automl_id, int maximize, json_t **best)
-{
-    return db_row(c->db, best,
-                  maximize ? "SELECT * FROM jobs WHERE parent_id=? AND best_metric IS NOT NULL "
-                             "ORDER BY best_metric DESC, trial LIMIT 1"
-                           : "SELECT * FROM jobs WHERE parent_id=? AND best_metric IS NOT NULL "
-                             "ORDER BY best_metric ASC, trial LIMIT 1",
-                  "s", automl_id);
-}
-
 static int finish(hone_controller *c, ctl_search *s)
 {
     json_t *best = NULL, *result;
-    int have = best_trial(c, s->job_id, s->maximize, &best) == HONE_OK;
+    int have = store_trial_best(c->db, s->job_id, s->maximize, &best) == HONE_OK;
     json_t *automl = NULL, *job = NULL;
     if (ctl_job_row(c, s->job_id, &job) == HONE_OK)
         automl = jparse(jstr(job, "automl"));
@@ -201,16 +188,11 @@ static int finish(hone_controller *c, ctl_search *s)
     double now = ctl_now();
     if (db_begin(c->db))
         goto out;
-    if (db_run(c->db,
-               "UPDATE jobs SET status='stopped', stopped_early=1, finished=? WHERE "
-               "parent_id=? AND status IN ('paused','queued')",
-               "ds", now, s->job_id) < 0 ||
-        db_run(c->db,
-               "UPDATE jobs SET status=?, finished=?, result=?, best_metric=?, best_epoch=?, "
-               "error=? WHERE id=?",
-               "sdsdiss", have ? "done" : "failed", now, rs, have ? jnum(best, "best_metric") : NAN,
-               have ? (int)jint(best, "best_epoch") : 0, have ? NULL : "no trial reported a metric",
-               s->job_id) < 0 ||
+    if (store_trials_stop_waiting(c->db, s->job_id, now) ||
+        store_automl_finish(c->db, s->job_id, have ? "done" : "failed", now, rs,
+                            have ? jnum(best, "best_metric") : NAN,
+                            have ? (int)jint(best, "best_epoch") : 0,
+                            have ? NULL : "no trial reported a metric") ||
         db_commit(c->db)) {
         db_rollback(c->db);
         goto out;
@@ -225,20 +207,6 @@ out:
     json_decref(automl);
     json_decref(job);
     return rc;
-}
-
-/* Trials of the AutoML job still queued or running (leased); < 0 on a store error. */
-static int trials_active(hone_controller *c, const char *job_id)
-{
-    json_t *r = NULL;
-    if (db_row(
-            c->db, &r,
-            "SELECT COUNT(*) AS n FROM jobs WHERE parent_id=? AND status IN ('queued','running')",
-            "s", job_id))
-        return -1;
-    int n = (int)jint(r, "n");
-    json_decref(r);
-    return n;
 }
 
 /* Applies one answer of the search: a new trial is stored and queued, a paused one requeued, DONE
@@ -258,8 +226,8 @@ int ctl_automl_apply(hone_controller *c, ctl_search *s, const json_t *job, const
          * worker's complete, with the test accuracy, has not arrived: e.g. right after a
          * restart) or queued again. Finish only when none is; a complete or an expired lease
          * steps the search again. */
-        int active = trials_active(c, job_id), rc = HONE_OK;
-        if (active < 0)
+        int active = 0, rc = HONE_OK;
+        if (store_trials_count_active(c->db, job_id, &active))
             return HONE_ESQL;
         if (active == 0) {
             rc = finish(c, s);
@@ -332,10 +300,7 @@ json_t *ctl_automl_status(hone_controller *c, const json_t *job)
     json_object_set(o, "max_parallel", json_object_get(opts, "max_parallel"));
     json_object_set(o, "search_space", json_object_get(automl, "space"));
     long n_done = 0, n_run = 0, n_queued = 0, n_stopped = 0, n_failed = 0, n_paused = 0;
-    if (db_rows(c->db, &rows,
-                "SELECT status, COUNT(*) AS n, SUM(stopped_early) AS se FROM jobs WHERE "
-                "parent_id=? GROUP BY status",
-                "s", id) == HONE_OK) {
+    if (store_trials_count_by_status(c->db, id, &rows) == HONE_OK) {
         size_t i;
         json_array_foreach(rows, i, r)
         {
@@ -363,10 +328,7 @@ json_t *ctl_automl_status(hone_controller *c, const json_t *job)
     json_object_set_new(o, "trials_failed", json_integer(n_failed));
     double spe = NAN;
     long epochs_done = 0;
-    if (db_row(c->db, &agg,
-               "SELECT COUNT(*) AS n, AVG(json_extract(m.data,'$.seconds')) AS spe FROM metrics m "
-               "JOIN jobs j ON m.job_id=j.id WHERE j.parent_id=?",
-               "s", id) == HONE_OK) {
+    if (store_metrics_trials_summary(c->db, id, &agg) == HONE_OK) {
         epochs_done = (long)jint(agg, "n");
         spe = jnum(agg, "spe");
     }
@@ -384,7 +346,7 @@ json_t *ctl_automl_status(hone_controller *c, const json_t *job)
     json_object_set_new(o, "eta_seconds",
                         isnan(spe) ? json_null() : json_real((double)remaining * spe / par));
     json_t *best = NULL;
-    if (best_trial(c, id, maximize, &best) == HONE_OK) {
+    if (store_trial_best(c->db, id, maximize, &best) == HONE_OK) {
         json_object_set(o, "best_metric", json_object_get(best, "best_metric"));
         json_object_set(o, "best_trial", json_object_get(best, "trial"));
         json_object_set(o, "best_job_id", json_object_get(best, "id"));

@@ -4,7 +4,11 @@
  * writer flushes the batch first, so no reply ever goes out before its change is durable. */
 #include <stdio.h>
 
+#include "automl.h"
+#include "batch.h"
 #include "ctl.h"
+#include "store.h"
+#include "util.h"
 
 typedef struct ctl_pending {
     hone_http_res *res; /* NULL once the client has gone */
@@ -25,18 +29,17 @@ int ctl_batch_begin(hone_controller *c)
         c->batch_open = 1;
         uv_check_start(&c->batch_check, check_cb);
     }
-    return db_run(c->db, "SAVEPOINT report", NULL) < 0 ? HONE_ESQL : HONE_OK;
+    return db_savepoint(c->db);
 }
 
 int ctl_batch_release(hone_controller *c)
 {
-    return db_run(c->db, "RELEASE report", NULL) < 0 ? HONE_ESQL : HONE_OK;
+    return db_savepoint_release(c->db);
 }
 
 void ctl_batch_undo(hone_controller *c)
 {
-    db_run(c->db, "ROLLBACK TO report", NULL);
-    db_run(c->db, "RELEASE report", NULL);
+    db_savepoint_undo(c->db);
 }
 
 static void pending_abort(hone_http_res *res, void *ud)

@@ -1,12 +1,13 @@
 /* Controller configuration: defaults, a YAML file (read with libyaml into JSON, then checked key by
  * key so an unknown or mistyped key is named), and flag-style overrides. */
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
 
-#include "ctl.h"
+#include "controller.h"
 
 void hone_controller_config_default(hone_controller_config *c)
 {

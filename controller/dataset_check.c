@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,8 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
-#include "ctl.h"
+#include "dataset_check.h"
+#include "hone.h"
 
 static int inside(const char *root, const char *p)
 {

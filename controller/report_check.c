@@ -9,7 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ctl.h"
+#include "hone.h"
+#include "report_check.h"
 
 typedef struct metric_rule {
     const char *name;

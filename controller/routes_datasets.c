@@ -5,9 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "batch.h"
 #include "ctl.h"
-
-int ctl_routes_dataset_upload(hone_controller *c); /* dataset_upload.c */
+#include "dataset_check.h"
+#include "routes.h"
+#include "store.h"
+#include "util.h"
 
 static const char *const ds_types[] = {"image_classification", "object_detection", NULL};
 static const char *const ds_formats[] = {"idx", "image_folder", "kitti", NULL};
@@ -75,14 +78,11 @@ static void ds_checked(uv_work_t *w, int status)
     ctl_new_id(c, "ds", id, sizeof id);
     char *st = jdump(d->stats);
     const char *desc = jstr(d->body, "description");
-    int rc = db_run(c->db,
-                    "INSERT INTO datasets(id,name,type,format,path,description,stats,created) "
-                    "VALUES(?,?,?,?,?,?,?,?)",
-                    "sssssssd", id, jstr(d->body, "name"), d->type, d->format, d->real,
-                    desc ? desc : "", st, ctl_now());
+    int rc = store_dataset_insert(c->db, id, jstr(d->body, "name"), d->type, d->format, d->real,
+                                  desc ? desc : "", st, ctl_now());
     free(st);
     json_t *row = NULL;
-    if (rc < 0 || db_row(c->db, &row, "SELECT * FROM datasets WHERE id=?", "s", id)) {
+    if (rc || store_dataset_get(c->db, id, &row)) {
         ctl_res_store_error(c, res);
         goto out;
     }
@@ -141,7 +141,7 @@ static void ds_list(hone_http_req *req, hone_http_res *res, void *ud)
     hone_controller *c = ud;
     json_t *rows = NULL;
     (void)req;
-    if (db_rows(c->db, &rows, "SELECT * FROM datasets ORDER BY created, id", NULL)) {
+    if (store_datasets_list(c->db, &rows)) {
         ctl_res_store_error(c, res);
         return;
     }
@@ -157,7 +157,7 @@ static void ds_get(hone_http_req *req, hone_http_res *res, void *ud)
     hone_controller *c = ud;
     json_t *row = NULL;
     const char *id = hone_http_req_param(req, "id");
-    int rc = db_row(c->db, &row, "SELECT * FROM datasets WHERE id=?", "s", id);
+    int rc = store_dataset_get(c->db, id, &row);
     if (rc == HONE_ENOENT) {
         hone_http_res_error(res, 404, "id", "no dataset %s", id);
         return;
@@ -175,14 +175,13 @@ static void ds_delete(hone_http_req *req, hone_http_res *res, void *ud)
     hone_controller *c = ud;
     json_t *row = NULL;
     const char *id = hone_http_req_param(req, "id");
-    if (db_row(c->db, &row, "SELECT experiment_id FROM experiment_datasets WHERE dataset_id=?", "s",
-               id) == HONE_OK) {
+    if (store_dataset_used_by(c->db, id, &row) == HONE_OK) {
         hone_http_res_error(res, 409, "id", "dataset %s is used by experiment %s", id,
                             jstr(row, "experiment_id"));
         json_decref(row);
         return;
     }
-    int n = db_run(c->db, "DELETE FROM datasets WHERE id=?", "s", id);
+    int n = store_dataset_delete(c->db, id);
     if (n < 0)
         ctl_res_store_error(c, res);
     else if (n == 0)

@@ -5,7 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "automl.h"
 #include "ctl.h"
+#include "ctl_sched.h"
+#include "jobs.h"
+#include "routes.h"
+#include "store.h"
+#include "util.h"
 
 static const char *const actions[] = {"train", "automl", NULL};
 
@@ -39,7 +45,7 @@ static void job_create(hone_http_req *req, hone_http_res *res, void *ud)
         return;
     if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
         goto out;
-    int rc = db_row(c->db, &exp, "SELECT * FROM experiments WHERE id=?", "s", eid);
+    int rc = store_experiment_get(c->db, eid, &exp);
     if (rc) {
         if (rc == HONE_ENOENT)
             hone_http_res_error(res, 404, "id", "no experiment %s", eid);
@@ -93,12 +99,7 @@ static void job_list(hone_http_req *req, hone_http_res *res, void *ud)
     }
     const char *top = hone_http_req_query(req, "top"); /* top=1: no trials */
     json_t *rows = NULL;
-    if (db_rows(c->db, &rows,
-                "SELECT * FROM jobs WHERE (?1 IS NULL OR experiment_id=?1) AND "
-                "(?2 IS NULL OR status=?2) AND (?3 IS NULL OR parent_id=?3) AND "
-                "(?4 IS NULL OR action=?4) AND (?5 IS NULL OR parent_id IS NULL) "
-                "ORDER BY created, rowid LIMIT ?6",
-                "sssssi", exp, st, parent, action, top && strcmp(top, "0") ? "1" : NULL, limit)) {
+    if (store_jobs_list(c->db, &rows, exp, st, parent, action, top && strcmp(top, "0"), limit)) {
         ctl_res_store_error(c, res);
         return;
     }
@@ -123,25 +124,14 @@ static int do_cancel(hone_controller *c, const json_t *job)
     const char *id = jstr(job, "id"), *st = jstr(job, "status");
     double now = ctl_now();
     if (!strcmp(jstr(job, "action"), "automl")) {
-        if (db_run(c->db, "UPDATE jobs SET status='canceled', finished=? WHERE id=?", "ds", now,
-                   id) < 0 ||
-            db_run(c->db,
-                   "UPDATE leases SET ended=?, end_reason='canceled' WHERE ended IS NULL AND "
-                   "job_id IN (SELECT id FROM jobs WHERE parent_id=? AND status='running')",
-                   "ds", now, id) < 0 ||
-            db_run(c->db,
-                   "UPDATE jobs SET status='canceled', finished=?, control='cancel', "
-                   "worker_id=NULL, lease_expires=NULL WHERE parent_id=? AND status IN "
-                   "('queued','paused','running')",
-                   "ds", now, id) < 0)
+        if (store_job_cancel(c->db, id, now) || store_leases_cancel_trials(c->db, id, now) ||
+            store_trials_cancel(c->db, id, now))
             return HONE_ESQL;
         return HONE_OK;
     }
     if (!strcmp(st, "running"))
-        return db_run(c->db, "UPDATE jobs SET control='cancel' WHERE id=?", "s", id) < 0 ? HONE_ESQL
-                                                                                         : HONE_OK;
-    if (db_run(c->db, "UPDATE jobs SET status='canceled', finished=? WHERE id=?", "ds", now, id) <
-        0)
+        return store_job_request_cancel(c->db, id);
+    if (store_job_cancel(c->db, id, now))
         return HONE_ESQL;
     /* A queued trial counts as running in its search; a paused one is resumable: end both. */
     if (jstr(job, "parent_id") && !strcmp(st, "queued"))
@@ -186,10 +176,9 @@ static void job_verb(hone_controller *c, hone_http_req *req, hone_http_res *res,
             goto out;
         }
         if (automl || !strcmp(st, "queued"))
-            rc = db_run(c->db, "UPDATE jobs SET status='paused', resume=(epoch>0) WHERE id=?", "s",
-                        id) < 0;
+            rc = store_job_pause(c->db, id);
         else
-            rc = db_run(c->db, "UPDATE jobs SET control='pause' WHERE id=?", "s", id) < 0;
+            rc = store_job_request_pause(c->db, id);
         if (!automl && jstr(job, "parent_id")) {
             db_rollback(c->db);
             hone_http_res_error(res, 409, "id", "trials are paused by their AutoML search");
@@ -203,11 +192,7 @@ static void job_verb(hone_controller *c, hone_http_req *req, hone_http_res *res,
                                                        : ", not paused");
             goto out;
         }
-        rc = db_run(c->db,
-                    automl ? "UPDATE jobs SET status='running', control=NULL WHERE id=?"
-                           : "UPDATE jobs SET status='queued', control=NULL, last_decision=NULL, "
-                             "queued_at=CAST(strftime('%s','now') AS REAL) WHERE id=?",
-                    "s", id) < 0;
+        rc = automl ? store_automl_resume(c->db, id) : store_job_resume(c->db, id);
     } else {
         db_rollback(c->db);
         hone_http_res_error(res, 404, "verb", "unknown job action '%s'", verb);
@@ -291,24 +276,19 @@ static void job_metrics(hone_http_req *req, hone_http_res *res, void *ud)
     if (!strcmp(jstr(job, "action"), "automl")) {
         json_t *trials = NULL, *t, *out = json_object();
         size_t i;
-        if (db_rows(c->db, &trials, "SELECT id, trial FROM jobs WHERE parent_id=? ORDER BY trial",
-                    "s", id) == HONE_OK)
+        if (store_trials_list(c->db, id, &trials) == HONE_OK)
             json_array_foreach(trials, i, t)
             {
                 char key[32];
                 snprintf(key, sizeof key, "%lld", jint(t, "trial"));
-                if (db_rows(c->db, &rows,
-                            "SELECT epoch, data FROM metrics WHERE job_id=? ORDER BY epoch", "s",
-                            jstr(t, "id")) == HONE_OK) {
+                if (store_metrics_list(c->db, jstr(t, "id"), &rows) == HONE_OK) {
                     json_object_set_new(out, key, metric_list(rows));
                     json_decref(rows);
                 }
             }
         json_decref(trials);
         hone_http_res_json(res, 200, json_pack("{s:o}", "trials", out));
-    } else if (db_rows(c->db, &rows,
-                       "SELECT epoch, data FROM metrics WHERE job_id=? ORDER BY epoch", "s",
-                       id) == HONE_OK) {
+    } else if (store_metrics_list(c->db, id, &rows) == HONE_OK) {
         hone_http_res_json(res, 200, json_pack("{s:o}", "metrics", metric_list(rows)));
         json_decref(rows);
     } else {

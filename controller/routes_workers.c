@@ -8,13 +8,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
+#include "automl.h"
+#include "batch.h"
 #include "ctl.h"
+#include "ctl_sched.h"
+#include "jobs.h"
+#include "report_check.h"
+#include "routes.h"
+#include "store.h"
+#include "util.h"
 
 static const char *const end_states[] = {"done", "failed", "paused", "stopped", NULL};
 
 static int worker_touch(hone_controller *c, hone_http_res *res, const char *wid)
 {
-    int n = db_run(c->db, "UPDATE workers SET last_seen=? WHERE id=?", "ds", ctl_now(), wid);
+    int n = store_worker_touch(c->db, wid, ctl_now());
     if (n < 0) {
         ctl_res_store_error(c, res);
         return HONE_ESQL;
@@ -49,13 +58,10 @@ static void w_register(hone_http_req *req, hone_http_res *res, void *ud)
     json_t *r = json_object_get(body, "resources");
     char *rs = json_is_object(r) ? jdump(r) : hone_xstrdup("{}");
     double now = ctl_now();
-    int n =
-        db_run(c->db,
-               "INSERT INTO workers(id,name,resources,artifact_dir,registered,last_seen,"
-               "secret_hash) VALUES(?,?,?,?,?,?,?)",
-               "ssssdds", id, jstr(body, "name"), rs, jstr(body, "artifact_dir"), now, now, hash);
+    int rc = store_worker_insert(c->db, id, jstr(body, "name"), rs, jstr(body, "artifact_dir"), now,
+                                 hash);
     free(rs);
-    if (n < 0) {
+    if (rc) {
         ctl_res_store_error(c, res);
         goto out;
     }
@@ -72,10 +78,7 @@ out:
 /* A job this worker held and whose lease lapsed is still queued: give it back to the worker. */
 static int reattach(hone_controller *c, const json_t *job, const char *wid)
 {
-    return db_run(c->db,
-                  "UPDATE jobs SET status='running', worker_id=?, lease_expires=? WHERE id=? AND "
-                  "status='queued' AND last_worker_id=?",
-                  "sdss", wid, ctl_now() + c->cfg.lease_seconds, jstr(job, "id"), wid) == 1
+    return store_lease_reattach(c->db, jstr(job, "id"), wid, ctl_now() + c->cfg.lease_seconds) == 1
                ? HONE_OK
                : HONE_ESTATE;
 }
@@ -115,8 +118,7 @@ static void w_heartbeat(hone_http_req *req, hone_http_res *res, void *ud)
         const char *st = jstr(job, "status"), *holder = jstr(job, "worker_id");
         const char *ctl = jstr(job, "control");
         if (!strcmp(st, "running") && holder && !strcmp(holder, wid)) {
-            db_run(c->db, "UPDATE jobs SET lease_expires=? WHERE id=?", "ds",
-                   ctl_now() + c->cfg.lease_seconds, jid);
+            store_lease_extend(c->db, jid, ctl_now() + c->cfg.lease_seconds);
             if (ctl && !strcmp(ctl, "cancel"))
                 json_array_append(cancel, v);
             else if (ctl && !strcmp(ctl, "pause"))
@@ -172,12 +174,18 @@ static void w_lease(hone_http_req *req, hone_http_res *res, void *ud)
         hone_http_res_empty(res, 204);
 }
 
+/* The job row: for a report only the columns it needs (store_job_report_row), else the whole. */
+static int job_get(hone_controller *c, const char *jid, int report, json_t **job)
+{
+    return report ? store_job_report_row(c->db, jid, job) : ctl_job_row(c, jid, job);
+}
+
 /* The job must be held by this worker; a job whose lease lapsed but is still queued is taken back.
  * Answers 404/409 itself and returns non-zero otherwise. */
 static int job_for_worker(hone_controller *c, hone_http_res *res, const char *jid, const char *wid,
-                          const char *sql, json_t **job)
+                          int report, json_t **job)
 {
-    int rc = sql ? db_row(c->db, job, sql, "s", jid) : ctl_job_row(c, jid, job);
+    int rc = job_get(c, jid, report, job);
     if (rc) {
         if (rc == HONE_ENOENT)
             hone_http_res_error(res, 404, "id", "no job %s", jid);
@@ -190,7 +198,7 @@ static int job_for_worker(hone_controller *c, hone_http_res *res, const char *ji
         return HONE_OK;
     if (!strcmp(st, "queued") && reattach(c, *job, wid) == HONE_OK) {
         json_decref(*job);
-        return sql ? db_row(c->db, job, sql, "s", jid) : ctl_job_row(c, jid, job);
+        return job_get(c, jid, report, job);
     }
     hone_http_res_error(res, 409, "worker_id", "job %s is %s%s%s: stop working on it", jid, st,
                         holder ? " on worker " : "", holder ? holder : "");
@@ -198,11 +206,6 @@ static int job_for_worker(hone_controller *c, hone_http_res *res, const char *ji
     *job = NULL;
     return HONE_ESTATE;
 }
-
-#define REPORT_JOB_SQL                                                                             \
-    "SELECT j.id, j.experiment_id, j.parent_id, j.trial, j.status, j.worker_id, "                  \
-    "j.last_worker_id, j.epochs_target, j.epoch, j.best_metric, j.control, e.metric AS "           \
-    "exp_metric FROM jobs j JOIN experiments e ON e.id=j.experiment_id WHERE j.id=?"
 
 static const char *dec_name(hone_decision d)
 {
@@ -243,7 +246,7 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
         goto out;
     }
     /* The hot path: only the columns a report needs, the experiment's metric joined in. */
-    if (job_for_worker(c, res, jid, wid, REPORT_JOB_SQL, &job)) {
+    if (job_for_worker(c, res, jid, wid, 1, &job)) {
         ctl_batch_undo(c);
         goto out;
     }
@@ -275,10 +278,7 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
         goto out;
     }
     char *data = jdump(metrics);
-    int fresh = db_run(c->db,
-                       "INSERT OR IGNORE INTO metrics(job_id,epoch,data,created) "
-                       "VALUES(?,?,?,?)",
-                       "sisd", jid, epoch, data, ctl_now());
+    int fresh = store_metrics_append(c->db, jid, epoch, data, ctl_now());
     if (fresh < 0) {
         free(data);
         ctl_res_store_error(c, res);
@@ -297,16 +297,10 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
     double best = jnum(job, "best_metric");
     int better = !isnan(m) && (isnan(best) || (maximize ? m > best : m < best));
     if (!rc && fresh)
-        rc = db_run(c->db,
-                    "UPDATE jobs SET epoch=MAX(epoch,?), best_metric=CASE WHEN ? THEN ? ELSE "
-                    "best_metric END, best_epoch=CASE WHEN ? THEN ? ELSE best_epoch END, "
-                    "result=json_set(result,'$.last',json(?)), lease_expires=?, "
-                    "last_decision=? WHERE id=?",
-                    "iidiisdss", epoch, better, m, better, epoch, data,
-                    ctl_now() + c->cfg.lease_seconds, dec_name(dec), jid) < 0;
+        rc = store_job_report_epoch(c->db, jid, epoch, better, m, data,
+                                    ctl_now() + c->cfg.lease_seconds, dec_name(dec));
     else if (!rc)
-        rc = db_run(c->db, "UPDATE jobs SET last_decision=? WHERE id=?", "ss", dec_name(dec), jid) <
-             0;
+        rc = store_job_set_decision(c->db, jid, dec_name(dec));
     free(data);
     if (rc || ctl_batch_release(c)) {
         ctl_res_store_error(c, res);
@@ -355,7 +349,7 @@ static void j_complete(hone_http_req *req, hone_http_res *res, void *ud)
         ctl_res_store_error(c, res);
         goto out;
     }
-    if (job_for_worker(c, res, jid, wid, NULL, &job)) {
+    if (job_for_worker(c, res, jid, wid, 0, &job)) {
         db_rollback(c->db);
         goto out;
     }
@@ -390,10 +384,7 @@ static void w_list(hone_http_req *req, hone_http_res *res, void *ud)
     json_t *rows = NULL, *r;
     size_t i;
     (void)req;
-    if (db_rows(c->db, &rows,
-                "SELECT id, name, resources, artifact_dir, registered, last_seen FROM workers "
-                "ORDER BY registered",
-                NULL)) {
+    if (store_workers_list(c->db, &rows)) {
         ctl_res_store_error(c, res);
         return;
     }

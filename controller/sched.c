@@ -6,16 +6,28 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "automl.h"
+#include "batch.h"
 #include "ctl.h"
+#include "ctl_sched.h"
+#include "jobs.h"
+#include "store.h"
+#include "util.h"
+
+/* A worker's lease request parked until work appears or its wait runs out. */
+struct ctl_waiter {
+    hone_controller *c;
+    hone_http_res *res;
+    char worker_id[64];
+    uv_timer_t timer;
+    struct ctl_waiter *prev, *next;
+};
 
 int ctl_live_workers(hone_controller *c)
 {
-    json_t *r = NULL;
-    if (db_row(c->db, &r, "SELECT COUNT(*) AS n FROM workers WHERE last_seen > ?", "d",
-               ctl_now() - c->cfg.lease_seconds))
+    int n = 0;
+    if (store_workers_count_live(c->db, ctl_now() - c->cfg.lease_seconds, &n))
         return 0;
-    int n = (int)jint(r, "n");
-    json_decref(r);
     return n;
 }
 
@@ -43,10 +55,7 @@ int ctl_sched_try_lease(hone_controller *c, const char *worker_id, json_t **repl
     json_t *job = NULL, *flat = NULL;
     char *yaml = NULL;
     *reply = NULL;
-    int rc = db_row(c->db, &job,
-                    "SELECT * FROM jobs WHERE status='queued' AND action='train' ORDER BY "
-                    "queued_at, rowid LIMIT 1",
-                    NULL);
+    int rc = store_job_next_queued(c->db, &job);
     if (rc)
         return rc;
     if ((rc = ctl_job_spec(c, job, &flat)))
@@ -56,13 +65,8 @@ int ctl_sched_try_lease(hone_controller *c, const char *worker_id, json_t **repl
     rc = HONE_ESQL;
     if (db_begin(c->db))
         goto out;
-    if (db_run(c->db,
-               "UPDATE jobs SET status='running', worker_id=?, last_worker_id=?, lease_expires=?, "
-               "started=COALESCE(started,?), spec_yaml=? WHERE id=? AND status='queued'",
-               "ssddss", worker_id, worker_id, now + c->cfg.lease_seconds, now, yaml,
-               jstr(job, "id")) != 1 ||
-        db_run(c->db, "INSERT INTO leases(job_id,worker_id,granted) VALUES(?,?,?)", "ssd",
-               jstr(job, "id"), worker_id, now) < 0 ||
+    if (store_lease_grant(c->db, jstr(job, "id"), worker_id, now, now + c->cfg.lease_seconds,
+                          yaml) ||
         db_commit(c->db)) {
         db_rollback(c->db);
         goto out;
@@ -175,16 +179,7 @@ static void expire_one(hone_controller *c, const json_t *job)
         /* It had been told to stop or pause: the trainer is gone, the job is over. */
         rc = ctl_job_finish(c, job, "stopped", "lease expired", NULL);
     } else {
-        rc = db_run(c->db,
-                    "UPDATE jobs SET status='queued', resume=(epoch>0), worker_id=NULL, "
-                    "lease_expires=NULL, queued_at=? WHERE id=? AND status='running'",
-                    "ds", now, id) < 0 ||
-                     db_run(c->db,
-                            "UPDATE leases SET ended=?, end_reason='expired' WHERE job_id=? AND "
-                            "ended IS NULL",
-                            "ds", now, id) < 0
-                 ? HONE_ESQL
-                 : HONE_OK;
+        rc = store_lease_expire(c->db, id, now);
     }
     if (rc || db_commit(c->db)) {
         db_rollback(c->db);
@@ -207,10 +202,7 @@ static void tick(uv_timer_t *t)
     json_t *rows = NULL, *r;
     size_t i;
     ctl_batch_flush(c);
-    if (db_rows(c->db, &rows,
-                "SELECT * FROM jobs WHERE status='running' AND action='train' AND "
-                "lease_expires < ?",
-                "d", ctl_now()) == HONE_OK) {
+    if (store_leases_lapsed(c->db, ctl_now(), &rows) == HONE_OK) {
         json_array_foreach(rows, i, r) expire_one(c, r);
         if (json_array_size(rows))
             ctl_sched_kick(c);
@@ -221,8 +213,7 @@ static void tick(uv_timer_t *t)
 int ctl_sched_start(hone_controller *c)
 {
     /* Workers get one lease period after a restart to re-attach before their jobs are requeued. */
-    if (db_run(c->db, "UPDATE jobs SET lease_expires=? WHERE status='running' AND action='train'",
-               "d", ctl_now() + c->cfg.lease_seconds) < 0)
+    if (store_leases_extend_all(c->db, ctl_now() + c->cfg.lease_seconds))
         return HONE_ESQL;
     uv_timer_init(c->loop, &c->tick);
     c->tick.data = c;

@@ -7,7 +7,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "auth.h"
+#include "automl.h"
+#include "batch.h"
 #include "ctl.h"
+#include "ctl_sched.h"
+#include "routes.h"
+#include "store.h"
+#include "util.h"
 
 static void config_copy(hone_controller_config *dst, const hone_controller_config *src)
 {
@@ -91,8 +98,7 @@ static void metrics(hone_http_req *req, hone_http_res *res, void *ud)
     fprintf(f, "hone_workers_live %d\n", ctl_live_workers(c));
     fprintf(f, "hone_automl_asks_offloop_total %llu\nhone_requests_deferred_total %llu\n",
             (unsigned long long)c->n_asks_offloop, (unsigned long long)c->n_deferred);
-    if (db_rows(c->db, &rows, "SELECT action, status, COUNT(*) AS n FROM jobs GROUP BY 1, 2",
-                NULL) == HONE_OK)
+    if (store_jobs_count_by_status(c->db, &rows) == HONE_OK)
         json_array_foreach(rows, i, r) fprintf(f, "hone_jobs{action=\"%s\",status=\"%s\"} %lld\n",
                                                jstr(r, "action"), jstr(r, "status"), jint(r, "n"));
     json_decref(rows);
@@ -187,8 +193,7 @@ int hone_controller_new(uv_loop_t *loop, const hone_controller_config *cfg, hone
         goto fail;
     }
     /* A search may have work that a crash kept it from handing out (or may be done). */
-    if (db_rows(c->db, &rows, "SELECT id FROM jobs WHERE action='automl' AND status='running'",
-                NULL) == HONE_OK)
+    if (store_automl_list_running(c->db, &rows) == HONE_OK)
         json_array_foreach(rows, i, r) ctl_automl_step(c, jstr(r, "id"));
     json_decref(rows);
     c->ready = 1;

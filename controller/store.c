@@ -2,16 +2,16 @@
  * schemas/NNN_name.sql files embedded at build time) applied one transaction each, and small
  * statement helpers (prepared statements cached per connection, keyed by their SQL) that bind by
  * a type string and return rows as JSON. Every write the API acknowledges is committed here
- * (synchronous=FULL) before the reply goes out. */
-#include <fcntl.h>
+ * (synchronous=FULL) before the reply goes out. The layer under store_*.c: it knows no table but
+ * schema_version, and nothing but store*.c reaches SQLite. */
 #include <math.h>
+#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "ctl.h"
+#include "controller.h"
+#include "store.h"
 
 extern const char *const hone_migrations[];
 extern const size_t hone_migrations_count;
@@ -19,6 +19,12 @@ extern const size_t hone_migrations_count;
 /* ---- prepared statements, cached per connection and keyed by their SQL text ---- */
 
 #define STMT_CACHE_MAX 1024 /* distinct statements kept; past that, prepared per call */
+
+struct ctl_db {
+    sqlite3 *h;
+    struct db_slot *slots;
+    size_t cap, n;
+};
 
 struct db_slot {
     uint64_t hash;
@@ -265,6 +271,27 @@ void db_rollback(ctl_db *db)
         sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
 }
 
+int db_savepoint(ctl_db *db)
+{
+    return db_run(db, "SAVEPOINT report", NULL) < 0 ? HONE_ESQL : HONE_OK;
+}
+
+int db_savepoint_release(ctl_db *db)
+{
+    return db_run(db, "RELEASE report", NULL) < 0 ? HONE_ESQL : HONE_OK;
+}
+
+void db_savepoint_undo(ctl_db *db)
+{
+    db_run(db, "ROLLBACK TO report", NULL);
+    db_run(db, "RELEASE report", NULL);
+}
+
+const char *db_errmsg(ctl_db *db)
+{
+    return sqlite3_errmsg(db->h);
+}
+
 /* Applies migrations past the stored version, each with its version bump in one transaction,
  * so a crash mid-way leaves the store at a whole version. */
 static int migrate(ctl_db *db, int *version)
@@ -279,7 +306,7 @@ static int migrate(ctl_db *db, int *version)
     json_t *row = NULL;
     if (db_row(db, &row, "SELECT version FROM schema_version", NULL) != HONE_OK)
         return HONE_ESQL;
-    int v = (int)jint(row, "version");
+    int v = (int)json_integer_value(json_object_get(row, "version"));
     json_decref(row);
     for (size_t i = (size_t)v; i < hone_migrations_count; i++) {
         if (db_begin(db) != HONE_OK)
@@ -353,39 +380,4 @@ int hone_controller_store_migrate(const char *db_path, int *version)
     int rc = db_open(db_path, &db, version);
     db_close(db);
     return rc;
-}
-
-double ctl_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-void ctl_time_str(double t, char *buf, size_t n)
-{
-    time_t s = (time_t)t;
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-/* Ids: prefix + 16 hex digits from a splitmix64 stream seeded once from /dev/urandom and the
- * clock; unique per store in practice and never reused across restarts. */
-void ctl_new_id(hone_controller *c, const char *prefix, char *buf, size_t n)
-{
-    if (c->id_state == 0) {
-        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            if (read(fd, &c->id_state, sizeof c->id_state) != (ssize_t)sizeof c->id_state)
-                c->id_state = 0;
-            close(fd);
-        }
-        c->id_state ^= (uint64_t)(ctl_now() * 1e6) ^ ((uint64_t)getpid() << 32);
-    }
-    uint64_t z = (c->id_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    z ^= z >> 31;
-    snprintf(buf, n, "%s-%016llx", prefix, (unsigned long long)z);
 }

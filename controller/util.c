@@ -1,10 +1,17 @@
 /* Small shared helpers: typed JSON accessors that never crash on a missing key, JSON text in and
- * out, and the structured logger (one JSON object per line on stderr, or plain text). */
+ * out, wall-clock time, ids, the structured logger (one JSON object per line on stderr, or plain
+ * text) and the reply to a store failure. */
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "batch.h"
 #include "ctl.h"
+#include "store.h"
+#include "util.h"
 
 const char *jstr(const json_t *o, const char *key)
 {
@@ -39,6 +46,41 @@ char *jdump(const json_t *v)
     return json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(17) | JSON_ENCODE_ANY);
 }
 
+double ctl_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void ctl_time_str(double t, char *buf, size_t n)
+{
+    time_t s = (time_t)t;
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* Ids: prefix + 16 hex digits from a splitmix64 stream seeded once from /dev/urandom and the
+ * clock; unique per store in practice and never reused across restarts. */
+void ctl_new_id(hone_controller *c, const char *prefix, char *buf, size_t n)
+{
+    if (c->id_state == 0) {
+        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            if (read(fd, &c->id_state, sizeof c->id_state) != (ssize_t)sizeof c->id_state)
+                c->id_state = 0;
+            close(fd);
+        }
+        c->id_state ^= (uint64_t)(ctl_now() * 1e6) ^ ((uint64_t)getpid() << 32);
+    }
+    uint64_t z = (c->id_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    snprintf(buf, n, "%s-%016llx", prefix, (unsigned long long)z);
+}
+
 void ctl_log(hone_controller *c, const char *level, const char *event, json_t *fields)
 {
     char ts[32];
@@ -64,10 +106,10 @@ void ctl_log(hone_controller *c, const char *level, const char *event, json_t *f
 
 void ctl_res_store_error(hone_controller *c, hone_http_res *res)
 {
-    ctl_log(c, "error", "store_error", json_pack("{s:s}", "message", sqlite3_errmsg(c->db->h)));
+    ctl_log(c, "error", "store_error", json_pack("{s:s}", "message", db_errmsg(c->db)));
     if (c->batch_open)
         ctl_batch_undo(c); /* only this request's savepoint; the batch stays */
     else
         db_rollback(c->db);
-    hone_http_res_error(res, 500, NULL, "store error: %s", sqlite3_errmsg(c->db->h));
+    hone_http_res_error(res, 500, NULL, "store error: %s", db_errmsg(c->db));
 }

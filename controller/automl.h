@@ -1,0 +1,90 @@
+/* automl.c, automl_step.c, automl_async.c: the AutoML driver between search/ and jobs. One live
+ * search per running or paused AutoML job, rebuilt from its automl_events; asks turn into trials
+ * (queued train jobs), reports and trial ends feed it, model-based asks run on the thread pool. */
+#ifndef HONE_CTL_AUTOML_H
+#define HONE_CTL_AUTOML_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <uv.h>
+
+#include "controller.h"
+#include "http.h"
+#include "search.h"
+
+/* One live AutoML search (job status running or paused), rebuilt from automl_events on start.
+ * While busy, a thread-pool worker is inside hone_search_ask and nothing else may touch `search`:
+ * requests that would feed it wait (ctl_defer), steps are noted in step_again. */
+typedef struct ctl_search {
+    char job_id[64];
+    hone_space *space;
+    hone_search *search;
+    char metric[64];
+    int maximize;
+    int max_epochs;
+    int full_epochs; /* a trial's whole budget: below it, a stop is an early stop */
+    int model_based; /* bayesian / bohb: asks past the random start fit a model */
+    int busy, step_again;
+    int orphan;     /* dropped while busy: freed when the ask is back */
+    long remaining; /* epochs_remaining as of the last time the loop could read the search */
+    uv_work_t work;
+    hone_ask ask;
+    int ask_rc;
+    struct hone_controller *c;
+    struct ctl_search *next;
+} ctl_search;
+
+typedef struct ctl_deferred ctl_deferred; /* a request held for a busy search (automl_async.c) */
+
+/* ---- automl.c ---- */
+/* The effective space of an experiment's AutoML settings (defaults +/- add/remove, or
+ * automl_hyperparameters); HONE_EINVAL with the field and message when it is not valid. */
+int ctl_automl_space_json(const char *network, const json_t *settings, json_t **space, char *field,
+                          size_t fieldlen, char *msg, size_t msglen);
+ctl_search *ctl_automl_find(hone_controller *c, const char *job_id);
+/* Inside the caller's transaction: fixes a new automl job's space and search options (stored in
+ * jobs.automl, from which the search is built and rebuilt) and marks it running. Then, after the
+ * commit, call ctl_automl_step. */
+int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t msglen);
+/* Inside the caller's transaction: feed a trial's metric, log the event (fresh: first report of
+ * that epoch; a repeat only fetches the same decision), get the decision. */
+int ctl_automl_report(hone_controller *c, const json_t *trial, int epoch, double metric, int fresh,
+                      hone_decision *dec);
+int ctl_automl_log_new(hone_controller *c, const char *job_id, int trial, int epochs,
+                       const double *values, int np);
+int ctl_automl_log_resume(hone_controller *c, const char *job_id, int trial, int epochs);
+int ctl_automl_end(hone_controller *c, const json_t *trial, int failed);
+/* Rebuilds every running/paused AutoML search from automl_events (on start, after a failure). */
+int ctl_automl_rebuild_all(hone_controller *c);
+int ctl_automl_rebuild(hone_controller *c, const char *job_id);
+/* Forgets the live search (freed now, or when its ask is back if busy). */
+void ctl_automl_drop(hone_controller *c, const char *job_id);
+void ctl_automl_search_free(ctl_search *s);
+void ctl_automl_free_all(hone_controller *c);
+/* Epochs still to run (cached while the search is busy). */
+long ctl_automl_remaining(ctl_search *s);
+
+/* ---- automl_step.c ---- */
+/* Asks the search for work until it waits; creates / requeues trials; finishes the job on DONE. */
+int ctl_automl_step(hone_controller *c, const char *job_id);
+/* Applies one answer of the search (see there); 1: ask again. */
+int ctl_automl_apply(hone_controller *c, ctl_search *s, const json_t *job, const hone_ask *a,
+                     int *dropped);
+/* The "automl" block of an AutoML job's API view: trials, epochs, ETA, best so far. */
+json_t *ctl_automl_status(hone_controller *c, const json_t *job);
+
+/* ---- automl_async.c: model-based asks on the thread pool ---- */
+/* Whether the next ask of s should run on the thread pool (a model fit is likely). */
+int ctl_automl_offload(hone_controller *c, ctl_search *s);
+/* Marks s busy and runs hone_search_ask on the pool; the answer is applied on the loop, then
+ * the requests held for the job run, then the search is stepped again if asked to. */
+void ctl_automl_ask_async(hone_controller *c, ctl_search *s);
+/* Whether the search of AutoML job job_id (may be NULL) is busy. */
+int ctl_automl_busy(hone_controller *c, const char *job_id);
+/* Holds a request until the job's search is idle; then handler(req, res, c) runs again. */
+void ctl_defer(hone_controller *c, const char *job_id, hone_http_req *req, hone_http_res *res,
+               hone_http_handler handler);
+/* Answers held requests 503 (shutdown). */
+void ctl_defer_close(hone_controller *c);
+
+#endif

@@ -1,0 +1,17 @@
+/* dataset_check.c: where a dataset may come from and whether its files are what they claim.
+ * Pure file checks (thread-pool safe): no store, no controller. */
+#ifndef HONE_CTL_DATASET_CHECK_H
+#define HONE_CTL_DATASET_CHECK_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+/* Resolves path inside one of roots (realpath, no '..' component, no symlink escape); writes the
+ * resolved path. HONE_EINVAL with msg on refusal. */
+int ctl_path_confine(char *const *roots, int nroots, const char *path, char *resolved, size_t n,
+                     char *msg, size_t msglen);
+/* Checks the dataset files and returns their stats (new reference). */
+int ctl_dataset_inspect(const char *format, const char *dir, json_t **stats, char *msg,
+                        size_t msglen);
+
+#endif

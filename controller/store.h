@@ -1,0 +1,157 @@
+/* The controller's store, in two layers. Below, store.c: one SQLite connection opened with the
+ * durability settings, the migrations, a cache of prepared statements keyed by their SQL, and the
+ * generic db_* helpers that bind by a type string and return rows as JSON. Above, store_*.c: one
+ * function per statement (or per pair that always goes together), named for what it does and
+ * grouped by table, so that routes, the scheduler and the AutoML driver call functions, not SQL.
+ * The store never opens a transaction on its own: callers own them (db_begin / db_commit, or the
+ * report batch's savepoint), and a store_* function joins whatever is open. Loop thread only. */
+#ifndef HONE_STORE_H
+#define HONE_STORE_H
+
+#include <jansson.h>
+
+#include "hone.h"
+
+/* One connection and its prepared statements, cached by SQL text (SQLITE_PREPARE_PERSISTENT):
+ * each distinct statement is parsed once. Opaque: only store.c sees SQLite. */
+typedef struct ctl_db ctl_db;
+
+/* ---- store.c: the generic layer ---- */
+/* Bind types: 's' const char * (NULL binds null), 'i' int, 'I' long long, 'd' double (a
+ * non-finite one binds null). */
+int db_open(const char *path, ctl_db **out, int *version);
+void db_close(ctl_db *db);       /* finalizes the cached statements, closes, frees; NULL is fine */
+int db_cached(const ctl_db *db); /* statements in the cache (tests) */
+const char *db_errmsg(ctl_db *db); /* the last SQLite error message */
+int db_begin(ctl_db *db);          /* BEGIN IMMEDIATE; refused inside an open transaction */
+int db_commit(ctl_db *db);         /* rolls back when the commit fails */
+void db_rollback(ctl_db *db);      /* no-op outside a transaction */
+/* The savepoint "report": one request's changes inside the report batch (batch.c). */
+int db_savepoint(ctl_db *db);
+int db_savepoint_release(ctl_db *db); /* its changes join the open transaction */
+void db_savepoint_undo(ctl_db *db);   /* its changes are dropped (rolled back to, then released) */
+/* Runs one statement; returns the number of changed rows (>= 0) or HONE_ESQL. */
+int db_run(ctl_db *db, const char *sql, const char *types, ...);
+/* First row as a JSON object {column: value} (TEXT -> string, INTEGER -> integer, REAL -> real,
+ * NULL -> null); HONE_ENOENT when no row. */
+int db_row(ctl_db *db, json_t **out, const char *sql, const char *types, ...);
+/* All rows as a JSON array of such objects. */
+int db_rows(ctl_db *db, json_t **out, const char *sql, const char *types, ...);
+
+/* Conventions below: `int` functions return HONE_OK or a negative HONE_E* code, except where a
+ * comment says they return the number of rows changed (>= 0, or HONE_ESQL). Row getters write a
+ * new reference (json object, or array of objects) to *row / *rows and return HONE_ENOENT when
+ * a single row is missing. Times are unix seconds (double). */
+
+/* ---- store_workers.c: table workers ---- */
+int store_worker_insert(ctl_db *db, const char *id, const char *name, const char *resources,
+                        const char *artifact_dir, double now, const char *secret_hash);
+/* last_seen = now; rows changed: 0 for an unknown worker. */
+int store_worker_touch(ctl_db *db, const char *id, double now);
+/* {secret_hash} of a worker (auth.c). */
+int store_worker_secret(ctl_db *db, const char *id, json_t **row);
+/* Every worker without its credential: id, name, resources, artifact_dir, registered, last_seen. */
+int store_workers_list(ctl_db *db, json_t **rows);
+/* Workers seen after `since`. */
+int store_workers_count_live(ctl_db *db, double since, int *n);
+
+/* ---- store_jobs.c: table jobs, one job at a time ---- */
+/* The columns a report needs, with the experiment's metric as exp_metric (the hot path). */
+int store_job_report_row(ctl_db *db, const char *id, json_t **row);
+/* The oldest queued train job (queue order: queued_at, then insertion). */
+int store_job_next_queued(ctl_db *db, json_t **row);
+/* Jobs filtered by each non-NULL argument (top: no trials), oldest first, at most limit. */
+int store_jobs_list(ctl_db *db, json_t **rows, const char *experiment_id, const char *status,
+                    const char *parent_id, const char *action, int top, int limit);
+/* Rows {action, status, n}: jobs counted by action and status (/metrics). */
+int store_jobs_count_by_status(ctl_db *db, json_t **rows);
+/* A fresh epoch: epoch, best metric and epoch (when better), result.last = last (JSON text), the
+ * lease extended to lease_expires, the decision sent. */
+int store_job_report_epoch(ctl_db *db, const char *id, int epoch, int better, double metric,
+                           const char *last, double lease_expires, const char *decision);
+/* A repeated epoch: only the decision sent. */
+int store_job_set_decision(ctl_db *db, const char *id, const char *decision);
+int store_job_cancel(ctl_db *db, const char *id, double now); /* canceled, finished now */
+/* A running train job is told through heartbeat and report replies (control column). */
+int store_job_request_cancel(ctl_db *db, const char *id);
+int store_job_request_pause(ctl_db *db, const char *id);
+int store_job_pause(ctl_db *db, const char *id); /* paused now, resumable once it has an epoch */
+/* A paused train job back to the end of the queue, control and last decision cleared. */
+int store_job_resume(ctl_db *db, const char *id);
+
+/* ---- store_leases.c: the live lease on the job row, and table leases (history) ---- */
+/* A queued job to worker_id until lease_expires, with its resolved spec; a lease row. HONE_ESTATE
+ * when the job is no longer queued. */
+int store_lease_grant(ctl_db *db, const char *job_id, const char *worker_id, double now,
+                      double lease_expires, const char *spec_yaml);
+int store_lease_extend(ctl_db *db, const char *job_id, double lease_expires);
+/* A job whose lease lapsed but is still queued goes back to the worker that last held it; rows
+ * changed (1: taken back). */
+int store_lease_reattach(ctl_db *db, const char *job_id, const char *worker_id,
+                         double lease_expires);
+/* A lapsed lease: the running job back to the queue (resuming from its checkpoint), its lease row
+ * ended 'expired'. */
+int store_lease_expire(ctl_db *db, const char *job_id, double now);
+/* Running train jobs whose lease ended before now (whole rows). */
+int store_leases_lapsed(ctl_db *db, double now, json_t **rows);
+/* Every running train job's lease to lease_expires (after a restart). */
+int store_leases_extend_all(ctl_db *db, double lease_expires);
+/* Lease rows of an AutoML job's running trials ended 'canceled'. */
+int store_leases_cancel_trials(ctl_db *db, const char *automl_id, double now);
+
+/* ---- store_metrics.c: table metrics, per-epoch reports (idempotent by job and epoch) ---- */
+/* Rows changed: 1 for a fresh epoch, 0 for one already stored. */
+int store_metrics_append(ctl_db *db, const char *job_id, int epoch, const char *data, double now);
+int store_metrics_list(ctl_db *db, const char *job_id, json_t **rows);      /* {epoch, data} */
+int store_metrics_data_list(ctl_db *db, const char *job_id, json_t **rows); /* {data} */
+/* {n, spe}: epochs reported by an AutoML job's trials and their mean seconds per epoch. */
+int store_metrics_trials_summary(ctl_db *db, const char *automl_id, json_t **row);
+
+/* ---- store_automl.c: AutoML job rows and their event log (table automl_events) ---- */
+/* Fixes the job's space and options (automl, JSON text) and marks it running. */
+int store_automl_start(ctl_db *db, const char *id, const char *automl, double now);
+int store_automl_resume(ctl_db *db, const char *id); /* running again, control cleared */
+/* The job ends: status, result (JSON text), best metric and epoch, error (NULL: none). */
+int store_automl_finish(ctl_db *db, const char *id, const char *status, double now,
+                        const char *result, double best_metric, int best_epoch, const char *error);
+/* Rows {id}: running and paused AutoML jobs, oldest first (the searches to rebuild). */
+int store_automl_list_live(ctl_db *db, json_t **rows);
+/* Rows {id}: running AutoML jobs (to step after a restart). */
+int store_automl_list_running(ctl_db *db, json_t **rows);
+/* Appends an event with the next seq of the job (metric: NAN binds null; data may be NULL). */
+int store_automl_event_append(ctl_db *db, const char *job_id, const char *kind, int trial,
+                              int epoch, double metric, const char *data, double now);
+int store_automl_events(ctl_db *db, const char *job_id, json_t **rows); /* in seq order */
+
+/* ---- store_trials.c: the trials of an AutoML job (job rows with parent_id) ---- */
+int store_trial_insert(ctl_db *db, const char *id, const char *experiment_id, const char *automl_id,
+                       const char *name, int trial, const char *config, int epochs, double now);
+/* A paused trial queued again to run until `epochs` from its checkpoint; rows changed. */
+int store_trial_requeue(ctl_db *db, const char *automl_id, int trial, int epochs, double now);
+/* The trial with the best best_metric (ties: lowest trial number). */
+int store_trial_best(ctl_db *db, const char *automl_id, int maximize, json_t **row);
+int store_trials_list(ctl_db *db, const char *automl_id, json_t **rows); /* {id, trial} by trial */
+int store_trials_ids(ctl_db *db, const char *automl_id, json_t **rows);  /* {id} */
+/* Trials queued or running (leased). */
+int store_trials_count_active(ctl_db *db, const char *automl_id, int *n);
+/* Rows {status, n, se}: trials counted by status, with how many stopped early. */
+int store_trials_count_by_status(ctl_db *db, const char *automl_id, json_t **rows);
+/* Every queued, paused or running trial canceled now, its lease cleared. */
+int store_trials_cancel(ctl_db *db, const char *automl_id, double now);
+/* Every paused or queued trial stopped early now (the search is done). */
+int store_trials_stop_waiting(ctl_db *db, const char *automl_id, double now);
+
+/* ---- store_datasets.c: table datasets ---- */
+int store_dataset_insert(ctl_db *db, const char *id, const char *name, const char *type,
+                         const char *format, const char *path, const char *description,
+                         const char *stats, double now);
+int store_dataset_get(ctl_db *db, const char *id, json_t **row);
+int store_datasets_list(ctl_db *db, json_t **rows); /* oldest first */
+/* {experiment_id} of an experiment that uses the dataset; HONE_ENOENT when none does. */
+int store_dataset_used_by(ctl_db *db, const char *id, json_t **row);
+int store_dataset_delete(ctl_db *db, const char *id); /* rows changed: 0 for an unknown id */
+
+/* ---- store_experiments.c: table experiments ---- */
+int store_experiment_get(ctl_db *db, const char *id, json_t **row);
+
+#endif

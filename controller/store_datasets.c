@@ -1,0 +1,36 @@
+/* The store's statements on table datasets (rows written once the files were checked) and on who
+ * uses a dataset (table experiment_datasets), which a delete must respect. */
+#include "store.h"
+
+int store_dataset_insert(ctl_db *db, const char *id, const char *name, const char *type,
+                         const char *format, const char *path, const char *description,
+                         const char *stats, double now)
+{
+    return db_run(db,
+                  "INSERT INTO datasets(id,name,type,format,path,description,stats,created) "
+                  "VALUES(?,?,?,?,?,?,?,?)",
+                  "sssssssd", id, name, type, format, path, description, stats, now) < 0
+               ? HONE_ESQL
+               : HONE_OK;
+}
+
+int store_dataset_get(ctl_db *db, const char *id, json_t **row)
+{
+    return db_row(db, row, "SELECT * FROM datasets WHERE id=?", "s", id);
+}
+
+int store_datasets_list(ctl_db *db, json_t **rows)
+{
+    return db_rows(db, rows, "SELECT * FROM datasets ORDER BY created, id", NULL);
+}
+
+int store_dataset_used_by(ctl_db *db, const char *id, json_t **row)
+{
+    return db_row(db, row, "SELECT experiment_id FROM experiment_datasets WHERE dataset_id=?", "s",
+                  id);
+}
+
+int store_dataset_delete(ctl_db *db, const char *id)
+{
+    return db_run(db, "DELETE FROM datasets WHERE id=?", "s", id);
+}

@@ -1,0 +1,96 @@
+/* The store's statements on table jobs, one job at a time: the report's row and its epoch (the hot
+ * path: one cached statement each), the queue, lists and counts, and the control of a job (cancel,
+ * pause, resume). Trials of an AutoML job as a group are in store_trials.c, the AutoML job row in
+ * store_automl.c, leases in store_leases.c. Statements only: transactions are the caller's. */
+#include "store.h"
+
+int store_job_report_row(ctl_db *db, const char *id, json_t **row)
+{
+    return db_row(db, row,
+                  "SELECT j.id, j.experiment_id, j.parent_id, j.trial, j.status, j.worker_id, "
+                  "j.last_worker_id, j.epochs_target, j.epoch, j.best_metric, j.control, e.metric "
+                  "AS exp_metric FROM jobs j JOIN experiments e ON e.id=j.experiment_id WHERE "
+                  "j.id=?",
+                  "s", id);
+}
+
+int store_job_next_queued(ctl_db *db, json_t **row)
+{
+    return db_row(db, row,
+                  "SELECT * FROM jobs WHERE status='queued' AND action='train' ORDER BY "
+                  "queued_at, rowid LIMIT 1",
+                  NULL);
+}
+
+int store_jobs_list(ctl_db *db, json_t **rows, const char *experiment_id, const char *status,
+                    const char *parent_id, const char *action, int top, int limit)
+{
+    return db_rows(db, rows,
+                   "SELECT * FROM jobs WHERE (?1 IS NULL OR experiment_id=?1) AND "
+                   "(?2 IS NULL OR status=?2) AND (?3 IS NULL OR parent_id=?3) AND "
+                   "(?4 IS NULL OR action=?4) AND (?5 IS NULL OR parent_id IS NULL) "
+                   "ORDER BY created, rowid LIMIT ?6",
+                   "sssssi", experiment_id, status, parent_id, action, top ? "1" : NULL, limit);
+}
+
+int store_jobs_count_by_status(ctl_db *db, json_t **rows)
+{
+    return db_rows(db, rows, "SELECT action, status, COUNT(*) AS n FROM jobs GROUP BY 1, 2", NULL);
+}
+
+int store_job_report_epoch(ctl_db *db, const char *id, int epoch, int better, double metric,
+                           const char *last, double lease_expires, const char *decision)
+{
+    return db_run(db,
+                  "UPDATE jobs SET epoch=MAX(epoch,?), best_metric=CASE WHEN ? THEN ? ELSE "
+                  "best_metric END, best_epoch=CASE WHEN ? THEN ? ELSE best_epoch END, "
+                  "result=json_set(result,'$.last',json(?)), lease_expires=?, "
+                  "last_decision=? WHERE id=?",
+                  "iidiisdss", epoch, better, metric, better, epoch, last, lease_expires, decision,
+                  id) < 0
+               ? HONE_ESQL
+               : HONE_OK;
+}
+
+int store_job_set_decision(ctl_db *db, const char *id, const char *decision)
+{
+    return db_run(db, "UPDATE jobs SET last_decision=? WHERE id=?", "ss", decision, id) < 0
+               ? HONE_ESQL
+               : HONE_OK;
+}
+
+int store_job_cancel(ctl_db *db, const char *id, double now)
+{
+    return db_run(db, "UPDATE jobs SET status='canceled', finished=? WHERE id=?", "ds", now, id) < 0
+               ? HONE_ESQL
+               : HONE_OK;
+}
+
+int store_job_request_cancel(ctl_db *db, const char *id)
+{
+    return db_run(db, "UPDATE jobs SET control='cancel' WHERE id=?", "s", id) < 0 ? HONE_ESQL
+                                                                                  : HONE_OK;
+}
+
+int store_job_request_pause(ctl_db *db, const char *id)
+{
+    return db_run(db, "UPDATE jobs SET control='pause' WHERE id=?", "s", id) < 0 ? HONE_ESQL
+                                                                                 : HONE_OK;
+}
+
+int store_job_pause(ctl_db *db, const char *id)
+{
+    return db_run(db, "UPDATE jobs SET status='paused', resume=(epoch>0) WHERE id=?", "s", id) < 0
+               ? HONE_ESQL
+               : HONE_OK;
+}
+
+int store_job_resume(ctl_db *db, const char *id)
+{
+    return db_run(db,
+                  "UPDATE jobs SET status='queued', control=NULL, last_decision=NULL, "
+                  "queued_at=CAST(strftime('%s','now') AS REAL) WHERE id=?",
+                  "s", id) < 0
+               ? HONE_ESQL
+               : HONE_OK;
+}

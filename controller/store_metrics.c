@@ -1,0 +1,31 @@
+/* The store's statements on table metrics: one row per (job, epoch), written once (a repeated
+ * report of a stored epoch changes nothing), read back in epoch order. Appending is on the report
+ * hot path: one cached statement. */
+#include "store.h"
+
+int store_metrics_append(ctl_db *db, const char *job_id, int epoch, const char *data, double now)
+{
+    return db_run(db,
+                  "INSERT OR IGNORE INTO metrics(job_id,epoch,data,created) "
+                  "VALUES(?,?,?,?)",
+                  "sisd", job_id, epoch, data, now);
+}
+
+int store_metrics_list(ctl_db *db, const char *job_id, json_t **rows)
+{
+    return db_rows(db, rows, "SELECT epoch, data FROM metrics WHERE job_id=? ORDER BY epoch", "s",
+                   job_id);
+}
+
+int store_metrics_data_list(ctl_db *db, const char *job_id, json_t **rows)
+{
+    return db_rows(db, rows, "SELECT data FROM metrics WHERE job_id=? ORDER BY epoch", "s", job_id);
+}
+
+int store_metrics_trials_summary(ctl_db *db, const char *automl_id, json_t **row)
+{
+    return db_row(db, row,
+                  "SELECT COUNT(*) AS n, AVG(json_extract(m.data,'$.seconds')) AS spe FROM metrics "
+                  "m JOIN jobs j ON m.job_id=j.id WHERE j.parent_id=?",
+                  "s", automl_id);
+}

@@ -1,74 +1,33 @@
-"""Helpers for the controller tests: start a real hone-controller process on loopback (port 0,
-read back through --port-file), JSON over HTTP with urllib, tiny IDX datasets, and a fake worker
+"""Helpers for the controller tests: a real hone-controller process on loopback (started by
+tests/lib/honeproc.py, the one launcher), JSON over HTTP with urllib, tiny IDX datasets, and a fake worker
 that drives register -> lease -> report -> complete like hone-worker does. Stdlib only."""
 import gzip
 import json
 import math
 import os
-import signal
 import struct
-import subprocess
 import sys
 import tempfile
-import time
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from honeproc import ControllerProcess  # noqa: E402
 
-class Controller:
-    def __init__(self, binary, data_dir, extra=None, config=None):
-        self.binary = binary
-        self.data_dir = data_dir
-        self.extra = extra or []
-        self.config = config
-        self.proc = None
-        self.base = None
 
-    def start(self):
-        port_file = os.path.join(self.data_dir, "port")
-        if os.path.exists(port_file):
-            os.unlink(port_file)
-        args = [self.binary, "--listen", "127.0.0.1:0", "--data-dir", self.data_dir,
-                "--port-file", port_file] + self.extra
-        if self.config:
-            args += ["--config", self.config]
-        self.log = open(os.path.join(self.data_dir, "controller.log"), "ab")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=self.log)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            if os.path.exists(port_file):
-                port = int(open(port_file).read().strip())
-                self.base = "http://127.0.0.1:%d" % port
-                return self
-            if self.proc.poll() is not None:
-                raise RuntimeError("controller exited: %d\n%s" % (self.proc.returncode,
-                                                                   self.tail()))
-            time.sleep(0.02)
-        raise RuntimeError("controller did not start")
+class Controller(ControllerProcess):
+    """The controller under test (tests/lib/honeproc.py starts it), with JSON calls; stop() fails
+    the test when it does not exit cleanly (LeakSanitizer findings included)."""
 
-    def tail(self):
-        try:
-            return open(os.path.join(self.data_dir, "controller.log"), "rb").read()[-4000:].decode(
-                "utf-8", "replace")
-        except OSError:
-            return ""
-
-    def kill9(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-        self.log.close()
+    def __init__(self, binary, data_dir, extra=None, config=None, port=0):
+        super().__init__(binary, data_dir, config=config, port=port, extra=extra)
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                rc = self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                raise RuntimeError("controller did not stop on SIGTERM")
-            self.log.close()
-            if rc != 0:
-                raise RuntimeError("controller exited %d:\n%s" % (rc, self.tail()))
+        rc = super().stop(timeout=20)
+        if rc == -9:
+            raise RuntimeError("controller did not stop on SIGTERM")
+        if rc != 0:
+            raise RuntimeError("controller exited %d:\n%s" % (rc, self.tail()))
 
     def req(self, method, path, body=None, raw=None, headers=None, timeout=60):
         """Returns (status, parsed JSON or text or None)."""

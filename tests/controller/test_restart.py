@@ -52,7 +52,7 @@ def main():
     with open(cfg, "w") as f:
         f.write("lease_seconds: 2\nheartbeat_seconds: 1\nlog_format: text\n")
     port = free_port()
-    c = Controller(binary, d, config=cfg, extra=["--listen", "127.0.0.1:%d" % port]).start()
+    c = Controller(binary, d, config=cfg, port=port).start()
     api = Flaky(c)
     acked = {}  # (job id, epoch) -> value the controller acknowledged
     lock = threading.Lock()

@@ -1,16 +1,19 @@
 """Helpers for the kill -9 tests: a hone-controller on a fixed port that can be killed and
 restarted on the same data dir, hone-workers in their own process groups (so kill -9 takes the
-trainer with them, as a lost node would), JSON over urllib, and the acknowledged reports each
+trainer with them, as a lost node would), both started by tests/lib/honeproc.py, JSON over urllib, and the acknowledged reports each
 worker logged ("job J: epoch N reported"). Stdlib only."""
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from honeproc import ControllerProcess, WorkerProcess  # noqa: E402
 
 
 def fmnist_dir():
@@ -39,61 +42,17 @@ def free_port():
     return p
 
 
-class Controller:
+class Controller(ControllerProcess):
+    """A controller on a fixed port (so that it comes back on the same address after kill -9 and
+    the workers find it again), with its config written from text and JSON calls."""
+
     def __init__(self, binary, root, config_text):
-        self.binary, self.root = binary, root
-        self.port = free_port()
-        self.base = "http://127.0.0.1:%d" % self.port
-        self.config = os.path.join(root, "controller.yaml")
-        with open(self.config, "w") as f:
+        self.root = root
+        config = os.path.join(root, "controller.yaml")
+        with open(config, "w") as f:
             f.write(config_text)
-        self.proc = None
-        self.starts = 0
-
-    def start(self):
-        self.log = open(os.path.join(self.root, "controller.log"), "ab")
-        self.log.write(b"---- start %d\n" % self.starts)
-        self.log.flush()
-        deadline = time.time() + 60
-        while True:  # the port may linger a moment after a kill
-            self.proc = subprocess.Popen(
-                [self.binary, "--config", self.config, "--listen", "127.0.0.1:%d" % self.port,
-                 "--data-dir", os.path.join(self.root, "data")], stdout=self.log, stderr=self.log)
-            while time.time() < deadline and self.proc.poll() is None:
-                try:
-                    if self.req("GET", "/readyz", timeout=2)[0] == 200:
-                        self.starts += 1
-                        return
-                except OSError:
-                    pass
-                time.sleep(0.05)
-            if time.time() >= deadline:
-                raise RuntimeError("controller did not start:\n" + self.tail())
-            time.sleep(0.3)
-
-    def kill9(self):
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait()
-        self.log.close()
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                rc = self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                rc = -9
-            self.log.close()
-            return rc
-        return self.proc.returncode if self.proc else 0
-
-    def tail(self, n=4000):
-        try:
-            return open(os.path.join(self.root, "controller.log"), "rb").read()[-n:].decode(
-                "utf-8", "replace")
-        except OSError:
-            return ""
+        super().__init__(binary, os.path.join(root, "data"), config=config, port=free_port(),
+                         log_path=os.path.join(root, "controller.log"))
 
     def req(self, method, path, body=None, timeout=30):
         data = json.dumps(body).encode() if body is not None else None
@@ -116,46 +75,11 @@ class Controller:
         return js
 
 
-class Worker:
+class Worker(WorkerProcess):
+    """A real hone-worker that logs each acknowledged report (--verbose)."""
+
     def __init__(self, binary, trainer, root, name, url):
-        self.name = name
-        self.log_path = os.path.join(root, "worker-%s.log" % name)
-        self.args = [binary, "--controller", url, "--name", name, "--work-dir",
-                     os.path.join(root, "w-" + name), "--device", "cpu", "--threads", "1",
-                     "--trainer", trainer, "--lease-wait", "2", "--verbose"]
-        self.proc = None
-
-    def start(self):
-        self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=self.log,
-                                     start_new_session=True)
-
-    def kill9(self):
-        """The whole process group: the worker and its trainer, like a node that died."""
-        os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-        self.log.close()
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-            self.log.close()
-        elif self.proc:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)  # an orphaned trainer
-            except OSError:
-                pass
-
-    def text(self):
-        try:
-            return open(self.log_path, "rb").read().decode("utf-8", "replace")
-        except OSError:
-            return ""
+        super().__init__(binary, trainer, root, name, url, extra=["--verbose"])
 
     def acked(self):
         """[(job, epoch)] in the order the controller acknowledged them (answered 200)."""

@@ -1,15 +1,17 @@
 """Helpers for the hostile-input test: a raw-socket HTTP/1.1 client (so malformed requests go out
-byte for byte), the controller process (port 0, temp data dir, config with data roots) and a
-read-only snapshot of the SQLite store (row counts per table). Stdlib only."""
+byte for byte), the controller process (tests/lib/honeproc.py: port 0, temp data dir, config with
+data roots) and a read-only snapshot of the SQLite store (row counts per table). Stdlib only."""
 import gzip
 import json
 import os
-import signal
 import socket
 import sqlite3
 import struct
-import subprocess
+import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from honeproc import ControllerProcess  # noqa: E402
 
 
 class Resp:
@@ -159,33 +161,17 @@ def write_idx(dirname, n_train=60, n_test=20, rows=4, cols=4):
             f.write(struct.pack(">II", 0x801, n) + bytes(i % 10 for i in range(n)))
 
 
-class Controller:
-    def __init__(self, binary, root, config_text):
-        self.binary, self.root = binary, root
-        self.data_dir = os.path.join(root, "data")
-        self.config = os.path.join(root, "controller.yaml")
-        with open(self.config, "w") as f:
-            f.write(config_text)
-        self.log_path = os.path.join(root, "controller.log")
-        self.proc, self.port = None, None
+class Controller(ControllerProcess):
+    """The controller under attack (started by tests/lib/honeproc.py), its config written from
+    text, alive when /healthz answers over a raw socket, with a snapshot of the store's rows."""
 
-    def start(self):
-        port_file = os.path.join(self.root, "port")
-        if os.path.exists(port_file):
-            os.unlink(port_file)
-        self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(
-            [self.binary, "--config", self.config, "--listen", "127.0.0.1:0", "--data-dir",
-             self.data_dir, "--port-file", port_file], stdout=self.log, stderr=self.log)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if os.path.exists(port_file):
-                self.port = int(open(port_file).read())
-                return
-            if self.proc.poll() is not None:
-                raise RuntimeError("controller exited %d:\n%s" % (self.proc.returncode, self.tail()))
-            time.sleep(0.02)
-        raise RuntimeError("controller did not start")
+    def __init__(self, binary, root, config_text):
+        self.root = root
+        config = os.path.join(root, "controller.yaml")
+        with open(config, "w") as f:
+            f.write(config_text)
+        super().__init__(binary, os.path.join(root, "data"), config=config,
+                         log_path=os.path.join(root, "controller.log"))
 
     def alive(self):
         if self.proc.poll() is not None:
@@ -195,22 +181,8 @@ class Controller:
         except (OSError, AssertionError):
             return False
 
-    def stop(self):
-        """SIGTERM; returns the exit code (non-zero under ASan when LeakSanitizer found leaks)."""
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            rc = self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = -9
-        self.log.close()
-        return rc
-
     def tail(self, n=6000):
-        try:
-            return open(self.log_path, "rb").read()[-n:].decode("utf-8", "replace")
-        except OSError:
-            return ""
+        return super().tail(n)
 
     def snapshot(self):
         db = sqlite3.connect("file:%s?mode=ro" % os.path.join(self.data_dir, "hone.db"), uri=True,

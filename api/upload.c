@@ -207,8 +207,7 @@ static int up_held(const http_upload *u)
     return u->buffered >= p->lim.buffer_bytes || p->st.buffered_bytes >= p->lim.inflight_bytes;
 }
 
-/* ---- slots and wakeups ------------------------------------------------------------------------
- */
+/* ---- slots and wakeups --------------------------------------------------------------------- */
 
 /* The request clock of an upload measures progress (a byte in, or out to the disk), not the whole
  * body: a large body may take longer than request_timeout_ms, a stalled one may not. */
@@ -434,8 +433,9 @@ static void up_after(http_upload *u, up_op op, ssize_t res)
         u->synced = 1;
     }
     if (!u->req) { /* gone: the cleanup goes on whatever the result */
-        up_step(u);
+        up_drop_blocks(u);
         uploads_wake(p);
+        up_step(u); /* last: may free u, and a closing server may then be done */
         return;
     }
     hone_http_conn *c = u->req->conn;
@@ -590,9 +590,10 @@ void http_upload_release(hone_http_req *req)
         p->st.waiting--;
     u->state = UP_OVER;
     u->req = NULL;
+    up_drop_blocks(u); /* unless a write still reads them: then when it is back */
     up_slot_release(u);
-    up_step(u); /* close and unlink what the handler did not take; may free u */
     uploads_wake(p);
+    up_step(u); /* last: closes and unlinks what the handler did not take; may free u */
 }
 
 /* ---- handler accessors ----------------------------------------------------------------------- */

@@ -46,14 +46,22 @@ static void conn_fail(hone_http_conn *c, int status, const char *msg)
         strcpy(req->method, "-");
     req->keep_alive = 0;
     req->allow[0] = '\0';
+    http_conn_enqueue(c, req);
+    c->stop_parsing = 1;
+    c->msg_start_ms = 0;
+}
+
+void http_conn_enqueue(hone_http_conn *c, hone_http_req *req)
+{
+    if (req->queued) /* an upload: queued when its headers came in */
+        return;
+    req->queued = 1;
     if (c->tail)
         c->tail->next = req;
     else
         c->head = req;
     c->tail = req;
     c->nqueued++;
-    c->stop_parsing = 1;
-    c->msg_start_ms = 0;
 }
 
 static int header_budget(hone_http_conn *c, size_t n)
@@ -205,6 +213,10 @@ static int on_headers_complete(http_parser *p)
                  req->max_body);
         return -1;
     }
+    if (!req->err_status && req->route->begin) {
+        http_upload_attach(c, req); /* its begin, then 100 Continue, come when it is due */
+        return 0;
+    }
     const char *expect = hone_http_req_header(req, "expect");
     if (expect && !strcasecmp(expect, "100-continue") && !c->head && !c->fake)
         http_conn_write(c, hone_xstrdup("HTTP/1.1 100 Continue\r\n\r\n"), 25);
@@ -224,6 +236,8 @@ static int on_body(http_parser *p, const char *at, size_t len)
     }
     if (req->err_status) /* answered with an error anyway: count the bytes, keep none */
         return 0;
+    if (req->up)
+        return http_upload_body(req, at, len);
     http_buf_append(&req->body, at, len);
     return 0;
 }
@@ -236,12 +250,9 @@ static int on_message_complete(http_parser *p)
         req->keep_alive = 0;
     c->cur = NULL;
     c->msg_start_ms = 0;
-    if (c->tail)
-        c->tail->next = req;
-    else
-        c->head = req;
-    c->tail = req;
-    c->nqueued++;
+    if (req->up)
+        http_upload_body_done(req);
+    http_conn_enqueue(c, req);
     if (!req->keep_alive) { /* nothing after this request will be read */
         c->stop_parsing = 1;
         http_parser_pause(p, 1);
@@ -306,7 +317,8 @@ static void conn_dispatch(hone_http_conn *c, hone_http_req *req)
         hone_http_res_error(&req->res, req->err_status, NULL, "%s", req->err_msg);
     } else if (!req->route) { /* cannot happen: every queued request was routed or failed */
         hone_http_res_error(&req->res, 500, NULL, "request was not routed");
-    } else if (!s->filter || s->filter(req, &req->res, s->filter_ud) == 0) {
+    } else if (req->up || !s->filter || s->filter(req, &req->res, s->filter_ud) == 0) {
+        /* (an upload's filter ran with its begin, before the body) */
         req->route->handler(req, &req->res, req->route->ud);
     }
     req->in_handler = 0;
@@ -320,8 +332,9 @@ static void conn_update_reading(hone_http_conn *c)
     if (c->fake || c->closing)
         return;
     /* reading goes on after parsing stopped (bytes are dropped) so a vanished client is noticed */
-    int want = c->lingering || (!c->eof && c->nqueued < conn_limits(c)->max_pipelined &&
-                                c->tcp.write_queue_size < WRITE_QUEUE_HIGH);
+    int want = c->lingering ||
+               (!c->eof && c->nqueued < conn_limits(c)->max_pipelined &&
+                c->tcp.write_queue_size < WRITE_QUEUE_HIGH && !http_upload_holds_reading(c));
     if (want && !c->reading) {
         http_server_read_start(c);
     } else if (!want && c->reading) {
@@ -337,6 +350,8 @@ void http_conn_pump(hone_http_conn *c)
     c->pumping = 1;
     while (c->head && !c->closing) {
         hone_http_req *req = c->head;
+        if (req->up && !req->dispatched && !http_upload_ready(c, req))
+            break; /* an upload: its handler waits for the whole body on disk */
         if (!req->dispatched)
             conn_dispatch(c, req);
         if (!req->res.answered)
@@ -490,8 +505,8 @@ static void on_timer(uv_timer_t *t)
         return;
     }
     hone_http_req *h = c->head;
-    if (h && h->dispatched && !h->res.answered)
-        return; /* a deferred answer: its handler owns the clock */
+    if (h && (h->dispatched || http_upload_writing(h)) && !h->res.answered)
+        return; /* a deferred answer (or an upload going to disk): its handler owns the clock */
     if (c->msg_start_ms && !c->stop_parsing) {
         char msg[96];
         if (c->cur) /* slowness is the answer, whatever routing said */
@@ -517,7 +532,8 @@ void http_conn_arm_timer(hone_http_conn *c)
             uv_timer_start(&c->timer, on_timer, LINGER_MS, 0);
         return;
     }
-    if (h && h->dispatched && !h->res.answered && c->writes_pending == 0) {
+    if (h && (h->dispatched || http_upload_writing(h)) && !h->res.answered &&
+        c->writes_pending == 0) {
         uv_timer_stop(&c->timer);
         return;
     }
@@ -564,7 +580,8 @@ void http_conn_close(hone_http_conn *c)
  * goes) or, without one, lives on detached until its handler answers. */
 void http_conn_release_requests(hone_http_conn *c)
 {
-    http_req_free(c->cur);
+    if (c->cur && !c->cur->queued) /* an upload being received is in the queue too */
+        http_req_free(c->cur);
     c->cur = NULL;
     hone_http_req *req = c->head;
     c->head = c->tail = NULL;

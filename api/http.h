@@ -81,6 +81,59 @@ void hone_http_server_close(hone_http_server *s, void (*done)(void *arg), void *
 /* Frees a closed server (or one that never listened and was closed). NULL is fine. */
 void hone_http_server_free(hone_http_server *s);
 
+/* ---- uploads: bodies streamed to disk ------------------------------------------------------ */
+
+/* An upload route's first callback, on the loop, once the request's headers are in and before any
+ * of its body is stored. The server's filter (authentication) has already run, at this same point
+ * for upload routes. Either answers (a refusal: 401, 403, 404, 409, 422 ...) and returns non-zero,
+ * or writes the folder the body is to be spooled into to dir and returns 0. After a refusal no
+ * byte of the body reaches the disk: a body already received whole is dropped and the connection
+ * stays open; otherwise the connection closes after the answer (the rest is never read). */
+typedef int (*hone_http_upload_begin)(hone_http_req *req, hone_http_res *res, void *ud, char *dir,
+                                      size_t dircap);
+
+/* A route whose body (Content-Length or chunked, at most max_body_bytes; 0: the server's limit;
+ * beyond: 413) is streamed into a fresh temp file "<dir>/.upload-XXXXXX" (mode 0644) as it arrives,
+ * written with uv_fs requests on the thread pool; at most hone_http_upload_limits.buffer_bytes wait
+ * in memory per upload (reading from that client pauses above). Once the body is whole, written,
+ * fsynced and closed, handler runs with hone_http_req_body_file(req) naming the file. Whatever the
+ * handler has not taken (hone_http_req_body_file_take) is unlinked, off the loop, after the answer;
+ * so is the file of an upload whose client leaves, or that fails (413, 408, disk errors: 500).
+ * hone_http_req_body returns an empty body for these routes. Returns as hone_http_route does. */
+int hone_http_route_upload(hone_http_server *s, const char *method, const char *pattern,
+                           size_t max_body_bytes, hone_http_upload_begin begin,
+                           hone_http_handler handler, void *ud);
+
+typedef struct hone_http_upload_limits {
+    int max_uploads;       /* bodies being spooled at once; later ones wait, unread. Default 4 */
+    int max_waiting;       /* uploads waiting for a slot; beyond: 503 with Retry-After. 64 */
+    size_t buffer_bytes;   /* one upload's bytes received, not yet written; above: pause. 1 MiB */
+    size_t inflight_bytes; /* the same over every upload; above: all pause. 4 MiB */
+} hone_http_upload_limits;
+
+void hone_http_upload_limits_default(hone_http_upload_limits *l);
+/* Copied; fields left 0 take the default. Applies to uploads that begin afterwards. */
+void hone_http_set_upload_limits(hone_http_server *s, const hone_http_upload_limits *l);
+
+typedef struct hone_http_upload_stats {
+    uint64_t active, waiting;            /* now: holding a slot; waiting for one */
+    uint64_t buffered_bytes;             /* now: received, not yet written */
+    uint64_t buffered_peak;              /* the most buffered_bytes has been */
+    uint64_t uploads_total, bytes_total; /* bodies spooled whole, and their bytes */
+    uint64_t refused_busy;               /* 503s: every slot taken and too many waiting */
+} hone_http_upload_stats;
+
+void hone_http_upload_stats_get(const hone_http_server *s, hone_http_upload_stats *out);
+
+/* In an upload route's handler: the spooled body's path (NULL elsewhere, or once taken) and size.
+ */
+const char *hone_http_req_body_file(const hone_http_req *req);
+uint64_t hone_http_req_body_file_size(const hone_http_req *req);
+/* The handler takes the file (to rename it into place, or to read it after answering from the
+ * thread pool): returns its path (malloc'd; free it) and the server will not unlink it. NULL when
+ * there is no file to take. */
+char *hone_http_req_body_file_take(hone_http_req *req);
+
 /* ---- request --------------------------------------------------------------------------------- */
 
 const char *hone_http_req_method(const hone_http_req *req); /* "GET", "POST", ... */

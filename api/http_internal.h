@@ -9,6 +9,8 @@
 
 typedef struct hone_http_conn hone_http_conn;
 typedef struct hone_http_route_t hone_http_route_t;
+typedef struct http_upload http_upload;   /* upload.c: one body being spooled to disk */
+typedef struct http_uploads http_uploads; /* upload.c: the server's slots, limits, bytes */
 
 typedef struct http_kv {
     char *name, *value;
@@ -64,6 +66,8 @@ struct hone_http_req {
     int err_status;
     char err_msg[160];
     char allow[128]; /* for 405 */
+    http_upload *up; /* upload routes: the body's way to disk (upload.c) */
+    int queued;      /* in the connection's queue (uploads join it once their headers are in) */
 };
 
 struct hone_http_route_t {
@@ -73,6 +77,7 @@ struct hone_http_route_t {
     size_t nsegs;
     size_t max_body;
     hone_http_handler handler;
+    hone_http_upload_begin begin; /* upload routes only */
     void *ud;
 };
 
@@ -117,6 +122,7 @@ struct hone_http_server {
     void (*close_done)(void *);
     void *close_arg;
     int close_pending; /* handles still to close before close_done runs */
+    http_uploads *uploads;
 };
 
 /* router.c */
@@ -143,6 +149,7 @@ void http_conn_pump(hone_http_conn *c);
 void http_conn_close(hone_http_conn *c);
 void http_conn_arm_timer(hone_http_conn *c);
 void http_conn_release_requests(hone_http_conn *c);
+void http_conn_enqueue(hone_http_conn *c, hone_http_req *req); /* once; answered in order */
 void http_conn_answered(hone_http_conn *c, hone_http_req *req);
 int http_conn_can_write(const hone_http_conn *c);
 int http_conn_stream_ok(hone_http_conn *c);
@@ -150,7 +157,21 @@ int http_conn_stream_ok(hone_http_conn *c);
 /* server.c */
 void http_server_read_start(hone_http_conn *c);
 void http_server_conn_gone(hone_http_server *s, hone_http_conn *c);
+void http_server_maybe_done(hone_http_server *s); /* a closing server: is everything gone? */
 uint64_t http_now_us(void);
+
+/* upload.c: the hooks conn.c and request.c call for upload routes. */
+void http_upload_attach(hone_http_conn *c, hone_http_req *req);       /* headers in: queues req */
+int http_upload_body(hone_http_req *req, const char *at, size_t len); /* on_body */
+void http_upload_body_done(hone_http_req *req);                       /* on_message_complete */
+/* The pump, at the head of the queue: runs begin when due; 1 once the handler may run (or the
+ * request was answered). */
+int http_upload_ready(hone_http_conn *c, hone_http_req *req);
+int http_upload_holds_reading(const hone_http_conn *c); /* waiting for begin, a slot or the disk */
+int http_upload_writing(const hone_http_req *req); /* body in, not yet on disk: owns the clock */
+void http_upload_release(hone_http_req *req);      /* http_req_free: cancels, cleans up */
+int http_uploads_live(const hone_http_server *s);  /* uploads still finishing file operations */
+void http_uploads_free(hone_http_server *s);
 
 /* For the fuzz target: parses and routes data as if it came over one connection, in chunks of
  * chunk bytes (0: all at once), then closes it. Returns the number of response bytes produced. */

@@ -200,9 +200,9 @@ int hone_http_listen(hone_http_server *s, const char *host, int port, int *bound
     return HONE_OK;
 }
 
-static void server_maybe_done(hone_http_server *s)
+void http_server_maybe_done(hone_http_server *s)
 {
-    if (!s->closing || s->listener_open || s->conns || !s->close_done)
+    if (!s->closing || s->listener_open || s->conns || !s->close_done || http_uploads_live(s))
         return;
     void (*done)(void *) = s->close_done;
     s->close_done = NULL;
@@ -219,14 +219,14 @@ void http_server_conn_gone(hone_http_server *s, hone_http_conn *c)
         c->next->prev = c->prev;
     s->stats.connections_open--;
     free(c);
-    server_maybe_done(s);
+    http_server_maybe_done(s);
 }
 
 static void on_listener_close(uv_handle_t *h)
 {
     hone_http_server *s = h->data;
     s->listener_open = 0;
-    server_maybe_done(s);
+    http_server_maybe_done(s);
 }
 
 void hone_http_server_close(hone_http_server *s, void (*done)(void *arg), void *arg)
@@ -247,6 +247,7 @@ void hone_http_server_free(hone_http_server *s)
     if (!s)
         return;
     http_routes_free(s);
+    http_uploads_free(s);
     free(s);
 }
 

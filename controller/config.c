@@ -17,6 +17,8 @@ void hone_controller_config_default(hone_controller_config *c)
     c->data_dir = hone_xstrdup("./hone-data");
     c->max_body_bytes = 1 << 20;
     c->max_upload_bytes = 256u << 20;
+    c->max_uploads = 4;
+    c->upload_inflight = 4u << 20;
     c->max_header_bytes = 16 << 10;
     c->lease_seconds = 30;
     c->heartbeat_seconds = 5;
@@ -294,9 +296,14 @@ int hone_controller_config_load(hone_controller_config *c, const char *path, cha
             {
                 char full[64];
                 snprintf(full, sizeof full, "limits.%s", lk);
-                if (want_int(lv, full, 1024, 1LL << 40, &n, err, errlen))
+                int count = !strcmp(lk, "uploads");
+                if (want_int(lv, full, count ? 1 : 1024, count ? 1024 : 1LL << 40, &n, err, errlen))
                     goto fail;
-                if (!strcmp(lk, "body_bytes"))
+                if (count)
+                    c->max_uploads = (int)n;
+                else if (!strcmp(lk, "upload_inflight_bytes"))
+                    c->upload_inflight = (size_t)n;
+                else if (!strcmp(lk, "body_bytes"))
                     c->max_body_bytes = (size_t)n;
                 else if (!strcmp(lk, "upload_bytes"))
                     c->max_upload_bytes = (size_t)n;

@@ -19,7 +19,9 @@ typedef struct hone_controller_config {
     char *auth_token;        /* NULL: no auth */
     char *worker_token;      /* enrolment token: may only register workers (NULL: none) */
     size_t max_body_bytes;   /* JSON bodies (default 1 MiB) */
-    size_t max_upload_bytes; /* artifact uploads (default 256 MiB) */
+    size_t max_upload_bytes; /* artifact and dataset uploads (default 256 MiB) */
+    int max_uploads;         /* uploads streamed to disk at once; more wait (default 4) */
+    size_t upload_inflight;  /* bytes of all uploads received, not yet on disk (4 MiB) */
     size_t max_header_bytes; /* default 16 KiB */
     int lease_seconds;       /* a lease without heartbeat this long expires (default 30) */
     int heartbeat_seconds;   /* told to workers (default 5) */

@@ -1,8 +1,9 @@
-/* POST /api/v1/datasets:upload: a dataset sent as an uncompressed tar body. The archive is checked
- * whole (tar.c) before anything is written, extracted into a hidden temp folder under
- * <data_dir>/datasets/, checked like a server-side dataset, and renamed to
- * <data_dir>/datasets/<id>. */
-#define _XOPEN_SOURCE 700
+/* POST /api/v1/datasets:upload: a dataset sent as an uncompressed tar body. The request is checked
+ * before its body is read; the body is spooled to a hidden temp file under <data_dir>/datasets/
+ * (api/ upload routes), then, on the thread pool, mapped and checked whole (tar.c) before anything
+ * is extracted, extracted into a hidden temp folder, checked like a server-side dataset, and
+ * renamed to <data_dir>/datasets/<id>. The archive is never held in the heap. */
+#define _GNU_SOURCE /* madvise, nftw */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,7 +24,7 @@ typedef struct up_work {
     uv_work_t w;
     hone_controller *c;
     hone_http_res *res; /* NULL once the client has gone */
-    uint8_t *body;
+    char *file;         /* the spooled archive: ours to unlink */
     size_t len;
     char *name, *type, *format, *desc;
     char id[64], tmp[PATH_MAX], dir[PATH_MAX], msg[512];
@@ -56,6 +58,16 @@ static int mk_parents(const char *root, const char *rel)
     return HONE_OK;
 }
 
+/* Pages of the mapped archive already copied out are dropped (they stay in the page cache), so the
+ * process's resident memory does not grow with the archive. */
+static void drop_pages(const uint8_t *p, size_t n)
+{
+    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = (uintptr_t)p & ~(pg - 1), b = ((uintptr_t)p + n) & ~(pg - 1);
+    if (b > a)
+        madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 static int extract_one(const ctl_tar_entry *e, void *ud)
 {
     up_work *u = ud;
@@ -75,9 +87,11 @@ static int extract_one(const ctl_tar_entry *e, void *ud)
     int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     uint64_t off = 0;
     while (fd >= 0 && off < e->size) {
-        ssize_t w = write(fd, e->data + off, (size_t)(e->size - off));
+        size_t k = e->size - off < (8u << 20) ? (size_t)(e->size - off) : (8u << 20);
+        ssize_t w = write(fd, e->data + off, k);
         if (w <= 0)
             break;
+        drop_pages(e->data + off, (size_t)w);
         off += (uint64_t)w;
     }
     if (fd < 0 || off < e->size || close(fd)) {
@@ -93,17 +107,41 @@ static void up_abort(hone_http_res *res, void *ud)
     ((up_work *)ud)->res = NULL;
 }
 
-/* On the thread pool: check, extract into tmp, inspect, rename. Leaves nothing on failure. */
+static void up_extract(up_work *u, const uint8_t *body);
+
+/* On the thread pool: map the spooled archive, check, extract into tmp, inspect, rename. The
+ * spooled file goes whatever happens; a failure leaves nothing else either. */
 static void up_run(uv_work_t *w)
 {
     up_work *u = w->data;
+    struct stat st;
+    void *map = MAP_FAILED;
+    int fd = open(u->file, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st) || (uint64_t)st.st_size != u->len ||
+        (map = mmap(NULL, u->len, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED) {
+        snprintf(u->msg, sizeof u->msg, "cannot read the spooled archive: %s", strerror(errno));
+        u->status = 500;
+    } else {
+        madvise(map, u->len, MADV_SEQUENTIAL);
+        up_extract(u, map);
+        munmap(map, u->len);
+    }
+    if (fd >= 0)
+        close(fd);
+    unlink(u->file);
+}
+
+/* Check, extract into tmp, inspect, rename. Leaves nothing on failure. */
+static void up_extract(up_work *u, const uint8_t *body)
+{
     uint64_t cap_total = 1ull << 30;
     ctl_tar_limits lim = {.max_entries = 10000, .max_file = 1ull << 30, .max_total = cap_total};
     /* every byte extracted is backed by the archive (no sparse entries), so never above it */
     if (lim.max_total > (uint64_t)u->len)
         lim.max_total = (uint64_t)u->len;
     char m[400];
-    int rc = ctl_tar_walk(u->body, u->len, &lim, NULL, NULL, NULL, NULL, m, sizeof m);
+    int rc = ctl_tar_walk(body, u->len, &lim, NULL, NULL, NULL, NULL, m, sizeof m);
+    drop_pages(body, u->len); /* the headers the check read */
     if (rc) {
         snprintf(u->msg, sizeof u->msg, "archive: %s", m);
         u->status = 422;
@@ -114,7 +152,7 @@ static void up_run(uv_work_t *w)
         u->status = 500;
         return;
     }
-    rc = ctl_tar_walk(u->body, u->len, &lim, extract_one, u, NULL, NULL, m, sizeof m);
+    rc = ctl_tar_walk(body, u->len, &lim, extract_one, u, NULL, NULL, m, sizeof m);
     if (rc) {
         u->status = 500;
         goto fail;
@@ -145,7 +183,7 @@ fail:
 static void up_free(up_work *u)
 {
     json_decref(u->stats);
-    free(u->body);
+    free(u->file);
     free(u->name);
     free(u->type);
     free(u->format);
@@ -161,6 +199,8 @@ static void up_done(uv_work_t *w, int status)
     json_t *row = NULL;
     if (res)
         hone_http_res_on_abort(res, NULL, NULL);
+    if (status) /* canceled before it ran: the archive is still there */
+        unlink(u->file);
     if (status || u->status) {
         if (res)
             hone_http_res_error(res, status ? 503 : u->status, u->status == 422 ? "archive" : NULL,
@@ -200,62 +240,80 @@ static int one_of(const char *v, const char *const *list)
     return 0;
 }
 
-static void up_create(hone_http_req *req, hone_http_res *res, void *ud)
+/* Reads and checks the request's query (answers 422 and returns non-zero otherwise). */
+static int up_params(hone_http_req *req, hone_http_res *res, const char **name, const char **type,
+                     const char **format, const char **desc)
 {
     static const char *const types[] = {"image_classification", NULL};
     static const char *const formats[] = {"idx", "image_folder", NULL};
+    *name = hone_http_req_query(req, "name");
+    *type = hone_http_req_query(req, "type");
+    *format = hone_http_req_query(req, "format");
+    *desc = hone_http_req_query(req, "description");
+    *type = *type ? *type : "image_classification";
+    *format = *format ? *format : "idx";
+    if (!*name || !(*name)[0] || strlen(*name) > 200)
+        hone_http_res_error(res, 422, "name", "name (1 to 200 bytes) is required");
+    else if (!one_of(*type, types))
+        hone_http_res_error(res, 422, "type", "type must be image_classification for uploads");
+    else if (!one_of(*format, formats))
+        hone_http_res_error(res, 422, "format", "format must be idx or image_folder for uploads");
+    else if (*desc && strlen(*desc) > 10000)
+        hone_http_res_error(res, 422, "description", "description too long");
+    else
+        return HONE_OK;
+    return HONE_EINVAL;
+}
+
+/* Before the body: the content type and the query, then the folder to spool the archive into. */
+static int up_begin(hone_http_req *req, hone_http_res *res, void *ud, char *dir, size_t cap)
+{
     hone_controller *c = ud;
-    const char *ct = hone_http_req_header(req, "Content-Type");
+    const char *ct = hone_http_req_header(req, "Content-Type"), *name, *type, *format, *desc;
     if (!ct || strncmp(ct, "application/x-tar", 17) || (ct[17] && ct[17] != ';')) {
         hone_http_res_error(res, 415, "Content-Type", "Content-Type must be application/x-tar");
-        return;
+        return HONE_EINVAL;
     }
-    const char *name = hone_http_req_query(req, "name");
-    const char *type = hone_http_req_query(req, "type");
-    const char *format = hone_http_req_query(req, "format");
-    const char *desc = hone_http_req_query(req, "description");
-    if (!name || !name[0] || strlen(name) > 200) {
-        hone_http_res_error(res, 422, "name", "name (1 to 200 bytes) is required");
-        return;
-    }
-    type = type ? type : "image_classification";
-    format = format ? format : "idx";
-    if (!one_of(type, types)) {
-        hone_http_res_error(res, 422, "type", "type must be image_classification for uploads");
-        return;
-    }
-    if (!one_of(format, formats)) {
-        hone_http_res_error(res, 422, "format", "format must be idx or image_folder for uploads");
-        return;
-    }
-    if (desc && strlen(desc) > 10000) {
-        hone_http_res_error(res, 422, "description", "description too long");
-        return;
-    }
-    size_t len = 0;
-    const char *body = hone_http_req_body(req, &len);
-    if (!len) {
-        hone_http_res_error(res, 422, "archive", "archive: empty body");
-        return;
-    }
+    if (up_params(req, res, &name, &type, &format, &desc))
+        return HONE_EINVAL;
     char root[PATH_MAX];
     snprintf(root, sizeof root, "%s/datasets", c->cfg.data_dir);
     if (mkdir(root, 0755) && errno != EEXIST) {
         hone_http_res_error(res, 500, NULL, "cannot create %s: %s", root, strerror(errno));
+        return HONE_EIO;
+    }
+    snprintf(dir, cap, "%s", root);
+    return HONE_OK;
+}
+
+/* The archive is spooled whole: check and extract it on the thread pool. */
+static void up_create(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    const char *name, *type, *format, *desc;
+    if (up_params(req, res, &name, &type, &format, &desc))
+        return;
+    size_t len = (size_t)hone_http_req_body_file_size(req);
+    char *file = hone_http_req_body_file_take(req);
+    if (!file || !len) {
+        if (file) /* empty: gone before the answer, so a refusal leaves nothing behind */
+            unlink(file);
+        free(file);
+        hone_http_res_error(res, 422, "archive", "archive: empty body");
         return;
     }
     up_work *u = hone_xcalloc(1, sizeof *u);
     u->c = c;
     u->res = res;
-    u->body = hone_xmalloc(len);
-    memcpy(u->body, body, len);
+    u->file = file;
     u->len = len;
     u->name = hone_xstrdup(name);
     u->type = hone_xstrdup(type);
     u->format = hone_xstrdup(format);
     u->desc = desc ? hone_xstrdup(desc) : NULL;
     ctl_new_id(c, "ds", u->id, sizeof u->id);
-    char real[PATH_MAX];
+    char root[PATH_MAX], real[PATH_MAX];
+    snprintf(root, sizeof root, "%s/datasets", c->cfg.data_dir);
     if (!realpath(root, real))
         snprintf(real, sizeof real, "%s", root);
     snprintf(u->tmp, sizeof u->tmp, "%.3900s/.upload-%.63s", real, u->id);
@@ -265,14 +323,15 @@ static void up_create(hone_http_req *req, hone_http_res *res, void *ud)
     if (uv_queue_work(c->loop, &u->w, up_run, up_done)) {
         hone_http_res_on_abort(res, NULL, NULL);
         hone_http_res_error(res, 503, NULL, "cannot take the upload now");
+        unlink(u->file);
         up_free(u);
     }
 }
 
 int ctl_routes_dataset_upload(hone_controller *c)
 {
-    return hone_http_route_ex(c->http, "POST", "/api/v1/datasets:upload", c->cfg.max_upload_bytes,
-                              up_create, c)
+    return hone_http_route_upload(c->http, "POST", "/api/v1/datasets:upload",
+                                  c->cfg.max_upload_bytes, up_begin, up_create, c)
                ? HONE_EINVAL
                : HONE_OK;
 }

@@ -1,7 +1,8 @@
 /* Job artifacts: list the files of a job's folder (and best_model/ for AutoML jobs), download one,
  * and upload one (workers that share no disk with the controller; only the worker holding the
- * job's lease). Names are confined to the job's folder: one or two plain segments, no dot files,
- * no '..'. */
+ * job's lease). Uploads stream to a temp file in the job's folder (api/ upload routes): who may
+ * write is settled before any byte of the body is stored. Names are confined to the job's folder:
+ * one or two plain segments, no dot files, no '..'. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -141,42 +142,46 @@ out:
     return rc;
 }
 
-static void a_put(hone_http_req *req, hone_http_res *res, void *ud)
+/* The PUT's first half, once its headers are in and before any byte of its body is kept: the
+ * name, then who may write; the body then goes to a temp file in the job's folder. */
+static int a_put_begin(hone_http_req *req, hone_http_res *res, void *ud, char *dir, size_t cap)
 {
     hone_controller *c = ud;
     const char *id = hone_http_req_param(req, "id"), *name = hone_http_req_param(req, "name");
     if (!name_ok(name)) {
         hone_http_res_error(res, 422, "name", "bad artifact name");
-        return;
+        return HONE_EINVAL;
     }
     if (upload_allowed(c, req, res, id))
-        return;
-    size_t len = 0;
-    const char *body = hone_http_req_body(req, &len);
-    char *dir = ctl_job_dir(c, id), tmp[4096], dst[4096];
+        return HONE_EPERM;
+    char *jd = ctl_job_dir(c, id);
     mkdir(c->artifacts_dir, 0755);
-    mkdir(dir, 0755);
-    /* A temp file of this upload's own: two uploads of one name never share one. */
-    snprintf(tmp, sizeof tmp, "%s/.upload-XXXXXX", dir);
+    mkdir(jd, 0755);
+    snprintf(dir, cap, "%s", jd);
+    free(jd);
+    return HONE_OK;
+}
+
+/* The body is whole, fsynced, in its own temp file: rename it into place (atomic; two uploads of
+ * one name never share a temp file). The lease may have changed hands while the body came in, so
+ * the writer is checked again first; a refused or failed file is unlinked by the server. */
+static void a_put(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    const char *id = hone_http_req_param(req, "id"), *name = hone_http_req_param(req, "name");
+    if (upload_allowed(c, req, res, id))
+        return;
+    uint64_t len = hone_http_req_body_file_size(req);
+    const char *tmp = hone_http_req_body_file(req);
+    char *dir = ctl_job_dir(c, id), dst[4096];
     snprintf(dst, sizeof dst, "%s/%s", dir, name);
     free(dir);
-    int fd = mkstemp(tmp), ok = fd >= 0;
-    size_t off = 0;
-    while (ok && off < len) {
-        ssize_t w = write(fd, body + off, len - off);
-        if (w <= 0)
-            ok = 0;
-        else
-            off += (size_t)w;
-    }
-    if (fd >= 0 && (fchmod(fd, 0644) || fsync(fd) || close(fd)))
-        ok = 0;
-    if (!ok || rename(tmp, dst)) {
-        if (fd >= 0)
-            unlink(tmp);
-        hone_http_res_error(res, 500, NULL, "could not store %s: %s", name, strerror(errno));
+    if (!tmp || rename(tmp, dst)) {
+        hone_http_res_error(res, 500, NULL, "could not store %s: %s", name,
+                            tmp ? strerror(errno) : "no file");
         return;
     }
+    free(hone_http_req_body_file_take(req)); /* renamed: nothing left for the server to unlink */
     hone_http_res_json(res, 201, json_pack("{s:s,s:I}", "name", name, "bytes", (json_int_t)len));
 }
 
@@ -186,7 +191,7 @@ int ctl_routes_artifacts(hone_controller *c)
     rc |= hone_http_route(c->http, "GET", "/api/v1/jobs/{id}/artifacts", a_list, c);
     rc |= hone_http_route(c->http, "GET", "/api/v1/jobs/{id}/artifacts/{name}", a_get, c);
     rc |= hone_http_route(c->http, "GET", "/api/v1/jobs/{id}/artifacts/{dir}/{name}", a_get, c);
-    rc |= hone_http_route_ex(c->http, "PUT", "/api/v1/jobs/{id}/artifacts/{name}",
-                             c->cfg.max_upload_bytes, a_put, c);
+    rc |= hone_http_route_upload(c->http, "PUT", "/api/v1/jobs/{id}/artifacts/{name}",
+                                 c->cfg.max_upload_bytes, a_put_begin, a_put, c);
     return rc ? HONE_EINVAL : HONE_OK;
 }

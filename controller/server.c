@@ -91,6 +91,15 @@ static void metrics(hone_http_req *req, hone_http_res *res, void *ud)
     fprintf(f, "hone_http_responses_total{class=\"5xx\"} %llu\n",
             (unsigned long long)st.responses_5xx);
     fprintf(f, "hone_http_connections_open %llu\n", (unsigned long long)st.connections_open);
+    hone_http_upload_stats us;
+    hone_http_upload_stats_get(c->http, &us);
+    fprintf(f, "hone_http_uploads_active %llu\nhone_http_uploads_waiting %llu\n",
+            (unsigned long long)us.active, (unsigned long long)us.waiting);
+    fprintf(f, "hone_http_upload_buffered_bytes %llu\nhone_http_upload_buffered_peak_bytes %llu\n",
+            (unsigned long long)us.buffered_bytes, (unsigned long long)us.buffered_peak);
+    fprintf(f, "hone_http_uploads_total %llu\nhone_http_upload_bytes_total %llu\n",
+            (unsigned long long)us.uploads_total, (unsigned long long)us.bytes_total);
+    fprintf(f, "hone_http_uploads_refused_busy_total %llu\n", (unsigned long long)us.refused_busy);
     fprintf(f, "# TYPE hone_reports_total counter\nhone_reports_total %llu\n",
             (unsigned long long)c->n_reports);
     fprintf(f, "hone_leases_total %llu\nhone_leases_expired_total %llu\n",
@@ -184,6 +193,9 @@ int hone_controller_new(uv_loop_t *loop, const hone_controller_config *cfg, hone
         snprintf(err, errlen, "cannot set up the HTTP server: %s", hone_strerror(rc));
         goto fail;
     }
+    hone_http_upload_limits ul = {.max_uploads = c->cfg.max_uploads,
+                                  .inflight_bytes = c->cfg.upload_inflight};
+    hone_http_set_upload_limits(c->http, &ul);
     hone_http_set_filter(c->http, auth_filter, c);
     hone_http_set_access_log(c->http, access_log, c);
     ctl_log(c, "info", "store_open",

@@ -1,13 +1,16 @@
 /* The fixture of the api/ server tests (see http_test_server.h): test route handlers, a deferred
  * answer from a timer, a long-poll that only its abort callback ends, the filter and access log,
  * and the loop thread with its orderly shutdown. */
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "http_test_server.h"
 
 int port, port_small;
+char upload_dir[64];
 atomic_int aborted, zombie_answered, log_count;
 static uv_loop_t loop;
 static uv_async_t stop_async;
@@ -144,6 +147,69 @@ static int filter(hone_http_req *req, hone_http_res *res, void *ud)
     return 0;
 }
 
+/* Upload routes: begin refuses with X-Refuse (403) before any byte is stored, else spools into
+ * upload_dir. The handler answers the body's size and FNV-1a hash (read back from the file), and
+ * with ?keep=1 takes the file and renames it to upload_dir/<name>. */
+static int up_begin(hone_http_req *req, hone_http_res *res, void *ud, char *dir, size_t cap)
+{
+    (void)ud;
+    if (hone_http_req_header(req, "x-refuse")) {
+        hone_http_res_error(res, 403, "X-Refuse", "refused before the body");
+        return 1;
+    }
+    snprintf(dir, cap, "%s", upload_dir);
+    return 0;
+}
+
+static void up_done(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    (void)ud;
+    const char *path = hone_http_req_body_file(req);
+    size_t blen = 1;
+    hone_http_req_body(req, &blen);
+    uint64_t h = 14695981039346656037ull, n = 0;
+    char buf[65536];
+    int fd = path ? open(path, O_RDONLY) : -1;
+    for (ssize_t k; fd >= 0 && (k = read(fd, buf, sizeof(buf))) > 0; n += (uint64_t)k)
+        for (ssize_t i = 0; i < k; i++)
+            h = (h ^ (unsigned char)buf[i]) * 1099511628211ull;
+    if (fd >= 0)
+        close(fd);
+    if (!path || n != hone_http_req_body_file_size(req) || blen != 0) {
+        hone_http_res_error(res, 500, NULL, "spooled file missing or wrong size");
+        return;
+    }
+    const char *keep = hone_http_req_query(req, "keep");
+    if (keep) {
+        char *tmp = hone_http_req_body_file_take(req), dst[128];
+        snprintf(dst, sizeof(dst), "%s/%s", upload_dir, hone_http_req_param(req, "name"));
+        int bad = rename(tmp, dst);
+        free(tmp);
+        if (bad) {
+            hone_http_res_error(res, 500, NULL, "rename failed");
+            return;
+        }
+    }
+    char hex[17];
+    snprintf(hex, sizeof(hex), "%016llx", (unsigned long long)h);
+    hone_http_res_json(res, keep ? 201 : 200,
+                       json_pack("{s:I, s:s}", "size", (json_int_t)n, "fnv", hex));
+}
+
+static void h_upstats(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    (void)req;
+    (void)ud;
+    hone_http_upload_stats st;
+    hone_http_upload_stats_get(srv, &st);
+    hone_http_res_json(
+        res, 200,
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "active", (json_int_t)st.active, "waiting",
+                  (json_int_t)st.waiting, "buffered", (json_int_t)st.buffered_bytes, "peak",
+                  (json_int_t)st.buffered_peak, "uploads", (json_int_t)st.uploads_total, "busy",
+                  (json_int_t)st.refused_busy));
+}
+
 static void access_log(const char *m, const char *p, int st, uint64_t us, void *ud)
 {
     (void)m, (void)p, (void)st, (void)us, (void)ud;
@@ -194,7 +260,7 @@ int hts_start(void)
         {"POST", "/json", h_json},       {"POST", "/validate", h_validate},
         {"GET", "/slow", h_slow},        {"GET", "/hang", h_hang},
         {"GET", "/stream", h_stream},    {"GET", "/secret", h_hello},
-        {"DELETE", "/hello", h_hello},
+        {"DELETE", "/hello", h_hello},   {"GET", "/upstats", h_upstats},
     };
     for (size_t i = 0; i < HONE_ARRAY_LEN(routes); i++)
         if (hone_http_route(srv, routes[i].m, routes[i].p, routes[i].h, NULL))
@@ -205,6 +271,17 @@ int hts_start(void)
         hone_http_route(srv, "get", "/a", h_hello, NULL) != HONE_EINVAL)
         return -1;
     if (hone_http_route_ex(srv, "POST", "/upload", 4096, h_body_len, NULL))
+        return -1;
+    snprintf(upload_dir, sizeof(upload_dir), "/tmp/hone-http-up-XXXXXX");
+    hone_http_upload_limits ul = {.max_uploads = 2,
+                                  .max_waiting = 1,
+                                  .buffer_bytes = UPLOAD_TEST_BUFFER,
+                                  .inflight_bytes = UPLOAD_TEST_INFLIGHT};
+    hone_http_set_upload_limits(srv, &ul);
+    if (!mkdtemp(upload_dir) ||
+        hone_http_route_upload(srv, "PUT", "/up/{name}", 32 << 20, up_begin, up_done, NULL) ||
+        hone_http_route_upload(srv, "PUT", "/secret/up", 1 << 20, up_begin, up_done, NULL) ||
+        hone_http_route_upload(srv, "PUT", "/up/{name}", 0, up_begin, up_done, NULL) != HONE_EEXIST)
         return -1;
     hone_http_set_filter(srv, filter, NULL);
     hone_http_set_access_log(srv, access_log, NULL);
@@ -245,6 +322,10 @@ int hts_stop(void)
     }
     hone_http_server_free(srv);
     hone_http_server_free(srv_small);
+    if (rmdir(upload_dir) != 0) { /* every test leaves it empty */
+        fprintf(stderr, "FAIL files left in %s\n", upload_dir);
+        failed++;
+    }
     if (uv_loop_close(&loop) != 0) {
         fprintf(stderr, "FAIL loop still has handles\n");
         failed++;

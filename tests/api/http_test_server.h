@@ -16,10 +16,15 @@
         }                                                                                          \
     } while (0)
 
-extern int port;       /* the main server: small limits, every test route */
-extern int port_small; /* a second server with max_connections = 1 */
+extern int port;            /* the main server: small limits, every test route */
+extern int port_small;      /* a second server with max_connections = 1 */
+extern char upload_dir[64]; /* where the main server's upload routes spool (and keep) files */
 extern atomic_int aborted, zombie_answered, log_count;
 extern const hone_json_field job_fields[4];
+
+/* upload limits of the main server: 2 slots, 1 waiting, and these memory bounds */
+#define UPLOAD_TEST_BUFFER (64 << 10)
+#define UPLOAD_TEST_INFLIGHT (96 << 10)
 
 int hts_start(void); /* 0 once both servers listen and the loop thread runs */
 int hts_stop(void);  /* shuts down (checking aborts, bookkeeping, no handles left); failures */
@@ -54,7 +59,18 @@ int hts_error_is(const tc_response *r, int status, const char *code, const char 
     X(json_bodies)                                                                                 \
     X(json_check)                                                                                  \
     X(deferred)                                                                                    \
-    X(abort)
+    X(abort)                                                                                       \
+    X(upload_streamed)                                                                             \
+    X(upload_chunked)                                                                              \
+    X(upload_kept_then_keep_alive)                                                                 \
+    X(upload_refused_before_body)                                                                  \
+    X(upload_refused_small_body)                                                                   \
+    X(upload_filter_first)                                                                         \
+    X(upload_too_large)                                                                            \
+    X(upload_client_gone)                                                                          \
+    X(upload_stalled)                                                                              \
+    X(upload_slots)                                                                                \
+    X(upload_pipelined)
 
 #define HTS_DECLARE(name) int test_##name(void);
 HTS_TESTS(HTS_DECLARE)

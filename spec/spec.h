@@ -1,0 +1,188 @@
+/* spec: the one schema of the trainer spec (hone-train's YAML, the controller's "specs"): every
+ * dotted key with its type, range, default, the networks that use it and how AutoML sweeps it;
+ * parsing a value from text (YAML scalar, --set) or JSON through the same checks; the cross-key
+ * checks and the size limits below. The controller validates with it at create time, hone-train
+ * parses with it, `automl-defaults` and schemas/spec.schema.json are generated from it.
+ * Pure: libc, libm and jansson only; no files, no HTTP, no SQLite, no kernels.
+ *
+ * Limits (hone_spec_check), for the networks that exist today (mlp, cnn):
+ *
+ * - HONE_SPEC_MAX_PARAMS = 100,000,000 trainable parameters. The widest layer the key ranges allow
+ *   (mlp, model.hidden 65536 on 28x28 inputs: 52 M parameters) stays trainable, and so does a
+ *   two-layer mlp up to ~9,600 wide. Beyond it the per-epoch checkpoint (weights plus optimiser
+ *   state: 1.2 GB at 100 M with AdamW, written every epoch and copied per trial) and the host-side
+ *   He initialisation dominate an epoch on these small images, and nothing is gained: such
+ *   networks only memorise a 60,000-image training set.
+ * - HONE_SPEC_MAX_BYTES = 12 GiB of device memory as estimated by hone_spec_estimate: weights,
+ *   gradients, optimiser state (SGD 1, AdamW 2 copies), batch-norm statistics, every layer's output
+ *   and output gradient at the batch size (plus pool indices, dropout masks, the CUDA im2col
+ *   workspace of the largest convolution, the batch buffers) and, when the data is known, the
+ *   dataset hone-train copies to the device. A worker's smallest accelerator is taken to be a
+ *   16 GB GPU (T4, V100-16GB, a 2g.20gb MIG slice); 12 GiB leaves it room for the CUDA context,
+ *   cuBLAS workspaces and allocator slack. A CPU worker needs the same in RAM.
+ *
+ * Other cross-key rules: train.min_lr <= train.lr; train.warmup_epochs <= train.epochs; a key the
+ * network does not use keeps its default (model.depth is mlp only); data.val_size below the images
+ * in the training file (when the data is known); data.path set. */
+#ifndef HONE_SPEC_H
+#define HONE_SPEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "hone.h"
+
+#define HONE_SPEC_MAX_PARAMS 100000000ULL
+#define HONE_SPEC_MAX_BYTES (12ULL << 30)
+
+/* The networks, in a fixed order (a key's `networks` bit i is hone_spec_networks[i]). */
+#define HONE_SPEC_NNETS 2
+extern const char *const hone_spec_networks[HONE_SPEC_NNETS + 1]; /* NULL-terminated */
+/* Index of a network in hone_spec_networks, or -1. */
+int hone_spec_network_index(const char *network);
+
+/* ------------------------------------------------------------------ the resolved spec */
+
+typedef struct hone_spec {
+    char network[16]; /* mlp | cnn */
+    struct {
+        char format[16]; /* idx */
+        char path[1024]; /* folder with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] */
+        int train_limit; /* 0 = all remaining after the validation split */
+        int val_size;    /* validation images taken from the end of the training file */
+        int test_limit;  /* 0 = the whole test file */
+    } data;
+    struct {
+        int epochs, batch_size;
+        char optimizer[16]; /* sgd | adamw */
+        double lr, momentum, weight_decay, beta1, beta2, eps;
+        int nesterov;
+        char lr_schedule[16]; /* cosine | step | constant */
+        double warmup_epochs, step_gamma, min_lr;
+        int step_epochs;
+        uint64_t seed;
+        char math[8]; /* fp32 | tf32 | bf16 (CUDA GEMM/conv precision) */
+    } train;
+    struct {
+        int hidden, depth; /* mlp: hidden width and number of hidden layers; cnn: fc width */
+        double dropout;    /* before the last dense layer(s) */
+        int batchnorm;
+        int augment_flip, augment_shift;
+    } model;
+    /* Keys whose default depends on the network (train.lr, model.hidden) that were set
+     * explicitly: bit i for key i. The others follow `network` when it changes. */
+    uint32_t given;
+} hone_spec;
+
+/* ------------------------------------------------------------------ the key table */
+
+typedef enum {
+    HONE_SPEC_INT,  /* JSON integer; text: decimal */
+    HONE_SPEC_NUM,  /* JSON number; text: what strtod reads, finite */
+    HONE_SPEC_BOOL, /* JSON true/false; text: true/false/yes/no/on/off */
+    HONE_SPEC_ENUM, /* one of `choices` */
+    HONE_SPEC_STR,  /* any UTF-8 text without control characters */
+} hone_spec_type;
+
+/* How AutoML sweeps a key (the "all_hyperparameters" space of automl-defaults). */
+typedef struct hone_spec_sweep {
+    const char *type;           /* "float" | "int" | "categorical" | "bool"; NULL: not swept */
+    double lo[HONE_SPEC_NNETS]; /* float/int range per network */
+    double hi[HONE_SPEC_NNETS];
+    int log;   /* log scale */
+    int swept; /* in the default swept set */
+} hone_spec_sweep;
+
+typedef struct hone_spec_key {
+    const char *name; /* dotted: "train.lr" */
+    hone_spec_type type;
+    long long imin, imax;       /* HONE_SPEC_INT, inclusive */
+    double min, max;            /* HONE_SPEC_NUM, inclusive */
+    const char *const *choices; /* HONE_SPEC_ENUM, NULL-terminated */
+    /* the default as text, and per network where it differs (NULL: `def`) */
+    const char *def;
+    const char *def_net[HONE_SPEC_NNETS];
+    unsigned networks; /* bit i: hone_spec_networks[i] uses the key */
+    int user;          /* 1: set in experiment/job specs; 0: the controller sets it */
+    int combo;         /* takes part in the cross-key checks (size, memory, order) */
+    hone_spec_sweep sweep;
+    const char *doc;
+    size_t off, size; /* where the value lives in hone_spec (private to spec/) */
+} hone_spec_key;
+
+size_t hone_spec_nkeys(void);
+const hone_spec_key *hone_spec_key_at(size_t i);
+const hone_spec_key *hone_spec_key_find(const char *name); /* NULL when unknown */
+/* Whether a network (by name) uses the key. */
+int hone_spec_key_used_by(const hone_spec_key *k, const char *network);
+
+/* ------------------------------------------------------------------ values */
+
+/* All keys at their defaults for the network (NULL: "mlp"). */
+void hone_spec_defaults(hone_spec *s, const char *network);
+/* Sets one key from text: a YAML scalar (quoted: it was written in quotes, so it is a string and
+ * refused for a key that is not one) or a --set value. HONE_EPARSE with err naming the key, e.g.
+ * "train.lr: expected a number, got 'fast'"; a refused value leaves s unchanged. */
+int hone_spec_set_text(hone_spec *s, const char *key, const char *text, int quoted, char *err,
+                       size_t errlen);
+/* The same checks for a JSON value (the controller's input): HONE_EINVAL with err naming the key.
+ * set_json also stores it. */
+int hone_spec_check_json(const char *key, const json_t *v, char *err, size_t errlen);
+int hone_spec_set_json(hone_spec *s, const char *key, const json_t *v, char *err, size_t errlen);
+/* One key's current value as JSON (new reference; NULL for an unknown key). */
+json_t *hone_spec_get_json(const hone_spec *s, const char *key);
+/* Every key as a flat JSON object of dotted keys, in table order (new reference). */
+json_t *hone_spec_to_json(const hone_spec *s);
+/* Writes s as YAML that hone_spec_set_text reads back to the same values (%.17g numbers, quoted
+ * strings). HONE_EINVAL when a string is not valid UTF-8 (it has no YAML form). */
+int hone_spec_write_yaml(const hone_spec *s, FILE *f);
+
+/* ------------------------------------------------------------------ cross-key checks */
+
+/* What is known of the data a spec trains on. */
+typedef struct hone_spec_data {
+    long long
+        train_images; /* images in the training file (validation comes from its end); <0: unknown */
+    long long test_images; /* <0: unknown */
+    int c, h, w;           /* image shape; 0: unknown (1x28x28 assumed) */
+    int classes;           /* 0: unknown (10 assumed) */
+} hone_spec_data;
+
+#define HONE_SPEC_DATA_UNKNOWN                                                                     \
+    {                                                                                              \
+        -1, -1, 0, 0, 0, 0                                                                         \
+    }
+
+/* What training the spec costs (hone_spec_estimate). */
+typedef struct hone_spec_cost {
+    uint64_t params;      /* trainable parameters (exactly what train/net.c builds) */
+    uint64_t model_bytes; /* weights, gradients, optimiser state, batch-norm statistics */
+    uint64_t act_bytes;   /* activations and their gradients at the batch, with the buffers above */
+    uint64_t data_bytes;  /* the dataset on the device (0 when the data is unknown) */
+    long long batch;      /* the batch trained on: batch_size, or fewer when the data is smaller */
+} hone_spec_cost;
+
+/* Estimates without checking; the counts saturate instead of overflowing. d may be NULL. */
+void hone_spec_estimate(const hone_spec *s, const hone_spec_data *d, hone_spec_cost *out);
+/* Every per-key rule again on the stored values (a spec filled in by code, or a controller
+ * override such as an AutoML horizon), then the cross-key rules and limits above against d (may be
+ * NULL: unknown). HONE_EINVAL with field = the key to blame ("model.hidden") and err naming it. */
+int hone_spec_check(const hone_spec *s, const hone_spec_data *d, char *field, size_t fieldlen,
+                    char *err, size_t errlen);
+
+/* ------------------------------------------------------------------ JSON Schema, AutoML spaces */
+
+/* The JSON Schema (draft 2020-12) of a specs object, generated from the table: dotted keys and
+ * their nested form, types, ranges, defaults, networks, sweeps and the limits (new reference).
+ * schemas/spec.schema.json is this, written by hone-spec-schema. */
+json_t *hone_spec_json_schema(void);
+/* Serialises it the way schemas/spec.schema.json is written (malloc'd, ends in a newline). */
+char *hone_spec_json_schema_text(void);
+/* AutoML spaces (search/search.h JSON shape) for a network: every sweepable key (all = 1) or the
+ * default swept set (all = 0). New reference; NULL for an unknown network. */
+json_t *hone_spec_space(const char *network, int all);
+
+#endif

@@ -1,0 +1,236 @@
+/* spec/spec_check.c: the cross-key rules and the size limits of spec.h: what a spec costs to
+ * train (parameters and device memory, mirroring what train/net.c and train/loop.c allocate) and
+ * whether a worker can train it. Must stay in step with train/net.c: tests/train checks the
+ * parameter count against the network it builds. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spec_internal.h"
+
+static uint64_t add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t mul(uint64_t a, uint64_t b)
+{
+    return a && b > UINT64_MAX / a ? UINT64_MAX : a * b;
+}
+
+/* The shape flowing through the network while it is built, and what its layers allocate. */
+typedef struct {
+    uint64_t c, h, w;
+    uint64_t batch;
+    uint64_t params, nstate;
+    uint64_t act; /* bytes */
+    uint64_t ws;  /* the largest convolution workspace, bytes */
+} walk;
+
+/* out and dout of a layer: [batch, c*h*w] floats each */
+static void layer_out(walk *k, uint64_t extra_per_elem)
+{
+    uint64_t n = mul(k->batch, mul(k->c, mul(k->h, k->w)));
+    k->act = add(k->act, mul(n, 8 + extra_per_elem));
+}
+
+/* 3x3 convolution, stride 1, padding 1. Workspace as kernels/cuda/conv2d.cu sizes it (im2col
+ * columns, the output in GEMM layout and the partial weight gradients); the CPU backend's is
+ * smaller. */
+static void conv(walk *k, uint64_t oc)
+{
+    uint64_t crs = mul(k->c, 9), npq = mul(k->batch, mul(k->h, k->w));
+    uint64_t pa = mul(mul(k->batch, oc), add(crs, 1));
+    uint64_t pb = mul(mul(k->batch, oc), (mul(k->h, k->w) + 255) / 256);
+    uint64_t ws = mul(add(mul(add(crs, oc), npq), pa > pb ? pa : pb), 4);
+    if (ws > k->ws)
+        k->ws = ws;
+    k->params = add(k->params, add(mul(oc, crs), oc));
+    k->c = oc;
+    layer_out(k, 0);
+}
+
+static void dense(walk *k, uint64_t out)
+{
+    k->params = add(k->params, add(mul(out, mul(k->c, mul(k->h, k->w))), out));
+    k->c = out;
+    k->h = k->w = 1;
+    layer_out(k, 0);
+}
+
+static void batchnorm(walk *k)
+{
+    k->params = add(k->params, mul(2, k->c));
+    k->nstate = add(k->nstate, mul(2, k->c));
+    k->act = add(k->act, mul(8, k->c)); /* saved mean and 1/std */
+    layer_out(k, 0);
+}
+
+static void pool(walk *k)
+{
+    k->h /= 2;
+    k->w /= 2;
+    layer_out(k, 4); /* + int32 argmax */
+}
+
+static void dropout(walk *k, double p)
+{
+    if (p > 0.0)
+        layer_out(k, 1); /* + byte mask */
+}
+
+void hone_spec_estimate(const hone_spec *s, const hone_spec_data *d, hone_spec_cost *out)
+{
+    memset(out, 0, sizeof(*out));
+    uint64_t c = d && d->c > 0 ? (uint64_t)d->c : 1, h = d && d->h > 0 ? (uint64_t)d->h : 28;
+    uint64_t w = d && d->w > 0 ? (uint64_t)d->w : 28;
+    uint64_t classes = d && d->classes > 0 ? (uint64_t)d->classes : 10;
+    long long ntrain = -1, ntest = -1;
+    /* as train/dataset.c splits the files */
+    if (d && d->train_images >= 0 && d->train_images > s->data.val_size) {
+        ntrain = d->train_images - s->data.val_size;
+        if (s->data.train_limit > 0 && s->data.train_limit < ntrain)
+            ntrain = s->data.train_limit;
+    }
+    if (d && d->test_images >= 0) {
+        ntest = d->test_images;
+        if (s->data.test_limit > 0 && s->data.test_limit < ntest)
+            ntest = s->data.test_limit;
+    }
+    long long batch = s->train.batch_size > 0 ? s->train.batch_size : 1;
+    if (ntrain > 0 && ntrain < batch) /* train/loop.c trains on at most the whole set */
+        batch = ntrain;
+    out->batch = batch;
+
+    walk k = {.c = c, .h = h, .w = w, .batch = (uint64_t)batch};
+    int bn = s->model.batchnorm;
+    uint64_t hidden = s->model.hidden > 0 ? (uint64_t)s->model.hidden : 1;
+    if (!strcmp(s->network, "cnn")) {
+        static const uint64_t widths[2] = {32, 64};
+        for (int i = 0; i < 2; i++) {
+            conv(&k, widths[i]);
+            if (bn)
+                batchnorm(&k);
+            pool(&k);
+            layer_out(&k, 0); /* relu */
+        }
+        dense(&k, hidden);
+        if (bn)
+            batchnorm(&k);
+        layer_out(&k, 0);
+        dropout(&k, s->model.dropout);
+        dense(&k, classes);
+    } else {
+        for (int i = 0; i < s->model.depth; i++) {
+            dense(&k, hidden);
+            if (bn)
+                batchnorm(&k);
+            layer_out(&k, 0);
+            dropout(&k, s->model.dropout);
+        }
+        dense(&k, classes);
+    }
+    out->params = k.params;
+    uint64_t copies = 2 + (strcmp(s->train.optimizer, "adamw") == 0 ? 2 : 1);
+    out->model_bytes = add(mul(mul(k.params, copies), 4), mul(k.nstate, 4));
+    /* + the batch's images and labels (gathered each step) and the step's lr schedule */
+    uint64_t row = mul(c, mul(h, w));
+    uint64_t act = add(add(k.act, k.ws), mul((uint64_t)batch, add(mul(row, 4), 4)));
+    if (ntrain > 0)
+        act = add(act, mul((uint64_t)(ntrain / batch), 4));
+    out->act_bytes = act;
+    if (ntrain > 0 && ntest >= 0) {
+        /* train/val/test images and labels on the device, and the epoch's permutation */
+        uint64_t n = (uint64_t)ntrain + (uint64_t)s->data.val_size + (uint64_t)ntest;
+        out->data_bytes = add(mul(n, add(mul(row, 4), 4)), mul((uint64_t)ntrain, 4));
+    }
+}
+
+static int fail(char *field, size_t fieldlen, const char *key, char *err, size_t errlen,
+                const char *fmt, ...)
+{
+    if (field && fieldlen)
+        snprintf(field, fieldlen, "%s", key);
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return HONE_EINVAL;
+}
+
+static double gib(uint64_t b)
+{
+    return (double)b / (double)(1ULL << 30);
+}
+
+/* The size limits, which need to know the data (its shape and how many images). */
+static int check_size(const hone_spec *s, const hone_spec_data *d, char *field, size_t fieldlen,
+                      char *err, size_t errlen)
+{
+    if (d->train_images >= 0 && s->data.val_size >= d->train_images)
+        return fail(field, fieldlen, "data.val_size", err, errlen,
+                    "data.val_size: %d leaves no training images (the training file has %lld)",
+                    s->data.val_size, d->train_images);
+    hone_spec_cost c;
+    hone_spec_estimate(s, d, &c);
+    if (c.params > HONE_SPEC_MAX_PARAMS)
+        return fail(field, fieldlen, "model.hidden", err, errlen,
+                    "model.hidden: this %s (model.hidden %d, model.depth %d) has %llu parameters, "
+                    "above the limit of %llu",
+                    s->network, s->model.hidden, s->model.depth, (unsigned long long)c.params,
+                    (unsigned long long)HONE_SPEC_MAX_PARAMS);
+    uint64_t total = add(add(c.model_bytes, c.act_bytes), c.data_bytes);
+    if (total > HONE_SPEC_MAX_BYTES) {
+        const char *key = "train.batch_size";
+        if (c.model_bytes >= c.act_bytes && c.model_bytes >= c.data_bytes)
+            key = "model.hidden";
+        else if (c.data_bytes > c.act_bytes)
+            key = "data.train_limit";
+        return fail(field, fieldlen, key, err, errlen,
+                    "%s: training needs about %.1f GiB (weights, gradients and optimiser state "
+                    "%.1f GiB, activations at batch %lld %.1f GiB, data %.1f GiB), above the "
+                    "%.0f GiB a worker is assumed to have",
+                    key, gib(total), gib(c.model_bytes), c.batch, gib(c.act_bytes),
+                    gib(c.data_bytes), gib(HONE_SPEC_MAX_BYTES));
+    }
+    return HONE_OK;
+}
+
+int hone_spec_check(const hone_spec *s, const hone_spec_data *d, char *field, size_t fieldlen,
+                    char *err, size_t errlen)
+{
+    char f[64];
+    if (spec__check_stored(s, f, sizeof f, err, errlen) != HONE_OK) {
+        if (field && fieldlen)
+            snprintf(field, fieldlen, "%s", f);
+        return HONE_EINVAL;
+    }
+    if (!s->data.path[0])
+        return fail(field, fieldlen, "data.path", err, errlen, "data.path: must be set");
+    hone_spec def;
+    hone_spec_defaults(&def, s->network);
+    for (size_t i = 0; i < hone_spec_nkeys(); i++) {
+        const hone_spec_key *k = hone_spec_key_at(i);
+        if (!hone_spec_key_used_by(k, s->network) && !spec__same_value(s, &def, k)) {
+            json_t *v = hone_spec_get_json(&def, k->name);
+            char *t = json_dumps(v, JSON_ENCODE_ANY);
+            int rc = fail(field, fieldlen, k->name, err, errlen,
+                          "%s: %s does not use it (leave it at %s)", k->name, s->network,
+                          t ? t : "its default");
+            free(t);
+            json_decref(v);
+            return rc;
+        }
+    }
+    if (s->train.min_lr > s->train.lr)
+        return fail(field, fieldlen, "train.min_lr", err, errlen,
+                    "train.min_lr: %g exceeds train.lr %g", s->train.min_lr, s->train.lr);
+    if (s->train.warmup_epochs > s->train.epochs)
+        return fail(field, fieldlen, "train.warmup_epochs", err, errlen,
+                    "train.warmup_epochs: %g exceeds train.epochs %d", s->train.warmup_epochs,
+                    s->train.epochs);
+    return d ? check_size(s, d, field, fieldlen, err, errlen) : HONE_OK;
+}

@@ -1,0 +1,234 @@
+/* tests/spec/test_spec_keys.c: spec/'s schema alone: every default passes its own checks; every
+ * key accepts its bounds and refuses just past them, from text and from JSON alike; the cross-key
+ * rules and size limits blame the right key; the parameter count of the defaults; network-following
+ * defaults; the JSON Schema and the AutoML spaces derived from the table. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spec.h"
+
+static int failures;
+#define CHECK(c)                                                                                   \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #c);                       \
+            failures++;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static const hone_spec_data fmnist = {60000, 10000, 1, 28, 28, 10};
+
+/* text and JSON verdicts on one value must agree, and be `want` */
+static void expect(const char *key, const char *text, json_t *j, int want)
+{
+    hone_spec s;
+    char err[256] = "";
+    hone_spec_defaults(&s, "mlp");
+    int t = hone_spec_set_text(&s, key, text, 0, err, sizeof err) == HONE_OK;
+    int js = hone_spec_check_json(key, j, err, sizeof err) == HONE_OK;
+    if (t != want || js != want) {
+        fprintf(stderr, "%s = %s: text %s, json %s, want %s (%s)\n", key, text,
+                t ? "accepts" : "refuses", js ? "accepts" : "refuses", want ? "accept" : "refuse",
+                err);
+        failures++;
+    }
+    json_decref(j);
+}
+
+static void walk_bounds(void)
+{
+    char t[64];
+    for (size_t i = 0; i < hone_spec_nkeys(); i++) {
+        const hone_spec_key *k = hone_spec_key_at(i);
+        switch (k->type) {
+        case HONE_SPEC_INT:
+            snprintf(t, sizeof t, "%lld", k->imin);
+            expect(k->name, t, json_integer(k->imin), 1);
+            snprintf(t, sizeof t, "%lld", k->imax);
+            expect(k->name, t, json_integer(k->imax), 1);
+            snprintf(t, sizeof t, "%lld", k->imin - 1);
+            expect(k->name, t, json_integer(k->imin - 1), 0);
+            if (k->imax < INT64_MAX) {
+                snprintf(t, sizeof t, "%lld", k->imax + 1);
+                expect(k->name, t, json_integer(k->imax + 1), 0);
+            }
+            expect(k->name, "2.5", json_real(2.5), 0);
+            expect(k->name, "true", json_true(), 0);
+            break;
+        case HONE_SPEC_NUM:
+            snprintf(t, sizeof t, "%.17g", k->min);
+            expect(k->name, t, json_real(k->min), 1);
+            snprintf(t, sizeof t, "%.17g", k->max);
+            expect(k->name, t, json_real(k->max), 1);
+            snprintf(t, sizeof t, "%.17g", nextafter(k->min, -INFINITY));
+            expect(k->name, t, json_real(nextafter(k->min, -INFINITY)), 0);
+            snprintf(t, sizeof t, "%.17g", nextafter(k->max, INFINITY));
+            expect(k->name, t, json_real(nextafter(k->max, INFINITY)), 0);
+            expect(k->name, "false", json_false(), 0);
+            break;
+        case HONE_SPEC_BOOL:
+            expect(k->name, "true", json_true(), 1);
+            expect(k->name, "false", json_false(), 1);
+            expect(k->name, "1", json_integer(1), 0); /* YAML 1.1 and JSON agree: not a boolean */
+            expect(k->name, "maybe", json_string("maybe"), 0);
+            break;
+        case HONE_SPEC_ENUM:
+            for (int c = 0; k->choices[c]; c++)
+                expect(k->name, k->choices[c], json_string(k->choices[c]), 1);
+            expect(k->name, "kitti", json_string("kitti"), 0);
+            expect(k->name, "1", json_integer(1), 0);
+            break;
+        case HONE_SPEC_STR:
+            expect(k->name, "/data/x", json_string("/data/x"), 1);
+            expect(k->name, "/a\x01", json_string("/a\x01"), 0);
+            break;
+        }
+        CHECK(hone_spec_check_json(k->name, json_null(), t, sizeof t) == HONE_EINVAL);
+    }
+}
+
+static void expect_rule(const char *network, const char *const *sets, const hone_spec_data *d,
+                        const char *field)
+{
+    hone_spec s;
+    char err[512] = "", f[64] = "";
+    hone_spec_defaults(&s, network);
+    for (int i = 0; sets[i]; i += 2)
+        CHECK(hone_spec_set_text(&s, sets[i], sets[i + 1], 0, err, sizeof err) == HONE_OK);
+    int rc = hone_spec_check(&s, d, f, sizeof f, err, sizeof err);
+    if (field ? (rc != HONE_EINVAL || strcmp(f, field) || strncmp(err, field, strlen(field)))
+              : rc != HONE_OK) {
+        fprintf(stderr, "%s %s=%s...: rc %d field '%s' err '%s' (want %s)\n", network, sets[0],
+                sets[1], rc, f, err, field ? field : "ok");
+        failures++;
+    }
+}
+
+static void rules(void)
+{
+    const char *s1[] = {"train.min_lr", "0.5", "train.lr", "0.1", NULL};
+    expect_rule("mlp", s1, NULL, "train.min_lr");
+    const char *s2[] = {"train.warmup_epochs", "10.5", "train.epochs", "10", NULL};
+    expect_rule("mlp", s2, NULL, "train.warmup_epochs");
+    const char *s3[] = {"train.warmup_epochs", "10", "train.epochs", "10", NULL};
+    expect_rule("mlp", s3, NULL, NULL);
+    const char *s4[] = {"model.depth", "3", NULL};
+    expect_rule("cnn", s4, NULL, "model.depth");
+    expect_rule("mlp", s4, &fmnist, NULL);
+    const char *s5[] = {"model.hidden", "65536", "model.depth", "64", NULL};
+    expect_rule("mlp", s5, &fmnist, "model.hidden");
+    expect_rule("mlp", s5, NULL, NULL); /* size needs the data */
+    const char *s6[] = {"model.hidden", "65536", NULL};
+    expect_rule("mlp", s6, &fmnist, NULL); /* 52 M parameters: the widest layer trains */
+    const char *s7[] = {"model.hidden", "65536", "train.batch_size", "65536", NULL};
+    expect_rule("mlp", s7, &fmnist, "train.batch_size");
+    hone_spec_data tiny = {100, 20, 1, 28, 28, 10};
+    const char *s8[] = {"model.hidden", "65536", "train.batch_size", "65536", "data.val_size",
+                        "10",           NULL};
+    expect_rule("mlp", s8, &tiny, NULL); /* the batch is at most the 90 training images */
+    const char *s9[] = {"data.val_size", "60000", NULL};
+    expect_rule("mlp", s9, &fmnist, "data.val_size");
+    const char *s10[] = {"data.val_size", "59999", NULL};
+    expect_rule("cnn", s10, &fmnist, NULL);
+    const char *s11[] = {"train.batch_size", "65536", NULL};
+    expect_rule("cnn", s11, &fmnist, "train.batch_size");
+    const char *s12[] = {"train.batch_size", "4096", "model.batchnorm", "true", NULL};
+    expect_rule("cnn", s12, &fmnist, NULL);
+    hone_spec_data huge = {200000000, 0, 1, 28, 28, 10};
+    const char *s13[] = {NULL};
+    expect_rule("mlp", s13, &huge, "data.train_limit");
+    hone_spec_data unknown = HONE_SPEC_DATA_UNKNOWN;
+    expect_rule("mlp", s5, &unknown, "model.hidden");
+    expect_rule("cnn", s13, &unknown, NULL);
+}
+
+static void defaults(void)
+{
+    for (int n = 0; hone_spec_networks[n]; n++) {
+        hone_spec s;
+        char err[256] = "", f[64];
+        hone_spec_defaults(&s, hone_spec_networks[n]);
+        CHECK(!strcmp(s.network, hone_spec_networks[n]));
+        CHECK(hone_spec_check(&s, &fmnist, f, sizeof f, err, sizeof err) == HONE_OK);
+        for (size_t i = 0; i < hone_spec_nkeys(); i++) {
+            const hone_spec_key *k = hone_spec_key_at(i);
+            json_t *v = hone_spec_get_json(&s, k->name);
+            CHECK(v && hone_spec_check_json(k->name, v, err, sizeof err) == HONE_OK);
+            json_decref(v);
+        }
+    }
+    hone_spec s;
+    char err[256];
+    hone_spec_cost c;
+    hone_spec_defaults(&s, "mlp");
+    CHECK(s.train.lr == 0.1 && s.model.hidden == 256 && s.data.val_size == 5000);
+    hone_spec_estimate(&s, &fmnist, &c);
+    CHECK(c.params == 784 * 256 + 256 + 256 * 10 + 10 && c.batch == 128);
+    CHECK(hone_spec_set_text(&s, "network", "cnn", 0, err, sizeof err) == HONE_OK);
+    CHECK(s.train.lr == 0.05 && s.model.hidden == 128); /* follow the network */
+    hone_spec_estimate(&s, &fmnist, &c);
+    CHECK(c.params == (9 * 32 + 32) + (32 * 9 * 64 + 64) + (64 * 7 * 7 * 128 + 128) + 1290);
+    CHECK(hone_spec_set_text(&s, "train.lr", "0.2", 0, err, sizeof err) == HONE_OK);
+    CHECK(hone_spec_set_text(&s, "network", "mlp", 0, err, sizeof err) == HONE_OK);
+    CHECK(s.train.lr == 0.2 && s.model.hidden == 256); /* given: stays */
+    /* quoted scalars are strings; the refused value leaves the old one */
+    CHECK(hone_spec_set_text(&s, "train.epochs", "5", 1, err, sizeof err) == HONE_EPARSE);
+    CHECK(strstr(err, "train.epochs: expected an integer, got the string '5'") &&
+          s.train.epochs == 10);
+    CHECK(hone_spec_set_text(&s, "train.optimizer", "adamw", 1, err, sizeof err) == HONE_OK);
+    CHECK(hone_spec_set_text(&s, "train.seed", "9223372036854775807", 0, err, sizeof err) ==
+          HONE_OK);
+    CHECK(hone_spec_set_text(&s, "train.seed", "9223372036854775808", 0, err, sizeof err) ==
+          HONE_EPARSE);
+    CHECK(hone_spec_set_text(&s, "nope", "1", 0, err, sizeof err) == HONE_EPARSE &&
+          strstr(err, "nope: unknown key"));
+    json_t *fmt = json_string("image_folder"); /* not loadable by hone-train yet */
+    CHECK(hone_spec_check_json("data.format", fmt, err, sizeof err) == HONE_EINVAL);
+    json_decref(fmt);
+}
+
+static void schema_and_spaces(void)
+{
+    json_t *sc = hone_spec_json_schema();
+    json_t *defs = json_object_get(sc, "$defs");
+    CHECK(json_object_size(defs) == hone_spec_nkeys());
+    CHECK(json_number_value(json_object_get(json_object_get(defs, "train.momentum"), "maximum")) ==
+          0.9999);
+    CHECK(json_is_true(json_object_get(json_object_get(defs, "data.path"), "readOnly")));
+    CHECK(json_object_get(
+        json_object_get(json_object_get(json_object_get(sc, "properties"), "train"), "properties"),
+        "lr"));
+    char *t = hone_spec_json_schema_text();
+    json_t *back = json_loads(t, 0, NULL);
+    CHECK(back && json_equal(back, sc));
+    json_decref(back);
+    free(t);
+    json_decref(sc);
+
+    static const char *const swept[] = {"train.lr", "train.momentum", "train.weight_decay",
+                                        "train.batch_size", "train.optimizer"};
+    json_t *d = hone_spec_space("mlp", 0), *all = hone_spec_space("cnn", 1);
+    CHECK(json_object_size(d) == 5);
+    for (size_t i = 0; i < 5; i++)
+        CHECK(json_object_get(d, swept[i]));
+    CHECK(json_object_size(all) == 11);
+    json_t *h = json_object_get(all, "model.hidden");
+    CHECK(json_integer_value(json_object_get(h, "min")) == 32 &&
+          json_integer_value(json_object_get(h, "max")) == 512);
+    CHECK(!json_object_get(all, "model.depth") && !hone_spec_space("resnet", 1));
+    json_decref(d);
+    json_decref(all);
+}
+
+int main(void)
+{
+    walk_bounds();
+    rules();
+    defaults();
+    schema_and_spaces();
+    if (failures)
+        fprintf(stderr, "test_spec_keys: %d failure(s)\n", failures);
+    return failures != 0;
+}

@@ -1,5 +1,6 @@
 /* train/dataset.c: loads MNIST-family IDX files (plain or gzipped) into float images, checks that
- * images and labels agree, takes the validation split from the end of the training file, applies
+ * images and labels agree and that the spec fits this data (spec/'s size limits, the validation
+ * split), takes the validation split from the end of the training file, applies
  * train_limit/test_limit, and normalises every part with the training part's statistics. */
 #include <math.h>
 #include <stdlib.h>
@@ -69,9 +70,16 @@ int dataset_load(const hone_train_spec *spec, dataset *out, char *err, size_t er
         goto fail;
     }
     int total = tri->dims[0], val = spec->data.val_size;
-    if (val >= total) {
-        snprintf(err, errlen, "data.val_size: %d leaves no training images (file has %d)", val,
-                 total);
+    int maxl = 0;
+    for (size_t i = 0; i < trl->count; i++)
+        maxl = trl->data[i] > maxl ? trl->data[i] : maxl;
+    for (size_t i = 0; i < tel->count; i++)
+        maxl = tel->data[i] > maxl ? tel->data[i] : maxl;
+    /* the size limits and the validation split against this data, before anything is allocated:
+     * the controller checked the same facts (its dataset stats) at create time */
+    hone_spec_data facts = {total, tei->dims[0], 1, tri->dims[1], tri->dims[2], maxl + 1};
+    char field[64];
+    if (hone_spec_check(spec, &facts, field, sizeof field, err, errlen) != HONE_OK) {
         rc = HONE_ERANGE;
         goto fail;
     }
@@ -84,11 +92,6 @@ int dataset_load(const hone_train_spec *spec, dataset *out, char *err, size_t er
     out->c = 1;
     out->h = tri->dims[1];
     out->w = tri->dims[2];
-    int maxl = 0;
-    for (size_t i = 0; i < trl->count; i++)
-        maxl = trl->data[i] > maxl ? trl->data[i] : maxl;
-    for (size_t i = 0; i < tel->count; i++)
-        maxl = tel->data[i] > maxl ? tel->data[i] : maxl;
     out->classes = maxl + 1;
     fill_part(tri, trl, 0, ntrain, &out->train);
     fill_part(tri, trl, total - val, val, &out->val);

@@ -12,6 +12,7 @@
 
 #include "hone.h"
 #include "kernels.h"
+#include "spec.h"
 
 /* ------------------------------------------------------------------ IDX files */
 
@@ -32,44 +33,22 @@ void hone_idx_free(hone_idx *idx);
 
 /* ------------------------------------------------------------------ the spec */
 
-typedef struct hone_train_spec {
-    char network[16]; /* mlp | cnn */
-    struct {
-        char format[16]; /* idx */
-        char path[1024]; /* folder with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] */
-        int train_limit; /* 0 = all remaining after the validation split */
-        int val_size;    /* validation images taken from the end of the training file */
-        int test_limit;  /* 0 = the whole test file */
-    } data;
-    struct {
-        int epochs, batch_size;
-        char optimizer[16]; /* sgd | adamw */
-        double lr, momentum, weight_decay, beta1, beta2, eps;
-        int nesterov;
-        char lr_schedule[16]; /* constant | step | cosine */
-        double warmup_epochs, step_gamma, min_lr;
-        int step_epochs;
-        uint64_t seed;
-        char math[8]; /* fp32 | tf32 | bf16 (CUDA GEMM/conv precision) */
-    } train;
-    struct {
-        int hidden, depth; /* mlp: hidden width and number of hidden layers; cnn: fc width */
-        int hidden_set;    /* hidden was given; else it follows the network (mlp 256, cnn 128) */
-        double dropout;    /* before the last dense layer(s) */
-        int batchnorm;
-        int augment_flip, augment_shift;
-    } model;
-} hone_train_spec;
+/* The spec is spec/'s hone_spec: its keys, types, ranges and defaults live there (spec/spec.c),
+ * shared with the controller. hone-train adds YAML loading and the data-dependent checks. */
+typedef hone_spec hone_train_spec;
 
+/* The mlp defaults of spec/spec.c (train.lr and model.hidden follow `network` unless given). */
 void hone_train_spec_defaults(hone_train_spec *s);
-/* Apply a YAML document (file or string) over s. Unknown keys, wrong types and out-of-range values
- * are HONE_EPARSE with err naming the key, e.g. "train.lr: expected a number, got 'fast'". */
+/* Apply a YAML document (file or string) over s. Unknown keys, wrong types (a quoted scalar is a
+ * string) and out-of-range values are HONE_EPARSE with err naming the key, e.g.
+ * "train.lr: expected a number, got 'fast'". */
 int hone_train_spec_load_file(hone_train_spec *s, const char *path, char *err, size_t errlen);
 int hone_train_spec_load_string(hone_train_spec *s, const char *yaml, size_t len, char *err,
                                 size_t errlen);
 /* One "dotted.key=value" override (the worker passes each trial's hyperparameters this way). */
 int hone_train_spec_set(hone_train_spec *s, const char *assignment, char *err, size_t errlen);
-/* Cross-field checks after all overrides (e.g. batch_size vs data sizes happen at load time). */
+/* The data-independent rules of hone_spec_check after all overrides (HONE_EPARSE); the size
+ * limits and data.val_size are checked against the data when hone_train_run loads it. */
 int hone_train_spec_validate(const hone_train_spec *s, char *err, size_t errlen);
 /* Writes the resolved spec as YAML that load_file reads back to the same values. */
 int hone_train_spec_write(const hone_train_spec *s, FILE *f);

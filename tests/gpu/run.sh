@@ -57,20 +57,22 @@ else
   tail -20 "$LOG/configure.log"
   echo "run.sh: CMake configure failed; building the CUDA backend and its tests directly"
   D=$BUILD/direct; mkdir -p "$D"
-  INC="-I$ROOT/common -I$ROOT/kernels -I$ROOT/tests/kernels -I$ROOT/train ${CMAKE_PREFIX_PATH:+-I$PREFIX/usr/include -I$PREFIX/usr/include/x86_64-linux-gnu/openblas-pthread}"
+  INC="-I$ROOT/common -I$ROOT/kernels -I$ROOT/tests/kernels -I$ROOT/spec -I$ROOT/train ${CMAKE_PREFIX_PATH:+-I$PREFIX/usr/include -I$PREFIX/usr/include/x86_64-linux-gnu/openblas-pthread}"
   OBJS=()
   for cu in "$ROOT"/kernels/cuda/*.cu; do
     o=$D/cuda_$(basename "$cu").o; OBJS+=("$o")
     nvcc -O3 -arch=sm_90 -DHONE_HAVE_CUDA=1 $INC -c "$cu" -o "$o" &
   done
-  # the shipped trainer (train/ without main.c) for test_gpu_train and bench_train_gpu
+  # the shipped trainer (train/ without main.c, and the spec schema under it) for test_gpu_train
+  # and bench_train_gpu
   for c in "$ROOT"/common/hone.c "$ROOT"/kernels/dispatch.c "$ROOT"/kernels/cpu/*.c \
-           "$ROOT"/tests/kernels/ref.c "$ROOT"/train/{idx,spec,dataset,net,checkpoint,loop}.c; do
+           "$ROOT"/tests/kernels/ref.c "$ROOT"/spec/{spec,spec_check,spec_json}.c \
+           "$ROOT"/train/{idx,spec,dataset,net,checkpoint,loop}.c; do
     o=$D/$(basename "$(dirname "$c")")_$(basename "$c").o; OBJS+=("$o")  # cpu/conv.c, train/net.c
     gcc -O2 -std=gnu11 -DHONE_HAVE_CUDA=1 $INC -c "$c" -o "$o" &
   done
   wait
-  LIBS="-L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt -lopenblas -lyaml -lz -lm -lpthread -lstdc++"
+  LIBS="-L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt -lopenblas -lyaml -ljansson -lz -lm -lpthread -lstdc++"
   gcc -O2 -std=gnu11 $INC "$ROOT/tests/gpu/test_gpu_ops.c" "${OBJS[@]}" $LIBS -o "$D/test_gpu_ops" &&
   gcc -O2 -std=gnu11 $INC "$ROOT/tests/gpu/test_gpu_train.c" "${OBJS[@]}" $LIBS -o "$D/test_gpu_train" &&
   gcc -O2 -std=gnu11 $INC "$ROOT/bench/train_gpu.c" "${OBJS[@]}" $LIBS -o "$D/bench_train_gpu" ||

@@ -47,8 +47,9 @@ int ctl_automl_space_json(const char *network, const json_t *settings, json_t **
     }
     json_object_foreach(sp, k, v)
     {
-        if (!ctl_spec_key_sweepable(k)) {
-            snprintf(msg, msglen, "%s: '%s' is not a spec key hone-train understands", field, k);
+        if (!ctl_spec_key_sweepable(k, network)) {
+            snprintf(msg, msglen, "%s: '%s' is not a spec key hone-train understands for %s", field,
+                     k, network);
             goto fail;
         }
     }

@@ -94,13 +94,9 @@ int ctl_job_spec(hone_controller *c, const json_t *job, json_t **flat)
     if (rc)
         goto out;
     json_t *defaults = ctl_spec_defaults(jstr(exp, "network"));
-    json_t *f = json_deep_copy(defaults);
-    json_object_set_new(f, "data.path", json_string(jstr(ds, "path")));
-    json_object_set_new(f, "data.format", json_string(jstr(ds, "format")));
-    if ((tmp = jparse(jstr(exp, "specs")))) {
-        json_object_update(f, tmp);
-        json_decref(tmp);
-    }
+    tmp = jparse(jstr(exp, "specs"));
+    json_t *f = ctl_spec_resolve(jstr(exp, "network"), ds, tmp, NULL);
+    json_decref(tmp);
     if (jstr(job, "parent_id") && ctl_job_row(c, jstr(job, "parent_id"), &parent) == HONE_OK &&
         (tmp = jparse(jstr(parent, "specs")))) {
         json_object_update(f, tmp);
@@ -143,6 +139,33 @@ out:
     return rc;
 }
 
+/* What the job will train, checked as hone-train will check it (before anything is stored):
+ * HONE_EINVAL with field and message, HONE_ESQL. */
+static int check_spec(hone_controller *c, const json_t *exp, const json_t *job_specs,
+                      const json_t *settings, int automl, char *field, size_t fieldlen, char *msg,
+                      size_t msglen)
+{
+    json_t *tds = jparse(jstr(exp, "train_datasets")), *ds = NULL, *espec = NULL, *space = NULL;
+    const char *net = jstr(exp, "network");
+    int rc = store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), &ds);
+    if (rc) {
+        rc = HONE_ESQL; /* experiment_datasets keeps an experiment's datasets */
+        goto out;
+    }
+    espec = jparse(jstr(exp, "specs"));
+    rc = automl ? ctl_automl_space_json(net, settings, &space, field, fieldlen, msg, msglen)
+                : HONE_OK;
+    if (rc == HONE_OK)
+        rc = ctl_spec_check_create(net, ds, espec, job_specs, settings, space, field, fieldlen, msg,
+                                   msglen);
+out:
+    json_decref(tds);
+    json_decref(ds);
+    json_decref(espec);
+    json_decref(space);
+    return rc;
+}
+
 int ctl_job_create(hone_controller *c, const json_t *exp, const char *action, const json_t *specs,
                    const char *name, char *id_out, size_t idlen, char *field, size_t fieldlen,
                    char *msg, size_t msglen)
@@ -153,6 +176,9 @@ int ctl_job_create(hone_controller *c, const json_t *exp, const char *action, co
         goto out;
     if (!strcmp(action, "train") && json_is_true(json_object_get(settings, "automl_enabled")))
         action = "automl";
+    if ((rc = check_spec(c, exp, flat, settings, !strcmp(action, "automl"), field, fieldlen, msg,
+                         msglen)))
+        goto out;
     /* Epochs for a plain train job: the resolved spec's train.epochs. */
     json_t *defaults = ctl_spec_defaults(jstr(exp, "network"));
     json_t *espec = jparse(jstr(exp, "specs"));

@@ -1,19 +1,22 @@
 /* REST handlers for /api/v1/experiments: create and patch (validated whole before any write: the
- * network, the datasets, the metric, the spec overrides and the AutoML settings, each error naming
- * its field), list, get, delete, and automl-defaults. */
+ * network, the datasets, the metric, the spec overrides, the AutoML settings and the spec its jobs
+ * will train against the dataset, each error naming its field), list, get, delete,
+ * automl-defaults, and the JSON Schema of their specs (GET /api/v1/schemas/spec). */
 #include <stdio.h>
 #include <string.h>
 
 #include "ctl.h"
 
 static const char *const metrics[] = {"val_accuracy", "val_loss", "train_loss", "kpi", NULL};
-static const char *const networks[] = {"mlp", "cnn", NULL};
 static const char *const algos[] = {"bayesian", "hyperband", "asha", "bohb",
                                     "random",   "b",         "h",    NULL};
 
 static const hone_json_field exp_fields[] = {
     {.name = "name", .type = HONE_JSON_STRING, .required = 1, .min_len = 1, .max_len = 200},
-    {.name = "network_arch", .type = HONE_JSON_STRING, .required = 1, .enum_values = networks},
+    {.name = "network_arch",
+     .type = HONE_JSON_STRING,
+     .required = 1,
+     .enum_values = hone_spec_networks},
     {.name = "train_datasets", .type = HONE_JSON_ARRAY, .required = 1, .min_len = 1, .max_len = 16},
     {.name = "eval_dataset", .type = HONE_JSON_STRING, .nullable = 1},
     {.name = "metric", .type = HONE_JSON_STRING, .enum_values = metrics},
@@ -73,7 +76,7 @@ static json_t *automl_with_defaults(const json_t *in)
 static int exp_validate(hone_controller *c, json_t *body, hone_http_res *res, json_t **clean)
 {
     char field[300], msg[512];
-    json_t *flat = NULL, *settings = NULL, *space = NULL;
+    json_t *flat = NULL, *settings = NULL, *space = NULL, *ds = NULL;
     *clean = NULL;
     if (hone_json_check(body, exp_fields, HONE_ARRAY_LEN(exp_fields), res))
         return HONE_EINVAL;
@@ -118,6 +121,21 @@ static int exp_validate(hone_controller *c, json_t *body, hone_http_res *res, js
         hone_http_res_error(res, 422, field, "%s", msg);
         goto fail;
     }
+    /* what its jobs will train, checked as hone-train will check it against the first dataset */
+    if (store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), &ds)) {
+        hone_http_res_error(res, 422, "train_datasets", "no dataset %s",
+                            json_string_value(json_array_get(tds, 0)));
+        goto fail;
+    }
+    if (ctl_spec_check_create(jstr(body, "network_arch"), ds, flat, NULL, settings,
+                              json_is_true(json_object_get(settings, "automl_enabled")) ? space
+                                                                                        : NULL,
+                              field, sizeof field, msg, sizeof msg)) {
+        hone_http_res_error(res, 422, field, "%s", msg);
+        goto fail;
+    }
+    json_decref(ds);
+    ds = NULL;
     const char *metric = jstr(body, "metric") ? jstr(body, "metric") : "val_accuracy";
     if (!strcmp(metric, "kpi"))
         metric = "val_accuracy";
@@ -132,6 +150,7 @@ fail:
     json_decref(flat);
     json_decref(settings);
     json_decref(space);
+    json_decref(ds);
     return HONE_EINVAL;
 }
 
@@ -340,6 +359,14 @@ static void exp_automl_defaults(hone_http_req *req, hone_http_res *res, void *ud
     json_decref(row);
 }
 
+/* The JSON Schema of `specs` (schemas/spec.schema.json, from spec/'s table). */
+static void schema_spec(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    (void)req;
+    (void)ud;
+    hone_http_res_json(res, 200, hone_spec_json_schema());
+}
+
 int ctl_routes_experiments(hone_controller *c)
 {
     int rc = 0;
@@ -350,5 +377,6 @@ int ctl_routes_experiments(hone_controller *c)
     rc |= hone_http_route(c->http, "DELETE", "/api/v1/experiments/{id}", exp_delete, c);
     rc |= hone_http_route(c->http, "GET", "/api/v1/experiments/{id}/automl-defaults",
                           exp_automl_defaults, c);
+    rc |= hone_http_route(c->http, "GET", "/api/v1/schemas/spec", schema_spec, c);
     return rc ? HONE_EINVAL : HONE_OK;
 }

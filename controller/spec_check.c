@@ -1,0 +1,272 @@
+/* Create-time checks of a spec against spec/'s schema and the dataset it will train on: the spec
+ * a job hands to hone-train is resolved and put through hone_spec_check with the dataset's stats,
+ * the same rules and facts hone-train checks when it loads the data, so what is accepted here
+ * trains there. For AutoML, every corner of the swept space is checked too. Never touches the
+ * store: callers pass the rows. */
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+
+/* Corners checked at most; a space sweeping more size-relevant keys than this covers is checked
+ * at its all-low and all-high corners only. 2^12: twelve swept keys that take part in the cross
+ * checks, about 10 ms on the loop (30 under the sanitizers) at create time. */
+#define MAX_CORNERS 4096
+
+static int int_in(const json_t *v, long long lo, long long hi, long long *out)
+{
+    if (!json_is_integer(v) || json_integer_value(v) < lo)
+        return 0;
+    *out = json_integer_value(v) > hi ? hi : json_integer_value(v);
+    return 1;
+}
+
+void ctl_spec_data(const json_t *dataset_row, hone_spec_data *d)
+{
+    *d = (hone_spec_data)HONE_SPEC_DATA_UNKNOWN;
+    json_t *st = jparse(jstr(dataset_row, "stats"));
+    json_t *shape = json_object_get(st, "image_shape");
+    long long v;
+    if (int_in(json_object_get(st, "train_images"), 0, LLONG_MAX, &v))
+        d->train_images = v;
+    if (int_in(json_object_get(st, "test_images"), 0, LLONG_MAX, &v))
+        d->test_images = v;
+    if (int_in(json_object_get(st, "classes"), 1, INT_MAX, &v))
+        d->classes = (int)v;
+    int *dims[3] = {&d->c, &d->h, &d->w};
+    for (size_t i = 0; json_array_size(shape) == 3 && i < 3; i++)
+        if (int_in(json_array_get(shape, i), 1, INT_MAX, &v))
+            *dims[i] = (int)v;
+    json_decref(st);
+}
+
+json_t *ctl_spec_resolve(const char *network, const json_t *dataset_row, const json_t *exp_specs,
+                         const json_t *job_specs)
+{
+    json_t *f = ctl_spec_defaults(network);
+    if (dataset_row) {
+        json_object_set_new(f, "data.path", json_string(jstr(dataset_row, "path")));
+        json_object_set_new(f, "data.format", json_string(jstr(dataset_row, "format")));
+    }
+    if (json_is_object(exp_specs))
+        json_object_update(f, (json_t *)exp_specs);
+    if (json_is_object(job_specs))
+        json_object_update(f, (json_t *)job_specs);
+    return f;
+}
+
+/* The request field to blame for a spec key: users set "specs.<key>"; the rest comes from the
+ * experiment (network_arch) or its dataset (data.path, data.format). */
+static void key_field(const char *key, char *field, size_t fieldlen)
+{
+    const hone_spec_key *k = hone_spec_key_find(key);
+    if (k && k->user)
+        snprintf(field, fieldlen, "specs.%s", key);
+    else
+        snprintf(field, fieldlen, "%s",
+                 !strcmp(key, "network") ? "network_arch" : "train_datasets");
+}
+
+static int spec_from_flat(const json_t *flat, hone_spec *s, char *field, size_t fieldlen, char *msg,
+                          size_t msglen)
+{
+    const char *k;
+    json_t *v;
+    hone_spec_defaults(s, jstr(flat, "network"));
+    json_object_foreach((json_t *)flat, k, v)
+    {
+        if (!strcmp(k, "network"))
+            continue;
+        char m[400];
+        if (hone_spec_set_json(s, k, v, m, sizeof m)) {
+            key_field(k, field, fieldlen);
+            const hone_spec_key *sk = hone_spec_key_find(k);
+            snprintf(msg, msglen, "%s%s", sk && !sk->user ? "the dataset sets " : "", m);
+            return HONE_EINVAL;
+        }
+    }
+    return HONE_OK;
+}
+
+/* data.val_size is held against the dataset only when a user set it: the default (5000) exceeds
+ * small datasets that are otherwise fine to create jobs on; hone-train refuses such a run when it
+ * loads the data, naming data.val_size. */
+static int check_spec(const hone_spec *s, const json_t *given, const hone_spec_data *d, char *key,
+                      size_t keylen, char *msg, size_t msglen)
+{
+    hone_spec_data dd = *d;
+    if (!json_object_get(given, "data.val_size") && dd.train_images >= 0 &&
+        s->data.val_size >= dd.train_images)
+        dd.train_images = -1;
+    return hone_spec_check(s, &dd, key, keylen, msg, msglen);
+}
+
+static int check_flat(const json_t *flat, const json_t *given, const hone_spec_data *d, char *field,
+                      size_t fieldlen, char *msg, size_t msglen)
+{
+    hone_spec s;
+    char key[64];
+    if (spec_from_flat(flat, &s, field, fieldlen, msg, msglen))
+        return HONE_EINVAL;
+    if (check_spec(&s, given, d, key, sizeof key, msg, msglen)) {
+        key_field(key, field, fieldlen);
+        return HONE_EINVAL;
+    }
+    return HONE_OK;
+}
+
+/* The values of a space parameter the search may reach at its ends (new reference). */
+static json_t *param_ends(const json_t *p)
+{
+    const char *type = jstr(p, "type");
+    json_t *lo = json_object_get(p, "min"), *hi = json_object_get(p, "max");
+    if (type && !strcmp(type, "int"))
+        return json_pack("[I,I]", (json_int_t)llround(json_number_value(lo)),
+                         (json_int_t)llround(json_number_value(hi)));
+    if (type && !strcmp(type, "float"))
+        return json_pack("[f,f]", json_number_value(lo), json_number_value(hi));
+    if (type && !strcmp(type, "categorical"))
+        return json_deep_copy(json_object_get(p, "values"));
+    return json_pack("[b,b]", 0, 1);
+}
+
+typedef struct {
+    const char *key;
+    json_t *ends;
+} swept;
+
+static void corner_name(const swept *w, size_t n, const size_t *idx, char *buf, size_t len)
+{
+    buf[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t used = strlen(buf);
+        char *t = json_dumps(json_array_get(w[i].ends, idx[i]), JSON_ENCODE_ANY);
+        snprintf(buf + used, len - used, "%s%s=%s", i ? ", " : "", w[i].key, t ? t : "?");
+        free(t);
+    }
+}
+
+/* Every trial an AutoML space may draw over base: each swept value in its key's range, base
+ * itself, and the cross-key rules at every corner (blamed on space_field). */
+static int check_space(const json_t *base, const json_t *space, const json_t *given,
+                       const hone_spec_data *d, const char *space_field, char *field,
+                       size_t fieldlen, char *msg, size_t msglen)
+{
+    swept w[64];
+    size_t n = 0, corners = 1, idx[64], i;
+    const char *k;
+    json_t *p;
+    hone_spec s0, s;
+    char key[64], m[400];
+    int rc = HONE_EINVAL;
+    if (spec_from_flat(base, &s0, field, fieldlen, msg, msglen))
+        return HONE_EINVAL;
+    snprintf(field, fieldlen, "%s", space_field);
+    json_t *swept_given = json_deep_copy(given); /* a swept key is set by the user's space */
+    json_object_foreach((json_t *)space, k, p)
+    {
+        json_object_set_new(swept_given, k, json_true());
+        const hone_spec_key *sk = hone_spec_key_find(k);
+        json_t *ends = param_ends(p);
+        for (i = 0; i < json_array_size(ends); i++) {
+            if (hone_spec_check_json(k, json_array_get(ends, i), m, sizeof m)) {
+                snprintf(msg, msglen, "%s: the search would set %s", space_field, m);
+                json_decref(ends);
+                goto out;
+            }
+        }
+        if (!sk || !sk->combo || n == HONE_ARRAY_LEN(w)) {
+            json_decref(ends);
+            continue;
+        }
+        w[n].key = k;
+        w[n++].ends = ends;
+        if (corners <= MAX_CORNERS)
+            corners *= json_array_size(ends);
+    }
+    /* The trials' spec before any swept value (its schedule may be shorter than the job's) */
+    if (check_spec(&s0, given, d, key, sizeof key, msg, msglen)) {
+        key_field(key, field, fieldlen);
+        goto out;
+    }
+    /* Each rule grows or shrinks monotonically with each key, so its worst case is a corner,
+     * and a corner that fails does so because of the sweep. Too many corners: the all-first and
+     * all-last ones only. */
+    size_t total = corners > MAX_CORNERS ? 2 : corners;
+    for (size_t c = 0; c < total; c++) {
+        size_t rest = c;
+        s = s0;
+        for (i = 0; i < n; i++) {
+            size_t nv = json_array_size(w[i].ends);
+            idx[i] = corners > MAX_CORNERS ? (c ? nv - 1 : 0) : rest % nv;
+            rest /= nv;
+            hone_spec_set_json(&s, w[i].key, json_array_get(w[i].ends, idx[i]), NULL, 0);
+        }
+        if (check_spec(&s, swept_given, d, key, sizeof key, m, sizeof m)) {
+            char name[512];
+            snprintf(field, fieldlen, "%s", space_field);
+            corner_name(w, n, idx, name, sizeof name);
+            snprintf(msg, msglen, "%s (a trial the search may draw: %s)", m, n ? name : "any");
+            goto out;
+        }
+    }
+    rc = HONE_OK;
+out:
+    for (i = 0; i < n; i++)
+        json_decref(w[i].ends);
+    json_decref(swept_given);
+    return rc;
+}
+
+/* Epochs of a trial's schedule, as ctl_job_spec sets train.epochs: the Hyperband family's
+ * automl_R x epoch_multiplier, otherwise the job's own train.epochs. */
+static long long horizon(const json_t *settings, long long epochs)
+{
+    const char *algo = jstr(settings, "automl_algorithm");
+    if (algo && (!strcmp(algo, "hyperband") || !strcmp(algo, "bohb") || !strcmp(algo, "asha"))) {
+        long long mult = jint(settings, "epoch_multiplier");
+        return jint(settings, "automl_R") * (mult > 0 ? mult : 1);
+    }
+    return epochs;
+}
+
+int ctl_spec_check_create(const char *network, const json_t *dataset_row, const json_t *exp_specs,
+                          const json_t *job_specs, const json_t *settings, const json_t *space,
+                          char *field, size_t fieldlen, char *msg, size_t msglen)
+{
+    hone_spec_data d;
+    json_t *flat = ctl_spec_resolve(network, dataset_row, exp_specs, job_specs);
+    json_t *given = json_object();
+    int rc = HONE_EINVAL;
+    if (json_is_object(exp_specs))
+        json_object_update(given, (json_t *)exp_specs);
+    if (json_is_object(job_specs))
+        json_object_update(given, (json_t *)job_specs);
+    ctl_spec_data(dataset_row, &d);
+    if (check_flat(flat, given, &d, field, fieldlen, msg, msglen))
+        goto out;
+    if (space) {
+        const hone_spec_key *ek = hone_spec_key_find("train.epochs");
+        long long h = horizon(settings, jint(flat, "train.epochs"));
+        if (h < ek->imin || h > ek->imax) {
+            snprintf(field, fieldlen, "automl_settings.automl_R");
+            snprintf(msg, msglen,
+                     "train.epochs: a trial's schedule would run automl_R x epoch_multiplier = "
+                     "%lld epochs, outside [%lld, %lld]",
+                     h, ek->imin, ek->imax);
+            goto out;
+        }
+        json_object_set_new(flat, "train.epochs", json_integer(h));
+        if (check_space(flat, space, given, &d, "automl_settings.automl_hyperparameters", field,
+                        fieldlen, msg, msglen))
+            goto out;
+    }
+    rc = HONE_OK;
+out:
+    json_decref(flat);
+    json_decref(given);
+    return rc;
+}

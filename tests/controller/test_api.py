@@ -1,8 +1,12 @@
 """Controller REST API against a real hone-controller process: datasets from server-side paths
 (good IDX, paths outside the data roots, '..', symlink escapes, missing files), experiments and jobs
-with bad input (unknown fields, wrong types, missing datasets): each a 4xx naming the field, and
-nothing stored. Also health, 404/405, body limits and auth."""
+with bad input (unknown fields, wrong types, missing datasets, spec combinations a worker cannot
+train): each a 4xx naming the field, and nothing stored. Also health, 404/405, body limits, auth
+and the served spec schema."""
+import gzip
+import json
 import os
+import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -23,6 +27,101 @@ def expect_err(c, method, path, body, status, field, raw=None, headers=None):
         assert js["error"]["field"] == field, (body, js)
     assert js["error"]["status"] == status, js
     assert counts(c) == before, "something was stored by a refused request"
+
+
+def write_big_idx(dirname, n_train, n_test, rows, cols):
+    """A large IDX dataset fast: blank images (the stats do not look at pixels), gzipped."""
+    os.makedirs(dirname, exist_ok=True)
+    for split, n in (("train", n_train), ("t10k", n_test)):
+        with gzip.open(os.path.join(dirname, "%s-images-idx3-ubyte.gz" % split), "wb") as f:
+            f.write(struct.pack(">IIII", 0x803, n, rows, cols) + bytes(n * rows * cols))
+        with gzip.open(os.path.join(dirname, "%s-labels-idx1-ubyte.gz" % split), "wb") as f:
+            f.write(struct.pack(">II", 0x801, n) + bytes(i % 10 for i in range(n)))
+
+
+def spec_combinations(c, root, ex_url):
+    """Spec combinations are checked at create time against spec/'s rules and the dataset's stats
+    (model size and memory limits, key order rules, keys the network does not use, AutoML
+    schedules and spaces), as hone-train checks them: 422 naming the key, nothing stored."""
+    big = os.path.join(root, "big")
+    write_big_idx(big, 20000, 1000, 28, 28)
+    dsb = c.ok("POST", "/api/v1/datasets", {"name": "big", "path": big})
+    mlp = {"name": "m", "network_arch": "mlp", "train_datasets": [dsb["id"]]}
+    for specs, field in [
+            ({"model": {"hidden": 65536, "depth": 64}}, "specs.model.hidden"),  # 275 G parameters
+            ({"model.hidden": 65536, "train.batch_size": 16384}, "specs.train.batch_size"),  # 17 GiB
+            ({"data": {"val_size": 1000000000}}, "specs.data.val_size"),
+            ({"data": {"val_size": 20000}}, "specs.data.val_size"),  # leaves no training images
+            ({"train": {"warmup_epochs": 11}}, "specs.train.warmup_epochs"),  # 10 epochs
+            ({"train": {"warmup_epochs": 3.5, "epochs": 3}}, "specs.train.warmup_epochs"),
+            ({"train": {"min_lr": 0.5, "lr": 0.1}}, "specs.train.min_lr"),
+            ({"train": {"momentum": 1}}, "specs.train.momentum"),  # hone-train's limit, 0.9999
+            ({"train": {"lr": 50}}, "specs.train.lr"),
+            ({"train": {"weight_decay": 5}}, "specs.train.weight_decay"),
+            ({"train": {"epochs": 100001}}, "specs.train.epochs"),
+            ({"model": {"batchnorm": 1}}, "specs.model.batchnorm")]:
+        expect_err(c, "POST", ex_url, dict(mlp, specs=specs), 422, field)
+    expect_err(c, "POST", ex_url, dict(mlp, network_arch="cnn", specs={"model": {"depth": 2}}),
+               422, "specs.model.depth")  # the cnn does not use it
+    # The widest layer the ranges allow trains; warmup may be fractional and as long as the run.
+    e = c.ok("POST", ex_url, dict(mlp, specs={"model": {"hidden": 65536},
+                                              "train": {"warmup_epochs": 9.5, "epochs": 10}}))
+    assert e["specs"]["train.warmup_epochs"] == 9.5, e
+    c.ok("POST", ex_url, dict(mlp, network_arch="cnn", specs={"train": {"batch_size": 4096}}))
+    # A job's specs are checked over its experiment's.
+    jurl = "/api/v1/experiments/%s/jobs" % e["id"]
+    expect_err(c, "POST", jurl, {"action": "train", "specs": {"model": {"depth": 64}}}, 422,
+               "specs.model.hidden")
+    expect_err(c, "POST", jurl, {"action": "train", "specs": {"train": {"epochs": 5}}}, 422,
+               "specs.train.warmup_epochs")
+    expect_err(c, "POST", jurl, {"action": "train", "specs": {"train.batch_size": 16384}}, 422,
+               "specs.train.batch_size")
+    expect_err(c, "POST", jurl, {"action": "train", "specs": {"data.val_size": 20000}}, 422,
+               "specs.data.val_size")
+    expect_err(c, "PATCH", "%s/%s" % (ex_url, e["id"]),  # specs replace the stored ones
+               {"specs": {"model.hidden": 65536, "model.depth": 2}}, 422, "specs.model.hidden")
+    assert c.ok("GET", "%s/%s" % (ex_url, e["id"]))["specs"] == e["specs"]
+    # AutoML: the trials' schedule length and every corner of the swept space.
+    hp = "automl_settings.automl_hyperparameters"
+    for settings, specs, field in [
+            ({"automl_algorithm": "hyperband", "automl_R": 1000, "epoch_multiplier": 1000}, {},
+             "automl_settings.automl_R"),
+            ({"automl_algorithm": "hyperband", "automl_R": 3}, {"train.warmup_epochs": 5},
+             "specs.train.warmup_epochs"),
+            ({"automl_hyperparameters": {"model.hidden": {"type": "int", "min": 64,
+                                                          "max": 65536}}},
+             {"model.depth": 8}, hp),
+            ({"automl_hyperparameters": {"train.batch_size": {"type": "float", "min": 64,
+                                                              "max": 512}}}, {}, hp),
+            ({"automl_hyperparameters": {"train.momentum": {"type": "float", "min": 0.5,
+                                                            "max": 1.0}}}, {}, hp),
+            ({"automl_hyperparameters": {"train.warmup_epochs": {"type": "int", "min": 0,
+                                                                 "max": 20}}}, {}, hp),
+            ({"automl_hyperparameters": {"model.depth": {"type": "int", "min": 1, "max": 64}}},
+             {"model.hidden": 4096}, hp),
+            ({"automl_hyperparameters": {"data.val_size": {"type": "int", "min": 0,
+                                                           "max": 30000}}}, {}, hp)]:
+        settings = dict(settings, automl_enabled=True)
+        expect_err(c, "POST", ex_url, dict(mlp, specs=specs, automl_settings=settings), 422,
+                   field)
+    # The same settings with the search off are only stored; an AutoML job on them is refused.
+    off = c.ok("POST", ex_url, dict(mlp, automl_settings={"automl_R": 1000,
+                                                           "epoch_multiplier": 1000,
+                                                           "automl_algorithm": "hyperband"}))
+    expect_err(c, "POST", "/api/v1/experiments/%s/jobs" % off["id"], {"action": "automl"}, 422,
+               "automl_settings.automl_R")
+    # A dataset in a format hone-train cannot load yet.
+    os.makedirs(os.path.join(root, "imgs", "cat"))
+    open(os.path.join(root, "imgs", "cat", "1.png"), "wb").close()
+    dsi = c.ok("POST", "/api/v1/datasets", {"name": "imgs", "path": root + "/imgs",
+                                            "format": "image_folder"})
+    expect_err(c, "POST", ex_url, dict(mlp, train_datasets=[dsi["id"]]), 422, "train_datasets")
+    # The schema behind all of it, as committed.
+    sc = c.ok("GET", "/api/v1/schemas/spec")
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "..", "schemas", "spec.schema.json")) as f:
+        assert sc == json.load(f)
+    assert sc["$defs"]["train.momentum"]["maximum"] == 0.9999
 
 
 def main():
@@ -232,6 +331,7 @@ def main():
         assert st == 200 and text == b"bye", (st, text)
         st, _ = c.req("POST", "/api/v1/workers/%s/lease?wait=0" % w["id"], headers=H)
         assert st == 204
+        spec_combinations(c, root, ex_url)
     finally:
         c.stop()
 

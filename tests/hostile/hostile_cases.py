@@ -115,6 +115,41 @@ case("field", "job action not in enum", [422], field="action")(
     lambda x: rb("POST", "/api/v1/experiments/%s/jobs" % x["exp"], {"action": "rm -rf"}))
 case("field", "worker name empty", [422], field="name")(
     lambda x: rb("POST", "/api/v1/workers", {"name": ""}))
+# Spec combinations a worker cannot train (spec/spec.h: limits and cross-key rules), refused at
+# create time as hone-train would refuse them mid-job.
+case("field", "model above the parameter limit (hidden 65536, depth 64)", [422],
+     field="specs.model.hidden")(
+    lambda x: rb("POST", E, exp_body(x, specs={"model": {"hidden": 65536, "depth": 64}})))
+case("field", "batch above the memory limit (hidden 65536, batch 65536)", [422],
+     field="specs.train.batch_size")(
+    lambda x: rb("POST", E, exp_body(x, specs={"model": {"hidden": 65536},
+                                               "train": {"batch_size": 65536}})))
+case("field", "val_size beyond the dataset (1e9)", [422], field="specs.data.val_size")(
+    lambda x: rb("POST", E, exp_body(x, specs={"data": {"val_size": 1000000000}})))
+case("field", "warmup_epochs above epochs", [422], field="specs.train.warmup_epochs")(
+    lambda x: rb("POST", E, exp_body(x, specs={"train": {"warmup_epochs": 20, "epochs": 10}})))
+case("field", "momentum 1 (beyond hone-train's 0.9999)", [422], field="specs.train.momentum")(
+    lambda x: rb("POST", E, exp_body(x, specs={"train": {"momentum": 1}})))
+case("field", "key the network does not use (cnn with model.depth)", [422],
+     field="specs.model.depth")(
+    lambda x: rb("POST", E, exp_body(x, network_arch="cnn", specs={"model": {"depth": 4}})))
+case("field", "AutoML space reaching past the parameter limit", [422],
+     field="automl_settings.automl_hyperparameters")(
+    lambda x: rb("POST", E, exp_body(x, specs={"model": {"depth": 8}}, automl_settings={
+        "automl_enabled": True,
+        "automl_hyperparameters": {"model.hidden": {"type": "int", "min": 64, "max": 65536}}})))
+case("field", "AutoML schedule past the epoch limit (R 1000 x multiplier 1000)", [422],
+     field="automl_settings.automl_R")(
+    lambda x: rb("POST", E, exp_body(x, automl_settings={
+        "automl_enabled": True, "automl_algorithm": "hyperband", "automl_R": 1000,
+        "epoch_multiplier": 1000})))
+case("field", "job specs above the parameter limit", [422], field="specs.model.hidden")(
+    lambda x: rb("POST", "/api/v1/experiments/%s/jobs" % x["exp"],
+                 {"action": "train", "specs": {"model": {"hidden": 65536, "depth": 64}}}))
+case("field", "job warmup_epochs above the experiment's epochs", [422],
+     field="specs.train.warmup_epochs")(
+    lambda x: rb("POST", "/api/v1/experiments/%s/jobs" % x["exp"],
+                 {"action": "train", "specs": {"train": {"warmup_epochs": 6}}}))
 
 # ---- paths and data roots -------------------------------------------------------------------
 

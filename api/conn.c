@@ -250,6 +250,7 @@ static int on_message_complete(http_parser *p)
         req->keep_alive = 0;
     c->cur = NULL;
     c->msg_start_ms = 0;
+    c->msgs_parsed++;
     if (req->up)
         http_upload_body_done(req);
     http_conn_enqueue(c, req);
@@ -282,12 +283,9 @@ hone_http_conn *http_conn_new(hone_http_server *s, int fake)
     return c;
 }
 
-void http_conn_feed(hone_http_conn *c, const char *data, size_t len)
+/* Runs http-parser over data, which strict.c has passed. Returns -1 when parsing stopped. */
+static int conn_parse(hone_http_conn *c, const char *data, size_t len)
 {
-    if (c->stop_parsing || c->closing || len == 0)
-        return;
-    if (!c->msg_start_ms)
-        c->msg_start_ms = conn_now_ms(c);
     size_t n = http_parser_execute(&c->parser, &parser_settings, data, len);
     enum http_errno e = HTTP_PARSER_ERRNO(&c->parser);
     if (e == HPE_PAUSED) {
@@ -301,6 +299,46 @@ void http_conn_feed(hone_http_conn *c, const char *data, size_t len)
         conn_fail(c, status, msg);
     } else if (n < len && c->parser.upgrade) {
         c->stop_parsing = 1; /* the rest belongs to a protocol we do not speak */
+    }
+    return c->stop_parsing ? -1 : 0;
+}
+
+static void conn_fail_framing(hone_http_conn *c, const char *why)
+{
+    char msg[128];
+    if (c->cur) /* bad framing is the answer, whatever routing said */
+        c->cur->err_status = 0;
+    snprintf(msg, sizeof(msg), "malformed HTTP request: %s", why);
+    conn_fail(c, 400, msg);
+}
+
+/* Bytes go to the strict framing check first and to http-parser only as far as they passed it,
+ * one request at a time: where a request ends by our reckoning, the parser must have ended it
+ * too, or the two disagree on framing (a smuggling attempt) and the connection is failed. */
+void http_conn_feed(hone_http_conn *c, const char *data, size_t len)
+{
+    if (c->stop_parsing || c->closing || len == 0)
+        return;
+    if (!c->msg_start_ms)
+        c->msg_start_ms = conn_now_ms(c);
+    while (len > 0 && !c->stop_parsing) {
+        size_t used;
+        int end;
+        const char *why;
+        unsigned before = c->msgs_parsed;
+        int bad = http_strict_scan(&c->strict, data, len, &used, &end, &why);
+        if (used > 0 && conn_parse(c, data, used))
+            break;
+        if (bad) {
+            conn_fail_framing(c, why);
+            break;
+        }
+        if (end && (c->msgs_parsed != before + 1 || c->cur)) {
+            conn_fail_framing(c, "ambiguous message framing");
+            break;
+        }
+        data += used;
+        len -= used;
     }
     http_conn_pump(c);
 }

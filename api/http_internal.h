@@ -70,6 +70,18 @@ struct hone_http_req {
     int queued;      /* in the connection's queue (uploads join it once their headers are in) */
 };
 
+/* strict.c: the framing checks http-parser leaves out (see there). Zeroed: before a request. */
+typedef struct http_strict {
+    int state;
+    unsigned name_cl : 1, name_te : 1, val_over : 1, trailers : 1, has_cl : 1, te_chunked : 1,
+        http10 : 1, connect : 1;
+    unsigned te_count;
+    size_t name_len;        /* bytes of the method, header name or version so far */
+    uint64_t cl, remaining; /* Content-Length; body or chunk bytes still to come */
+    char val[32];           /* a Content-Length or Transfer-Encoding value */
+    size_t val_len;
+} http_strict;
+
 struct hone_http_route_t {
     char method[24];
     char *pattern;
@@ -88,6 +100,8 @@ struct hone_http_conn {
     int fake; /* fuzzing: no socket, output goes to fake_out */
     http_buf fake_out;
     http_parser parser;
+    http_strict strict;
+    unsigned msgs_parsed; /* requests http-parser has completed, to check it agrees with strict */
     http_buf url_buf, hfield, hvalue; /* pieces of the request line and header being parsed */
     uv_shutdown_t shut;
     hone_http_req *cur;         /* request being parsed */
@@ -153,6 +167,12 @@ void http_conn_enqueue(hone_http_conn *c, hone_http_req *req); /* once; answered
 void http_conn_answered(hone_http_conn *c, hone_http_req *req);
 int http_conn_can_write(const hone_http_conn *c);
 int http_conn_stream_ok(hone_http_conn *c);
+
+/* strict.c: scans data, the next bytes of a connection. *used: how many of them are valid; with
+ * *msg_end set, a request ends exactly there (the parser must be fed no further before the next
+ * scan). Returns 0, or -1 when data[*used] breaks the framing (*why says how, a static string). */
+int http_strict_scan(http_strict *st, const char *data, size_t len, size_t *used, int *msg_end,
+                     const char **why);
 
 /* server.c */
 void http_server_read_start(hone_http_conn *c);

@@ -53,6 +53,14 @@ int hts_error_is(const tc_response *r, int status, const char *code, const char 
     X(header_too_large)                                                                            \
     X(malformed)                                                                                   \
     X(garbage)                                                                                     \
+    X(strict_scan)                                                                                 \
+    X(strict_space_before_colon)                                                                   \
+    X(strict_chunk_terminator)                                                                     \
+    X(strict_version)                                                                              \
+    X(strict_obs_fold)                                                                             \
+    X(strict_header_name)                                                                          \
+    X(strict_framing_conflicts)                                                                    \
+    X(strict_legitimate)                                                                           \
     X(idle_timeout)                                                                                \
     X(request_timeout)                                                                             \
     X(max_connections)                                                                             \

@@ -15,10 +15,11 @@ KNOWN_BUGS = {
 }
 
 
-def case(kind, name, expect, field=None, n=1, pause=None, timeout=15.0, check=None):
+def case(kind, name, expect, field=None, n=1, pause=None, timeout=15.0, check=None, closes=False):
+    """closes: the server must also close the connection after its answer."""
     def reg(fn):
         CASES.append(dict(kind=kind, name=name, expect=set(expect), field=field, build=fn, n=n,
-                          pause=pause, timeout=timeout, check=check))
+                          pause=pause, timeout=timeout, check=check, closes=closes))
         return fn
     return reg
 
@@ -222,6 +223,31 @@ case("http", "smuggling: two different Content-Lengths", [400, "close"], n=2)(
 case("http", "smuggling: 'Transfer-Encoding: xchunked'", [400, 501, 411, "close"], n=2)(
     lambda x: b"POST /api/v1/experiments HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
               b"Transfer-Encoding: xchunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+# strict framing (RFC 9112) where http-parser alone is lenient: 400, connection closed, and the
+# request behind the bad one never answered
+SMUGGLED = b"GET /api/v1/workers HTTP/1.1\r\nHost: a\r\n\r\n"
+POST_E = b"POST /api/v1/experiments HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\n"
+case("http", "framing: 'Content-Length : 2' (space before the colon)", [400], n=2, closes=True)(
+    lambda x: POST_E + b"Content-Length : 2\r\n\r\n{}" + SMUGGLED)
+case("http", "framing: 'Transfer-Encoding : chunked' (space before the colon)", [400], n=2,
+     closes=True)(
+    lambda x: POST_E + b"Transfer-Encoding : chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n" + SMUGGLED)
+case("http", "framing: chunk data followed by XX instead of CRLF", [400], n=2, closes=True)(
+    lambda x: POST_E + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}XX0\r\n\r\n" + SMUGGLED)
+case("http", "framing: HTTP/9.9 request line", [400], closes=True)(
+    lambda x: b"GET /healthz HTTP/9.9\r\nHost: a\r\n\r\n")
+case("http", "framing: HTTP/2.0 request line on HTTP/1", [400], closes=True)(
+    lambda x: b"GET /healthz HTTP/2.0\r\nHost: a\r\n\r\n")
+case("http", "framing: obsolete line folding", [400], closes=True)(
+    lambda x: b"GET /healthz HTTP/1.1\r\nHost: a\r\nX-A: 1\r\n 2\r\n\r\n")
+case("http", "framing: space inside a header name", [400], closes=True)(
+    lambda x: b"GET /healthz HTTP/1.1\r\nHost: a\r\nX A: 1\r\n\r\n")
+case("http", "framing: non-tchar byte in a header name", [400], closes=True)(
+    lambda x: b"GET /healthz HTTP/1.1\r\nHost: a\r\nX[A]: 1\r\n\r\n")
+case("http", "framing: bare CR inside a header line", [400], n=2, closes=True)(
+    lambda x: b"GET /healthz HTTP/1.1\r\nHost: a\rX-A: 1\r\n\r\n" + SMUGGLED)
+case("http", "framing: 'Transfer-Encoding: gzip, chunked'", [400], n=2, closes=True)(
+    lambda x: POST_E + b"Transfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n" + SMUGGLED)
 case("http", "unknown method", [400, 405, 501, "close"])(
     lambda x: b"BREW /api/v1/jobs HTTP/1.1\r\nHost: a\r\n\r\n")
 case("http", "known method, wrong route (PATCH /api/v1/jobs)", [405])(

@@ -86,6 +86,8 @@ def judge(c, x, rs, closed, ctl, before):
                 problems.append("a smuggled request was answered: %s" % statuses)
         elif closed:
             answer += ", closed"
+        if c.get("closes") and not closed:
+            problems.append("connection left open after the answer")
     if c["check"] and first is not None and not c["check"](x, first):
         problems.append("post-condition failed")
     if not ctl.alive():
@@ -102,7 +104,7 @@ def judge(c, x, rs, closed, ctl, before):
 def run_case(ctl, x, c):
     try:
         rs, closed = exchange(ctl.port, c["build"](x), n=c["n"], timeout=c["timeout"],
-                              pause=c["pause"])
+                              pause=c["pause"], probe=3.0 if c.get("closes") else 0.05)
     except OSError as e:
         rs, closed = [], True
         print("  (%s)" % e)
@@ -124,6 +126,8 @@ def write_table(path, rows, counts):
             acc = ", ".join(sorted(map(str, c["expect"])))
             if c["field"]:
                 acc += " field=`%s`" % c["field"]
+            if c.get("closes"):
+                acc += ", then closed"
             res = "ok" if ok else "**FAIL**: " + "; ".join(problems)
             if not ok and c["kind"] in KNOWN_BUGS:
                 res += " (%s)" % KNOWN_BUGS[c["kind"]]

@@ -207,6 +207,12 @@ static int on_headers_complete(http_parser *p)
         if (st != 200)
             req->err_status = st;
     }
+    if (!req->err_status && c->reserve && !req->route->priority) { /* see fair.c */
+        req->err_status = 503;
+        req->keep_alive = 0; /* frees the reserve slot for the next health check */
+        snprintf(req->err_msg, sizeof(req->err_msg),
+                 "too many connections: only health checks and worker calls are answered now");
+    }
     if (p->content_length != ULLONG_MAX && p->content_length > req->max_body) {
         req->err_status = 413;
         snprintf(req->err_msg, sizeof(req->err_msg), "request body exceeds %zu bytes",
@@ -319,6 +325,7 @@ void http_conn_feed(hone_http_conn *c, const char *data, size_t len)
 {
     if (c->stop_parsing || c->closing || len == 0)
         return;
+    c->got_bytes = 1;
     if (!c->msg_start_ms)
         c->msg_start_ms = conn_now_ms(c);
     while (len > 0 && !c->stop_parsing) {
@@ -352,6 +359,8 @@ static void conn_dispatch(hone_http_conn *c, hone_http_req *req)
     if (req->err_status) {
         if (req->err_status == 405 && req->allow[0])
             hone_http_res_header(&req->res, "Allow", req->allow);
+        if (req->err_status == 503)
+            hone_http_res_header(&req->res, "Retry-After", "1");
         hone_http_res_error(&req->res, req->err_status, NULL, "%s", req->err_msg);
     } else if (!req->route) { /* cannot happen: every queued request was routed or failed */
         hone_http_res_error(&req->res, 500, NULL, "request was not routed");
@@ -533,6 +542,20 @@ static void conn_linger(hone_http_conn *c)
     http_conn_arm_timer(c);
 }
 
+void http_conn_expire(hone_http_conn *c, unsigned limit_ms)
+{
+    if (c->msg_start_ms && !c->stop_parsing) {
+        char msg[96];
+        if (c->cur) /* slowness is the answer, whatever routing said */
+            c->cur->err_status = 0;
+        snprintf(msg, sizeof(msg), "request not received within %u ms", limit_ms);
+        conn_fail(c, 408, msg);
+        http_conn_pump(c);
+        return;
+    }
+    http_conn_close(c);
+}
+
 static void on_timer(uv_timer_t *t)
 {
     hone_http_conn *c = t->data;
@@ -545,23 +568,14 @@ static void on_timer(uv_timer_t *t)
     hone_http_req *h = c->head;
     if (h && (h->dispatched || http_upload_writing(h)) && !h->res.answered)
         return; /* a deferred answer (or an upload going to disk): its handler owns the clock */
-    if (c->msg_start_ms && !c->stop_parsing) {
-        char msg[96];
-        if (c->cur) /* slowness is the answer, whatever routing said */
-            c->cur->err_status = 0;
-        snprintf(msg, sizeof(msg), "request not received within %u ms",
-                 conn_limits(c)->request_timeout_ms);
-        conn_fail(c, 408, msg);
-        http_conn_pump(c);
-        return;
-    }
-    http_conn_close(c);
+    http_conn_expire(c, conn_limits(c)->request_timeout_ms);
 }
 
 void http_conn_arm_timer(hone_http_conn *c)
 {
     if (c->fake || c->closing)
         return;
+    http_fair_update(c); /* every change of state ends here */
     const hone_http_limits *l = conn_limits(c);
     uint64_t now = uv_now(c->server->loop), deadline;
     hone_http_req *h = c->head;
@@ -610,6 +624,7 @@ void http_conn_close(hone_http_conn *c)
     c->closing = 1;
     if (c->fake)
         return;
+    http_fair_forget(c);
     uv_close((uv_handle_t *)&c->tcp, on_handle_close);
     uv_close((uv_handle_t *)&c->timer, on_handle_close);
 }

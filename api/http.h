@@ -23,9 +23,31 @@ typedef struct hone_http_limits {
     size_t max_string_bytes;     /* longest JSON string in a body; beyond: 400. Default 64 KiB */
     unsigned idle_timeout_ms;    /* keep-alive connection with nothing to do is closed. 30 s */
     unsigned request_timeout_ms; /* first byte to last byte of one request; beyond: 408. 30 s */
-    int max_connections;         /* more are answered 503 and closed. Default 1024 */
+    int max_connections;         /* open connections, see "fair connections" below. 1024 */
     int max_pipelined;           /* requests queued per connection before reading pauses. 16 */
+    int max_per_address;         /* connections from one client address (IPv6: one /64).
+                                  * Default max_connections / 4 (256) */
+    int reserve_connections;     /* slots beyond max_connections for priority routes only.
+                                  * Default 32; negative: none */
+    unsigned busy_timeout_ms;    /* under pressure: first byte, idle gap, request head. 2 s */
 } hone_http_limits;
+
+/* Fair connections. A client cannot hold the server by opening connections and sending nothing:
+ *  - under pressure (more than 3/4 of max_connections open) a connection that has not sent its
+ *    first byte, sits idle between requests, or has not finished its request head within
+ *    busy_timeout_ms is closed (408 for the unfinished head);
+ *  - a new connection past max_connections evicts an open one that has no request in progress:
+ *    first one that never sent a byte (oldest first), then one whose answer is written and is
+ *    only waiting for the client to close, then the least recently active idle keep-alive one,
+ *    then one stuck in its request head for busy_timeout_ms / 4;
+ *  - a new connection past max_per_address evicts its own address's connection the same way,
+ *    so one address (a host running several workers and the CLI over 127.0.0.1 alike) can
+ *    neither take every slot nor lock itself out;
+ *  - when nothing can be evicted (every connection is busy with a request), it is admitted on
+ *    one of reserve_connections slots, where only priority routes are answered (others: 503
+ *    and close); with the reserve full too it is answered 503 and closed.
+ * max_connections + reserve_connections is cut to fit RLIMIT_NOFILE (less 1/8, at least 128
+ * descriptors, for everything else) when the server is created. */
 
 void hone_http_limits_default(hone_http_limits *l);
 
@@ -49,6 +71,7 @@ typedef void (*hone_http_access_log)(const char *method, const char *path, int s
 
 typedef struct hone_http_stats {
     uint64_t connections_open, connections_total, connections_rejected;
+    uint64_t connections_evicted; /* closed early to make room (see "fair connections") */
     uint64_t requests_total, responses_2xx, responses_4xx, responses_5xx;
 } hone_http_stats;
 
@@ -66,6 +89,11 @@ int hone_http_route(hone_http_server *s, const char *method, const char *pattern
 /* Same, with a body limit of its own for this route (uploads); 0 means the server's limit. */
 int hone_http_route_ex(hone_http_server *s, const char *method, const char *pattern,
                        size_t max_body_bytes, hone_http_handler h, void *ud);
+
+/* Marks a route (method NULL: every method of that exact pattern) as a priority route: one that
+ * is answered on a reserve connection slot when every other slot is busy (health checks, the
+ * calls workers must get through). HONE_ENOENT when no route matches. */
+int hone_http_route_priority(hone_http_server *s, const char *method, const char *pattern);
 
 void hone_http_set_filter(hone_http_server *s, hone_http_filter f, void *ud);
 void hone_http_set_access_log(hone_http_server *s, hone_http_access_log f, void *ud);

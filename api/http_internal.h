@@ -88,10 +88,33 @@ struct hone_http_route_t {
     char **segs; /* literal segment, or "{name}" */
     size_t nsegs;
     size_t max_body;
+    int priority; /* answered on a reserve connection slot too */
     hone_http_handler handler;
     hone_http_upload_begin begin; /* upload routes only */
     void *ud;
 };
+
+/* fair.c: what a connection is doing, for eviction. Every class but BUSY has a list in the
+ * server, oldest (by klass_since_ms) first. */
+enum {
+    HTTP_CLASS_BUSY = 0, /* a request in progress (body, handler, answer being written) */
+    HTTP_CLASS_FRESH,    /* not a byte received yet */
+    HTTP_CLASS_LINGER,   /* answered, waiting for the client to close */
+    HTTP_CLASS_IDLE,     /* keep-alive, between requests */
+    HTTP_CLASS_HEADERS,  /* receiving a request head */
+    HTTP_CLASS_N
+};
+
+typedef struct http_conn_list {
+    hone_http_conn *head, *tail;
+} http_conn_list;
+
+/* One client address (an IPv6 /64) with open connections. */
+typedef struct http_peer_addr {
+    unsigned char key[17]; /* family byte, then 4 (IPv4) or 8 (IPv6 prefix) address bytes */
+    int nconns;
+    struct http_peer_addr *next; /* hash chain */
+} http_peer_addr;
 
 struct hone_http_conn {
     hone_http_server *server;
@@ -116,6 +139,14 @@ struct hone_http_conn {
     uint64_t last_activity_ms;
     uint64_t msg_start_ms; /* 0 when no request is partly received */
     char peer[64];
+    /* fair.c */
+    int live;    /* counted in the server's open connections (and its address's) */
+    int reserve; /* admitted on a reserve slot: only priority routes are answered */
+    int got_bytes;
+    int klass;
+    uint64_t klass_since_ms;
+    hone_http_conn *kprev, *knext; /* the server's list of this class */
+    http_peer_addr *addr;
     char rbuf[16384];
     hone_http_conn *prev, *next;
 };
@@ -133,6 +164,13 @@ struct hone_http_server {
     void *log_ud;
     hone_http_stats stats;
     hone_http_conn *conns;
+    /* fair.c */
+    int nlive, nreserve;
+    http_conn_list classes[HTTP_CLASS_N];
+    http_peer_addr **addrs;
+    size_t addr_buckets, naddrs;
+    uv_timer_t sweep; /* under pressure: closes connections past busy_timeout_ms */
+    int sweep_open;
     void (*close_done)(void *);
     void *close_arg;
     int close_pending; /* handles still to close before close_done runs */
@@ -162,6 +200,8 @@ void http_conn_write(hone_http_conn *c, char *buf, size_t len); /* takes buf */
 void http_conn_pump(hone_http_conn *c);
 void http_conn_close(hone_http_conn *c);
 void http_conn_arm_timer(hone_http_conn *c);
+/* The request (or connection) ran out of time: 408 for a request partly received, else close. */
+void http_conn_expire(hone_http_conn *c, unsigned limit_ms);
 void http_conn_release_requests(hone_http_conn *c);
 void http_conn_enqueue(hone_http_conn *c, hone_http_req *req); /* once; answered in order */
 void http_conn_answered(hone_http_conn *c, hone_http_req *req);
@@ -173,6 +213,17 @@ int http_conn_stream_ok(hone_http_conn *c);
  * scan). Returns 0, or -1 when data[*used] breaks the framing (*why says how, a static string). */
 int http_strict_scan(http_strict *st, const char *data, size_t len, size_t *used, int *msg_end,
                      const char **why);
+
+/* fair.c */
+void http_fair_init(hone_http_server *s);
+/* A connection was accepted from *sa: counts it and makes room (evicting others) as the limits
+ * say. Returns 0 (admitted), 1 (admitted on a reserve slot) or -1 (refuse it: 503). */
+int http_fair_admit(hone_http_server *s, hone_http_conn *c, const struct sockaddr_storage *sa);
+void http_fair_update(hone_http_conn *c);      /* after any change of what c is doing */
+void http_fair_forget(hone_http_conn *c);      /* c is closing */
+void http_fair_make_room(hone_http_server *s); /* out of descriptors: evict one connection */
+void http_fair_close(hone_http_server *s);     /* server closing: the sweep timer goes */
+void http_fair_free(hone_http_server *s);
 
 /* server.c */
 void http_server_read_start(hone_http_conn *c);

@@ -262,3 +262,16 @@ done:
     free(copy);
     return status;
 }
+
+int hone_http_route_priority(hone_http_server *s, const char *method, const char *pattern)
+{
+    int found = 0;
+    for (size_t i = 0; s && pattern && i < s->nroutes; i++) {
+        hone_http_route_t *r = &s->routes[i];
+        if (!strcmp(r->pattern, pattern) && (!method || !strcmp(r->method, method))) {
+            r->priority = 1;
+            found = 1;
+        }
+    }
+    return found ? HONE_OK : HONE_ENOENT;
+}

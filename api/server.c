@@ -1,9 +1,10 @@
-/* The server: limits, listening socket, accepting connections (503 past max_connections), reading
- * into each connection, orderly shutdown that closes every handle, and the fuzzing entry point
- * that drives a connection without a socket. */
+/* The server: limits, listening socket, accepting connections (admitted, or answered 503, as
+ * fair.c decides), reading into each connection, orderly shutdown that closes every handle, and
+ * the fuzzing entry point that drives a connection without a socket. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include "http_internal.h"
 
 void hone_http_limits_default(hone_http_limits *l)
@@ -16,6 +17,26 @@ void hone_http_limits_default(hone_http_limits *l)
     l->request_timeout_ms = 30000;
     l->max_connections = 1024;
     l->max_pipelined = 16;
+    l->max_per_address = 256;
+    l->reserve_connections = 32;
+    l->busy_timeout_ms = 2000;
+}
+
+/* Descriptors must run out after the connection limit does, never before: an accept failing with
+ * EMFILE serves nobody. The rest of the process (store, files, thread pool) keeps 1/8 of them. */
+static void limits_fit_descriptors(hone_http_limits *l)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY)
+        return;
+    long fds = (long)r.rlim_cur, spare = fds / 8 > 128 ? fds / 8 : 128;
+    long room = fds - spare > 2 ? fds - spare : 2;
+    if (l->reserve_connections > room / 8)
+        l->reserve_connections = (int)(room / 8);
+    if ((long)l->max_connections + l->reserve_connections > room)
+        l->max_connections = (int)(room - l->reserve_connections);
+    if (l->max_per_address > l->max_connections)
+        l->max_per_address = l->max_connections;
 }
 
 uint64_t http_now_us(void)
@@ -50,13 +71,24 @@ int hone_http_server_new(uv_loop_t *loop, const hone_http_limits *limits, hone_h
             s->limits.max_connections = l.max_connections;
         if (s->limits.max_pipelined <= 0)
             s->limits.max_pipelined = l.max_pipelined;
+        if (s->limits.max_per_address <= 0) /* a quarter of what was asked for, not of 1024 */
+            s->limits.max_per_address =
+                s->limits.max_connections / 4 ? s->limits.max_connections / 4 : 1;
+        if (s->limits.reserve_connections == 0)
+            s->limits.reserve_connections = l.reserve_connections;
+        else if (s->limits.reserve_connections < 0)
+            s->limits.reserve_connections = 0;
+        if (!s->limits.busy_timeout_ms)
+            s->limits.busy_timeout_ms = l.busy_timeout_ms;
     }
+    limits_fit_descriptors(&s->limits);
     if (uv_tcp_init(loop, &s->listener) < 0) {
         free(s);
         return HONE_EIO;
     }
     s->listener.data = s;
     s->listener_open = 1;
+    http_fair_init(s);
     *out = s;
     return HONE_OK;
 }
@@ -114,20 +146,20 @@ void http_server_read_start(hone_http_conn *c)
         http_conn_close(c);
 }
 
-static void conn_set_peer(hone_http_conn *c)
+static void conn_set_peer(hone_http_conn *c, struct sockaddr_storage *ss)
 {
-    struct sockaddr_storage ss;
-    int len = sizeof(ss);
+    int len = sizeof(*ss);
     char host[INET6_ADDRSTRLEN] = "?";
     strcpy(c->peer, "-");
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) < 0)
+    memset(ss, 0, sizeof(*ss));
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)ss, &len) < 0)
         return;
-    if (ss.ss_family == AF_INET) {
-        struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+    if (ss->ss_family == AF_INET) {
+        struct sockaddr_in *a = (struct sockaddr_in *)ss;
         uv_ip4_name(a, host, sizeof(host));
         snprintf(c->peer, sizeof(c->peer), "%s:%d", host, ntohs(a->sin_port));
-    } else if (ss.ss_family == AF_INET6) {
-        struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+    } else if (ss->ss_family == AF_INET6) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
         uv_ip6_name(a, host, sizeof(host));
         snprintf(c->peer, sizeof(c->peer), "[%s]:%d", host, ntohs(a->sin6_port));
     }
@@ -136,8 +168,18 @@ static void conn_set_peer(hone_http_conn *c)
 static void on_connection(uv_stream_t *listener, int status)
 {
     hone_http_server *s = listener->data;
-    if (status < 0 || s->closing)
+    struct sockaddr_storage ss;
+    if (s->closing)
         return;
+    if (status < 0) {
+        /* Out of descriptors. libuv has accepted and dropped the waiting clients with the one it
+         * keeps spare, so the listener does not spin; close a connection to make room. */
+        if (status == UV_EMFILE || status == UV_ENFILE) {
+            s->stats.connections_rejected++;
+            http_fair_make_room(s);
+        }
+        return;
+    }
     hone_http_conn *c = http_conn_new(s, 0);
     uv_tcp_init(s->loop, &c->tcp);
     uv_timer_init(s->loop, &c->timer);
@@ -153,14 +195,14 @@ static void on_connection(uv_stream_t *listener, int status)
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
-    conn_set_peer(c);
-    if (s->stats.connections_open > (uint64_t)s->limits.max_connections) {
+    conn_set_peer(c, &ss);
+    if (http_fair_admit(s, c, &ss) < 0) {
         size_t blen;
         char *body = http_error_body(503, NULL, "too many connections", &blen);
         http_buf out = {0};
         http_buf_printf(&out,
                         "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                        "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                        "Content-Length: %zu\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s",
                         blen, body);
         free(body);
         s->stats.connections_rejected++;
@@ -202,7 +244,8 @@ int hone_http_listen(hone_http_server *s, const char *host, int port, int *bound
 
 void http_server_maybe_done(hone_http_server *s)
 {
-    if (!s->closing || s->listener_open || s->conns || !s->close_done || http_uploads_live(s))
+    if (!s->closing || s->listener_open || s->sweep_open || s->conns || !s->close_done ||
+        http_uploads_live(s))
         return;
     void (*done)(void *) = s->close_done;
     s->close_done = NULL;
@@ -238,6 +281,7 @@ void hone_http_server_close(hone_http_server *s, void (*done)(void *arg), void *
     s->close_arg = arg;
     if (s->listener_open)
         uv_close((uv_handle_t *)&s->listener, on_listener_close);
+    http_fair_close(s);
     for (hone_http_conn *c = s->conns; c; c = c->next)
         http_conn_close(c);
 }
@@ -248,6 +292,7 @@ void hone_http_server_free(hone_http_server *s)
         return;
     http_routes_free(s);
     http_uploads_free(s);
+    http_fair_free(s);
     free(s);
 }
 

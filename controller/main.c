@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "controller.h"
 
@@ -12,6 +13,17 @@ static void usage(FILE *f)
     fprintf(f, "usage: hone-controller [--config FILE] [--listen HOST:PORT] [--data-dir DIR]\n"
                "                       [--db FILE] [--port-file FILE] [--auth-token TOKEN]\n"
                "                       [--worker-token TOKEN]\n");
+}
+
+/* Idle clients must not run us out of descriptors before the HTTP connection limit does (which
+ * the api/ library then fits to what this leaves). */
+static void raise_nofile_limit(void)
+{
+    struct rlimit r;
+    if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+        r.rlim_cur = r.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &r);
+    }
 }
 
 typedef struct signals {
@@ -70,6 +82,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    raise_nofile_limit();
     uv_loop_t *loop = uv_default_loop();
     hone_controller *c = NULL;
     int port = 0;

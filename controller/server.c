@@ -152,6 +152,16 @@ static int routes(hone_controller *c)
     rc |= ctl_routes_jobs(c);
     rc |= ctl_routes_workers(c);
     rc |= ctl_routes_artifacts(c);
+    /* answered on the HTTP server's reserve slots when a flood holds every other one */
+    static const char *const priority[][2] = {{"GET", "/healthz"},
+                                              {"GET", "/readyz"},
+                                              {"POST", "/api/v1/workers"},
+                                              {"POST", "/api/v1/workers/{id}/heartbeat"},
+                                              {"POST", "/api/v1/workers/{id}/lease"},
+                                              {"POST", "/api/v1/jobs/{id}/report"},
+                                              {"POST", "/api/v1/jobs/{id}/complete"}};
+    for (size_t i = 0; i < HONE_ARRAY_LEN(priority); i++)
+        rc |= hone_http_route_priority(c->http, priority[i][0], priority[i][1]);
     return rc ? HONE_EINVAL : HONE_OK;
 }
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 #include "http_test_client.h"
 
-int tc_connect(tc_conn *c, int port)
+int tc_connect_from(tc_conn *c, int port, const char *from)
 {
     struct sockaddr_in a = {0};
     memset(c, 0, sizeof(*c));
@@ -24,14 +24,26 @@ int tc_connect(tc_conn *c, int port)
     struct timeval tv = {5, 0};
     setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     a.sin_family = AF_INET;
+    if (from) {
+        struct sockaddr_in src = {.sin_family = AF_INET};
+        if (inet_pton(AF_INET, from, &src.sin_addr) != 1 ||
+            bind(c->fd, (struct sockaddr *)&src, sizeof(src)) < 0)
+            goto fail;
+    }
     a.sin_port = htons((unsigned short)port);
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(c->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-        close(c->fd);
-        c->fd = -1;
-        return -1;
-    }
+    if (connect(c->fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+        goto fail;
     return 0;
+fail:
+    close(c->fd);
+    c->fd = -1;
+    return -1;
+}
+
+int tc_connect(tc_conn *c, int port)
+{
+    return tc_connect_from(c, port, NULL);
 }
 
 int tc_send(tc_conn *c, const char *data, size_t len)

@@ -19,6 +19,8 @@ typedef struct tc_response {
 } tc_response;
 
 int tc_connect(tc_conn *c, int port); /* 0 or -1; 5 s receive timeout */
+/* The same from a given loopback source address ("127.0.0.2": all of 127/8 is loopback). */
+int tc_connect_from(tc_conn *c, int port, const char *from);
 int tc_send(tc_conn *c, const char *data, size_t len);
 int tc_send_str(tc_conn *c, const char *s);
 /* Reads one response; head_only for answers to HEAD. 0 or -1 (closed, timeout, garbage). */

@@ -9,12 +9,12 @@
 #include <unistd.h>
 #include "http_test_server.h"
 
-int port, port_small;
+int port, port_small, port_fair;
 char upload_dir[64];
-atomic_int aborted, zombie_answered, log_count;
+atomic_int aborted, zombie_answered, log_count, hangs;
 static uv_loop_t loop;
 static uv_async_t stop_async;
-static hone_http_server *srv, *srv_small;
+static hone_http_server *srv, *srv_small, *srv_fair;
 static pthread_t loop_tid;
 
 /* ---- handlers (loop thread) ------------------------------------------------------------------ */
@@ -124,6 +124,7 @@ static void h_hang(hone_http_req *req, hone_http_res *res, void *ud)
     (void)req;
     (void)ud;
     hone_http_res_on_abort(res, hang_abort, NULL);
+    atomic_fetch_add(&hangs, 1);
 }
 
 static void h_stream(hone_http_req *req, hone_http_res *res, void *ud)
@@ -227,6 +228,7 @@ static void on_stop(uv_async_t *a)
 {
     hone_http_server_close(srv, closed_one, NULL);
     hone_http_server_close(srv_small, closed_one, NULL);
+    hone_http_server_close(srv_fair, closed_one, NULL);
     uv_close((uv_handle_t *)a, NULL);
 }
 
@@ -288,9 +290,26 @@ int hts_start(void)
     if (hone_http_listen(srv, "127.0.0.1", 0, &port))
         return -1;
     l.max_connections = 1;
+    l.reserve_connections = -1;
     if (hone_http_server_new(&loop, &l, &srv_small) ||
         hone_http_route(srv_small, "GET", "/hello", h_hello, NULL) ||
+        hone_http_route(srv_small, "GET", "/hang", h_hang, NULL) ||
         hone_http_listen(srv_small, "127.0.0.1", 0, &port_small))
+        return -1;
+    /* fair connections: 64 slots, 16 per address (the default quarter), a reserve of 4 */
+    l.max_connections = 64;
+    l.reserve_connections = 4;
+    l.idle_timeout_ms = l.request_timeout_ms = 20000;
+    l.busy_timeout_ms = 600;
+    if (hone_http_server_new(&loop, &l, &srv_fair) ||
+        hone_http_route(srv_fair, "GET", "/hello", h_hello, NULL) ||
+        hone_http_route(srv_fair, "GET", "/healthz", h_hello, NULL) ||
+        hone_http_route(srv_fair, "GET", "/hang", h_hang, NULL) ||
+        hone_http_route(srv_fair, "GET", "/poll", h_hang, NULL) ||
+        hone_http_route_priority(srv_fair, "GET", "/healthz") ||
+        hone_http_route_priority(srv_fair, NULL, "/poll") ||
+        hone_http_route_priority(srv_fair, "POST", "/poll") != HONE_ENOENT ||
+        hone_http_listen(srv_fair, "127.0.0.1", 0, &port_fair))
         return -1;
     return pthread_create(&loop_tid, NULL, loop_thread, NULL) ? -1 : 0;
 }
@@ -320,8 +339,17 @@ int hts_stop(void)
         fprintf(stderr, "FAIL server bookkeeping\n");
         failed++;
     }
+    hone_http_server_stats(srv_fair, &st);
+    printf("fair server: connections %llu, evicted %llu, rejected %llu\n",
+           (unsigned long long)st.connections_total, (unsigned long long)st.connections_evicted,
+           (unsigned long long)st.connections_rejected);
+    if (st.connections_open != 0 || st.connections_evicted == 0 || st.connections_rejected == 0) {
+        fprintf(stderr, "FAIL fair server bookkeeping\n");
+        failed++;
+    }
     hone_http_server_free(srv);
     hone_http_server_free(srv_small);
+    hone_http_server_free(srv_fair);
     if (rmdir(upload_dir) != 0) { /* every test leaves it empty */
         fprintf(stderr, "FAIL files left in %s\n", upload_dir);
         failed++;
@@ -367,4 +395,11 @@ int hts_post_json(tc_conn *c, const char *path, const char *ctype, const char *b
     if (tc_send_str(c, head) || tc_send_str(c, body))
         return -1;
     return tc_read_response(c, r, 0);
+}
+
+int hts_wait_hangs(int n)
+{
+    for (int i = 0; i < 5000 && atomic_load(&hangs) < n; i++)
+        usleep(1000);
+    return atomic_load(&hangs) >= n ? 0 : -1;
 }

@@ -17,9 +17,11 @@
     } while (0)
 
 extern int port;            /* the main server: small limits, every test route */
-extern int port_small;      /* a second server with max_connections = 1 */
+extern int port_small;      /* a second server with max_connections = 1, no reserve */
+extern int port_fair;       /* a third: max_connections 64, 16 per address, reserve 4 (fair.c) */
 extern char upload_dir[64]; /* where the main server's upload routes spool (and keep) files */
 extern atomic_int aborted, zombie_answered, log_count;
+extern atomic_int hangs; /* /hang and /poll requests that reached their handler */
 extern const hone_json_field job_fields[4];
 
 /* upload limits of the main server: 2 slots, 1 waiting, and these memory bounds */
@@ -30,6 +32,8 @@ int hts_start(void); /* 0 once both servers listen and the loop thread runs */
 int hts_stop(void);  /* shuts down (checking aborts, bookkeeping, no handles left); failures */
 
 int hts_get(tc_conn *c, const char *path, tc_response *r);
+/* Waits (up to 5 s) until n long-polls have reached their handler: 0, or -1. */
+int hts_wait_hangs(int n);
 int hts_post_json(tc_conn *c, const char *path, const char *ctype, const char *body,
                   tc_response *r);
 /* Is r an error answer with this status, code and (when non-NULL) field? Prints it when not. */
@@ -64,6 +68,10 @@ int hts_error_is(const tc_response *r, int status, const char *code, const char 
     X(idle_timeout)                                                                                \
     X(request_timeout)                                                                             \
     X(max_connections)                                                                             \
+    X(fair_idle_flood)                                                                             \
+    X(fair_global_evict)                                                                           \
+    X(fair_first_byte)                                                                             \
+    X(fair_reserve)                                                                                \
     X(json_bodies)                                                                                 \
     X(json_check)                                                                                  \
     X(deferred)                                                                                    \

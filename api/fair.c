@@ -4,6 +4,7 @@
  * never evicts a connection with a request in progress, and never blocks. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include "http_internal.h"
 
 enum { ADDR_BUCKETS_MIN = 256 };
@@ -162,6 +163,17 @@ void http_fair_forget(hone_http_conn *c)
 
 /* ---- eviction ------------------------------------------------------------------------------- */
 
+/* Bytes have arrived that the loop has not read yet (the client did send, it just has not been
+ * its turn): such a connection is not one that never sent a byte. */
+static int unread_bytes(hone_http_conn *c)
+{
+    uv_os_fd_t fd;
+    int n = 0;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0 || ioctl(fd, FIONREAD, &n) != 0)
+        return 0;
+    return n > 0;
+}
+
 /* The connection to give up for a newcomer (of address a, or anyone's when a is NULL), or NULL
  * when every candidate is busy. A head that has been arriving for a quarter of busy_timeout_ms
  * is a slow client, not one that sent its request in one go. */
@@ -174,7 +186,7 @@ static hone_http_conn *victim(hone_http_server *s, const http_peer_addr *a)
         for (hone_http_conn *c = s->classes[order[i]].head; c; c = c->knext) {
             if (order[i] == HTTP_CLASS_HEADERS && now - c->klass_since_ms < slow)
                 break; /* the rest came later still */
-            if (!a || c->addr == a)
+            if ((!a || c->addr == a) && (order[i] != HTTP_CLASS_FRESH || !unread_bytes(c)))
                 return c;
         }
     }

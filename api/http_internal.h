@@ -147,7 +147,6 @@ struct hone_http_conn {
     uint64_t klass_since_ms;
     hone_http_conn *kprev, *knext; /* the server's list of this class */
     http_peer_addr *addr;
-    char rbuf[16384];
     hone_http_conn *prev, *next;
 };
 
@@ -156,6 +155,8 @@ struct hone_http_server {
     hone_http_limits limits;
     uv_tcp_t listener;
     int listener_open, listening, closing;
+    uv_prepare_t tick; /* once per loop iteration: resumes accepting (see server.c) */
+    int tick_open, accepted_this_tick, accept_pending;
     hone_http_route_t *routes;
     size_t nroutes;
     hone_http_filter filter;
@@ -164,6 +165,9 @@ struct hone_http_server {
     void *log_ud;
     hone_http_stats stats;
     hone_http_conn *conns;
+    /* Every read lands here: libuv reads one stream at a time and each read is fed to the parser
+     * (which copies what it keeps) before the next, so connections need no buffer of their own. */
+    char rbuf[65536];
     /* fair.c */
     int nlive, nreserve;
     http_conn_list classes[HTTP_CLASS_N];

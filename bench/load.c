@@ -1,20 +1,27 @@
 /* bench_load: drives a real hone-controller with many simulated workers over loopback HTTP/1.1
  * keep-alive connections (one thread each: register, lease a train job, report epochs as fast as
- * answered, complete, lease again) plus readers polling job status and job lists, and prints
- * reports/s and latency percentiles. Starts the controller itself (--controller BIN) or uses --url.
- * Worker calls carry the credential that registration returns ("Authorization: Bearer <token>").
+ * answered, complete, lease again) plus readers polling job status and job lists, and a prober
+ * asking GET /healthz on a new connection every 20 ms; prints reports/s and latency percentiles.
+ * --idle N first opens N connections that never send a byte (from --idle-addrs K loopback
+ * addresses, 127.0.0.1 .. 127.0.0.K), held through the run; --idle-reconnect 1 reopens every one
+ * the server closes, as an attacker renewing the flood would. Workers send the bearer token of
+ * their registration reply when it has one. Starts the controller itself (--controller BIN) or
+ * uses --url.
  * Usage: bench_load (--controller BIN | --url http://127.0.0.1:PORT) [--workers 64] [--readers 4]
- *                   [--seconds 20] [--epochs 10000] [--data-dir DIR] */
+ *                   [--seconds 20] [--epochs 10000] [--data-dir DIR] [--idle N]
+ *                   [--idle-addrs 1] [--idle-reconnect 0|1] */
 #define _GNU_SOURCE /* strcasestr */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -33,7 +40,7 @@ typedef struct lat {
 } lat;
 
 static int port;
-static volatile int stop_flag;
+static volatile int stop_flag, measuring; /* latencies are kept only in the measured window */
 static int epochs_target = 10000;
 
 static double now_s(void)
@@ -80,12 +87,14 @@ static int conn_open(conn *c)
 }
 
 /* One request on a keep-alive connection (reconnects once if the server closed it), with
- * "Authorization: Bearer <token>" when token is given. Returns the status (body in c->buf,
+ * "Authorization: Bearer <auth>" when auth is non-empty. Returns the status (body in c->buf,
  * NUL-terminated) or -1. */
 static int http_auth(conn *c, const char *method, const char *path, const char *body,
-                     const char *token)
+                     const char *auth)
 {
-    char head[1024];
+    char head[1024], authz[256] = "";
+    if (auth && auth[0])
+        snprintf(authz, sizeof authz, "Authorization: Bearer %s\r\n", auth);
     size_t bl = body ? strlen(body) : 0;
     for (int attempt = 0; attempt < 2; attempt++) {
         if (c->fd < 0 && conn_open(c) != 0) {
@@ -93,11 +102,9 @@ static int http_auth(conn *c, const char *method, const char *path, const char *
             c->fd = -1;
             return -1;
         }
-        int hl = snprintf(head, sizeof head,
-                          "%s %s HTTP/1.1\r\nHost: bench\r\n%s%s%s%sContent-Length: %zu\r\n\r\n",
-                          method, path, body ? "Content-Type: application/json\r\n" : "",
-                          token ? "Authorization: Bearer " : "", token ? token : "",
-                          token ? "\r\n" : "", bl);
+        int hl = snprintf(
+            head, sizeof head, "%s %s HTTP/1.1\r\nHost: bench\r\n%s%sContent-Length: %zu\r\n\r\n",
+            method, path, authz, body ? "Content-Type: application/json\r\n" : "", bl);
         if (send(c->fd, head, (size_t)hl, MSG_NOSIGNAL) != hl ||
             (bl && send(c->fd, body, bl, MSG_NOSIGNAL) != (ssize_t)bl))
             goto retry;
@@ -166,11 +173,17 @@ static void *worker_main(void *arg)
 {
     wstate *w = arg;
     conn c = {.fd = -1};
-    char wid[64], tok[192], body[512], path[256];
+    char wid[64], body[512], path[256], tok[256] = "";
     snprintf(body, sizeof body, "{\"name\":\"bench-%d\",\"resources\":{\"cpus\":1}}", w->idx);
-    if (http(&c, "POST", "/api/v1/workers", body) != 201 ||
-        json_str(c.buf, "id", wid, sizeof wid) || json_str(c.buf, "token", tok, sizeof tok))
-        return NULL;
+    while (http(&c, "POST", "/api/v1/workers", body) != 201 ||
+           json_str(c.buf, "id", wid, sizeof wid)) {
+        w->errors++; /* retried, as hone-worker does */
+        if (stop_flag)
+            return NULL;
+        usleep(10000);
+    }
+    /* the worker credential, when the controller hands one out */
+    json_str(c.buf, "token", tok, sizeof tok);
     while (!stop_flag) {
         snprintf(path, sizeof path, "/api/v1/workers/%s/lease?wait=1", wid);
         int st = http_auth(&c, "POST", path, NULL, tok);
@@ -198,7 +211,8 @@ static void *worker_main(void *arg)
                 w->errors++;
                 break;
             }
-            lat_add(&w->rep, dt);
+            if (measuring)
+                lat_add(&w->rep, dt);
             w->reports++;
             if (strstr(c.buf, "\"stop\"") || strstr(c.buf, "\"pause\""))
                 break;
@@ -241,9 +255,106 @@ static void *reader_main(void *arg)
         double dt = now_s() - t0;
         if (st != 200)
             r->errors++;
-        lat_add(list ? &r->list : &r->status, dt);
+        if (measuring)
+            lat_add(list ? &r->list : &r->status, dt);
     }
     close(c.fd);
+    return NULL;
+}
+
+/* ---- the idle flood and the /healthz prober ------------------------------------------------- */
+
+typedef struct idle_state {
+    pthread_t th;
+    int n, naddrs, reconnect;
+    int *fds;
+    long closed, reopened, failed; /* closed by the server; reopened; reopening failed */
+} idle_state;
+
+/* A connection that will never send a byte, from 127.0.0.(1 + k % naddrs); non-blocking, so a
+ * full accept queue does not stall the flood. */
+static int idle_open(int k, int naddrs)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0), one = 1;
+    if (fd < 0)
+        return -1;
+    if (naddrs > 1) {
+        struct sockaddr_in src = {.sin_family = AF_INET};
+        src.sin_addr.s_addr = htonl(INADDR_LOOPBACK + (uint32_t)(k % naddrs));
+        setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof one);
+        if (bind(fd, (struct sockaddr *)&src, sizeof src) < 0) {
+            close(fd);
+            return -1;
+        }
+    }
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0 && errno != EINPROGRESS) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Holds the flood: notices connections the server closed (after its 503, or evicted), and with
+ * reconnect opens them again at once. */
+static void *idle_main(void *arg)
+{
+    idle_state *st = arg;
+    struct pollfd *p = calloc((size_t)st->n, sizeof *p);
+    while (p && !stop_flag) {
+        for (int i = 0; i < st->n; i++) {
+            if (st->fds[i] < 0 && st->reconnect) {
+                st->fds[i] = idle_open(i, st->naddrs);
+                if (st->fds[i] < 0)
+                    st->failed++;
+                else
+                    st->reopened++;
+            }
+            p[i].fd = st->fds[i];
+            p[i].events = POLLIN;
+            p[i].revents = 0;
+        }
+        if (poll(p, (nfds_t)st->n, 100) <= 0)
+            continue;
+        for (int i = 0; i < st->n; i++) {
+            char b[512];
+            if (p[i].fd < 0 || !p[i].revents)
+                continue;
+            ssize_t k = recv(p[i].fd, b, sizeof b, 0);
+            if (k > 0 || (k < 0 && (errno == EAGAIN || errno == EINTR)))
+                continue; /* a 503 answer: its close follows */
+            close(p[i].fd);
+            st->fds[i] = -1;
+            st->closed++;
+        }
+    }
+    free(p);
+    return NULL;
+}
+
+typedef struct probe_state {
+    pthread_t th;
+    lat lat;
+    long errors;
+} probe_state;
+
+/* GET /healthz every 20 ms, each on a new connection, as a load balancer's health check would. */
+static void *probe_main(void *arg)
+{
+    probe_state *p = arg;
+    while (!stop_flag) {
+        conn c = {.fd = -1};
+        double t0 = now_s();
+        int st = http(&c, "GET", "/healthz", NULL);
+        if (measuring) {
+            lat_add(&p->lat, now_s() - t0);
+            p->errors += st != 200;
+        }
+        if (c.fd >= 0)
+            close(c.fd);
+        usleep(20000);
+    }
     return NULL;
 }
 
@@ -293,7 +404,7 @@ static pid_t start_controller(const char *bin, const char *dir)
 int main(int argc, char **argv)
 {
     const char *bin = NULL, *url = NULL, *dir = NULL;
-    int nw = 64, nr = 4;
+    int nw = 64, nr = 4, nidle = 0, idle_addrs = 1, idle_reconnect = 0;
     double seconds = 20;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--controller"))
@@ -310,18 +421,29 @@ int main(int argc, char **argv)
             epochs_target = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--data-dir"))
             dir = argv[i + 1];
+        else if (!strcmp(argv[i], "--idle"))
+            nidle = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--idle-addrs"))
+            idle_addrs = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--idle-reconnect"))
+            idle_reconnect = atoi(argv[i + 1]);
         else {
             fprintf(stderr, "bench_load: unknown option %s\n", argv[i]);
             return 2;
         }
     }
-    if ((!bin && !url) || nw < 1 || nr < 0) {
+    if ((!bin && !url) || nw < 1 || nr < 0 || nidle < 0 || idle_addrs < 1 || idle_addrs > 250) {
         fprintf(stderr, "usage: bench_load (--controller BIN | --url http://127.0.0.1:PORT) "
                         "[--workers 64] [--readers 4] [--seconds 20] [--epochs 10000] "
-                        "[--data-dir DIR]\n");
+                        "[--data-dir DIR] [--idle N] [--idle-addrs 1] [--idle-reconnect 0|1]\n");
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
+    struct rlimit rl; /* the idle flood needs descriptors */
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     char tmpl[] = "/tmp/hone-bench-load-XXXXXX", dsdir[1200];
     if (!dir)
         dir = mkdtemp(tmpl);
@@ -372,6 +494,16 @@ int main(int argc, char **argv)
             fprintf(stderr, "bench_load: job: %s\n", c.buf);
             goto fail;
         }
+    idle_state idle = {.n = nidle, .naddrs = idle_addrs, .reconnect = idle_reconnect};
+    if (nidle) {
+        idle.fds = calloc((size_t)nidle, sizeof(int));
+        for (int i = 0; i < nidle; i++)
+            if ((idle.fds[i] = idle_open(i, idle_addrs)) < 0)
+                idle.failed++;
+        pthread_create(&idle.th, NULL, idle_main, &idle);
+    }
+    probe_state probe = {0};
+    pthread_create(&probe.th, NULL, probe_main, &probe);
     wstate *ws = calloc((size_t)nw, sizeof *ws);
     rstate *rs = calloc((size_t)(nr ? nr : 1), sizeof *rs);
     for (int i = 0; i < nw; i++) {
@@ -388,11 +520,13 @@ int main(int argc, char **argv)
     for (int i = 0; i < nw; i++)
         r0 += ws[i].reports;
     double t0 = now_s();
+    measuring = 1;
     usleep((useconds_t)(seconds * 1e6));
     long r1 = 0;
     for (int i = 0; i < nw; i++)
         r1 += ws[i].reports;
     double t1 = now_s();
+    measuring = 0;
     stop_flag = 1;
     lat rep = {0}, st = {0}, li = {0};
     long errs = 0, leases = 0, rerrs = 0;
@@ -411,11 +545,22 @@ int main(int argc, char **argv)
             lat_add(&li, rs[i].list.v[k]);
         rerrs += rs[i].errors;
     }
+    pthread_join(probe.th, NULL);
+    qsort(probe.lat.v, probe.lat.n, sizeof(double), cmp_d);
+    int idle_open_end = 0;
+    if (nidle) {
+        pthread_join(idle.th, NULL);
+        for (int i = 0; i < nidle; i++)
+            if (idle.fds[i] >= 0) {
+                idle_open_end++;
+                close(idle.fds[i]);
+            }
+    }
     qsort(rep.v, rep.n, sizeof(double), cmp_d);
     qsort(st.v, st.n, sizeof(double), cmp_d);
     qsort(li.v, li.n, sizeof(double), cmp_d);
     printf("bench_load: %d workers, %d readers, %.1f s measured\n", nw, nr, t1 - t0);
-    printf("reports:  %.0f /s sustained (%ld in window, %zu total), leases %ld, errors %ld\n",
+    printf("reports:  %.0f /s sustained (%ld in window, %zu timed), leases %ld, errors %ld\n",
            (double)(r1 - r0) / (t1 - t0), r1 - r0, rep.n, leases, errs);
     printf("report latency ms:  p50 %.2f  p90 %.2f  p99 %.2f  max %.2f\n", pct(&rep, .5) * 1e3,
            pct(&rep, .9) * 1e3, pct(&rep, .99) * 1e3, pct(&rep, 1) * 1e3);
@@ -423,6 +568,15 @@ int main(int argc, char **argv)
            pct(&st, .99) * 1e3, st.n, (double)st.n / (t1 - t0 + 1));
     printf("GET /jobs?list ms:  p50 %.2f  p99 %.2f  (%zu requests), reader errors %ld\n",
            pct(&li, .5) * 1e3, pct(&li, .99) * 1e3, li.n, rerrs);
+    printf("GET /healthz ms:    p50 %.2f  p99 %.2f  max %.2f  (%zu probes, a new connection each, "
+           "non-200 %ld)\n",
+           pct(&probe.lat, .5) * 1e3, pct(&probe.lat, .99) * 1e3, pct(&probe.lat, 1) * 1e3,
+           probe.lat.n, probe.errors);
+    if (nidle)
+        printf("idle flood: %d connections from %d address(es), reconnect %s: %ld closed by the "
+               "server, %ld reopened, %ld failed to open, %d open at the end\n",
+               nidle, idle_addrs, idle_reconnect ? "on" : "off", idle.closed, idle.reopened,
+               idle.failed, idle_open_end);
     if (ctl) {
         kill(ctl, SIGTERM);
         waitpid(ctl, NULL, 0);

@@ -1,6 +1,6 @@
-/* One client connection: feeding bytes to http-parser, assembling requests under the limits,
- * queueing pipelined requests and dispatching them one at a time so answers leave in order,
- * timeouts, and a graceful (lingering) close. Never blocks: all I/O is libuv's. */
+/* One client connection: feeding bytes (through strict.c) to http-parser, assembling requests under
+ * the limits, queueing pipelined requests and dispatching them one at a time so answers leave in
+ * order, timeouts, and a graceful (lingering) close. Never blocks: all I/O is libuv's. */
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>

@@ -9,8 +9,9 @@
 
 /* Connections accepted per loop iteration. libuv would otherwise accept the whole backlog in one
  * go: under a flood that reconnects as fast as it is evicted, the loop would do little else and
- * requests on open connections would wait. 256 kept both reports and new connections' health
- * checks under 100 ms (p99) in bench_load's reconnecting flood of 2,000. */
+ * requests on open connections would wait. Larger batches shorten the wait of new connections
+ * behind such a flood at the cost of the open ones; 256 was the best trade measured (bench_load
+ * --idle-reconnect, bench/README.md). */
 enum { ACCEPT_BATCH = 256 };
 
 /* A burst of connects (a flood, or every worker reconnecting at once) waits in the kernel rather

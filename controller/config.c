@@ -296,11 +296,21 @@ int hone_controller_config_load(hone_controller_config *c, const char *path, cha
             {
                 char full[64];
                 snprintf(full, sizeof full, "limits.%s", lk);
-                int count = !strcmp(lk, "uploads");
-                if (want_int(lv, full, count ? 1 : 1024, count ? 1024 : 1LL << 40, &n, err, errlen))
+                int count = !strcmp(lk, "uploads") || !strcmp(lk, "connections") ||
+                            !strcmp(lk, "connections_per_address");
+                if (want_int(lv, full, count ? 1 : 1024, count ? 1 << 20 : 1LL << 40, &n, err,
+                             errlen))
                     goto fail;
-                if (count)
+                if (!strcmp(lk, "uploads") && n > 1024) {
+                    snprintf(err, errlen, "%s: must be at most 1024", full);
+                    goto fail;
+                }
+                if (!strcmp(lk, "uploads"))
                     c->max_uploads = (int)n;
+                else if (!strcmp(lk, "connections"))
+                    c->max_connections = (int)n;
+                else if (!strcmp(lk, "connections_per_address"))
+                    c->max_per_address = (int)n;
                 else if (!strcmp(lk, "upload_inflight_bytes"))
                     c->upload_inflight = (size_t)n;
                 else if (!strcmp(lk, "body_bytes"))

@@ -21,6 +21,8 @@ typedef struct hone_controller_config {
     size_t max_body_bytes;   /* JSON bodies (default 1 MiB) */
     size_t max_upload_bytes; /* artifact and dataset uploads (default 256 MiB) */
     int max_uploads;         /* uploads streamed to disk at once; more wait (default 4) */
+    int max_connections;     /* open connections before idle ones are evicted (0: 1024) */
+    int max_per_address;     /* connections from one address (0: max_connections / 4) */
     size_t upload_inflight;  /* bytes of all uploads received, not yet on disk (4 MiB) */
     size_t max_header_bytes; /* default 16 KiB */
     int lease_seconds;       /* a lease without heartbeat this long expires (default 30) */

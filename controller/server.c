@@ -199,6 +199,8 @@ int hone_controller_new(uv_loop_t *loop, const hone_controller_config *cfg, hone
     hone_http_limits_default(&lim);
     lim.max_body_bytes = c->cfg.max_body_bytes;
     lim.max_header_bytes = c->cfg.max_header_bytes;
+    lim.max_connections = c->cfg.max_connections;
+    lim.max_per_address = c->cfg.max_per_address;
     if ((rc = hone_http_server_new(loop, &lim, &c->http)) || (rc = routes(c))) {
         snprintf(err, errlen, "cannot set up the HTTP server: %s", hone_strerror(rc));
         goto fail;

@@ -6,8 +6,10 @@ and the served spec schema."""
 import gzip
 import json
 import os
+import socket
 import struct
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hone_test import Controller, binary_from_argv, tempdir, write_idx  # noqa: E402
@@ -369,6 +371,29 @@ def main():
                        headers=dict(admin, **{"Content-Type": "application/octet-stream"}))
         assert st == 201, (st, js)
     finally:
+        c.stop()
+
+    # Connection limits from the config reach the server: past connections_per_address, the
+    # address's own oldest idle connection is closed and newcomers are still answered.
+    with open(cfg, "w") as f:
+        f.write("limits: {connections: 64, connections_per_address: 8}\n")
+    c = Controller(binary, os.path.join(d, "data2"), config=cfg).start()
+    idle = []
+    try:
+        for _ in range(12):
+            s = socket.create_connection(("127.0.0.1", c.port))
+            idle.append(s)
+            time.sleep(0.02)  # accepted in this order
+        assert c.req("GET", "/healthz")[0] == 200
+        idle[0].settimeout(5)
+        try:
+            evicted = idle[0].recv(1) == b""
+        except ConnectionResetError:
+            evicted = True
+        assert evicted, "the oldest idle connection past the per-address limit was not closed"
+    finally:
+        for s in idle:
+            s.close()
         c.stop()
     print("ok")
 

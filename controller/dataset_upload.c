@@ -213,13 +213,10 @@ static void up_done(uv_work_t *w, int status)
     }
     ctl_batch_flush(c);
     char *st = jdump(u->stats);
-    int rc = db_run(c->db,
-                    "INSERT INTO datasets(id,name,type,format,path,description,stats,created) "
-                    "VALUES(?,?,?,?,?,?,?,?)",
-                    "sssssssd", u->id, u->name, u->type, u->format, u->dir, u->desc ? u->desc : "",
-                    st, ctl_now());
+    int rc = store_dataset_insert(c->db, u->id, u->name, u->type, u->format, u->dir,
+                                  u->desc ? u->desc : "", st, ctl_now());
     free(st);
-    if (rc < 0 || db_row(c->db, &row, "SELECT * FROM datasets WHERE id=?", "s", u->id)) {
+    if (rc || store_dataset_get(c->db, u->id, &row)) {
         rm_tree(u->dir);
         ctl_res_store_error(c, res);
         goto out;

@@ -11,7 +11,7 @@
 
 int ctl_job_row(hone_controller *c, const char *id, json_t **row)
 {
-    return db_row(c->db, row, "SELECT * FROM jobs WHERE id=?", "s", id);
+    return store_job_get(c->db, id, row);
 }
 
 char *ctl_job_dir(hone_controller *c, const char *job_id)
@@ -83,13 +83,11 @@ static void coerce_ints(json_t *flat, const json_t *defaults)
 int ctl_job_spec(hone_controller *c, const json_t *job, json_t **flat)
 {
     json_t *exp = NULL, *ds = NULL, *parent = NULL, *tmp;
-    int rc = db_row(c->db, &exp, "SELECT * FROM experiments WHERE id=?", "s",
-                    jstr(job, "experiment_id"));
+    int rc = store_experiment_get(c->db, jstr(job, "experiment_id"), &exp);
     if (rc)
         return rc;
     json_t *tds = jparse(jstr(exp, "train_datasets"));
-    rc = db_row(c->db, &ds, "SELECT * FROM datasets WHERE id=?", "s",
-                json_string_value(json_array_get(tds, 0)));
+    rc = store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), &ds);
     json_decref(tds);
     if (rc)
         goto out;
@@ -191,16 +189,11 @@ int ctl_job_create(hone_controller *c, const json_t *exp, const char *action, co
     char *sp = jdump(flat);
     double now = ctl_now();
     int is_automl = !strcmp(action, "automl");
-    rc = db_run(c->db,
-                "INSERT INTO jobs(id,experiment_id,action,name,status,specs,epochs_target,created,"
-                "queued_at) VALUES(?,?,?,?,'queued',?,?,?,?)",
-                "sssssidd", id_out, jstr(exp, "id"), action, name ? name : "", sp,
-                is_automl ? 0 : epochs, now, now);
+    rc = store_job_insert(c->db, id_out, jstr(exp, "id"), action, name ? name : "", sp,
+                          is_automl ? 0 : epochs, now);
     free(sp);
-    if (rc < 0) {
-        rc = HONE_ESQL;
+    if (rc)
         goto out;
-    }
     rc = is_automl ? ctl_automl_start(c, id_out, msg, msglen) : HONE_OK;
     if (rc == HONE_EINVAL)
         snprintf(field, fieldlen, "specs");
@@ -256,31 +249,19 @@ int ctl_job_finish(hone_controller *c, const json_t *job, const char *status, co
     int rc;
     if (!strcmp(st, "failed") && jint(job, "attempts") + 1 < c->cfg.max_attempts) {
         /* Retry: back to the queue, resuming from its last checkpoint. */
-        rc = db_run(c->db,
-                    "UPDATE jobs SET status='queued', attempts=attempts+1, resume=(epoch>0), "
-                    "worker_id=NULL, lease_expires=NULL, queued_at=?, error=?, log_tail=?, "
-                    "result=? WHERE id=?",
-                    "dssss", now, log_tail, log_tail, rs, id);
+        rc = store_job_retry(c->db, id, now, log_tail, rs);
         free(rs);
         ctl_log(
             c, "warn", "job_retry",
             json_pack("{s:s,s:I}", "job", id, "attempt", (json_int_t)jint(job, "attempts") + 1));
-        return rc < 0 ? HONE_ESQL : HONE_OK;
+        return rc;
     }
     int failed = !strcmp(st, "failed");
-    rc = db_run(c->db,
-                "UPDATE jobs SET status=?, stopped_early=?, worker_id=NULL, lease_expires=NULL, "
-                "finished=CASE WHEN ?='paused' THEN finished ELSE ? END, resume=(?='paused'), "
-                "attempts=attempts+?, error=CASE WHEN ? THEN ? ELSE error END, "
-                "log_tail=COALESCE(?,log_tail), result=? WHERE id=?",
-                "sisdsiisss"
-                "s",
-                st, stopped_early, st, now, st, failed, failed, log_tail, log_tail, rs, id);
+    rc = store_job_end(c->db, id, st, stopped_early, now, failed, log_tail, rs);
     free(rs);
-    if (rc < 0)
-        return HONE_ESQL;
-    if (db_run(c->db, "UPDATE leases SET ended=?, end_reason=? WHERE job_id=? AND ended IS NULL",
-               "dss", now, st, id) < 0)
+    if (rc)
+        return rc;
+    if (store_lease_end(c->db, id, now, st))
         return HONE_ESQL;
     ctl_log(c, "info", "job_end",
             json_pack("{s:s,s:s,s:b}", "job", id, "status", st, "stopped_early", stopped_early));

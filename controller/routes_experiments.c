@@ -84,26 +84,20 @@ static int exp_validate(hone_controller *c, json_t *body, hone_http_res *res, js
     size_t i;
     json_array_foreach(tds, i, d)
     {
-        json_t *row = NULL;
         if (!json_is_string(d)) {
             hone_http_res_error(res, 422, "train_datasets", "train_datasets[%zu] must be a string",
                                 i);
             return HONE_EINVAL;
         }
-        if (db_row(c->db, &row, "SELECT id FROM datasets WHERE id=?", "s", json_string_value(d))) {
+        if (store_dataset_exists(c->db, json_string_value(d))) {
             hone_http_res_error(res, 422, "train_datasets", "no dataset %s", json_string_value(d));
             return HONE_EINVAL;
         }
-        json_decref(row);
     }
     const char *ev = jstr(body, "eval_dataset");
-    if (ev) {
-        json_t *row = NULL;
-        if (db_row(c->db, &row, "SELECT id FROM datasets WHERE id=?", "s", ev)) {
-            hone_http_res_error(res, 422, "eval_dataset", "no dataset %s", ev);
-            return HONE_EINVAL;
-        }
-        json_decref(row);
+    if (ev && store_dataset_exists(c->db, ev)) {
+        hone_http_res_error(res, 422, "eval_dataset", "no dataset %s", ev);
+        return HONE_EINVAL;
     }
     if (ctl_spec_flatten(json_object_get(body, "specs"), "specs", &flat, field, sizeof field, msg,
                          sizeof msg)) {
@@ -180,30 +174,25 @@ static int exp_store(hone_controller *c, const char *id, const json_t *clean, in
     if (db_begin(c->db))
         goto out;
     if (update) {
-        if (db_run(c->db,
-                   "UPDATE experiments SET name=?,train_datasets=?,eval_dataset=?,metric=?,"
-                   "specs=?,automl_settings=?,description=? WHERE id=?",
-                   "ssssssss", jstr(clean, "name"), tds, jstr(clean, "eval_dataset"),
-                   jstr(clean, "metric"), specs, as, jstr(clean, "description"), id) < 0 ||
-            db_run(c->db, "DELETE FROM experiment_datasets WHERE experiment_id=?", "s", id) < 0)
+        if (store_experiment_update(c->db, id, jstr(clean, "name"), tds,
+                                    jstr(clean, "eval_dataset"), jstr(clean, "metric"), specs, as,
+                                    jstr(clean, "description")) ||
+            store_experiment_datasets_clear(c->db, id))
             goto fail;
-    } else if (db_run(c->db,
-                      "INSERT INTO experiments(id,name,network,train_datasets,eval_dataset,metric,"
-                      "specs,automl_settings,description,created) VALUES(?,?,?,?,?,?,?,?,?,?)",
-                      "sssssssssd", id, jstr(clean, "name"), jstr(clean, "network_arch"), tds,
-                      jstr(clean, "eval_dataset"), jstr(clean, "metric"), specs, as,
-                      jstr(clean, "description"), ctl_now()) < 0) {
+    } else if (store_experiment_insert(c->db, id, jstr(clean, "name"), jstr(clean, "network_arch"),
+                                       tds, jstr(clean, "eval_dataset"), jstr(clean, "metric"),
+                                       specs, as, jstr(clean, "description"), ctl_now())) {
         goto fail;
     }
     json_t *d;
     size_t i;
-    json_array_foreach(
-        json_object_get(clean, "train_datasets"), i,
-        d) if (db_run(c->db, "INSERT OR IGNORE INTO experiment_datasets VALUES(?,?,'train')", "ss",
-                      id, json_string_value(d)) < 0) goto fail;
+    json_array_foreach(json_object_get(clean, "train_datasets"), i, d)
+    {
+        if (store_experiment_dataset_add(c->db, id, json_string_value(d), 0))
+            goto fail;
+    }
     if (jstr(clean, "eval_dataset") &&
-        db_run(c->db, "INSERT OR IGNORE INTO experiment_datasets VALUES(?,?,'eval')", "ss", id,
-               jstr(clean, "eval_dataset")) < 0)
+        store_experiment_dataset_add(c->db, id, jstr(clean, "eval_dataset"), 1))
         goto fail;
     rc = db_commit(c->db);
     goto out;
@@ -219,7 +208,7 @@ out:
 static void reply_exp(hone_controller *c, hone_http_res *res, const char *id, int status)
 {
     json_t *row = NULL;
-    int rc = db_row(c->db, &row, "SELECT * FROM experiments WHERE id=?", "s", id);
+    int rc = store_experiment_get(c->db, id, &row);
     if (rc == HONE_ENOENT)
         hone_http_res_error(res, 404, "id", "no experiment %s", id);
     else if (rc)
@@ -254,7 +243,7 @@ static void exp_patch(hone_http_req *req, hone_http_res *res, void *ud)
     json_t *row = NULL, *clean = NULL, *body = hone_http_req_json(req, res);
     if (!body)
         return;
-    int rc = db_row(c->db, &row, "SELECT * FROM experiments WHERE id=?", "s", id);
+    int rc = store_experiment_get(c->db, id, &row);
     if (rc) {
         if (rc == HONE_ENOENT)
             hone_http_res_error(res, 404, "id", "no experiment %s", id);
@@ -302,7 +291,7 @@ static void exp_list(hone_http_req *req, hone_http_res *res, void *ud)
     hone_controller *c = ud;
     json_t *rows = NULL;
     (void)req;
-    if (db_rows(c->db, &rows, "SELECT * FROM experiments ORDER BY created, id", NULL)) {
+    if (store_experiments_list(c->db, &rows)) {
         ctl_res_store_error(c, res);
         return;
     }
@@ -323,13 +312,12 @@ static void exp_delete(hone_http_req *req, hone_http_res *res, void *ud)
     hone_controller *c = ud;
     const char *id = hone_http_req_param(req, "id");
     json_t *row = NULL;
-    if (db_row(c->db, &row, "SELECT id FROM jobs WHERE experiment_id=? LIMIT 1", "s", id) ==
-        HONE_OK) {
+    if (store_experiment_used_by(c->db, id, &row) == HONE_OK) {
         hone_http_res_error(res, 409, "id", "experiment %s has jobs", id);
         json_decref(row);
         return;
     }
-    int n = db_run(c->db, "DELETE FROM experiments WHERE id=?", "s", id);
+    int n = store_experiment_delete(c->db, id);
     if (n < 0)
         ctl_res_store_error(c, res);
     else if (n == 0)
@@ -343,7 +331,7 @@ static void exp_automl_defaults(hone_http_req *req, hone_http_res *res, void *ud
     hone_controller *c = ud;
     const char *id = hone_http_req_param(req, "id");
     json_t *row = NULL;
-    int rc = db_row(c->db, &row, "SELECT network FROM experiments WHERE id=?", "s", id);
+    int rc = store_experiment_network(c->db, id, &row);
     if (rc) {
         if (rc == HONE_ENOENT)
             hone_http_res_error(res, 404, "id", "no experiment %s", id);

@@ -56,6 +56,10 @@ int store_workers_list(ctl_db *db, json_t **rows);
 int store_workers_count_live(ctl_db *db, double since, int *n);
 
 /* ---- store_jobs.c: table jobs, one job at a time ---- */
+/* A queued job of an experiment (a train job, or an AutoML job with epochs 0). */
+int store_job_insert(ctl_db *db, const char *id, const char *experiment_id, const char *action,
+                     const char *name, const char *specs, int epochs, double now);
+int store_job_get(ctl_db *db, const char *id, json_t **row); /* the whole row */
 /* The columns a report needs, with the experiment's metric as exp_metric (the hot path). */
 int store_job_report_row(ctl_db *db, const char *id, json_t **row);
 /* The oldest queued train job (queue order: queued_at, then insertion). */
@@ -78,6 +82,15 @@ int store_job_request_pause(ctl_db *db, const char *id);
 int store_job_pause(ctl_db *db, const char *id); /* paused now, resumable once it has an epoch */
 /* A paused train job back to the end of the queue, control and last decision cleared. */
 int store_job_resume(ctl_db *db, const char *id);
+/* A failed trainer retried: back to the queue (resuming from its checkpoint), one more attempt,
+ * error and log_tail = log_tail, result (JSON text). */
+int store_job_retry(ctl_db *db, const char *id, double now, const char *log_tail,
+                    const char *result);
+/* A train job ends with status (paused: not finished, resumable); failed counts an attempt and
+ * sets error = log_tail; log_tail NULL keeps the stored one; result is JSON text. The lease is
+ * cleared here, its row ended by store_lease_end. */
+int store_job_end(ctl_db *db, const char *id, const char *status, int stopped_early, double now,
+                  int failed, const char *log_tail, const char *result);
 
 /* ---- store_leases.c: the live lease on the job row, and table leases (history) ---- */
 /* A queued job to worker_id until lease_expires, with its resolved spec; a lease row. HONE_ESTATE
@@ -92,6 +105,8 @@ int store_lease_reattach(ctl_db *db, const char *job_id, const char *worker_id,
 /* A lapsed lease: the running job back to the queue (resuming from its checkpoint), its lease row
  * ended 'expired'. */
 int store_lease_expire(ctl_db *db, const char *job_id, double now);
+/* The job's open lease row ended now for reason (the job's end status). */
+int store_lease_end(ctl_db *db, const char *job_id, double now, const char *reason);
 /* Running train jobs whose lease ended before now (whole rows). */
 int store_leases_lapsed(ctl_db *db, double now, json_t **rows);
 /* Every running train job's lease to lease_expires (after a restart). */
@@ -146,12 +161,31 @@ int store_dataset_insert(ctl_db *db, const char *id, const char *name, const cha
                          const char *format, const char *path, const char *description,
                          const char *stats, double now);
 int store_dataset_get(ctl_db *db, const char *id, json_t **row);
-int store_datasets_list(ctl_db *db, json_t **rows); /* oldest first */
+int store_datasets_list(ctl_db *db, json_t **rows);   /* oldest first */
+int store_dataset_exists(ctl_db *db, const char *id); /* HONE_OK, or HONE_ENOENT when not */
 /* {experiment_id} of an experiment that uses the dataset; HONE_ENOENT when none does. */
 int store_dataset_used_by(ctl_db *db, const char *id, json_t **row);
 int store_dataset_delete(ctl_db *db, const char *id); /* rows changed: 0 for an unknown id */
 
-/* ---- store_experiments.c: table experiments ---- */
+/* ---- store_experiments.c: tables experiments and experiment_datasets ---- */
+/* JSON members (train_datasets, specs, automl_settings) as JSON text. */
+int store_experiment_insert(ctl_db *db, const char *id, const char *name, const char *network,
+                            const char *train_datasets, const char *eval_dataset,
+                            const char *metric, const char *specs, const char *automl_settings,
+                            const char *description, double now);
+/* Every member but the network (which never changes) and the creation time. */
+int store_experiment_update(ctl_db *db, const char *id, const char *name,
+                            const char *train_datasets, const char *eval_dataset,
+                            const char *metric, const char *specs, const char *automl_settings,
+                            const char *description);
 int store_experiment_get(ctl_db *db, const char *id, json_t **row);
+int store_experiment_network(ctl_db *db, const char *id, json_t **row); /* {network} */
+int store_experiments_list(ctl_db *db, json_t **rows);                  /* oldest first */
+/* {id} of a job of the experiment; HONE_ENOENT when it has none. */
+int store_experiment_used_by(ctl_db *db, const char *id, json_t **row);
+int store_experiment_delete(ctl_db *db, const char *id); /* rows changed: 0 for an unknown id */
+/* The experiment uses the dataset for training, or (eval) for evaluation; once per role. */
+int store_experiment_dataset_add(ctl_db *db, const char *id, const char *dataset_id, int eval);
+int store_experiment_datasets_clear(ctl_db *db, const char *id); /* before they are added again */
 
 #endif

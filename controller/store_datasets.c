@@ -34,3 +34,11 @@ int store_dataset_delete(ctl_db *db, const char *id)
 {
     return db_run(db, "DELETE FROM datasets WHERE id=?", "s", id);
 }
+
+int store_dataset_exists(ctl_db *db, const char *id)
+{
+    json_t *row = NULL;
+    int rc = db_row(db, &row, "SELECT id FROM datasets WHERE id=?", "s", id);
+    json_decref(row);
+    return rc;
+}

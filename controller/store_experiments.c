@@ -1,8 +1,75 @@
-/* The store's statements on table experiments. Only the read the jobs and the AutoML driver need
- * so far; the experiment routes' own statements move here next. */
+/* The store's statements on table experiments (JSON members stored as JSON text) and on the
+ * datasets an experiment uses (table experiment_datasets, which a dataset delete respects).
+ * Statements only: transactions are the caller's (store.h). */
 #include "store.h"
+
+int store_experiment_insert(ctl_db *db, const char *id, const char *name, const char *network,
+                            const char *train_datasets, const char *eval_dataset,
+                            const char *metric, const char *specs, const char *automl_settings,
+                            const char *description, double now)
+{
+    return db_run(db,
+                  "INSERT INTO experiments(id,name,network,train_datasets,eval_dataset,metric,"
+                  "specs,automl_settings,description,created) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                  "sssssssssd", id, name, network, train_datasets, eval_dataset, metric, specs,
+                  automl_settings, description, now) < 0
+               ? HONE_ESQL
+               : HONE_OK;
+}
+
+int store_experiment_update(ctl_db *db, const char *id, const char *name,
+                            const char *train_datasets, const char *eval_dataset,
+                            const char *metric, const char *specs, const char *automl_settings,
+                            const char *description)
+{
+    return db_run(db,
+                  "UPDATE experiments SET name=?,train_datasets=?,eval_dataset=?,metric=?,"
+                  "specs=?,automl_settings=?,description=? WHERE id=?",
+                  "ssssssss", name, train_datasets, eval_dataset, metric, specs, automl_settings,
+                  description, id) < 0
+               ? HONE_ESQL
+               : HONE_OK;
+}
 
 int store_experiment_get(ctl_db *db, const char *id, json_t **row)
 {
     return db_row(db, row, "SELECT * FROM experiments WHERE id=?", "s", id);
+}
+
+int store_experiment_network(ctl_db *db, const char *id, json_t **row)
+{
+    return db_row(db, row, "SELECT network FROM experiments WHERE id=?", "s", id);
+}
+
+int store_experiments_list(ctl_db *db, json_t **rows)
+{
+    return db_rows(db, rows, "SELECT * FROM experiments ORDER BY created, id", NULL);
+}
+
+int store_experiment_used_by(ctl_db *db, const char *id, json_t **row)
+{
+    return db_row(db, row, "SELECT id FROM jobs WHERE experiment_id=? LIMIT 1", "s", id);
+}
+
+int store_experiment_delete(ctl_db *db, const char *id)
+{
+    return db_run(db, "DELETE FROM experiments WHERE id=?", "s", id);
+}
+
+/* The role is in the statement's text, not bound: one cached statement per role. */
+int store_experiment_dataset_add(ctl_db *db, const char *id, const char *dataset_id, int eval)
+{
+    return db_run(db,
+                  eval ? "INSERT OR IGNORE INTO experiment_datasets VALUES(?,?,'eval')"
+                       : "INSERT OR IGNORE INTO experiment_datasets VALUES(?,?,'train')",
+                  "ss", id, dataset_id) < 0
+               ? HONE_ESQL
+               : HONE_OK;
+}
+
+int store_experiment_datasets_clear(ctl_db *db, const char *id)
+{
+    return db_run(db, "DELETE FROM experiment_datasets WHERE experiment_id=?", "s", id) < 0
+               ? HONE_ESQL
+               : HONE_OK;
 }

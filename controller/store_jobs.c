@@ -1,8 +1,26 @@
-/* The store's statements on table jobs, one job at a time: the report's row and its epoch (the hot
- * path: one cached statement each), the queue, lists and counts, and the control of a job (cancel,
- * pause, resume). Trials of an AutoML job as a group are in store_trials.c, the AutoML job row in
- * store_automl.c, leases in store_leases.c. Statements only: transactions are the caller's. */
+/* The store's statements on table jobs, one job at a time: creating and reading one, the report's
+ * row and its epoch (the hot path: one cached statement each), the queue, lists and counts, the
+ * control of a job (cancel, pause, resume) and the end of a train job (retried, or ended). Trials
+ * of an AutoML job as a group are in store_trials.c, the AutoML job row in store_automl.c, leases
+ * in store_leases.c. Statements only: transactions are the caller's. */
 #include "store.h"
+
+int store_job_insert(ctl_db *db, const char *id, const char *experiment_id, const char *action,
+                     const char *name, const char *specs, int epochs, double now)
+{
+    return db_run(
+               db,
+               "INSERT INTO jobs(id,experiment_id,action,name,status,specs,epochs_target,created,"
+               "queued_at) VALUES(?,?,?,?,'queued',?,?,?,?)",
+               "sssssidd", id, experiment_id, action, name, specs, epochs, now, now) < 0
+               ? HONE_ESQL
+               : HONE_OK;
+}
+
+int store_job_get(ctl_db *db, const char *id, json_t **row)
+{
+    return db_row(db, row, "SELECT * FROM jobs WHERE id=?", "s", id);
+}
 
 int store_job_report_row(ctl_db *db, const char *id, json_t **row)
 {
@@ -91,6 +109,34 @@ int store_job_resume(ctl_db *db, const char *id)
                   "UPDATE jobs SET status='queued', control=NULL, last_decision=NULL, "
                   "queued_at=CAST(strftime('%s','now') AS REAL) WHERE id=?",
                   "s", id) < 0
+               ? HONE_ESQL
+               : HONE_OK;
+}
+
+int store_job_retry(ctl_db *db, const char *id, double now, const char *log_tail,
+                    const char *result)
+{
+    return db_run(db,
+                  "UPDATE jobs SET status='queued', attempts=attempts+1, resume=(epoch>0), "
+                  "worker_id=NULL, lease_expires=NULL, queued_at=?, error=?, log_tail=?, "
+                  "result=? WHERE id=?",
+                  "dssss", now, log_tail, log_tail, result, id) < 0
+               ? HONE_ESQL
+               : HONE_OK;
+}
+
+int store_job_end(ctl_db *db, const char *id, const char *status, int stopped_early, double now,
+                  int failed, const char *log_tail, const char *result)
+{
+    return db_run(db,
+                  "UPDATE jobs SET status=?, stopped_early=?, worker_id=NULL, lease_expires=NULL, "
+                  "finished=CASE WHEN ?='paused' THEN finished ELSE ? END, resume=(?='paused'), "
+                  "attempts=attempts+?, error=CASE WHEN ? THEN ? ELSE error END, "
+                  "log_tail=COALESCE(?,log_tail), result=? WHERE id=?",
+                  "sisdsiisss"
+                  "s",
+                  status, stopped_early, status, now, status, failed, failed, log_tail, log_tail,
+                  result, id) < 0
                ? HONE_ESQL
                : HONE_OK;
 }

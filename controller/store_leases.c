@@ -51,6 +51,14 @@ int store_lease_expire(ctl_db *db, const char *job_id, double now)
                : HONE_OK;
 }
 
+int store_lease_end(ctl_db *db, const char *job_id, double now, const char *reason)
+{
+    return db_run(db, "UPDATE leases SET ended=?, end_reason=? WHERE job_id=? AND ended IS NULL",
+                  "dss", now, reason, job_id) < 0
+               ? HONE_ESQL
+               : HONE_OK;
+}
+
 int store_leases_lapsed(ctl_db *db, double now, json_t **rows)
 {
     return db_rows(db, rows,

@@ -9,6 +9,7 @@
 #include "automl.h"
 #include "ctl.h"
 #include "ctl_sched.h"
+#include "ctl_spec.h"
 #include "jobs.h"
 #include "store.h"
 #include "util.h"

@@ -1,48 +1,35 @@
-/* Private header of the controller: the controller object (struct hone_controller, server.c)
- * and the trainer spec helpers (spec.c). It also includes every other private header of the
- * controller, for the files that include only this one; a file includes the headers of what it
- * uses (store.h, util.h, automl.h, sched.h, ...) and this one when it reaches into the controller
- * object. Not installed; only the controller's own .c files (and its tests) include it.
- * Everything runs on the loop thread. */
+/* The controller object: struct hone_controller, which server.c creates and takes down, and whose
+ * members the controller's .c files reach into (the store, the HTTP server, the searches, the
+ * parked lease requests, the report batch, the held requests). A file includes this header only
+ * when it reaches into the object, and the headers of what it uses beside it (store.h, util.h,
+ * automl.h, ctl_sched.h, ...): the members' types are only named here. Not installed. Everything
+ * runs on the loop thread. */
 #ifndef HONE_CTL_H
 #define HONE_CTL_H
 
-#include <jansson.h>
 #include <stdint.h>
 #include <uv.h>
 
-#include "auth.h"
-#include "automl.h"
-#include "batch.h"
 #include "controller.h"
-#include "ctl_sched.h"
-#include "dataset_check.h"
-#include "http.h"
-#include "jobs.h"
-#include "report_check.h"
-#include "routes.h"
-#include "search.h"
-#include "store.h"
-#include "util.h"
 
 struct hone_controller {
     uv_loop_t *loop;
     hone_controller_config cfg;
     char *artifacts_dir;
-    ctl_db *db;
-    hone_http_server *http;
-    uv_timer_t tick;
+    struct ctl_db *db;             /* store.h: the store */
+    struct hone_http_server *http; /* http.h */
+    uv_timer_t tick;               /* sched.c: lease expiry, once a second */
     int tick_open;
-    ctl_search *searches;
-    ctl_waiter *waiters, *waiters_tail;
+    struct ctl_search *searches;               /* automl.h: the live searches */
+    struct ctl_waiter *waiters, *waiters_tail; /* sched.c: parked lease requests */
     int ready;
     int closing;
     uint64_t id_state;
     uint64_t n_reports, n_leases, n_expired;
     uv_check_t batch_check; /* batch.c: commits the open report batch after each poll */
     int batch_open, check_open;
-    void *pending, *pending_tail;           /* replies held until the batch commits */
-    ctl_deferred *deferred, *deferred_tail; /* automl_async.c */
+    void *pending, *pending_tail;                  /* replies held until the batch commits */
+    struct ctl_deferred *deferred, *deferred_tail; /* automl_async.c */
     int asks_inflight;
     uint64_t n_asks_offloop, n_deferred;
     void (*close_done)(void *);
@@ -52,38 +39,5 @@ struct hone_controller {
 
 /* server.c: one of the things hone_controller_close waits for is done. */
 void ctl_close_step(hone_controller *c);
-
-/* ---- spec.c, spec_check.c: the trainer spec over spec/'s one schema (spec/spec.h) ---- */
-#include "spec.h"
-/* Validates spec overrides (nested or dotted) into a flat object of dotted keys. On error returns
- * HONE_EINVAL and writes the offending field ("<prefix>.train.lr") and a message. */
-int ctl_spec_flatten(const json_t *in, const char *prefix, json_t **flat, char *field,
-                     size_t fieldlen, char *msg, size_t msglen);
-/* A key hone-train understands, users may set and the network uses (so a search may sweep it). */
-int ctl_spec_key_sweepable(const char *key, const char *network);
-/* The default spec for a network as a flat object of every key (new reference). */
-json_t *ctl_spec_defaults(const char *network);
-/* Emits a flat spec as nested YAML (malloc'd). */
-char *ctl_spec_yaml(const json_t *flat);
-/* AutoML spaces in search/search.h JSON shape for a network: the default swept set and all. */
-json_t *ctl_space_default(const char *network);
-json_t *ctl_space_all(const char *network);
-/* What the spec checks know of a dataset, from its row's stats (unknown fields stay unknown). */
-void ctl_spec_data(const json_t *dataset_row, hone_spec_data *d);
-/* The flat spec a job hands to hone-train before trial overrides: network defaults < the dataset
- * (data.path, data.format) < experiment specs < job specs; rows and specs may be NULL. */
-json_t *ctl_spec_resolve(const char *network, const json_t *dataset_row, const json_t *exp_specs,
-                         const json_t *job_specs);
-/* The create-time check of what jobs of an experiment will train, as hone-train will check it
- * when it loads the data: the resolved spec (ctl_spec_resolve) through hone_spec_check against the
- * dataset's stats (data.val_size only when exp_specs or job_specs set it: the default exceeds
- * small datasets); with an AutoML space (NULL: none) also the trials' schedule length from
- * settings, each swept value in its key's range and the cross-key rules at every corner of the
- * space. 0 or HONE_EINVAL with field ("specs.model.hidden", "train_datasets" for what the dataset
- * sets, "automl_settings.automl_hyperparameters" when only a trial the space may draw fails) and
- * message. */
-int ctl_spec_check_create(const char *network, const json_t *dataset_row, const json_t *exp_specs,
-                          const json_t *job_specs, const json_t *settings, const json_t *space,
-                          char *field, size_t fieldlen, char *msg, size_t msglen);
 
 #endif

@@ -15,8 +15,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "batch.h"
 #include "ctl.h"
+#include "dataset_check.h"
+#include "routes.h"
+#include "store.h"
 #include "tar.h"
+#include "util.h"
 
 int ctl_routes_dataset_upload(hone_controller *c);
 

@@ -7,7 +7,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "automl.h"
 #include "ctl.h"
+#include "ctl_spec.h"
+#include "jobs.h"
+#include "store.h"
+#include "util.h"
 
 int ctl_job_row(hone_controller *c, const char *id, json_t **row)
 {

@@ -11,7 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "ctl.h"
+#include "jobs.h"
+#include "routes.h"
+#include "util.h"
 
 static int name_ok(const char *s)
 {

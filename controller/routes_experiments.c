@@ -5,7 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "automl.h"
 #include "ctl.h"
+#include "ctl_spec.h"
+#include "routes.h"
+#include "store.h"
+#include "util.h"
 
 static const char *const metrics[] = {"val_accuracy", "val_loss", "train_loss", "kpi", NULL};
 static const char *const algos[] = {"bayesian", "hyperband", "asha", "bohb",

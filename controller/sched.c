@@ -10,6 +10,7 @@
 #include "batch.h"
 #include "ctl.h"
 #include "ctl_sched.h"
+#include "ctl_spec.h"
 #include "jobs.h"
 #include "store.h"
 #include "util.h"

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ctl.h"
+#include "ctl_spec.h"
 
 static int flatten(const json_t *in, const char *base, const char *prefix, json_t *flat,
                    char *field, size_t fieldlen, char *msg, size_t msglen, int depth)

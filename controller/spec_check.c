@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ctl.h"
+#include "ctl_spec.h"
+#include "util.h"
 
 /* Corners checked at most; a space sweeping more size-relevant keys than this covers is checked
  * at its all-low and all-high corners only. 2^12: twelve swept keys that take part in the cross

@@ -15,6 +15,8 @@
 
 #include "ctl.h"
 #include "http_internal.h"
+#include "store.h"
+#include "util.h"
 
 #define RESET 64
 #define SECRET "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"

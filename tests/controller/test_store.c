@@ -8,7 +8,11 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
-#include "ctl.h"
+#include "controller.h"
+#include "ctl_spec.h"
+#include "dataset_check.h"
+#include "store.h"
+#include "util.h"
 
 static int failures;
 #define CHECK(cond)                                                                                \

@@ -14,8 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "ctl.h"
+#include "ctl_spec.h"
 #include "dataset.h"
+#include "dataset_check.h"
+#include "util.h"
 
 static int failures, cases;
 static char dir[] = "/tmp/hone-spec-agree-XXXXXX";

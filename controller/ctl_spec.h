@@ -1,0 +1,45 @@
+/* spec.c, spec_check.c: the trainer spec over spec/'s one schema (spec/spec.h): user overrides
+ * flattened and checked, defaults, the YAML hone-train reads, AutoML spaces, the spec a job
+ * resolves to and the create-time check of what it will train. Named ctl_spec.h, not spec.h:
+ * controller/ and spec/ are both on the include path. Pure functions of their arguments: no
+ * store, no controller object. */
+#ifndef HONE_CTL_SPEC_H
+#define HONE_CTL_SPEC_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "spec.h"
+
+/* Validates spec overrides (nested or dotted) into a flat object of dotted keys. On error returns
+ * HONE_EINVAL and writes the offending field ("<prefix>.train.lr") and a message. */
+int ctl_spec_flatten(const json_t *in, const char *prefix, json_t **flat, char *field,
+                     size_t fieldlen, char *msg, size_t msglen);
+/* A key hone-train understands, users may set and the network uses (so a search may sweep it). */
+int ctl_spec_key_sweepable(const char *key, const char *network);
+/* The default spec for a network as a flat object of every key (new reference). */
+json_t *ctl_spec_defaults(const char *network);
+/* Emits a flat spec as nested YAML (malloc'd). */
+char *ctl_spec_yaml(const json_t *flat);
+/* AutoML spaces in search/search.h JSON shape for a network: the default swept set and all. */
+json_t *ctl_space_default(const char *network);
+json_t *ctl_space_all(const char *network);
+/* What the spec checks know of a dataset, from its row's stats (unknown fields stay unknown). */
+void ctl_spec_data(const json_t *dataset_row, hone_spec_data *d);
+/* The flat spec a job hands to hone-train before trial overrides: network defaults < the dataset
+ * (data.path, data.format) < experiment specs < job specs; rows and specs may be NULL. */
+json_t *ctl_spec_resolve(const char *network, const json_t *dataset_row, const json_t *exp_specs,
+                         const json_t *job_specs);
+/* The create-time check of what jobs of an experiment will train, as hone-train will check it
+ * when it loads the data: the resolved spec (ctl_spec_resolve) through hone_spec_check against the
+ * dataset's stats (data.val_size only when exp_specs or job_specs set it: the default exceeds
+ * small datasets); with an AutoML space (NULL: none) also the trials' schedule length from
+ * settings, each swept value in its key's range and the cross-key rules at every corner of the
+ * space. 0 or HONE_EINVAL with field ("specs.model.hidden", "train_datasets" for what the dataset
+ * sets, "automl_settings.automl_hyperparameters" when only a trial the space may draw fails) and
+ * message. */
+int ctl_spec_check_create(const char *network, const json_t *dataset_row, const json_t *exp_specs,
+                          const json_t *job_specs, const json_t *settings, const json_t *space,
+                          char *field, size_t fieldlen, char *msg, size_t msglen);
+
+#endif

@@ -243,13 +243,13 @@ static int automl_start(cli_ctx *c)
      * key, so only what the flags say is patched. */
     rc = automl_settings(c, NULL, &settings);
     if (rc != 0)
-        goto out;
+        goto fail;
     exp_path(exp, "", path, sizeof(path));
     patch = json_object();
     json_object_set(patch, "automl_settings", settings);
     rc = cli_call(c, "PATCH", path, patch, &resp);
     if (rc != 0)
-        goto out;
+        goto fail;
     hone_rest_resp_clear(&resp);
     body = json_object();
     json_object_set_new(body, "action", json_string("automl"));
@@ -260,7 +260,7 @@ static int automl_start(cli_ctx *c)
     exp_path(exp, "/jobs", path, sizeof(path));
     rc = cli_call(c, "POST", path, body, &resp);
     if (rc != 0)
-        goto out;
+        goto fail;
     if (cli_flag(c->a, "wait")) {
         const char *id = json_string_value(json_object_get(resp.json, "id"));
         char idbuf[128];
@@ -285,7 +285,7 @@ static int automl_start(cli_ctx *c)
                    : "default algorithm",
                json_string_value(json_object_get(resp.json, "id")));
     }
-out:
+fail:
     hone_rest_resp_clear(&resp);
     json_decref(settings);
     json_decref(patch);

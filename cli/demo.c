@@ -310,7 +310,7 @@ int cli_demo_run(cli_ctx *c)
     }
     if (hone_rest_new(cli_stack_url(stack), NULL, &d.rest) != 0) {
         rc = 1;
-        goto out;
+        goto fail;
     }
     hone_rest_set_abort(d.rest, c->stop);
     rc = 1;
@@ -319,7 +319,7 @@ int cli_demo_run(cli_ctx *c)
                             "image_classification", "format", "idx", "path", dpath, "description",
                             "Fashion-MNIST from the Debian package"),
                   &ds) != 0)
-        goto out;
+        goto fail;
     specs = json_pack("{s:{s:s,s:s,s:i}}", "train", "optimizer", "adamw", "lr_schedule", "cosine",
                       "epochs", plan.epochs);
     settings = json_pack("{s:b,s:s,s:i,s:i,s:i,s:i,s:i,s:o,s:b,s:I}", "automl_enabled", 1,
@@ -334,11 +334,11 @@ int cli_demo_run(cli_ctx *c)
                             json_string_value(json_object_get(ds, "id")), "metric", "val_accuracy",
                             "specs", specs, "automl_settings", settings),
                   &exp) != 0)
-        goto out;
+        goto fail;
     snprintf(path, sizeof(path), "/api/v1/experiments/%s/jobs",
              json_string_value(json_object_get(exp, "id")));
     if (demo_post(&d, path, json_pack("{s:s,s:s}", "action", "automl", "name", "demo"), &job) != 0)
-        goto out;
+        goto fail;
     snprintf(job_id, sizeof(job_id), "%s", json_string_value(json_object_get(job, "id")));
     if (!c->json) {
         printf("AutoML job %s: %s over up to %d trials of a %s, up to %d epochs each (R %d, "
@@ -364,7 +364,7 @@ int cli_demo_run(cli_ctx *c)
     }
     if (!*c->stop)
         rc = demo_report(&d, job_id, &plan, budget_s, halted);
-out:
+fail:
     if (*c->stop && job_id[0])
         fprintf(stderr, "interrupted; stopping the local stack\n");
     json_decref(fin);

@@ -153,11 +153,11 @@ int ctl_auth_worker(hone_controller *c, hone_http_req *req, hone_http_res *res, 
     int rc = store_worker_secret(c->db, wid, &row);
     if (rc == HONE_ENOENT) {
         hone_http_res_error(res, 404, field, "unknown worker %s: register again", wid);
-        goto out;
+        goto fail;
     }
     if (rc) {
         ctl_res_store_error(c, res);
-        goto out;
+        goto fail;
     }
     rc = HONE_EPERM;
     if (!tok || !split_credential(tok, id, sizeof id, &secret)) {
@@ -165,21 +165,21 @@ int ctl_auth_worker(hone_controller *c, hone_http_req *req, hone_http_res *res, 
         hone_http_res_error(res, 401, "Authorization",
                             "worker credential required: send the token that registration "
                             "returned as 'Authorization: Bearer <token>'");
-        goto out;
+        goto fail;
     }
     if (strcmp(id, wid) != 0) {
         hone_http_res_error(res, 403, field, "the credential is worker %s's, not %s's", id, wid);
-        goto out;
+        goto fail;
     }
     const char *stored = jstr(row, "secret_hash");
     if (!stored || strlen(stored) != 64 || sha256_hex(secret, hash) ||
         !bytes_equal(hash, stored, 64)) {
         hone_http_res_header(res, "WWW-Authenticate", "Bearer");
         hone_http_res_error(res, 401, "Authorization", "bad worker credential: register again");
-        goto out;
+        goto fail;
     }
     rc = HONE_OK;
-out:
+fail:
     json_decref(row);
     return rc;
 }

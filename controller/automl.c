@@ -154,14 +154,14 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
     char field[128];
     int rc = ctl_job_row(c, job_id, &job);
     if (rc || (rc = store_experiment_get(c->db, jstr(job, "experiment_id"), &exp)))
-        goto out;
+        goto fail;
     settings = jparse(jstr(exp, "automl_settings"));
     rc = ctl_automl_space_json(jstr(exp, "network"), settings, &space, field, sizeof field, msg,
                                msglen);
     if (rc)
-        goto out;
+        goto fail;
     if ((rc = ctl_job_spec(c, job, &flat)))
-        goto out;
+        goto fail;
     const char *metric = jstr(exp, "metric");
     int maximize = strstr(metric, "loss") == NULL;
     int par = (int)jint(settings, "automl_max_parallel");
@@ -179,7 +179,7 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
         snprintf(msg, msglen, "automl_settings.automl_algorithm: unknown algorithm");
         json_decref(opts);
         rc = HONE_EINVAL;
-        goto out;
+        goto fail;
     }
     json_t *automl =
         json_pack("{s:o,s:o,s:s,s:b}", "space", space, "opts", opts, "metric", metric,
@@ -190,7 +190,7 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
     json_decref(automl);
     rc = store_automl_start(c->db, job_id, txt, ctl_now());
     free(txt);
-out:
+fail:
     json_decref(job);
     json_decref(exp);
     json_decref(settings);
@@ -249,7 +249,7 @@ int ctl_automl_rebuild(hone_controller *c, const char *job_id)
     automl = jparse(jstr(job, "automl"));
     if (!automl) {
         rc = HONE_EPARSE;
-        goto out;
+        goto fail;
     }
     s = hone_xcalloc(1, sizeof *s);
     s->c = c;
@@ -261,7 +261,7 @@ int ctl_automl_rebuild(hone_controller *c, const char *job_id)
     hone_search_opts o;
     if (rc || (rc = opts_from_json(json_object_get(automl, "opts"), &o)) ||
         (rc = hone_search_new(s->space, &o, &s->search)))
-        goto out;
+        goto fail;
     s->maximize = o.maximize;
     s->max_epochs = o.max_epochs;
     s->model_based = o.algo == HONE_ALGO_BAYESIAN || o.algo == HONE_ALGO_BOHB;
@@ -270,7 +270,7 @@ int ctl_automl_rebuild(hone_controller *c, const char *job_id)
             ? o.R * o.epoch_multiplier
             : o.max_epochs;
     if ((rc = store_automl_events(c->db, job_id, &events)))
-        goto out;
+        goto fail;
     json_t *ev;
     size_t i;
     json_array_foreach(events, i, ev)
@@ -288,7 +288,7 @@ int ctl_automl_rebuild(hone_controller *c, const char *job_id)
     ctl_log(c, "info", "automl_rebuilt",
             json_pack("{s:s,s:I}", "job", job_id, "events", (json_int_t)json_array_size(events)));
     s = NULL;
-out:
+fail:
     if (s)
         ctl_automl_search_free(s);
     if (rc)

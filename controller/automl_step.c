@@ -29,18 +29,18 @@ static int step_new(hone_controller *c, ctl_search *s, const json_t *job, const 
     snprintf(name, sizeof name, "trial-%d", a->trial);
     int rc = HONE_ESQL;
     if (db_begin(c->db))
-        goto out;
+        goto fail;
     if (store_trial_insert(c->db, id, jstr(job, "experiment_id"), s->job_id, name, a->trial, cfg,
                            a->epochs, now) ||
         ctl_automl_log_new(c, s->job_id, a->trial, a->epochs, a->values,
                            hone_space_nparams(s->space)) ||
         db_commit(c->db))
-        goto out;
+        goto fail;
     rc = HONE_OK;
     ctl_log(c, "info", "trial_new",
             json_pack("{s:s,s:s,s:i,s:i,s:s}", "automl", s->job_id, "job", id, "trial", a->trial,
                       "epochs", a->epochs, "config", cfg));
-out:
+fail:
     if (rc)
         db_rollback(c->db);
     free(cfg);
@@ -72,12 +72,12 @@ static int copy_file(const char *from, const char *to)
         return HONE_EIO;
     out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (out < 0)
-        goto done;
+        goto fail;
     while ((r = read(in, buf, sizeof buf)) > 0)
         if (write(out, buf, (size_t)r) != r)
-            goto done;
+            goto fail;
     rc = r == 0 && fsync(out) == 0 ? HONE_OK : HONE_EIO;
-done:
+fail:
     close(in);
     if (out >= 0)
         close(out);
@@ -188,7 +188,7 @@ static int finish(hone_controller *c, ctl_search *s)
     int rc = HONE_ESQL;
     double now = ctl_now();
     if (db_begin(c->db))
-        goto out;
+        goto fail;
     if (store_trials_stop_waiting(c->db, s->job_id, now) ||
         store_automl_finish(c->db, s->job_id, have ? "done" : "failed", now, rs,
                             have ? jnum(best, "best_metric") : NAN,
@@ -196,13 +196,13 @@ static int finish(hone_controller *c, ctl_search *s)
                             have ? NULL : "no trial reported a metric") ||
         db_commit(c->db)) {
         db_rollback(c->db);
-        goto out;
+        goto fail;
     }
     rc = HONE_OK;
     ctl_log(c, "info", "automl_done", json_pack("{s:s,s:s}", "job", s->job_id, "result", rs));
     if (json_is_true(json_object_get(automl, "delete_intermediate_ckpt")))
         delete_ckpts(c, s->job_id, have ? jstr(best, "id") : NULL);
-out:
+fail:
     free(rs);
     json_decref(best);
     json_decref(automl);
@@ -254,12 +254,12 @@ int ctl_automl_step(hone_controller *c, const char *job_id)
     if (rc)
         return rc;
     if (strcmp(jstr(job, "status"), "running") != 0)
-        goto out;
+        goto fail;
     ctl_search *s = ctl_automl_find(c, job_id);
     if (!s && (rc = ctl_automl_rebuild(c, job_id)) == HONE_OK)
         s = ctl_automl_find(c, job_id);
     if (!s)
-        goto out;
+        goto fail;
     for (int guard = 0; guard < 1024; guard++) {
         if (s->busy) { /* an ask runs on the thread pool: it steps again when it is back */
             s->step_again = 1;
@@ -281,7 +281,7 @@ int ctl_automl_step(hone_controller *c, const char *job_id)
     }
     if (made)
         ctl_sched_kick(c);
-out:
+fail:
     json_decref(job);
     return rc;
 }

@@ -76,24 +76,24 @@ static int idx_check(const char *file, int want_ndim, uint32_t dims[3], char *ms
     int hl = 4 + 4 * want_ndim;
     if (gzread(g, hdr, (unsigned)hl) != hl) {
         snprintf(msg, msglen, "%s: truncated IDX header", file);
-        goto out;
+        goto fail;
     }
     if (hdr[0] != 0 || hdr[1] != 0 || hdr[2] != 0x08 || hdr[3] != want_ndim) {
         snprintf(msg, msglen, "%s: bad IDX magic (want unsigned bytes, %d dims)", file, want_ndim);
-        goto out;
+        goto fail;
     }
     uint64_t total = 1;
     for (int i = 0; i < want_ndim; i++) {
         dims[i] = be32(hdr + 4 + 4 * i);
         if (dims[i] == 0 || dims[i] > 100000000u) {
             snprintf(msg, msglen, "%s: implausible dimension %u", file, dims[i]);
-            goto out;
+            goto fail;
         }
         total *= dims[i];
     }
     if (total > (8ull << 30)) {
         snprintf(msg, msglen, "%s: too large", file);
-        goto out;
+        goto fail;
     }
     unsigned char *buf = hone_xmalloc(1 << 16);
     uint64_t got = 0;
@@ -104,10 +104,10 @@ static int idx_check(const char *file, int want_ndim, uint32_t dims[3], char *ms
     if (r < 0 || got != total) {
         snprintf(msg, msglen, "%s: holds %llu data bytes, header says %llu", file,
                  (unsigned long long)got, (unsigned long long)total);
-        goto out;
+        goto fail;
     }
     rc = HONE_OK;
-out:
+fail:
     gzclose(g);
     return rc;
 }

@@ -210,11 +210,11 @@ static void up_done(uv_work_t *w, int status)
         if (res)
             hone_http_res_error(res, status ? 503 : u->status, u->status == 422 ? "archive" : NULL,
                                 "%s", status ? "upload canceled" : u->msg);
-        goto out;
+        goto fail;
     }
     if (!res) {
         rm_tree(u->dir); /* nobody to tell: store nothing */
-        goto out;
+        goto fail;
     }
     ctl_batch_flush(c);
     char *st = jdump(u->stats);
@@ -224,13 +224,13 @@ static void up_done(uv_work_t *w, int status)
     if (rc || store_dataset_get(c->db, u->id, &row)) {
         rm_tree(u->dir);
         ctl_res_store_error(c, res);
-        goto out;
+        goto fail;
     }
     ctl_log(c, "info", "dataset_uploaded",
             json_pack("{s:s,s:s,s:I}", "id", u->id, "path", u->dir, "bytes", (json_int_t)u->len));
     hone_http_res_json(res, 201, ctl_dataset_json(row));
     json_decref(row);
-out:
+fail:
     up_free(u);
 }
 

@@ -95,7 +95,7 @@ int ctl_job_spec(hone_controller *c, const json_t *job, json_t **flat)
     rc = store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), &ds);
     json_decref(tds);
     if (rc)
-        goto out;
+        goto fail;
     json_t *defaults = ctl_spec_defaults(jstr(exp, "network"));
     tmp = jparse(jstr(exp, "specs"));
     json_t *f = ctl_spec_resolve(jstr(exp, "network"), ds, tmp, NULL);
@@ -135,7 +135,7 @@ int ctl_job_spec(hone_controller *c, const json_t *job, json_t **flat)
     coerce_ints(f, defaults);
     json_decref(defaults);
     *flat = f;
-out:
+fail:
     json_decref(exp);
     json_decref(ds);
     json_decref(parent);
@@ -153,7 +153,7 @@ static int check_spec(hone_controller *c, const json_t *exp, const json_t *job_s
     int rc = store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), &ds);
     if (rc) {
         rc = HONE_ESQL; /* experiment_datasets keeps an experiment's datasets */
-        goto out;
+        goto fail;
     }
     espec = jparse(jstr(exp, "specs"));
     rc = automl ? ctl_automl_space_json(net, settings, &space, field, fieldlen, msg, msglen)
@@ -161,7 +161,7 @@ static int check_spec(hone_controller *c, const json_t *exp, const json_t *job_s
     if (rc == HONE_OK)
         rc = ctl_spec_check_create(net, ds, espec, job_specs, settings, space, field, fieldlen, msg,
                                    msglen);
-out:
+fail:
     json_decref(tds);
     json_decref(ds);
     json_decref(espec);
@@ -176,12 +176,12 @@ int ctl_job_create(hone_controller *c, const json_t *exp, const char *action, co
     json_t *flat = NULL, *settings = jparse(jstr(exp, "automl_settings"));
     int rc = HONE_EINVAL;
     if (ctl_spec_flatten(specs, "specs", &flat, field, fieldlen, msg, msglen))
-        goto out;
+        goto fail;
     if (!strcmp(action, "train") && json_is_true(json_object_get(settings, "automl_enabled")))
         action = "automl";
     if ((rc = check_spec(c, exp, flat, settings, !strcmp(action, "automl"), field, fieldlen, msg,
                          msglen)))
-        goto out;
+        goto fail;
     /* Epochs for a plain train job: the resolved spec's train.epochs. */
     json_t *defaults = ctl_spec_defaults(jstr(exp, "network"));
     json_t *espec = jparse(jstr(exp, "specs"));
@@ -198,11 +198,11 @@ int ctl_job_create(hone_controller *c, const json_t *exp, const char *action, co
                           is_automl ? 0 : epochs, now);
     free(sp);
     if (rc)
-        goto out;
+        goto fail;
     rc = is_automl ? ctl_automl_start(c, id_out, msg, msglen) : HONE_OK;
     if (rc == HONE_EINVAL)
         snprintf(field, fieldlen, "specs");
-out:
+fail:
     json_decref(flat);
     json_decref(settings);
     return rc;

@@ -130,7 +130,7 @@ static int upload_allowed(hone_controller *c, hone_http_req *req, hone_http_res 
     else if (rc)
         ctl_res_store_error(c, res);
     if (rc || admin)
-        goto out;
+        goto fail;
     const char *st = jstr(job, "status"), *holder = jstr(job, "worker_id");
     rc = HONE_EPERM;
     if (strcmp(st, "running") != 0)
@@ -141,7 +141,7 @@ static int upload_allowed(hone_controller *c, hone_http_req *req, hone_http_res 
                             id, holder ? holder : "nobody", wid);
     else
         rc = HONE_OK;
-out:
+fail:
     json_decref(job);
     return rc;
 }

@@ -63,16 +63,16 @@ static void ds_checked(uv_work_t *w, int status)
     hone_controller *c = d->c;
     hone_http_res *res = d->res;
     if (!res)
-        goto out; /* nobody to tell: store nothing */
+        goto fail; /* nobody to tell: store nothing */
     ctl_batch_flush(c);
     hone_http_res_on_abort(res, NULL, NULL);
     if (status) {
         hone_http_res_error(res, 503, NULL, "dataset check canceled");
-        goto out;
+        goto fail;
     }
     if (d->rc_path || d->rc_inspect) {
         hone_http_res_error(res, 422, "path", "path: %s", d->msg);
-        goto out;
+        goto fail;
     }
     char id[64];
     ctl_new_id(c, "ds", id, sizeof id);
@@ -84,12 +84,12 @@ static void ds_checked(uv_work_t *w, int status)
     json_t *row = NULL;
     if (rc || store_dataset_get(c->db, id, &row)) {
         ctl_res_store_error(c, res);
-        goto out;
+        goto fail;
     }
     ctl_log(c, "info", "dataset_created", json_pack("{s:s,s:s}", "id", id, "path", d->real));
     hone_http_res_json(res, 201, ctl_dataset_json(row));
     json_decref(row);
-out:
+fail:
     json_decref(d->stats);
     json_decref(d->body);
     free(d);

@@ -254,14 +254,14 @@ static void exp_patch(hone_http_req *req, hone_http_res *res, void *ud)
             hone_http_res_error(res, 404, "id", "no experiment %s", id);
         else
             ctl_res_store_error(c, res);
-        goto out;
+        goto fail;
     }
     json_t *cur = ctl_experiment_json(row), *k;
     if (json_object_get(body, "network_arch") &&
         !json_equal(json_object_get(body, "network_arch"), json_object_get(cur, "network_arch"))) {
         hone_http_res_error(res, 422, "network_arch", "network_arch cannot be changed");
         json_decref(cur);
-        goto out;
+        goto fail;
     }
     /* automl_settings merge key by key; other members replace. */
     json_t *as = json_object_get(body, "automl_settings");
@@ -285,7 +285,7 @@ static void exp_patch(hone_http_req *req, hone_http_res *res, void *ud)
             reply_exp(c, res, id, 200);
     }
     json_decref(full);
-out:
+fail:
     json_decref(clean);
     json_decref(row);
     json_decref(body);

@@ -44,29 +44,29 @@ static void job_create(hone_http_req *req, hone_http_res *res, void *ud)
     if (!body)
         return;
     if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
-        goto out;
+        goto fail;
     int rc = store_experiment_get(c->db, eid, &exp);
     if (rc) {
         if (rc == HONE_ENOENT)
             hone_http_res_error(res, 404, "id", "no experiment %s", eid);
         else
             ctl_res_store_error(c, res);
-        goto out;
+        goto fail;
     }
     if (db_begin(c->db)) {
         ctl_res_store_error(c, res);
-        goto out;
+        goto fail;
     }
     rc = ctl_job_create(c, exp, jstr(body, "action"), json_object_get(body, "specs"),
                         jstr(body, "name"), id, sizeof id, field, sizeof field, msg, sizeof msg);
     if (rc == HONE_EINVAL) {
         db_rollback(c->db);
         hone_http_res_error(res, 422, field, "%s", msg);
-        goto out;
+        goto fail;
     }
     if (rc || db_commit(c->db)) {
         ctl_res_store_error(c, res);
-        goto out;
+        goto fail;
     }
     json_t *row = NULL;
     ctl_job_row(c, id, &row);
@@ -79,7 +79,7 @@ static void job_create(hone_http_req *req, hone_http_res *res, void *ud)
         ctl_sched_kick(c);
     json_decref(row);
     job_reply(c, res, id, 201);
-out:
+fail:
     json_decref(exp);
     json_decref(body);
 }
@@ -160,20 +160,20 @@ static void job_verb(hone_controller *c, hone_http_req *req, hone_http_res *res,
     int automl = !strcmp(jstr(job, "action"), "automl");
     if (db_begin(c->db)) {
         ctl_res_store_error(c, res);
-        goto out;
+        goto fail;
     }
     if (!strcmp(verb, "cancel")) {
         if (is_over(st)) {
             db_rollback(c->db);
             hone_http_res_error(res, 409, "status", "job %s is already %s", id, st);
-            goto out;
+            goto fail;
         }
         rc = do_cancel(c, job);
     } else if (!strcmp(verb, "pause")) {
         if (strcmp(st, "running") && strcmp(st, "queued")) {
             db_rollback(c->db);
             hone_http_res_error(res, 409, "status", "job %s is %s, not running", id, st);
-            goto out;
+            goto fail;
         }
         if (automl || !strcmp(st, "queued"))
             rc = store_job_pause(c->db, id);
@@ -182,7 +182,7 @@ static void job_verb(hone_controller *c, hone_http_req *req, hone_http_res *res,
         if (!automl && jstr(job, "parent_id")) {
             db_rollback(c->db);
             hone_http_res_error(res, 409, "id", "trials are paused by their AutoML search");
-            goto out;
+            goto fail;
         }
     } else if (!strcmp(verb, "resume")) {
         if (strcmp(st, "paused") != 0 || (!automl && jstr(job, "parent_id"))) {
@@ -190,19 +190,19 @@ static void job_verb(hone_controller *c, hone_http_req *req, hone_http_res *res,
             hone_http_res_error(res, 409, "status", "job %s is %s%s", id, st,
                                 jstr(job, "parent_id") ? " (trials are resumed by their search)"
                                                        : ", not paused");
-            goto out;
+            goto fail;
         }
         rc = automl ? store_automl_resume(c->db, id) : store_job_resume(c->db, id);
     } else {
         db_rollback(c->db);
         hone_http_res_error(res, 404, "verb", "unknown job action '%s'", verb);
-        goto out;
+        goto fail;
     }
     if (rc || db_commit(c->db)) {
         ctl_res_store_error(c, res);
         if (jstr(job, "parent_id"))
             ctl_automl_rebuild(c, jstr(job, "parent_id"));
-        goto out;
+        goto fail;
     }
     ctl_log(c, "info", "job_control", json_pack("{s:s,s:s}", "job", id, "verb", verb));
     if (automl && !strcmp(verb, "cancel"))
@@ -213,7 +213,7 @@ static void job_verb(hone_controller *c, hone_http_req *req, hone_http_res *res,
         ctl_automl_step(c, jstr(job, "parent_id"));
     ctl_sched_kick(c);
     job_reply(c, res, id, 200);
-out:
+fail:
     json_decref(job);
 }
 

@@ -48,12 +48,12 @@ static void w_register(hone_http_req *req, hone_http_res *res, void *ud)
     if (!body)
         return;
     if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
-        goto out;
+        goto fail;
     char id[64], token[160], hash[65];
     ctl_new_id(c, "wrk", id, sizeof id);
     if (ctl_worker_credential_new(id, token, sizeof token, hash)) {
         hone_http_res_error(res, 500, NULL, "could not make a worker credential");
-        goto out;
+        goto fail;
     }
     json_t *r = json_object_get(body, "resources");
     char *rs = json_is_object(r) ? jdump(r) : hone_xstrdup("{}");
@@ -63,7 +63,7 @@ static void w_register(hone_http_req *req, hone_http_res *res, void *ud)
     free(rs);
     if (rc) {
         ctl_res_store_error(c, res);
-        goto out;
+        goto fail;
     }
     ctl_log(c, "info", "worker_registered",
             json_pack("{s:s,s:s}", "worker", id, "name", jstr(body, "name")));
@@ -71,7 +71,7 @@ static void w_register(hone_http_req *req, hone_http_res *res, void *ud)
                        json_pack("{s:s,s:s,s:i,s:i,s:s}", "id", id, "token", token,
                                  "heartbeat_seconds", c->cfg.heartbeat_seconds, "lease_seconds",
                                  c->cfg.lease_seconds, "artifacts_dir", c->artifacts_dir));
-out:
+fail:
     json_decref(body);
 }
 
@@ -95,17 +95,17 @@ static void w_heartbeat(hone_http_req *req, hone_http_res *res, void *ud)
     size_t i;
     int reattached = 0;
     if (!body)
-        goto out;
+        goto fail;
     if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res) ||
         ctl_auth_worker(c, req, res, wid, "worker_id"))
-        goto out;
+        goto fail;
     if (db_begin(c->db)) {
         ctl_res_store_error(c, res);
-        goto out;
+        goto fail;
     }
     if (worker_touch(c, res, wid)) {
         db_rollback(c->db);
-        goto out;
+        goto fail;
     }
     json_array_foreach(json_object_get(body, "jobs"), i, v)
     {
@@ -133,13 +133,13 @@ static void w_heartbeat(hone_http_req *req, hone_http_res *res, void *ud)
     }
     if (db_commit(c->db)) {
         ctl_res_store_error(c, res);
-        goto out;
+        goto fail;
     }
     if (reattached)
         ctl_log(c, "info", "jobs_reattached",
                 json_pack("{s:s,s:i}", "worker", wid, "jobs", reattached));
     hone_http_res_json(res, 200, json_pack("{s:O,s:O}", "cancel", cancel, "pause", pause));
-out:
+fail:
     json_decref(cancel);
     json_decref(pause);
     json_decref(body);
@@ -230,43 +230,43 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
     if (!body)
         return;
     if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
-        goto out;
+        goto fail;
     const char *wid = jstr(body, "worker_id");
     int epoch = (int)jint(body, "epoch");
     json_t *metrics = json_object_get(body, "metrics");
     char field[160], msg[256];
     if (ctl_report_metrics_check(metrics, field, sizeof field, msg, sizeof msg)) {
         hone_http_res_error(res, 422, field, "%s", msg);
-        goto out;
+        goto fail;
     }
     if (ctl_auth_worker(c, req, res, wid, "worker_id"))
-        goto out;
+        goto fail;
     if (ctl_batch_begin(c)) {
         ctl_res_store_error(c, res);
-        goto out;
+        goto fail;
     }
     /* The hot path: only the columns a report needs, the experiment's metric joined in. */
     if (job_for_worker(c, res, jid, wid, 1, &job)) {
         ctl_batch_undo(c);
-        goto out;
+        goto fail;
     }
     if (ctl_automl_busy(c, jstr(job, "parent_id"))) { /* its search is asking: wait for it */
         ctl_batch_undo(c);
         ctl_defer(c, jstr(job, "parent_id"), req, res, j_report);
-        goto out;
+        goto fail;
     }
     if (jint(job, "epochs_target") > 0 && epoch > jint(job, "epochs_target")) {
         ctl_batch_undo(c);
         hone_http_res_error(res, 422, "epoch", "epoch %d is past the job's target %lld", epoch,
                             jint(job, "epochs_target"));
-        goto out;
+        goto fail;
     }
     if (epoch > jint(job, "epoch") + 1) { /* a repeat of a stored epoch is fine: idempotent */
         ctl_batch_undo(c);
         hone_http_res_error(res, 422, "epoch",
                             "epoch %d skips ahead: the next epoch of job %s is %lld", epoch, jid,
                             jint(job, "epoch") + 1);
-        goto out;
+        goto fail;
     }
     const char *mname = jstr(job, "exp_metric");
     double m = jnum(metrics, mname);
@@ -275,14 +275,14 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
         ctl_batch_undo(c);
         hone_http_res_error(res, 422, "metrics", "metrics.%s is required (the search's metric)",
                             mname);
-        goto out;
+        goto fail;
     }
     char *data = jdump(metrics);
     int fresh = store_metrics_append(c->db, jid, epoch, data, ctl_now());
     if (fresh < 0) {
         free(data);
         ctl_res_store_error(c, res);
-        goto out;
+        goto fail;
     }
     hone_decision dec = HONE_DECIDE_CONTINUE;
     const char *ctl = jstr(job, "control");
@@ -306,13 +306,13 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
         ctl_res_store_error(c, res);
         if (trial)
             ctl_automl_rebuild(c, jstr(job, "parent_id"));
-        goto out;
+        goto fail;
     }
     c->n_reports++;
     ctl_batch_reply(c, res,
                     json_pack("{s:s,s:i,s:b}", "decision", dec_name(dec), "epoch", epoch,
                               "duplicate", fresh == 0));
-out:
+fail:
     json_decref(job);
     json_decref(body);
 }
@@ -332,31 +332,31 @@ static void j_complete(hone_http_req *req, hone_http_res *res, void *ud)
     if (!body)
         return;
     if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
-        goto out;
+        goto fail;
     const char *wid = jstr(body, "worker_id");
     if (ctl_auth_worker(c, req, res, wid, "worker_id"))
-        goto out;
+        goto fail;
     /* A repeated complete (the reply was lost) finds the job already ended by this worker. */
     if (ctl_job_row(c, jid, &job) == HONE_OK && strcmp(jstr(job, "status"), "running") != 0 &&
         strcmp(jstr(job, "status"), "queued") != 0 && jstr(job, "last_worker_id") &&
         !strcmp(jstr(job, "last_worker_id"), wid)) {
         hone_http_res_json(res, 200, ctl_job_json(c, job));
-        goto out;
+        goto fail;
     }
     json_decref(job);
     job = NULL;
     if (db_begin(c->db)) {
         ctl_res_store_error(c, res);
-        goto out;
+        goto fail;
     }
     if (job_for_worker(c, res, jid, wid, 0, &job)) {
         db_rollback(c->db);
-        goto out;
+        goto fail;
     }
     if (ctl_automl_busy(c, jstr(job, "parent_id"))) {
         db_rollback(c->db);
         ctl_defer(c, jstr(job, "parent_id"), req, res, j_complete);
-        goto out;
+        goto fail;
     }
     const char *tail = jstr(body, "log_tail") ? jstr(body, "log_tail") : jstr(body, "error");
     int rc = ctl_job_finish(c, job, jstr(body, "status"), tail, json_object_get(body, "final"));
@@ -364,7 +364,7 @@ static void j_complete(hone_http_req *req, hone_http_res *res, void *ud)
         ctl_res_store_error(c, res);
         if (jstr(job, "parent_id"))
             ctl_automl_rebuild(c, jstr(job, "parent_id"));
-        goto out;
+        goto fail;
     }
     if (jstr(job, "parent_id"))
         ctl_automl_step(c, jstr(job, "parent_id"));
@@ -373,7 +373,7 @@ static void j_complete(hone_http_req *req, hone_http_res *res, void *ud)
     job = NULL;
     ctl_job_row(c, jid, &job);
     hone_http_res_json(res, 200, ctl_job_json(c, job));
-out:
+fail:
     json_decref(job);
     json_decref(body);
 }

@@ -60,17 +60,17 @@ int ctl_sched_try_lease(hone_controller *c, const char *worker_id, json_t **repl
     if (rc)
         return rc;
     if ((rc = ctl_job_spec(c, job, &flat)))
-        goto out;
+        goto fail;
     yaml = ctl_spec_yaml(flat);
     double now = ctl_now();
     rc = HONE_ESQL;
     if (db_begin(c->db))
-        goto out;
+        goto fail;
     if (store_lease_grant(c->db, jstr(job, "id"), worker_id, now, now + c->cfg.lease_seconds,
                           yaml) ||
         db_commit(c->db)) {
         db_rollback(c->db);
-        goto out;
+        goto fail;
     }
     rc = HONE_OK;
     c->n_leases++;
@@ -83,7 +83,7 @@ int ctl_sched_try_lease(hone_controller *c, const char *worker_id, json_t **repl
             json_pack("{s:s,s:s,s:I,s:b}", "job", jstr(job, "id"), "worker", worker_id,
                       "epochs_until", (json_int_t)jint(job, "epochs_target"), "resume",
                       (int)jint(job, "resume")));
-out:
+fail:
     free(yaml);
     json_decref(flat);
     json_decref(job);

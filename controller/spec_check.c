@@ -176,7 +176,7 @@ static int check_space(const json_t *base, const json_t *space, const json_t *gi
             if (hone_spec_check_json(k, json_array_get(ends, i), m, sizeof m)) {
                 snprintf(msg, msglen, "%s: the search would set %s", space_field, m);
                 json_decref(ends);
-                goto out;
+                goto fail;
             }
         }
         if (!sk || !sk->combo || n == HONE_ARRAY_LEN(w)) {
@@ -191,7 +191,7 @@ static int check_space(const json_t *base, const json_t *space, const json_t *gi
     /* The trials' spec before any swept value (its schedule may be shorter than the job's) */
     if (check_spec(&s0, given, d, key, sizeof key, msg, msglen)) {
         key_field(key, field, fieldlen);
-        goto out;
+        goto fail;
     }
     /* Each rule grows or shrinks monotonically with each key, so its worst case is a corner,
      * and a corner that fails does so because of the sweep. Too many corners: the all-first and
@@ -211,11 +211,11 @@ static int check_space(const json_t *base, const json_t *space, const json_t *gi
             snprintf(field, fieldlen, "%s", space_field);
             corner_name(w, n, idx, name, sizeof name);
             snprintf(msg, msglen, "%s (a trial the search may draw: %s)", m, n ? name : "any");
-            goto out;
+            goto fail;
         }
     }
     rc = HONE_OK;
-out:
+fail:
     for (i = 0; i < n; i++)
         json_decref(w[i].ends);
     json_decref(swept_given);
@@ -248,7 +248,7 @@ int ctl_spec_check_create(const char *network, const json_t *dataset_row, const 
         json_object_update(given, (json_t *)job_specs);
     ctl_spec_data(dataset_row, &d);
     if (check_flat(flat, given, &d, field, fieldlen, msg, msglen))
-        goto out;
+        goto fail;
     if (space) {
         const hone_spec_key *ek = hone_spec_key_find("train.epochs");
         long long h = horizon(settings, jint(flat, "train.epochs"));
@@ -258,15 +258,15 @@ int ctl_spec_check_create(const char *network, const json_t *dataset_row, const 
                      "train.epochs: a trial's schedule would run automl_R x epoch_multiplier = "
                      "%lld epochs, outside [%lld, %lld]",
                      h, ek->imin, ek->imax);
-            goto out;
+            goto fail;
         }
         json_object_set_new(flat, "train.epochs", json_integer(h));
         if (check_space(flat, space, given, &d, "automl_settings.automl_hyperparameters", field,
                         fieldlen, msg, msglen))
-            goto out;
+            goto fail;
     }
     rc = HONE_OK;
-out:
+fail:
     json_decref(flat);
     json_decref(given);
     return rc;

@@ -236,7 +236,7 @@ int ctl_tar_walk(const uint8_t *buf, size_t len, const ctl_tar_limits *lim, ctl_
         if (len - off < BLK) {
             snprintf(msg, msglen, "truncated archive (no end-of-archive block)");
             rc = HONE_EPARSE;
-            goto out;
+            goto fail;
         }
         const uint8_t *h = buf + off;
         if (zero_block(h)) {
@@ -248,31 +248,31 @@ int ctl_tar_walk(const uint8_t *buf, size_t len, const ctl_tar_limits *lim, ctl_
         uint64_t size = 0;
         rc = parse_header(h, name, sizeof name, &is_dir, &size, msg, msglen);
         if (rc)
-            goto out;
+            goto fail;
         if (n + 1 > lim->max_entries) {
             snprintf(msg, msglen, "more than %zu entries", lim->max_entries);
             rc = HONE_EINVAL;
-            goto out;
+            goto fail;
         }
         if (size > lim->max_file) {
             snprintf(msg, msglen, "entry '%.200s' is %llu bytes, above the %llu-byte limit", name,
                      (unsigned long long)size, (unsigned long long)lim->max_file);
             rc = HONE_EINVAL;
-            goto out;
+            goto fail;
         }
         sum += size;
         if (sum > lim->max_total) {
             snprintf(msg, msglen, "files total more than %llu bytes",
                      (unsigned long long)lim->max_total);
             rc = HONE_EINVAL;
-            goto out;
+            goto fail;
         }
         off += BLK;
         uint64_t padded = (size + BLK - 1) / BLK * BLK;
         if (padded > len - off) {
             snprintf(msg, msglen, "truncated archive (entry '%.200s')", name);
             rc = HONE_EPARSE;
-            goto out;
+            goto fail;
         }
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
@@ -286,7 +286,7 @@ int ctl_tar_walk(const uint8_t *buf, size_t len, const ctl_tar_limits *lim, ctl_
             snprintf(msg, msglen, "file entry with an empty name");
             rc = HONE_EINVAL;
             n++;
-            goto out;
+            goto fail;
         }
         n++;
         off += (size_t)padded;
@@ -295,11 +295,11 @@ int ctl_tar_walk(const uint8_t *buf, size_t len, const ctl_tar_limits *lim, ctl_
         if (buf[i]) {
             snprintf(msg, msglen, "data after the end-of-archive block");
             rc = HONE_EPARSE;
-            goto out;
+            goto fail;
         }
     rc = check_names(es, n, msg, msglen);
     if (rc)
-        goto out;
+        goto fail;
     if (n_entries)
         *n_entries = n;
     if (total)
@@ -312,7 +312,7 @@ int ctl_tar_walk(const uint8_t *buf, size_t len, const ctl_tar_limits *lim, ctl_
         if (rc)
             break;
     }
-out:
+fail:
     for (size_t i = 0; i < n; i++)
         free(es[i].name);
     free(es);

@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cfg = text + first + 1;
     if (hone_space_parse(text, &s, err, sizeof err) != HONE_OK) {
         CHECK(s == NULL);
-        goto done;
+        goto fail;
     }
     int n = hone_space_nparams(s);
     CHECK(n >= 0);
@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(v);
     free(u);
     free(v2);
-done:
+fail:
     hone_space_free(s);
     hone_space_free(s2);
     free(text);

@@ -386,7 +386,7 @@ int hone_bo_suggest(const hone_space *s, const hone_bo_opts *o, const double *X,
             c.nchosen++;
         }
         rc = 0;
-        goto done;
+        goto fail;
     }
     c.best = INFINITY;
     for (int i = 0; i < n; i++)
@@ -408,7 +408,7 @@ int hone_bo_suggest(const hone_space *s, const hone_bo_opts *o, const double *X,
             gp_append(&c.g, f, mu);
         }
     }
-done:
+fail:
     gp_free(&c.g);
     free(ytr);
     free(F);

@@ -78,13 +78,13 @@ int ckpt_write(const char *path, const ckpt *c, char *err, size_t errlen)
         if (fd >= 0)
             close(fd);
         unlink(tmp);
-        goto done;
+        goto fail;
     }
     close(fd);
     if (rename(tmp, path) < 0) {
         snprintf(err, errlen, "%s: rename: %s", path, strerror(errno));
         unlink(tmp);
-        goto done;
+        goto fail;
     }
     char dirbuf[1100];
     snprintf(dirbuf, sizeof(dirbuf), "%s", path);
@@ -94,7 +94,7 @@ int ckpt_write(const char *path, const ckpt *c, char *err, size_t errlen)
         close(dfd);
     }
     rc = HONE_OK;
-done:
+fail:
     free(b.p);
     return rc;
 }

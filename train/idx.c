@@ -83,7 +83,7 @@ int hone_idx_read_file(const char *path, hone_idx **out, char *err, size_t errle
         if (len == cap) {
             if (cap >= IDX_MAX_BYTES) {
                 rc = fail(err, errlen, HONE_EPARSE, "%s: larger than %zu bytes", path, cap);
-                goto done;
+                goto fail;
             }
             cap *= 2;
             buf = hone_xrealloc(buf, cap);
@@ -94,7 +94,7 @@ int hone_idx_read_file(const char *path, hone_idx **out, char *err, size_t errle
             int zerr;
             const char *msg = gzerror(f, &zerr);
             rc = fail(err, errlen, HONE_EIO, "%s: %s", path, msg);
-            goto done;
+            goto fail;
         }
         if (n == 0)
             break;
@@ -106,7 +106,7 @@ int hone_idx_read_file(const char *path, hone_idx **out, char *err, size_t errle
         snprintf(tmp, sizeof(tmp), "%s", err);
         snprintf(err, errlen, "%s: %s", path, tmp);
     }
-done:
+fail:
     gzclose(f);
     free(buf);
     return rc;

@@ -300,7 +300,7 @@ void worker_job_run(hone_worker *w, const json_t *job)
         res.log_tail = hone_xstrdup(msg);
         worker_log(w, "job %s: %s", id, msg);
         job_complete(w, id, "failed", &res);
-        goto out;
+        goto fail;
     }
     ctx.w = w;
     ctx.id = id;
@@ -321,7 +321,7 @@ void worker_job_run(hone_worker *w, const json_t *job)
                                                  : "abandoned");
             if (atomic_load(&w->cancel) && !ctx.lost)
                 job_complete(w, id, "stopped", &res);
-            goto out;
+            goto fail;
         }
         if (d != HONE_WDECISION_CONTINUE) {
             char msg[256];
@@ -333,7 +333,7 @@ void worker_job_run(hone_worker *w, const json_t *job)
             res.log_tail = hone_xstrdup(msg);
             worker_log(w, "job %s: %s after replaying epoch %d", id, status, last);
             job_complete(w, id, status, &res);
-            goto out;
+            goto fail;
         }
         ctx.check_gap = 1;
     }
@@ -366,7 +366,7 @@ void worker_job_run(hone_worker *w, const json_t *job)
         job_complete(w, id, status, &res);
     else if (atomic_load(&w->cancel) && !ctx.lost)
         job_complete(w, id, "stopped", &res);
-out:
+fail:
     hone_trun_result_clear(&res);
     job_set_current(w, NULL);
 }

@@ -321,7 +321,7 @@ int gp_lml(const double *X, const double *y, int n, int d, const double *theta, 
     }
     *lml = -0.5 * quad - logdet - 0.5 * n * log(2 * M_PI);
     if (!grad)
-        goto done;
+        goto fail;
     solve_upper_t(L, n, n, a);
     /* L^-1 in place of L (lower), row by row: Li[i][j] = -(sum_k L[i][k] Li[k][j]) / L[i][i]. */
     W = hone_xcalloc(nn > 0 ? nn : 1, sizeof(double));
@@ -378,8 +378,6 @@ int gp_lml(const double *X, const double *y, int n, int d, const double *theta, 
     }
     grad[d] = gsf;
     grad[d + 1] = gsn;
-done:
-    rc = 0;
 fail:
     free(L);
     free(a);

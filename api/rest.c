@@ -181,14 +181,14 @@ static int rest_perform(hone_rest *r, const char *method, const char *path, cons
             snprintf(err, errlen, "%s: %s", url, curl_easy_strerror(cc));
         rc = cc == CURLE_OPERATION_TIMEDOUT ? HONE_ETIMEDOUT : HONE_EIO;
         free(b.p);
-        goto out;
+        goto fail;
     }
     curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &resp->status);
     resp->body = b.p ? b.p : hone_xstrdup("");
     resp->len = b.len;
     if (b.len > 0 && (b.p[0] == '{' || b.p[0] == '['))
         resp->json = json_loadb(b.p, b.len, 0, NULL);
-out:
+fail:
     curl_slist_free_all(hdrs);
     free(url);
     return rc;

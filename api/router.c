@@ -210,11 +210,11 @@ int http_route_match(hone_http_server *s, hone_http_req *req, char *allow, size_
     char *copy = hone_xmalloc(plen + 1);
     int status = 404, n = path_split(req->path_norm, copy, raw, MAXSEG), ndec = 0;
     if (n < 0)
-        goto done;
+        goto fail;
     for (; ndec < n; ndec++) {
         if (http_pct_decode(raw[ndec], strlen(raw[ndec]), 0, &dec[ndec]) != HONE_OK) {
             status = 400;
-            goto done;
+            goto fail;
         }
     }
     const hone_http_route_t *best = NULL;
@@ -256,7 +256,7 @@ int http_route_match(hone_http_server *s, hone_http_req *req, char *allow, size_
     } else if (allow[0]) {
         status = 405;
     }
-done:
+fail:
     for (int i = 0; i < ndec; i++)
         free(dec[i]);
     free(copy);

@@ -5,16 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 static const cli_opt opts[] = {
     {"name", CLI_VALUE, "NAME  a name", 1},

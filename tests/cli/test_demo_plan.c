@@ -5,16 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 /* What a plan is worth to the demo: epochs for the best trial (capped: a convnet needs several
  * to pass 0.90), then configurations tried. More budget must never make this worse. */

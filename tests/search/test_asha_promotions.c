@@ -15,30 +15,30 @@ static hone_search *make(hone_space *sp, int maximize, int max_trials)
     o.max_parallel = 10;
     o.maximize = maximize;
     hone_search *s;
-    CHECK(hone_search_new(sp, &o, &s) == 0);
+    REQUIRE(hone_search_new(sp, &o, &s) == 0);
     return s;
 }
 
 static void ask_is(hone_search *s, hone_ask_kind kind, int trial, int epochs)
 {
     hone_ask a;
-    CHECK(hone_search_ask(s, &a) == 0);
+    REQUIRE(hone_search_ask(s, &a) == 0);
     int runs = kind == HONE_ASK_NEW || kind == HONE_ASK_RESUME;
     if (a.kind != kind || (runs && (a.trial != trial || a.epochs != epochs)))
         fprintf(stderr, "ask: got kind %d trial %d epochs %d, want %d %d %d\n", a.kind, a.trial,
                 a.epochs, kind, trial, epochs);
-    CHECK(a.kind == kind);
+    REQUIRE(a.kind == kind);
     if (runs) {
-        CHECK(a.trial == trial);
-        CHECK(a.epochs == epochs);
+        REQUIRE(a.trial == trial);
+        REQUIRE(a.epochs == epochs);
     }
 }
 
 static void report_is(hone_search *s, int trial, int epoch, double metric, hone_decision want)
 {
     hone_decision d;
-    CHECK(hone_search_report(s, trial, epoch, metric, &d) == 0);
-    CHECK(d == want);
+    REQUIRE(hone_search_report(s, trial, epoch, metric, &d) == 0);
+    REQUIRE(d == want);
 }
 
 /* sign = 1 maximises; sign = -1 runs the same script minimising negated metrics. */
@@ -65,7 +65,7 @@ static void script_promote(hone_space *sp, double sign)
     report_is(s, 0, 1, sign * 0.99, P);
     hone_search_progress pr;
     hone_search_progress_get(s, &pr);
-    CHECK(pr.best_trial == 3);
+    REQUIRE(pr.best_trial == 3);
     report_is(s, 1, 2, sign * 0.71, C);
     report_is(s, 1, 3, sign * 0.75, P);
     report_is(s, 1, 3, sign * 0.75, P);
@@ -79,25 +79,25 @@ static void script_promote(hone_space *sp, double sign)
     ask_is(s, HONE_ASK_WAIT, 0, 0); /* max_trials reached, nothing promotable */
     report_is(s, 3, 9, sign * 0.97, S);
     report_is(s, 3, 9, sign * 0.97, S);
-    CHECK(hone_search_end(s, 6, 1) == 0); /* crash: worst, never promoted */
-    report_is(s, 6, 1, sign * 1.0, S);    /* a late report after the crash changes nothing */
+    REQUIRE(hone_search_end(s, 6, 1) == 0); /* crash: worst, never promoted */
+    report_is(s, 6, 1, sign * 1.0, S);      /* a late report after the crash changes nothing */
     report_is(s, 7, 1, sign * 0.2, P);
     report_is(s, 8, 1, sign * 0.3, P);
-    CHECK(hone_search_end(s, 3, 0) == 0);
-    CHECK(hone_search_end(s, 3, 0) == 0);
+    REQUIRE(hone_search_end(s, 3, 0) == 0);
+    REQUIRE(hone_search_end(s, 3, 0) == 0);
     /* rung 0: 8 results, top 2 = trials 3, 4 (both promoted); nothing left to run */
     ask_is(s, HONE_ASK_DONE, 0, 0);
     hone_search_progress_get(s, &pr);
-    CHECK(pr.trials_created == 9);
-    CHECK(pr.trials_running == 0);
-    CHECK(pr.trials_failed == 1);
-    CHECK(pr.trials_finished == 8);
-    CHECK(pr.trials_stopped_early == 7); /* all but trial 3, which reached the full budget */
-    CHECK(pr.best_trial == 3);
-    CHECK(pr.best_epoch == 9);
-    CHECK(pr.best_metric == sign * 0.97);
-    CHECK(pr.epochs_done == 5 * 1 + 3 + 9 + 3); /* trials 0,2,5,7,8; 1; 3; 4 */
-    CHECK(pr.epochs_remaining == 0);
+    REQUIRE(pr.trials_created == 9);
+    REQUIRE(pr.trials_running == 0);
+    REQUIRE(pr.trials_failed == 1);
+    REQUIRE(pr.trials_finished == 8);
+    REQUIRE(pr.trials_stopped_early == 7); /* all but trial 3, which reached the full budget */
+    REQUIRE(pr.best_trial == 3);
+    REQUIRE(pr.best_epoch == 9);
+    REQUIRE(pr.best_metric == sign * 0.97);
+    REQUIRE(pr.epochs_done == 5 * 1 + 3 + 9 + 3); /* trials 0,2,5,7,8; 1; 3; 4 */
+    REQUIRE(pr.epochs_remaining == 0);
     hone_search_free(s);
 }
 
@@ -123,8 +123,8 @@ static void script_stop_variant(hone_space *sp)
     report_is(s, 2, 9, 0.85, HONE_DECIDE_STOP);
     hone_search_progress pr;
     hone_search_progress_get(s, &pr);
-    CHECK(pr.trials_stopped_early == 2);
-    CHECK(pr.best_trial == 2);
+    REQUIRE(pr.trials_stopped_early == 2);
+    REQUIRE(pr.best_trial == 2);
     hone_search_free(s);
 }
 
@@ -133,18 +133,18 @@ static void check_errors(hone_space *sp)
 {
     hone_search *s = make(sp, 1, 3);
     hone_decision d;
-    CHECK(hone_search_report(s, 0, 1, 0.5, &d) == HONE_ENOENT);
+    REQUIRE(hone_search_report(s, 0, 1, 0.5, &d) == HONE_ENOENT);
     ask_is(s, HONE_ASK_NEW, 0, 1);
-    CHECK(hone_search_report(s, 0, 0, 0.5, &d) == HONE_ERANGE);
-    CHECK(hone_search_report(s, 0, 10, 0.5, &d) == HONE_ERANGE);
-    CHECK(hone_search_report(s, -1, 1, 0.5, &d) == HONE_ENOENT);
-    CHECK(hone_search_end(s, 5, 0) == HONE_ENOENT);
-    CHECK(hone_search_ask(NULL, NULL) == HONE_EINVAL);
-    CHECK(hone_search_replay_new(s, 0, NULL, 1) == HONE_EINVAL);
+    REQUIRE(hone_search_report(s, 0, 0, 0.5, &d) == HONE_ERANGE);
+    REQUIRE(hone_search_report(s, 0, 10, 0.5, &d) == HONE_ERANGE);
+    REQUIRE(hone_search_report(s, -1, 1, 0.5, &d) == HONE_ENOENT);
+    REQUIRE(hone_search_end(s, 5, 0) == HONE_ENOENT);
+    REQUIRE(hone_search_ask(NULL, NULL) == HONE_EINVAL);
+    REQUIRE(hone_search_replay_new(s, 0, NULL, 1) == HONE_EINVAL);
     double v[3] = {0.01, 0.0, 0};
-    CHECK(hone_search_replay_new(s, 0, v, 1) == HONE_ESTATE); /* trial 0 exists: next is 1 */
-    CHECK(hone_search_replay_new(s, 1, v, 3) == HONE_ESTATE); /* new trials start at rung 0 */
-    CHECK(hone_search_replay_new(s, 1, v, 1) == 0);
+    REQUIRE(hone_search_replay_new(s, 0, v, 1) == HONE_ESTATE); /* trial 0 exists: next is 1 */
+    REQUIRE(hone_search_replay_new(s, 1, v, 3) == HONE_ESTATE); /* new trials start at rung 0 */
+    REQUIRE(hone_search_replay_new(s, 1, v, 1) == 0);
     hone_search_free(s);
 }
 

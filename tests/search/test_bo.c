@@ -6,14 +6,7 @@
 #include <string.h>
 
 #include "space_internal.h"
-
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                  \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 static hone_space *parse(const char *json)
 {
@@ -54,7 +47,7 @@ static double run_bo(const hone_space *s, uint64_t seed, int evals, int k, doubl
     double best = INFINITY;
     while (n < evals) {
         int kk = evals - n < k ? evals - n : k;
-        CHECK(hone_bo_suggest(s, &o, hist, y, n, NULL, 0, kk, &r, hist + (size_t)n * np) == 0);
+        REQUIRE(hone_bo_suggest(s, &o, hist, y, n, NULL, 0, kk, &r, hist + (size_t)n * np) == 0);
         for (int j = 0; j < kk; j++) {
             y[n] = f(hist + (size_t)n * np);
             best = y[n] < best ? y[n] : best;
@@ -72,18 +65,18 @@ static void test_determinism_and_batches(void)
     double h1[16 * 4], h2[16 * 4];
     run_bo(s, 11, 16, 2, h1, mixed_f);
     run_bo(s, 11, 16, 2, h2, mixed_f);
-    CHECK(memcmp(h1, h2, sizeof h1) == 0);
+    REQUIRE(memcmp(h1, h2, sizeof h1) == 0);
     double h3[16 * 4];
     run_bo(s, 12, 16, 2, h3, mixed_f);
-    CHECK(memcmp(h1, h3, sizeof h1) != 0);
+    REQUIRE(memcmp(h1, h3, sizeof h1) != 0);
     /* every suggestion is distinct from everything before it, and valid */
     for (int i = 0; i < 16; i++) {
         for (int j = 0; j < i; j++)
-            CHECK(!space__same(s, h1 + i * np, h1 + j * np));
+            REQUIRE(!space__same(s, h1 + i * np, h1 + j * np));
         char *c = hone_space_config_to_json(s, h1 + i * np);
         double back[4];
         char err[128];
-        CHECK(hone_space_config_from_json(s, c, back, err, sizeof err) == 0);
+        REQUIRE(hone_space_config_from_json(s, c, back, err, sizeof err) == 0);
         free(c);
     }
     /* a model-phase batch of 4 with 2 pending: distinct from all of them */
@@ -93,12 +86,12 @@ static void test_determinism_and_batches(void)
     hone_rng r;
     hone_rng_seed(&r, 3);
     double out[4 * 4];
-    CHECK(hone_bo_suggest(s, NULL, h1, y, 14, h1 + 14 * np, 2, 4, &r, out) == 0);
+    REQUIRE(hone_bo_suggest(s, NULL, h1, y, 14, h1 + 14 * np, 2, 4, &r, out) == 0);
     for (int j = 0; j < 4; j++) {
         for (int i = 0; i < 16; i++)
-            CHECK(!space__same(s, out + j * np, h1 + i * np));
+            REQUIRE(!space__same(s, out + j * np, h1 + i * np));
         for (int i = 0; i < j; i++)
-            CHECK(!space__same(s, out + j * np, out + i * np));
+            REQUIRE(!space__same(s, out + j * np, out + i * np));
     }
     hone_space_free(s);
 }
@@ -115,14 +108,14 @@ static void test_failures(void)
         y[i] = i % 3 == 0 ? (i % 2 ? NAN : INFINITY) : mixed_f(X + i * np);
     }
     double out[3 * 4];
-    CHECK(hone_bo_suggest(s, NULL, X, y, 10, NULL, 0, 3, &r, out) == 0);
+    REQUIRE(hone_bo_suggest(s, NULL, X, y, 10, NULL, 0, 3, &r, out) == 0);
     for (int j = 0; j < 3 * np; j++)
-        CHECK(isfinite(out[j]));
+        REQUIRE(isfinite(out[j]));
     /* all failed: still suggests (space filling) */
     for (int i = 0; i < 10; i++)
         y[i] = NAN;
-    CHECK(hone_bo_suggest(s, NULL, X, y, 10, NULL, 0, 2, &r, out) == 0);
-    CHECK(hone_bo_suggest(s, NULL, X, y, 10, NULL, 0, 0, &r, out) == HONE_EINVAL);
+    REQUIRE(hone_bo_suggest(s, NULL, X, y, 10, NULL, 0, 2, &r, out) == 0);
+    REQUIRE(hone_bo_suggest(s, NULL, X, y, 10, NULL, 0, 0, &r, out) == HONE_EINVAL);
     hone_space_free(s);
 }
 
@@ -163,8 +156,8 @@ static void test_beats_random(void)
     qsort(rnd, SEEDS, sizeof(double), cmp);
     printf("quadratic 4-D, %d evals: median best BO %.3g, random %.3g\n", EVALS, bo[SEEDS / 2],
            rnd[SEEDS / 2]);
-    CHECK(bo[SEEDS / 2] < 0.2 * rnd[SEEDS / 2]);
-    CHECK(bo[SEEDS - 1] < rnd[SEEDS / 2]); /* even the worst BO run beats the median random */
+    REQUIRE(bo[SEEDS / 2] < 0.2 * rnd[SEEDS / 2]);
+    REQUIRE(bo[SEEDS - 1] < rnd[SEEDS / 2]); /* even the worst BO run beats the median random */
     hone_space_free(s);
 }
 

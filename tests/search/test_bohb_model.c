@@ -27,12 +27,12 @@ static sim run(const hone_space *sp, hone_algo algo, uint64_t seed)
     o.hb_iterations = 4;
     o.max_parallel = 2;
     hone_search *s;
-    CHECK(hone_search_new(sp, &o, &s) == 0);
+    REQUIRE(hone_search_new(sp, &o, &s) == 0);
     sim m;
     sim_init(&m, s, sp, 2, bowl);
     while (sim_step(&m))
         ;
-    CHECK(m.nvals == 4 * (9 + 5 + 3));
+    REQUIRE(m.nvals == 4 * (9 + 5 + 3));
     hone_search_free(s);
     m.s = NULL;
     return m;
@@ -57,14 +57,14 @@ int main(void)
         sim h = run(sp, HONE_ALGO_HYPERBAND, seed);
         sim b = run(sp, HONE_ALGO_BOHB, seed);
         sim b2 = run(sp, HONE_ALGO_BOHB, seed);
-        CHECK(b.nev == b2.nev && memcmp(b.ev, b2.ev, (size_t)b.nev * sizeof(sim_event)) == 0);
+        REQUIRE(b.nev == b2.nev && memcmp(b.ev, b2.ev, (size_t)b.nev * sizeof(sim_event)) == 0);
         /* iterations 2-4 (trials 17..67): the model has data by then */
         double mh = mean_final(sp, &h, 17, 68), mb = mean_final(sp, &b, 17, 68);
         double eh = mean_final(sp, &h, 0, 9), eb = mean_final(sp, &b, 0, 9);
         printf("seed %d: first rung mean hyperband %.4f bohb %.4f; later hyperband %.4f bohb "
                "%.4f\n",
                (int)seed, eh, eb, mh, mb);
-        CHECK(mb > mh);
+        REQUIRE(mb > mh);
         hb_sum += mh;
         bohb_sum += mb;
         sim_free(&h);
@@ -72,7 +72,7 @@ int main(void)
         sim_free(&b2);
     }
     /* clearly better on average, not by luck of one seed */
-    CHECK(bohb_sum / 3 > hb_sum / 3 + 0.05);
+    REQUIRE(bohb_sum / 3 > hb_sum / 3 + 0.05);
     hone_space_free(sp);
     printf("ok\n");
     return 0;

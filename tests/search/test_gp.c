@@ -5,14 +5,7 @@
 #include <stdlib.h>
 
 #include "gp.h"
-
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                  \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 static void test_hand_case(void)
 {
@@ -22,15 +15,15 @@ static void test_hand_case(void)
     gp g;
     gp_init(&g, 1, 4);
     double X[2] = {0.0, 1.0}, y[2] = {1.0, 2.0}, theta[3] = {0.0, 0.0, log(0.01)};
-    CHECK(gp_set(&g, X, y, 2, theta) == 0);
-    CHECK(g.jitter == 0);
+    REQUIRE(gp_set(&g, X, y, 2, theta) == 0);
+    REQUIRE(g.jitter == 0);
     double xs = 0.25, mu, var;
     gp_predict(&g, &xs, 1, &mu, &var);
     printf("mu %.15g var %.15g\n", mu, var);
-    CHECK(fabs(mu - 1.3073217567809137) < 1e-12);
-    CHECK(fabs(var - 0.0596143329893698) < 1e-12);
+    REQUIRE(fabs(mu - 1.3073217567809137) < 1e-12);
+    REQUIRE(fabs(var - 0.0596143329893698) < 1e-12);
     /* L[1][0] * L[0][0] = m(1) */
-    CHECK(fabs(g.L[1 * g.cap + 0] * g.L[0] - 0.5239941088318203) < 1e-14);
+    REQUIRE(fabs(g.L[1 * g.cap + 0] * g.L[0] - 0.5239941088318203) < 1e-14);
     gp_free(&g);
 }
 
@@ -47,18 +40,18 @@ static void test_lml_gradient(void)
     }
     double theta[D + 2] = {log(0.4), log(0.9), log(2.0), log(1.3), log(0.05)};
     double lml, grad[D + 2];
-    CHECK(gp_lml(X, y, N, D, theta, &lml, grad) == 0);
+    REQUIRE(gp_lml(X, y, N, D, theta, &lml, grad) == 0);
     for (int i = 0; i < D + 2; i++) {
         double h = 1e-5, tp[D + 2], tm[D + 2], lp, lm;
         for (int j = 0; j < D + 2; j++)
             tp[j] = tm[j] = theta[j];
         tp[i] += h;
         tm[i] -= h;
-        CHECK(gp_lml(X, y, N, D, tp, &lp, NULL) == 0);
-        CHECK(gp_lml(X, y, N, D, tm, &lm, NULL) == 0);
+        REQUIRE(gp_lml(X, y, N, D, tp, &lp, NULL) == 0);
+        REQUIRE(gp_lml(X, y, N, D, tm, &lm, NULL) == 0);
         double fd = (lp - lm) / (2 * h);
         printf("theta[%d]: analytic %.9g finite-diff %.9g\n", i, grad[i], fd);
-        CHECK(fabs(fd - grad[i]) < 1e-5 * (1 + fabs(fd)));
+        REQUIRE(fabs(fd - grad[i]) < 1e-5 * (1 + fabs(fd)));
     }
     /* the prior's gradient too */
     double pg[D + 2] = {0};
@@ -69,16 +62,16 @@ static void test_lml_gradient(void)
             t2[j] = theta[j];
         t2[i] += 1e-6;
         double fd = (gp_log_prior(D, t2, NULL) - p0) / 1e-6;
-        CHECK(fabs(fd - pg[i]) < 1e-4);
+        REQUIRE(fabs(fd - pg[i]) < 1e-4);
     }
     /* the MAP fit never ends worse than its deterministic start */
     gp g;
     gp_init(&g, D, N);
     gp_fit_opts o = {.restarts = 2, .max_iter = 30};
-    CHECK(gp_fit(&g, X, y, N, theta, &o, &r) == 0);
+    REQUIRE(gp_fit(&g, X, y, N, theta, &o, &r) == 0);
     double lfit;
-    CHECK(gp_lml(X, y, N, D, g.theta, &lfit, NULL) == 0);
-    CHECK(lfit + gp_log_prior(D, g.theta, NULL) >= lml + gp_log_prior(D, theta, NULL) - 1e-9);
+    REQUIRE(gp_lml(X, y, N, D, g.theta, &lfit, NULL) == 0);
+    REQUIRE(lfit + gp_log_prior(D, g.theta, NULL) >= lml + gp_log_prior(D, theta, NULL) - 1e-9);
     gp_free(&g);
 }
 
@@ -95,18 +88,18 @@ static void test_append(void)
     gp a, b;
     gp_init(&a, D, N);
     gp_init(&b, D, N);
-    CHECK(gp_set(&a, X, y, N, theta) == 0);
-    CHECK(gp_set(&b, X, y, N - 3, theta) == 0);
+    REQUIRE(gp_set(&a, X, y, N, theta) == 0);
+    REQUIRE(gp_set(&b, X, y, N - 3, theta) == 0);
     for (int i = N - 3; i < N; i++)
-        CHECK(gp_append(&b, X + i * D, y[i]) == 0);
+        REQUIRE(gp_append(&b, X + i * D, y[i]) == 0);
     double xs[4] = {0.1, 0.2, 0.7, 0.9}, m1[2], v1[2], m2[2], v2[2];
     gp_predict(&a, xs, 2, m1, v1);
     gp_predict(&b, xs, 2, m2, v2);
     for (int i = 0; i < 2; i++) {
-        CHECK(fabs(m1[i] - m2[i]) < 1e-8);
-        CHECK(fabs(v1[i] - v2[i]) < 1e-8);
+        REQUIRE(fabs(m1[i] - m2[i]) < 1e-8);
+        REQUIRE(fabs(v1[i] - v2[i]) < 1e-8);
     }
-    CHECK(gp_append(&a, xs, 0.0) == HONE_ELIMIT);
+    REQUIRE(gp_append(&a, xs, 0.0) == HONE_ELIMIT);
     gp_free(&a);
     gp_free(&b);
 }
@@ -117,10 +110,10 @@ static void test_duplicates_jitter(void)
     double X[3] = {0.5, 0.5, 0.5}, y[3] = {1, 1.1, 0.9}, theta[3] = {0, 0, log(1e-6)};
     gp g;
     gp_init(&g, 1, 3);
-    CHECK(gp_set(&g, X, y, 3, theta) == 0);
+    REQUIRE(gp_set(&g, X, y, 3, theta) == 0);
     double mu, var, xs = 0.5;
     gp_predict(&g, &xs, 1, &mu, &var);
-    CHECK(isfinite(mu) && isfinite(var) && var >= 0);
+    REQUIRE(isfinite(mu) && isfinite(var) && var >= 0);
     gp_free(&g);
 }
 
@@ -129,20 +122,20 @@ static void test_log_h(void)
     /* against the direct formula where it is accurate, and continuity at the switch point */
     for (double z = -5.5; z < 4; z += 0.37) {
         double Phi = 0.5 * erfc(-z / sqrt(2)), phi = exp(-0.5 * z * z) / sqrt(2 * M_PI);
-        CHECK(fabs(gp_log_h(z) - log(phi + z * Phi)) < 1e-9);
+        REQUIRE(fabs(gp_log_h(z) - log(phi + z * Phi)) < 1e-9);
     }
     /* both sides of the switch at z = -20 (slope ~20, so 1e-9 away moves it ~2e-8) */
-    CHECK(fabs(gp_log_h(-20.0 - 1e-9) - -206.91783852942) < 1e-8);
-    CHECK(fabs(gp_log_h(-20.0 + 1e-9) - -206.91783848942) < 1e-8);
+    REQUIRE(fabs(gp_log_h(-20.0 - 1e-9) - -206.91783852942) < 1e-8);
+    REQUIRE(fabs(gp_log_h(-20.0 + 1e-9) - -206.91783848942) < 1e-8);
     /* reference values from mpmath at 50 digits */
-    CHECK(fabs(gp_log_h(-6.0) - -22.578879392169797) < 1e-9);
-    CHECK(fabs(gp_log_h(-10.0) - -55.553122036122356) < 1e-9);
-    CHECK(fabs(gp_log_h(-30.0) - -457.72465376059800) < 1e-9);
+    REQUIRE(fabs(gp_log_h(-6.0) - -22.578879392169797) < 1e-9);
+    REQUIRE(fabs(gp_log_h(-10.0) - -55.553122036122356) < 1e-9);
+    REQUIRE(fabs(gp_log_h(-30.0) - -457.72465376059800) < 1e-9);
     double prev = gp_log_h(-1e3);
-    CHECK(isfinite(prev));
+    REQUIRE(isfinite(prev));
     for (double z = -900; z < 5; z += 7.3) { /* monotone increasing */
         double v = gp_log_h(z);
-        CHECK(isfinite(v) && v > prev);
+        REQUIRE(isfinite(v) && v > prev);
         prev = v;
     }
 }

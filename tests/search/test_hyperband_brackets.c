@@ -40,14 +40,14 @@ static void check_tables(void)
     for (size_t k = 0; k < HONE_ARRAY_LEN(tables); k++) {
         const expect *x = &tables[k];
         hb_state hb;
-        CHECK(hb_build(&hb, x->R, x->eta, 1, 1) == 0);
-        CHECK(hb.nb == x->nb);
+        REQUIRE(hb_build(&hb, x->R, x->eta, 1, 1) == 0);
+        REQUIRE(hb.nb == x->nb);
         for (int b = 0; b < hb.nb; b++) {
             const hb_bracket *br = &hb.br[b];
-            CHECK(br->s == hb.smax - b);
+            REQUIRE(br->s == hb.smax - b);
             for (int i = 0; i <= br->s; i++) {
-                CHECK(br->n[i] == x->n[b][i]);
-                CHECK(br->ep[i] == x->ep[b][i]);
+                REQUIRE(br->n[i] == x->n[b][i]);
+                REQUIRE(br->ep[i] == x->ep[b][i]);
             }
         }
         hb_free(&hb);
@@ -60,23 +60,23 @@ static void check_formulas(void)
     for (int eta = 2; eta <= 5; eta++) {
         for (int R = 1; R <= 300; R += 7) {
             hb_state hb;
-            CHECK(hb_build(&hb, R, eta, 3, 2) == 0);
+            REQUIRE(hb_build(&hb, R, eta, 3, 2) == 0);
             int smax = (int)floor(log((double)R) / log((double)eta) + 1e-9);
-            CHECK(hb.smax == smax);
-            CHECK(hb.total == 2 * (smax + 1));
+            REQUIRE(hb.smax == smax);
+            REQUIRE(hb.total == 2 * (smax + 1));
             double B = (smax + 1) * (double)R;
             for (int s = smax; s >= 0; s--) {
                 const hb_bracket *br = &hb.br[smax - s];
                 int n = (int)ceil(B / R * pow(eta, s) / (s + 1) - 1e-9);
                 double r = R * pow(eta, -s);
                 for (int i = 0; i <= s; i++) {
-                    CHECK(br->n[i] == (int)floor(n * pow(eta, -i) + 1e-9));
-                    CHECK(fabs(br->r[i] - r * pow(eta, i)) < 1e-9 * R);
-                    CHECK(br->ep[i] >= 1 && br->ep[i] <= 3 * R);
+                    REQUIRE(br->n[i] == (int)floor(n * pow(eta, -i) + 1e-9));
+                    REQUIRE(fabs(br->r[i] - r * pow(eta, i)) < 1e-9 * R);
+                    REQUIRE(br->ep[i] >= 1 && br->ep[i] <= 3 * R);
                     if (i > 0)
-                        CHECK(br->ep[i] > br->ep[i - 1]);
+                        REQUIRE(br->ep[i] > br->ep[i - 1]);
                 }
-                CHECK(br->ep[s] == 3 * R);
+                REQUIRE(br->ep[s] == 3 * R);
             }
             hb_free(&hb);
         }
@@ -104,9 +104,9 @@ static void check_run(int R, int eta, int mult, int P, int maximize)
     o.seed = 7;
     g_maximize_sign = maximize ? 1 : -1;
     hone_search *s;
-    CHECK(hone_search_new(sp, &o, &s) == 0);
+    REQUIRE(hone_search_new(sp, &o, &s) == 0);
     hb_state hb;
-    CHECK(hb_build(&hb, R, eta, mult, 1) == 0);
+    REQUIRE(hb_build(&hb, R, eta, mult, 1) == 0);
     long planned = 0;
     int ntrials = 0;
     for (int b = 0; b < hb.nb; b++) {
@@ -116,15 +116,15 @@ static void check_run(int R, int eta, int mult, int P, int maximize)
     }
     hone_search_progress pr;
     hone_search_progress_get(s, &pr);
-    CHECK(pr.epochs_remaining == planned);
+    REQUIRE(pr.epochs_remaining == planned);
 
     sim m;
     sim_init(&m, s, sp, P, curve);
     int steps = 0;
     while (sim_step(&m))
         steps++;
-    CHECK(m.epochs == planned);
-    CHECK(m.nvals == ntrials);
+    REQUIRE(m.epochs == planned);
+    REQUIRE(m.nvals == ntrials);
 
     /* per trial: last epoch trained and the metric at each epoch */
     int *last = calloc((size_t)ntrials, sizeof(int));
@@ -144,9 +144,9 @@ static void check_run(int R, int eta, int mult, int P, int maximize)
             last[e->trial] = e->epoch;
         met[(size_t)e->trial * (size_t)(R * mult + 1) + (size_t)e->epoch] = e->metric;
     }
-    CHECK(maxrun <= P);
+    REQUIRE(maxrun <= P);
     if (P > 1)
-        CHECK(maxrun == P); /* workers were kept busy */
+        REQUIRE(maxrun == P); /* workers were kept busy */
 
     /* trials of bracket b are consecutive ids: brackets fill their first rung in order */
     int first = 0, reached_final = 0;
@@ -156,7 +156,7 @@ static void check_run(int R, int eta, int mult, int P, int maximize)
             int cnt = 0;
             for (int t = first; t < first + br->n[0]; t++)
                 cnt += last[t] >= br->ep[i];
-            CHECK(cnt == br->n[i]);
+            REQUIRE(cnt == br->n[i]);
             if (i == br->s)
                 break;
             /* those reaching rung i+1 are the best at rung i's epoch */
@@ -170,7 +170,7 @@ static void check_run(int R, int eta, int mult, int P, int maximize)
                     double mu = met[(size_t)u * (size_t)(R * mult + 1) + (size_t)br->ep[i]];
                     int t_up = last[t] >= br->ep[i + 1], u_up = last[u] >= br->ep[i + 1];
                     if (t_up && !u_up)
-                        CHECK(maximize ? mt >= mu : mt <= mu);
+                        REQUIRE(maximize ? mt >= mu : mt <= mu);
                 }
             }
         }
@@ -178,20 +178,20 @@ static void check_run(int R, int eta, int mult, int P, int maximize)
             int at_rung = 0;
             for (int i = 0; i <= br->s; i++)
                 at_rung |= last[t] == br->ep[i];
-            CHECK(at_rung);
+            REQUIRE(at_rung);
         }
         reached_final += br->n[br->s];
         first += br->n[0];
     }
     hone_search_progress_get(s, &pr);
-    CHECK(pr.trials_created == ntrials);
-    CHECK(pr.trials_running == 0);
-    CHECK(pr.trials_finished == ntrials);
-    CHECK(pr.trials_stopped_early == ntrials - reached_final);
-    CHECK(pr.trials_failed == 0);
-    CHECK(pr.epochs_done == planned);
-    CHECK(pr.epochs_remaining == 0);
-    CHECK(pr.best_trial >= 0);
+    REQUIRE(pr.trials_created == ntrials);
+    REQUIRE(pr.trials_running == 0);
+    REQUIRE(pr.trials_finished == ntrials);
+    REQUIRE(pr.trials_stopped_early == ntrials - reached_final);
+    REQUIRE(pr.trials_failed == 0);
+    REQUIRE(pr.epochs_done == planned);
+    REQUIRE(pr.epochs_remaining == 0);
+    REQUIRE(pr.best_trial >= 0);
     (void)steps;
     free(last);
     free(met);
@@ -225,19 +225,19 @@ static void check_bad_opts(void)
             &o.R,          &o.eta,       &o.epoch_multiplier, &o.max_parallel, &o.hb_iterations,
             &o.max_trials, &o.max_epochs};
         *f[bad[k].field] = bad[k].value;
-        CHECK(hone_search_new(sp, &o, &s) < 0);
-        CHECK(s == NULL);
+        REQUIRE(hone_search_new(sp, &o, &s) < 0);
+        REQUIRE(s == NULL);
     }
     hone_search_opts_default(&o);
-    CHECK(hone_search_new(NULL, &o, &s) == HONE_EINVAL);
-    CHECK(hone_search_new(sp, NULL, &s) == HONE_EINVAL);
+    REQUIRE(hone_search_new(NULL, &o, &s) == HONE_EINVAL);
+    REQUIRE(hone_search_new(sp, NULL, &s) == HONE_EINVAL);
     hone_algo a;
-    CHECK(hone_algo_parse("h", &a) == 0 && a == HONE_ALGO_HYPERBAND);
-    CHECK(hone_algo_parse("B", &a) == 0 && a == HONE_ALGO_BAYESIAN);
-    CHECK(hone_algo_parse("asha", &a) == 0 && a == HONE_ALGO_ASHA);
-    CHECK(hone_algo_parse("bohb", &a) == 0 && a == HONE_ALGO_BOHB);
-    CHECK(hone_algo_parse("grid", &a) == HONE_EINVAL);
-    CHECK(strcmp(hone_algo_name(HONE_ALGO_ASHA), "asha") == 0);
+    REQUIRE(hone_algo_parse("h", &a) == 0 && a == HONE_ALGO_HYPERBAND);
+    REQUIRE(hone_algo_parse("B", &a) == 0 && a == HONE_ALGO_BAYESIAN);
+    REQUIRE(hone_algo_parse("asha", &a) == 0 && a == HONE_ALGO_ASHA);
+    REQUIRE(hone_algo_parse("bohb", &a) == 0 && a == HONE_ALGO_BOHB);
+    REQUIRE(hone_algo_parse("grid", &a) == HONE_EINVAL);
+    REQUIRE(strcmp(hone_algo_name(HONE_ALGO_ASHA), "asha") == 0);
     hone_space_free(sp);
 }
 

@@ -6,14 +6,7 @@
 #include <stdlib.h>
 
 #include "lbfgs.h"
-
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                  \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 static int calls;
 
@@ -51,20 +44,20 @@ int main(void)
     double x[2] = {-1.2, 1.0}, lo[2] = {-5, -5}, hi[2] = {5, 5};
     double f = lbfgs_minimize(2, x, lo, hi, 500, rosenbrock, NULL);
     printf("rosenbrock: f %.3g at (%.6f, %.6f) after %d evaluations\n", f, x[0], x[1], calls);
-    CHECK(f < 1e-8);
-    CHECK(fabs(x[0] - 1.0) < 1e-3 && fabs(x[1] - 1.0) < 1e-3);
+    REQUIRE(f < 1e-8);
+    REQUIRE(fabs(x[0] - 1.0) < 1e-3 && fabs(x[1] - 1.0) < 1e-3);
 
     int p = 3;
     double y[3] = {0.0, -0.5, 0.5}, ylo[3] = {-1, -1, -1}, yhi[3] = {1, 1, 1};
     f = lbfgs_minimize(p, y, ylo, yhi, 100, bowl, &p);
     printf("bowl in [-1, 1]^3: f %.6g at (%g, %g, %g)\n", f, y[0], y[1], y[2]);
     for (int i = 0; i < p; i++)
-        CHECK(y[i] <= 1.0 && fabs(y[i] - 1.0) < 1e-9);
-    CHECK(fabs(f - 12.0) < 1e-6);
+        REQUIRE(y[i] <= 1.0 && fabs(y[i] - 1.0) < 1e-9);
+    REQUIRE(fabs(f - 12.0) < 1e-6);
 
     double z[2] = {0.25, 0.5};
-    CHECK(!isfinite(lbfgs_minimize(2, z, lo, hi, 10, nowhere, NULL)));
-    CHECK(z[0] == 0.25 && z[1] == 0.5);
+    REQUIRE(!isfinite(lbfgs_minimize(2, z, lo, hi, 10, nowhere, NULL)));
+    REQUIRE(z[0] == 0.25 && z[1] == 0.5);
     printf("test_lbfgs: ok\n");
     return 0;
 }

@@ -17,11 +17,11 @@ static void same_progress(const hone_search *a, const hone_search *b)
     hone_search_progress x, y;
     hone_search_progress_get(a, &x);
     hone_search_progress_get(b, &y);
-    CHECK(x.trials_created == y.trials_created && x.trials_running == y.trials_running);
-    CHECK(x.trials_finished == y.trials_finished && x.trials_failed == y.trials_failed);
-    CHECK(x.trials_stopped_early == y.trials_stopped_early);
-    CHECK(x.epochs_done == y.epochs_done && x.epochs_remaining == y.epochs_remaining);
-    CHECK(x.best_trial == y.best_trial && x.best_epoch == y.best_epoch);
+    REQUIRE(x.trials_created == y.trials_created && x.trials_running == y.trials_running);
+    REQUIRE(x.trials_finished == y.trials_finished && x.trials_failed == y.trials_failed);
+    REQUIRE(x.trials_stopped_early == y.trials_stopped_early);
+    REQUIRE(x.epochs_done == y.epochs_done && x.epochs_remaining == y.epochs_remaining);
+    REQUIRE(x.best_trial == y.best_trial && x.best_epoch == y.best_epoch);
 }
 
 static void check_algo(const hone_space *sp, hone_algo algo, int cut)
@@ -37,15 +37,15 @@ static void check_algo(const hone_space *sp, hone_algo algo, int cut)
     o.eta = 3;
     o.hb_iterations = 2;
     hone_search *a, *b, *c;
-    CHECK(hone_search_new(sp, &o, &a) == 0);
+    REQUIRE(hone_search_new(sp, &o, &a) == 0);
     sim m;
     sim_init(&m, a, sp, 3, sim_curve);
     m.fail_every = 7;
     for (int i = 0; i < cut; i++)
-        CHECK(sim_step(&m)); /* still mid-search at the crash */
+        REQUIRE(sim_step(&m)); /* still mid-search at the crash */
     /* the crash: rebuild from the stored events */
-    CHECK(hone_search_new(sp, &o, &b) == 0);
-    CHECK(hone_search_new(sp, &o, &c) == 0);
+    REQUIRE(hone_search_new(sp, &o, &b) == 0);
+    REQUIRE(hone_search_new(sp, &o, &c) == 0);
     for (int k = 0; k < m.nev; k++) {
         replay(b, m.np, &m.ev[k], 1);
         replay(c, m.np, &m.ev[k], 0);
@@ -65,19 +65,19 @@ static void check_algo(const hone_space *sp, hone_algo algo, int cut)
         sim_mirror(b, m.np, &m.ev[k], 0);
         sim_mirror(c, m.np, &m.ev[k], 0);
     }
-    CHECK(steps > cut + 3); /* the crash really was mid-search */
+    REQUIRE(steps > cut + 3); /* the crash really was mid-search */
     same_progress(a, b);
     same_progress(a, c);
     hone_search_progress pr;
     hone_search_progress_get(a, &pr);
-    CHECK(pr.trials_failed > 0 && pr.trials_running == 0);
+    REQUIRE(pr.trials_failed > 0 && pr.trials_running == 0);
     printf("%s: %d events, crash after %d of %d steps, %d trials\n", hone_algo_name(algo), m.nev,
            cut, steps, pr.trials_created);
     /* a stored NEW that does not match the search is refused, not trusted */
     hone_search *d;
-    CHECK(hone_search_new(sp, &o, &d) == 0);
-    CHECK(hone_search_replay_new(d, 1, m.vals, m.ev[0].epoch) == HONE_ESTATE);
-    CHECK(hone_search_replay_new(d, 0, m.vals, m.ev[0].epoch + 1) == HONE_ESTATE);
+    REQUIRE(hone_search_new(sp, &o, &d) == 0);
+    REQUIRE(hone_search_replay_new(d, 1, m.vals, m.ev[0].epoch) == HONE_ESTATE);
+    REQUIRE(hone_search_replay_new(d, 0, m.vals, m.ev[0].epoch + 1) == HONE_ESTATE);
     hone_search_free(d);
     sim_free(&m);
     hone_search_free(a);

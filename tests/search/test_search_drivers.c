@@ -16,7 +16,7 @@ static hone_search *make(const hone_space *sp, hone_algo algo, uint64_t seed, in
     o.max_parallel = P;
     o.maximize = maximize;
     hone_search *s;
-    CHECK(hone_search_new(sp, &o, &s) == 0);
+    REQUIRE(hone_search_new(sp, &o, &s) == 0);
     return s;
 }
 
@@ -25,37 +25,38 @@ static void scripted_random(const hone_space *sp)
     hone_search *s = make(sp, HONE_ALGO_RANDOM, 11, 5, 3, 2, 1);
     hone_search_progress pr;
     hone_search_progress_get(s, &pr);
-    CHECK(pr.epochs_remaining == 15 && pr.best_trial == -1 && pr.trials_created == 0);
+    REQUIRE(pr.epochs_remaining == 15 && pr.best_trial == -1 && pr.trials_created == 0);
     hone_ask a;
     hone_decision d;
-    CHECK(hone_search_ask(s, &a) == 0 && a.kind == HONE_ASK_NEW && a.trial == 0 && a.epochs == 3);
-    CHECK(a.values[0] >= 1e-4 && a.values[0] <= 1 && a.values[1] >= 0 && a.values[1] <= 0.1);
-    CHECK(hone_search_ask(s, &a) == 0 && a.kind == HONE_ASK_NEW && a.trial == 1);
-    CHECK(hone_search_ask(s, &a) == 0 && a.kind == HONE_ASK_WAIT);
-    CHECK(hone_search_report(s, 0, 1, 0.3, &d) == 0 && d == HONE_DECIDE_CONTINUE);
-    CHECK(hone_search_report(s, 0, 2, 0.6, &d) == 0 && d == HONE_DECIDE_CONTINUE);
-    CHECK(hone_search_report(s, 0, 2, 0.1, &d) == 0 && d == HONE_DECIDE_CONTINUE);
-    CHECK(hone_search_report(s, 0, 3, 0.5, &d) == 0 && d == HONE_DECIDE_STOP);
-    CHECK(hone_search_report(s, 1, 1, 0.9, &d) == 0 && d == HONE_DECIDE_CONTINUE);
-    CHECK(hone_search_end(s, 0, 0) == 0);
-    CHECK(hone_search_ask(s, &a) == 0 && a.kind == HONE_ASK_NEW && a.trial == 2);
-    CHECK(hone_search_end(s, 1, 1) == 0); /* crash: its 0.9 must not count */
+    REQUIRE(hone_search_ask(s, &a) == 0 && a.kind == HONE_ASK_NEW && a.trial == 0 && a.epochs == 3);
+    REQUIRE(a.values[0] >= 1e-4 && a.values[0] <= 1 && a.values[1] >= 0 && a.values[1] <= 0.1);
+    REQUIRE(hone_search_ask(s, &a) == 0 && a.kind == HONE_ASK_NEW && a.trial == 1);
+    REQUIRE(hone_search_ask(s, &a) == 0 && a.kind == HONE_ASK_WAIT);
+    REQUIRE(hone_search_report(s, 0, 1, 0.3, &d) == 0 && d == HONE_DECIDE_CONTINUE);
+    REQUIRE(hone_search_report(s, 0, 2, 0.6, &d) == 0 && d == HONE_DECIDE_CONTINUE);
+    REQUIRE(hone_search_report(s, 0, 2, 0.1, &d) == 0 && d == HONE_DECIDE_CONTINUE);
+    REQUIRE(hone_search_report(s, 0, 3, 0.5, &d) == 0 && d == HONE_DECIDE_STOP);
+    REQUIRE(hone_search_report(s, 1, 1, 0.9, &d) == 0 && d == HONE_DECIDE_CONTINUE);
+    REQUIRE(hone_search_end(s, 0, 0) == 0);
+    REQUIRE(hone_search_ask(s, &a) == 0 && a.kind == HONE_ASK_NEW && a.trial == 2);
+    REQUIRE(hone_search_end(s, 1, 1) == 0); /* crash: its 0.9 must not count */
     hone_search_progress_get(s, &pr);
-    CHECK(pr.trials_created == 3 && pr.trials_running == 1 && pr.trials_failed == 1);
-    CHECK(pr.trials_finished == 1 && pr.trials_stopped_early == 0);
-    CHECK(pr.best_trial == 0 && pr.best_epoch == 2 && pr.best_metric == 0.6); /* best epoch */
-    CHECK(pr.epochs_done == 4);
-    CHECK(pr.epochs_remaining == 2 * 3 + 3);
-    CHECK(hone_search_ask(s, &a) == 0 && a.kind == HONE_ASK_NEW && a.trial == 3);
-    CHECK(hone_search_end(s, 2, 1) == 0);
-    CHECK(hone_search_end(s, 3, 1) == 0);
-    CHECK(hone_search_ask(s, &a) == 0 && a.kind == HONE_ASK_NEW && a.trial == 4);
-    CHECK(hone_search_ask(s, &a) == 0 && a.kind == HONE_ASK_WAIT);
-    CHECK(hone_search_report(s, 4, 3, 0.7, &d) == 0 && d == HONE_DECIDE_STOP); /* skipped epochs */
-    CHECK(hone_search_ask(s, &a) == 0 && a.kind == HONE_ASK_DONE);
+    REQUIRE(pr.trials_created == 3 && pr.trials_running == 1 && pr.trials_failed == 1);
+    REQUIRE(pr.trials_finished == 1 && pr.trials_stopped_early == 0);
+    REQUIRE(pr.best_trial == 0 && pr.best_epoch == 2 && pr.best_metric == 0.6); /* best epoch */
+    REQUIRE(pr.epochs_done == 4);
+    REQUIRE(pr.epochs_remaining == 2 * 3 + 3);
+    REQUIRE(hone_search_ask(s, &a) == 0 && a.kind == HONE_ASK_NEW && a.trial == 3);
+    REQUIRE(hone_search_end(s, 2, 1) == 0);
+    REQUIRE(hone_search_end(s, 3, 1) == 0);
+    REQUIRE(hone_search_ask(s, &a) == 0 && a.kind == HONE_ASK_NEW && a.trial == 4);
+    REQUIRE(hone_search_ask(s, &a) == 0 && a.kind == HONE_ASK_WAIT);
+    REQUIRE(hone_search_report(s, 4, 3, 0.7, &d) == 0 &&
+            d == HONE_DECIDE_STOP); /* skipped epochs */
+    REQUIRE(hone_search_ask(s, &a) == 0 && a.kind == HONE_ASK_DONE);
     hone_search_progress_get(s, &pr);
-    CHECK(pr.best_trial == 4 && pr.trials_failed == 3 && pr.trials_finished == 2);
-    CHECK(pr.epochs_remaining == 0);
+    REQUIRE(pr.best_trial == 4 && pr.trials_failed == 3 && pr.trials_finished == 2);
+    REQUIRE(pr.epochs_remaining == 0);
     hone_search_free(s);
 }
 
@@ -89,9 +90,9 @@ static sim run(const hone_space *sp, hone_algo algo, uint64_t seed, int trials, 
     }
     hone_search_progress pr;
     hone_search_progress_get(s, &pr);
-    CHECK(pr.best_trial == best_t && pr.best_metric == best);
-    CHECK(pr.trials_created == trials && pr.trials_failed == (trials + 3) / 5);
-    CHECK(pr.trials_finished == trials - pr.trials_failed);
+    REQUIRE(pr.best_trial == best_t && pr.best_metric == best);
+    REQUIRE(pr.trials_created == trials && pr.trials_failed == (trials + 3) / 5);
+    REQUIRE(pr.trials_finished == trials - pr.trials_failed);
     hone_search_free(s);
     m.s = NULL;
     return m;
@@ -126,8 +127,8 @@ int main(void)
         sim a = run(sp, HONE_ALGO_RANDOM, 3, 12, 3, maximize);
         sim b = run(sp, HONE_ALGO_RANDOM, 3, 12, 3, maximize);
         sim c = run(sp, HONE_ALGO_RANDOM, 4, 12, 3, maximize);
-        CHECK(same_log(&a, &b));
-        CHECK(!same_log(&a, &c));
+        REQUIRE(same_log(&a, &b));
+        REQUIRE(!same_log(&a, &c));
         sim_free(&a);
         sim_free(&b);
         sim_free(&c);
@@ -136,10 +137,10 @@ int main(void)
     sim r = run(sp, HONE_ALGO_RANDOM, 5, 20, 2, 1);
     sim b1 = run(sp, HONE_ALGO_BAYESIAN, 5, 20, 2, 1);
     sim b2 = run(sp, HONE_ALGO_BAYESIAN, 5, 20, 2, 1);
-    CHECK(same_log(&b1, &b2));
+    REQUIRE(same_log(&b1, &b2));
     double mr = mean_observed(sp, &r, 10, 20), mb = mean_observed(sp, &b1, 10, 20);
     printf("mean metric of trials 10-19: random %.4f bayesian %.4f\n", mr, mb);
-    CHECK(mb > mr);
+    REQUIRE(mb > mr);
     sim_free(&r);
     sim_free(&b1);
     sim_free(&b2);

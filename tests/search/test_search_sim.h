@@ -11,14 +11,7 @@
 #include <string.h>
 
 #include "search.h"
-
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                  \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 enum { EV_ASK = 0, EV_REPORT = 1, EV_END = 2 };
 
@@ -50,7 +43,7 @@ static inline void sim_log(sim *m, const sim_event *e)
     if (m->nev == m->capev) {
         m->capev = m->capev ? m->capev * 2 : 256;
         m->ev = realloc(m->ev, (size_t)m->capev * sizeof(*m->ev));
-        CHECK(m->ev);
+        REQUIRE(m->ev);
     }
     m->ev[m->nev++] = *e;
 }
@@ -62,7 +55,7 @@ static inline void sim_init(sim *m, hone_search *s, const hone_space *sp, int P,
     m->s = s;
     m->sp = sp;
     m->np = hone_space_nparams(sp);
-    CHECK(m->np <= 8 && P <= 16);
+    REQUIRE(m->np <= 8 && P <= 16);
     m->P = P;
     m->objective = objective;
     for (int i = 0; i < 16; i++)
@@ -82,7 +75,7 @@ static inline int sim_step(sim *m)
     for (;;) {
         hone_ask a;
         sim_event e = {.type = EV_ASK};
-        CHECK(hone_search_ask(m->s, &a) == 0);
+        REQUIRE(hone_search_ask(m->s, &a) == 0);
         e.kind = a.kind;
         e.trial = a.trial;
         e.epoch = a.epochs;
@@ -91,14 +84,14 @@ static inline int sim_step(sim *m)
         sim_log(m, &e);
         if (a.kind == HONE_ASK_DONE) {
             for (int i = 0; i < m->P; i++)
-                CHECK(m->slot_trial[i] < 0);
+                REQUIRE(m->slot_trial[i] < 0);
             m->done = 1;
             return 0;
         }
         if (a.kind == HONE_ASK_WAIT)
             break;
         if (a.kind == HONE_ASK_NEW) {
-            CHECK(a.trial == m->nvals);
+            REQUIRE(a.trial == m->nvals);
             m->vals = realloc(m->vals, (size_t)(m->nvals + 1) * 8 * sizeof(double));
             memcpy(m->vals + (size_t)m->nvals * 8, a.values, (size_t)m->np * sizeof(double));
             m->nvals++;
@@ -107,7 +100,7 @@ static inline int sim_step(sim *m)
         for (int i = 0; i < m->P && slot < 0; i++)
             if (m->slot_trial[i] < 0)
                 slot = i;
-        CHECK(slot >= 0); /* ask must respect max_parallel */
+        REQUIRE(slot >= 0); /* ask must respect max_parallel */
         m->slot_trial[slot] = a.trial;
         /* a resumed trial continues after the epoch it paused at (found in the log) */
         m->slot_epoch[slot] = a.kind == HONE_ASK_RESUME ? -1 : 1;
@@ -128,7 +121,7 @@ static inline int sim_step(sim *m)
         if (m->fail_every && t % m->fail_every == 1 && ep == 2) {
             e.type = EV_END;
             e.kind = 1;
-            CHECK(hone_search_end(m->s, t, 1) == 0);
+            REQUIRE(hone_search_end(m->s, t, 1) == 0);
             sim_log(m, &e);
             m->slot_trial[i] = -1;
             continue;
@@ -137,7 +130,7 @@ static inline int sim_step(sim *m)
         hone_space_to_unit(m->sp, m->vals + (size_t)t * 8, unit);
         e.metric = m->objective(unit, ep, t);
         hone_decision d;
-        CHECK(hone_search_report(m->s, t, ep, e.metric, &d) == 0);
+        REQUIRE(hone_search_report(m->s, t, ep, e.metric, &d) == 0);
         e.kind = d;
         sim_log(m, &e);
         m->epochs++;
@@ -145,7 +138,7 @@ static inline int sim_step(sim *m)
             m->slot_epoch[i]++;
         } else {
             sim_event en = {.type = EV_END, .trial = t};
-            CHECK(hone_search_end(m->s, t, 0) == 0);
+            REQUIRE(hone_search_end(m->s, t, 0) == 0);
             sim_log(m, &en);
             m->slot_trial[i] = -1;
         }
@@ -161,24 +154,24 @@ static inline void sim_mirror(hone_search *b, int np, const sim_event *e, int re
         if (replay && e->kind == HONE_ASK_WAIT)
             return;
         if (replay && e->kind == HONE_ASK_NEW) {
-            CHECK(hone_search_replay_new(b, e->trial, e->values, e->epoch) == 0);
+            REQUIRE(hone_search_replay_new(b, e->trial, e->values, e->epoch) == 0);
             return;
         }
         hone_ask a;
-        CHECK(hone_search_ask(b, &a) == 0);
-        CHECK((int)a.kind == e->kind);
+        REQUIRE(hone_search_ask(b, &a) == 0);
+        REQUIRE((int)a.kind == e->kind);
         if (a.kind == HONE_ASK_NEW || a.kind == HONE_ASK_RESUME) {
-            CHECK(a.trial == e->trial);
-            CHECK(a.epochs == e->epoch);
+            REQUIRE(a.trial == e->trial);
+            REQUIRE(a.epochs == e->epoch);
         }
         if (a.kind == HONE_ASK_NEW)
-            CHECK(memcmp(a.values, e->values, (size_t)np * sizeof(double)) == 0);
+            REQUIRE(memcmp(a.values, e->values, (size_t)np * sizeof(double)) == 0);
     } else if (e->type == EV_REPORT) {
         hone_decision d;
-        CHECK(hone_search_report(b, e->trial, e->epoch, e->metric, &d) == 0);
-        CHECK((int)d == e->kind);
+        REQUIRE(hone_search_report(b, e->trial, e->epoch, e->metric, &d) == 0);
+        REQUIRE((int)d == e->kind);
     } else {
-        CHECK(hone_search_end(b, e->trial, e->kind) == 0);
+        REQUIRE(hone_search_end(b, e->trial, e->kind) == 0);
     }
 }
 
@@ -204,7 +197,7 @@ static inline hone_space *sim_space(void)
     int rc = hone_space_parse(json, &sp, err, sizeof(err));
     if (rc)
         fprintf(stderr, "space: %s\n", err);
-    CHECK(rc == 0);
+    REQUIRE(rc == 0);
     return sp;
 }
 

@@ -6,14 +6,7 @@
 #include <string.h>
 
 #include "space_internal.h"
-
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #c);                  \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 static const char *GOOD =
     "{\"lr\": {\"type\": \"float\", \"min\": 1e-4, \"max\": 0.3, \"log\": true},"
@@ -27,26 +20,26 @@ static void test_parse_print_roundtrip(void)
 {
     char err[256];
     hone_space *s, *s2;
-    CHECK(hone_space_parse(GOOD, &s, err, sizeof err) == 0);
-    CHECK(hone_space_nparams(s) == 6);
-    CHECK(strcmp(hone_space_param_name(s, 0), "lr") == 0);
-    CHECK(strcmp(hone_space_param_name(s, 5), "nesterov") == 0);
-    CHECK(hone_space_param_type(s, 1) == HONE_PARAM_INT);
-    CHECK(hone_space_param_type(s, 4) == HONE_PARAM_CATEGORICAL);
-    CHECK(space__ncat(s, 4) == 4 && space__ncat(s, 5) == 2);
-    CHECK(space__nfeat(s) == 4 + 4 + 1);
+    REQUIRE(hone_space_parse(GOOD, &s, err, sizeof err) == 0);
+    REQUIRE(hone_space_nparams(s) == 6);
+    REQUIRE(strcmp(hone_space_param_name(s, 0), "lr") == 0);
+    REQUIRE(strcmp(hone_space_param_name(s, 5), "nesterov") == 0);
+    REQUIRE(hone_space_param_type(s, 1) == HONE_PARAM_INT);
+    REQUIRE(hone_space_param_type(s, 4) == HONE_PARAM_CATEGORICAL);
+    REQUIRE(space__ncat(s, 4) == 4 && space__ncat(s, 5) == 2);
+    REQUIRE(space__nfeat(s) == 4 + 4 + 1);
     char *txt = hone_space_to_json(s);
     printf("%s\n", txt);
-    CHECK(hone_space_parse(txt, &s2, err, sizeof err) == 0);
+    REQUIRE(hone_space_parse(txt, &s2, err, sizeof err) == 0);
     char *txt2 = hone_space_to_json(s2);
-    CHECK(strcmp(txt, txt2) == 0);
+    REQUIRE(strcmp(txt, txt2) == 0);
     free(txt);
     free(txt2);
 
     double def[6];
     hone_space_default(s, def);
-    CHECK(def[2] == 2 && def[3] == 0.9 && def[4] == 0 && def[5] == 1);
-    CHECK(def[0] > 1e-4 && def[0] < 0.3);
+    REQUIRE(def[2] == 2 && def[3] == 0.9 && def[4] == 0 && def[5] == 1);
+    REQUIRE(def[0] > 1e-4 && def[0] < 0.3);
 
     hone_rng r;
     hone_rng_seed(&r, 1);
@@ -54,34 +47,34 @@ static void test_parse_print_roundtrip(void)
     int seen_bs_lo = 0, seen_bs_hi = 0, layer_counts[5] = {0};
     for (int t = 0; t < 4000; t++) {
         hone_space_sample(s, &r, v);
-        CHECK(v[0] >= 1e-4 && v[0] <= 0.3);
-        CHECK(v[1] >= 32 && v[1] <= 512 && v[1] == floor(v[1]));
+        REQUIRE(v[0] >= 1e-4 && v[0] <= 0.3);
+        REQUIRE(v[1] >= 32 && v[1] <= 512 && v[1] == floor(v[1]));
         seen_bs_lo |= v[1] == 32;
         seen_bs_hi |= v[1] == 512;
         layer_counts[(int)v[2]]++;
-        CHECK(v[4] >= 0 && v[4] <= 3 && v[5] >= 0 && v[5] <= 1);
+        REQUIRE(v[4] >= 0 && v[4] <= 3 && v[5] >= 0 && v[5] <= 1);
         hone_space_to_unit(s, v, u);
         for (int i = 0; i < 6; i++)
-            CHECK(u[i] >= 0 && u[i] <= 1);
+            REQUIRE(u[i] >= 0 && u[i] <= 1);
         hone_space_from_unit(s, u, v2);
-        CHECK(space__same(s, v, v2));
-        CHECK(fabs(v2[0] - v[0]) < 1e-12 * v[0]);
+        REQUIRE(space__same(s, v, v2));
+        REQUIRE(fabs(v2[0] - v[0]) < 1e-12 * v[0]);
         /* config JSON round trip is exact */
         char *c = hone_space_config_to_json(s, v);
-        CHECK(hone_space_config_from_json(s, c, back, err, sizeof err) == 0);
+        REQUIRE(hone_space_config_from_json(s, c, back, err, sizeof err) == 0);
         for (int i = 0; i < 6; i++)
-            CHECK(back[i] == v[i]);
+            REQUIRE(back[i] == v[i]);
         free(c);
     }
-    CHECK(seen_bs_lo && seen_bs_hi);
+    REQUIRE(seen_bs_lo && seen_bs_hi);
     for (int k = 1; k <= 4; k++) /* uniform int bins */
-        CHECK(layer_counts[k] > 800 && layer_counts[k] < 1200);
+        REQUIRE(layer_counts[k] > 800 && layer_counts[k] < 1200);
 
     double cfg[6] = {0.01, 128, 3, 0.5, 1, 0};
     char *c = hone_space_config_to_json(s, cfg);
     printf("%s\n", c);
-    CHECK(strcmp(c, "{\"lr\": 0.01, \"batch_size\": 128, \"layers\": 3, \"momentum\": 0.5, "
-                    "\"optimizer\": \"adamw\", \"nesterov\": false}") == 0);
+    REQUIRE(strcmp(c, "{\"lr\": 0.01, \"batch_size\": 128, \"layers\": 3, \"momentum\": 0.5, "
+                      "\"optimizer\": \"adamw\", \"nesterov\": false}") == 0);
     free(c);
     hone_space_free(s);
     hone_space_free(s2);
@@ -94,9 +87,9 @@ static void expect_bad(const char *json, const char *want)
     hone_space *s = (hone_space *)1;
     int rc = hone_space_parse(json, &s, err, sizeof err);
     printf("%-24s -> %s\n", want, err);
-    CHECK(rc < 0);
-    CHECK(s == NULL);
-    CHECK(strstr(err, want) != NULL);
+    REQUIRE(rc < 0);
+    REQUIRE(s == NULL);
+    REQUIRE(strstr(err, want) != NULL);
 }
 
 static void test_bad_spaces(void)
@@ -147,44 +140,44 @@ static void test_bad_configs(void)
     char err[256];
     hone_space *s;
     double v[6];
-    CHECK(hone_space_parse(GOOD, &s, err, sizeof err) == 0);
+    REQUIRE(hone_space_parse(GOOD, &s, err, sizeof err) == 0);
     const char *base = "\"batch_size\": 64, \"layers\": 2, \"momentum\": 0.5, "
                        "\"optimizer\": 3, \"nesterov\": true";
     char buf[512];
     snprintf(buf, sizeof buf, "{\"lr\": 0.01, %s}", base);
-    CHECK(hone_space_config_from_json(s, buf, v, err, sizeof err) == 0);
-    CHECK(v[4] == 2);
+    REQUIRE(hone_space_config_from_json(s, buf, v, err, sizeof err) == 0);
+    REQUIRE(v[4] == 2);
     snprintf(buf, sizeof buf, "{\"lr\": 1.5, %s}", base);
-    CHECK(hone_space_config_from_json(s, buf, v, err, sizeof err) < 0 && strstr(err, "'lr'"));
+    REQUIRE(hone_space_config_from_json(s, buf, v, err, sizeof err) < 0 && strstr(err, "'lr'"));
     snprintf(buf, sizeof buf, "{%s}", base);
-    CHECK(hone_space_config_from_json(s, buf, v, err, sizeof err) < 0 &&
-          strstr(err, "'lr': missing"));
+    REQUIRE(hone_space_config_from_json(s, buf, v, err, sizeof err) < 0 &&
+            strstr(err, "'lr': missing"));
     /* a parameter missing after ones that parsed (their success must not leak into the result) */
-    CHECK(hone_space_config_from_json(s,
-                                      "{\"lr\": 0.01, \"batch_size\": 64, \"momentum\": 0.5, "
-                                      "\"optimizer\": 3, \"nesterov\": true}",
-                                      v, err, sizeof err) < 0 &&
-          strstr(err, "'layers': missing"));
-    CHECK(hone_space_config_from_json(s,
-                                      "{\"lr\": 0.01, \"batch_size\": 64, \"layers\": 2, "
-                                      "\"momentum\": 0.5, \"optimizer\": 3}",
-                                      v, err, sizeof err) < 0 &&
-          strstr(err, "'nesterov': missing"));
+    REQUIRE(hone_space_config_from_json(s,
+                                        "{\"lr\": 0.01, \"batch_size\": 64, \"momentum\": 0.5, "
+                                        "\"optimizer\": 3, \"nesterov\": true}",
+                                        v, err, sizeof err) < 0 &&
+            strstr(err, "'layers': missing"));
+    REQUIRE(hone_space_config_from_json(s,
+                                        "{\"lr\": 0.01, \"batch_size\": 64, \"layers\": 2, "
+                                        "\"momentum\": 0.5, \"optimizer\": 3}",
+                                        v, err, sizeof err) < 0 &&
+            strstr(err, "'nesterov': missing"));
     snprintf(buf, sizeof buf, "{\"lr\": 0.01, \"extra\": 1, %s}", base);
-    CHECK(hone_space_config_from_json(s, buf, v, err, sizeof err) < 0 && strstr(err, "'extra'"));
+    REQUIRE(hone_space_config_from_json(s, buf, v, err, sizeof err) < 0 && strstr(err, "'extra'"));
     snprintf(buf, sizeof buf, "{\"lr\": 0.01, %s, \"layers\": 2.5}", base);
-    CHECK(hone_space_config_from_json(s, buf, v, err, sizeof err) < 0);
-    CHECK(hone_space_config_from_json(s,
-                                      "{\"lr\": 0.01, \"batch_size\": 64, \"layers\": 2.5, "
-                                      "\"momentum\": 0.5, \"optimizer\": 3, \"nesterov\": true}",
-                                      v, err, sizeof err) < 0 &&
-          strstr(err, "'layers': value must be an integer"));
-    CHECK(hone_space_config_from_json(s,
-                                      "{\"lr\": 0.01, \"batch_size\": 64, \"layers\": 2, "
-                                      "\"momentum\": 0.5, \"optimizer\": \"adam\", "
-                                      "\"nesterov\": true}",
-                                      v, err, sizeof err) < 0 &&
-          strstr(err, "'optimizer'"));
+    REQUIRE(hone_space_config_from_json(s, buf, v, err, sizeof err) < 0);
+    REQUIRE(hone_space_config_from_json(s,
+                                        "{\"lr\": 0.01, \"batch_size\": 64, \"layers\": 2.5, "
+                                        "\"momentum\": 0.5, \"optimizer\": 3, \"nesterov\": true}",
+                                        v, err, sizeof err) < 0 &&
+            strstr(err, "'layers': value must be an integer"));
+    REQUIRE(hone_space_config_from_json(s,
+                                        "{\"lr\": 0.01, \"batch_size\": 64, \"layers\": 2, "
+                                        "\"momentum\": 0.5, \"optimizer\": \"adam\", "
+                                        "\"nesterov\": true}",
+                                        v, err, sizeof err) < 0 &&
+            strstr(err, "'optimizer'"));
     hone_space_free(s);
 }
 

@@ -8,15 +8,7 @@
 #include <string.h>
 
 #include "spec.h"
-
-static int failures;
-#define CHECK(c)                                                                                   \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #c);                       \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 static const hone_spec_data fmnist = {60000, 10000, 1, 28, 28, 10};
 

@@ -9,15 +9,7 @@
 #include <zlib.h>
 
 #include "train.h"
-
-static int failures;
-#define EXPECT(c)                                                                                  \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #c);                       \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 /* An IDX3 file of n images of r x c bytes with pixel value (i + j) & 0xff. */
 static size_t make_idx3(uint8_t *buf, int n, int r, int c)
@@ -54,15 +46,15 @@ int main(void)
     size_t len = make_idx3(buf, 3, 4, 5);
     hone_idx *x = NULL;
     char err[200];
-    EXPECT(hone_idx_read_mem(buf, len, &x, err, sizeof(err)) == HONE_OK);
-    EXPECT(x && x->ndims == 3 && x->dims[0] == 3 && x->dims[1] == 4 && x->dims[2] == 5);
-    EXPECT(x && x->count == 60 && x->data[59] == 59);
+    CHECK(hone_idx_read_mem(buf, len, &x, err, sizeof(err)) == HONE_OK);
+    CHECK(x && x->ndims == 3 && x->dims[0] == 3 && x->dims[1] == 4 && x->dims[2] == 5);
+    CHECK(x && x->count == 60 && x->data[59] == 59);
     hone_idx_free(x);
 
     /* labels: rank 1 */
     uint8_t lab[8 + 4] = {0, 0, 8, 1, 0, 0, 0, 4, 1, 2, 3, 9};
-    EXPECT(hone_idx_read_mem(lab, sizeof(lab), &x, err, sizeof(err)) == HONE_OK);
-    EXPECT(x && x->count == 4 && x->data[3] == 9);
+    CHECK(hone_idx_read_mem(lab, sizeof(lab), &x, err, sizeof(err)) == HONE_OK);
+    CHECK(x && x->count == 4 && x->data[3] == 9);
     hone_idx_free(x);
 
     uint8_t bad[sizeof(buf)];
@@ -94,19 +86,19 @@ int main(void)
 
     /* files: plain, gzipped, missing, truncated gzip */
     char dir[] = "/tmp/hone-idx-XXXXXX", path[256];
-    EXPECT(mkdtemp(dir) != NULL);
+    CHECK(mkdtemp(dir) != NULL);
     snprintf(path, sizeof(path), "%s/plain", dir);
     FILE *f = fopen(path, "wb");
     fwrite(buf, 1, len, f);
     fclose(f);
-    EXPECT(hone_idx_read_file(path, &x, err, sizeof(err)) == HONE_OK && x->count == 60);
+    CHECK(hone_idx_read_file(path, &x, err, sizeof(err)) == HONE_OK && x->count == 60);
     hone_idx_free(x);
     unlink(path);
     snprintf(path, sizeof(path), "%s/packed.gz", dir);
     gzFile gz = gzopen(path, "wb");
     gzwrite(gz, buf, (unsigned)len);
     gzclose(gz);
-    EXPECT(hone_idx_read_file(path, &x, err, sizeof(err)) == HONE_OK && x->data[10] == 10);
+    CHECK(hone_idx_read_file(path, &x, err, sizeof(err)) == HONE_OK && x->data[10] == 10);
     hone_idx_free(x);
     /* cut the gzip stream in half */
     f = fopen(path, "rb");
@@ -116,11 +108,11 @@ int main(void)
     f = fopen(path, "wb");
     fwrite(z, 1, zn / 2, f);
     fclose(f);
-    EXPECT(hone_idx_read_file(path, &x, err, sizeof(err)) < 0 && x == NULL);
+    CHECK(hone_idx_read_file(path, &x, err, sizeof(err)) < 0 && x == NULL);
     unlink(path);
     snprintf(path, sizeof(path), "%s/missing", dir);
-    EXPECT(hone_idx_read_file(path, &x, err, sizeof(err)) == HONE_ENOENT);
-    EXPECT(strstr(err, "missing") != NULL);
+    CHECK(hone_idx_read_file(path, &x, err, sizeof(err)) == HONE_ENOENT);
+    CHECK(strstr(err, "missing") != NULL);
     rmdir(dir);
     if (failures)
         fprintf(stderr, "test_train_idx: %d failure(s)\n", failures);

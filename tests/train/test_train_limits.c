@@ -9,15 +9,7 @@
 #include <unistd.h>
 
 #include "net.h"
-
-static int failures;
-#define EXPECT(c)                                                                                  \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #c);                       \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 static char dir[] = "/tmp/hone-train-limits-XXXXXX";
 
@@ -41,11 +33,11 @@ static void same_params(hone_kctx *k, const char *network, const char *const *se
     hone_train_spec s;
     char err[256];
     hone_train_spec_defaults(&s);
-    EXPECT(hone_train_spec_set(&s, network, err, sizeof err) == HONE_OK);
+    CHECK(hone_train_spec_set(&s, network, err, sizeof err) == HONE_OK);
     for (int i = 0; sets[i]; i++)
-        EXPECT(hone_train_spec_set(&s, sets[i], err, sizeof err) == HONE_OK);
+        CHECK(hone_train_spec_set(&s, sets[i], err, sizeof err) == HONE_OK);
     hone_net *net = NULL;
-    EXPECT(net_new(k, &s, 2, c, h, w, classes, &net) == HONE_OK);
+    CHECK(net_new(k, &s, 2, c, h, w, classes, &net) == HONE_OK);
     hone_spec_data d = {-1, -1, c, h, w, classes};
     hone_spec_cost cost;
     hone_spec_estimate(&s, &d, &cost);
@@ -67,7 +59,7 @@ static void expect_refused(const char *const *sets, int rc_want, const char *key
     hone_train_spec_defaults(&s);
     snprintf(s.data.path, sizeof s.data.path, "%s", dir);
     for (int i = 0; sets[i]; i++)
-        EXPECT(hone_train_spec_set(&s, sets[i], err, sizeof err) == HONE_OK);
+        CHECK(hone_train_spec_set(&s, sets[i], err, sizeof err) == HONE_OK);
     hone_train_opts o = {.spec = &s, .device = "cpu", .threads = 1};
     int rc = hone_train_run(&o, &r, err, sizeof err);
     if (rc != rc_want || (rc && (strncmp(err, key, strlen(key)) || err[strlen(key)] != ':'))) {
@@ -79,7 +71,7 @@ static void expect_refused(const char *const *sets, int rc_want, const char *key
 int main(void)
 {
     hone_kctx *k = NULL;
-    EXPECT(hone_kctx_new(HONE_DEV_CPU, 1, &k) == HONE_OK);
+    CHECK(hone_kctx_new(HONE_DEV_CPU, 1, &k) == HONE_OK);
     const char *none[] = {NULL};
     const char *deep[] = {"model.hidden=96", "model.depth=3", "model.batchnorm=true",
                           "model.dropout=0.3", NULL};
@@ -91,7 +83,7 @@ int main(void)
     same_params(k, "network=cnn", deep + 2, 3, 9, 13, 4); /* odd sizes: pooling rounds down */
     hone_kctx_free(k);
 
-    EXPECT(mkdtemp(dir) != NULL);
+    CHECK(mkdtemp(dir) != NULL);
     write_idx("train-images-idx3-ubyte", 300, 1);
     write_idx("train-labels-idx1-ubyte", 300, 0);
     write_idx("t10k-images-idx3-ubyte", 50, 1);

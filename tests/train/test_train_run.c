@@ -8,17 +8,9 @@
 #include <unistd.h>
 
 #include "train.h"
+#include "check.h"
 
 #define FASHION "/usr/share/datasets/fashion-mnist"
-
-static int failures;
-#define EXPECT(c)                                                                                  \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #c);                       \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 typedef struct {
     hone_train_epoch e[8];
@@ -115,20 +107,20 @@ int main(void)
     subset_spec(&s, "mlp", 2000, 2);
     s.model.hidden = 128;
     s.train.lr = 0.1;
-    EXPECT(run(&s, NULL, NULL, 0, &h, &r) == HONE_OK);
-    EXPECT(r.finished && r.epochs_trained == 2 && h.n == 2);
+    CHECK(run(&s, NULL, NULL, 0, &h, &r) == HONE_OK);
+    CHECK(r.finished && r.epochs_trained == 2 && h.n == 2);
     fprintf(stderr, "mlp: test accuracy %.4f, val %.4f\n", r.test_accuracy, r.best_val_accuracy);
-    EXPECT(r.test_accuracy > 0.65);
-    EXPECT(h.n == 2 && h.e[1].train_loss < h.e[0].train_loss);
+    CHECK(r.test_accuracy > 0.65);
+    CHECK(h.n == 2 && h.e[1].train_loss < h.e[0].train_loss);
 
     /* 2. a small CNN with batch norm trains */
     memset(&h, 0, sizeof(h));
     subset_spec(&s, "cnn", 512, 2);
     s.model.batchnorm = 1;
     s.model.hidden = 32;
-    EXPECT(run(&s, NULL, NULL, 0, &h, &r) == HONE_OK);
+    CHECK(run(&s, NULL, NULL, 0, &h, &r) == HONE_OK);
     fprintf(stderr, "cnn: test accuracy %.4f\n", r.test_accuracy);
-    EXPECT(r.finished && isfinite(r.test_loss) && r.test_accuracy > 0.4);
+    CHECK(r.finished && isfinite(r.test_loss) && r.test_accuracy > 0.4);
 
     /* 3. pause after epoch 1 + resume == uninterrupted, with every stateful feature on */
     subset_spec(&s, "mlp", 1024, 3);
@@ -142,40 +134,40 @@ int main(void)
     s.train.lr = 0.003;
     s.train.warmup_epochs = 1;
     char a[] = "/tmp/hone-train-a-XXXXXX", b[] = "/tmp/hone-train-b-XXXXXX";
-    EXPECT(mkdtemp(a) && mkdtemp(b));
+    CHECK(mkdtemp(a) && mkdtemp(b));
     history ha = {0}, hb = {0};
     hone_train_result ra, rb;
-    EXPECT(run(&s, a, NULL, 0, &ha, &ra) == HONE_OK);
-    EXPECT(run(&s, b, NULL, 1, &hb, &rb) == HONE_OK);
-    EXPECT(!rb.finished && rb.epochs_trained == 1 && hb.n == 1);
+    CHECK(run(&s, a, NULL, 0, &ha, &ra) == HONE_OK);
+    CHECK(run(&s, b, NULL, 1, &hb, &rb) == HONE_OK);
+    CHECK(!rb.finished && rb.epochs_trained == 1 && hb.n == 1);
     char ck[512];
     snprintf(ck, sizeof(ck), "%s/checkpoint.bin", b);
-    EXPECT(run(&s, b, ck, 0, &hb, &rb) == HONE_OK);
-    EXPECT(rb.finished && rb.epochs_trained == 3 && hb.n == 3 && ha.n == 3);
+    CHECK(run(&s, b, ck, 0, &hb, &rb) == HONE_OK);
+    CHECK(rb.finished && rb.epochs_trained == 3 && hb.n == 3 && ha.n == 3);
     for (int i = 0; i < 3 && i < hb.n; i++) {
-        EXPECT(ha.e[i].train_loss == hb.e[i].train_loss);
-        EXPECT(ha.e[i].val_accuracy == hb.e[i].val_accuracy);
-        EXPECT(ha.e[i].lr == hb.e[i].lr);
+        CHECK(ha.e[i].train_loss == hb.e[i].train_loss);
+        CHECK(ha.e[i].val_accuracy == hb.e[i].val_accuracy);
+        CHECK(ha.e[i].lr == hb.e[i].lr);
     }
-    EXPECT(ra.test_accuracy == rb.test_accuracy && ra.test_loss == rb.test_loss);
+    CHECK(ra.test_accuracy == rb.test_accuracy && ra.test_loss == rb.test_loss);
     char pa[512], pb[512];
     unsigned char *ma = NULL, *mb = NULL;
     snprintf(pa, sizeof(pa), "%s/model.bin", a);
     snprintf(pb, sizeof(pb), "%s/model.bin", b);
     long na = read_file(pa, &ma), nb = read_file(pb, &mb);
-    EXPECT(na > 0 && na == nb && memcmp(ma, mb, (size_t)na) == 0);
+    CHECK(na > 0 && na == nb && memcmp(ma, mb, (size_t)na) == 0);
     free(ma);
     free(mb);
 
     /* 4. a checkpoint from another architecture is refused; a corrupt one too */
     hone_train_spec other = s;
     other.model.hidden = 32;
-    EXPECT(run(&other, NULL, ck, 0, &h, &r) == HONE_EINVAL);
+    CHECK(run(&other, NULL, ck, 0, &h, &r) == HONE_EINVAL);
     FILE *f = fopen(ck, "r+b");
     fseek(f, 100, SEEK_SET);
     fputc(0x5a, f);
     fclose(f);
-    EXPECT(run(&s, NULL, ck, 0, &h, &r) == HONE_EPARSE);
+    CHECK(run(&s, NULL, ck, 0, &h, &r) == HONE_EPARSE);
     rm_out(a);
     rm_out(b);
 
@@ -183,8 +175,8 @@ int main(void)
     snprintf(s.data.path, sizeof(s.data.path), "/nonexistent");
     hone_train_opts o = {.spec = &s, .device = "cpu"};
     char err[512] = "";
-    EXPECT(hone_train_run(&o, &r, err, sizeof(err)) == HONE_ENOENT);
-    EXPECT(strstr(err, "/nonexistent/train-images-idx3-ubyte") != NULL);
+    CHECK(hone_train_run(&o, &r, err, sizeof(err)) == HONE_ENOENT);
+    CHECK(strstr(err, "/nonexistent/train-images-idx3-ubyte") != NULL);
 
     if (failures)
         fprintf(stderr, "test_train_run: %d failure(s)\n", failures);

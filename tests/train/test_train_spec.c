@@ -7,15 +7,7 @@
 #include <unistd.h>
 
 #include "train.h"
-
-static int failures;
-#define EXPECT(c)                                                                                  \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #c);                       \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 static void expect_yaml_error(const char *yaml, const char *needle)
 {
@@ -52,26 +44,26 @@ int main(void)
                        "        momentum: 0.8, nesterov: true, weight_decay: 1e-4,\n"
                        "        lr_schedule: step, warmup_epochs: 1, seed: 12345678901}\n"
                        "model: {hidden: 96, dropout: 0.25, batchnorm: yes}\n";
-    EXPECT(hone_train_spec_load_string(&s, flow, strlen(flow), err, sizeof(err)) == HONE_OK);
-    EXPECT(strcmp(s.network, "cnn") == 0 && strcmp(s.data.path, "/data/fm") == 0);
-    EXPECT(s.data.train_limit == 2000 && s.data.val_size == 500 && s.train.epochs == 7);
-    EXPECT(s.train.batch_size == 64 && strcmp(s.train.optimizer, "adamw") == 0);
-    EXPECT(s.train.lr == 0.001 && s.train.momentum == 0.8 && s.train.nesterov == 1);
-    EXPECT(s.train.weight_decay == 1e-4 && strcmp(s.train.lr_schedule, "step") == 0);
-    EXPECT(s.train.warmup_epochs == 1 && s.train.seed == 12345678901ULL);
-    EXPECT(s.model.hidden == 96 && s.model.dropout == 0.25 && s.model.batchnorm == 1);
-    EXPECT(s.model.depth == 1); /* untouched default */
+    CHECK(hone_train_spec_load_string(&s, flow, strlen(flow), err, sizeof(err)) == HONE_OK);
+    CHECK(strcmp(s.network, "cnn") == 0 && strcmp(s.data.path, "/data/fm") == 0);
+    CHECK(s.data.train_limit == 2000 && s.data.val_size == 500 && s.train.epochs == 7);
+    CHECK(s.train.batch_size == 64 && strcmp(s.train.optimizer, "adamw") == 0);
+    CHECK(s.train.lr == 0.001 && s.train.momentum == 0.8 && s.train.nesterov == 1);
+    CHECK(s.train.weight_decay == 1e-4 && strcmp(s.train.lr_schedule, "step") == 0);
+    CHECK(s.train.warmup_epochs == 1 && s.train.seed == 12345678901ULL);
+    CHECK(s.model.hidden == 96 && s.model.dropout == 0.25 && s.model.batchnorm == 1);
+    CHECK(s.model.depth == 1); /* untouched default */
 
     const char *block = "train:\n  lr: 0.2\n  epochs: 3\nmodel:\n  depth: 2\n";
-    EXPECT(hone_train_spec_load_string(&s, block, strlen(block), err, sizeof(err)) == HONE_OK);
-    EXPECT(s.train.lr == 0.2 && s.train.epochs == 3 && s.model.depth == 2);
-    EXPECT(s.train.batch_size == 64); /* layered over the previous document */
+    CHECK(hone_train_spec_load_string(&s, block, strlen(block), err, sizeof(err)) == HONE_OK);
+    CHECK(s.train.lr == 0.2 && s.train.epochs == 3 && s.model.depth == 2);
+    CHECK(s.train.batch_size == 64); /* layered over the previous document */
 
-    EXPECT(hone_train_spec_set(&s, "train.lr=0.01", err, sizeof(err)) == HONE_OK);
-    EXPECT(s.train.lr == 0.01);
-    EXPECT(hone_train_spec_set(&s, "model.batchnorm=false", err, sizeof(err)) == HONE_OK);
-    EXPECT(s.model.batchnorm == 0);
-    EXPECT(hone_train_spec_set(&s, "network=mlp", err, sizeof(err)) == HONE_OK);
+    CHECK(hone_train_spec_set(&s, "train.lr=0.01", err, sizeof(err)) == HONE_OK);
+    CHECK(s.train.lr == 0.01);
+    CHECK(hone_train_spec_set(&s, "model.batchnorm=false", err, sizeof(err)) == HONE_OK);
+    CHECK(s.model.batchnorm == 0);
+    CHECK(hone_train_spec_set(&s, "network=mlp", err, sizeof(err)) == HONE_OK);
 
     expect_yaml_error("train: {lr: fast}\n", "train.lr: expected a number");
     expect_yaml_error("train: {learning_rate: 0.1}\n", "train.learning_rate: unknown key");
@@ -95,15 +87,14 @@ int main(void)
     char path[] = "/tmp/hone-spec-XXXXXX";
     int fd = mkstemp(path);
     FILE *f = fdopen(fd, "w");
-    EXPECT(hone_train_spec_write(&s, f) == HONE_OK);
+    CHECK(hone_train_spec_write(&s, f) == HONE_OK);
     fclose(f);
     hone_train_spec t;
     hone_train_spec_defaults(&t);
-    EXPECT(hone_train_spec_load_file(&t, path, err, sizeof(err)) == HONE_OK);
-    EXPECT(memcmp(&s, &t, sizeof(s)) == 0);
+    CHECK(hone_train_spec_load_file(&t, path, err, sizeof(err)) == HONE_OK);
+    CHECK(memcmp(&s, &t, sizeof(s)) == 0);
     unlink(path);
-    EXPECT(hone_train_spec_load_file(&t, "/nonexistent/spec.yaml", err, sizeof(err)) ==
-           HONE_ENOENT);
+    CHECK(hone_train_spec_load_file(&t, "/nonexistent/spec.yaml", err, sizeof(err)) == HONE_ENOENT);
 
     /* string values: control characters and invalid UTF-8 are refused at set time, naming the
      * key (they would otherwise be written as YAML that does not load back) */
@@ -126,8 +117,8 @@ int main(void)
         hone_train_spec u;
         hone_train_spec_defaults(&u);
         strcpy(u.data.path, "/keep");
-        EXPECT(hone_train_spec_set(&u, "data.path=/bad\x1b[0m", err, sizeof(err)) == HONE_EPARSE);
-        EXPECT(strcmp(u.data.path, "/keep") == 0); /* a refused value leaves the old one */
+        CHECK(hone_train_spec_set(&u, "data.path=/bad\x1b[0m", err, sizeof(err)) == HONE_EPARSE);
+        CHECK(strcmp(u.data.path, "/keep") == 0); /* a refused value leaves the old one */
     }
 
     /* non-ASCII UTF-8 paths are fine and round-trip byte for byte */
@@ -137,22 +128,22 @@ int main(void)
         char set[256];
         snprintf(set, sizeof set, "data.path=%s", utf);
         hone_train_spec_defaults(&s);
-        EXPECT(hone_train_spec_set(&s, set, err, sizeof(err)) == HONE_OK);
+        CHECK(hone_train_spec_set(&s, set, err, sizeof(err)) == HONE_OK);
         char *buf = NULL;
         size_t len = 0;
         FILE *m = open_memstream(&buf, &len);
-        EXPECT(hone_train_spec_write(&s, m) == HONE_OK);
+        CHECK(hone_train_spec_write(&s, m) == HONE_OK);
         fclose(m);
         hone_train_spec t2;
         hone_train_spec_defaults(&t2);
-        EXPECT(hone_train_spec_load_string(&t2, buf, len, err, sizeof(err)) == HONE_OK);
-        EXPECT(strcmp(t2.data.path, utf) == 0);
+        CHECK(hone_train_spec_load_string(&t2, buf, len, err, sizeof(err)) == HONE_OK);
+        CHECK(strcmp(t2.data.path, utf) == 0);
         char *buf2 = NULL;
         size_t len2 = 0;
         m = open_memstream(&buf2, &len2);
-        EXPECT(hone_train_spec_write(&t2, m) == HONE_OK);
+        CHECK(hone_train_spec_write(&t2, m) == HONE_OK);
         fclose(m);
-        EXPECT(len == len2 && memcmp(buf, buf2, len) == 0); /* and writes out the same again */
+        CHECK(len == len2 && memcmp(buf, buf2, len) == 0); /* and writes out the same again */
         free(buf);
         free(buf2);
     }
@@ -166,27 +157,27 @@ int main(void)
         char *buf = NULL;
         size_t len = 0;
         FILE *m = open_memstream(&buf, &len);
-        EXPECT(hone_train_spec_write(&s, m) == HONE_OK);
+        CHECK(hone_train_spec_write(&s, m) == HONE_OK);
         fclose(m);
-        EXPECT(strstr(buf, "path: \"/a\\x01\\\"\\x7F\\x85\\uFFFE\"\n") != NULL);
+        CHECK(strstr(buf, "path: \"/a\\x01\\\"\\x7F\\x85\\uFFFE\"\n") != NULL);
         hone_train_spec t2;
         hone_train_spec_defaults(&t2);
         err[0] = 0;
-        EXPECT(hone_train_spec_load_string(&t2, buf, len, err, sizeof(err)) == HONE_EPARSE);
-        EXPECT(strstr(err, "data.path: control character U+0001") != NULL);
+        CHECK(hone_train_spec_load_string(&t2, buf, len, err, sizeof(err)) == HONE_EPARSE);
+        CHECK(strstr(err, "data.path: control character U+0001") != NULL);
         free(buf);
         strcpy(s.data.path, "/a\xff");
         buf = NULL;
         m = open_memstream(&buf, &len);
-        EXPECT(hone_train_spec_write(&s, m) == HONE_EINVAL);
+        CHECK(hone_train_spec_write(&s, m) == HONE_EINVAL);
         fclose(m);
         free(buf);
     }
 
     hone_train_spec_defaults(&s);
     hone_train_spec_set(&s, "train.min_lr=1", err, sizeof(err));
-    EXPECT(hone_train_spec_validate(&s, err, sizeof(err)) == HONE_EPARSE);
-    EXPECT(strstr(err, "train.min_lr") != NULL);
+    CHECK(hone_train_spec_validate(&s, err, sizeof(err)) == HONE_EPARSE);
+    CHECK(strstr(err, "train.min_lr") != NULL);
     if (failures)
         fprintf(stderr, "test_train_spec: %d failure(s)\n", failures);
     return failures != 0;

@@ -166,8 +166,9 @@ struct hone_http_server {
     hone_http_stats stats;
     hone_http_conn *conns;
     /* Every read lands here: libuv reads one stream at a time and each read is fed to the parser
-     * (which copies what it keeps) before the next, so connections need no buffer of their own. */
-    char rbuf[65536];
+     * (which copies what it keeps) before the next, so connections need no buffer of their own.
+     * 16 KiB: one read is the most an upload can overshoot its memory bound by (upload.c). */
+    char rbuf[16384];
     /* fair.c */
     int nlive, nreserve;
     http_conn_list classes[HTTP_CLASS_N];

@@ -146,14 +146,11 @@ static void done(sqlite3_stmt *st, int cached)
     }
 }
 
-int db_run(ctl_db *db, const char *sql, const char *types, ...)
+static int run_v(ctl_db *db, const char *sql, const char *types, va_list ap)
 {
     sqlite3_stmt *st = NULL;
     int cached = 0;
-    va_list ap;
-    va_start(ap, types);
     int rc = prep(db, &st, &cached, sql, types, ap);
-    va_end(ap);
     if (rc)
         return rc;
     rc = sqlite3_step(st);
@@ -164,6 +161,24 @@ int db_run(ctl_db *db, const char *sql, const char *types, ...)
     }
     done(st, cached);
     return sqlite3_changes(db->h);
+}
+
+int db_run(ctl_db *db, const char *sql, const char *types, ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    int rc = run_v(db, sql, types, ap);
+    va_end(ap);
+    return rc;
+}
+
+int db_exec(ctl_db *db, const char *sql, const char *types, ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    int rc = run_v(db, sql, types, ap);
+    va_end(ap);
+    return rc < 0 ? HONE_ESQL : HONE_OK;
 }
 
 static json_t *row_json(sqlite3_stmt *st)

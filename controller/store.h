@@ -32,6 +32,8 @@ int db_savepoint_release(ctl_db *db); /* its changes join the open transaction *
 void db_savepoint_undo(ctl_db *db);   /* its changes are dropped (rolled back to, then released) */
 /* Runs one statement; returns the number of changed rows (>= 0) or HONE_ESQL. */
 int db_run(ctl_db *db, const char *sql, const char *types, ...);
+/* Same, for a statement whose changed-row count does not matter: HONE_OK or HONE_ESQL. */
+int db_exec(ctl_db *db, const char *sql, const char *types, ...);
 /* First row as a JSON object {column: value} (TEXT -> string, INTEGER -> integer, REAL -> real,
  * NULL -> null); HONE_ENOENT when no row. */
 int db_row(ctl_db *db, json_t **out, const char *sql, const char *types, ...);

@@ -6,12 +6,10 @@ int store_dataset_insert(ctl_db *db, const char *id, const char *name, const cha
                          const char *format, const char *path, const char *description,
                          const char *stats, double now)
 {
-    return db_run(db,
-                  "INSERT INTO datasets(id,name,type,format,path,description,stats,created) "
-                  "VALUES(?,?,?,?,?,?,?,?)",
-                  "sssssssd", id, name, type, format, path, description, stats, now) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db,
+                   "INSERT INTO datasets(id,name,type,format,path,description,stats,created) "
+                   "VALUES(?,?,?,?,?,?,?,?)",
+                   "sssssssd", id, name, type, format, path, description, stats, now);
 }
 
 int store_dataset_get(ctl_db *db, const char *id, json_t **row)

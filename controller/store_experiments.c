@@ -8,13 +8,11 @@ int store_experiment_insert(ctl_db *db, const char *id, const char *name, const 
                             const char *metric, const char *specs, const char *automl_settings,
                             const char *description, double now)
 {
-    return db_run(db,
-                  "INSERT INTO experiments(id,name,network,train_datasets,eval_dataset,metric,"
-                  "specs,automl_settings,description,created) VALUES(?,?,?,?,?,?,?,?,?,?)",
-                  "sssssssssd", id, name, network, train_datasets, eval_dataset, metric, specs,
-                  automl_settings, description, now) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db,
+                   "INSERT INTO experiments(id,name,network,train_datasets,eval_dataset,metric,"
+                   "specs,automl_settings,description,created) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                   "sssssssssd", id, name, network, train_datasets, eval_dataset, metric, specs,
+                   automl_settings, description, now);
 }
 
 int store_experiment_update(ctl_db *db, const char *id, const char *name,
@@ -22,13 +20,11 @@ int store_experiment_update(ctl_db *db, const char *id, const char *name,
                             const char *metric, const char *specs, const char *automl_settings,
                             const char *description)
 {
-    return db_run(db,
-                  "UPDATE experiments SET name=?,train_datasets=?,eval_dataset=?,metric=?,"
-                  "specs=?,automl_settings=?,description=? WHERE id=?",
-                  "ssssssss", name, train_datasets, eval_dataset, metric, specs, automl_settings,
-                  description, id) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db,
+                   "UPDATE experiments SET name=?,train_datasets=?,eval_dataset=?,metric=?,"
+                   "specs=?,automl_settings=?,description=? WHERE id=?",
+                   "ssssssss", name, train_datasets, eval_dataset, metric, specs, automl_settings,
+                   description, id);
 }
 
 int store_experiment_get(ctl_db *db, const char *id, json_t **row)
@@ -59,17 +55,13 @@ int store_experiment_delete(ctl_db *db, const char *id)
 /* The role is in the statement's text, not bound: one cached statement per role. */
 int store_experiment_dataset_add(ctl_db *db, const char *id, const char *dataset_id, int eval)
 {
-    return db_run(db,
-                  eval ? "INSERT OR IGNORE INTO experiment_datasets VALUES(?,?,'eval')"
-                       : "INSERT OR IGNORE INTO experiment_datasets VALUES(?,?,'train')",
-                  "ss", id, dataset_id) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db,
+                   eval ? "INSERT OR IGNORE INTO experiment_datasets VALUES(?,?,'eval')"
+                        : "INSERT OR IGNORE INTO experiment_datasets VALUES(?,?,'train')",
+                   "ss", id, dataset_id);
 }
 
 int store_experiment_datasets_clear(ctl_db *db, const char *id)
 {
-    return db_run(db, "DELETE FROM experiment_datasets WHERE experiment_id=?", "s", id) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db, "DELETE FROM experiment_datasets WHERE experiment_id=?", "s", id);
 }

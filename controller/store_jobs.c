@@ -8,13 +8,11 @@
 int store_job_insert(ctl_db *db, const char *id, const char *experiment_id, const char *action,
                      const char *name, const char *specs, int epochs, double now)
 {
-    return db_run(
-               db,
-               "INSERT INTO jobs(id,experiment_id,action,name,status,specs,epochs_target,created,"
-               "queued_at) VALUES(?,?,?,?,'queued',?,?,?,?)",
-               "sssssidd", id, experiment_id, action, name, specs, epochs, now, now) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(
+        db,
+        "INSERT INTO jobs(id,experiment_id,action,name,status,specs,epochs_target,created,"
+        "queued_at) VALUES(?,?,?,?,'queued',?,?,?,?)",
+        "sssssidd", id, experiment_id, action, name, specs, epochs, now, now);
 }
 
 int store_job_get(ctl_db *db, const char *id, json_t **row)
@@ -59,84 +57,68 @@ int store_jobs_count_by_status(ctl_db *db, json_t **rows)
 int store_job_report_epoch(ctl_db *db, const char *id, int epoch, int better, double metric,
                            const char *last, double lease_expires, const char *decision)
 {
-    return db_run(db,
-                  "UPDATE jobs SET epoch=MAX(epoch,?), best_metric=CASE WHEN ? THEN ? ELSE "
-                  "best_metric END, best_epoch=CASE WHEN ? THEN ? ELSE best_epoch END, "
-                  "result=json_set(result,'$.last',json(?)), lease_expires=?, "
-                  "last_decision=? WHERE id=?",
-                  "iidiisdss", epoch, better, metric, better, epoch, last, lease_expires, decision,
-                  id) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db,
+                   "UPDATE jobs SET epoch=MAX(epoch,?), best_metric=CASE WHEN ? THEN ? ELSE "
+                   "best_metric END, best_epoch=CASE WHEN ? THEN ? ELSE best_epoch END, "
+                   "result=json_set(result,'$.last',json(?)), lease_expires=?, "
+                   "last_decision=? WHERE id=?",
+                   "iidiisdss", epoch, better, metric, better, epoch, last, lease_expires, decision,
+                   id);
 }
 
 int store_job_set_decision(ctl_db *db, const char *id, const char *decision)
 {
-    return db_run(db, "UPDATE jobs SET last_decision=? WHERE id=?", "ss", decision, id) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db, "UPDATE jobs SET last_decision=? WHERE id=?", "ss", decision, id);
 }
 
 int store_job_cancel(ctl_db *db, const char *id, double now)
 {
-    return db_run(db, "UPDATE jobs SET status='canceled', finished=? WHERE id=?", "ds", now, id) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db, "UPDATE jobs SET status='canceled', finished=? WHERE id=?", "ds", now, id);
 }
 
 int store_job_request_cancel(ctl_db *db, const char *id)
 {
-    return db_run(db, "UPDATE jobs SET control='cancel' WHERE id=?", "s", id) < 0 ? HONE_ESQL
-                                                                                  : HONE_OK;
+    return db_exec(db, "UPDATE jobs SET control='cancel' WHERE id=?", "s", id);
 }
 
 int store_job_request_pause(ctl_db *db, const char *id)
 {
-    return db_run(db, "UPDATE jobs SET control='pause' WHERE id=?", "s", id) < 0 ? HONE_ESQL
-                                                                                 : HONE_OK;
+    return db_exec(db, "UPDATE jobs SET control='pause' WHERE id=?", "s", id);
 }
 
 int store_job_pause(ctl_db *db, const char *id)
 {
-    return db_run(db, "UPDATE jobs SET status='paused', resume=(epoch>0) WHERE id=?", "s", id) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db, "UPDATE jobs SET status='paused', resume=(epoch>0) WHERE id=?", "s", id);
 }
 
 int store_job_resume(ctl_db *db, const char *id)
 {
-    return db_run(db,
-                  "UPDATE jobs SET status='queued', control=NULL, last_decision=NULL, "
-                  "queued_at=CAST(strftime('%s','now') AS REAL) WHERE id=?",
-                  "s", id) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db,
+                   "UPDATE jobs SET status='queued', control=NULL, last_decision=NULL, "
+                   "queued_at=CAST(strftime('%s','now') AS REAL) WHERE id=?",
+                   "s", id);
 }
 
 int store_job_retry(ctl_db *db, const char *id, double now, const char *log_tail,
                     const char *result)
 {
-    return db_run(db,
-                  "UPDATE jobs SET status='queued', attempts=attempts+1, resume=(epoch>0), "
-                  "worker_id=NULL, lease_expires=NULL, queued_at=?, error=?, log_tail=?, "
-                  "result=? WHERE id=?",
-                  "dssss", now, log_tail, log_tail, result, id) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db,
+                   "UPDATE jobs SET status='queued', attempts=attempts+1, resume=(epoch>0), "
+                   "worker_id=NULL, lease_expires=NULL, queued_at=?, error=?, log_tail=?, "
+                   "result=? WHERE id=?",
+                   "dssss", now, log_tail, log_tail, result, id);
 }
 
 int store_job_end(ctl_db *db, const char *id, const char *status, int stopped_early, double now,
                   int failed, const char *log_tail, const char *result)
 {
-    return db_run(db,
-                  "UPDATE jobs SET status=?, stopped_early=?, worker_id=NULL, lease_expires=NULL, "
-                  "finished=CASE WHEN ?='paused' THEN finished ELSE ? END, resume=(?='paused'), "
-                  "attempts=attempts+?, error=CASE WHEN ? THEN ? ELSE error END, "
-                  "log_tail=COALESCE(?,log_tail), result=? WHERE id=?",
-                  "sisdsiisss"
-                  "s",
-                  status, stopped_early, status, now, status, failed, failed, log_tail, log_tail,
-                  result, id) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db,
+                   "UPDATE jobs SET status=?, stopped_early=?, worker_id=NULL, lease_expires=NULL, "
+                   "finished=CASE WHEN ?='paused' THEN finished ELSE ? END, resume=(?='paused'), "
+                   "attempts=attempts+?, error=CASE WHEN ? THEN ? ELSE error END, "
+                   "log_tail=COALESCE(?,log_tail), result=? WHERE id=?",
+                   "sisdsiisss"
+                   "s",
+                   status, stopped_early, status, now, status, failed, failed, log_tail, log_tail,
+                   result, id);
 }

@@ -15,17 +15,13 @@ int store_lease_grant(ctl_db *db, const char *job_id, const char *worker_id, dou
         return HONE_ESQL;
     if (n != 1)
         return HONE_ESTATE;
-    return db_run(db, "INSERT INTO leases(job_id,worker_id,granted) VALUES(?,?,?)", "ssd", job_id,
-                  worker_id, now) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db, "INSERT INTO leases(job_id,worker_id,granted) VALUES(?,?,?)", "ssd", job_id,
+                   worker_id, now);
 }
 
 int store_lease_extend(ctl_db *db, const char *job_id, double lease_expires)
 {
-    return db_run(db, "UPDATE jobs SET lease_expires=? WHERE id=?", "ds", lease_expires, job_id) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db, "UPDATE jobs SET lease_expires=? WHERE id=?", "ds", lease_expires, job_id);
 }
 
 int store_lease_reattach(ctl_db *db, const char *job_id, const char *worker_id,
@@ -39,24 +35,22 @@ int store_lease_reattach(ctl_db *db, const char *job_id, const char *worker_id,
 
 int store_lease_expire(ctl_db *db, const char *job_id, double now)
 {
-    return db_run(db,
-                  "UPDATE jobs SET status='queued', resume=(epoch>0), worker_id=NULL, "
-                  "lease_expires=NULL, queued_at=? WHERE id=? AND status='running'",
-                  "ds", now, job_id) < 0 ||
-                   db_run(db,
-                          "UPDATE leases SET ended=?, end_reason='expired' WHERE job_id=? AND "
-                          "ended IS NULL",
-                          "ds", now, job_id) < 0
+    return db_exec(db,
+                   "UPDATE jobs SET status='queued', resume=(epoch>0), worker_id=NULL, "
+                   "lease_expires=NULL, queued_at=? WHERE id=? AND status='running'",
+                   "ds", now, job_id) ||
+                   db_exec(db,
+                           "UPDATE leases SET ended=?, end_reason='expired' WHERE job_id=? AND "
+                           "ended IS NULL",
+                           "ds", now, job_id)
                ? HONE_ESQL
                : HONE_OK;
 }
 
 int store_lease_end(ctl_db *db, const char *job_id, double now, const char *reason)
 {
-    return db_run(db, "UPDATE leases SET ended=?, end_reason=? WHERE job_id=? AND ended IS NULL",
-                  "dss", now, reason, job_id) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db, "UPDATE leases SET ended=?, end_reason=? WHERE job_id=? AND ended IS NULL",
+                   "dss", now, reason, job_id);
 }
 
 int store_leases_lapsed(ctl_db *db, double now, json_t **rows)
@@ -69,18 +63,14 @@ int store_leases_lapsed(ctl_db *db, double now, json_t **rows)
 
 int store_leases_extend_all(ctl_db *db, double lease_expires)
 {
-    return db_run(db, "UPDATE jobs SET lease_expires=? WHERE status='running' AND action='train'",
-                  "d", lease_expires) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db, "UPDATE jobs SET lease_expires=? WHERE status='running' AND action='train'",
+                   "d", lease_expires);
 }
 
 int store_leases_cancel_trials(ctl_db *db, const char *automl_id, double now)
 {
-    return db_run(db,
-                  "UPDATE leases SET ended=?, end_reason='canceled' WHERE ended IS NULL AND "
-                  "job_id IN (SELECT id FROM jobs WHERE parent_id=? AND status='running')",
-                  "ds", now, automl_id) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db,
+                   "UPDATE leases SET ended=?, end_reason='canceled' WHERE ended IS NULL AND "
+                   "job_id IN (SELECT id FROM jobs WHERE parent_id=? AND status='running')",
+                   "ds", now, automl_id);
 }

@@ -6,13 +6,11 @@
 int store_trial_insert(ctl_db *db, const char *id, const char *experiment_id, const char *automl_id,
                        const char *name, int trial, const char *config, int epochs, double now)
 {
-    return db_run(db,
-                  "INSERT INTO jobs(id,experiment_id,parent_id,action,name,status,trial,config,"
-                  "epochs_target,created,queued_at) VALUES(?,?,?,'train',?,'queued',?,?,?,?,?)",
-                  "ssssisidd", id, experiment_id, automl_id, name, trial, config, epochs, now,
-                  now) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db,
+                   "INSERT INTO jobs(id,experiment_id,parent_id,action,name,status,trial,config,"
+                   "epochs_target,created,queued_at) VALUES(?,?,?,'train',?,'queued',?,?,?,?,?)",
+                   "ssssisidd", id, experiment_id, automl_id, name, trial, config, epochs, now,
+                   now);
 }
 
 int store_trial_requeue(ctl_db *db, const char *automl_id, int trial, int epochs, double now)
@@ -70,21 +68,17 @@ int store_trials_count_by_status(ctl_db *db, const char *automl_id, json_t **row
 
 int store_trials_cancel(ctl_db *db, const char *automl_id, double now)
 {
-    return db_run(db,
-                  "UPDATE jobs SET status='canceled', finished=?, control='cancel', "
-                  "worker_id=NULL, lease_expires=NULL WHERE parent_id=? AND status IN "
-                  "('queued','paused','running')",
-                  "ds", now, automl_id) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db,
+                   "UPDATE jobs SET status='canceled', finished=?, control='cancel', "
+                   "worker_id=NULL, lease_expires=NULL WHERE parent_id=? AND status IN "
+                   "('queued','paused','running')",
+                   "ds", now, automl_id);
 }
 
 int store_trials_stop_waiting(ctl_db *db, const char *automl_id, double now)
 {
-    return db_run(db,
-                  "UPDATE jobs SET status='stopped', stopped_early=1, finished=? WHERE "
-                  "parent_id=? AND status IN ('paused','queued')",
-                  "ds", now, automl_id) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db,
+                   "UPDATE jobs SET status='stopped', stopped_early=1, finished=? WHERE "
+                   "parent_id=? AND status IN ('paused','queued')",
+                   "ds", now, automl_id);
 }

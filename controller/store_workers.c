@@ -5,12 +5,10 @@
 int store_worker_insert(ctl_db *db, const char *id, const char *name, const char *resources,
                         const char *artifact_dir, double now, const char *secret_hash)
 {
-    return db_run(db,
-                  "INSERT INTO workers(id,name,resources,artifact_dir,registered,last_seen,"
-                  "secret_hash) VALUES(?,?,?,?,?,?,?)",
-                  "ssssdds", id, name, resources, artifact_dir, now, now, secret_hash) < 0
-               ? HONE_ESQL
-               : HONE_OK;
+    return db_exec(db,
+                   "INSERT INTO workers(id,name,resources,artifact_dir,registered,last_seen,"
+                   "secret_hash) VALUES(?,?,?,?,?,?,?)",
+                   "ssssdds", id, name, resources, artifact_dir, now, now, secret_hash);
 }
 
 int store_worker_touch(ctl_db *db, const char *id, double now)

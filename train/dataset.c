@@ -8,15 +8,16 @@
 
 #include "dataset.h"
 
-static int open_idx(const char *dir, const char *stem, hone_idx **out, char *err, size_t errlen)
+static int open_idx(const char *dir, const char *stem, hone_data_idx **out, char *err,
+                    size_t errlen)
 {
     char path[1200];
     snprintf(path, sizeof(path), "%s/%s", dir, stem);
-    int rc = hone_idx_read_file(path, out, err, errlen);
+    int rc = hone_data_idx_read_file(path, out, err, errlen);
     if (rc != HONE_ENOENT)
         return rc;
     snprintf(path, sizeof(path), "%s/%s.gz", dir, stem);
-    rc = hone_idx_read_file(path, out, err, errlen);
+    rc = hone_data_idx_read_file(path, out, err, errlen);
     if (rc == HONE_ENOENT && err)
         snprintf(err, errlen,
                  "data.path: %s/%s[.gz] not found (install dataset-fashion-mnist or set data.path)",
@@ -25,7 +26,8 @@ static int open_idx(const char *dir, const char *stem, hone_idx **out, char *err
 }
 
 /* Reads one images+labels pair into part (first `take` images starting at `from`). */
-static void fill_part(const hone_idx *im, const hone_idx *lb, int from, int take, data_part *p)
+static void fill_part(const hone_data_idx *im, const hone_data_idx *lb, int from, int take,
+                      data_part *p)
 {
     size_t row = im->count / (size_t)im->dims[0];
     p->n = take;
@@ -39,7 +41,7 @@ static void fill_part(const hone_idx *im, const hone_idx *lb, int from, int take
     }
 }
 
-static int check_pair(const hone_idx *im, const hone_idx *lb, const char *what, char *err,
+static int check_pair(const hone_data_idx *im, const hone_data_idx *lb, const char *what, char *err,
                       size_t errlen)
 {
     if (im->ndims != 3 || lb->ndims != 1 || im->dims[0] != lb->dims[0]) {
@@ -53,7 +55,7 @@ static int check_pair(const hone_idx *im, const hone_idx *lb, const char *what, 
 int dataset_load(const hone_train_spec *spec, dataset *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
-    hone_idx *tri = NULL, *trl = NULL, *tei = NULL, *tel = NULL;
+    hone_data_idx *tri = NULL, *trl = NULL, *tei = NULL, *tel = NULL;
     const char *dir = spec->data.path;
     int rc;
     if ((rc = open_idx(dir, "train-images-idx3-ubyte", &tri, err, errlen)) < 0 ||
@@ -112,10 +114,10 @@ int dataset_load(const hone_train_spec *spec, dataset *out, char *err, size_t er
             parts[p]->x[i] = (parts[p]->x[i] - m) * inv;
     rc = HONE_OK;
 fail:
-    hone_idx_free(tri);
-    hone_idx_free(trl);
-    hone_idx_free(tei);
-    hone_idx_free(tel);
+    hone_data_idx_free(tri);
+    hone_data_idx_free(trl);
+    hone_data_idx_free(tei);
+    hone_data_idx_free(tel);
     if (rc < 0)
         dataset_free(out);
     return rc;

@@ -1,7 +1,8 @@
 /* train: the training program behind hone-train as a library: the spec (YAML + dotted overrides),
- * IDX datasets (MNIST, Fashion-MNIST), MLP and CNN networks on the kernels API, checkpoints, and
- * hone_train_run, which trains with a per-epoch callback so tests and benches need no subprocess.
- * hone_trainer_* drive the same training an epoch at a time (backend comparisons, timings).
+ * IDX datasets (MNIST, Fashion-MNIST; the files are read by data/), MLP and CNN networks on the
+ * kernels API, checkpoints, and hone_train_run, which trains with a per-epoch callback so tests and
+ * benches need no subprocess. hone_trainer_* drive the same training an epoch at a time (backend
+ * comparisons, timings).
  */
 #ifndef HONE_TRAIN_H
 #define HONE_TRAIN_H
@@ -10,26 +11,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "data.h"
 #include "hone.h"
 #include "kernels.h"
 #include "spec.h"
-
-/* ------------------------------------------------------------------ IDX files */
-
-typedef struct hone_idx {
-    int type;      /* element type code: 0x08 = uint8 (the only one accepted) */
-    int ndims;     /* 1..4 */
-    int dims[4];   /* each > 0 */
-    size_t count;  /* product of dims */
-    uint8_t *data; /* count bytes, owned */
-} hone_idx;
-
-/* Parses an IDX image/label file held in memory (no gzip). HONE_EPARSE on a bad magic, dims or
- * size; err (may be NULL) receives a one-line reason. Safe on arbitrary bytes (fuzzed). */
-int hone_idx_read_mem(const uint8_t *buf, size_t len, hone_idx **out, char *err, size_t errlen);
-/* Reads a file, gzip-compressed or not. HONE_ENOENT when missing, HONE_EIO, HONE_EPARSE. */
-int hone_idx_read_file(const char *path, hone_idx **out, char *err, size_t errlen);
-void hone_idx_free(hone_idx *idx);
 
 /* ------------------------------------------------------------------ the spec */
 

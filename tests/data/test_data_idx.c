@@ -1,4 +1,4 @@
-/* tests/train/test_train_idx.c: the IDX reader on well-formed files (plain and gzipped) and on
+/* tests/data/test_data_idx.c: the IDX reader on well-formed files (plain and gzipped) and on
  * every kind of corruption: bad magic, type, rank, truncated header, size mismatch, zero and
  * overflowing dimensions. Each must be a clean HONE_EPARSE with a reason, never a crash. */
 #include <stdio.h>
@@ -8,7 +8,7 @@
 
 #include <zlib.h>
 
-#include "train.h"
+#include "data.h"
 #include "check.h"
 
 /* An IDX3 file of n images of r x c bytes with pixel value (i + j) & 0xff. */
@@ -31,9 +31,9 @@ static size_t make_idx3(uint8_t *buf, int n, int r, int c)
 
 static void expect_bad(const uint8_t *buf, size_t len, const char *why)
 {
-    hone_idx *x = (hone_idx *)1;
+    hone_data_idx *x = (hone_data_idx *)1;
     char err[200] = "";
-    int rc = hone_idx_read_mem(buf, len, &x, err, sizeof(err));
+    int rc = hone_data_idx_read_mem(buf, len, &x, err, sizeof(err));
     if (rc != HONE_EPARSE || x != NULL || !err[0]) {
         fprintf(stderr, "corrupt file (%s) accepted: rc %d err '%s'\n", why, rc, err);
         failures++;
@@ -44,18 +44,18 @@ int main(void)
 {
     uint8_t buf[16 + 3 * 4 * 5 + 8];
     size_t len = make_idx3(buf, 3, 4, 5);
-    hone_idx *x = NULL;
+    hone_data_idx *x = NULL;
     char err[200];
-    CHECK(hone_idx_read_mem(buf, len, &x, err, sizeof(err)) == HONE_OK);
+    CHECK(hone_data_idx_read_mem(buf, len, &x, err, sizeof(err)) == HONE_OK);
     CHECK(x && x->ndims == 3 && x->dims[0] == 3 && x->dims[1] == 4 && x->dims[2] == 5);
     CHECK(x && x->count == 60 && x->data[59] == 59);
-    hone_idx_free(x);
+    hone_data_idx_free(x);
 
     /* labels: rank 1 */
     uint8_t lab[8 + 4] = {0, 0, 8, 1, 0, 0, 0, 4, 1, 2, 3, 9};
-    CHECK(hone_idx_read_mem(lab, sizeof(lab), &x, err, sizeof(err)) == HONE_OK);
+    CHECK(hone_data_idx_read_mem(lab, sizeof(lab), &x, err, sizeof(err)) == HONE_OK);
     CHECK(x && x->count == 4 && x->data[3] == 9);
-    hone_idx_free(x);
+    hone_data_idx_free(x);
 
     uint8_t bad[sizeof(buf)];
     memcpy(bad, buf, len);
@@ -91,15 +91,15 @@ int main(void)
     FILE *f = fopen(path, "wb");
     fwrite(buf, 1, len, f);
     fclose(f);
-    CHECK(hone_idx_read_file(path, &x, err, sizeof(err)) == HONE_OK && x->count == 60);
-    hone_idx_free(x);
+    CHECK(hone_data_idx_read_file(path, &x, err, sizeof(err)) == HONE_OK && x->count == 60);
+    hone_data_idx_free(x);
     unlink(path);
     snprintf(path, sizeof(path), "%s/packed.gz", dir);
     gzFile gz = gzopen(path, "wb");
     gzwrite(gz, buf, (unsigned)len);
     gzclose(gz);
-    CHECK(hone_idx_read_file(path, &x, err, sizeof(err)) == HONE_OK && x->data[10] == 10);
-    hone_idx_free(x);
+    CHECK(hone_data_idx_read_file(path, &x, err, sizeof(err)) == HONE_OK && x->data[10] == 10);
+    hone_data_idx_free(x);
     /* cut the gzip stream in half */
     f = fopen(path, "rb");
     uint8_t z[512];
@@ -108,13 +108,13 @@ int main(void)
     f = fopen(path, "wb");
     fwrite(z, 1, zn / 2, f);
     fclose(f);
-    CHECK(hone_idx_read_file(path, &x, err, sizeof(err)) < 0 && x == NULL);
+    CHECK(hone_data_idx_read_file(path, &x, err, sizeof(err)) < 0 && x == NULL);
     unlink(path);
     snprintf(path, sizeof(path), "%s/missing", dir);
-    CHECK(hone_idx_read_file(path, &x, err, sizeof(err)) == HONE_ENOENT);
+    CHECK(hone_data_idx_read_file(path, &x, err, sizeof(err)) == HONE_ENOENT);
     CHECK(strstr(err, "missing") != NULL);
     rmdir(dir);
     if (failures)
-        fprintf(stderr, "test_train_idx: %d failure(s)\n", failures);
+        fprintf(stderr, "test_data_idx: %d failure(s)\n", failures);
     return failures != 0;
 }

@@ -1,14 +1,15 @@
-/* train/idx.c: IDX file reader (the MNIST family's format): a strict parser over memory that must
+/* data/idx.c: IDX file reader (the MNIST family's format): a strict parser over memory that must
  * never crash on hostile bytes (it is fuzzed), and a file loader that inflates gzip when present.
  * Format: 0x00 0x00 type ndims, then ndims big-endian uint32 dims, then the elements. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <zlib.h>
 
-#include "train.h"
+#include "data.h"
 
 #define IDX_MAX_BYTES ((size_t)1 << 31) /* 2 GiB: more than any dataset this reads */
 
@@ -23,7 +24,8 @@ static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
     return code;
 }
 
-int hone_idx_read_mem(const uint8_t *buf, size_t len, hone_idx **out, char *err, size_t errlen)
+int hone_data_idx_read_mem(const uint8_t *buf, size_t len, hone_data_idx **out, char *err,
+                           size_t errlen)
 {
     *out = NULL;
     if (!buf || len < 4)
@@ -38,7 +40,7 @@ int hone_idx_read_mem(const uint8_t *buf, size_t len, hone_idx **out, char *err,
         return fail(err, errlen, HONE_EPARSE, "idx: %d dimensions unsupported (1..4)", nd);
     if (len < 4 + 4 * (size_t)nd)
         return fail(err, errlen, HONE_EPARSE, "idx: truncated header");
-    hone_idx *x = hone_xcalloc(1, sizeof(*x));
+    hone_data_idx *x = hone_xcalloc(1, sizeof(*x));
     x->type = buf[2];
     x->ndims = nd;
     size_t count = 1;
@@ -69,7 +71,7 @@ int hone_idx_read_mem(const uint8_t *buf, size_t len, hone_idx **out, char *err,
     return HONE_OK;
 }
 
-int hone_idx_read_file(const char *path, hone_idx **out, char *err, size_t errlen)
+int hone_data_idx_read_file(const char *path, hone_data_idx **out, char *err, size_t errlen)
 {
     *out = NULL;
     gzFile f = gzopen(path, "rb");
@@ -100,7 +102,7 @@ int hone_idx_read_file(const char *path, hone_idx **out, char *err, size_t errle
             break;
         len += (size_t)n;
     }
-    rc = hone_idx_read_mem(buf, len, out, err, errlen);
+    rc = hone_data_idx_read_mem(buf, len, out, err, errlen);
     if (rc < 0 && err && errlen) {
         char tmp[256];
         snprintf(tmp, sizeof(tmp), "%s", err);
@@ -112,7 +114,7 @@ fail:
     return rc;
 }
 
-void hone_idx_free(hone_idx *idx)
+void hone_data_idx_free(hone_data_idx *idx)
 {
     if (!idx)
         return;

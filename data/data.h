@@ -1,5 +1,5 @@
 /* data: the dataset formats in one place: IDX files (MNIST family), JPEG and PNG decoding and
- * resizing; image folders and the packed dataset file join it. Used by hone-train to load data, by
+ * resizing, image-folder datasets and the packed dataset file. Used by hone-train to load data, by
  * the controller to check datasets at create time, by hone-pack (and the convert job) to pack them.
  * Pure library: files and memory only; no HTTP, no SQLite, no kernels. Every function that can
  * fail returns 0 or a negative HONE_E* code and writes a one-line reason naming the file to err. */
@@ -123,5 +123,154 @@ void hone_data_image_free(hone_data_image *img);
  * to source coordinate (i + 0.5) * s - 0.5. Results are rounded to nearest. The aspect ratio is
  * not kept (the image is stretched to dw x dh). Sides must be >= 1. */
 void hone_data_resize(const uint8_t *src, int sw, int sh, int c, uint8_t *dst, int dw, int dh);
+
+/* ------------------------------------------------------------------ image folders */
+
+/* An image-folder dataset, walked and checked by hone_data_folder_open. Layouts:
+ *   <root>/<class>/<image>                  one split, "train"
+ *   <root>/train/<class>/<image>            with <root>/val/<class>/... and/or
+ *                                           <root>/test/<class>/... beside it (both optional)
+ * Rules (the first broken one is the error, naming the file or folder):
+ * - classes are the folders of a split, sorted by name (bytewise, as Python's sorted()): class i
+ *   is the i-th name. val/ and test/ must hold exactly train/'s classes. No classes, an empty
+ *   class, more than HONE_DATA_MAX_CLASSES, or a name that is not printable UTF-8 (or longer than
+ *   255 bytes) is refused; so is a folder inside a class folder.
+ * - images are files named *.png, *.jpg or *.jpeg (any case), decoded by their content; other
+ *   image extensions (bmp gif tif tiff webp pgm ppm pbm pnm heic avif) are refused as
+ *   unsupported; every other file (README, .csv, ...) is skipped and counted; names starting with
+ *   '.' are ignored. In the split layout, plain files beside train/ are skipped and any other
+ *   folder is refused.
+ * - the header of every image is read (hone_data_image_probe: format, size, channels, the
+ *   limits, CMYK); with opts.decode every image is decoded whole as well (slower; a file cut
+ *   short after its header is only caught this way, or when it is packed).
+ * - a symlink may point anywhere inside the root; one that resolves outside it, dangles or loops
+ *   is refused. Anything but a regular file or folder (a fifo, a device) is refused.
+ * Images are kept in order: split (train, val, test), class, file name (bytewise). */
+
+#define HONE_DATA_MAX_CLASSES 65536
+
+enum { HONE_DATA_TRAIN = 0, HONE_DATA_VAL = 1, HONE_DATA_TEST = 2, HONE_DATA_NSPLITS = 3 };
+
+/* "train", "val", "test". */
+const char *hone_data_split_name(int split);
+
+typedef struct hone_data_folder hone_data_folder;
+
+typedef struct hone_data_folder_opts {
+    const hone_data_limits *limits; /* NULL: the defaults */
+    int decode;                     /* 1: decode every image whole, not only its header */
+} hone_data_folder_opts;
+
+/* What the walk found. */
+typedef struct hone_data_folder_stats {
+    int split_layout; /* 1: <root>/train/... ; 0: <root>/<class>/... */
+    int classes;      /* class count (the same in every split present) */
+    size_t images;    /* in all splits */
+    size_t split_images[HONE_DATA_NSPLITS];
+    size_t png, jpeg;    /* images by format */
+    size_t grey, colour; /* images by native channels (1 or 3) */
+    int min_width, min_height, max_width, max_height;
+    size_t skipped; /* files skipped as not images */
+} hone_data_folder_stats;
+
+/* Walks and checks root (opts may be NULL). HONE_ENOENT when root is missing, HONE_EPARSE,
+ * HONE_ENOTSUP, HONE_ELIMIT with err naming the offending path. */
+int hone_data_folder_open(const char *root, const hone_data_folder_opts *opts,
+                          hone_data_folder **out, char *err, size_t errlen);
+void hone_data_folder_free(hone_data_folder *f);
+void hone_data_folder_get_stats(const hone_data_folder *f, hone_data_folder_stats *st);
+/* Class i's name (0 <= i < classes); borrowed from f. */
+const char *hone_data_folder_class_name(const hone_data_folder *f, int i);
+/* Images of a class in a split. */
+size_t hone_data_folder_class_images(const hone_data_folder *f, int split, int cls);
+/* The first skipped file (NULL when none): a hint for the user; borrowed. */
+const char *hone_data_folder_skipped_example(const hone_data_folder *f);
+/* Image i in the order above: its path (borrowed), split and class. */
+const char *hone_data_folder_image(const hone_data_folder *f, size_t i, int *split, int *cls);
+
+/* ------------------------------------------------------------------ the packed dataset file */
+
+/* A packed dataset: every image decoded once, resized to one size and stored as uint8 pixels
+ * that training maps into memory. Version 1, little-endian, sections 64-byte aligned:
+ *
+ *   offset size  field
+ *        0    8  magic "HONEPAK\0"
+ *        8    4  version (1)
+ *       12    4  header_bytes: the header with its class map, a multiple of 64 (pixels start here)
+ *       16    8  n: images
+ *       24    4  height      28  4  width      32  4  channels (1 or 3)      36  4  classes
+ *       40   24  images per split: train, val, test (3 x u64, summing to n; the images are
+ *                stored in that order, so the counts are the split markers)
+ *       64    8  pixel_offset (= header_bytes)
+ *       72    8  label_offset: pixel_offset + n*h*w*c rounded up to 64
+ *       80    8  payload_bytes: file size - header_bytes
+ *       88    4  payload_crc: CRC-32 (zlib's crc32, the PNG/gzip polynomial) of the payload,
+ *                every byte from header_bytes to the end of the file
+ *       92    4  header_crc: CRC-32 of bytes [0, header_bytes) with this field zero
+ *       96   32  zero (reserved)
+ *      128       class map: per class a u16 length and that many bytes of UTF-8 (class i is
+ *                label i), then zeros up to header_bytes
+ *   pixel_offset pixels: n images of h*w*c bytes, rows top to bottom, HWC
+ *   label_offset labels: n int32 class indices (0 <= label < classes); the file ends here.
+ *
+ * The writer fills a temp file beside the target and renames it into place once complete, so a
+ * packed file at its name is whole. The reader maps it and refuses a file that is truncated, or
+ * whose header or payload checksum does not match, with a message naming the file. */
+
+typedef struct hone_data_pack_info {
+    uint64_t n;
+    int height, width, channels, classes;
+    uint64_t split[HONE_DATA_NSPLITS]; /* images per split, stored in split order */
+} hone_data_pack_info;
+
+typedef struct hone_data_pack_writer hone_data_pack_writer;
+
+/* Creates a temp file beside path (its size fixed by info) for images to be put into.
+ * class_names: info->classes printable UTF-8 names of at most 255 bytes (copied). */
+int hone_data_pack_writer_new(const char *path, const hone_data_pack_info *info,
+                              const char *const *class_names, hone_data_pack_writer **out,
+                              char *err, size_t errlen);
+/* Stores image i (h*w*c bytes) and its label. Thread-safe for distinct i (positioned writes). */
+int hone_data_pack_writer_put(hone_data_pack_writer *w, uint64_t i, const uint8_t *pixels,
+                              int32_t label, char *err, size_t errlen);
+/* Once every image is in: the labels, the checksums and the header; fsync; renamed into place.
+ * HONE_ESTATE when an image is missing. */
+int hone_data_pack_writer_finish(hone_data_pack_writer *w, char *err, size_t errlen);
+/* Frees the writer; before a successful finish it removes the temp file. */
+void hone_data_pack_writer_free(hone_data_pack_writer *w);
+
+typedef struct hone_data_pack hone_data_pack;
+
+#define HONE_DATA_PACK_NO_VERIFY 1 /* hone_data_pack_open: skip the payload checksum */
+
+/* Maps path read-only and checks it (header, sizes, class map, labels, and unless flags say
+ * HONE_DATA_PACK_NO_VERIFY the payload checksum). HONE_EPARSE naming the file when it is not
+ * a packed dataset, truncated or corrupt; HONE_ENOTSUP for another version. */
+int hone_data_pack_open(const char *path, int flags, hone_data_pack **out, char *err,
+                        size_t errlen);
+void hone_data_pack_free(hone_data_pack *p);
+void hone_data_pack_get_info(const hone_data_pack *p, hone_data_pack_info *info);
+/* n*h*w*c bytes and n labels, mapped (valid until hone_data_pack_free). */
+const uint8_t *hone_data_pack_pixels(const hone_data_pack *p);
+const int32_t *hone_data_pack_labels(const hone_data_pack *p);
+const char *hone_data_pack_class_name(const hone_data_pack *p, int i); /* borrowed */
+
+/* Packing an image folder: every image decoded, converted to `channels` and resized to
+ * width x height (hone_data_resize), on `threads` threads (0: every core). progress, when set,
+ * is called from the calling thread about every 200 ms and at the end. The first image that
+ * fails stops the packing with its error, and no file is left behind. */
+typedef void (*hone_data_progress_cb)(uint64_t done, uint64_t total, void *user);
+
+typedef struct hone_data_pack_opts {
+    int width, height;
+    int channels; /* 1 or 3; 0: 1 when every image is grey, else 3 */
+    int threads;
+    const hone_data_limits *limits; /* NULL: the defaults */
+    hone_data_progress_cb progress;
+    void *user;
+} hone_data_pack_opts;
+
+int hone_data_folder_pack(const hone_data_folder *f, const char *path, const hone_data_pack_opts *o,
+                          char *err, size_t errlen);
 
 #endif

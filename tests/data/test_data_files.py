@@ -10,8 +10,12 @@
   file where Pillow refuses them; skipped when none are installed;
 - resizing against Pillow: BOX when shrinking, BILINEAR when growing, within 1 level (Pillow
   rounds to uint8 between its two passes, data/ does not);
-- broken files (cut short, bad CRC, wrong magic, CMYK, GIF, empty) give the named error.
-Usage: test_data_files.py DATA_TOOL
+- broken files (cut short, bad CRC, wrong magic, CMYK, GIF, empty) give the named error;
+- hone-pack: the PNG folder packed at 28x28 grey holds exactly the IDX pixels and labels (read
+  here from the format as data/data.h documents it, checksums included), the JPEG folder packed
+  at 28x28 RGB exactly Pillow's pixels; a packed file cut short, with a flipped byte or a wrong
+  magic is refused by name.
+Usage: test_data_files.py DATA_TOOL HONE_PACK
 """
 import os
 import warnings
@@ -31,7 +35,7 @@ warnings.filterwarnings("ignore")  # Pillow on palette + tRNS files: not ours to
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fmnist_folder  # noqa: E402
 
-TOOL = sys.argv[1]
+TOOL, PACK = sys.argv[1], sys.argv[2]
 failures = []
 HONE_EPARSE, HONE_ENOTSUP, HONE_ELIMIT = -6, -8, -11
 
@@ -330,6 +334,81 @@ def check_resize(paths):
     print("resize: %d images, within %d of the references" % (len(paths), worst))
 
 
+def read_pack(path):
+    """The packed file as data/data.h documents it; asserts the checksums and offsets."""
+    b = open(path, "rb").read()
+    assert b[:8] == b"HONEPAK\0", "magic"
+    version, hb = struct.unpack_from("<II", b, 8)
+    n, h, w, c, classes = struct.unpack_from("<QIIII", b, 16)
+    split = struct.unpack_from("<3Q", b, 40)
+    po, lo, pb, pcrc, hcrc = struct.unpack_from("<QQQII", b, 64)
+    assert version == 1 and hb % 64 == 0 and po == hb and sum(split) == n
+    assert lo == (po + n * h * w * c + 63) // 64 * 64 and len(b) == lo + 4 * n and pb == len(b) - hb
+    assert zlib.crc32(b[hb:]) == pcrc, "payload crc"
+    assert zlib.crc32(b[:92] + b"\0\0\0\0" + b[96:hb]) == hcrc, "header crc"
+    names, off = [], 128
+    for _ in range(classes):
+        (ln,) = struct.unpack_from("<H", b, off)
+        names.append(b[off + 2:off + 2 + ln].decode())
+        off += 2 + ln
+    labels = struct.unpack_from("<%di" % n, b, lo)
+    return dict(n=n, h=h, w=w, c=c, split=split, names=names, labels=labels,
+                pixels=b[po:po + n * h * w * c])
+
+
+def check_pack(fm, tmp, pngs, jpgs):
+    out = os.path.join(tmp, "png.pack")
+    subprocess.run([PACK, os.path.join(tmp, "png"), out, "--size", "28x28", "--grey", "--quiet"],
+                   check=True, stdout=subprocess.DEVNULL)
+    pk = read_pack(out)
+    want_order = [e for s in ("train", "val") for e in
+                  sorted(pngs[s], key=lambda e: (fmnist_folder.CLASSES[e[2]], e[0]))]
+    (_, h, w), trpx = fmnist_folder.read_idx(fm, "train-images-idx3-ubyte")
+    _, tepx = fmnist_folder.read_idx(fm, "t10k-images-idx3-ubyte")
+    size, bad = h * w, 0
+    for k, (path, i, y) in enumerate(want_order):
+        src = trpx if k < pk["split"][0] else tepx
+        if pk["pixels"][k * size:(k + 1) * size] != src[i * size:(i + 1) * size] or \
+                pk["names"][pk["labels"][k]] != fmnist_folder.CLASSES[y]:
+            bad += 1
+    if (pk["n"], pk["h"], pk["w"], pk["c"]) != (len(want_order), 28, 28, 1) or bad or \
+            pk["split"] != (len(pngs["train"]), len(pngs["val"]), 0) or \
+            pk["names"] != sorted(fmnist_folder.CLASSES):
+        fail("PNG folder packed at 28x28 grey: %d of %d images differ from the IDX files, "
+             "header %s" % (bad, len(want_order), {k: pk[k] for k in ("n", "h", "w", "c")}))
+    else:
+        print("pack: %d PNG images at 28x28 grey equal the IDX pixels and labels exactly"
+              % pk["n"])
+    out2 = os.path.join(tmp, "jpg.pack")
+    subprocess.run([PACK, os.path.join(tmp, "jpg"), out2, "--size", "28x28", "--quiet"],
+                   check=True, stdout=subprocess.DEVNULL)
+    pk = read_pack(out2)
+    order = [e for s in ("train", "val") for e in
+             sorted(jpgs[s], key=lambda e: (fmnist_folder.CLASSES[e[2]], e[0]))]
+    bad = sum(pk["pixels"][k * 28 * 28 * 3:(k + 1) * 28 * 28 * 3] !=
+              Image.open(p).convert("RGB").tobytes() for k, (p, _, _) in enumerate(order))
+    if pk["c"] != 3 or bad:
+        fail("JPEG folder packed at 28x28 RGB: %d images differ from Pillow" % bad)
+    else:
+        print("pack: %d JPEG images at 28x28 RGB equal Pillow's pixels exactly" % pk["n"])
+    # broken packed files: refused by name
+    data = open(out, "rb").read()
+    for name, b, words in (("cut.pack", data[:len(data) - 100], "truncated"),
+                           ("flip.pack", data[:5000] + bytes([data[5000] ^ 1]) + data[5001:],
+                            "payload checksum"),
+                           ("head.pack", data[:20] + bytes([data[20] ^ 1]) + data[21:],
+                            "header checksum"),
+                           ("magic.pack", b"HONEPAQ\0" + data[8:], "wrong magic")):
+        p = os.path.join(tmp, name)
+        open(p, "wb").write(b)
+        r = subprocess.run([PACK, "--verify", p], capture_output=True, text=True)
+        if r.returncode == 0 or p not in r.stderr or words not in r.stderr:
+            fail("hone-pack --verify %s: rc %d, %r (want %r)" % (name, r.returncode, r.stderr,
+                                                                  words))
+        else:
+            print("  refused as it should: %s" % r.stderr.strip())
+
+
 def main():
     fm = fmnist_folder.find_fmnist()
     with tempfile.TemporaryDirectory(prefix="hone-data-files-") as tmp:
@@ -349,6 +428,7 @@ def main():
             print("fashion-mnist JPEG (RGB): %d of %d exact" % (compare(jp), len(jp)))
             print("fashion-mnist JPEG as grey: %d of %d exact" % (compare(jp, 1), len(jp)))
             check_resize(pp[:3] + jp[:3] + [p for p in variants if "rgb8" in p])
+            check_pack(fm, tmp, pngs, jpgs)
         else:
             print("SKIP part: no Fashion-MNIST (apt-get install dataset-fashion-mnist)")
         photos = sorted(os.path.join(d, f) for d in photo_dirs() for f in os.listdir(d)

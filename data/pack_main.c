@@ -1,0 +1,149 @@
+/* data/pack_main.c: hone-pack, an image folder to a packed dataset file (and --verify, which
+ * checks one and prints what it holds). A shell over data/: the checks, the packing and the
+ * messages are the library's; this file parses arguments and prints. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "data.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: hone-pack FOLDER OUT --size WxH [--grey | --rgb] [--threads N] [--quiet]\n"
+               "       hone-pack --verify FILE\n"
+               "FOLDER is <root>/<class>/<image> or <root>/train|val|test/<class>/<image>\n"
+               "(PNG and JPEG). Every image is decoded, resized to WxH (area when shrinking,\n"
+               "bilinear when growing) and written to OUT, a packed dataset file (data/data.h).\n"
+               "Channels: 1 when every image is grey, else 3, unless --grey or --rgb.\n"
+               "--threads: 0 (the default) uses every core.\n");
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+typedef struct progress {
+    double t0;
+    int quiet;
+} progress;
+
+static void on_progress(uint64_t done, uint64_t total, void *user)
+{
+    progress *p = user;
+    if (p->quiet)
+        return;
+    double dt = now() - p->t0;
+    fprintf(stderr, "\rhone-pack: %llu/%llu images (%.0f%%), %.0f images/s   ",
+            (unsigned long long)done, (unsigned long long)total,
+            total ? 100.0 * (double)done / (double)total : 100.0, dt > 0 ? (double)done / dt : 0);
+    if (done == total)
+        fputc('\n', stderr);
+}
+
+static int verify(const char *path)
+{
+    char err[512];
+    hone_data_pack *p;
+    double t0 = now();
+    if (hone_data_pack_open(path, 0, &p, err, sizeof err) < 0) {
+        fprintf(stderr, "hone-pack: %s\n", err);
+        return 1;
+    }
+    hone_data_pack_info in;
+    hone_data_pack_get_info(p, &in);
+    printf("%s: ok (checksums verified in %.2f s): %llu images %dx%dx%d (HxWxC), %d classes; "
+           "train %llu, val %llu, test %llu\nclasses:",
+           path, now() - t0, (unsigned long long)in.n, in.height, in.width, in.channels, in.classes,
+           (unsigned long long)in.split[0], (unsigned long long)in.split[1],
+           (unsigned long long)in.split[2]);
+    for (int i = 0; i < in.classes; i++)
+        printf(" %s", hone_data_pack_class_name(p, i));
+    printf("\n");
+    hone_data_pack_free(p);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *pos[2] = {NULL, NULL};
+    int npos = 0, w = 0, h = 0, channels = 0, threads = 0, quiet = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--verify") && i + 1 < argc && argc == 3)
+            return verify(argv[i + 1]);
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--size") && i + 1 < argc) {
+            char *end;
+            w = (int)strtol(argv[++i], &end, 10);
+            if (*end != 'x' || (h = (int)strtol(end + 1, &end, 10), *end) || w < 1 || h < 1 ||
+                w > 65535 || h > 65535) {
+                fprintf(stderr, "hone-pack: --size wants WxH, e.g. 32x32, not '%s'\n", argv[i]);
+                return 2;
+            }
+        } else if (!strcmp(a, "--grey") || !strcmp(a, "--gray")) {
+            channels = 1;
+        } else if (!strcmp(a, "--rgb")) {
+            channels = 3;
+        } else if (!strcmp(a, "--threads") && i + 1 < argc) {
+            threads = atoi(argv[++i]);
+        } else if (!strcmp(a, "--quiet")) {
+            quiet = 1;
+        } else if (a[0] != '-' && npos < 2) {
+            pos[npos++] = a;
+        } else {
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (npos != 2 || w == 0) {
+        usage(stderr);
+        return 2;
+    }
+    char err[1024];
+    double t0 = now();
+    hone_data_folder *f;
+    if (hone_data_folder_open(pos[0], NULL, &f, err, sizeof err) < 0) {
+        fprintf(stderr, "hone-pack: %s\n", err);
+        return 1;
+    }
+    hone_data_folder_stats st;
+    hone_data_folder_get_stats(f, &st);
+    if (!quiet)
+        fprintf(stderr,
+                "hone-pack: %s: %zu images (train %zu, val %zu, test %zu), %d classes, %zu PNG, "
+                "%zu JPEG, %zu skipped; checked in %.2f s\n",
+                pos[0], st.images, st.split_images[0], st.split_images[1], st.split_images[2],
+                st.classes, st.png, st.jpeg, st.skipped, now() - t0);
+    progress pr = {now(), quiet};
+    hone_data_pack_opts o = {.width = w,
+                             .height = h,
+                             .channels = channels,
+                             .threads = threads,
+                             .progress = on_progress,
+                             .user = &pr};
+    int rc = hone_data_folder_pack(f, pos[1], &o, err, sizeof err);
+    double dt = now() - pr.t0;
+    if (rc < 0) {
+        fprintf(stderr, "\nhone-pack: %s\n", err);
+        hone_data_folder_free(f);
+        return 1;
+    }
+    int nt = threads > 0 ? threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    printf("hone-pack: wrote %s: %zu images %dx%dx%d, %d classes in %.2f s (%.0f images/s on %d "
+           "threads)\n",
+           pos[1], st.images, h, w,
+           channels    ? channels
+           : st.colour ? 3
+                       : 1,
+           st.classes, dt, dt > 0 ? (double)st.images / dt : 0, nt);
+    hone_data_folder_free(f);
+    return 0;
+}

@@ -173,16 +173,16 @@ static int read_whole(const char *path, const hone_data_limits *lim, uint8_t **b
     int rc = HONE_OK;
     if (fstat(fd, &st) != 0) {
         rc = data__fail(err, errlen, HONE_EIO, "%s: %s", path, strerror(errno));
-        goto done;
+        goto fail;
     }
     if (!S_ISREG(st.st_mode)) {
         rc = data__fail(err, errlen, HONE_EINVAL, "%s: not a regular file", path);
-        goto done;
+        goto fail;
     }
     if ((uint64_t)st.st_size > lim->max_file_bytes) {
         rc = data__fail(err, errlen, HONE_ELIMIT, "%s: %lld bytes, past the limit of %llu", path,
                         (long long)st.st_size, (unsigned long long)lim->max_file_bytes);
-        goto done;
+        goto fail;
     }
     size_t want = (size_t)st.st_size, got = 0;
     *buf = hone_xmalloc(want ? want : 1);
@@ -192,14 +192,14 @@ static int read_whole(const char *path, const hone_data_limits *lim, uint8_t **b
             continue;
         if (r < 0) {
             rc = data__fail(err, errlen, HONE_EIO, "%s: %s", path, strerror(errno));
-            goto done;
+            goto fail;
         }
         if (r == 0)
             break; /* shrank while reading: decode what is there (it will say truncated) */
         got += (size_t)r;
     }
     *len = got;
-done:
+fail:
     if (rc < 0) {
         free(*buf);
         *buf = NULL;

@@ -68,7 +68,7 @@ int data__jpeg_decode(const uint8_t *buf, size_t len, const hone_data_limits *li
     d->em.emit_message = jdec_emit_message;
     if (setjmp(d->jb)) {
         rc = data__fail(why, n, d->code, "%s", d->msg);
-        goto done;
+        goto fail;
     }
     d->ci.client_data = d; /* kept by jpeg_create_decompress; the callbacks find d through it */
     jpeg_create_decompress(&d->ci);
@@ -81,16 +81,16 @@ int data__jpeg_decode(const uint8_t *buf, size_t len, const hone_data_limits *li
     if (cs == JCS_CMYK || cs == JCS_YCCK) {
         rc = data__fail(why, n, HONE_ENOTSUP, "%s JPEG unsupported (convert it to RGB)",
                         cs == JCS_CMYK ? "CMYK" : "YCCK");
-        goto done;
+        goto fail;
     }
     if (!((comps == 1 && cs == JCS_GRAYSCALE) ||
           (comps == 3 && (cs == JCS_YCbCr || cs == JCS_RGB)))) {
         rc = data__fail(why, n, HONE_ENOTSUP, "%d-component JPEG (colour space %d) unsupported",
                         comps, (int)cs);
-        goto done;
+        goto fail;
     }
     if ((rc = data__check_limits(lim, d->ci.image_width, d->ci.image_height, why, n)) < 0)
-        goto done;
+        goto fail;
     if (info) {
         info->format = HONE_DATA_FORMAT_JPEG;
         info->width = (int)d->ci.image_width;
@@ -101,7 +101,7 @@ int data__jpeg_decode(const uint8_t *buf, size_t len, const hone_data_limits *li
     }
     if (!out) {
         rc = HONE_OK;
-        goto done;
+        goto fail;
     }
     d->ci.out_color_space = comps == 1 ? JCS_GRAYSCALE : JCS_RGB;
     jpeg_start_decompress(&d->ci);
@@ -110,7 +110,7 @@ int data__jpeg_decode(const uint8_t *buf, size_t len, const hone_data_limits *li
     if (c != comps || w != (int)d->ci.image_width || h != (int)d->ci.image_height) {
         rc = data__fail(why, n, HONE_EPARSE, "libjpeg gives %dx%dx%d for a %ux%ux%d image", w, h, c,
                         d->ci.image_width, d->ci.image_height, comps);
-        goto done;
+        goto fail;
     }
     d->img = data__image_new(w, h, c);
     while (d->ci.output_scanline < d->ci.output_height) {
@@ -122,7 +122,7 @@ int data__jpeg_decode(const uint8_t *buf, size_t len, const hone_data_limits *li
     *out = d->img;
     d->img = NULL;
     rc = HONE_OK;
-done:
+fail:
     jpeg_destroy_decompress(&d->ci);
     hone_data_image_free(d->img);
     free(d);

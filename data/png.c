@@ -62,7 +62,7 @@ int data__png_decode(const uint8_t *buf, size_t len, const hone_data_limits *lim
         (e = spng_set_chunk_limits(ctx, PNG_CHUNK_LIMIT, PNG_CACHE_LIMIT)) ||
         (e = spng_set_png_buffer(ctx, buf, len))) {
         rc = spng_fail(e, why, n);
-        goto done;
+        goto fail;
     }
     struct spng_ihdr ih;
     if ((e = spng_get_ihdr(ctx, &ih))) {
@@ -71,10 +71,10 @@ int data__png_decode(const uint8_t *buf, size_t len, const hone_data_limits *lim
                             lim->max_side);
         else
             rc = spng_fail(e, why, n);
-        goto done;
+        goto fail;
     }
     if ((rc = data__check_limits(lim, ih.width, ih.height, why, n)) < 0)
-        goto done;
+        goto fail;
     int grey = ih.color_type == SPNG_COLOR_TYPE_GRAYSCALE ||
                ih.color_type == SPNG_COLOR_TYPE_GRAYSCALE_ALPHA;
     if (info) {
@@ -92,7 +92,7 @@ int data__png_decode(const uint8_t *buf, size_t len, const hone_data_limits *lim
     }
     if (!out) {
         rc = HONE_OK;
-        goto done;
+        goto fail;
     }
     /* grey: G8 for depths up to 8 (scaled to 0..255); 16-bit and grey + alpha come out as stored
      * (SPNG_FMT_PNG: host-endian 16-bit samples) and are reduced here. Colour: libspng's RGB8
@@ -109,7 +109,7 @@ int data__png_decode(const uint8_t *buf, size_t len, const hone_data_limits *lim
     size_t size;
     if ((e = spng_decoded_image_size(ctx, fmt, &size))) {
         rc = spng_fail(e, why, n);
-        goto done;
+        goto fail;
     }
     size_t px = (size_t)ih.width * ih.height;
     img = data__image_new((int)ih.width, (int)ih.height, grey ? 1 : 3);
@@ -117,7 +117,7 @@ int data__png_decode(const uint8_t *buf, size_t len, const hone_data_limits *lim
     size_t expect = step ? px * (size_t)step * (ih.bit_depth / 8u) : px * (size_t)img->channels;
     if (size != expect) {
         rc = data__fail(why, n, HONE_EPARSE, "libspng wants %zu bytes for %zu pixels", size, px);
-        goto done;
+        goto fail;
     }
     if (step)
         dst = raw = hone_xmalloc(size);
@@ -125,11 +125,11 @@ int data__png_decode(const uint8_t *buf, size_t len, const hone_data_limits *lim
      * it reads past it, so a file with a bad CRC there or cut before IEND is refused too */
     if ((e = spng_decode_image(ctx, dst, size, fmt, 0)) || (e = spng_decode_chunks(ctx))) {
         rc = spng_fail(e, why, n);
-        goto done;
+        goto fail;
     }
     if (!has_iend(buf, len)) { /* libspng accepts a file cut inside IEND's CRC */
         rc = data__fail(why, n, HONE_EPARSE, "truncated (no complete IEND chunk at the end)");
-        goto done;
+        goto fail;
     }
     if (raw)
         grey_from(raw, img->pixels, px, ih.bit_depth, step);
@@ -137,7 +137,7 @@ int data__png_decode(const uint8_t *buf, size_t len, const hone_data_limits *lim
     *out = img;
     img = NULL;
     rc = HONE_OK;
-done:
+fail:
     free(raw);
     hone_data_image_free(img);
     spng_ctx_free(ctx);

@@ -30,8 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (probe_only)
         return 0;
     hone_data_image *img = NULL;
-    int rc = hone_data_image_decode(data + 1, size - 1, "f.png", channels, &lim, &img, err,
-                                    sizeof err);
+    int rc =
+        hone_data_image_decode(data + 1, size - 1, "f.png", channels, &lim, &img, err, sizeof err);
     if (rc != HONE_OK) {
         if (img || strncmp(err, "f.png: ", 7) != 0)
             __builtin_trap();

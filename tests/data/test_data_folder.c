@@ -12,15 +12,7 @@
 #include <spng.h>
 
 #include "data.h"
-
-static int failures;
-#define EXPECT(c)                                                                                  \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #c);                       \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 static char base[64];
 
@@ -102,42 +94,42 @@ static void test_flat(void)
     char root[512], err[512];
     snprintf(root, sizeof root, "%s/flat", base);
     hone_data_folder *f;
-    EXPECT(hone_data_folder_open(root, NULL, &f, err, sizeof err) == HONE_OK);
+    CHECK(hone_data_folder_open(root, NULL, &f, err, sizeof err) == HONE_OK);
     if (!f) {
         fprintf(stderr, "%s\n", err);
         return;
     }
     hone_data_folder_stats st;
     hone_data_folder_get_stats(f, &st);
-    EXPECT(st.split_layout == 0 && st.classes == 3 && st.images == 4 && st.png == 4);
-    EXPECT(st.split_images[HONE_DATA_TRAIN] == 4 && st.skipped == 2 && st.grey == 4);
-    EXPECT(st.min_width == 4 && st.max_width == 6 && st.min_height == 2 && st.max_height == 4);
-    EXPECT(!strcmp(hone_data_folder_class_name(f, 0), "ant"));
-    EXPECT(!strcmp(hone_data_folder_class_name(f, 2), "dog"));
-    EXPECT(hone_data_folder_class_images(f, HONE_DATA_TRAIN, 2) == 2);
+    CHECK(st.split_layout == 0 && st.classes == 3 && st.images == 4 && st.png == 4);
+    CHECK(st.split_images[HONE_DATA_TRAIN] == 4 && st.skipped == 2 && st.grey == 4);
+    CHECK(st.min_width == 4 && st.max_width == 6 && st.min_height == 2 && st.max_height == 4);
+    CHECK(!strcmp(hone_data_folder_class_name(f, 0), "ant"));
+    CHECK(!strcmp(hone_data_folder_class_name(f, 2), "dog"));
+    CHECK(hone_data_folder_class_images(f, HONE_DATA_TRAIN, 2) == 2);
     int split, cls;
     const char *p = hone_data_folder_image(f, 3, &split, &cls);
-    EXPECT(p && strstr(p, "dog/b.png") && cls == 2 && split == HONE_DATA_TRAIN);
+    CHECK(p && strstr(p, "dog/b.png") && cls == 2 && split == HONE_DATA_TRAIN);
     p = hone_data_folder_image(f, 2, NULL, &cls);
-    EXPECT(p && strstr(p, "dog/a.PNG")); /* by name: a.PNG before b.png */
+    CHECK(p && strstr(p, "dog/a.PNG")); /* by name: a.PNG before b.png */
 
     /* packed at 2x2: order, labels, pixels (flat images stay flat) and the class map */
     char out[512];
     snprintf(out, sizeof out, "%s/flat.pack", base);
     hone_data_pack_opts o = {.width = 2, .height = 2, .threads = 2};
-    EXPECT(hone_data_folder_pack(f, out, &o, err, sizeof err) == HONE_OK);
+    CHECK(hone_data_folder_pack(f, out, &o, err, sizeof err) == HONE_OK);
     hone_data_pack *pk;
-    EXPECT(hone_data_pack_open(out, 0, &pk, err, sizeof err) == HONE_OK);
+    CHECK(hone_data_pack_open(out, 0, &pk, err, sizeof err) == HONE_OK);
     if (pk) {
         hone_data_pack_info in;
         hone_data_pack_get_info(pk, &in);
-        EXPECT(in.n == 4 && in.height == 2 && in.width == 2 && in.channels == 1);
-        EXPECT(in.classes == 3 && in.split[0] == 4);
+        CHECK(in.n == 4 && in.height == 2 && in.width == 2 && in.channels == 1);
+        CHECK(in.classes == 3 && in.split[0] == 4);
         const int32_t *lab = hone_data_pack_labels(pk);
         const uint8_t *px = hone_data_pack_pixels(pk);
-        EXPECT(lab[0] == 0 && lab[1] == 1 && lab[2] == 2 && lab[3] == 2);
-        EXPECT(px[0] == 40 && px[4] == 30 && px[8] == 20 && px[12] == 10 && px[15] == 10);
-        EXPECT(!strcmp(hone_data_pack_class_name(pk, 1), "cat"));
+        CHECK(lab[0] == 0 && lab[1] == 1 && lab[2] == 2 && lab[3] == 2);
+        CHECK(px[0] == 40 && px[4] == 30 && px[8] == 20 && px[12] == 10 && px[15] == 10);
+        CHECK(!strcmp(hone_data_pack_class_name(pk, 1), "cat"));
         hone_data_pack_free(pk);
     }
     hone_data_folder_free(f);
@@ -146,22 +138,22 @@ static void test_flat(void)
      * the packing with its name, and no file is left behind */
     char cut[512];
     snprintf(cut, sizeof cut, "%s/flat/cat/x.png", base);
-    EXPECT(truncate(cut, 45) == 0);
-    EXPECT(hone_data_folder_open(root, NULL, &f, err, sizeof err) == HONE_OK);
+    CHECK(truncate(cut, 45) == 0);
+    CHECK(hone_data_folder_open(root, NULL, &f, err, sizeof err) == HONE_OK);
     unlink(out);
-    EXPECT(hone_data_folder_pack(f, out, &o, err, sizeof err) == HONE_EPARSE);
-    EXPECT(strstr(err, "flat/cat/x.png: png: truncated") != NULL);
-    EXPECT(access(out, F_OK) != 0);
+    CHECK(hone_data_folder_pack(f, out, &o, err, sizeof err) == HONE_EPARSE);
+    CHECK(strstr(err, "flat/cat/x.png: png: truncated") != NULL);
+    CHECK(access(out, F_OK) != 0);
     char ls[600];
     snprintf(ls, sizeof ls, "ls %s | grep -q tmp", base);
-    EXPECT(system(ls) != 0); /* no temp file either */
+    CHECK(system(ls) != 0); /* no temp file either */
     hone_data_folder_free(f);
     hone_data_folder_opts full = {.decode = 1};
-    EXPECT(hone_data_folder_open(root, &full, &f, err, sizeof err) == HONE_EPARSE);
-    EXPECT(strstr(err, "flat/cat/x.png: png: truncated") != NULL);
+    CHECK(hone_data_folder_open(root, &full, &f, err, sizeof err) == HONE_EPARSE);
+    CHECK(strstr(err, "flat/cat/x.png: png: truncated") != NULL);
     write_text("flat/cat/y.png", "not a png");
-    EXPECT(hone_data_folder_open(root, NULL, &f, err, sizeof err) == HONE_EPARSE);
-    EXPECT(strstr(err, "flat/cat/y.png: not a PNG or JPEG file") != NULL);
+    CHECK(hone_data_folder_open(root, NULL, &f, err, sizeof err) == HONE_EPARSE);
+    CHECK(strstr(err, "flat/cat/y.png: not a PNG or JPEG file") != NULL);
 }
 
 static void test_splits(void)
@@ -182,16 +174,16 @@ static void test_splits(void)
     char root[512], err[512];
     snprintf(root, sizeof root, "%s/sp", base);
     hone_data_folder *f;
-    EXPECT(hone_data_folder_open(root, NULL, &f, err, sizeof err) == HONE_OK);
+    CHECK(hone_data_folder_open(root, NULL, &f, err, sizeof err) == HONE_OK);
     if (f) {
         hone_data_folder_stats st;
         hone_data_folder_get_stats(f, &st);
-        EXPECT(st.split_layout == 1 && st.classes == 2 && st.images == 5 && st.skipped == 1);
-        EXPECT(st.split_images[0] == 3 && st.split_images[1] == 2 && st.split_images[2] == 0);
-        EXPECT(hone_data_folder_class_images(f, HONE_DATA_VAL, 1) == 1);
+        CHECK(st.split_layout == 1 && st.classes == 2 && st.images == 5 && st.skipped == 1);
+        CHECK(st.split_images[0] == 3 && st.split_images[1] == 2 && st.split_images[2] == 0);
+        CHECK(hone_data_folder_class_images(f, HONE_DATA_VAL, 1) == 1);
         hone_data_folder_opts o = {.decode = 1};
         hone_data_folder_free(f);
-        EXPECT(hone_data_folder_open(root, &o, &f, err, sizeof err) == HONE_OK);
+        CHECK(hone_data_folder_open(root, &o, &f, err, sizeof err) == HONE_OK);
         hone_data_folder_free(f);
     }
     mk("sp/val/c");
@@ -225,17 +217,17 @@ static void test_refusals(void)
     rm_rf("bad/a/2.bmp");
     char link[512];
     snprintf(link, sizeof link, "%s/bad/a/escape.png", base);
-    EXPECT(symlink("/etc/hostname", link) == 0);
+    CHECK(symlink("/etc/hostname", link) == 0);
     expect_refused("bad", HONE_EPARSE, "bad/a/escape.png: symlink resolves outside");
     unlink(link);
-    EXPECT(symlink("nowhere.png", link) == 0);
+    CHECK(symlink("nowhere.png", link) == 0);
     expect_refused("bad", HONE_EPARSE, "bad/a/escape.png: symlink to nothing");
     unlink(link);
-    EXPECT(symlink("1.png", link) == 0); /* inside the root: fine */
+    CHECK(symlink("1.png", link) == 0); /* inside the root: fine */
     char root[512], err[512];
     snprintf(root, sizeof root, "%s/bad", base);
     hone_data_folder *f;
-    EXPECT(hone_data_folder_open(root, NULL, &f, err, sizeof err) == HONE_OK);
+    CHECK(hone_data_folder_open(root, NULL, &f, err, sizeof err) == HONE_OK);
     hone_data_folder_free(f);
     mk("bad/b\x01");
     write_png("bad/b\x01/1.png", 2, 2, 0);

@@ -10,15 +10,7 @@
 #include <spng.h>
 
 #include "data.h"
-
-static int failures;
-#define EXPECT(c)                                                                                  \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #c);                       \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 static uint8_t *encode_png(const uint8_t *px, int w, int h, int ctype, size_t *len)
 {
@@ -76,7 +68,7 @@ static void every_prefix_refused(const uint8_t *buf, size_t len, const char *nam
             hone_data_image_free(rc >= 0 ? img : NULL);
         }
     }
-    EXPECT(bad == 0);
+    CHECK(bad == 0);
 }
 
 static void test_png(void)
@@ -93,39 +85,39 @@ static void test_png(void)
     char err[256];
     hone_data_image *img;
     uint8_t *f = encode_png(rgba, W, H, SPNG_COLOR_TYPE_TRUECOLOR_ALPHA, &len);
-    EXPECT(hone_data_image_decode(f, len, "rgba.png", 0, NULL, &img, err, sizeof err) == 0);
-    EXPECT(img && img->width == W && img->height == H && img->channels == 3);
-    EXPECT(img && !memcmp(img->pixels, rgb, sizeof rgb)); /* alpha dropped, colour kept */
+    CHECK(hone_data_image_decode(f, len, "rgba.png", 0, NULL, &img, err, sizeof err) == 0);
+    CHECK(img && img->width == W && img->height == H && img->channels == 3);
+    CHECK(img && !memcmp(img->pixels, rgb, sizeof rgb)); /* alpha dropped, colour kept */
     hone_data_image_free(img);
     hone_data_image_info in;
-    EXPECT(hone_data_image_probe(f, len, "rgba.png", NULL, &in, err, sizeof err) == 0);
-    EXPECT(in.format == HONE_DATA_FORMAT_PNG && in.width == W && in.height == H);
-    EXPECT(in.channels == 3 && in.alpha == 1 && in.bit_depth == 8 && !in.palette);
+    CHECK(hone_data_image_probe(f, len, "rgba.png", NULL, &in, err, sizeof err) == 0);
+    CHECK(in.format == HONE_DATA_FORMAT_PNG && in.width == W && in.height == H);
+    CHECK(in.channels == 3 && in.alpha == 1 && in.bit_depth == 8 && !in.palette);
     /* the limits, from the header: nothing decoded */
     hone_data_limits small = {16, 1000, 1 << 20};
-    EXPECT(hone_data_image_decode(f, len, "rgba.png", 0, &small, &img, err, sizeof err) ==
-           HONE_ELIMIT);
-    EXPECT(img == NULL && strstr(err, "rgba.png: png:") == err);
+    CHECK(hone_data_image_decode(f, len, "rgba.png", 0, &small, &img, err, sizeof err) ==
+          HONE_ELIMIT);
+    CHECK(img == NULL && strstr(err, "rgba.png: png:") == err);
     small = (hone_data_limits){64, 100, 1 << 20};
-    EXPECT(hone_data_image_probe(f, len, "rgba.png", &small, &in, err, sizeof err) == HONE_ELIMIT);
-    EXPECT(hone_data_image_decode(f, len, "x", 2, NULL, &img, err, sizeof err) == HONE_EINVAL);
+    CHECK(hone_data_image_probe(f, len, "rgba.png", &small, &in, err, sizeof err) == HONE_ELIMIT);
+    CHECK(hone_data_image_decode(f, len, "x", 2, NULL, &img, err, sizeof err) == HONE_EINVAL);
     every_prefix_refused(f, len, "rgba.png");
     free(f);
 
     f = encode_png(grey, W, H, SPNG_COLOR_TYPE_GRAYSCALE, &len);
-    EXPECT(hone_data_image_decode(f, len, "g.png", 3, NULL, &img, err, sizeof err) == 0);
-    EXPECT(img && img->channels == 3 && img->pixels[3 * 5 + 2] == grey[5]);
+    CHECK(hone_data_image_decode(f, len, "g.png", 3, NULL, &img, err, sizeof err) == 0);
+    CHECK(img && img->channels == 3 && img->pixels[3 * 5 + 2] == grey[5]);
     hone_data_image_free(img);
     free(f);
     /* RGB to grey: Pillow's L24 luma */
     f = encode_png(rgb, W, H, SPNG_COLOR_TYPE_TRUECOLOR, &len);
-    EXPECT(hone_data_image_decode(f, len, "c.png", 1, NULL, &img, err, sizeof err) == 0);
+    CHECK(hone_data_image_decode(f, len, "c.png", 1, NULL, &img, err, sizeof err) == 0);
     int bad = 0;
     for (int i = 0; img && i < W * H; i++) {
         uint32_t v = 19595u * rgb[3 * i] + 38470u * rgb[3 * i + 1] + 7471u * rgb[3 * i + 2];
         bad += img->pixels[i] != (uint8_t)((v + 32768u) >> 16);
     }
-    EXPECT(img && img->channels == 1 && bad == 0);
+    CHECK(img && img->channels == 1 && bad == 0);
     hone_data_image_free(img);
     free(f);
 }
@@ -143,15 +135,15 @@ static void test_jpeg(void)
         uint8_t *f = encode_jpeg(rgb, W, H, 3, prog, &len);
         hone_data_image *img;
         hone_data_image_info in;
-        EXPECT(hone_data_image_probe(f, len, "p.jpg", NULL, &in, err, sizeof err) == 0);
-        EXPECT(in.format == HONE_DATA_FORMAT_JPEG && in.progressive == prog && in.channels == 3);
-        EXPECT(hone_data_image_decode(f, len, "p.jpg", 0, NULL, &img, err, sizeof err) == 0);
+        CHECK(hone_data_image_probe(f, len, "p.jpg", NULL, &in, err, sizeof err) == 0);
+        CHECK(in.format == HONE_DATA_FORMAT_JPEG && in.progressive == prog && in.channels == 3);
+        CHECK(hone_data_image_decode(f, len, "p.jpg", 0, NULL, &img, err, sizeof err) == 0);
         int worst = 0;
         for (int i = 0; img && i < W * H * 3; i++) {
             int d = abs(img->pixels[i] - rgb[i]);
             worst = d > worst ? d : worst;
         }
-        EXPECT(img && img->channels == 3 && worst < 24); /* lossy at quality 90 */
+        CHECK(img && img->channels == 3 && worst < 24); /* lossy at quality 90 */
         hone_data_image_free(img);
         every_prefix_refused(f, len, prog ? "progressive.jpg" : "baseline.jpg");
         free(f);
@@ -164,7 +156,7 @@ static void test_resize(void)
     for (int i = 0; i < (int)sizeof src; i++)
         src[i] = (uint8_t)(i * 11);
     hone_data_resize(src, 4, 6, 3, dst, 4, 6); /* kept: a copy */
-    EXPECT(!memcmp(src, dst, sizeof src));
+    CHECK(!memcmp(src, dst, sizeof src));
     hone_data_resize(src, 4, 6, 3, dst, 2, 3); /* halved: means of 2x2 blocks, rounded */
     int bad = 0;
     for (int y = 0; y < 3; y++)
@@ -176,24 +168,24 @@ static void test_resize(void)
                         s += src[((2 * y + dy) * 4 + 2 * x + dx) * 3 + c];
                 bad += dst[(y * 2 + x) * 3 + c] != (s + 2) / 4;
             }
-    EXPECT(bad == 0);
+    CHECK(bad == 0);
     uint8_t row[2] = {0, 200}, wide[4];
     hone_data_resize(row, 2, 1, 1, wide, 4, 1); /* centres at -0.25, 0.25, 0.75, 1.25 */
-    EXPECT(wide[0] == 0 && wide[1] == 50 && wide[2] == 150 && wide[3] == 200);
+    CHECK(wide[0] == 0 && wide[1] == 50 && wide[2] == 150 && wide[3] == 200);
     uint8_t one = 77, big[9];
     hone_data_resize(&one, 1, 1, 1, big, 3, 3);
-    EXPECT(big[0] == 77 && big[8] == 77);
+    CHECK(big[0] == 77 && big[8] == 77);
 }
 
 int main(void)
 {
     char err[256];
     hone_data_image *img;
-    EXPECT(hone_data_image_decode(NULL, 0, NULL, 0, NULL, &img, err, sizeof err) == HONE_EPARSE);
-    EXPECT(img == NULL && strstr(err, "image: ") == err);
-    EXPECT(hone_data_image_read_file("/nonexistent/x.png", 0, NULL, &img, err, sizeof err) ==
-           HONE_ENOENT);
-    EXPECT(strstr(err, "/nonexistent/x.png") == err);
+    CHECK(hone_data_image_decode(NULL, 0, NULL, 0, NULL, &img, err, sizeof err) == HONE_EPARSE);
+    CHECK(img == NULL && strstr(err, "image: ") == err);
+    CHECK(hone_data_image_read_file("/nonexistent/x.png", 0, NULL, &img, err, sizeof err) ==
+          HONE_ENOENT);
+    CHECK(strstr(err, "/nonexistent/x.png") == err);
     test_png();
     test_jpeg();
     test_resize();

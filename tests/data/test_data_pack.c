@@ -8,15 +8,7 @@
 #include <unistd.h>
 
 #include "data.h"
-
-static int failures;
-#define EXPECT(c)                                                                                  \
-    do {                                                                                           \
-        if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #c);                       \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 static int write_pack(const char *path, int skip)
 {
@@ -34,9 +26,9 @@ static int write_pack(const char *path, int skip)
         for (int j = 0; j < 18; j++)
             px[j] = (uint8_t)(k * 18 + j);
         if (k != skip)
-            EXPECT(hone_data_pack_writer_put(w, (uint64_t)k, px, k % 3, err, sizeof err) == 0);
+            CHECK(hone_data_pack_writer_put(w, (uint64_t)k, px, k % 3, err, sizeof err) == 0);
     }
-    EXPECT(hone_data_pack_writer_put(w, 7, (const uint8_t *)"", 0, err, sizeof err) == HONE_EINVAL);
+    CHECK(hone_data_pack_writer_put(w, 7, (const uint8_t *)"", 0, err, sizeof err) == HONE_EINVAL);
     int rc = hone_data_pack_writer_finish(w, err, sizeof err);
     hone_data_pack_writer_free(w);
     return rc;
@@ -65,19 +57,19 @@ int main(void)
         return 1;
     snprintf(path, sizeof path, "%s/a.pack", dir);
     snprintf(bad, sizeof bad, "%s/bad.pack", dir);
-    EXPECT(write_pack(path, -1) == HONE_OK);
+    CHECK(write_pack(path, -1) == HONE_OK);
     hone_data_pack *p;
-    EXPECT(hone_data_pack_open(path, 0, &p, err, sizeof err) == HONE_OK);
+    CHECK(hone_data_pack_open(path, 0, &p, err, sizeof err) == HONE_OK);
     if (p) {
         hone_data_pack_info in;
         hone_data_pack_get_info(p, &in);
-        EXPECT(in.n == 7 && in.height == 3 && in.width == 2 && in.channels == 3);
-        EXPECT(in.classes == 3 && in.split[0] == 4 && in.split[1] == 2 && in.split[2] == 1);
-        EXPECT(hone_data_pack_pixels(p)[5 * 18 + 4] == 5 * 18 + 4);
-        EXPECT(hone_data_pack_labels(p)[5] == 2 && hone_data_pack_labels(p)[6] == 0);
-        EXPECT(!strcmp(hone_data_pack_class_name(p, 2), "gamma"));
-        EXPECT(hone_data_pack_class_name(p, 3) == NULL);
-        EXPECT(((uintptr_t)hone_data_pack_labels(p) & 63) == 0);
+        CHECK(in.n == 7 && in.height == 3 && in.width == 2 && in.channels == 3);
+        CHECK(in.classes == 3 && in.split[0] == 4 && in.split[1] == 2 && in.split[2] == 1);
+        CHECK(hone_data_pack_pixels(p)[5 * 18 + 4] == 5 * 18 + 4);
+        CHECK(hone_data_pack_labels(p)[5] == 2 && hone_data_pack_labels(p)[6] == 0);
+        CHECK(!strcmp(hone_data_pack_class_name(p, 2), "gamma"));
+        CHECK(hone_data_pack_class_name(p, 3) == NULL);
+        CHECK(((uintptr_t)hone_data_pack_labels(p) & 63) == 0);
         hone_data_pack_free(p);
     }
     size_t n;
@@ -89,7 +81,7 @@ int main(void)
             !strstr(err, bad))
             accepted++;
     }
-    EXPECT(accepted == 0);
+    CHECK(accepted == 0);
     for (size_t k = 0; k < n; k++) { /* every byte flipped */
         b[k] ^= 0x10;
         spit(bad, b, n);
@@ -101,14 +93,14 @@ int main(void)
         }
         b[k] ^= 0x10;
     }
-    EXPECT(accepted == 0);
+    CHECK(accepted == 0);
     free(b);
     unlink(bad); /* a missing image: refused at finish, and neither file nor temp file left */
-    EXPECT(write_pack(bad, 3) == HONE_ESTATE);
-    EXPECT(access(bad, F_OK) != 0);
+    CHECK(write_pack(bad, 3) == HONE_ESTATE);
+    CHECK(access(bad, F_OK) != 0);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "ls %s | grep -q tmp", dir);
-    EXPECT(system(cmd) != 0);
+    CHECK(system(cmd) != 0);
     unlink(path);
     unlink(bad);
     rmdir(dir);

@@ -1,17 +1,17 @@
 /* Dataset paths and files: a path is accepted only when it resolves (realpath, symlinks followed)
  * inside a configured data root and names no '..' component; IDX files are checked (magic, dims,
- * counts; gzip read through zlib) and image folders counted. Reads files; writes nothing. */
-#include <dirent.h>
+ * counts; gzip read through zlib) and image folders through data/ (every image's header read).
+ * Reads files; writes nothing. */
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <zlib.h>
 
+#include "data.h"
 #include "dataset_check.h"
 #include "hone.h"
 
@@ -169,44 +169,44 @@ static int idx_split(const char *dir, const char *split, uint32_t *count, uint32
     return HONE_OK;
 }
 
-static int is_image(const char *name)
+/* image_folder: data/'s checks (data/data.h: the layouts, the class map, every image's header
+ * read, the refusals naming the file), and the stats the dataset row keeps. */
+static int folder_inspect(const char *dir, json_t **stats, char *msg, size_t msglen)
 {
-    const char *dot = strrchr(name, '.');
-    return dot &&
-           (!strcasecmp(dot, ".png") || !strcasecmp(dot, ".jpg") || !strcasecmp(dot, ".jpeg") ||
-            !strcasecmp(dot, ".bmp") || !strcasecmp(dot, ".pgm") || !strcasecmp(dot, ".ppm"));
-}
-
-/* image_folder: <dir>/<class>/<image> (optionally under train/ and val|test/). */
-static int folder_count(const char *dir, int *classes, long *images)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return HONE_ENOENT;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        char p[PATH_MAX];
-        struct stat st;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        if (lstat(p, &st) || !S_ISDIR(st.st_mode))
-            continue;
-        DIR *cd = opendir(p);
-        if (!cd)
-            continue;
-        long n = 0;
-        struct dirent *f;
-        while ((f = readdir(cd)))
-            if (f->d_name[0] != '.' && is_image(f->d_name))
-                n++;
-        closedir(cd);
-        if (n > 0) {
-            (*classes)++;
-            *images += n;
+    hone_data_folder *f;
+    int rc = hone_data_folder_open(dir, NULL, &f, msg, msglen);
+    if (rc < 0)
+        return rc;
+    hone_data_folder_stats st;
+    hone_data_folder_get_stats(f, &st);
+    json_t *o =
+        json_pack("{s:I,s:I,s:I,s:i,s:s,s:{s:I,s:I},s:{s:I,s:I},s:[i,i],s:[i,i],s:I}",
+                  "train_images", (json_int_t)st.split_images[HONE_DATA_TRAIN], "val_images",
+                  (json_int_t)st.split_images[HONE_DATA_VAL], "test_images",
+                  (json_int_t)st.split_images[HONE_DATA_TEST], "classes", st.classes, "layout",
+                  st.split_layout ? "splits" : "flat", "formats", "png", (json_int_t)st.png, "jpeg",
+                  (json_int_t)st.jpeg, "channels", "grey", (json_int_t)st.grey, "rgb",
+                  (json_int_t)st.colour, "min_size", st.min_width, st.min_height, "max_size",
+                  st.max_width, st.max_height, "skipped_files", (json_int_t)st.skipped);
+    /* the class map and per-class counts, while they stay small enough for a dataset row */
+    if (st.classes <= 1000) {
+        json_t *names = json_array(), *counts = json_object();
+        for (int s = 0; s < HONE_DATA_NSPLITS; s++) {
+            if (!st.split_images[s])
+                continue;
+            json_t *per = json_array();
+            for (int i = 0; i < st.classes; i++)
+                json_array_append_new(
+                    per, json_integer((json_int_t)hone_data_folder_class_images(f, s, i)));
+            json_object_set_new(counts, hone_data_split_name(s), per);
         }
+        for (int i = 0; i < st.classes; i++)
+            json_array_append_new(names, json_string(hone_data_folder_class_name(f, i)));
+        json_object_set_new(o, "class_names", names);
+        json_object_set_new(o, "class_images", counts);
     }
-    closedir(d);
+    hone_data_folder_free(f);
+    *stats = o;
     return HONE_OK;
 }
 
@@ -237,28 +237,8 @@ int ctl_dataset_inspect(const char *format, const char *dir, json_t **stats, cha
                            (json_int_t)shape[0], (json_int_t)shape[1]);
         return HONE_OK;
     }
-    if (!strcmp(format, "image_folder")) {
-        int classes = 0, vclasses = 0;
-        long images = 0, vimages = 0;
-        char sub[PATH_MAX];
-        snprintf(sub, sizeof sub, "%s/train", dir);
-        if (stat(sub, &st) == 0 && S_ISDIR(st.st_mode)) {
-            folder_count(sub, &classes, &images);
-            snprintf(sub, sizeof sub, "%s/val", dir);
-            if (stat(sub, &st) != 0) /* val/ or test/ */
-                snprintf(sub, sizeof sub, "%s/test", dir);
-            folder_count(sub, &vclasses, &vimages);
-        } else {
-            folder_count(dir, &classes, &images);
-        }
-        if (classes == 0 || images == 0) {
-            snprintf(msg, msglen, "%s holds no <class>/<image> files", dir);
-            return HONE_EPARSE;
-        }
-        *stats = json_pack("{s:I,s:I,s:i}", "train_images", (json_int_t)images, "test_images",
-                           (json_int_t)vimages, "classes", classes);
-        return HONE_OK;
-    }
+    if (!strcmp(format, "image_folder"))
+        return folder_inspect(dir, stats, msg, msglen);
     snprintf(msg, msglen, "format %s cannot be checked yet", format);
     return HONE_ENOTSUP;
 }

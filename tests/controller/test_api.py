@@ -13,6 +13,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hone_test import Controller, binary_from_argv, tempdir, write_idx  # noqa: E402
+from test_datasets_image_folder import tiny_png  # noqa: E402
 
 
 def counts(c):
@@ -114,7 +115,8 @@ def spec_combinations(c, root, ex_url):
                "automl_settings.automl_R")
     # A dataset in a format hone-train cannot load yet.
     os.makedirs(os.path.join(root, "imgs", "cat"))
-    open(os.path.join(root, "imgs", "cat", "1.png"), "wb").close()
+    with open(os.path.join(root, "imgs", "cat", "1.png"), "wb") as f:
+        f.write(tiny_png())
     dsi = c.ok("POST", "/api/v1/datasets", {"name": "imgs", "path": root + "/imgs",
                                             "format": "image_folder"})
     expect_err(c, "POST", ex_url, dict(mlp, train_datasets=[dsi["id"]]), 422, "train_datasets")

@@ -10,6 +10,8 @@
 
 void http_buf_append(http_buf *b, const char *p, size_t n)
 {
+    if (n > SIZE_MAX / 2 - b->len) /* cannot come from a socket or a limit; and no wrap below */
+        abort();
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->len + n + 1)

@@ -29,6 +29,12 @@ if { ! command -v pkg-config >/dev/null || [ ! -e /usr/include/yaml.h ] || [ ! -
     [ -e "$pc" ] && sed -i "s#^prefix=/usr\$#prefix=$PREFIX/usr#" "$pc"
   done
   ML=$PREFIX/usr/lib/x86_64-linux-gnu
+  # A -dev package's libX.so points at libX.so.N of its runtime package: where that was not carried,
+  # point it at the image's own copy, so the linker takes the shared library and not libX.a.
+  for l in "$ML"/*.so; do
+    t=$(readlink "$l") || continue
+    [ -e "$ML/$t" ] || [ ! -e "/usr/lib/x86_64-linux-gnu/$t" ] || ln -sf "/usr/lib/x86_64-linux-gnu/$t" "$ML/$t"
+  done
   export PATH=$PREFIX/usr/bin:$PATH
   export LD_LIBRARY_PATH=$ML:$ML/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export LIBRARY_PATH=$ML:$ML/openblas-pthread${LIBRARY_PATH:+:$LIBRARY_PATH}

@@ -380,8 +380,8 @@ static pid_t start_controller(const char *bin, const char *dir)
     unlink(pf);
     pid_t pid = fork();
     if (pid == 0) {
-        freopen(log, "w", stderr);
-        freopen("/dev/null", "w", stdout);
+        if (!freopen(log, "w", stderr) || !freopen("/dev/null", "w", stdout))
+            _exit(126);
         snprintf(ds, sizeof ds, "%s/data", dir);
         execl(bin, bin, "--listen", "127.0.0.1:0", "--data-dir", ds, "--port-file", pf,
               (char *)NULL);

@@ -99,6 +99,13 @@ static int token_is(const char *tok, const char *want)
     return want && tok && strlen(tok) == n && bytes_equal(tok, want, n);
 }
 
+/* 401 with the challenge RFC 9110 asks for; msg says which credential to send. */
+static void unauthorized(hone_http_res *res, const char *msg)
+{
+    hone_http_res_header(res, "WWW-Authenticate", "Bearer");
+    hone_http_res_error(res, 401, "Authorization", "%s", msg);
+}
+
 int ctl_auth_is_admin(hone_controller *c, const hone_http_req *req)
 {
     return c->cfg.auth_token && token_is(bearer(req), c->cfg.auth_token);
@@ -139,8 +146,7 @@ int ctl_auth_filter(hone_controller *c, hone_http_req *req, hone_http_res *res)
                             "a worker credential may only call that worker's routes");
         return 1;
     }
-    hone_http_res_header(res, "WWW-Authenticate", "Bearer");
-    hone_http_res_error(res, 401, "Authorization", "missing or bad bearer token");
+    unauthorized(res, "missing or bad bearer token");
     return 1;
 }
 
@@ -161,10 +167,8 @@ int ctl_auth_worker(hone_controller *c, hone_http_req *req, hone_http_res *res, 
     }
     rc = HONE_EPERM;
     if (!tok || !split_credential(tok, id, sizeof id, &secret)) {
-        hone_http_res_header(res, "WWW-Authenticate", "Bearer");
-        hone_http_res_error(res, 401, "Authorization",
-                            "worker credential required: send the token that registration "
-                            "returned as 'Authorization: Bearer <token>'");
+        unauthorized(res, "worker credential required: send the token that registration "
+                          "returned as 'Authorization: Bearer <token>'");
         goto fail;
     }
     if (strcmp(id, wid) != 0) {
@@ -174,8 +178,7 @@ int ctl_auth_worker(hone_controller *c, hone_http_req *req, hone_http_res *res, 
     const char *stored = jstr(row, "secret_hash");
     if (!stored || strlen(stored) != 64 || sha256_hex(secret, hash) ||
         !bytes_equal(hash, stored, 64)) {
-        hone_http_res_header(res, "WWW-Authenticate", "Bearer");
-        hone_http_res_error(res, 401, "Authorization", "bad worker credential: register again");
+        unauthorized(res, "bad worker credential: register again");
         goto fail;
     }
     rc = HONE_OK;
@@ -190,10 +193,8 @@ int ctl_auth_worker_any(hone_controller *c, hone_http_req *req, hone_http_res *r
     const char *tok = bearer(req), *secret;
     char id[64];
     if (!tok || !split_credential(tok, id, sizeof id, &secret)) {
-        hone_http_res_header(res, "WWW-Authenticate", "Bearer");
-        hone_http_res_error(res, 401, "Authorization",
-                            "only the worker holding this job's lease (or an admin) may write "
-                            "here: send its credential as 'Authorization: Bearer <token>'");
+        unauthorized(res, "only the worker holding this job's lease (or an admin) may write "
+                          "here: send its credential as 'Authorization: Bearer <token>'");
         return HONE_EPERM;
     }
     int rc = ctl_auth_worker(c, req, res, id, "Authorization");

@@ -10,22 +10,30 @@
 
 #include "spec_internal.h"
 
-const char *const hone_spec_networks[HONE_SPEC_NNETS + 1] = {"mlp", "cnn", NULL};
+const char *const hone_spec_networks[HONE_SPEC_NNETS + 1] = {"mlp", "cnn", "resnet18", "resnet34",
+                                                             NULL};
 
-static const char *const networks[] = {"mlp", "cnn", NULL};
-static const char *const formats[] = {"idx", NULL}; /* what hone-train can load today */
+static const char *const networks[] = {"mlp", "cnn", "resnet18", "resnet34", NULL};
+static const char *const formats[] = {"idx", "image_folder", NULL}; /* what hone-train loads */
 static const char *const optimizers[] = {"sgd", "adamw", NULL};
 static const char *const schedules[] = {"cosine", "step", "constant", NULL};
 static const char *const maths[] = {"fp32", "tf32", "bf16", NULL};
 
-#define ALL 3u /* mlp and cnn */
+#define ALL 15u /* every network */
 #define MLP 1u
+#define MLP_CNN 3u
+#define RESNET 12u /* resnet18, resnet34 */
 #define F(field) .off = offsetof(hone_spec, field), .size = sizeof(((hone_spec *)0)->field)
 #define INT(lo, hi) .type = HONE_SPEC_INT, .imin = (lo), .imax = (hi)
 #define NUM(lo, hi) .type = HONE_SPEC_NUM, .min = (lo), .max = (hi)
 #define ENUM(c) .type = HONE_SPEC_ENUM, .choices = (c)
-#define SWEEP(t, lo_mlp, hi_mlp, lo_cnn, hi_cnn, lg, sw)                                           \
-    .sweep = {(t), {(lo_mlp), (lo_cnn)}, {(hi_mlp), (hi_cnn)}, (lg), (sw)}
+/* sweep ranges per network: mlp, cnn, and one for both resnets */
+#define SWEEP(t, lo_mlp, hi_mlp, lo_cnn, hi_cnn, lo_res, hi_res, lg, sw)                           \
+    .sweep = {(t),                                                                                 \
+              {(lo_mlp), (lo_cnn), (lo_res), (lo_res)},                                            \
+              {(hi_mlp), (hi_cnn), (hi_res), (hi_res)},                                            \
+              (lg),                                                                                \
+              (sw)}
 
 /* Ranges are what hone-train can really train with: beyond them it diverges (lr > 10, momentum 1
  * never decays), does nothing useful (weight_decay > 1 dominates every gradient) or cannot load
@@ -37,6 +45,14 @@ static const hone_spec_key keys[] = {
      .doc = "dataset format (from the dataset)", F(data.format)},
     {"data.path", .type = HONE_SPEC_STR, .def = "/usr/share/datasets/fashion-mnist",
      .networks = ALL, .doc = "dataset folder (from the dataset)", F(data.path)},
+    {"data.channels", INT(0, 3), .def = "0", .networks = ALL, .user = 1, .combo = 1,
+     .doc = "image channels trained on: 1 (grey) or 3 (RGB); 0: the data's own (an image folder "
+            "is grey when every image is)",
+     F(data.channels)},
+    {"data.packed", .type = HONE_SPEC_STR, .def = "", .networks = ALL,
+     .doc = "image folder: the packed file of its convert job (set by the controller); empty: "
+            "hone-train packs the folder itself",
+     F(data.packed)},
     {"data.train_limit", INT(0, 1000000000), .def = "0", .networks = ALL, .user = 1, .combo = 1,
      .doc = "training images used, 0 = all after the validation split", F(data.train_limit)},
     {"data.val_size", INT(0, 1000000000), .def = "5000", .networks = ALL, .user = 1, .combo = 1,
@@ -46,19 +62,22 @@ static const hone_spec_key keys[] = {
     {"train.epochs", INT(1, 100000), .def = "10", .networks = ALL, .user = 1, .combo = 1,
      .doc = "epochs (the learning-rate schedule's horizon)", F(train.epochs)},
     {"train.batch_size", INT(1, 65536), .def = "128", .networks = ALL, .user = 1, .combo = 1,
-     SWEEP("int", 64, 512, 64, 512, 1, 1), .doc = "images per step", F(train.batch_size)},
+     SWEEP("int", 64, 512, 64, 512, 64, 512, 1, ALL), .doc = "images per step",
+     F(train.batch_size)},
     {"train.optimizer", ENUM(optimizers), .def = "sgd", .networks = ALL, .user = 1, .combo = 1,
-     SWEEP("categorical", 0, 0, 0, 0, 0, 1), .doc = "sgd (momentum) or adamw", F(train.optimizer)},
+     SWEEP("categorical", 0, 0, 0, 0, 0, 0, 0, MLP_CNN), .doc = "sgd (momentum) or adamw",
+     F(train.optimizer)},
     {"train.lr", NUM(0, 10), .def = "0.1", .def_net = {NULL, "0.05"}, .networks = ALL, .user = 1,
-     .combo = 1, SWEEP("float", 1e-3, 0.3, 1e-3, 0.3, 1, 1), .doc = "peak learning rate",
-     F(train.lr)},
+     .combo = 1, SWEEP("float", 1e-3, 0.3, 1e-3, 0.3, 5e-3, 0.4, 1, ALL),
+     .doc = "peak learning rate", F(train.lr)},
     {"train.momentum", NUM(0, 0.9999), .def = "0.9", .networks = ALL, .user = 1,
-     SWEEP("float", 0.5, 0.99, 0.5, 0.99, 0, 1), .doc = "SGD momentum", F(train.momentum)},
+     SWEEP("float", 0.5, 0.99, 0.5, 0.99, 0.8, 0.95, 0, ALL), .doc = "SGD momentum",
+     F(train.momentum)},
     {"train.nesterov", .type = HONE_SPEC_BOOL, .def = "true", .networks = ALL, .user = 1,
-     SWEEP("bool", 0, 0, 0, 0, 0, 0), .doc = "Nesterov momentum", F(train.nesterov)},
+     SWEEP("bool", 0, 0, 0, 0, 0, 0, 0, 0), .doc = "Nesterov momentum", F(train.nesterov)},
     {"train.weight_decay", NUM(0, 1), .def = "5e-4", .networks = ALL, .user = 1,
-     SWEEP("float", 1e-6, 1e-2, 1e-6, 1e-2, 1, 1), .doc = "L2 (sgd) or decoupled (adamw) decay",
-     F(train.weight_decay)},
+     SWEEP("float", 1e-6, 1e-2, 1e-6, 1e-2, 1e-5, 5e-3, 1, ALL),
+     .doc = "L2 (sgd) or decoupled (adamw) decay", F(train.weight_decay)},
     {"train.beta1", NUM(0, 0.9999), .def = "0.9", .networks = ALL, .user = 1,
      .doc = "AdamW first-moment decay", F(train.beta1)},
     {"train.beta2", NUM(0, 0.999999), .def = "0.999", .networks = ALL, .user = 1,
@@ -66,10 +85,10 @@ static const hone_spec_key keys[] = {
     {"train.eps", NUM(1e-12, 1), .def = "1e-8", .networks = ALL, .user = 1, .doc = "AdamW epsilon",
      F(train.eps)},
     {"train.lr_schedule", ENUM(schedules), .def = "cosine", .networks = ALL, .user = 1,
-     SWEEP("categorical", 0, 0, 0, 0, 0, 0), .doc = "after warmup: cosine, step or constant",
+     SWEEP("categorical", 0, 0, 0, 0, 0, 0, 0, 0), .doc = "after warmup: cosine, step or constant",
      F(train.lr_schedule)},
     {"train.warmup_epochs", NUM(0, 100000), .def = "0", .networks = ALL, .user = 1, .combo = 1,
-     SWEEP("int", 0, 5, 0, 5, 0, 0), .doc = "linear warmup, in epochs (fractions allowed)",
+     SWEEP("int", 0, 5, 0, 5, 0, 5, 0, 0), .doc = "linear warmup, in epochs (fractions allowed)",
      F(train.warmup_epochs)},
     {"train.step_epochs", INT(1, 100000), .def = "10", .networks = ALL, .user = 1,
      .doc = "step schedule: epochs between decays", F(train.step_epochs)},
@@ -81,24 +100,44 @@ static const hone_spec_key keys[] = {
      .doc = "initialisation, shuffling, dropout and augmentation seed", F(train.seed)},
     {"train.math", ENUM(maths), .def = "fp32", .networks = ALL, .user = 1,
      .doc = "CUDA GEMM/conv precision", F(train.math)},
-    {"model.hidden", INT(1, 65536), .def = "256", .def_net = {NULL, "128"}, .networks = ALL,
-     .user = 1, .combo = 1, SWEEP("int", 64, 1024, 32, 512, 1, 0),
+    {"model.hidden", INT(1, 65536), .def = "256", .def_net = {NULL, "128"}, .networks = MLP_CNN,
+     .user = 1, .combo = 1, SWEEP("int", 64, 1024, 32, 512, 0, 0, 1, 0),
      .doc = "mlp: hidden width; cnn: fully-connected width", F(model.hidden)},
     {"model.depth", INT(1, 64), .def = "1", .networks = MLP, .user = 1, .combo = 1,
      .doc = "mlp: hidden layers", F(model.depth)},
+    {"model.width", INT(8, 256), .def = "64", .networks = RESNET, .user = 1, .combo = 1,
+     SWEEP("int", 0, 0, 0, 0, 16, 64, 1, RESNET),
+     .doc = "resnet: channels of the first stage (doubled at each of the next three)",
+     F(model.width)},
+    {"model.input_size", INT(0, 512), .def = "0", .networks = ALL, .user = 1, .combo = 1,
+     .doc = "side of the square images trained on; 0: the data's own (28 for idx, 32 for an "
+            "image folder). Image folders are resized to it when packed; idx data is not resized",
+     F(model.input_size)},
     {"model.dropout", NUM(0, 0.95), .def = "0", .networks = ALL, .user = 1, .combo = 1,
-     SWEEP("float", 0, 0.5, 0, 0.5, 0, 0), .doc = "dropout before the last dense layer(s)",
+     SWEEP("float", 0, 0.5, 0, 0.5, 0, 0.5, 0, 0), .doc = "dropout before the last dense layer(s)",
      F(model.dropout)},
-    {"model.batchnorm", .type = HONE_SPEC_BOOL, .def = "false", .networks = ALL, .user = 1,
-     .combo = 1, SWEEP("bool", 0, 0, 0, 0, 0, 0), .doc = "batch normalisation after each layer",
+    {"model.batchnorm", .type = HONE_SPEC_BOOL, .def = "false", .networks = MLP_CNN, .user = 1,
+     .combo = 1, SWEEP("bool", 0, 0, 0, 0, 0, 0, 0, 0),
+     .doc = "mlp, cnn: batch normalisation after each layer (resnets always have it)",
      F(model.batchnorm)},
-    {"model.augment_flip", .type = HONE_SPEC_BOOL, .def = "false", .networks = ALL, .user = 1,
-     .doc = "random horizontal flips", F(model.augment_flip)},
-    {"model.augment_shift", INT(0, 8), .def = "0", .networks = ALL, .user = 1,
-     .doc = "random shifts of up to this many pixels", F(model.augment_shift)},
+    {"augment.flip", .type = HONE_SPEC_BOOL, .def = "false",
+     .def_net = {NULL, NULL, "true", "true"}, .networks = ALL, .user = 1,
+     .doc = "random horizontal flips (half the images)", F(augment.flip)},
+    {"augment.crop_padding", INT(0, 32), .def = "0", .def_net = {NULL, NULL, "4", "4"},
+     .networks = ALL, .user = 1,
+     .doc = "random crops of the image size from the image zero-padded by this many pixels",
+     F(augment.crop_padding)},
+    {"augment.jitter", NUM(0, 1), .def = "0", .networks = ALL, .user = 1,
+     SWEEP("float", 0, 0.4, 0, 0.4, 0, 0.4, 0, RESNET),
+     .doc = "colour jitter strength j: brightness, contrast and saturation scaled by factors "
+            "drawn from [1-j, 1+j]",
+     F(augment.jitter)},
+    {"augment.cutout", INT(0, 512), .def = "0", .networks = ALL, .user = 1,
+     .doc = "side of a square, at a random centre, set to the mean (0 after normalisation); 0: off",
+     F(augment.cutout)},
 };
 
-_Static_assert(HONE_ARRAY_LEN(keys) <= 32, "hone_spec.given has one bit per key");
+_Static_assert(HONE_ARRAY_LEN(keys) <= 64, "hone_spec.given has one bit per key");
 
 int hone_spec_network_index(const char *network)
 {
@@ -377,7 +416,7 @@ static void set_checked(hone_spec *s, const hone_spec_key *k, const value *v)
     for (int n = 0; n < HONE_SPEC_NNETS; n++)
         per_net |= k->def_net[n] != NULL;
     if (per_net)
-        s->given |= 1u << i;
+        s->given |= 1ull << i;
     if (!strcmp(k->name, "network"))
         follow_network(s);
 }

@@ -39,7 +39,7 @@
 #define HONE_SPEC_MAX_BYTES (12ULL << 30)
 
 /* The networks, in a fixed order (a key's `networks` bit i is hone_spec_networks[i]). */
-#define HONE_SPEC_NNETS 2
+#define HONE_SPEC_NNETS 4
 extern const char *const hone_spec_networks[HONE_SPEC_NNETS + 1]; /* NULL-terminated */
 /* Index of a network in hone_spec_networks, or -1. */
 int hone_spec_network_index(const char *network);
@@ -47,13 +47,16 @@ int hone_spec_network_index(const char *network);
 /* ------------------------------------------------------------------ the resolved spec */
 
 typedef struct hone_spec {
-    char network[16]; /* mlp | cnn */
+    char network[16]; /* mlp | cnn | resnet18 | resnet34 */
     struct {
-        char format[16]; /* idx */
-        char path[1024]; /* folder with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] */
-        int train_limit; /* 0 = all remaining after the validation split */
-        int val_size;    /* validation images taken from the end of the training file */
-        int test_limit;  /* 0 = the whole test file */
+        char format[16];   /* idx | image_folder */
+        char path[1024];   /* idx: folder with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz];
+                              image_folder: <root>/[train|val|test/]<class>/<image> */
+        char packed[1024]; /* image_folder: its packed file ("": hone-train packs it) */
+        int channels;      /* 0: the data's own, 1 or 3 */
+        int train_limit;   /* 0 = all remaining after the validation split */
+        int val_size;      /* validation images taken from the end of the training file */
+        int test_limit;    /* 0 = the whole test file */
     } data;
     struct {
         int epochs, batch_size;
@@ -68,13 +71,18 @@ typedef struct hone_spec {
     } train;
     struct {
         int hidden, depth; /* mlp: hidden width and number of hidden layers; cnn: fc width */
+        int width;         /* resnet: channels of the first stage */
+        int input_size;    /* 0: the data's own */
         double dropout;    /* before the last dense layer(s) */
-        int batchnorm;
-        int augment_flip, augment_shift;
+        int batchnorm;     /* mlp, cnn */
     } model;
+    struct {
+        int flip, crop_padding, cutout;
+        double jitter;
+    } augment;
     /* Keys whose default depends on the network (train.lr, model.hidden) that were set
      * explicitly: bit i for key i. The others follow `network` when it changes. */
-    uint32_t given;
+    uint64_t given;
 } hone_spec;
 
 /* ------------------------------------------------------------------ the key table */
@@ -92,8 +100,8 @@ typedef struct hone_spec_sweep {
     const char *type;           /* "float" | "int" | "categorical" | "bool"; NULL: not swept */
     double lo[HONE_SPEC_NNETS]; /* float/int range per network */
     double hi[HONE_SPEC_NNETS];
-    int log;   /* log scale */
-    int swept; /* in the default swept set */
+    int log;        /* log scale */
+    unsigned swept; /* bit i: in the default swept set of hone_spec_networks[i] */
 } hone_spec_sweep;
 
 typedef struct hone_spec_key {
@@ -165,6 +173,9 @@ typedef struct hone_spec_cost {
     long long batch;      /* the batch trained on: batch_size, or fewer when the data is smaller */
 } hone_spec_cost;
 
+/* The [c, h, w] of what the network sees: data.channels and model.input_size where set, else the
+ * data's own (d may be NULL; unknown: 1x28x28 for idx, 3x32x32 for an image folder). */
+void hone_spec_input_shape(const hone_spec *s, const hone_spec_data *d, int *c, int *h, int *w);
 /* Estimates without checking; the counts saturate instead of overflowing. d may be NULL. */
 void hone_spec_estimate(const hone_spec *s, const hone_spec_data *d, hone_spec_cost *out);
 /* Every per-key rule again on the stored values (a spec filled in by code, or a controller

@@ -80,11 +80,26 @@ static void dropout(walk *k, double p)
         layer_out(k, 1); /* + byte mask */
 }
 
+void hone_spec_input_shape(const hone_spec *s, const hone_spec_data *d, int *c, int *h, int *w)
+{
+    int folder = !strcmp(s->data.format, "image_folder");
+    *c = s->data.channels > 0 ? s->data.channels : d && d->c > 0 ? d->c : folder ? 3 : 1;
+    if (s->model.input_size > 0) {
+        *h = *w = s->model.input_size;
+    } else if (folder) {
+        *h = *w = 32;
+    } else {
+        *h = d && d->h > 0 ? d->h : 28;
+        *w = d && d->w > 0 ? d->w : 28;
+    }
+}
+
 void hone_spec_estimate(const hone_spec *s, const hone_spec_data *d, hone_spec_cost *out)
 {
     memset(out, 0, sizeof(*out));
-    uint64_t c = d && d->c > 0 ? (uint64_t)d->c : 1, h = d && d->h > 0 ? (uint64_t)d->h : 28;
-    uint64_t w = d && d->w > 0 ? (uint64_t)d->w : 28;
+    int ic, ih, iw;
+    hone_spec_input_shape(s, d, &ic, &ih, &iw);
+    uint64_t c = (uint64_t)ic, h = (uint64_t)ih, w = (uint64_t)iw;
     uint64_t classes = d && d->classes > 0 ? (uint64_t)d->classes : 10;
     long long ntrain = -1, ntest = -1;
     /* as train/dataset.c splits the files */
@@ -224,6 +239,32 @@ int hone_spec_check(const hone_spec *s, const hone_spec_data *d, char *field, si
             json_decref(v);
             return rc;
         }
+    }
+    if (s->data.channels == 2)
+        return fail(field, fieldlen, "data.channels", err, errlen,
+                    "data.channels: 2 is not an image layout (0: the data's own, 1: grey, 3: RGB)");
+    if (s->model.input_size > 0 && s->model.input_size < 8)
+        return fail(field, fieldlen, "model.input_size", err, errlen,
+                    "model.input_size: %d is below the smallest trainable size, 8 (0: the data's "
+                    "own)",
+                    s->model.input_size);
+    if (!strcmp(s->data.format, "idx")) {
+        int ih = d && d->h > 0 ? d->h : 28, iw = d && d->w > 0 ? d->w : 28;
+        if (s->model.input_size > 0 && (s->model.input_size != ih || s->model.input_size != iw))
+            return fail(field, fieldlen, "model.input_size", err, errlen,
+                        "model.input_size: idx images are %dx%d and are not resized (leave it at "
+                        "0, or use an image folder)",
+                        ih, iw);
+        if (s->data.channels == 3)
+            return fail(field, fieldlen, "data.channels", err, errlen,
+                        "data.channels: idx images are grey (leave it at 0 or 1)");
+    }
+    if (!strcmp(s->network, "cnn")) {
+        int c, h, w;
+        hone_spec_input_shape(s, d, &c, &h, &w);
+        if (h < 4 || w < 4)
+            return fail(field, fieldlen, "model.input_size", err, errlen,
+                        "model.input_size: cnn pools twice and needs at least 4x4 images");
     }
     if (s->train.min_lr > s->train.lr)
         return fail(field, fieldlen, "train.min_lr", err, errlen,

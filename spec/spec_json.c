@@ -32,7 +32,7 @@ json_t *hone_spec_space(const char *network, int all)
     json_t *s = json_object();
     for (size_t i = 0; i < hone_spec_nkeys(); i++) {
         const hone_spec_key *k = hone_spec_key_at(i);
-        if (k->sweep.type && (all || k->sweep.swept) && (k->networks >> net & 1u))
+        if (k->sweep.type && (all || (k->sweep.swept >> net & 1u)) && (k->networks >> net & 1u))
             json_object_set_new(s, k->name, sweep_param(k, net));
     }
     return s;
@@ -93,7 +93,11 @@ static json_t *key_schema(const hone_spec_key *k)
         for (int n = 0; n < HONE_SPEC_NNETS; n++)
             if (k->networks >> n & 1u)
                 json_object_set_new(sw, hone_spec_networks[n], sweep_param(k, n));
-        json_object_set_new(sw, "swept_by_default", json_boolean(k->sweep.swept));
+        json_t *by = json_array();
+        for (int n = 0; n < HONE_SPEC_NNETS; n++)
+            if (k->sweep.swept >> n & k->networks >> n & 1u)
+                json_array_append_new(by, json_string(hone_spec_networks[n]));
+        json_object_set_new(sw, "swept_by_default", by);
         json_object_set_new(o, "x-hone-sweep", sw);
     }
     return o;

@@ -39,9 +39,9 @@ static void train_step(void *arg)
     const hone_train_spec *s = t->spec;
     int B = t->batch;
     hone_k_gather_rows(k, t->train_x, t->train_y, t->perm, t->base_dev, 0, B, t->row, t->xb, t->yb);
-    if (s->model.augment_flip || s->model.augment_shift > 0)
-        hone_k_augment(k, t->xb, B, t->ds.c, t->ds.h, t->ds.w, s->model.augment_flip,
-                       s->model.augment_shift, s->train.seed ^ 0xA06ULL,
+    if (s->augment.flip || s->augment.crop_padding > 0)
+        hone_k_augment(k, t->xb, B, t->ds.c, t->ds.h, t->ds.w, s->augment.flip,
+                       s->augment.crop_padding, s->train.seed ^ 0xA06ULL,
                        net->counters + net->ncounters - 1);
     const float *logits = net_forward(net, t->xb, B, 1);
     hone_k_softmax_xent(k, logits, t->yb, B, t->ds.classes, net_dlogits(net), t->acc, t->acc + 1);

@@ -113,13 +113,18 @@ def spec_combinations(c, root, ex_url):
                                                            "automl_algorithm": "hyperband"}))
     expect_err(c, "POST", "/api/v1/experiments/%s/jobs" % off["id"], {"action": "automl"}, 422,
                "automl_settings.automl_R")
-    # A dataset in a format hone-train cannot load yet.
+    # An image folder trains (hone-train packs it), with the keys only it takes.
     os.makedirs(os.path.join(root, "imgs", "cat"))
     with open(os.path.join(root, "imgs", "cat", "1.png"), "wb") as f:
         f.write(tiny_png())
     dsi = c.ok("POST", "/api/v1/datasets", {"name": "imgs", "path": root + "/imgs",
                                             "format": "image_folder"})
-    expect_err(c, "POST", ex_url, dict(mlp, train_datasets=[dsi["id"]]), 422, "train_datasets")
+    c.ok("POST", ex_url, dict(mlp, train_datasets=[dsi["id"]],
+                              specs={"model.input_size": 16, "data.channels": 3}))
+    expect_err(c, "POST", ex_url, dict(mlp, specs={"model.input_size": 16}), 422,
+               "specs.model.input_size")  # idx images are not resized
+    expect_err(c, "POST", ex_url, dict(mlp, specs={"data.channels": 2}), 422,
+               "specs.data.channels")
     # The schema behind all of it, as committed.
     sc = c.ok("GET", "/api/v1/schemas/spec")
     here = os.path.dirname(os.path.abspath(__file__))

@@ -203,7 +203,7 @@ static void walk_keys(const char *net)
         cases++;
     }
     /* a dataset in a format hone-train cannot load is refused by both */
-    json_object_set_new(ds_row, "format", json_string("image_folder"));
+    json_object_set_new(ds_row, "format", json_string("kitti"));
     agree(net, json_object(), 0);
     json_object_set_new(ds_row, "format", json_string("idx"));
     agree(net, json_object(), 1);

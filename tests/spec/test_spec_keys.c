@@ -176,8 +176,12 @@ static void defaults(void)
           HONE_EPARSE);
     CHECK(hone_spec_set_text(&s, "nope", "1", 0, err, sizeof err) == HONE_EPARSE &&
           strstr(err, "nope: unknown key"));
-    json_t *fmt = json_string("image_folder"); /* not loadable by hone-train yet */
-    CHECK(hone_spec_check_json("data.format", fmt, err, sizeof err) == HONE_EINVAL);
+    json_t *fmt = json_string("kitti"); /* a dataset format, but no classifier trains on it */
+    CHECK(hone_spec_check_json("data.format", fmt, err, sizeof err) == HONE_EINVAL &&
+          strstr(err, "data.format: 'kitti' is not one of: idx, image_folder"));
+    json_decref(fmt);
+    fmt = json_string("image_folder");
+    CHECK(hone_spec_check_json("data.format", fmt, err, sizeof err) == HONE_OK);
     json_decref(fmt);
 }
 
@@ -205,13 +209,36 @@ static void schema_and_spaces(void)
     CHECK(json_object_size(d) == 5);
     for (size_t i = 0; i < 5; i++)
         CHECK(json_object_get(d, swept[i]));
-    CHECK(json_object_size(all) == 11);
+    CHECK(json_object_size(all) == 12); /* ... and augment.jitter */
     json_t *h = json_object_get(all, "model.hidden");
     CHECK(json_integer_value(json_object_get(h, "min")) == 32 &&
           json_integer_value(json_object_get(h, "max")) == 512);
     CHECK(!json_object_get(all, "model.depth") && !hone_spec_space("resnet", 1));
     json_decref(d);
     json_decref(all);
+
+    /* resnets: TAO's classifier sweep (learning rate, weight decay, batch size, momentum, width,
+     * augmentation strength); their own ranges; no mlp/cnn-only keys */
+    static const char *const res_swept[] = {"train.lr",           "train.momentum",
+                                            "train.weight_decay", "train.batch_size",
+                                            "model.width",        "augment.jitter"};
+    d = hone_spec_space("resnet34", 0);
+    CHECK(json_object_size(d) == 6);
+    for (size_t i = 0; i < 6; i++)
+        CHECK(json_object_get(d, res_swept[i]));
+    h = json_object_get(d, "model.width");
+    CHECK(json_integer_value(json_object_get(h, "min")) == 16 &&
+          json_integer_value(json_object_get(h, "max")) == 64);
+    all = hone_spec_space("resnet18", 1);
+    CHECK(!json_object_get(all, "model.hidden") && !json_object_get(all, "model.batchnorm"));
+    json_decref(d);
+    json_decref(all);
+    /* augmentation is on by default for resnets only */
+    hone_spec r;
+    hone_spec_defaults(&r, "resnet18");
+    CHECK(r.augment.flip == 1 && r.augment.crop_padding == 4 && r.model.width == 64);
+    hone_spec_defaults(&r, "cnn");
+    CHECK(r.augment.flip == 0 && r.augment.crop_padding == 0);
 }
 
 int main(void)

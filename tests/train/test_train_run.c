@@ -128,8 +128,8 @@ int main(void)
     s.model.depth = 2;
     s.model.batchnorm = 1;
     s.model.dropout = 0.2;
-    s.model.augment_flip = 1;
-    s.model.augment_shift = 2;
+    s.augment.flip = 1;
+    s.augment.crop_padding = 2;
     snprintf(s.train.optimizer, sizeof(s.train.optimizer), "adamw");
     s.train.lr = 0.003;
     s.train.warmup_epochs = 1;

@@ -19,3 +19,23 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo_cmd apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# Real photographs for tests/data (decoding compared with Pillow's): the sample images that
+# python3-skimage and python3-sklearn ship, taken from their .debs (downloaded, not installed: the
+# packages would pull in SciPy and friends) into .cache/photos once. Best effort: without apt's
+# lists or a network the test skips that part, unless HONE_REQUIRE_PHOTOS=1 (CI sets it).
+photos="$(cd "$(dirname "$0")/.." && pwd)/.cache/photos"
+if [ ! -d /usr/lib/python3/dist-packages/skimage/data ] && [ ! -e "$photos/done" ]; then
+  tmp=$(mktemp -d)
+  if (cd "$tmp" && apt-get download -qq python3-skimage python3-sklearn 2>/dev/null); then
+    mkdir -p "$photos/skimage" "$photos/sklearn"
+    for d in "$tmp"/*.deb; do dpkg -x "$d" "$tmp/x"; done
+    cp "$tmp"/x/usr/lib/python3/dist-packages/skimage/data/*.{png,jpg} "$photos/skimage/" 2>/dev/null || true
+    cp "$tmp"/x/usr/lib/python3/dist-packages/sklearn/datasets/images/*.jpg "$photos/sklearn/" 2>/dev/null || true
+    touch "$photos/done"
+    echo "bootstrap: $(ls "$photos"/skimage "$photos"/sklearn | grep -c .) test photographs in $photos"
+  else
+    echo "bootstrap: could not download python3-skimage/python3-sklearn for the test photographs"
+  fi
+  rm -rf "$tmp"
+fi

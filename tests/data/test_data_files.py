@@ -216,6 +216,9 @@ def make_variants(d):
 def photo_dirs():
     dirs = ["/usr/lib/python3/dist-packages/skimage/data",
             "/usr/lib/python3/dist-packages/sklearn/datasets/images"]
+    here = os.path.dirname(os.path.abspath(__file__))
+    cache = os.path.join(here, "..", "..", ".cache", "photos")  # scripts/bootstrap.sh puts them here
+    dirs += [os.path.join(cache, "skimage"), os.path.join(cache, "sklearn")]
     dirs += [d for d in os.environ.get("HONE_TEST_PHOTO_DIRS", "").split(":") if d]
     return [d for d in dirs if os.path.isdir(d)]
 
@@ -436,6 +439,8 @@ def main():
         if photos:
             print("photographs from Debian packages: %d of %d exact (the rest refused by both)"
                   % (compare(photos), len(photos)))
+        elif os.environ.get("HONE_REQUIRE_PHOTOS") == "1":
+            fail("no photographs from Debian packages (scripts/bootstrap.sh fetches them)")
         else:
             print("SKIP part: no photographs from Debian packages (python3-skimage)")
         broken_files(tmp, variants[0], [p for p in variants if p.endswith("base.jpg")][0])

@@ -1,7 +1,8 @@
-/* train/loop.c: the trainer (hone_trainer_*: the data on the device, the network, the optimiser,
- * one epoch with the step captured as a kernel graph) and hone_train_run, which trains with it
- * epoch by epoch; evaluates, reports each epoch (JSON on stdout, callback), checkpoints, and
- * resumes from a checkpoint to the same numbers. Tests and benches drive the same epoch. */
+/* train/loop.c: the trainer (hone_trainer_*: the data on the device as uint8, gathered, augmented
+ * and normalised batch by batch; the network, the optimiser, one epoch with the step captured as a
+ * kernel graph) and hone_train_run, which trains with it epoch by epoch; evaluates, reports each
+ * epoch (JSON on stdout, callback), checkpoints, and resumes from a checkpoint to the same numbers.
+ * Tests and benches drive the same epoch. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>

@@ -45,11 +45,27 @@ struct hone_kgraph {
  *   mask[i] = keep; y[i] = keep ? x[i] * (1.0f / (1.0f - p)) : 0 (the scale computed in float);
  *   then *counter = c + 1 (after every element has read c). p == 0: mask all 1, counter advances.
  *   dropout_bwd: dx[i] = mask[i] ? dy[i] * (1.0f / (1.0f - p)) : 0.
- * augment: c = *counter; for image j: u = hone_rng_u32(seed, c, j);
- *   flip = flip_enabled && (u & 1); dx = (int)((u >> 1) % (2*shift+1)) - shift;
- *   dy = (int)((u >> 17) % (2*shift+1)) - shift   (shift == 0: dx = dy = 0);
- *   out[y][x] = in[y - dy][flip ? (w - 1 - (x - dx)) : (x - dx)], zero outside; i.e. shift first
- *   by (dx, dy), then mirror the source column. Applied to every channel; then *counter = c + 1.
+ * gather_images (one pass per output pixel; every step in float, in this order, products and sums
+ *   rounded separately: the CUDA backend uses __fmul_rn/__fadd_rn so nothing is fused):
+ *   b = base_dev ? *base_dev : base; image i < n reads source row r = idx ? idx[b + i] : b + i
+ *   (h*w*c uint8, HWC) and writes dst[i] as c planes of h*w floats (NCHW). Without aug no draws
+ *   are made and the counter is not touched. With aug: c0 = *counter, u_s = hone_rng_u32(seed,
+ *   c0, 8*i + s), f_s = hone_rng_unit(seed, c0, 8*i + s); after every image has read c0,
+ *   *counter = c0 + 1.
+ *   - crop and flip: p = crop_padding; dx = (int)((u_0 >> 1) % (2p+1)) - p, dy = (int)((u_0 >>
+ *     17) % (2p+1)) - p (p == 0: 0); flip = aug.flip && (u_0 & 1). Output (y, x) reads source
+ *     (sy, sx) = (y - dy, x - dx), then sx = w - 1 - sx when flipped; outside the image every
+ *     channel is 0 (a black pixel: the image is padded before normalisation, as torchvision's
+ *     RandomCrop(padding) does). v = pixel * (1.0f / 255.0f).
+ *   - jitter j > 0: a_s = (1.0f - j) + (2.0f * j) * f_s, s = 1 (brightness), 2 (contrast), 3
+ *     (saturation); G = the sum over all output pixels of their integer luma (c == 1: the value;
+ *     c == 3: (19595 R + 38470 G + 7471 B + 32768) >> 16; padding 0); m = (float)((double)G /
+ *     (255.0 * h * w)). Per channel value, clamped to [0, 1] after each step: contrast v = m +
+ *     a_2 * (v - m); brightness v = v * a_1; then for c == 3 saturation: g = 0.299f r + 0.587f g
+ *     + 0.114f b (left to right) and v = g + a_3 * (v - g). Grey images: contrast, brightness.
+ *   - normalise: out = (v - mean[ch]) * inv_std[ch].
+ *   - cutout s > 0: cy = u_4 % h, cx = u_5 % w; output pixels with cy - s/2 <= y < cy - s/2 + s
+ *     and cx - s/2 <= x < cx - s/2 + s are 0 in every channel (the mean, after normalisation).
  * permutation(seed, epoch): key[i] = hone_rng_u32(seed, epoch, i); idx = 0..n-1 sorted by
  *   (key ascending, i ascending) -- a stable radix sort of (key, i) pairs gives the same answer. */
 #define HONE_RNG_A 0x9E3779B97F4A7C15ULL
@@ -73,6 +89,99 @@ HONE_HD uint32_t hone_rng_u32(uint64_t seed, uint64_t ctr, uint64_t i)
 HONE_HD float hone_rng_unit(uint64_t seed, uint64_t ctr, uint64_t i)
 {
     return (float)(hone_rng_u32(seed, ctr, i) >> 8) * (1.0f / 16777216.0f);
+}
+
+/* ------------------------------------------------------------------ gather_images, shared
+ * The per-image draws and the per-pixel arithmetic of gather_images (described above), written
+ * once for both backends. Float products and sums go through HONE_FMUL/HONE_FADD: round-to-nearest
+ * intrinsics in CUDA device code, where nvcc would otherwise fuse a*b+c into one FMA and round
+ * once; plain operators on the host (the build targets no FMA there: see cpu/data.c). */
+#ifdef __CUDA_ARCH__
+#define HONE_FMUL(a, b) __fmul_rn((a), (b))
+#define HONE_FADD(a, b) __fadd_rn((a), (b))
+#else
+#define HONE_FMUL(a, b) ((float)((a) * (b)))
+#define HONE_FADD(a, b) ((float)((a) + (b)))
+#endif
+
+typedef struct hone_aug_draw {
+    int flip, dx, dy;    /* mirror, crop offset */
+    int y0, x0, cut;     /* cutout square: rows [y0, y0+cut), columns [x0, x0+cut); cut 0: none */
+    float a_b, a_c, a_s; /* brightness, contrast, saturation factors (jitter) */
+} hone_aug_draw;
+
+HONE_HD void hone_aug_draw_image(const hone_kaugment *a, int h, int w, uint64_t c0, int i,
+                                 hone_aug_draw *d)
+{
+    uint64_t s = a->seed, j = (uint64_t)i * 8;
+    uint32_t u = hone_rng_u32(s, c0, j);
+    d->flip = a->flip && (u & 1u);
+    d->dx = d->dy = 0;
+    if (a->crop_padding > 0) {
+        uint32_t span = (uint32_t)(2 * a->crop_padding + 1);
+        d->dx = (int)((u >> 1) % span) - a->crop_padding;
+        d->dy = (int)((u >> 17) % span) - a->crop_padding;
+    }
+    d->a_b = d->a_c = d->a_s = 1.0f;
+    if (a->jitter > 0.0f) {
+        float lo = 1.0f - a->jitter, span = 2.0f * a->jitter;
+        d->a_b = HONE_FADD(lo, HONE_FMUL(span, hone_rng_unit(s, c0, j + 1)));
+        d->a_c = HONE_FADD(lo, HONE_FMUL(span, hone_rng_unit(s, c0, j + 2)));
+        d->a_s = HONE_FADD(lo, HONE_FMUL(span, hone_rng_unit(s, c0, j + 3)));
+    }
+    d->cut = a->cutout;
+    d->y0 = d->x0 = 0;
+    if (d->cut > 0) {
+        d->y0 = (int)(hone_rng_u32(s, c0, j + 4) % (uint32_t)h) - d->cut / 2;
+        d->x0 = (int)(hone_rng_u32(s, c0, j + 5) % (uint32_t)w) - d->cut / 2;
+    }
+}
+
+/* Offset of output (y, x)'s source pixel inside its image (in pixels), or -1 for padding. */
+HONE_HD int hone_aug_source(const hone_aug_draw *d, int h, int w, int y, int x)
+{
+    int sy = y - d->dy, sx = x - d->dx;
+    if (d->flip)
+        sx = w - 1 - sx;
+    return sy >= 0 && sy < h && sx >= 0 && sx < w ? sy * w + sx : -1;
+}
+
+/* Integer luma of one pixel (c == 1: its value; c >= 3: ITU-R 601-2 as data/ converts). */
+HONE_HD uint32_t hone_aug_luma(const uint8_t *p, int c)
+{
+    if (c < 3)
+        return p[0];
+    return (19595u * p[0] + 38470u * p[1] + 7471u * p[2] + 32768u) >> 16;
+}
+
+HONE_HD float hone_aug_clamp01(float v)
+{
+    return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+}
+
+/* One output pixel's c values into out[ch * plane]: p is the source pixel (NULL: padding), m the
+ * image's contrast mean (used when jitter), mean/inv_std the normalisation. */
+HONE_HD void hone_aug_pixel(const uint8_t *p, int c, const hone_aug_draw *d, int jitter, float m,
+                            int cut, const float *mean, const float *inv_std, float *out,
+                            size_t plane)
+{
+    float v[4];
+    for (int ch = 0; ch < c; ch++)
+        v[ch] = p ? HONE_FMUL((float)p[ch], 1.0f / 255.0f) : 0.0f;
+    if (jitter) {
+        for (int ch = 0; ch < c; ch++) {
+            float t = HONE_FADD(m, HONE_FMUL(d->a_c, HONE_FADD(v[ch], -m)));
+            v[ch] = hone_aug_clamp01(HONE_FMUL(hone_aug_clamp01(t), d->a_b));
+        }
+        if (c == 3) {
+            float g = HONE_FADD(HONE_FADD(HONE_FMUL(0.299f, v[0]), HONE_FMUL(0.587f, v[1])),
+                                HONE_FMUL(0.114f, v[2]));
+            for (int ch = 0; ch < 3; ch++)
+                v[ch] = hone_aug_clamp01(HONE_FADD(g, HONE_FMUL(d->a_s, HONE_FADD(v[ch], -g))));
+        }
+    }
+    for (int ch = 0; ch < c; ch++)
+        out[(size_t)ch * plane] = cut ? 0.0f : HONE_FMUL(HONE_FADD(v[ch], -mean[ch]), inv_std[ch]);
 }
 
 /* ------------------------------------------------------------------ op semantics both backends
@@ -176,9 +285,11 @@ HONE_HD float hone_rng_unit(uint64_t seed, uint64_t ctr, uint64_t i)
        const int32_t *base_dev, int base, int n, int row, float *dst, int32_t *dst_labels))        \
     X(P, int, counter_add, (hone_kctx * k, int32_t * counter, int step))                           \
     X(P, int, permutation, (hone_kctx * k, int32_t * idx, int n, uint64_t seed, uint64_t epoch))   \
-    X(P, int, augment,                                                                             \
-      (hone_kctx * k, float *x, int n, int c, int h, int w, int flip, int shift, uint64_t seed,    \
-       uint64_t *counter))                                                                         \
+    X(P, int, gather_images,                                                                       \
+      (hone_kctx * k, const uint8_t *src, const int32_t *src_labels, const int32_t *idx,           \
+       const int32_t *base_dev, int base, int n, int c, int h, int w, const float *mean,           \
+       const float *inv_std, const hone_kaugment *aug, uint64_t *counter, float *dst,              \
+       int32_t *dst_labels))                                                                       \
     /* optim.{c,cu}: optimisers */                                                                 \
     X(P, int, sgd_step,                                                                            \
       (hone_kctx * k, float *w, const float *grad, float *v, size_t n, float lr,                   \

@@ -452,12 +452,21 @@ int hone_k_permutation(hone_kctx *k, int32_t *idx, int n, uint64_t seed, uint64_
     return k->ops->permutation(k, idx, n, seed, epoch);
 }
 
-int hone_k_augment(hone_kctx *k, float *x, int n, int c, int h, int w, int flip, int shift,
-                   uint64_t seed, uint64_t *counter)
+int hone_k_gather_images(hone_kctx *k, const uint8_t *src, const int32_t *src_labels,
+                         const int32_t *idx, const int32_t *base_dev, int base, int n, int c, int h,
+                         int w, const float *mean, const float *inv_std, const hone_kaugment *aug,
+                         uint64_t *counter, float *dst, int32_t *dst_labels)
 {
-    CHECK(x && counter && n > 0 && c > 0 && h > 0 && w > 0 && shift >= 0);
-    CHECK(shift < h && shift < w);
-    return k->ops->augment(k, x, n, c, h, w, flip, shift, seed, counter);
+    CHECK(n >= 0 && base >= 0 && src && dst && mean && inv_std);
+    CHECK(c >= 1 && c <= 4 && h > 0 && w > 0 && (size_t)h * w <= (1u << 24));
+    CHECK(!src_labels == !dst_labels);
+    if (aug) {
+        CHECK(counter && aug->crop_padding >= 0 && aug->crop_padding <= 65535);
+        CHECK(aug->jitter >= 0.0f && aug->jitter <= 1.0f);
+        CHECK(aug->cutout >= 0 && aug->cutout <= 65535);
+    }
+    return k->ops->gather_images(k, src, src_labels, idx, base_dev, base, n, c, h, w, mean, inv_std,
+                                 aug, counter, dst, dst_labels);
 }
 
 /* ------------------------------------------------------------------ optimisers */

@@ -160,9 +160,27 @@ int hone_k_gather_rows(hone_kctx *k, const float *src, const int32_t *src_labels
 int hone_k_counter_add(hone_kctx *k, int32_t *counter, int step);
 /* Fills idx[0..n) with a permutation of 0..n-1 drawn from (seed, epoch); on the device. */
 int hone_k_permutation(hone_kctx *k, int32_t *idx, int n, uint64_t seed, uint64_t epoch);
-/* Random horizontal flip and translation by up to `shift` pixels (zero padded), per image. */
-int hone_k_augment(hone_kctx *k, float *x, int n, int c, int h, int w, int flip, int shift,
-                   uint64_t seed, uint64_t *counter);
+/* Augmentation drawn per image by hone_k_gather_images (kernels/backend.h defines every draw and
+ * every float step, so the CPU and CUDA backends produce the same images). */
+typedef struct hone_kaugment {
+    int flip;         /* 1: mirror half the images left to right */
+    int crop_padding; /* random crop of the image padded with this many black pixels a side */
+    float jitter;     /* 0..1: contrast, brightness and (RGB) saturation factors in [1-j, 1+j] */
+    int cutout;       /* side of a square at a random centre set to 0 (the mean); 0: off */
+    uint64_t seed;
+} hone_kaugment;
+
+/* A mini-batch from images kept as uint8 on the device. For i < n, source image r = idx[base + i]
+ * (idx NULL: r = base + i) of src (rows of h*w*c bytes, HWC: the packed file's layout) is
+ * augmented as aug says (NULL: not at all), normalised per channel, (pixel/255 - mean[ch]) *
+ * inv_std[ch] (mean, inv_std: c floats on the device), and written to dst as n*c*h*w floats, NCHW;
+ * dst_labels[i] = src_labels[r] (both NULL or neither). base is read from *base_dev when non-NULL
+ * (a captured step walks the epoch). With aug, the draws come from (aug->seed, *counter) and the
+ * op advances the device counter by one, so every replay of a captured step draws afresh. */
+int hone_k_gather_images(hone_kctx *k, const uint8_t *src, const int32_t *src_labels,
+                         const int32_t *idx, const int32_t *base_dev, int base, int n, int c, int h,
+                         int w, const float *mean, const float *inv_std, const hone_kaugment *aug,
+                         uint64_t *counter, float *dst, int32_t *dst_labels);
 
 /* --------------------------------------------------------------- optimisers (fused, in place) */
 

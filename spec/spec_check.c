@@ -156,9 +156,10 @@ void hone_spec_estimate(const hone_spec *s, const hone_spec_data *d, hone_spec_c
         act = add(act, mul((uint64_t)(ntrain / batch), 4));
     out->act_bytes = act;
     if (ntrain > 0 && ntest >= 0) {
-        /* train/val/test images and labels on the device, and the epoch's permutation */
+        /* train/val/test images (uint8 pixels: normalised batch by batch) and labels on the
+         * device, and the epoch's permutation */
         uint64_t n = (uint64_t)ntrain + (uint64_t)s->data.val_size + (uint64_t)ntest;
-        out->data_bytes = add(mul(n, add(mul(row, 4), 4)), mul((uint64_t)ntrain, 4));
+        out->data_bytes = add(mul(n, add(row, 4)), mul((uint64_t)ntrain, 4));
     }
 }
 

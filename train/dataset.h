@@ -1,22 +1,46 @@
-/* train/dataset.h (private): an image-classification dataset in host memory, split into train,
- * validation and test parts and normalised with the training part's mean and deviation. */
+/* train/dataset.h (private): an image-classification dataset in host memory as uint8 pixels
+ * (HWC, the packed file's layout), split into train, validation and test parts, with the
+ * per-channel mean and deviation of the training part that the trainer normalises with on the
+ * device.
+ *
+ * Where the parts come from:
+ * - data.format idx: train = the training file's first images (data.train_limit of them when set),
+ *   val = its last data.val_size images, test = the t10k file's first (data.test_limit) images.
+ * - data.format image_folder: the folder packed at the spec's input shape (hone_spec_input_shape):
+ *   data.packed when set (opened with both checksums verified, refused naming data.packed when its
+ *   size or channels are not the spec's), else hone-train packs data.path itself on every core
+ *   into a private temp file that is unlinked as soon as it is mapped. Then:
+ *   - test: the folder's test/ split when it has one; otherwise 10% of train/ (rounded down),
+ *     picked at random, so that a flat folder, or one with only train/ and val/, still has test
+ *     images the model never trained on nor was selected on;
+ *   - val: the folder's val/ split when it has one (data.val_size is then not used); otherwise
+ *     data.val_size images of train/ picked at random after the test pick;
+ *   - train: the rest of train/, in a random order, of which data.train_limit are kept when set;
+ *     data.test_limit keeps the first images of the test part, which is in a random order too.
+ *   Every random pick comes from one fixed seed (DATASET_SPLIT_SEED), never from train.seed: each
+ *   trial of a search trains and validates on the same images, whatever its seed.
+ * The mean and deviation are those of pixel/255 over the training part, per channel. */
 #ifndef HONE_TRAIN_DATASET_H
 #define HONE_TRAIN_DATASET_H
 
 #include "train.h"
 
+#define DATASET_SPLIT_SEED 0x5EED5B117ULL
+
 typedef struct {
-    float *x;   /* [n, c*h*w] */
-    int32_t *y; /* [n] */
+    uint8_t *x; /* [n, h*w*c], HWC; owned */
+    int32_t *y; /* [n]; owned */
     int n;
 } data_part;
 
 typedef struct {
     int c, h, w, classes;
+    float mean[3], std[3]; /* per channel, of pixel/255 over the training part */
     data_part train, val, test;
 } dataset;
 
-/* Loads {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz] from spec->data.path. */
+/* Loads the spec's data (data.format idx or image_folder, as above), checks the spec against it
+ * (spec/'s size limits, data.val_size) and fills *out. err names the file or the key. */
 int dataset_load(const hone_train_spec *spec, dataset *out, char *err, size_t errlen);
 void dataset_free(dataset *d);
 

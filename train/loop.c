@@ -1,7 +1,8 @@
-/* train/loop.c: the trainer (hone_trainer_*: the data on the device, the network, the optimiser,
- * one epoch with the step captured as a kernel graph) and hone_train_run, which trains with it
- * epoch by epoch; evaluates, reports each epoch (JSON on stdout, callback), checkpoints, and
- * resumes from a checkpoint to the same numbers. Tests and benches drive the same epoch. */
+/* train/loop.c: the trainer (hone_trainer_*: the data on the device as uint8, gathered, augmented
+ * and normalised batch by batch; the network, the optimiser, one epoch with the step captured as a
+ * kernel graph) and hone_train_run, which trains with it epoch by epoch; evaluates, reports each
+ * epoch (JSON on stdout, callback), checkpoints, and resumes from a checkpoint to the same numbers.
+ * Tests and benches drive the same epoch. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -19,8 +20,11 @@ struct hone_trainer {
     hone_net *net;
     dataset ds;
     int batch, steps, row, adam;
-    float *train_x, *val_x, *test_x;
+    uint8_t *train_x, *val_x, *test_x; /* the parts' pixels, uint8 HWC, on the device */
     int32_t *train_y, *val_y, *test_y;
+    float *norm;       /* device: the training part's per-channel mean, then 1/deviation */
+    hone_kaugment aug; /* spec->augment.*; used when `augment` */
+    int augment;
     int32_t *perm, *base_dev, *t_dev;
     float *lr_dev, *lr_sched, *acc, *xb; /* lr_sched: this epoch's lr per step, on the device */
     int32_t *yb;
@@ -38,11 +42,12 @@ static void train_step(void *arg)
     hone_net *net = t->net;
     const hone_train_spec *s = t->spec;
     int B = t->batch;
-    hone_k_gather_rows(k, t->train_x, t->train_y, t->perm, t->base_dev, 0, B, t->row, t->xb, t->yb);
-    if (s->augment.flip || s->augment.crop_padding > 0)
-        hone_k_augment(k, t->xb, B, t->ds.c, t->ds.h, t->ds.w, s->augment.flip,
-                       s->augment.crop_padding, s->train.seed ^ 0xA06ULL,
-                       net->counters + net->ncounters - 1);
+    const dataset *d = &t->ds;
+    /* the shuffled batch, augmented and normalised in one pass; the last network counter is the
+     * augmentation's, so a checkpoint resumes its draws */
+    hone_k_gather_images(k, t->train_x, t->train_y, t->perm, t->base_dev, 0, B, d->c, d->h, d->w,
+                         t->norm, t->norm + d->c, t->augment ? &t->aug : NULL,
+                         net->counters + net->ncounters - 1, t->xb, t->yb);
     const float *logits = net_forward(net, t->xb, B, 1);
     hone_k_softmax_xent(k, logits, t->yb, B, t->ds.classes, net_dlogits(net), t->acc, t->acc + 1);
     net_backward(net, t->xb, B);
@@ -94,7 +99,7 @@ static double now(void)
 }
 
 /* Mean loss and accuracy over n samples, in batches, with inference-mode layers. */
-static int evaluate(hone_trainer *t, const float *x, const int32_t *y, int n, double *loss,
+static int evaluate(hone_trainer *t, const uint8_t *x, const int32_t *y, int n, double *loss,
                     double *acc)
 {
     if (n == 0) {
@@ -105,8 +110,11 @@ static int evaluate(hone_trainer *t, const float *x, const int32_t *y, int n, do
     hone_k_fill(k, t->acc + 2, 0.0f, 2);
     for (int i = 0; i < n; i += t->batch) {
         int m = n - i < t->batch ? n - i : t->batch;
-        const float *logits = net_forward(t->net, x + (size_t)i * t->row, m, 0);
-        hone_k_softmax_xent(k, logits, y + i, m, t->ds.classes, NULL, t->acc + 2, t->acc + 3);
+        const dataset *d = &t->ds;
+        hone_k_gather_images(k, x, y, NULL, NULL, i, m, d->c, d->h, d->w, t->norm, t->norm + d->c,
+                             NULL, NULL, t->xb, t->yb);
+        const float *logits = net_forward(t->net, t->xb, m, 0);
+        hone_k_softmax_xent(k, logits, t->yb, m, t->ds.classes, NULL, t->acc + 2, t->acc + 3);
     }
     float h[2];
     int rc = hone_k_sync(k);
@@ -243,9 +251,9 @@ void hone_trainer_free(hone_trainer *t)
     hone_kctx *k = t->k;
     if (k) {
         hone_kgraph_free(t->graph);
-        void *bufs[] = {t->train_x, t->val_x, t->test_x,   t->train_y, t->val_y,
-                        t->test_y,  t->perm,  t->base_dev, t->t_dev,   t->lr_dev,
-                        t->acc,     t->xb,    t->yb,       t->opt,     t->lr_sched};
+        void *bufs[] = {t->train_x, t->val_x,    t->test_x,   t->train_y, t->val_y, t->test_y,
+                        t->perm,    t->base_dev, t->t_dev,    t->lr_dev,  t->acc,   t->xb,
+                        t->yb,      t->opt,      t->lr_sched, t->norm};
         for (size_t i = 0; i < HONE_ARRAY_LEN(bufs); i++)
             hone_k_free(k, bufs[i]);
         net_free(t->net);
@@ -286,9 +294,22 @@ static int setup(hone_trainer *t, const hone_train_opts *o, char *err, size_t er
     }
     hone_kctx *k = t->k;
     size_t fb = sizeof(float);
-    t->train_x = dev_copy(k, d->train.x, (size_t)d->train.n * t->row * fb);
-    t->val_x = dev_copy(k, d->val.x, (size_t)d->val.n * t->row * fb);
-    t->test_x = dev_copy(k, d->test.x, (size_t)d->test.n * t->row * fb);
+    t->train_x = dev_copy(k, d->train.x, (size_t)d->train.n * t->row);
+    t->val_x = dev_copy(k, d->val.x, (size_t)d->val.n * t->row);
+    t->test_x = dev_copy(k, d->test.x, (size_t)d->test.n * t->row);
+    float norm[6];
+    for (int ch = 0; ch < d->c; ch++) {
+        norm[ch] = d->mean[ch];
+        norm[d->c + ch] = 1.0f / d->std[ch];
+    }
+    t->norm = dev_copy(k, norm, 2 * (size_t)d->c * fb);
+    const hone_train_spec *sp = s;
+    t->aug = (hone_kaugment){.flip = sp->augment.flip,
+                             .crop_padding = sp->augment.crop_padding,
+                             .jitter = (float)sp->augment.jitter,
+                             .cutout = sp->augment.cutout,
+                             .seed = sp->train.seed ^ 0xA06ULL};
+    t->augment = t->aug.flip || t->aug.crop_padding > 0 || t->aug.jitter > 0 || t->aug.cutout > 0;
     t->train_y = dev_copy(k, d->train.y, (size_t)d->train.n * 4);
     t->val_y = dev_copy(k, d->val.y, (size_t)d->val.n * 4);
     t->test_y = dev_copy(k, d->test.y, (size_t)d->test.n * 4);

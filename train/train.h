@@ -1,8 +1,8 @@
 /* train: the training program behind hone-train as a library: the spec (YAML + dotted overrides),
- * IDX datasets (MNIST, Fashion-MNIST; the files are read by data/), MLP and CNN networks on the
- * kernels API, checkpoints, and hone_train_run, which trains with a per-epoch callback so tests and
- * benches need no subprocess. hone_trainer_* drive the same training an epoch at a time (backend
- * comparisons, timings).
+ * IDX datasets (MNIST, Fashion-MNIST) and image folders (packed; the files are read by data/),
+ * MLP and CNN networks on the kernels API, checkpoints, and hone_train_run, which trains with a
+ * per-epoch callback so tests and benches need no subprocess. hone_trainer_* drive the same
+ * training an epoch at a time (backend comparisons, timings).
  */
 #ifndef HONE_TRAIN_H
 #define HONE_TRAIN_H

@@ -1,10 +1,12 @@
-/* kernels/cpu/data.c: mini-batch gathering, device counters, the shuffling permutation and
- * image augmentation for the CPU backend. Random draws follow backend.h exactly so the CUDA
- * backend produces the same permutation and the same augmented images. */
+/* kernels/cpu/data.c: mini-batch gathering (float rows; uint8 images with augmentation and
+ * normalisation), device counters and the shuffling permutation for the CPU backend. Random draws
+ * and the float steps follow backend.h exactly so the CUDA backend produces the same permutation
+ * and the same images. This file must not be built for a target with FMA (no target_clones, no
+ * -march): a fused multiply-add would round differently from the CUDA backend's __fmul_rn. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "par.h"
 
 int cpu_gather_rows(hone_kctx *k, const float *src, const int32_t *src_labels, const int32_t *idx,
                     const int32_t *base_dev, int base, int n, int row, float *dst,
@@ -56,38 +58,72 @@ int cpu_permutation(hone_kctx *k, int32_t *idx, int n, uint64_t seed, uint64_t e
     return HONE_OK;
 }
 
-int cpu_augment(hone_kctx *k, float *x, int n, int c, int h, int w, int flip, int shift,
-                uint64_t seed, uint64_t *counter)
+typedef struct {
+    const uint8_t *src;
+    const int32_t *src_labels, *idx;
+    int b, c, h, w;
+    const float *mean, *inv_std;
+    const hone_kaugment *aug;
+    uint64_t c0;
+    float *dst;
+    int32_t *dst_labels;
+} gather_job;
+
+static void gather_image(void *arg, int i, int slot)
 {
-    (void)k;
-    uint64_t ctr = *counter;
+    (void)slot;
+    const gather_job *j = arg;
+    int c = j->c, h = j->h, w = j->w;
     size_t hw = (size_t)h * w;
-    float *tmp = hone_xmalloc(sizeof(float) * hw);
-    for (int j = 0; j < n; j++) {
-        uint32_t u = hone_rng_u32(seed, ctr, (uint64_t)j);
-        int fl = flip && (u & 1u);
-        int dx = 0, dy = 0;
-        if (shift > 0) {
-            uint32_t span = (uint32_t)(2 * shift + 1);
-            dx = (int)((u >> 1) % span) - shift;
-            dy = (int)((u >> 17) % span) - shift;
-        }
-        if (!fl && dx == 0 && dy == 0)
-            continue;
-        for (int ch = 0; ch < c; ch++) {
-            float *img = x + ((size_t)j * c + ch) * hw;
-            memcpy(tmp, img, sizeof(float) * hw);
-            for (int yy = 0; yy < h; yy++)
-                for (int xx = 0; xx < w; xx++) {
-                    int sy = yy - dy, sx = xx - dx;
-                    if (fl)
-                        sx = w - 1 - sx;
-                    img[(size_t)yy * w + xx] =
-                        (sy >= 0 && sy < h && sx >= 0 && sx < w) ? tmp[(size_t)sy * w + sx] : 0.0f;
-                }
-        }
+    int32_t r = j->idx ? j->idx[j->b + i] : j->b + i;
+    const uint8_t *img = j->src + (size_t)r * hw * c;
+    float *out = j->dst + (size_t)i * c * hw;
+    if (j->dst_labels)
+        j->dst_labels[i] = j->src_labels[r];
+    hone_aug_draw d = {0};
+    if (j->aug)
+        hone_aug_draw_image(j->aug, h, w, j->c0, i, &d);
+    int jitter = j->aug && j->aug->jitter > 0.0f;
+    float m = 0.0f;
+    if (jitter) {
+        uint64_t g = 0;
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++) {
+                int o = hone_aug_source(&d, h, w, y, x);
+                g += o < 0 ? 0 : hone_aug_luma(img + (size_t)o * c, c);
+            }
+        m = (float)((double)g / (255.0 * (double)hw));
     }
-    free(tmp);
-    *counter = ctr + 1;
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            int o = hone_aug_source(&d, h, w, y, x);
+            int cut = d.cut > 0 && y >= d.y0 && y < d.y0 + d.cut && x >= d.x0 && x < d.x0 + d.cut;
+            hone_aug_pixel(o < 0 ? NULL : img + (size_t)o * c, c, &d, jitter, m, cut, j->mean,
+                           j->inv_std, out + (size_t)y * w + x, hw);
+        }
+}
+
+int cpu_gather_images(hone_kctx *k, const uint8_t *src, const int32_t *src_labels,
+                      const int32_t *idx, const int32_t *base_dev, int base, int n, int c, int h,
+                      int w, const float *mean, const float *inv_std, const hone_kaugment *aug,
+                      uint64_t *counter, float *dst, int32_t *dst_labels)
+{
+    gather_job j = {src,
+                    src_labels,
+                    idx,
+                    base_dev ? base_dev[0] : base,
+                    c,
+                    h,
+                    w,
+                    mean,
+                    inv_std,
+                    aug,
+                    aug ? *counter : 0,
+                    dst,
+                    dst_labels};
+    if (n > 0)
+        cpu_par_run(k, n, gather_image, &j);
+    if (aug)
+        *counter = j.c0 + 1;
     return HONE_OK;
 }

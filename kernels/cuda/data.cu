@@ -1,6 +1,8 @@
 /* CUDA backend: data movement on the device for a host-free epoch: shuffled mini-batch gather
- * (base index read on the device so a captured step walks the epoch), device counters, the
- * epoch permutation (stable radix sort of backend.h's random keys) and flip/shift augmentation. */
+ * (base index read on the device so a captured step walks the epoch; float rows, or uint8 images
+ * augmented and normalised in the same pass), device counters and the epoch permutation (stable
+ * radix sort of backend.h's random keys). The image arithmetic is backend.h's, shared with the
+ * CPU backend, so both produce the same floats. */
 #include <cub/device/device_radix_sort.cuh>
 
 #include "common.cuh"
@@ -86,57 +88,54 @@ extern "C" int cuda_permutation(hone_kctx *k, int32_t *idx, int n, uint64_t seed
     return HONE_OK;
 }
 
-/* One block per (image, channel) plane, staged in shared memory (planes up to 48 KB). */
-__global__ static void k_augment_smem(float *x, int c, int h, int w, int flip, int shift,
-                                      uint64_t seed, const uint64_t *counter)
+/* One block per image (grid-stride over images): the contrast mean's integer luma sum first (a
+ * block reduction, only with jitter), then each thread writes whole pixels, all channels. */
+__global__ static void k_gather_images(const uint8_t *src, const int32_t *src_labels,
+                                       const int32_t *idx, const int32_t *base_dev, int base, int n,
+                                       int c, int h, int w, const float *mean, const float *inv_std,
+                                       hone_kaugment aug, int augment, const uint64_t *counter,
+                                       float *dst, int32_t *dst_labels)
 {
-    extern __shared__ float plane[];
-    int j = blockIdx.x / c;
-    uint32_t u = hone_rng_u32(seed, *counter, (uint64_t)j);
-    int fl = flip && (u & 1u), dx = 0, dy = 0;
-    if (shift > 0) {
-        uint32_t span = (uint32_t)(2 * shift + 1);
-        dx = (int)((u >> 1) % span) - shift;
-        dy = (int)((u >> 17) % span) - shift;
+    __shared__ unsigned long long gsum;
+    int b = base_dev ? *base_dev : base;
+    uint64_t c0 = augment ? *counter : 0;
+    int hw = h * w, jitter = augment && aug.jitter > 0.0f;
+    float mn[4], is[4];
+    for (int ch = 0; ch < c; ch++) {
+        mn[ch] = mean[ch];
+        is[ch] = inv_std[ch];
     }
-    if (!fl && dx == 0 && dy == 0)
-        return;
-    int hw = h * w;
-    float *img = x + (size_t)blockIdx.x * hw;
-    for (int i = threadIdx.x; i < hw; i += blockDim.x)
-        plane[i] = img[i];
-    __syncthreads();
-    for (int i = threadIdx.x; i < hw; i += blockDim.x) {
-        int yy = i / w, xx = i % w;
-        int sy = yy - dy, sx = xx - dx;
-        if (fl)
-            sx = w - 1 - sx;
-        img[i] = (sy >= 0 && sy < h && sx >= 0 && sx < w) ? plane[sy * w + sx] : 0.f;
-    }
-}
-
-/* Large planes: read from a copy of the batch. */
-__global__ static void k_augment_copy(const float *src, float *x, int n, int c, int h, int w,
-                                      int flip, int shift, uint64_t seed, const uint64_t *counter)
-{
-    size_t hw = (size_t)h * w, total = (size_t)n * c * hw;
-    uint64_t ctr = *counter;
-    HC_FOR(i, total)
-    {
-        int j = (int)(i / (hw * c));
-        uint32_t u = hone_rng_u32(seed, ctr, (uint64_t)j);
-        int fl = flip && (u & 1u), dx = 0, dy = 0;
-        if (shift > 0) {
-            uint32_t span = (uint32_t)(2 * shift + 1);
-            dx = (int)((u >> 1) % span) - shift;
-            dy = (int)((u >> 17) % span) - shift;
+    for (int i = blockIdx.x; i < n; i += gridDim.x) {
+        int32_t r = idx ? idx[b + i] : b + i;
+        const uint8_t *img = src + (size_t)r * hw * c;
+        float *out = dst + (size_t)i * c * hw;
+        if (dst_labels && threadIdx.x == 0)
+            dst_labels[i] = src_labels[r];
+        hone_aug_draw d = {0};
+        if (augment)
+            hone_aug_draw_image(&aug, h, w, c0, i, &d);
+        float m = 0.0f;
+        if (jitter) {
+            if (threadIdx.x == 0)
+                gsum = 0;
+            __syncthreads();
+            unsigned long long g = 0;
+            for (int p = threadIdx.x; p < hw; p += blockDim.x) {
+                int o = hone_aug_source(&d, h, w, p / w, p % w);
+                g += o < 0 ? 0u : hone_aug_luma(img + (size_t)o * c, c);
+            }
+            atomicAdd(&gsum, g);
+            __syncthreads();
+            m = (float)((double)gsum / (255.0 * (double)hw));
+            __syncthreads(); /* gsum is reset for the next image only after all have read it */
         }
-        int yy = (int)((i % hw) / w), xx = (int)(i % w);
-        int sy = yy - dy, sx = xx - dx;
-        if (fl)
-            sx = w - 1 - sx;
-        const float *p = src + (i - i % hw);
-        x[i] = (sy >= 0 && sy < h && sx >= 0 && sx < w) ? p[(size_t)sy * w + sx] : 0.f;
+        for (int p = threadIdx.x; p < hw; p += blockDim.x) {
+            int y = p / w, x = p % w;
+            int o = hone_aug_source(&d, h, w, y, x);
+            int cut = d.cut > 0 && y >= d.y0 && y < d.y0 + d.cut && x >= d.x0 && x < d.x0 + d.cut;
+            hone_aug_pixel(o < 0 ? NULL : img + (size_t)o * c, c, &d, jitter, m, cut, mn, is,
+                           out + p, (size_t)hw);
+        }
     }
 }
 
@@ -145,33 +144,27 @@ __global__ static void k_counter64_inc(uint64_t *counter)
     *counter += 1;
 }
 
-extern "C" int cuda_augment(hone_kctx *k, float *x, int n, int c, int h, int w, int flip, int shift,
-                            uint64_t seed, uint64_t *counter)
+extern "C" int cuda_gather_images(hone_kctx *k, const uint8_t *src, const int32_t *src_labels,
+                                  const int32_t *idx, const int32_t *base_dev, int base, int n,
+                                  int c, int h, int w, const float *mean, const float *inv_std,
+                                  const hone_kaugment *aug, uint64_t *counter, float *dst,
+                                  int32_t *dst_labels)
 {
     cudaStream_t st = hc_stream(k);
-    size_t hw = (size_t)h * w, total = (size_t)n * c * hw;
-    if (total > 0 && (flip || shift > 0)) {
-        if (hw * sizeof(float) <= 48 * 1024) {
-            k_augment_smem<<<n * c, HC_THREADS, hw * sizeof(float), st>>>(x, c, h, w, flip, shift,
-                                                                          seed, counter);
-            HC_LAUNCHED();
-        } else {
-            float *tmp = NULL;
-            HC_CHECK(cudaMallocAsync((void **)&tmp, total * sizeof(float), st));
-            cudaError_t e =
-                cudaMemcpyAsync(tmp, x, total * sizeof(float), cudaMemcpyDeviceToDevice, st);
-            if (e == cudaSuccess) {
-                k_augment_copy<<<hc_blocks(k, total), HC_THREADS, 0, st>>>(tmp, x, n, c, h, w, flip,
-                                                                           shift, seed, counter);
-                e = cudaGetLastError();
-            }
-            cudaError_t f = cudaFreeAsync(tmp, st);
-            if (e != cudaSuccess)
-                return hc_fail(__FILE__, __LINE__, "augment", cudaGetErrorString(e));
-            HC_CHECK(f);
-        }
+    hone_kaugment a = {0, 0, 0.0f, 0, 0};
+    if (aug)
+        a = *aug;
+    if (n > 0) {
+        unsigned blocks = (unsigned)(n < 65535 ? n : 65535);
+        int threads = h * w >= 256 ? 256 : ((h * w + 31) / 32) * 32;
+        k_gather_images<<<blocks, threads, 0, st>>>(src, src_labels, idx, base_dev, base, n, c, h,
+                                                    w, mean, inv_std, a, aug != NULL, counter, dst,
+                                                    dst_labels);
+        HC_LAUNCHED();
     }
-    k_counter64_inc<<<1, 1, 0, st>>>(counter);
-    HC_LAUNCHED();
+    if (aug) {
+        k_counter64_inc<<<1, 1, 0, st>>>(counter);
+        HC_LAUNCHED();
+    }
     return HONE_OK;
 }

@@ -352,7 +352,8 @@ static void check_optim(hone_kctx *k, size_t n)
     free(w), free(g), free(v), free(m), free(v2), free(rw), free(rv), free(rm);
 }
 
-/* gather/counter/permutation/augment, and a captured graph replayed three times. */
+/* gather/counter/permutation, a captured graph replayed three times, and the uint8 image gather
+ * with augmentation against the CPU backend. */
 typedef struct {
     hone_kctx *k;
     const float *src;
@@ -423,24 +424,49 @@ static void check_data(hone_kctx *k, hone_kctx *cpu)
     TK_EXPECT(got_base == 3 * n);
     hone_kgraph_free(g);
 
-    /* augment: small planes (shared-memory path) and a large plane (copy path) */
-    int shapes[2][3] = {{1, 28, 28}, {3, 130, 120}};
+    /* uint8 images gathered, augmented (everything on) and normalised: CUDA against the CPU
+     * backend, bit for bit, at CIFAR size (RGB 32x32, batch 256) and a larger grey size */
+    int shapes[2][3] = {{3, 32, 32}, {1, 96, 80}};
     for (int s = 0; s < 2; s++) {
-        int c = shapes[s][0], h = shapes[s][1], w = shapes[s][2], na = 24;
-        size_t nx = (size_t)na * c * h * w;
-        float *x = rnd(nx, -1, 1);
-        double *ra = malloc(sizeof(double) * nx);
-        uint64_t ctr = next_seed() >> 40, aseed = next_seed();
-        ref_augment(x, na, c, h, w, 1, 3, aseed, ctr, ra);
-        float *gx = tk_dev(k, x, nx);
-        uint64_t *gctr = tk_dev_bytes(k, &ctr, sizeof(ctr));
-        TK_OK(hone_k_augment(k, gx, na, c, h, w, 1, 3, aseed, gctr));
-        TK_CLOSE(s ? "augment large" : "augment", o = tk_get(k, gx, nx), ra, nx, 0);
-        free(o);
-        uint64_t after = 0;
-        TK_OK(hone_k_download(k, &after, gctr, sizeof(after)));
-        TK_EXPECT(after == ctr + 1);
-        hone_k_free(k, gx), hone_k_free(k, gctr), free(x), free(ra);
+        int c = shapes[s][0], h = shapes[s][1], w = shapes[s][2], na = 256, nsrc = 1000;
+        size_t row = (size_t)c * h * w, nx = (size_t)na * row;
+        uint8_t *px = malloc((size_t)nsrc * row);
+        float *xs = rnd((size_t)nsrc * row, 0, 256);
+        for (size_t i = 0; i < (size_t)nsrc * row; i++)
+            px[i] = (uint8_t)xs[i];
+        float norm[6] = {0.45f, 0.5f, 0.55f, 4.1f, 3.9f, 4.3f}, nc[6];
+        for (int ch = 0; ch < c; ch++)
+            nc[ch] = norm[ch], nc[c + ch] = norm[3 + ch];
+        int32_t *perm = malloc(sizeof(int32_t) * nsrc);
+        TK_OK(hone_k_permutation(cpu, perm, nsrc, 3, 4));
+        hone_kaugment a = {
+            .flip = 1, .crop_padding = 4, .jitter = 0.4f, .cutout = 8, .seed = next_seed()};
+        uint64_t ctr = next_seed() >> 40;
+        float *outs[2];
+        hone_kctx *ks[2] = {k, cpu};
+        for (int b = 0; b < 2; b++) {
+            hone_kctx *kk = ks[b];
+            uint8_t *gpx = tk_dev_bytes(kk, px, (size_t)nsrc * row);
+            int32_t *gperm = tk_dev_bytes(kk, perm, sizeof(int32_t) * nsrc);
+            float *gn = tk_dev(kk, nc, 2 * (size_t)c), *gy = tk_poisoned(kk, nx);
+            uint64_t *gctr = tk_dev_bytes(kk, &ctr, sizeof(ctr));
+            TK_OK(hone_k_gather_images(kk, gpx, NULL, gperm, NULL, 100, na, c, h, w, gn, gn + c, &a,
+                                       gctr, gy, NULL));
+            outs[b] = tk_get(kk, gy, nx);
+            uint64_t after = 0;
+            TK_OK(hone_k_download(kk, &after, gctr, sizeof(after)));
+            TK_EXPECT(after == ctr + 1);
+            hone_k_free(kk, gpx), hone_k_free(kk, gperm), hone_k_free(kk, gn);
+            hone_k_free(kk, gy), hone_k_free(kk, gctr);
+        }
+        size_t diff = 0;
+        for (size_t i = 0; i < nx; i++)
+            diff += outs[0][i] != outs[1][i];
+        if (diff)
+            fprintf(stderr, "gather_images %dx%dx%d: %zu of %zu values differ from the CPU\n", c, h,
+                    w, diff, nx);
+        TK_EXPECT(diff == 0);
+        free(outs[0]), free(outs[1]), free(px), free(xs), free(perm);
     }
     hone_k_free(k, (void *)j.src), hone_k_free(k, (void *)j.lab), hone_k_free(k, j.base);
     hone_k_free(k, j.dst), hone_k_free(k, j.dlab), hone_k_free(k, gidx);

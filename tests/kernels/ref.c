@@ -318,27 +318,77 @@ void ref_dropout_fwd(const float *x, size_t n, float p, uint64_t seed, uint64_t 
     }
 }
 
-void ref_augment(const float *x, int n, int c, int h, int w, int flip, int shift, uint64_t seed,
-                 uint64_t ctr, double *y)
+static float clamp01(float v)
 {
-    for (int j = 0; j < n; j++) {
-        uint32_t u = hone_rng_u32(seed, ctr, (uint64_t)j);
-        int fl = flip && (u & 1u), dx = 0, dy = 0;
-        if (shift > 0) {
-            dx = (int)((u >> 1) % (uint32_t)(2 * shift + 1)) - shift;
-            dy = (int)((u >> 17) % (uint32_t)(2 * shift + 1)) - shift;
+    return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
+}
+
+void ref_gather_images(const uint8_t *src, const int32_t *idx, int base, int n, int c, int h, int w,
+                       const float *mean, const float *inv_std, const hone_kaugment *a,
+                       uint64_t ctr, float *y)
+{
+    size_t hw = (size_t)h * w;
+    for (int i = 0; i < n; i++) {
+        const uint8_t *img = src + (size_t)(idx ? idx[base + i] : base + i) * hw * c;
+        uint64_t j = (uint64_t)i * 8;
+        int flip = 0, dx = 0, dy = 0, cy = 0, cx = 0, cut = 0;
+        float ab = 1, ac = 1, as = 1, m = 0;
+        if (a) {
+            uint32_t u = hone_rng_u32(a->seed, ctr, j);
+            flip = a->flip && (u & 1u);
+            if (a->crop_padding) {
+                dx = (int)((u >> 1) % (uint32_t)(2 * a->crop_padding + 1)) - a->crop_padding;
+                dy = (int)((u >> 17) % (uint32_t)(2 * a->crop_padding + 1)) - a->crop_padding;
+            }
+            if (a->jitter > 0) {
+                float lo = 1.0f - a->jitter, sp = 2.0f * a->jitter;
+                ab = lo + sp * hone_rng_unit(a->seed, ctr, j + 1);
+                ac = lo + sp * hone_rng_unit(a->seed, ctr, j + 2);
+                as = lo + sp * hone_rng_unit(a->seed, ctr, j + 3);
+            }
+            cut = a->cutout;
+            cy = (int)(hone_rng_u32(a->seed, ctr, j + 4) % (uint32_t)h);
+            cx = (int)(hone_rng_u32(a->seed, ctr, j + 5) % (uint32_t)w);
         }
-        for (int ch = 0; ch < c; ch++)
-            for (int yy = 0; yy < h; yy++)
-                for (int xx = 0; xx < w; xx++) {
-                    int sy = yy - dy, sx = xx - dx;
-                    if (fl)
-                        sx = w - 1 - sx;
-                    size_t plane = ((size_t)j * c + ch) * h * w;
-                    y[plane + (size_t)yy * w + xx] = (sy >= 0 && sy < h && sx >= 0 && sx < w)
-                                                         ? x[plane + (size_t)sy * w + sx]
-                                                         : 0.0;
+        /* source pixel of each output pixel, -1 for padding */
+        long *from = malloc(sizeof(long) * hw);
+        uint64_t g = 0;
+        for (int yy = 0; yy < h; yy++)
+            for (int xx = 0; xx < w; xx++) {
+                int sy = yy - dy, sx = xx - dx;
+                if (flip)
+                    sx = w - 1 - sx;
+                long o = (sy >= 0 && sy < h && sx >= 0 && sx < w) ? (long)sy * w + sx : -1;
+                from[(size_t)yy * w + xx] = o;
+                if (o >= 0) {
+                    const uint8_t *p = img + (size_t)o * c;
+                    g += c == 1 ? p[0]
+                                : (19595u * p[0] + 38470u * p[1] + 7471u * p[2] + 32768u) >> 16;
                 }
+            }
+        m = (float)((double)g / (255.0 * (double)hw));
+        for (size_t px = 0; px < hw; px++) {
+            float v[4];
+            for (int ch = 0; ch < c; ch++)
+                v[ch] =
+                    from[px] < 0 ? 0.0f : (float)img[(size_t)from[px] * c + ch] * (1.0f / 255.0f);
+            if (a && a->jitter > 0) {
+                for (int ch = 0; ch < c; ch++)
+                    v[ch] = clamp01(clamp01(m + ac * (v[ch] - m)) * ab);
+                if (c == 3) {
+                    float gr = 0.299f * v[0] + 0.587f * v[1] + 0.114f * v[2];
+                    for (int ch = 0; ch < 3; ch++)
+                        v[ch] = clamp01(gr + as * (v[ch] - gr));
+                }
+            }
+            int yy = (int)(px / w), xx = (int)(px % w);
+            int in_cut = cut > 0 && yy >= cy - cut / 2 && yy < cy - cut / 2 + cut &&
+                         xx >= cx - cut / 2 && xx < cx - cut / 2 + cut;
+            for (int ch = 0; ch < c; ch++)
+                y[((size_t)i * c + ch) * hw + px] =
+                    in_cut ? 0.0f : (v[ch] - mean[ch]) * inv_std[ch];
+        }
+        free(from);
     }
 }
 

@@ -58,8 +58,11 @@ void ref_adamw_step(double *w, const float *grad, double *m, double *v, size_t n
 /* ---- random ops, from the streams defined in kernels/backend.h */
 void ref_dropout_fwd(const float *x, size_t n, float p, uint64_t seed, uint64_t ctr, double *y,
                      uint8_t *mask);
-void ref_augment(const float *x, int n, int c, int h, int w, int flip, int shift, uint64_t seed,
-                 uint64_t ctr, double *y);
+/* gather_images (kernels/backend.h) written out on its own: float results, exact on the CPU. a may
+ * be NULL (no augmentation); ctr is the counter's value before the op. */
+void ref_gather_images(const uint8_t *src, const int32_t *idx, int base, int n, int c, int h, int w,
+                       const float *mean, const float *inv_std, const hone_kaugment *a,
+                       uint64_t ctr, float *y);
 void ref_permutation(int32_t *idx, int n, uint64_t seed, uint64_t epoch);
 
 #endif

@@ -1,6 +1,7 @@
 /* tests/kernels/test_kernels_optim_data.c: optimiser steps against their formulas (several steps,
  * lr and t from device memory), and the data ops: permutation, gather with a device base, counters,
- * dropout and augmentation against the random streams defined in kernels/backend.h. */
+ * and dropout against the random streams defined in kernels/backend.h (uint8 image gathering and
+ * augmentation: test_kernels_augment.c). */
 #include <math.h>
 
 #include "tk.h"
@@ -201,27 +202,6 @@ static void check_dropout(hone_kctx *k, size_t n, float p)
     free(mask);
 }
 
-static void check_augment(hone_kctx *k, int n, int c, int h, int w, int flip, int shift)
-{
-    size_t nx = (size_t)n * c * h * w;
-    float *x = malloc(sizeof(float) * nx), *out;
-    double *ry = malloc(sizeof(double) * nx);
-    ref_fill_uniform(x, nx, 101, 0, 1);
-    uint64_t c0 = 3, c1;
-    float *dx = tk_dev(k, x, nx);
-    uint64_t *dctr = tk_dev_bytes(k, &c0, sizeof(c0));
-    TK_OK(hone_k_augment(k, dx, n, c, h, w, flip, shift, 99, dctr));
-    ref_augment(x, n, c, h, w, flip, shift, 99, c0, ry);
-    TK_CLOSE("augment", out = tk_get(k, dx, nx), ry, nx, 0);
-    free(out);
-    hone_k_download(k, &c1, dctr, sizeof(c1));
-    TK_EXPECT(c1 == c0 + 1);
-    hone_k_free(k, dx);
-    hone_k_free(k, dctr);
-    free(x);
-    free(ry);
-}
-
 int main(int argc, char **argv)
 {
     hone_kctx *k = tk_ctx(argc, argv);
@@ -235,8 +215,5 @@ int main(int argc, char **argv)
     check_dropout(k, 1, 0.5f);
     check_dropout(k, 100000, 0.3f);
     check_dropout(k, 1000, 0.0f);
-    check_augment(k, 16, 1, 28, 28, 1, 2);
-    check_augment(k, 8, 3, 10, 12, 1, 0);
-    check_augment(k, 8, 3, 10, 12, 0, 3);
     return tk_finish(k, "test_kernels_optim_data");
 }

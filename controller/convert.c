@@ -178,6 +178,15 @@ int ctl_convert_finish(hone_controller *c, const json_t *job, const char *status
         json_object_update(res, (json_t *) final);
         json_object_del(res, "event");
     }
+    json_t *n = json_object_get(res, "images");
+    if (!strcmp(st, "done") && json_is_integer(n)) { /* reports are throttled: the last lags */
+        json_t *ips = json_object_get(res, "images_per_second"),
+               *sec = json_object_get(res, "seconds");
+        json_object_set_new(res, "progress",
+                            json_pack("{s:O,s:O,s:O,s:O}", "images_done", n, "images_total", n,
+                                      "images_per_second", ips ? ips : json_null(), "seconds",
+                                      sec ? sec : json_null()));
+    }
     char *rs = jdump(res);
     json_decref(res);
     int failed = !strcmp(st, "failed");

@@ -61,9 +61,22 @@ int ctl_convert_ensure(hone_controller *c, const json_t *dataset_row, int size, 
     *created = 0;
     int rc = store_convert_find(c->db, ds, size, channels, &row);
     if (rc == HONE_OK) {
-        snprintf(id_out, idlen, "%s", jstr(row, "id"));
+        /* a done job whose file has since gone (deleted by hand, a disk swapped) packs again */
+        json_t *cfg = jparse(jstr(row, "config"));
+        struct stat st;
+        int gone = !strcmp(jstr(row, "status"), "done") && jstr(cfg, "out") &&
+                   stat(jstr(cfg, "out"), &st) != 0;
+        json_decref(cfg);
+        if (!gone) {
+            snprintf(id_out, idlen, "%s", jstr(row, "id"));
+            json_decref(row);
+            return HONE_OK;
+        }
+        ctl_log(c, "warn", "convert_file_missing",
+                json_pack("{s:s,s:s}", "job", jstr(row, "id"), "dataset", ds));
         json_decref(row);
-        return HONE_OK;
+        row = NULL;
+        rc = HONE_ENOENT;
     }
     if (rc != HONE_ENOENT)
         return rc;

@@ -7,11 +7,13 @@
 #include "worker_internal.h"
 
 #include <errno.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CONVERT_REPORT_EVERY_S 1.0
 
@@ -49,6 +51,24 @@ static int convert_mkdirs(const char *path)
         *p = '/';
     }
     return HONE_OK;
+}
+
+/* A worker killed mid-pack leaves hone-pack's temp file (<out>.tmp-XXXXXX, data/pack.c) beside
+ * the target. This worker now holds the job's only lease, so no live packer writes those: they
+ * are removed before packing again. */
+static void convert_sweep_temps(hone_worker *w, const char *out)
+{
+    size_t n = strlen(out) + 16;
+    char *pat = hone_xmalloc(n);
+    snprintf(pat, n, "%s.tmp-??????", out);
+    glob_t g;
+    if (glob(pat, 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            if (unlink(g.gl_pathv[i]) == 0)
+                worker_log(w, "removed %s, left by a packer that died", g.gl_pathv[i]);
+        globfree(&g);
+    }
+    free(pat);
 }
 
 static void convert_report(convert_ctx *c, const json_t *line)
@@ -138,6 +158,7 @@ void worker_convert_run(hone_worker *w, const json_t *job)
         worker_job_complete(w, id, "failed", &res);
         goto fail;
     }
+    convert_sweep_temps(w, out);
     snprintf(sz, sizeof(sz), "%lldx%lld", (long long)size, (long long)size);
     snprintf(th, sizeof(th), "%d", w->o->threads > 0 ? w->o->threads : 0);
     char *argv[] = {

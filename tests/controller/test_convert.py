@@ -129,6 +129,8 @@ def route_and_reuse(c, root, w):
     second = w.lease()
     assert second["id"] == rgb["id"], second
     assert w.lease() is None, "a train job was leased before its convert job was done"
+    with open(out, "wb") as f:  # what hone-pack leaves at the name (this worker is a fake)
+        f.write(b"HONEPAK\0")
     w.complete(lease, "done", {"event": "done", "images": 6, "path": out})
     done = job(c, cv["id"])
     assert done["status"] == "done" and done["result"]["images"] == 6, done
@@ -149,6 +151,14 @@ def route_and_reuse(c, root, w):
     tl2 = w.lease()
     assert tl2["id"] == tj2["id"] and out in tl2["spec_yaml"], tl2
     w.run_job(tl2)
+    # A done convert job whose file has gone is not reused: the next job packs again.
+    os.unlink(out)
+    exp3 = experiment(c, ds, {"model": {"input_size": 16}, "train": {"epochs": 1},
+                              "data": {"val_size": 1}})
+    tj3 = c.ok("POST", "/api/v1/experiments/%s/jobs" % exp3, {"action": "train"})
+    assert tj3["convert_job_id"] not in (cv["id"], None), tj3
+    c.ok("POST", "/api/v1/jobs/%s/cancel" % tj3["convert_job_id"])
+    assert job(c, tj3["id"])["status"] == "failed", job(c, tj3["id"])
     # Cancel of a running convert job is told through the report reply.
     st, js = c.req("POST", "/api/v1/jobs/%s/cancel" % rgb["id"])
     assert st == 200, (st, js)

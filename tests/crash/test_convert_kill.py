@@ -44,6 +44,8 @@ def main():
         first = j["worker_id"]
         assert j["status"] == "running" and j["progress"]["images_done"] < n, j
         assert not os.path.exists(out), "a packed file is at its name before the pack ended"
+        temps = [f for f in os.listdir(os.path.dirname(out)) if ".tmp-" in f]
+        assert temps, "the killed packer left no temp file: this test no longer kills mid-pack"
         b = WorkerProcess(wrk_bin, trn_bin, root, "b", c.base, extra=["--packer", pack_bin])
         workers.append(b.start())
 
@@ -56,7 +58,11 @@ def main():
         wait_for(lambda: c.ok("GET", "/api/v1/workers"), 5)
         names = {w["id"]: w["name"] for w in c.ok("GET", "/api/v1/workers")["workers"]}
         assert names[first] == "a", names
-        assert "job %s: convert done" % job["id"] in open(b.log_path).read()
+        log_b = open(b.log_path).read()
+        assert "job %s: convert done" % job["id"] in log_b
+        assert "left by a packer that died" in log_b, "the dead packer's temp file was not swept"
+        left = [f for f in os.listdir(os.path.dirname(out)) if f != os.path.basename(out)]
+        assert not left, left
         p = subprocess.run([pack_bin, "--verify", out], capture_output=True, text=True)
         assert p.returncode == 0 and ("%d images 32x32x3" % n) in p.stdout, (p.stdout, p.stderr)
     except BaseException:

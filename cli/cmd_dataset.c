@@ -1,5 +1,6 @@
-/* cmd_dataset: `hone dataset create|upload|list|get|delete`. Server-side paths given relative to
- * the current folder are made absolute first, since the controller resolves them on its side. */
+/* cmd_dataset: `hone dataset create|upload|list|get|delete|convert`. Server-side paths given
+ * relative to the current folder are made absolute first, since the controller resolves them on
+ * its side. */
 #include "cli.h"
 
 #include <limits.h>
@@ -124,6 +125,69 @@ static int dataset_delete(cli_ctx *c)
     return 0;
 }
 
+/* `hone dataset convert ID --size N [--grey|--rgb]`: the convert job that packs an image folder
+ * at NxN (reused when one at that size is queued, running or done), then waits for it with a
+ * progress line unless --no-wait or --json. */
+static int dataset_convert(cli_ctx *c)
+{
+    long size = 0;
+    char err[256], path[512], *id = hone_rest_escape(c->a->pos[0]);
+    hone_rest_resp resp;
+    json_t *body, *fin = NULL;
+    int grey = cli_flag(c->a, "grey"), rgb = cli_flag(c->a, "rgb"), rc;
+
+    snprintf(path, sizeof(path), "/api/v1/datasets/%s/convert", id);
+    free(id);
+    if (cli_arg_int(c->a, "size", 8, 512, &size, err, sizeof(err)) != 0 || (grey && rgb)) {
+        fprintf(stderr, "usage error: %s\n", grey && rgb ? "--grey or --rgb, not both" : err);
+        return 2;
+    }
+    body = json_pack("{s:i,s:i}", "input_size", (int)size, "channels", grey ? 1 : rgb ? 3 : 0);
+    rc = cli_call(c, "POST", path, body, &resp);
+    json_decref(body);
+    if (rc != 0)
+        return rc;
+    const char *jid = json_string_value(json_object_get(resp.json, "id"));
+    const json_t *cfg = json_object_get(resp.json, "config");
+    if (c->json || cli_flag(c->a, "no-wait")) {
+        if (c->json)
+            cli_print_json(resp.json);
+        else
+            printf("%s convert job %s (%s): %s\n", resp.status == 201 ? "created" : "reusing", jid,
+                   json_string_value(json_object_get(resp.json, "status")),
+                   json_string_value(json_object_get(cfg, "out")));
+        hone_rest_resp_clear(&resp);
+        return 0;
+    }
+    printf("%s convert job %s: %lldx%lldx%lld -> %s\n", resp.status == 201 ? "created" : "reusing",
+           jid, (long long)size, (long long)size,
+           (long long)json_integer_value(json_object_get(cfg, "channels")),
+           json_string_value(json_object_get(cfg, "out")));
+    fflush(stdout);
+    char *keep = hone_xstrdup(jid);
+    hone_rest_resp_clear(&resp);
+    rc = cli_job_wait(c, keep, 0, stdout, &fin);
+    if (rc == 0 && fin) {
+        const json_t *r = json_object_get(fin, "result");
+        printf("packed %lld images in %.1f s: %s\n",
+               (long long)json_integer_value(json_object_get(r, "images")),
+               json_number_value(json_object_get(r, "seconds")),
+               json_string_value(json_object_get(r, "path"))
+                   ? json_string_value(json_object_get(r, "path"))
+                   : "");
+    }
+    json_decref(fin);
+    free(keep);
+    return rc;
+}
+
+static const cli_opt convert_opts[] = {
+    {"size", CLI_VALUE, "N  side of the square images (8..512)", 1},
+    {"grey", CLI_FLAG, "  one channel (default: the folder's own)", 0},
+    {"rgb", CLI_FLAG, "  three channels (default: the folder's own)", 0},
+    {"no-wait", CLI_FLAG, "  print the job and return", 0},
+};
+
 static const cli_opt create_opts[] = {
     {"name", CLI_VALUE, "NAME  dataset name", 1},
     {"path", CLI_VALUE, "DIR  folder on the controller's side, inside its data roots", 1},
@@ -148,5 +212,8 @@ const cli_command cli_dataset_commands[] = {
     {"dataset", "list", dataset_list, NULL, 0, 0, 0, "", "list datasets", 0},
     {"dataset", "get", dataset_get, NULL, 0, 1, 1, "ID", "show one dataset with its stats", 0},
     {"dataset", "delete", dataset_delete, NULL, 0, 1, 1, "ID", "delete a dataset", 0},
+    {"dataset", "convert", dataset_convert, convert_opts, (int)HONE_ARRAY_LEN(convert_opts), 1, 1,
+     "ID --size N [--grey|--rgb] [--no-wait]",
+     "pack an image folder at NxN for training (waits, showing progress)", 0},
 };
 const int cli_ndataset_commands = (int)HONE_ARRAY_LEN(cli_dataset_commands);

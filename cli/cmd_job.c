@@ -92,6 +92,15 @@ void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len)
                  bestbuf, leftbuf, eta, el);
         return;
     }
+    if (json_string_value(json_object_get(job, "action")) &&
+        !strcmp(json_string_value(json_object_get(job, "action")), "convert")) {
+        const json_t *p = json_object_get(job, "progress");
+        snprintf(buf, len, "%s | %lld/%lld images | %.0f images/s | %s", st ? st : "?",
+                 (long long)json_number_value(json_object_get(p, "images_done")),
+                 (long long)json_number_value(json_object_get(p, "images_total")),
+                 json_number_value(json_object_get(p, "images_per_second")), el);
+        return;
+    }
     {
         const json_t *last = cli_path_get(job, "result.last");
         const json_t *acc = json_object_get(last, "val_accuracy");

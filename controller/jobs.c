@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "automl.h"
+#include "convert.h"
 #include "ctl.h"
 #include "ctl_spec.h"
 #include "jobs.h"
@@ -70,6 +71,7 @@ json_t *ctl_job_json(hone_controller *c, const json_t *row)
         json_object_set(o, "requested", json_object_get(row, "control"));
     if (!strcmp(jstr(row, "action"), "automl"))
         json_object_set_new(o, "automl", ctl_automl_status(c, row));
+    ctl_convert_json(o, row);
     return o;
 }
 
@@ -134,11 +136,39 @@ int ctl_job_spec(hone_controller *c, const json_t *job, json_t **flat)
     }
     coerce_ints(f, defaults);
     json_decref(defaults);
+    if ((rc = ctl_convert_spec(c, job, f))) {
+        json_decref(f);
+        goto fail;
+    }
     *flat = f;
 fail:
     json_decref(exp);
     json_decref(ds);
     json_decref(parent);
+    return rc;
+}
+
+/* An image-folder experiment's job waits for the convert job that packs its dataset at the size
+ * and channels the resolved spec trains on (found, or created now): its id into cvt ("" when the
+ * dataset is not an image folder). */
+static int find_convert(hone_controller *c, const json_t *exp, const json_t *job_specs, char *cvt,
+                        size_t cvtlen)
+{
+    json_t *tds = jparse(jstr(exp, "train_datasets")), *ds = NULL, *espec = NULL, *flat = NULL;
+    int rc = store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), &ds), created;
+    cvt[0] = '\0';
+    if (rc || strcmp(jstr(ds, "format"), "image_folder") != 0)
+        goto fail;
+    espec = jparse(jstr(exp, "specs"));
+    flat = ctl_spec_resolve(jstr(exp, "network"), ds, espec, job_specs);
+    int size, channels;
+    ctl_convert_shape(ds, flat, &size, &channels);
+    rc = ctl_convert_ensure(c, ds, size, channels, cvt, cvtlen, &created);
+fail:
+    json_decref(tds);
+    json_decref(ds);
+    json_decref(espec);
+    json_decref(flat);
     return rc;
 }
 
@@ -190,12 +220,15 @@ int ctl_job_create(hone_controller *c, const json_t *exp, const char *action, co
     int epochs = (int)jint(defaults, "train.epochs");
     json_decref(espec);
     json_decref(defaults);
+    char cvt[64];
+    if ((rc = find_convert(c, exp, flat, cvt, sizeof cvt)))
+        goto fail;
     ctl_new_id(c, "job", id_out, idlen);
     char *sp = jdump(flat);
     double now = ctl_now();
     int is_automl = !strcmp(action, "automl");
     rc = store_job_insert(c->db, id_out, jstr(exp, "id"), action, name ? name : "", sp,
-                          is_automl ? 0 : epochs, now);
+                          is_automl ? 0 : epochs, now, cvt[0] ? cvt : NULL);
     free(sp);
     if (rc)
         goto fail;
@@ -235,6 +268,8 @@ int ctl_job_finish(hone_controller *c, const json_t *job, const char *status, co
                    const json_t *final)
 {
     const char *id = jstr(job, "id");
+    if (!strcmp(jstr(job, "action"), "convert"))
+        return ctl_convert_finish(c, job, status, log_tail, final);
     int trial = jstr(job, "parent_id") && json_is_integer(json_object_get(job, "trial"));
     int stopped_early = 0, full = (int)jint(job, "epochs_target");
     ctl_search *s = trial ? ctl_automl_find(c, jstr(job, "parent_id")) : NULL;

@@ -2,7 +2,8 @@
  * controller knows (all image classifiers today), each with its natural range. A report outside
  * this set is refused before anything is stored, so a bad or hostile worker can neither grow the
  * store with made-up keys nor make an impossible value (an accuracy of 1e308) the AutoML best.
- * Detection networks will add their own names here (mAP in [0, 1]). Pure: no store, no HTTP.
+ * Detection networks will add their own names here (mAP in [0, 1]). A convert job reports its
+ * progress through the same route: images done and in all, and the rate. Pure: no store, no HTTP.
  * The error field is "metrics" for a name or type problem, "metrics.<name>" for a value out of
  * its range. */
 #include <math.h>
@@ -12,34 +13,53 @@
 #include "hone.h"
 #include "report_check.h"
 
+enum { TRAIN = 1, CONVERT = 2 };
+
 typedef struct metric_rule {
     const char *name;
     double min, max; /* inclusive */
     int integer;
+    int jobs; /* TRAIN, CONVERT: the jobs that report it */
 } metric_rule;
 
+/* A packed file holds at most 2^32 images in practice (data/data.h caps what a folder may hold far
+ * below): 1e10 is a bound no real dataset reaches. */
 static const metric_rule rules[] = {
-    {"epoch", 1, 100000, 1},      {"epochs", 1, 100000, 1},          {"train_loss", 0, INFINITY, 0},
-    {"val_loss", 0, INFINITY, 0}, {"test_loss", 0, INFINITY, 0},     {"train_accuracy", 0, 1, 0},
-    {"val_accuracy", 0, 1, 0},    {"test_accuracy", 0, 1, 0},        {"lr", 0, 100, 0},
-    {"seconds", 0, 1e9, 0},       {"images_per_second", 0, 1e12, 0},
+    {"epoch", 1, 100000, 1, TRAIN},
+    {"epochs", 1, 100000, 1, TRAIN},
+    {"train_loss", 0, INFINITY, 0, TRAIN},
+    {"val_loss", 0, INFINITY, 0, TRAIN},
+    {"test_loss", 0, INFINITY, 0, TRAIN},
+    {"train_accuracy", 0, 1, 0, TRAIN},
+    {"val_accuracy", 0, 1, 0, TRAIN},
+    {"test_accuracy", 0, 1, 0, TRAIN},
+    {"lr", 0, 100, 0, TRAIN},
+    {"seconds", 0, 1e9, 0, TRAIN | CONVERT},
+    {"images_per_second", 0, 1e12, 0, TRAIN | CONVERT},
+    {"images_done", 0, 1e10, 1, CONVERT},
+    {"images_total", 0, 1e10, 1, CONVERT},
 };
 
-int ctl_report_metrics_check(const json_t *metrics, char *field, size_t fieldlen, char *msg,
-                             size_t msglen)
+int ctl_report_metrics_check(const json_t *metrics, const char *action, char *field,
+                             size_t fieldlen, char *msg, size_t msglen)
 {
     const char *k;
     json_t *v;
+    int convert = action && !strcmp(action, "convert");
+    int jobs = !action ? TRAIN | CONVERT : convert ? CONVERT : TRAIN;
     json_object_foreach((json_t *)metrics, k, v)
     {
         const metric_rule *r = NULL;
         for (size_t i = 0; i < HONE_ARRAY_LEN(rules) && !r; i++)
-            if (!strcmp(k, rules[i].name))
+            if (!strcmp(k, rules[i].name) && (rules[i].jobs & jobs))
                 r = &rules[i];
         if (!r) {
             snprintf(field, fieldlen, "metrics");
-            snprintf(msg, msglen, "metrics.%.60s%s is not a metric hone-train reports", k,
-                     strlen(k) > 60 ? "..." : "");
+            snprintf(msg, msglen, "metrics.%.60s%s is not a metric %s reports", k,
+                     strlen(k) > 60 ? "..." : "",
+                     convert  ? "a convert job"
+                     : action ? "hone-train"
+                              : "a job");
             return HONE_EINVAL;
         }
         if (json_is_null(v)) /* not computed this epoch */
@@ -54,6 +74,21 @@ int ctl_report_metrics_check(const json_t *metrics, char *field, size_t fieldlen
         if (!isfinite(x) || x < r->min || x > r->max || (r->integer && x != floor(x))) {
             snprintf(msg, msglen, "metrics.%s is %.17g; it must be %s in [%g, %g]", k, x,
                      r->integer ? "an integer" : "finite and", r->min, r->max);
+            return HONE_EINVAL;
+        }
+    }
+    if (convert) {
+        const json_t *d = json_object_get(metrics, "images_done");
+        const json_t *t = json_object_get(metrics, "images_total");
+        if (!json_is_number(d) || !json_is_number(t)) {
+            snprintf(field, fieldlen, "metrics");
+            snprintf(msg, msglen, "a convert job reports metrics.images_done and images_total");
+            return HONE_EINVAL;
+        }
+        if (json_number_value(d) > json_number_value(t)) {
+            snprintf(field, fieldlen, "metrics.images_done");
+            snprintf(msg, msglen, "metrics.images_done is %.17g, more than images_total %.17g",
+                     json_number_value(d), json_number_value(t));
             return HONE_EINVAL;
         }
     }

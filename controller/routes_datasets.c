@@ -1,13 +1,17 @@
 /* REST handlers for /api/v1/datasets: create from a server-side path (confined to the data roots,
  * files checked before anything is stored), list, get, delete (refused while an experiment uses
- * the dataset). */
+ * the dataset or a convert job packs it), and convert (an image folder packed at one size by a
+ * worker: convert.c). */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "batch.h"
+#include "convert.h"
 #include "ctl.h"
+#include "ctl_sched.h"
 #include "dataset_check.h"
+#include "jobs.h"
 #include "routes.h"
 #include "store.h"
 #include "util.h"
@@ -181,13 +185,98 @@ static void ds_delete(hone_http_req *req, hone_http_res *res, void *ud)
         json_decref(row);
         return;
     }
-    int n = store_dataset_delete(c->db, id);
+    if (store_converts_active(c->db, id, &row) == HONE_OK) {
+        hone_http_res_error(res, 409, "id", "dataset %s is being converted by job %s", id,
+                            jstr(row, "id"));
+        json_decref(row);
+        return;
+    }
+    /* Its finished convert jobs go with it (their packed files stay on disk). */
+    int n = -1;
+    if (db_begin(c->db) == HONE_OK) {
+        n = store_converts_delete(c->db, id) < 0 ? -1 : store_dataset_delete(c->db, id);
+        if (n < 0 || db_commit(c->db))
+            n = -1;
+        if (n < 0)
+            db_rollback(c->db);
+    }
     if (n < 0)
         ctl_res_store_error(c, res);
     else if (n == 0)
         hone_http_res_error(res, 404, "id", "no dataset %s", id);
     else
         hone_http_res_empty(res, 204);
+}
+
+/* POST /datasets/{id}/convert {"input_size": N, "channels": 0|1|3}: the convert job that packs the
+ * image folder at NxN (channels 0: the folder's own), 201 when created, 200 when one at that
+ * size is queued, running or done already (reused). */
+static void ds_convert(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    static const hone_json_field fields[] = {
+        {.name = "input_size",
+         .type = HONE_JSON_INT,
+         .required = 1,
+         .has_range = 1,
+         .min = CTL_CONVERT_MIN_SIZE,
+         .max = CTL_CONVERT_MAX_SIZE},
+        {.name = "channels",
+         .type = HONE_JSON_INT,
+         .nullable = 1,
+         .has_range = 1,
+         .min = 0,
+         .max = 3},
+    };
+    const char *id = hone_http_req_param(req, "id");
+    json_t *body = hone_http_req_json(req, res), *ds = NULL, *job = NULL;
+    if (!body)
+        return;
+    if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
+        goto fail;
+    int ch = (int)jint(body, "channels");
+    if (ch == 2) {
+        hone_http_res_error(res, 422, "channels", "channels must be 0 (the data's own), 1 or 3");
+        goto fail;
+    }
+    int rc = store_dataset_get(c->db, id, &ds);
+    if (rc) {
+        if (rc == HONE_ENOENT)
+            hone_http_res_error(res, 404, "id", "no dataset %s", id);
+        else
+            ctl_res_store_error(c, res);
+        goto fail;
+    }
+    if (strcmp(jstr(ds, "format"), "image_folder") != 0) {
+        hone_http_res_error(res, 409, "format",
+                            "dataset %s is %s: only image_folder datasets are converted", id,
+                            jstr(ds, "format"));
+        goto fail;
+    }
+    char jid[64];
+    int created = 0;
+    if (db_begin(c->db)) {
+        ctl_res_store_error(c, res);
+        goto fail;
+    }
+    rc = ctl_convert_ensure(c, ds, (int)jint(body, "input_size"), ctl_convert_channels(ds, ch), jid,
+                            sizeof jid, &created);
+    if (rc || db_commit(c->db)) {
+        db_rollback(c->db);
+        ctl_res_store_error(c, res);
+        goto fail;
+    }
+    if (created)
+        ctl_sched_kick(c);
+    if (ctl_job_row(c, jid, &job)) {
+        ctl_res_store_error(c, res);
+        goto fail;
+    }
+    hone_http_res_json(res, created ? 201 : 200, ctl_job_json(c, job));
+fail:
+    json_decref(job);
+    json_decref(ds);
+    json_decref(body);
 }
 
 int ctl_routes_datasets(hone_controller *c)
@@ -197,6 +286,7 @@ int ctl_routes_datasets(hone_controller *c)
     rc |= hone_http_route(c->http, "GET", "/api/v1/datasets", ds_list, c);
     rc |= hone_http_route(c->http, "GET", "/api/v1/datasets/{id}", ds_get, c);
     rc |= hone_http_route(c->http, "DELETE", "/api/v1/datasets/{id}", ds_delete, c);
+    rc |= hone_http_route(c->http, "POST", "/api/v1/datasets/{id}/convert", ds_convert, c);
     rc |= ctl_routes_dataset_upload(c);
     return rc ? HONE_EINVAL : HONE_OK;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "automl.h"
+#include "convert.h"
 #include "ctl.h"
 #include "ctl_sched.h"
 #include "jobs.h"
@@ -116,9 +117,10 @@ static int is_over(const char *st)
            !strcmp(st, "stopped");
 }
 
-/* Cancel: queued/paused jobs end now; a running train job is told through heartbeat and report
- * replies. An AutoML job ends with all its trials at once, running ones included: their leases
- * end, so their workers get 409 on report and the job under `cancel` on heartbeat. */
+/* Cancel: queued/paused jobs end now; a running train or convert job is told through heartbeat
+ * and report replies (a convert job's waiting jobs fail with it). An AutoML job ends with all its
+ * trials at once, running ones included: their leases end, so their workers get 409 on report and
+ * the job under `cancel` on heartbeat. */
 static int do_cancel(hone_controller *c, const json_t *job)
 {
     const char *id = jstr(job, "id"), *st = jstr(job, "status");
@@ -133,6 +135,8 @@ static int do_cancel(hone_controller *c, const json_t *job)
         return store_job_request_cancel(c->db, id);
     if (store_job_cancel(c->db, id, now))
         return HONE_ESQL;
+    if (!strcmp(jstr(job, "action"), "convert")) /* the jobs waiting for it fail */
+        return ctl_convert_canceled(c, job);
     /* A queued trial counts as running in its search; a paused one is resumable: end both. */
     if (jstr(job, "parent_id") && !strcmp(st, "queued"))
         return ctl_automl_end(c, job, 1);
@@ -158,6 +162,11 @@ static void job_verb(hone_controller *c, hone_http_req *req, hone_http_res *res,
     }
     const char *st = jstr(job, "status");
     int automl = !strcmp(jstr(job, "action"), "automl");
+    if (!strcmp(jstr(job, "action"), "convert") &&
+        (!strcmp(verb, "pause") || !strcmp(verb, "resume"))) {
+        hone_http_res_error(res, 409, "action", "a convert job cannot %s: cancel it instead", verb);
+        goto fail;
+    }
     if (db_begin(c->db)) {
         ctl_res_store_error(c, res);
         goto fail;

@@ -212,6 +212,35 @@ static const char *dec_name(hone_decision d)
     return d == HONE_DECIDE_STOP ? "stop" : d == HONE_DECIDE_PAUSE ? "pause" : "continue";
 }
 
+/* A convert job's progress (its "epoch" is the worker's report count: a re-run starts again at
+ * 1): the latest report is the job's progress; the lease is extended; a cancel answers stop.
+ * Nothing goes to the metrics table. Inside the report batch's savepoint; answers itself. */
+static void convert_report(hone_controller *c, hone_http_res *res, const json_t *job,
+                           const json_t *metrics, int seq)
+{
+    char field[160], msg[256];
+    if (ctl_report_metrics_check(metrics, "convert", field, sizeof field, msg, sizeof msg)) {
+        ctl_batch_undo(c);
+        hone_http_res_error(res, 422, field, "%s", msg);
+        return;
+    }
+    const char *ctl = jstr(job, "control");
+    const char *dec = ctl && !strcmp(ctl, "cancel") ? "stop" : "continue";
+    char *data = jdump(metrics);
+    int rc =
+        store_convert_progress(c->db, jstr(job, "id"), data, ctl_now() + c->cfg.lease_seconds, dec);
+    free(data);
+    if (rc)
+        ctl_batch_undo(c);
+    if (rc || ctl_batch_release(c)) {
+        ctl_res_store_error(c, res);
+        return;
+    }
+    c->n_reports++;
+    ctl_batch_reply(c, res,
+                    json_pack("{s:s,s:i,s:b}", "decision", dec, "epoch", seq, "duplicate", 0));
+}
+
 static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
@@ -235,7 +264,7 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
     int epoch = (int)jint(body, "epoch");
     json_t *metrics = json_object_get(body, "metrics");
     char field[160], msg[256];
-    if (ctl_report_metrics_check(metrics, field, sizeof field, msg, sizeof msg)) {
+    if (ctl_report_metrics_check(metrics, NULL, field, sizeof field, msg, sizeof msg)) {
         hone_http_res_error(res, 422, field, "%s", msg);
         goto fail;
     }
@@ -248,6 +277,15 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
     /* The hot path: only the columns a report needs, the experiment's metric joined in. */
     if (job_for_worker(c, res, jid, wid, 1, &job)) {
         ctl_batch_undo(c);
+        goto fail;
+    }
+    if (!strcmp(jstr(job, "action"), "convert")) {
+        convert_report(c, res, job, metrics, epoch);
+        goto fail;
+    }
+    if (ctl_report_metrics_check(metrics, "train", field, sizeof field, msg, sizeof msg)) {
+        ctl_batch_undo(c);
+        hone_http_res_error(res, 422, field, "%s", msg);
         goto fail;
     }
     if (ctl_automl_busy(c, jstr(job, "parent_id"))) { /* its search is asking: wait for it */

@@ -1,6 +1,7 @@
-/* Scheduler: hands queued train jobs to workers under a lease (long-poll requests are parked until
- * a job is queued or their wait runs out), and a once-a-second tick that expires leases whose
- * heartbeats stopped: their jobs go back to the queue and resume from the last checkpoint. */
+/* Scheduler: hands queued train and convert jobs to workers under a lease (long-poll requests are
+ * parked until a job is queued or their wait runs out), and a once-a-second tick that expires
+ * leases whose heartbeats stopped: their jobs go back to the queue and resume from the last
+ * checkpoint. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 
 #include "automl.h"
 #include "batch.h"
+#include "convert.h"
 #include "ctl.h"
 #include "ctl_sched.h"
 #include "ctl_spec.h"
@@ -59,9 +61,10 @@ int ctl_sched_try_lease(hone_controller *c, const char *worker_id, json_t **repl
     int rc = store_job_next_queued(c->db, &job);
     if (rc)
         return rc;
-    if ((rc = ctl_job_spec(c, job, &flat)))
+    int convert = !strcmp(jstr(job, "action"), "convert");
+    if (!convert && (rc = ctl_job_spec(c, job, &flat)))
         goto fail;
-    yaml = ctl_spec_yaml(flat);
+    yaml = convert ? NULL : ctl_spec_yaml(flat);
     double now = ctl_now();
     rc = HONE_ESQL;
     if (db_begin(c->db))
@@ -74,11 +77,15 @@ int ctl_sched_try_lease(hone_controller *c, const char *worker_id, json_t **repl
     }
     rc = HONE_OK;
     c->n_leases++;
-    char *dir = ctl_job_dir(c, jstr(job, "id"));
-    mkdir(c->artifacts_dir, 0755);
-    mkdir(dir, 0755);
-    free(dir);
-    *reply = lease_reply(c, job, flat, yaml);
+    if (convert) {
+        *reply = json_pack("{s:o}", "job", ctl_convert_lease_job(c, job));
+    } else {
+        char *dir = ctl_job_dir(c, jstr(job, "id"));
+        mkdir(c->artifacts_dir, 0755);
+        mkdir(dir, 0755);
+        free(dir);
+        *reply = lease_reply(c, job, flat, yaml);
+    }
     ctl_log(c, "info", "lease",
             json_pack("{s:s,s:s,s:I,s:b}", "job", jstr(job, "id"), "worker", worker_id,
                       "epochs_until", (json_int_t)jint(job, "epochs_target"), "resume",

@@ -356,11 +356,16 @@ int db_open(const char *path, ctl_db **out, int *version)
         goto fail;
     }
     sqlite3_busy_timeout(db->h, 5000);
+    /* Foreign keys are enforced only once the migrations are in: a migration that rebuilds a
+     * table (003) drops the old one, which with them on would cascade into the tables that
+     * reference it. PRAGMA foreign_keys is a no-op inside a transaction, hence here. */
     if (sqlite3_exec(db->h,
-                     "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;",
+                     "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;",
                      NULL, NULL, NULL) != SQLITE_OK)
         goto fail;
     if (migrate(db, version) != HONE_OK)
+        goto fail;
+    if (sqlite3_exec(db->h, "PRAGMA foreign_keys=ON;", NULL, NULL, NULL) != SQLITE_OK)
         goto fail;
     *out = db;
     return HONE_OK;

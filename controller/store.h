@@ -58,13 +58,16 @@ int store_workers_list(ctl_db *db, json_t **rows);
 int store_workers_count_live(ctl_db *db, double since, int *n);
 
 /* ---- store_jobs.c: table jobs, one job at a time ---- */
-/* A queued job of an experiment (a train job, or an AutoML job with epochs 0). */
+/* A queued job of an experiment (a train job, or an AutoML job with epochs 0), waiting for the
+ * convert job convert_id (NULL: none) to be done before it (or its trials) may be leased. */
 int store_job_insert(ctl_db *db, const char *id, const char *experiment_id, const char *action,
-                     const char *name, const char *specs, int epochs, double now);
+                     const char *name, const char *specs, int epochs, double now,
+                     const char *convert_id);
 int store_job_get(ctl_db *db, const char *id, json_t **row); /* the whole row */
 /* The columns a report needs, with the experiment's metric as exp_metric (the hot path). */
 int store_job_report_row(ctl_db *db, const char *id, json_t **row);
-/* The oldest queued train job (queue order: queued_at, then insertion). */
+/* The oldest queued train or convert job (queue order: queued_at, then insertion), skipping jobs
+ * whose convert job is not done yet. */
 int store_job_next_queued(ctl_db *db, json_t **row);
 /* Jobs filtered by each non-NULL argument (top: no trials), oldest first, at most limit. */
 int store_jobs_list(ctl_db *db, json_t **rows, const char *experiment_id, const char *status,
@@ -93,6 +96,24 @@ int store_job_retry(ctl_db *db, const char *id, double now, const char *log_tail
  * cleared here, its row ended by store_lease_end. */
 int store_job_end(ctl_db *db, const char *id, const char *status, int stopped_early, double now,
                   int failed, const char *log_tail, const char *result);
+
+/* ---- store_converts.c: convert jobs (job rows with action 'convert' and a dataset_id) ---- */
+/* A queued convert job of a dataset; config is its JSON text {input_size, channels, out}. */
+int store_convert_insert(ctl_db *db, const char *id, const char *dataset_id, const char *config,
+                         double now);
+/* The newest convert job of the dataset at that size and channels that is queued, running or
+ * done (the one to reuse); HONE_ENOENT when none is. */
+int store_convert_find(ctl_db *db, const char *dataset_id, int size, int channels, json_t **row);
+/* A progress report: result.progress = progress (JSON text), the lease extended, the decision. */
+int store_convert_progress(ctl_db *db, const char *id, const char *progress, double lease_expires,
+                           const char *decision);
+/* Jobs waiting for the convert job, trials left out (their AutoML job stands for them): train
+ * jobs queued or paused, AutoML jobs running or paused (whole rows). */
+int store_convert_waiting(ctl_db *db, const char *convert_id, json_t **rows);
+/* {id} of a queued or running convert job of the dataset; HONE_ENOENT when none is. */
+int store_converts_active(ctl_db *db, const char *dataset_id, json_t **row);
+/* Removes the dataset's convert jobs (with their leases); rows changed. */
+int store_converts_delete(ctl_db *db, const char *dataset_id);
 
 /* ---- store_leases.c: the live lease on the job row, and table leases (history) ---- */
 /* A queued job to worker_id until lease_expires, with its resolved spec; a lease row. HONE_ESTATE

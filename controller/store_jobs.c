@@ -6,13 +6,14 @@
 #include "store.h"
 
 int store_job_insert(ctl_db *db, const char *id, const char *experiment_id, const char *action,
-                     const char *name, const char *specs, int epochs, double now)
+                     const char *name, const char *specs, int epochs, double now,
+                     const char *convert_id)
 {
     return db_exec(
         db,
         "INSERT INTO jobs(id,experiment_id,action,name,status,specs,epochs_target,created,"
-        "queued_at) VALUES(?,?,?,?,'queued',?,?,?,?)",
-        "sssssidd", id, experiment_id, action, name, specs, epochs, now, now);
+        "queued_at,convert_id) VALUES(?,?,?,?,'queued',?,?,?,?,?)",
+        "sssssidds", id, experiment_id, action, name, specs, epochs, now, now, convert_id);
 }
 
 int store_job_get(ctl_db *db, const char *id, json_t **row)
@@ -23,18 +24,19 @@ int store_job_get(ctl_db *db, const char *id, json_t **row)
 int store_job_report_row(ctl_db *db, const char *id, json_t **row)
 {
     return db_row(db, row,
-                  "SELECT j.id, j.experiment_id, j.parent_id, j.trial, j.status, j.worker_id, "
-                  "j.last_worker_id, j.epochs_target, j.epoch, j.best_metric, j.control, e.metric "
-                  "AS exp_metric FROM jobs j JOIN experiments e ON e.id=j.experiment_id WHERE "
-                  "j.id=?",
+                  "SELECT j.id, j.experiment_id, j.parent_id, j.action, j.trial, j.status, "
+                  "j.worker_id, j.last_worker_id, j.epochs_target, j.epoch, j.best_metric, "
+                  "j.control, e.metric AS exp_metric FROM jobs j LEFT JOIN experiments e ON "
+                  "e.id=j.experiment_id WHERE j.id=?",
                   "s", id);
 }
 
 int store_job_next_queued(ctl_db *db, json_t **row)
 {
     return db_row(db, row,
-                  "SELECT * FROM jobs WHERE status='queued' AND action='train' ORDER BY "
-                  "queued_at, rowid LIMIT 1",
+                  "SELECT * FROM jobs j WHERE status='queued' AND action IN ('train','convert') "
+                  "AND NOT EXISTS (SELECT 1 FROM jobs cv WHERE cv.id=j.convert_id AND "
+                  "cv.status!='done') ORDER BY queued_at, rowid LIMIT 1",
                   NULL);
 }
 

@@ -56,14 +56,16 @@ int store_lease_end(ctl_db *db, const char *job_id, double now, const char *reas
 int store_leases_lapsed(ctl_db *db, double now, json_t **rows)
 {
     return db_rows(db, rows,
-                   "SELECT * FROM jobs WHERE status='running' AND action='train' AND "
-                   "lease_expires < ?",
+                   "SELECT * FROM jobs WHERE status='running' AND action IN ('train','convert') "
+                   "AND lease_expires < ?",
                    "d", now);
 }
 
 int store_leases_extend_all(ctl_db *db, double lease_expires)
 {
-    return db_exec(db, "UPDATE jobs SET lease_expires=? WHERE status='running' AND action='train'",
+    return db_exec(db,
+                   "UPDATE jobs SET lease_expires=? WHERE status='running' AND action IN "
+                   "('train','convert')",
                    "d", lease_expires);
 }
 

@@ -1,6 +1,8 @@
 /* data/pack_main.c: hone-pack, an image folder to a packed dataset file (and --verify, which
  * checks one and prints what it holds). A shell over data/: the checks, the packing and the
- * messages are the library's; this file parses arguments and prints. */
+ * messages are the library's; this file parses arguments and prints. With --json (the convert
+ * job: hone-worker relays it) stdout is one JSON object a line: {"event":"progress",...} per
+ * progress callback, then {"event":"done",...} or {"event":"error",...}; stderr keeps the text. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,12 +14,14 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: hone-pack FOLDER OUT --size WxH [--grey | --rgb] [--threads N] [--quiet]\n"
+               "                 [--json]\n"
                "       hone-pack --verify FILE\n"
                "FOLDER is <root>/<class>/<image> or <root>/train|val|test/<class>/<image>\n"
                "(PNG and JPEG). Every image is decoded, resized to WxH (area when shrinking,\n"
                "bilinear when growing) and written to OUT, a packed dataset file (data/data.h).\n"
                "Channels: 1 when every image is grey, else 3, unless --grey or --rgb.\n"
-               "--threads: 0 (the default) uses every core.\n");
+               "--threads: 0 (the default) uses every core.\n"
+               "--json: JSON lines on stdout (progress, then done or error), for hone-worker.\n");
 }
 
 static double now(void)
@@ -29,12 +33,36 @@ static double now(void)
 
 typedef struct progress {
     double t0;
-    int quiet;
+    int quiet, json;
 } progress;
+
+/* A JSON string of s on f: control bytes \u-escaped, UTF-8 passed through as it is. */
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
 
 static void on_progress(uint64_t done, uint64_t total, void *user)
 {
     progress *p = user;
+    if (p->json) {
+        double dt = now() - p->t0;
+        printf("{\"event\":\"progress\",\"images_done\":%llu,\"images_total\":%llu,"
+               "\"images_per_second\":%.1f,\"seconds\":%.3f}\n",
+               (unsigned long long)done, (unsigned long long)total,
+               dt > 0 ? (double)done / dt : 0.0, dt);
+        fflush(stdout);
+        return;
+    }
     if (p->quiet)
         return;
     double dt = now() - p->t0;
@@ -71,7 +99,7 @@ static int verify(const char *path)
 int main(int argc, char **argv)
 {
     const char *pos[2] = {NULL, NULL};
-    int npos = 0, w = 0, h = 0, channels = 0, threads = 0, quiet = 0;
+    int npos = 0, w = 0, h = 0, channels = 0, threads = 0, quiet = 0, json = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--verify") && i + 1 < argc && argc == 3)
@@ -96,6 +124,8 @@ int main(int argc, char **argv)
             threads = atoi(argv[++i]);
         } else if (!strcmp(a, "--quiet")) {
             quiet = 1;
+        } else if (!strcmp(a, "--json")) {
+            json = 1;
         } else if (a[0] != '-' && npos < 2) {
             pos[npos++] = a;
         } else {
@@ -112,6 +142,11 @@ int main(int argc, char **argv)
     hone_data_folder *f;
     if (hone_data_folder_open(pos[0], NULL, &f, err, sizeof err) < 0) {
         fprintf(stderr, "hone-pack: %s\n", err);
+        if (json) {
+            printf("{\"event\":\"error\",\"error\":");
+            json_str(stdout, err);
+            printf("}\n");
+        }
         return 1;
     }
     hone_data_folder_stats st;
@@ -122,7 +157,7 @@ int main(int argc, char **argv)
                 "%zu JPEG, %zu skipped; checked in %.2f s\n",
                 pos[0], st.images, st.split_images[0], st.split_images[1], st.split_images[2],
                 st.classes, st.png, st.jpeg, st.skipped, now() - t0);
-    progress pr = {now(), quiet};
+    progress pr = {now(), quiet || json, json};
     hone_data_pack_opts o = {.width = w,
                              .height = h,
                              .channels = channels,
@@ -133,17 +168,28 @@ int main(int argc, char **argv)
     double dt = now() - pr.t0;
     if (rc < 0) {
         fprintf(stderr, "\nhone-pack: %s\n", err);
+        if (json) {
+            printf("{\"event\":\"error\",\"error\":");
+            json_str(stdout, err);
+            printf("}\n");
+        }
         hone_data_folder_free(f);
         return 1;
     }
     int nt = threads > 0 ? threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int oc = channels ? channels : st.colour ? 3 : 1;
+    if (json) {
+        printf("{\"event\":\"done\",\"path\":");
+        json_str(stdout, pos[1]);
+        printf(",\"images\":%zu,\"height\":%d,\"width\":%d,\"channels\":%d,\"classes\":%d,"
+               "\"seconds\":%.3f,\"images_per_second\":%.1f,\"threads\":%d}\n",
+               st.images, h, w, oc, st.classes, dt, dt > 0 ? (double)st.images / dt : 0.0, nt);
+        hone_data_folder_free(f);
+        return 0;
+    }
     printf("hone-pack: wrote %s: %zu images %dx%dx%d, %d classes in %.2f s (%.0f images/s on %d "
            "threads)\n",
-           pos[1], st.images, h, w,
-           channels    ? channels
-           : st.colour ? 3
-                       : 1,
-           st.classes, dt, dt > 0 ? (double)st.images / dt : 0, nt);
+           pos[1], st.images, h, w, oc, st.classes, dt, dt > 0 ? (double)st.images / dt : 0, nt);
     hone_data_folder_free(f);
     return 0;
 }

@@ -10,8 +10,10 @@ const char *hone_worker_usage(void)
 {
     return "usage: hone-worker --controller URL [--name N] [--work-dir DIR]\n"
            "                   [--device cpu|cuda|auto] [--threads N] [--token T]\n"
-           "                   [--trainer PATH] [--lease-wait S] [--grace S] [--max-jobs N] [-v]\n"
-           "Registers with the controller at URL, leases jobs and runs hone-train for each.\n"
+           "                   [--trainer PATH] [--packer PATH] [--lease-wait S] [--grace S]\n"
+           "                   [--max-jobs N] [-v]\n"
+           "Registers with the controller at URL, leases jobs and runs hone-train for each\n"
+           "(hone-pack for a convert job).\n"
            "Environment: HONE_URL (default for --controller), HONE_TOKEN.\n";
 }
 
@@ -88,6 +90,8 @@ int hone_worker_args_parse(int argc, char **argv, hone_worker_opts *o, char *err
             o->token = v;
         } else if (strcmp(name, "--trainer") == 0) {
             o->trainer = v;
+        } else if (strcmp(name, "--packer") == 0) {
+            o->packer = v;
         } else if (strcmp(name, "--lease-wait") == 0) {
             if (args_int(v, 1, 300, &o->lease_wait_s) != 0) {
                 snprintf(err, errlen, "--lease-wait must be 1..300 seconds (got '%s')", v);

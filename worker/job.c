@@ -60,8 +60,7 @@ static int job_write_file(const char *path, const char *text)
 
 /* POSTs body to path until an HTTP answer comes, backing off while the controller is away.
  * Gives up (HONE_EIO) only when the worker is stopping and `patient` is 0. */
-static int job_post(hone_worker *w, const char *path, json_t *body, int patient,
-                    hone_rest_resp *resp)
+int worker_post(hone_worker *w, const char *path, json_t *body, int patient, hone_rest_resp *resp)
 {
     int delay = 0, warned = 0, tries = 0;
     char err[512];
@@ -134,7 +133,7 @@ static hone_wdecision job_on_epoch(void *arg, int epoch, json_t *line)
     json_object_set_new(body, "epoch", json_integer(epoch));
     json_object_set_new(body, "metrics", job_numeric_fields(line));
     snprintf(path, sizeof(path), "/api/v1/jobs/%s/report", c->id);
-    if (job_post(w, path, body, 0, &resp) != 0) {
+    if (worker_post(w, path, body, 0, &resp) != 0) {
         json_decref(body);
         c->abandoned = 1;
         return HONE_WDECISION_CONTINUE; /* stopping: should_stop takes over */
@@ -196,7 +195,7 @@ static hone_wdecision job_replay(job_ctx *c, const char *out_dir, int upto, int 
     return d;
 }
 
-static void job_complete(hone_worker *w, const char *job_id, const char *status,
+void worker_job_complete(hone_worker *w, const char *job_id, const char *status,
                          const hone_trun_result *res)
 {
     json_t *body = json_object();
@@ -210,7 +209,7 @@ static void job_complete(hone_worker *w, const char *job_id, const char *status,
     if (res->done)
         json_object_set(body, "final", res->done);
     snprintf(path, sizeof(path), "/api/v1/jobs/%s/complete", job_id);
-    if (job_post(w, path, body, 1, &resp) == 0) {
+    if (worker_post(w, path, body, 1, &resp) == 0) {
         if (resp.status != 200 && resp.status != 204) {
             char msg[512];
             hone_rest_error_text(&resp, msg, sizeof(msg));
@@ -221,7 +220,7 @@ static void job_complete(hone_worker *w, const char *job_id, const char *status,
     json_decref(body);
 }
 
-static void job_set_current(hone_worker *w, const char *id)
+void worker_set_job(hone_worker *w, const char *id)
 {
     pthread_mutex_lock(&w->mu);
     snprintf(w->job_id, sizeof(w->job_id), "%s", id ? id : "");
@@ -285,7 +284,12 @@ void worker_job_run(hone_worker *w, const json_t *job)
         worker_log(w, "lease without a job id; ignored");
         return;
     }
-    job_set_current(w, id);
+    if (json_is_string(json_object_get(job, "action")) &&
+        !strcmp(json_string_value(json_object_get(job, "action")), "convert")) {
+        worker_convert_run(w, job);
+        return;
+    }
+    worker_set_job(w, id);
     if (out && out[0])
         snprintf(out_dir, sizeof(out_dir), "%s", out);
     else
@@ -299,7 +303,7 @@ void worker_job_run(hone_worker *w, const json_t *job)
                  strerror(errno));
         res.log_tail = hone_xstrdup(msg);
         worker_log(w, "job %s: %s", id, msg);
-        job_complete(w, id, "failed", &res);
+        worker_job_complete(w, id, "failed", &res);
         goto fail;
     }
     ctx.w = w;
@@ -320,7 +324,7 @@ void worker_job_run(hone_worker *w, const json_t *job)
                        : atomic_load(&w->cancel) ? "canceled"
                                                  : "abandoned");
             if (atomic_load(&w->cancel) && !ctx.lost)
-                job_complete(w, id, "stopped", &res);
+                worker_job_complete(w, id, "stopped", &res);
             goto fail;
         }
         if (d != HONE_WDECISION_CONTINUE) {
@@ -332,7 +336,7 @@ void worker_job_run(hone_worker *w, const json_t *job)
                      last, d == HONE_WDECISION_STOP ? "stop" : "pause");
             res.log_tail = hone_xstrdup(msg);
             worker_log(w, "job %s: %s after replaying epoch %d", id, status, last);
-            job_complete(w, id, status, &res);
+            worker_job_complete(w, id, status, &res);
             goto fail;
         }
         ctx.check_gap = 1;
@@ -363,10 +367,10 @@ void worker_job_run(hone_worker *w, const json_t *job)
                status ? status : (atomic_load(&w->cancel) ? "canceled" : "abandoned"),
                res.epochs_seen, res.exit_code);
     if (status)
-        job_complete(w, id, status, &res);
+        worker_job_complete(w, id, status, &res);
     else if (atomic_load(&w->cancel) && !ctx.lost)
-        job_complete(w, id, "stopped", &res);
+        worker_job_complete(w, id, "stopped", &res);
 fail:
     hone_trun_result_clear(&res);
-    job_set_current(w, NULL);
+    worker_set_job(w, NULL);
 }

@@ -229,6 +229,50 @@ static void worker_find_trainer(hone_worker *w)
     snprintf(w->trainer, sizeof(w->trainer), "hone-train");
 }
 
+/* hone-pack (convert jobs): --packer, then $HONE_BIN_DIR, then beside or near this executable, then
+ * beside or near the trainer, then PATH. */
+static void worker_find_packer(hone_worker *w)
+{
+    static const char *rel[] = {"hone-pack", "../data/hone-pack", "../../data/hone-pack"};
+    const char *env = getenv("HONE_BIN_DIR");
+    char dirs[2][4096 + 256], cand[4096 + 256 + 64];
+    int nd = 0;
+    ssize_t n;
+
+    if (w->o->packer) {
+        snprintf(w->packer, sizeof(w->packer), "%s", w->o->packer);
+        return;
+    }
+    if (env && env[0])
+        snprintf(dirs[nd++], sizeof(dirs[0]), "%s", env);
+    n = readlink("/proc/self/exe", dirs[nd], sizeof(dirs[0]) - 1);
+    if (n > 0) {
+        dirs[nd][n] = '\0';
+        if (strrchr(dirs[nd], '/'))
+            *strrchr(dirs[nd++], '/') = '\0';
+    }
+    for (int d = 0; d < nd; d++)
+        for (size_t i = 0; i < (d == 0 && env && env[0] ? 1 : HONE_ARRAY_LEN(rel)); i++) {
+            snprintf(cand, sizeof(cand), "%s/%s", dirs[d], rel[i]);
+            if (access(cand, X_OK) == 0) {
+                snprintf(w->packer, sizeof(w->packer), "%s", cand);
+                return;
+            }
+        }
+    if (strchr(w->trainer, '/')) {
+        snprintf(dirs[0], sizeof(dirs[0]), "%s", w->trainer);
+        *strrchr(dirs[0], '/') = '\0';
+        for (size_t i = 0; i < HONE_ARRAY_LEN(rel); i++) {
+            snprintf(cand, sizeof(cand), "%s/%s", dirs[0], rel[i]);
+            if (access(cand, X_OK) == 0) {
+                snprintf(w->packer, sizeof(w->packer), "%s", cand);
+                return;
+            }
+        }
+    }
+    snprintf(w->packer, sizeof(w->packer), "hone-pack");
+}
+
 static int worker_mkdirs(const char *path)
 {
     char tmp[4096];
@@ -279,6 +323,7 @@ static int worker_setup(hone_worker *w, const hone_worker_opts *o, volatile sig_
             snprintf(w->work_dir, sizeof(w->work_dir), "%s", abs);
     }
     worker_find_trainer(w);
+    worker_find_packer(w);
     if (hone_rest_new(o->controller, o->token, &w->rest) != 0 ||
         hone_rest_new(o->controller, o->token, &w->hb_rest) != 0) {
         worker_log(w, "bad controller URL %s", o->controller);
@@ -330,7 +375,8 @@ int hone_worker_run(const hone_worker_opts *o, volatile sig_atomic_t *stop)
     rc = worker_setup(&w, o, stop);
     if (rc != 0)
         goto fail;
-    worker_log(&w, "controller %s, trainer %s, work dir %s", o->controller, w.trainer, w.work_dir);
+    worker_log(&w, "controller %s, trainer %s, packer %s, work dir %s", o->controller, w.trainer,
+               w.packer, w.work_dir);
     while (!*stop) {
         rc = worker_register(&w, w.rest);
         if (rc == 0)

@@ -1,6 +1,7 @@
 /* worker: the hone-worker daemon as a library. It registers with the controller, long-polls for
  * leases, runs hone-train for each job, relays each epoch's metrics and obeys the reply (continue,
- * stop, pause), heartbeats, and completes jobs. The trainer-run part (hone_trun_*) is usable alone.
+ * stop, pause), runs hone-pack for convert jobs and relays their progress, heartbeats, and
+ * completes jobs. The trainer-run part (hone_trun_*) is usable alone.
  * It never decides anything about search: the controller owns every decision. */
 #ifndef HONE_WORKER_H
 #define HONE_WORKER_H
@@ -76,6 +77,8 @@ typedef struct hone_worker_opts {
     int threads;            /* trainer threads (0 = let the trainer decide) */
     const char *token;
     const char *trainer; /* path to hone-train (default: beside this executable, then PATH) */
+    const char *packer;  /* path to hone-pack, for convert jobs (default: as hone-train, or
+                            beside it) */
     int lease_wait_s;    /* long-poll length (default 20) */
     double grace_s;      /* trainer stop grace (default 10) */
     int max_jobs;        /* exit after this many jobs (0 = never; for tests) */

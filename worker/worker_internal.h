@@ -14,6 +14,7 @@ typedef struct hone_worker {
     char name[256];
     char work_dir[4096];
     char trainer[4096 + 256];
+    char packer[4096 + 512]; /* hone-pack, for convert jobs */
     volatile sig_atomic_t *stop;
 
     pthread_mutex_t mu; /* guards id, token, job_id, registered */
@@ -48,7 +49,18 @@ void worker_id_auth(hone_worker *w, hone_rest *rest, char *buf, size_t len);
  * (gpus.c). */
 json_t *worker_gpus(hone_worker *w);
 
-/* Runs one leased job to the end and completes it with the controller (job.c). */
+/* Runs one leased job to the end and completes it with the controller (job.c); a convert job
+ * goes to worker_convert_run. */
 void worker_job_run(hone_worker *w, const json_t *job);
+/* job.c: POSTs body to path until an HTTP answer comes, backing off while the controller is away;
+ * gives up (HONE_EIO) only when the worker is stopping and `patient` is 0. */
+int worker_post(hone_worker *w, const char *path, json_t *body, int patient, hone_rest_resp *resp);
+/* job.c: completes the job with status, res's log tail and its "done" line as final. */
+void worker_job_complete(hone_worker *w, const char *job_id, const char *status,
+                         const hone_trun_result *res);
+/* job.c: the job the heartbeat keeps leased (NULL: none); clears the cancel flag. */
+void worker_set_job(hone_worker *w, const char *id);
+/* convert.c: runs a convert job (hone-pack --json), relays its progress, completes it. */
+void worker_convert_run(hone_worker *w, const json_t *job);
 
 #endif

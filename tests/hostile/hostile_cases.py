@@ -152,6 +152,32 @@ case("field", "job warmup_epochs above the experiment's epochs", [422],
     lambda x: rb("POST", "/api/v1/experiments/%s/jobs" % x["exp"],
                  {"action": "train", "specs": {"train": {"warmup_epochs": 6}}}))
 
+
+# ---- convert jobs (POST /datasets/{id}/convert; x["ds"] is an idx dataset) -------------------
+def cv(x, body, ds=None):
+    return rb("POST", "/api/v1/datasets/%s/convert" % (ds or x["ds"]), body)
+
+
+for _name, _body, _field in (
+        ("convert without input_size", {"channels": 3}, "input_size"),
+        ("convert input_size as a string", {"input_size": "32"}, "input_size"),
+        ("convert input_size below 8", {"input_size": 7}, "input_size"),
+        ("convert input_size above 512", {"input_size": 100000}, "input_size"),
+        ("convert input_size 1e300", {"input_size": 1e300}, "input_size"),
+        ("convert input_size as an object", {"input_size": {"a": 1}}, "input_size"),
+        ("convert channels 2", {"input_size": 32, "channels": 2}, "channels"),
+        ("convert channels -1", {"input_size": 32, "channels": -1}, "channels"),
+        ("convert channels as a string", {"input_size": 32, "channels": "3"}, "channels"),
+        ("convert unknown member", {"input_size": 32, "path": "/etc"}, "path")):
+    case("field", _name, [422], field=_field)(lambda x, b=_body: cv(x, b))
+case("field", "convert body is an array", [400, 422])(lambda x: cv(x, [32]))
+case("field", "convert input_size 2^64 (past what the JSON parser takes)", [400, 422])(
+    lambda x: cv(x, {"input_size": 2 ** 64}))
+case("field", "convert of a dataset that does not exist", [404], field="id")(
+    lambda x: cv(x, {"input_size": 32}, "ds-doesnotexist"))
+case("field", "convert of an idx dataset", [409], field="format")(
+    lambda x: cv(x, {"input_size": 32}))
+
 # ---- paths and data roots -------------------------------------------------------------------
 
 

@@ -1,0 +1,139 @@
+"""The convert job end to end (issue 8): a real controller and a real worker on loopback, driven
+through the hone CLI, on a generated PNG folder (tests/lib/pngfolder.py).
+
+  cli:   `hone dataset convert ID --size 16` waits, shows progress and succeeds; the packed file
+         verifies (`hone-pack --verify`) with the folder's images and classes; the same size again
+         answers the same job (reuse, no second convert); `hone job list` and `hone job status`
+         show it; --grey makes a second, one-channel file.
+  train: a train job of an image-folder experiment waits for its convert job (not leased before it
+         is done), the spec the worker hands hone-train carries data.packed, and the job succeeds.
+
+usage: test_convert.py cli|train HONE HONE-CONTROLLER HONE-WORKER HONE-TRAIN HONE-PACK"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from honeproc import ControllerProcess, WorkerProcess  # noqa: E402
+from pngfolder import write_folder  # noqa: E402
+
+
+def api(ctl, method, path, body=None):
+    data = json.dumps(body).encode() if body is not None else None
+    r = urllib.request.Request(ctl.base + path, data=data, method=method,
+                               headers={"Content-Type": "application/json"} if data else {})
+    with urllib.request.urlopen(r, timeout=30) as resp:
+        return json.loads(resp.read() or b"null")
+
+
+def hone(bins, ctl, *args, check=True):
+    p = subprocess.run([bins["hone"], "--url", ctl.base] + list(args), capture_output=True,
+                       text=True, timeout=300)
+    if check and p.returncode != 0:
+        raise AssertionError("hone %s -> %d\n%s\n%s" % (" ".join(args), p.returncode, p.stdout,
+                                                        p.stderr))
+    return p
+
+
+def verify(bins, path):
+    p = subprocess.run([bins["pack"], "--verify", path], capture_output=True, text=True)
+    assert p.returncode == 0, (path, p.stdout, p.stderr)
+    return p.stdout
+
+
+def cli(bins, ctl, root):
+    ds = json.loads(hone(bins, ctl, "dataset", "create", "--name", "pngs", "--path",
+                         os.path.join(root, "data", "pngs"), "--format", "image_folder",
+                         "--json").stdout)["id"]
+    p = hone(bins, ctl, "dataset", "convert", ds, "--size", "16")
+    assert "created convert job" in p.stdout and "packed 40 images" in p.stdout, p.stdout
+    assert "images/s" in p.stdout, p.stdout  # the progress line
+    jobs = api(ctl, "GET", "/api/v1/jobs?action=convert")["jobs"]
+    assert len(jobs) == 1 and jobs[0]["status"] == "done", jobs
+    cv = jobs[0]
+    out = cv["config"]["out"]
+    assert out == os.path.join(root, "data", "packed", ds, "16x16x3.hpk"), out
+    assert cv["progress"]["images_done"] == cv["progress"]["images_total"] == 40, cv
+    v = verify(bins, out)
+    assert "40 images 16x16x3" in v and "2 classes" in v, v
+    # Reuse: the same job, nothing packed again.
+    again = json.loads(hone(bins, ctl, "dataset", "convert", ds, "--size", "16", "--json").stdout)
+    assert again["id"] == cv["id"] and again["status"] == "done", again
+    p = hone(bins, ctl, "dataset", "convert", ds, "--size", "16")
+    assert "reusing convert job %s" % cv["id"] in p.stdout, p.stdout
+    assert len(api(ctl, "GET", "/api/v1/jobs?action=convert")["jobs"]) == 1
+    p = hone(bins, ctl, "job", "list")
+    assert cv["id"] in p.stdout and "convert" in p.stdout, p.stdout
+    p = hone(bins, ctl, "job", "status", cv["id"])
+    assert "images_done" in p.stdout and ds in p.stdout, p.stdout
+    # --grey: a second file, one channel.
+    grey = json.loads(hone(bins, ctl, "dataset", "convert", ds, "--size", "16", "--grey",
+                           "--no-wait", "--json").stdout)
+    assert grey["id"] != cv["id"] and grey["config"]["channels"] == 1, grey
+    p = hone(bins, ctl, "job", "wait", grey["id"])
+    assert "16x16x1" in verify(bins, grey["config"]["out"])
+    # Bad input is refused by the controller with the field named.
+    p = hone(bins, ctl, "dataset", "convert", ds, "--size", "4", check=False)
+    assert p.returncode == 2 and "size" in p.stderr, (p.returncode, p.stderr)
+
+
+def train(bins, ctl, root, worker_dir):
+    ds = api(ctl, "POST", "/api/v1/datasets", {"name": "pngs", "path": os.path.join(root, "data", "pngs"),
+                                               "format": "image_folder"})["id"]
+    exp = api(ctl, "POST", "/api/v1/experiments",
+              {"name": "e", "network_arch": "cnn", "train_datasets": [ds],
+               "specs": {"model": {"input_size": 16}, "train": {"epochs": 1, "batch_size": 8},
+                         "data": {"val_size": 8}}})["id"]
+    job = api(ctl, "POST", "/api/v1/experiments/%s/jobs" % exp, {"action": "train"})
+    cid = job["convert_job_id"]
+    assert cid, job
+    p = hone(bins, ctl, "job", "wait", job["id"], "--timeout", "240", check=False)
+    cv = api(ctl, "GET", "/api/v1/jobs/" + cid)
+    assert cv["status"] == "done", cv
+    t = api(ctl, "GET", "/api/v1/jobs/" + job["id"])
+    # Leased only after the convert job ended.
+    assert t["started_unix"] >= cv["finished_unix"], (t, cv)
+    spec = open(os.path.join(worker_dir, "specs", job["id"] + ".yaml")).read()
+    assert 'packed: "%s"' % cv["config"]["out"] in spec, spec
+    verify(bins, cv["config"]["out"])
+    assert p.returncode == 0 and t["status"] == "done", (
+        "the train job on the packed file did not succeed (hone-train must load data.packed):\n"
+        "%s\n%s\n%s" % (p.stdout, p.stderr, t.get("error")))
+
+
+def main():
+    if len(sys.argv) != 7 or sys.argv[1] not in ("cli", "train"):
+        print(__doc__)
+        return 2
+    mode = sys.argv[1]
+    bins = dict(zip(("hone", "ctl", "worker", "train", "pack"),
+                    (os.path.abspath(a) for a in sys.argv[2:])))
+    root = tempfile.mkdtemp(prefix="hone-convert-")
+    write_folder(os.path.join(root, "data", "pngs"), classes=2, per_class=20, size=24, rgb=True)
+    ctl = ControllerProcess(bins["ctl"], os.path.join(root, "data"))  # pngs/ is in its data root
+    ctl.start()
+    w = WorkerProcess(bins["worker"], bins["train"], root, "w1", ctl.base,
+                      extra=["--packer", bins["pack"]]).start()
+    try:
+        if mode == "cli":
+            cli(bins, ctl, root)
+        else:
+            train(bins, ctl, root, os.path.join(root, "w-w1"))
+    except BaseException:
+        time.sleep(0.2)
+        sys.stderr.write("---- controller log\n%s\n---- worker log\n%s\n" % (
+            ctl.tail(), open(w.log_path, errors="replace").read()[-4000:]))
+        raise
+    finally:
+        w.stop()
+        ctl.stop()
+    print("convert %s: ok" % mode)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,183 @@
+/* convert: one leased convert job on this worker. Runs hone-pack --json on the dataset's folder
+ * into the lease's packed file (hone-pack writes a temp file and renames it, so the file at its
+ * name is whole even when this worker dies mid-way), relays progress lines as reports (the first
+ * at once, then at most one a second), stops on cancel, and completes the job with hone-pack's
+ * final line. Like a train job, the packed path is the controller's: a worker that does not share
+ * its disk needs the upload of issue 10. */
+#include "worker_internal.h"
+
+#include <errno.h>
+#include <glob.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CONVERT_REPORT_EVERY_S 1.0
+
+typedef struct convert_ctx {
+    hone_worker *w;
+    const char *id;
+    int seq;       /* reports sent (the report's "epoch"; 1 for the first) */
+    double last;   /* monotonic time of the last report */
+    int stop;      /* the controller answered stop (a cancel) */
+    int lost;      /* the controller no longer knows this job as ours */
+    int abandoned; /* a report could not be delivered while stopping */
+} convert_ctx;
+
+static double convert_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* mkdir -p of the folder holding path. */
+static int convert_mkdirs(const char *path)
+{
+    char tmp[4096];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof(tmp))
+        return HONE_EINVAL;
+    memcpy(tmp, path, n + 1);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+            return HONE_EIO;
+        *p = '/';
+    }
+    return HONE_OK;
+}
+
+/* A worker killed mid-pack leaves hone-pack's temp file (<out>.tmp-XXXXXX, data/pack.c) beside
+ * the target. This worker now holds the job's only lease, so no live packer writes those: they
+ * are removed before packing again. */
+static void convert_sweep_temps(hone_worker *w, const char *out)
+{
+    size_t n = strlen(out) + 16;
+    char *pat = hone_xmalloc(n);
+    snprintf(pat, n, "%s.tmp-??????", out);
+    glob_t g;
+    if (glob(pat, 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++)
+            if (unlink(g.gl_pathv[i]) == 0)
+                worker_log(w, "removed %s, left by a packer that died", g.gl_pathv[i]);
+        globfree(&g);
+    }
+    free(pat);
+}
+
+static void convert_report(convert_ctx *c, const json_t *line)
+{
+    static const char *const keys[] = {"images_done", "images_total", "images_per_second",
+                                       "seconds"};
+    hone_worker *w = c->w;
+    json_t *body = json_object(), *m = json_object();
+    hone_rest_resp resp;
+    char id[128], path[256];
+
+    for (size_t i = 0; i < HONE_ARRAY_LEN(keys); i++) {
+        json_t *v = json_object_get(line, keys[i]);
+        if (json_is_number(v))
+            json_object_set(m, keys[i], v);
+    }
+    worker_id_auth(w, w->rest, id, sizeof(id));
+    json_object_set_new(body, "worker_id", json_string(id));
+    json_object_set_new(body, "epoch", json_integer(++c->seq));
+    json_object_set_new(body, "metrics", m);
+    snprintf(path, sizeof(path), "/api/v1/jobs/%s/report", c->id);
+    c->last = convert_now();
+    if (worker_post(w, path, body, 0, &resp) != 0) {
+        json_decref(body);
+        c->abandoned = 1;
+        return;
+    }
+    json_decref(body);
+    if (resp.status == 200) {
+        if (hone_wdecision_parse(json_string_value(json_object_get(resp.json, "decision"))) !=
+            HONE_WDECISION_CONTINUE) {
+            worker_log(w, "job %s: convert answered stop", c->id);
+            c->stop = 1;
+        }
+    } else {
+        char msg[512];
+        hone_rest_error_text(&resp, msg, sizeof(msg));
+        worker_log(w, "job %s: progress report refused: %s", c->id, msg);
+        if (resp.status == 401 || resp.status == 403 || resp.status == 404 || resp.status == 409 ||
+            resp.status == 410)
+            c->lost = 1;
+    }
+    hone_rest_resp_clear(&resp);
+}
+
+static void convert_on_event(void *arg, json_t *line)
+{
+    convert_ctx *c = arg;
+    const char *ev = json_string_value(json_object_get(line, "event"));
+    if (!ev || strcmp(ev, "progress") != 0 || c->stop || c->lost || c->abandoned)
+        return;
+    if (c->seq > 0 && convert_now() - c->last < CONVERT_REPORT_EVERY_S)
+        return;
+    convert_report(c, line);
+}
+
+static int convert_should_stop(void *arg)
+{
+    convert_ctx *c = arg;
+    return *c->w->stop || atomic_load(&c->w->cancel) || c->stop || c->lost || c->abandoned;
+}
+
+void worker_convert_run(hone_worker *w, const json_t *job)
+{
+    const char *id = json_string_value(json_object_get(job, "id"));
+    const char *src = json_string_value(json_object_get(job, "dataset_path"));
+    const char *out = json_string_value(json_object_get(job, "out_path"));
+    json_int_t size = json_integer_value(json_object_get(job, "input_size"));
+    json_int_t ch = json_integer_value(json_object_get(job, "channels"));
+    convert_ctx ctx = {.w = w, .id = id};
+    hone_trun_hooks hooks = {
+        .on_event = convert_on_event, .should_stop = convert_should_stop, .arg = &ctx};
+    hone_trun_opts topts = {.grace_s = w->o->grace_s};
+    hone_trun_result res = {0};
+    char sz[64], th[32];
+    const char *status;
+
+    worker_set_job(w, id);
+    if (!src || !src[0] || !out || !out[0] || size < 1 || (ch != 1 && ch != 3) ||
+        convert_mkdirs(out) != 0) {
+        char msg[4400];
+        snprintf(msg, sizeof(msg),
+                 "hone-worker: bad convert lease or cannot create the folder of %s: %s",
+                 out ? out : "(none)", strerror(errno));
+        res.log_tail = hone_xstrdup(msg);
+        worker_log(w, "job %s: %s", id, msg);
+        worker_job_complete(w, id, "failed", &res);
+        goto fail;
+    }
+    convert_sweep_temps(w, out);
+    snprintf(sz, sizeof(sz), "%lldx%lld", (long long)size, (long long)size);
+    snprintf(th, sizeof(th), "%d", w->o->threads > 0 ? w->o->threads : 0);
+    char *argv[] = {
+        w->packer,   "--json", (char *)src, (char *)out, "--size", sz, ch == 1 ? "--grey" : "--rgb",
+        "--threads", th,       NULL};
+    worker_log(w, "job %s: %s %s -> %s at %s, %lld channel(s)", id, w->packer, src, out, sz,
+               (long long)ch);
+    if (hone_trun_run(argv, &topts, &hooks, &res) != 0)
+        worker_log(w, "job %s: hone-pack did not start: %s", id, res.log_tail);
+    if (res.outcome == HONE_TRUN_ABORTED)
+        status = ctx.stop || atomic_load(&w->cancel) ? "stopped" : NULL;
+    else
+        status = res.outcome == HONE_TRUN_DONE ? "done" : "failed";
+    worker_log(w, "job %s: convert %s after %d report(s), exit %d", id,
+               status ? status : "abandoned", ctx.seq, res.exit_code);
+    /* Lost: not ours anymore. Shutting down: the lease expires and another worker packs again. */
+    if (status && !ctx.lost)
+        worker_job_complete(w, id, status, &res);
+fail:
+    hone_trun_result_clear(&res);
+    worker_set_job(w, NULL);
+}

@@ -191,7 +191,10 @@ HONE_HD void hone_aug_pixel(const uint8_t *p, int c, const hone_aug_draw *d, int
  * (1-momentum)*running_mean + momentum*mean; running_var = (1-momentum)*running_var +
  * momentum*var*m/(m-1), m = n*hw (unbiased; m==1: var). bwd overwrites dgamma, dbeta. softmax_xent:
  * dlogits rows with label < 0 are zero; the divisor is the n passed in. conv: the workspace is
- * hone_k_conv_workspace bytes of device memory, no other scratch. */
+ * hone_k_conv_workspace bytes of device memory, no other scratch. maxpool_pad: p = (h + 2*pad -
+ * size) / stride + 1 (pad < size), padding never wins (windows see only real pixels), idx and ties
+ * as maxpool; bwd sums dy over the windows whose argmax is the pixel. add_relu_bwd: da = db = dy *
+ * (y > 0), db may be NULL. */
 
 /* ------------------------------------------------------------------ the ops of a backend
  * Every op a backend provides, once: X(P, return type, name, parameters), grouped by the file that
@@ -233,6 +236,9 @@ HONE_HD void hone_aug_pixel(const uint8_t *p, int c, const hone_aug_draw *d, int
     X(P, int, conv_bwd_reuse,                                                                      \
       (hone_kctx * k, const hone_conv_desc *d, const float *x, const float *w, const float *dy,    \
        float *dx, float *dw, float *db, void *ws))                                                 \
+    X(P, int, conv_bwd_acc,                                                                        \
+      (hone_kctx * k, const hone_conv_desc *d, const float *x, const float *w, const float *dy,    \
+       float *dx, float *dw, float *db, void *ws, int reuse))                                      \
     /* pool.{c,cu}: pooling, resampling */                                                         \
     X(P, int, maxpool_fwd,                                                                         \
       (hone_kctx * k, int n, int c, int h, int w, int size, int stride, const float *x, float *y,  \
@@ -246,6 +252,12 @@ HONE_HD void hone_aug_pixel(const uint8_t *p, int c, const hone_aug_draw *d, int
     X(P, int, maxpool_relu_bwd,                                                                    \
       (hone_kctx * k, int n, int c, int h, int w, int size, int stride, const float *y,            \
        const float *dy, const int32_t *idx, float *dx))                                            \
+    X(P, int, maxpool_pad_fwd,                                                                     \
+      (hone_kctx * k, int n, int c, int h, int w, int size, int stride, int pad, const float *x,   \
+       float *y, int32_t *idx))                                                                    \
+    X(P, int, maxpool_pad_bwd,                                                                     \
+      (hone_kctx * k, int n, int c, int h, int w, int size, int stride, int pad, const float *dy,  \
+       const int32_t *idx, float *dx))                                                             \
     X(P, int, avgpool_global_fwd,                                                                  \
       (hone_kctx * k, int n, int c, int h, int w, const float *x, float *y))                       \
     X(P, int, avgpool_global_bwd,                                                                  \
@@ -264,6 +276,9 @@ HONE_HD void hone_aug_pixel(const uint8_t *p, int c, const hone_aug_draw *d, int
        uint64_t *counter))                                                                         \
     X(P, int, dropout_bwd,                                                                         \
       (hone_kctx * k, const float *dy, const uint8_t *mask, float *dx, size_t n, float p))         \
+    X(P, int, add_relu_fwd, (hone_kctx * k, const float *a, const float *b, float *y, size_t n))   \
+    X(P, int, add_relu_bwd,                                                                        \
+      (hone_kctx * k, const float *y, const float *dy, float *da, float *db, size_t n))            \
     X(P, int, axpy, (hone_kctx * k, float a, const float *x, float *y, size_t n))                  \
     X(P, int, scale, (hone_kctx * k, float *x, float a, size_t n))                                 \
     /* norm.{c,cu}: batch norm */                                                                  \

@@ -264,6 +264,14 @@ int hone_k_conv_bwd_reuse(hone_kctx *k, const hone_conv_desc *d, const float *x,
     return k->ops->conv_bwd_reuse(k, d, x, w, dy, dx, dw, db, ws);
 }
 
+int hone_k_conv_bwd_acc(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
+                        const float *dy, float *dx, float *dw, float *db, void *ws, int reuse)
+{
+    CHECK(conv_desc_ok(d) && x && w && dy && dx && dw);
+    CHECK(ws || hone_k_conv_workspace(k, d) == 0);
+    return k->ops->conv_bwd_acc(k, d, x, w, dy, dx, dw, db, ws, reuse != 0);
+}
+
 /* ------------------------------------------------------------------ pooling, resampling */
 
 static int pool_ok(int n, int c, int h, int w, int size, int stride)
@@ -297,6 +305,26 @@ int hone_k_maxpool_relu_bwd(hone_kctx *k, int n, int c, int h, int w, int size, 
 {
     CHECK(pool_ok(n, c, h, w, size, stride) && y && dy && idx && dx);
     return k->ops->maxpool_relu_bwd(k, n, c, h, w, size, stride, y, dy, idx, dx);
+}
+
+static int pool_pad_ok(int n, int c, int h, int w, int size, int stride, int pad)
+{
+    return n > 0 && c > 0 && h > 0 && w > 0 && size > 0 && stride > 0 && pad >= 0 && pad < size &&
+           h + 2 * pad >= size && w + 2 * pad >= size;
+}
+
+int hone_k_maxpool_pad_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride, int pad,
+                           const float *x, float *y, int32_t *idx)
+{
+    CHECK(pool_pad_ok(n, c, h, w, size, stride, pad) && x && y && idx);
+    return k->ops->maxpool_pad_fwd(k, n, c, h, w, size, stride, pad, x, y, idx);
+}
+
+int hone_k_maxpool_pad_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride, int pad,
+                           const float *dy, const int32_t *idx, float *dx)
+{
+    CHECK(pool_pad_ok(n, c, h, w, size, stride, pad) && dy && idx && dx);
+    return k->ops->maxpool_pad_bwd(k, n, c, h, w, size, stride, pad, dy, idx, dx);
 }
 
 int hone_k_avgpool_global_fwd(hone_kctx *k, int n, int c, int h, int w, const float *x, float *y)
@@ -375,6 +403,23 @@ int hone_k_dropout_bwd(hone_kctx *k, const float *dy, const uint8_t *mask, float
         return HONE_OK;
     CHECK(dy && mask && dx);
     return k->ops->dropout_bwd(k, dy, mask, dx, n, p);
+}
+
+int hone_k_add_relu_fwd(hone_kctx *k, const float *a, const float *b, float *y, size_t n)
+{
+    if (n == 0)
+        return HONE_OK;
+    CHECK(a && b && y);
+    return k->ops->add_relu_fwd(k, a, b, y, n);
+}
+
+int hone_k_add_relu_bwd(hone_kctx *k, const float *y, const float *dy, float *da, float *db,
+                        size_t n)
+{
+    if (n == 0)
+        return HONE_OK;
+    CHECK(y && dy && da);
+    return k->ops->add_relu_bwd(k, y, dy, da, db, n);
 }
 
 int hone_k_axpy(hone_kctx *k, float a, const float *x, float *y, size_t n)

@@ -88,6 +88,12 @@ int hone_k_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const
 int hone_k_conv_bwd_reuse(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
                           const float *dy, float *dx, float *dw, float *db, void *ws);
 
+/* hone_k_conv_bwd (reuse = 0) or hone_k_conv_bwd_reuse (reuse = 1) that ADDS the data gradient to
+ * dx (dx += instead of dx =): a layer whose output feeds several others (a residual block's input)
+ * gets its gradient summed in place, without a scratch buffer and an extra pass. dx non-NULL. */
+int hone_k_conv_bwd_acc(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
+                        const float *dy, float *dx, float *dw, float *db, void *ws, int reuse);
+
 /* ------------------------------------------------------------------ pooling, resampling */
 
 /* 2x2-style max pooling with window `size` and `stride`; idx records the argmax (int32) for bwd. */
@@ -102,6 +108,14 @@ int hone_k_maxpool_relu_fwd(hone_kctx *k, int n, int c, int h, int w, int size, 
                             const float *x, float *y, int32_t *idx);
 int hone_k_maxpool_relu_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
                             const float *y, const float *dy, const int32_t *idx, float *dx);
+/* Max pooling with zero-cost padding (the ImageNet stem's 3x3 stride-2 pad-1 pool): output
+ * p = (h + 2*pad - size) / stride + 1 (q likewise), pad < size; padded positions never win (as
+ * -inf). idx as hone_k_maxpool_fwd (offset in the input plane). bwd overwrites dx, summing dy over
+ * overlapping windows that chose the same pixel. */
+int hone_k_maxpool_pad_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride, int pad,
+                           const float *x, float *y, int32_t *idx);
+int hone_k_maxpool_pad_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride, int pad,
+                           const float *dy, const int32_t *idx, float *dx);
 /* Global average pooling [n,c,h,w] -> [n,c]. */
 int hone_k_avgpool_global_fwd(hone_kctx *k, int n, int c, int h, int w, const float *x, float *y);
 int hone_k_avgpool_global_bwd(hone_kctx *k, int n, int c, int h, int w, const float *dy, float *dx);
@@ -124,6 +138,11 @@ int hone_k_dropout_fwd(hone_kctx *k, const float *x, float *y, uint8_t *mask, si
                        uint64_t seed, uint64_t *counter);
 int hone_k_dropout_bwd(hone_kctx *k, const float *dy, const uint8_t *mask, float *dx, size_t n,
                        float p);
+/* Residual join: y = max(0, a + b) (one pass instead of an add and a relu). bwd: da = dy * (y > 0)
+ * and, when db is non-NULL, db = the same (the gradient of both summands); da may alias dy. */
+int hone_k_add_relu_fwd(hone_kctx *k, const float *a, const float *b, float *y, size_t n);
+int hone_k_add_relu_bwd(hone_kctx *k, const float *y, const float *dy, float *da, float *db,
+                        size_t n);
 /* y = a*x + y */
 int hone_k_axpy(hone_kctx *k, float a, const float *x, float *y, size_t n);
 int hone_k_scale(hone_kctx *k, float *x, float a, size_t n);

@@ -1,7 +1,7 @@
 /* spec/spec_check.c: the cross-key rules and the size limits of spec.h: what a spec costs to
  * train (parameters and device memory, mirroring what train/net.c and train/loop.c allocate) and
  * whether a worker can train it. Must stay in step with train/net.c: tests/train checks the
- * parameter count against the network it builds. */
+ * parameter count against the network it builds (mlp, cnn, resnet18, resnet34). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -35,20 +35,29 @@ static void layer_out(walk *k, uint64_t extra_per_elem)
     k->act = add(k->act, mul(n, 8 + extra_per_elem));
 }
 
-/* 3x3 convolution, stride 1, padding 1. Workspace as kernels/cuda/conv2d.cu sizes it (im2col
- * columns, the output in GEMM layout and the partial weight gradients); the CPU backend's is
- * smaller. */
-static void conv(walk *k, uint64_t oc)
+/* r x r convolution (output side (side + 2*pad - r) / stride + 1), with or without bias.
+ * Workspace as kernels/cuda/conv.cu sizes it for the shape (im2col columns, the output in GEMM
+ * layout and the partial weight gradients); the CPU backend's is smaller. */
+static void conv_ex(walk *k, uint64_t oc, uint64_t r, uint64_t stride, uint64_t pad, int bias)
 {
-    uint64_t crs = mul(k->c, 9), npq = mul(k->batch, mul(k->h, k->w));
+    uint64_t p = (k->h + 2 * pad - r) / stride + 1, q = (k->w + 2 * pad - r) / stride + 1;
+    uint64_t crs = mul(k->c, r * r), npq = mul(k->batch, mul(p, q));
     uint64_t pa = mul(mul(k->batch, oc), add(crs, 1));
-    uint64_t pb = mul(mul(k->batch, oc), (mul(k->h, k->w) + 255) / 256);
+    uint64_t pb = mul(mul(k->batch, oc), (mul(p, q) + 255) / 256);
     uint64_t ws = mul(add(mul(add(crs, oc), npq), pa > pb ? pa : pb), 4);
     if (ws > k->ws)
         k->ws = ws;
-    k->params = add(k->params, add(mul(oc, crs), oc));
+    k->params = add(k->params, add(mul(oc, crs), bias ? oc : 0));
     k->c = oc;
+    k->h = p;
+    k->w = q;
     layer_out(k, 0);
+}
+
+/* 3x3 convolution, stride 1, padding 1, with bias (cnn). */
+static void conv(walk *k, uint64_t oc)
+{
+    conv_ex(k, oc, 3, 1, 1, 1);
 }
 
 static void dense(walk *k, uint64_t out)
@@ -78,6 +87,51 @@ static void dropout(walk *k, double p)
 {
     if (p > 0.0)
         layer_out(k, 1); /* + byte mask */
+}
+
+/* One BasicBlock as train/net.c's add_block: conv, BN, ReLU, conv, BN, the projection (conv 1x1
+ * + BN) when the stride or the channels change, the join (add + ReLU). */
+static void block(walk *k, uint64_t oc, uint64_t stride)
+{
+    walk in = *k;
+    conv_ex(k, oc, 3, stride, 1, 0);
+    batchnorm(k);
+    layer_out(k, 0); /* relu */
+    conv_ex(k, oc, 3, 1, 1, 0);
+    batchnorm(k);
+    if (stride != 1 || in.c != oc) {
+        walk sk = *k; /* the projection reads the block's input, with the totals so far */
+        sk.c = in.c, sk.h = in.h, sk.w = in.w;
+        conv_ex(&sk, oc, 1, stride, 0, 0);
+        batchnorm(&sk);
+        sk.c = k->c, sk.h = k->h, sk.w = k->w;
+        *k = sk;
+    }
+    layer_out(k, 0); /* join */
+}
+
+/* ResNet-18 / -34 as train/net.c's add_resnet. */
+static void resnet(walk *k, const int blocks[4], uint64_t width, double drop, uint64_t classes)
+{
+    if (k->h <= 64 && k->w <= 64) {
+        conv_ex(k, width, 3, 1, 1, 0);
+        batchnorm(k);
+        layer_out(k, 0);
+    } else {
+        conv_ex(k, width, 7, 2, 3, 0);
+        batchnorm(k);
+        layer_out(k, 0);
+        k->h = (k->h + 2 - 3) / 2 + 1; /* 3x3 stride-2 pad-1 max-pool */
+        k->w = (k->w + 2 - 3) / 2 + 1;
+        layer_out(k, 4); /* + int32 argmax */
+    }
+    for (int s = 0; s < 4; s++)
+        for (int i = 0; i < blocks[s]; i++)
+            block(k, width << s, s > 0 && i == 0 ? 2 : 1);
+    k->h = k->w = 1; /* global average pool */
+    layer_out(k, 0);
+    dropout(k, drop);
+    dense(k, classes);
 }
 
 void hone_spec_input_shape(const hone_spec *s, const hone_spec_data *d, int *c, int *h, int *w)
@@ -136,6 +190,10 @@ void hone_spec_estimate(const hone_spec *s, const hone_spec_data *d, hone_spec_c
         layer_out(&k, 0);
         dropout(&k, s->model.dropout);
         dense(&k, classes);
+    } else if (!strcmp(s->network, "resnet18") || !strcmp(s->network, "resnet34")) {
+        static const int r18[4] = {2, 2, 2, 2}, r34[4] = {3, 4, 6, 3};
+        uint64_t width = s->model.width > 0 ? (uint64_t)s->model.width : 1;
+        resnet(&k, s->network[6] == '1' ? r18 : r34, width, s->model.dropout, classes);
     } else {
         for (int i = 0; i < s->model.depth; i++) {
             dense(&k, hidden);
@@ -192,6 +250,13 @@ static int check_size(const hone_spec *s, const hone_spec_data *d, char *field, 
                     s->data.val_size, d->train_images);
     hone_spec_cost c;
     hone_spec_estimate(s, d, &c);
+    int res = !strncmp(s->network, "resnet", 6); /* sized by model.width, not model.hidden */
+    if (c.params > HONE_SPEC_MAX_PARAMS && res)
+        return fail(field, fieldlen, "model.width", err, errlen,
+                    "model.width: this %s (model.width %d) has %llu parameters, above the limit "
+                    "of %llu",
+                    s->network, s->model.width, (unsigned long long)c.params,
+                    (unsigned long long)HONE_SPEC_MAX_PARAMS);
     if (c.params > HONE_SPEC_MAX_PARAMS)
         return fail(field, fieldlen, "model.hidden", err, errlen,
                     "model.hidden: this %s (model.hidden %d, model.depth %d) has %llu parameters, "
@@ -202,7 +267,7 @@ static int check_size(const hone_spec *s, const hone_spec_data *d, char *field, 
     if (total > HONE_SPEC_MAX_BYTES) {
         const char *key = "train.batch_size";
         if (c.model_bytes >= c.act_bytes && c.model_bytes >= c.data_bytes)
-            key = "model.hidden";
+            key = res ? "model.width" : "model.hidden";
         else if (c.data_bytes > c.act_bytes)
             key = "data.train_limit";
         return fail(field, fieldlen, key, err, errlen,

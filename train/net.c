@@ -1,6 +1,7 @@
-/* train/net.c: builds the MLP and CNN of the spec as a list of layers over the kernels API and
- * runs them forward and backward. Enqueues kernel ops only (no host reads of device data), so a
- * whole training step can be captured into a graph. */
+/* train/net.c: builds the MLP, CNN and ResNet-18/34 of the spec as a list of layers over the
+ * kernels API and runs them forward and backward. Enqueues kernel ops only (no host reads of
+ * device data), so a whole training step can be captured into a graph. spec/spec_check.c walks
+ * the same networks for its estimate: change both together. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,8 @@
 typedef struct {
     layer *v;
     int n, cap;
-    int c, h, w; /* shape flowing out of the last layer (the input before any) */
+    int c, h, w; /* shape flowing out of layer cur (the input before any) */
+    int cur;     /* the layer the next one reads (-1: the network input) */
     size_t ndecay, nbias, nstate;
     int ncounters;
 } builder;
@@ -30,6 +32,9 @@ static layer *push(builder *b, layer_kind kind, int oc, int oh, int ow)
     L->h = b->h;
     L->w = b->w;
     L->kind = kind;
+    L->in = b->cur;
+    L->in2 = -1;
+    b->cur = b->n;
     L->oc = b->c = oc;
     L->oh = b->h = oh;
     L->ow = b->w = ow;
@@ -37,14 +42,36 @@ static layer *push(builder *b, layer_kind kind, int oc, int oh, int ow)
     return L;
 }
 
-/* 3x3 convolution, stride 1, padding 1: keeps the spatial size. */
+/* The next layer reads layer i's output (branches of a residual block). */
+static void read_from(builder *b, int i)
+{
+    b->cur = i;
+    b->c = b->v[i].oc;
+    b->h = b->v[i].oh;
+    b->w = b->v[i].ow;
+}
+
+/* r x r convolution; output side (side + 2*pad - r) / stride + 1 as hone_conv_desc_init. */
+static void add_conv_ex(builder *b, int oc, int r, int stride, int pad, int bias)
+{
+    int oh = (b->h + 2 * pad - r) / stride + 1, ow = (b->w + 2 * pad - r) / stride + 1;
+    layer *L = push(b, L_CONV, oc, oh, ow);
+    L->r = r;
+    L->stride = stride;
+    L->pad = pad;
+    L->bias = bias;
+    L->w_off = b->ndecay;
+    b->ndecay += (size_t)oc * L->c * r * r;
+    if (bias) {
+        L->b_off = b->nbias;
+        b->nbias += (size_t)oc;
+    }
+}
+
+/* 3x3 convolution, stride 1, padding 1, with bias: keeps the spatial size (cnn). */
 static void add_conv(builder *b, int oc)
 {
-    layer *L = push(b, L_CONV, oc, b->h, b->w);
-    L->w_off = b->ndecay;
-    b->ndecay += (size_t)oc * L->c * 9;
-    L->b_off = b->nbias;
-    b->nbias += (size_t)oc;
+    add_conv_ex(b, oc, 3, 1, 1, 1);
 }
 
 static void add_dense(builder *b, int out)
@@ -69,7 +96,18 @@ static void add_same(builder *b, layer_kind kind)
 
 static void add_pool(builder *b)
 {
-    push(b, L_POOL, b->c, b->h / 2, b->w / 2);
+    layer *L = push(b, L_POOL, b->c, b->h / 2, b->w / 2);
+    L->r = L->stride = 2;
+}
+
+/* size x size max pooling with padding (the ImageNet stem's 3/2/1). */
+static void add_pool_pad(builder *b, int size, int stride, int pad)
+{
+    layer *L = push(b, L_POOL, b->c, (b->h + 2 * pad - size) / stride + 1,
+                    (b->w + 2 * pad - size) / stride + 1);
+    L->r = size;
+    L->stride = stride;
+    L->pad = pad;
 }
 
 static void add_dropout(builder *b, double p)
@@ -79,6 +117,85 @@ static void add_dropout(builder *b, double p)
     add_same(b, L_DROPOUT);
     b->v[b->n - 1].p = (float)p;
     b->v[b->n - 1].rng = b->ncounters++;
+}
+
+/* One BasicBlock: conv3x3(stride) -> BN -> ReLU -> conv3x3 -> BN, joined by add + ReLU with the
+ * block's input, or with a 1x1 stride-s conv + BN projection of it when the stride or the channels
+ * change. Convs before a BN have no bias. The block's last BN starts at gamma 0, so each block
+ * starts as the identity (Goyal et al. 2017: steadier early training at large batch and lr). */
+static void add_block(builder *b, int oc, int stride)
+{
+    int in = b->cur, c = b->c;
+    add_conv_ex(b, oc, 3, stride, 1, 0);
+    add_same(b, L_BN);
+    add_same(b, L_RELU);
+    add_conv_ex(b, oc, 3, 1, 1, 0);
+    add_same(b, L_BN);
+    b->v[b->n - 1].gamma0 = 1;
+    int main_out = b->n - 1, skip = in;
+    if (stride != 1 || c != oc) {
+        read_from(b, in);
+        add_conv_ex(b, oc, 1, stride, 0, 0);
+        add_same(b, L_BN);
+        skip = b->n - 1;
+    }
+    read_from(b, main_out);
+    layer *L = push(b, L_ADD, oc, b->h, b->w);
+    L->in2 = skip;
+}
+
+/* ResNet-18 ([2,2,2,2]) or -34 ([3,4,6,3]) of BasicBlocks, stage widths w, 2w, 4w, 8w. Inputs up
+ * to 64 px a side get the small-image stem (3x3 conv, no pool), larger ones the ImageNet stem
+ * (7x7/2 conv, 3x3/2 max-pool). Then global average pooling, dropout, dense to the classes. */
+static void add_resnet(builder *b, const int blocks[4], int width, double dropout, int classes)
+{
+    if (b->h <= 64 && b->w <= 64) {
+        add_conv_ex(b, width, 3, 1, 1, 0);
+        add_same(b, L_BN);
+        add_same(b, L_RELU);
+    } else {
+        add_conv_ex(b, width, 7, 2, 3, 0);
+        add_same(b, L_BN);
+        add_same(b, L_RELU);
+        add_pool_pad(b, 3, 2, 1);
+    }
+    for (int s = 0; s < 4; s++)
+        for (int i = 0; i < blocks[s]; i++)
+            add_block(b, width << s, s > 0 && i == 0 ? 2 : 1);
+    push(b, L_GAP, b->c, 1, 1);
+    add_dropout(b, dropout);
+    add_dense(b, classes);
+}
+
+/* Marks the layers whose backward must add to their input's gradient: walking backward, the
+ * first layer to reach a producer writes its dout, later ones add. Only convs can add (their
+ * col2im does it in the same pass), and a join must be the first to reach its skip input; the
+ * networks above are built so. HONE_EINVAL otherwise (a bug in the builder). */
+static int mark_fan_out(builder *b)
+{
+    unsigned char *seen = hone_xcalloc((size_t)b->n + 1, 1);
+    int rc = HONE_OK;
+    for (int i = b->n - 1; i >= 0 && rc == HONE_OK; i--) {
+        layer *L = &b->v[i];
+        if (L->in2 >= 0) {
+            if (seen[L->in2])
+                rc = HONE_EINVAL;
+            seen[L->in2] = 1;
+        }
+        if (L->in >= 0) {
+            L->acc = seen[L->in];
+            seen[L->in] = 1;
+            if (L->acc && L->kind != L_CONV)
+                rc = HONE_EINVAL;
+        }
+    }
+    free(seen);
+    return rc;
+}
+
+static int conv_desc(const layer *L, int n, hone_conv_desc *d)
+{
+    return hone_conv_desc_init(d, n, L->c, L->h, L->w, L->oc, L->r, L->r, L->stride, L->pad);
 }
 
 /* Box-Muller over splitmix64: deterministic He-normal initialisation from the seed. */
@@ -103,14 +220,15 @@ static void init_params(hone_net *net, const hone_train_spec *spec)
     for (int i = 0; i < net->nlayers; i++) {
         layer *L = &net->layers[i];
         if (L->kind == L_CONV || L->kind == L_DENSE) {
-            size_t fan_in = (size_t)L->c * (L->kind == L_CONV ? 9 : (size_t)L->h * L->w);
+            size_t fan_in =
+                (size_t)L->c * (L->kind == L_CONV ? (size_t)L->r * L->r : (size_t)L->h * L->w);
             size_t nw = fan_in * (size_t)L->oc;
             double sd = sqrt(2.0 / (double)fan_in);
             for (size_t j = 0; j < nw; j++)
                 p[L->w_off + j] = (float)(sd * normal(&s));
         } else if (L->kind == L_BN) {
             for (int j = 0; j < L->c; j++) {
-                p[L->b_off + j] = 1.0f;
+                p[L->b_off + j] = L->gamma0 ? 0.0f : 1.0f;
                 st[L->s_off + L->c + j] = 1.0f;
             }
         }
@@ -126,7 +244,7 @@ int net_new(hone_kctx *k, const hone_train_spec *spec, int batch, int c, int h, 
             hone_net **out)
 {
     *out = NULL;
-    builder b = {.c = c, .h = h, .w = w};
+    builder b = {.c = c, .h = h, .w = w, .cur = -1};
     int bn = spec->model.batchnorm;
     if (strcmp(spec->network, "cnn") == 0) {
         static const int widths[2] = {32, 64};
@@ -154,7 +272,15 @@ int net_new(hone_kctx *k, const hone_train_spec *spec, int batch, int c, int h, 
             add_dropout(&b, spec->model.dropout);
         }
         add_dense(&b, classes);
+    } else if (strcmp(spec->network, "resnet18") == 0 || strcmp(spec->network, "resnet34") == 0) {
+        static const int r18[4] = {2, 2, 2, 2}, r34[4] = {3, 4, 6, 3};
+        add_resnet(&b, spec->network[6] == '1' ? r18 : r34, spec->model.width, spec->model.dropout,
+                   classes);
     } else {
+        return HONE_EINVAL;
+    }
+    if (mark_fan_out(&b) != HONE_OK) {
+        free(b.v);
         return HONE_EINVAL;
     }
 
@@ -181,7 +307,7 @@ int net_new(hone_kctx *k, const hone_train_spec *spec, int batch, int c, int h, 
     free(zeros);
     for (int i = 0; i < net->nlayers; i++) {
         layer *L = &net->layers[i];
-        if (L->kind == L_CONV || L->kind == L_DENSE || L->kind == L_BN)
+        if ((L->kind == L_CONV && L->bias) || L->kind == L_DENSE || L->kind == L_BN)
             L->b_off += net->ndecay; /* the bias region follows the weights */
         size_t osz = (size_t)batch * L->oc * L->oh * L->ow;
         L->out = hone_k_alloc(k, osz * sizeof(float));
@@ -196,7 +322,7 @@ int net_new(hone_kctx *k, const hone_train_spec *spec, int batch, int c, int h, 
         }
         if (L->kind == L_CONV) {
             hone_conv_desc d;
-            int rc = hone_conv_desc_init(&d, batch, L->c, L->h, L->w, L->oc, 3, 3, 1, 1);
+            int rc = conv_desc(L, batch, &d);
             size_t ws = rc == 0 ? hone_k_conv_workspace(k, &d) : 0;
             if (ws > net->ws_bytes)
                 net->ws_bytes = ws;
@@ -246,7 +372,7 @@ static size_t out_size(const layer *L)
 static int pool_relu_fused(const hone_net *net, int i)
 {
     return i >= 0 && i + 1 < net->nlayers && net->layers[i].kind == L_POOL &&
-           net->layers[i + 1].kind == L_RELU;
+           net->layers[i].pad == 0 && net->layers[i + 1].kind == L_RELU;
 }
 
 /* No conv layer after layer i: nothing writes the shared workspace between its forward and
@@ -259,19 +385,24 @@ static int last_conv(const hone_net *net, int i)
     return 1;
 }
 
+static const float *out_of(const hone_net *net, int i, const float *x)
+{
+    return i >= 0 ? net->layers[i].out : x;
+}
+
 const float *net_forward(hone_net *net, const float *x, int n, int training)
 {
     hone_kctx *k = net->k;
-    const float *in = x;
     for (int i = 0; i < net->nlayers; i++) {
         layer *L = &net->layers[i];
+        const float *in = out_of(net, L->in, x);
         size_t cnt = (size_t)n * out_size(L);
         const float *W = net->params + L->w_off, *B = net->params + L->b_off;
         switch (L->kind) {
         case L_CONV: {
             hone_conv_desc d;
-            hone_conv_desc_init(&d, n, L->c, L->h, L->w, L->oc, 3, 3, 1, 1);
-            hone_k_conv_fwd(k, &d, in, W, B, L->out, net->ws);
+            conv_desc(L, n, &d);
+            hone_k_conv_fwd(k, &d, in, W, L->bias ? B : NULL, L->out, net->ws);
             break;
         }
         case L_DENSE: {
@@ -285,11 +416,14 @@ const float *net_forward(hone_net *net, const float *x, int n, int training)
                 hone_k_relu_fwd(k, in, L->out, cnt);
             break;
         case L_POOL:
-            if (pool_relu_fused(net, i))
-                hone_k_maxpool_relu_fwd(k, n, L->c, L->h, L->w, 2, 2, in, net->layers[i + 1].out,
-                                        L->idx);
+            if (L->pad)
+                hone_k_maxpool_pad_fwd(k, n, L->c, L->h, L->w, L->r, L->stride, L->pad, in, L->out,
+                                       L->idx);
+            else if (pool_relu_fused(net, i))
+                hone_k_maxpool_relu_fwd(k, n, L->c, L->h, L->w, L->r, L->stride, in,
+                                        net->layers[i + 1].out, L->idx);
             else
-                hone_k_maxpool_fwd(k, n, L->c, L->h, L->w, 2, 2, in, L->out, L->idx);
+                hone_k_maxpool_fwd(k, n, L->c, L->h, L->w, L->r, L->stride, in, L->out, L->idx);
             break;
         case L_BN: {
             float *st = net->state + L->s_off;
@@ -305,10 +439,15 @@ const float *net_forward(hone_net *net, const float *x, int n, int training)
             else
                 hone_k_copy(k, L->out, in, cnt * sizeof(float));
             break;
+        case L_ADD:
+            hone_k_add_relu_fwd(k, in, out_of(net, L->in2, x), L->out, cnt);
+            break;
+        case L_GAP:
+            hone_k_avgpool_global_fwd(k, n, L->c, L->h, L->w, in, L->out);
+            break;
         }
-        in = L->out;
     }
-    return in;
+    return net->layers[net->nlayers - 1].out;
 }
 
 float *net_dlogits(hone_net *net)
@@ -321,19 +460,22 @@ void net_backward(hone_net *net, const float *x, int n)
     hone_kctx *k = net->k;
     for (int i = net->nlayers - 1; i >= 0; i--) {
         layer *L = &net->layers[i];
-        const float *in = i > 0 ? net->layers[i - 1].out : x;
-        float *din = i > 0 ? net->layers[i - 1].dout : NULL;
+        const float *in = out_of(net, L->in, x);
+        float *din = L->in >= 0 ? net->layers[L->in].dout : NULL;
         const float *W = net->params + L->w_off;
         float *dW = net->grads + L->w_off, *dB = net->grads + L->b_off;
         size_t cnt = (size_t)n * out_size(L);
         switch (L->kind) {
         case L_CONV: {
             hone_conv_desc d;
-            hone_conv_desc_init(&d, n, L->c, L->h, L->w, L->oc, 3, 3, 1, 1);
-            if (last_conv(net, i))
-                hone_k_conv_bwd_reuse(k, &d, in, W, L->dout, din, dW, dB, net->ws);
+            conv_desc(L, n, &d);
+            float *db = L->bias ? dB : NULL;
+            if (L->acc)
+                hone_k_conv_bwd_acc(k, &d, in, W, L->dout, din, dW, db, net->ws, last_conv(net, i));
+            else if (last_conv(net, i))
+                hone_k_conv_bwd_reuse(k, &d, in, W, L->dout, din, dW, db, net->ws);
             else
-                hone_k_conv_bwd(k, &d, in, W, L->dout, din, dW, dB, net->ws);
+                hone_k_conv_bwd(k, &d, in, W, L->dout, din, dW, db, net->ws);
             break;
         }
         case L_DENSE: {
@@ -349,11 +491,15 @@ void net_backward(hone_net *net, const float *x, int n)
                 hone_k_relu_bwd(k, L->out, L->dout, din, cnt);
             break;
         case L_POOL:
-            if (din && pool_relu_fused(net, i))
-                hone_k_maxpool_relu_bwd(k, n, L->c, L->h, L->w, 2, 2, net->layers[i + 1].out,
-                                        net->layers[i + 1].dout, L->idx, din);
+            if (din && L->pad)
+                hone_k_maxpool_pad_bwd(k, n, L->c, L->h, L->w, L->r, L->stride, L->pad, L->dout,
+                                       L->idx, din);
+            else if (din && pool_relu_fused(net, i))
+                hone_k_maxpool_relu_bwd(k, n, L->c, L->h, L->w, L->r, L->stride,
+                                        net->layers[i + 1].out, net->layers[i + 1].dout, L->idx,
+                                        din);
             else if (din)
-                hone_k_maxpool_bwd(k, n, L->c, L->h, L->w, 2, 2, L->dout, L->idx, din);
+                hone_k_maxpool_bwd(k, n, L->c, L->h, L->w, L->r, L->stride, L->dout, L->idx, din);
             break;
         case L_BN: {
             const float *G = net->params + L->b_off;
@@ -365,6 +511,16 @@ void net_backward(hone_net *net, const float *x, int n)
         case L_DROPOUT:
             if (din)
                 hone_k_dropout_bwd(k, L->dout, L->mask, din, cnt, L->p);
+            break;
+        case L_ADD: {
+            float *dskip = L->in2 >= 0 ? net->layers[L->in2].dout : NULL;
+            if (din)
+                hone_k_add_relu_bwd(k, L->out, L->dout, din, dskip, cnt);
+            break;
+        }
+        case L_GAP:
+            if (din)
+                hone_k_avgpool_global_bwd(k, n, L->c, L->h, L->w, L->dout, din);
             break;
         }
     }

@@ -1,17 +1,24 @@
-/* train/net.h (private): a sequential network of conv, dense, relu, max-pool, batch-norm and
- * dropout layers over the kernels API. Parameters live in one device buffer (decayed weights
- * first, then biases and norm scales), so an optimiser step is two fused calls. */
+/* train/net.h (private): a network as a list of conv, dense, relu, max-pool, batch-norm, dropout,
+ * residual-join (add + relu) and global-average-pool layers over the kernels API. Each layer names
+ * the layer it reads (mlp and cnn: the one before it; resnets branch and join), and a layer whose
+ * output feeds several others gets their gradients summed. Parameters live in one device buffer
+ * (decayed weights first, then biases and norm scales), so an optimiser step is two fused calls. */
 #ifndef HONE_TRAIN_NET_H
 #define HONE_TRAIN_NET_H
 
 #include "train.h"
 
-typedef enum { L_CONV, L_DENSE, L_RELU, L_POOL, L_BN, L_DROPOUT } layer_kind;
+typedef enum { L_CONV, L_DENSE, L_RELU, L_POOL, L_BN, L_DROPOUT, L_ADD, L_GAP } layer_kind;
 
 typedef struct {
     layer_kind kind;
     int c, h, w;         /* input per sample */
     int oc, oh, ow;      /* output per sample */
+    int in, in2;         /* the layers read (-1: the network input); in2: L_ADD's skip input */
+    int r, stride, pad;  /* conv: square kernel side; pool: window side */
+    int bias;            /* conv: has a bias (not when batch norm follows) */
+    int acc;             /* backward adds to in's dout (a later layer wrote it first) */
+    int gamma0;          /* bn: initial gamma is 0 (the last norm of a residual block) */
     size_t w_off, b_off; /* into params: weights (decay region), bias/gamma-beta (no-decay) */
     size_t s_off;        /* bn: running mean, var into net->state */
     float p;             /* dropout probability */
@@ -37,8 +44,8 @@ typedef struct hone_net {
     uint64_t seed;
 } hone_net;
 
-/* Builds the network the spec names for [batch, c, h, w] inputs; initialises parameters (He) from
- * spec->train.seed. HONE_EINVAL for an unknown network. */
+/* Builds the network the spec names (mlp, cnn, resnet18, resnet34) for [batch, c, h, w] inputs;
+ * initialises parameters (He) from spec->train.seed. HONE_EINVAL for an unknown network. */
 int net_new(hone_kctx *k, const hone_train_spec *spec, int batch, int c, int h, int w, int classes,
             hone_net **out);
 void net_free(hone_net *n);

@@ -20,6 +20,7 @@ typedef struct {
     size_t crs, pq, chw, kpq; /* rows of col, output pixels, input and output floats per image */
     int direct, one_by_one;   /* small-K forward; 1x1/stride 1/no pad: col is the image itself */
     int chunks;               /* backward chunks */
+    int acc_dx;               /* backward: dx += (hone_k_conv_bwd_acc) instead of dx = */
     size_t slot;              /* floats of one im2col buffer */
     const float *x, *w, *b, *dy;
     float *y, *dx, *dw, *db;
@@ -162,14 +163,16 @@ CPU_SIMD static void im2col(const hone_conv_desc *d, const float *img, float *co
             }
 }
 
-/* The adjoint of im2col: img = sum of the col entries that read each pixel (img overwritten).
+/* The adjoint of im2col: img = sum of the col entries that read each pixel (img overwritten, or
+ * added to when acc).
  * col is scratch and is left all zero, so the next GEMM can accumulate into it with beta = 1
  * (BLAS would otherwise zero the whole buffer in a pass of its own); the same-width path zeroes
  * the wrapped-around entries first so one span add covers each tap. */
-CPU_SIMD static void col2im(const hone_conv_desc *d, float *col, float *img)
+CPU_SIMD static void col2im(const hone_conv_desc *d, float *col, float *img, int acc)
 {
     size_t pq = (size_t)d->p * d->q, hw = (size_t)d->h * d->w, rs = (size_t)d->r * d->s;
-    memset(img, 0, sizeof(float) * (size_t)d->c * hw);
+    if (!acc)
+        memset(img, 0, sizeof(float) * (size_t)d->c * hw);
     if (same_width(d)) {
         for (int r = 0; r < d->r; r++)
             for (int s = 0; s < d->s; s++) {
@@ -398,11 +401,11 @@ static void bwd_chunk(void *arg, int c, int slot)
         float *dx = j->dx + (size_t)i * j->chw;
         if (j->one_by_one) {
             cpu_gemm1(1, 0, (int)j->crs, (int)j->pq, d->k, 1.0f, j->w, (int)j->crs, dy, (int)j->pq,
-                      0.0f, dx, (int)j->pq);
+                      j->acc_dx ? 1.0f : 0.0f, dx, (int)j->pq);
         } else {
             cpu_gemm1(1, 0, (int)j->crs, (int)j->pq, d->k, 1.0f, j->w, (int)j->crs, dy, (int)j->pq,
                       1.0f, dcol, (int)j->pq);
-            col2im(d, dcol, dx);
+            col2im(d, dcol, dx, j->acc_dx);
         }
     }
 }
@@ -413,11 +416,12 @@ CPU_SIMD static void add_to(float *restrict dst, const float *restrict src, size
         dst[i] += src[i];
 }
 
-int cpu_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
-                 const float *dy, float *dx, float *dw, float *db, void *ws)
+static int conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
+                    const float *dy, float *dx, float *dw, float *db, void *ws, int acc_dx)
 {
     conv_job j;
     plan(&j, k, d, ws);
+    j.acc_dx = acc_dx;
     j.x = x;
     j.w = w;
     j.dy = dy;
@@ -435,9 +439,22 @@ int cpu_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const fl
     return HONE_OK;
 }
 
+int cpu_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
+                 const float *dy, float *dx, float *dw, float *db, void *ws)
+{
+    return conv_bwd(k, d, x, w, dy, dx, dw, db, ws, 0);
+}
+
 int cpu_conv_bwd_reuse(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
                        const float *dy, float *dx, float *dw, float *db, void *ws)
 {
     /* the CPU convolution does not keep columns across calls: the full backward */
     return cpu_conv_bwd(k, d, x, w, dy, dx, dw, db, ws);
+}
+
+int cpu_conv_bwd_acc(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
+                     const float *dy, float *dx, float *dw, float *db, void *ws, int reuse)
+{
+    (void)reuse; /* no columns kept: as above */
+    return conv_bwd(k, d, x, w, dy, dx, dw, db, ws, 1);
 }

@@ -46,6 +46,55 @@ int cpu_relu_bwd(hone_kctx *k, const float *y, const float *dy, float *dx, size_
     return HONE_OK;
 }
 
+/* ------------------------------------------------------------------ residual join */
+typedef struct {
+    const float *a, *b;
+    float *y, *da, *db;
+} add_relu_job;
+
+CPU_SIMD static void add_relu_fwd_range(void *arg, size_t b, size_t e)
+{
+    add_relu_job *j = arg;
+    const float *x0 = j->a, *x1 = j->b; /* either may alias y */
+    float *y = j->y;
+    for (size_t i = b; i < e; i++) {
+        float v = x0[i] + x1[i];
+        y[i] = v > 0.0f ? v : 0.0f;
+    }
+}
+
+/* da may alias dy (no restrict); db is a separate buffer. */
+CPU_SIMD static void add_relu_bwd_range(void *arg, size_t b, size_t e)
+{
+    add_relu_job *j = arg;
+    const float *y = j->a, *dy = j->b;
+    float *da = j->da, *db = j->db;
+    if (db) {
+        for (size_t i = b; i < e; i++) {
+            float g = y[i] > 0.0f ? dy[i] : 0.0f;
+            db[i] = g;
+            da[i] = g;
+        }
+        return;
+    }
+    for (size_t i = b; i < e; i++)
+        da[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+int cpu_add_relu_fwd(hone_kctx *k, const float *a, const float *b, float *y, size_t n)
+{
+    add_relu_job j = {.a = a, .b = b, .y = y};
+    cpu_par_range(k, n, ELEM_GRAIN, add_relu_fwd_range, &j);
+    return HONE_OK;
+}
+
+int cpu_add_relu_bwd(hone_kctx *k, const float *y, const float *dy, float *da, float *db, size_t n)
+{
+    add_relu_job j = {.a = y, .b = dy, .da = da, .db = db};
+    cpu_par_range(k, n, ELEM_GRAIN, add_relu_bwd_range, &j);
+    return HONE_OK;
+}
+
 int cpu_sigmoid_fwd(hone_kctx *k, const float *x, float *y, size_t n)
 {
     (void)k;

@@ -354,3 +354,94 @@ int cpu_upsample_bwd(hone_kctx *k, int n, int c, int h, int w, int factor, const
                     dy[plane * H * W + (size_t)i * W + j];
     return HONE_OK;
 }
+
+/* ------------------------------------------------------------------ padded max pooling
+ * (the ImageNet stem's 3x3 stride-2 pad-1 pool). Windows are clipped to the plane, so padding
+ * never wins; the first maximum in row-major window order wins as above. Backward zeroes each
+ * plane and scatters (windows overlap). */
+typedef struct {
+    int h, w, size, stride, pad, P, Q;
+    const float *x;
+    float *y;
+    const int32_t *cidx;
+    int32_t *idx;
+} pool_pad_job;
+
+static void maxpool_pad_fwd_planes(void *arg, size_t b, size_t e)
+{
+    const pool_pad_job *j = arg;
+    int h = j->h, w = j->w, P = j->P, Q = j->Q;
+    for (size_t plane = b; plane < e; plane++) {
+        const float *in = j->x + plane * h * w;
+        float *out = j->y + plane * P * Q;
+        int32_t *oi = j->idx + plane * P * Q;
+        for (int p = 0; p < P; p++) {
+            int i0 = p * j->stride - j->pad, i1 = i0 + j->size;
+            i0 = i0 < 0 ? 0 : i0;
+            i1 = i1 > h ? h : i1;
+            for (int q = 0; q < Q; q++) {
+                int c0 = q * j->stride - j->pad, c1 = c0 + j->size;
+                c0 = c0 < 0 ? 0 : c0;
+                c1 = c1 > w ? w : c1;
+                int best = i0 * w + c0;
+                float bv = in[best];
+                for (int i = i0; i < i1; i++)
+                    for (int c = c0; c < c1; c++)
+                        if (in[i * w + c] > bv) {
+                            bv = in[i * w + c];
+                            best = i * w + c;
+                        }
+                out[p * Q + q] = bv;
+                oi[p * Q + q] = best;
+            }
+        }
+    }
+}
+
+static void maxpool_pad_bwd_planes(void *arg, size_t b, size_t e)
+{
+    const pool_pad_job *j = arg;
+    size_t hw = (size_t)j->h * j->w, pq = (size_t)j->P * j->Q;
+    for (size_t plane = b; plane < e; plane++) {
+        float *g = j->y + plane * hw;
+        const float *gy = j->x + plane * pq;
+        const int32_t *oi = j->cidx + plane * pq;
+        memset(g, 0, sizeof(float) * hw);
+        for (size_t t = 0; t < pq; t++)
+            g[oi[t]] += gy[t];
+    }
+}
+
+int cpu_maxpool_pad_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride, int pad,
+                        const float *x, float *y, int32_t *idx)
+{
+    pool_pad_job j = {.h = h,
+                      .w = w,
+                      .size = size,
+                      .stride = stride,
+                      .pad = pad,
+                      .P = (h + 2 * pad - size) / stride + 1,
+                      .Q = (w + 2 * pad - size) / stride + 1,
+                      .x = x,
+                      .y = y,
+                      .idx = idx};
+    cpu_par_range(k, (size_t)n * c, 16384 / ((size_t)h * w) + 1, maxpool_pad_fwd_planes, &j);
+    return HONE_OK;
+}
+
+int cpu_maxpool_pad_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride, int pad,
+                        const float *dy, const int32_t *idx, float *dx)
+{
+    pool_pad_job j = {.h = h,
+                      .w = w,
+                      .size = size,
+                      .stride = stride,
+                      .pad = pad,
+                      .P = (h + 2 * pad - size) / stride + 1,
+                      .Q = (w + 2 * pad - size) / stride + 1,
+                      .x = dy,
+                      .y = dx,
+                      .cidx = idx};
+    cpu_par_range(k, (size_t)n * c, 16384 / ((size_t)h * w) + 1, maxpool_pad_bwd_planes, &j);
+    return HONE_OK;
+}

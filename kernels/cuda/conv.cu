@@ -47,10 +47,10 @@ __global__ static void k_im2col(const float *__restrict__ x, float *__restrict__
     }
 }
 
-/* grid (ceil(HW/256), C, N): dx[n,c,h,w] = sum over (r,s) of dcol[(c,r,s), (n,p,q)] where
- * h = p*stride - pad + r. */
+/* grid (ceil(HW/256), C, N): dx[n,c,h,w] (+)= sum over (r,s) of dcol[(c,r,s), (n,p,q)] where
+ * h = p*stride - pad + r; acc adds to dx (hone_k_conv_bwd_acc) in the same pass. */
 __global__ static void k_col2im(const float *__restrict__ dcol, float *__restrict__ dx,
-                                hone_conv_desc d, int npq)
+                                hone_conv_desc d, int npq, int acc)
 {
     int hw = blockIdx.x * blockDim.x + threadIdx.x;
     if (hw >= d.h * d.w)
@@ -58,7 +58,7 @@ __global__ static void k_col2im(const float *__restrict__ dcol, float *__restric
     int c = blockIdx.y, n = blockIdx.z;
     int ih = hw / d.w, iw = hw - ih * d.w, PQ = d.p * d.q;
     const float *base = dcol + (size_t)c * d.r * d.s * npq + n * PQ;
-    float acc = 0.f;
+    float sum = 0.f;
     if (d.stride == 1) { /* no divisions: p = h + pad - r */
         for (int r = 0; r < d.r; r++) {
             int p = ih + d.pad - r;
@@ -67,10 +67,11 @@ __global__ static void k_col2im(const float *__restrict__ dcol, float *__restric
             for (int s = 0; s < d.s; s++) {
                 int q = iw + d.pad - s;
                 if (q >= 0 && q < d.q)
-                    acc += base[(size_t)(r * d.s + s) * npq + p * d.q + q];
+                    sum += base[(size_t)(r * d.s + s) * npq + p * d.q + q];
             }
         }
-        dx[((n * d.c + c) * d.h) * d.w + hw] = acc;
+        float *o = dx + ((size_t)(n * d.c + c) * d.h) * d.w + hw;
+        *o = acc ? *o + sum : sum;
         return;
     }
     for (int r = 0; r < d.r; r++) {
@@ -87,10 +88,11 @@ __global__ static void k_col2im(const float *__restrict__ dcol, float *__restric
             int q = qw / d.stride;
             if (q * d.stride != qw || q >= d.q)
                 continue;
-            acc += base[(size_t)(r * d.s + s) * npq + p * d.q + q];
+            sum += base[(size_t)(r * d.s + s) * npq + p * d.q + q];
         }
     }
-    dx[((n * d.c + c) * d.h) * d.w + hw] = acc;
+    float *o = dx + ((size_t)(n * d.c + c) * d.h) * d.w + hw;
+    *o = acc ? *o + sum : sum;
 }
 
 /* grid (ceil(PQ/256), K, N): y[n,k,pq] = t[k, n*PQ + pq] + b[k] */
@@ -183,7 +185,8 @@ extern "C" int cuda_conv_fwd(hone_kctx *k, const hone_conv_desc *d, const float 
 
 /* reuse: ws still holds im2col(x) from this layer's forward (hone_k_conv_bwd_reuse). */
 static int conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
-                    const float *dy, float *dx, float *dw, float *db, void *ws, bool reuse)
+                    const float *dy, float *dx, float *dw, float *db, void *ws, bool reuse,
+                    bool acc)
 {
     int rc;
     if ((rc = check_size(d)) < 0)
@@ -220,7 +223,7 @@ static int conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const
     if ((rc = cuda_gemm(k, 1, 0, crs, npq, d->k, 1.f, w, crs, t, npq, 0.f, col, npq)) < 0)
         return rc;
     dim3 g2((d->h * d->w + HC_THREADS - 1) / HC_THREADS, d->c, d->n);
-    k_col2im<<<g2, HC_THREADS, 0, hc_stream(k)>>>(col, dx, *d, npq);
+    k_col2im<<<g2, HC_THREADS, 0, hc_stream(k)>>>(col, dx, *d, npq, acc ? 1 : 0);
     HC_LAUNCHED();
     return HONE_OK;
 }
@@ -228,12 +231,19 @@ static int conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const
 extern "C" int cuda_conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
                              const float *dy, float *dx, float *dw, float *db, void *ws)
 {
-    return conv_bwd(k, d, x, w, dy, dx, dw, db, ws, false);
+    return conv_bwd(k, d, x, w, dy, dx, dw, db, ws, false, false);
 }
 
 extern "C" int cuda_conv_bwd_reuse(hone_kctx *k, const hone_conv_desc *d, const float *x,
                                    const float *w, const float *dy, float *dx, float *dw, float *db,
                                    void *ws)
 {
-    return conv_bwd(k, d, x, w, dy, dx, dw, db, ws, true);
+    return conv_bwd(k, d, x, w, dy, dx, dw, db, ws, true, false);
+}
+
+extern "C" int cuda_conv_bwd_acc(hone_kctx *k, const hone_conv_desc *d, const float *x,
+                                 const float *w, const float *dy, float *dx, float *dw, float *db,
+                                 void *ws, int reuse)
+{
+    return conv_bwd(k, d, x, w, dy, dx, dw, db, ws, reuse != 0, true);
 }

@@ -28,6 +28,28 @@ __global__ static void k_scale(float *x, float a, size_t n)
     HC_FOR(i, n) x[i] *= a;
 }
 
+/* residual join: one read of each summand, one write */
+__global__ static void k_add_relu_fwd(const float *a, const float *b, float *y, size_t n)
+{
+    HC_FOR(i, n)
+    {
+        float v = a[i] + b[i];
+        y[i] = v > 0.f ? v : 0.f;
+    }
+}
+/* da may alias dy: each thread reads dy[i] before writing da[i] */
+__global__ static void k_add_relu_bwd(const float *y, const float *dy, float *da, float *db,
+                                      size_t n)
+{
+    HC_FOR(i, n)
+    {
+        float g = y[i] > 0.f ? dy[i] : 0.f;
+        if (db)
+            db[i] = g;
+        da[i] = g;
+    }
+}
+
 #define HC_EW(kern, n, ...)                                                                        \
     do {                                                                                           \
         if ((n) == 0)                                                                              \
@@ -104,4 +126,15 @@ extern "C" int cuda_dropout_bwd(hone_kctx *k, const float *dy, const uint8_t *ma
                                 size_t n, float p)
 {
     HC_EW(k_dropout_bwd, n, dy, mask, dx, n, p);
+}
+
+extern "C" int cuda_add_relu_fwd(hone_kctx *k, const float *a, const float *b, float *y, size_t n)
+{
+    HC_EW(k_add_relu_fwd, n, a, b, y, n);
+}
+
+extern "C" int cuda_add_relu_bwd(hone_kctx *k, const float *y, const float *dy, float *da,
+                                 float *db, size_t n)
+{
+    HC_EW(k_add_relu_bwd, n, y, dy, da, db, n);
 }

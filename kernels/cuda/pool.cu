@@ -251,3 +251,86 @@ extern "C" int cuda_upsample_bwd(hone_kctx *k, int n, int c, int h, int w, int f
     HC_LAUNCHED();
     return HONE_OK;
 }
+
+/* ------------------------------------------------------------------ padded max pooling
+ * Windows clipped to the plane (padding never wins), first maximum in row-major order as on the
+ * CPU. Backward is a gather (one thread per input pixel over the few windows that cover it, in a
+ * fixed order): deterministic, no atomics, no zero-fill pass. */
+__global__ static void k_maxpool_pad_fwd(const float *__restrict__ x, float *__restrict__ y,
+                                         int32_t *__restrict__ idx, int planes, int h, int w,
+                                         int size, int stride, int pad, int p, int q)
+{
+    HC_FOR32(o, planes * p * q)
+    {
+        int plane = o / (p * q), r = o - plane * p * q;
+        int op = r / q, oq = r - op * q;
+        const float *xp = x + (size_t)plane * h * w;
+        int i0 = op * stride - pad, j0 = oq * stride - pad;
+        int i1 = min(i0 + size, h), j1 = min(j0 + size, w);
+        i0 = max(i0, 0);
+        j0 = max(j0, 0);
+        int bi = i0 * w + j0;
+        float best = xp[bi];
+        for (int i = i0; i < i1; i++)
+            for (int j = j0; j < j1; j++) {
+                float v = xp[i * w + j];
+                if (v > best) {
+                    best = v;
+                    bi = i * w + j;
+                }
+            }
+        y[o] = best;
+        idx[o] = bi;
+    }
+}
+
+__global__ static void k_maxpool_pad_bwd(const float *__restrict__ dy,
+                                         const int32_t *__restrict__ idx, float *__restrict__ dx,
+                                         int planes, int h, int w, int size, int stride, int pad,
+                                         int p, int q)
+{
+    HC_FOR32(o, planes * h * w)
+    {
+        int plane = o / (h * w), at = o - plane * h * w;
+        int ih = at / w, iw = at - ih * w;
+        /* windows op with op*stride - pad <= ih < op*stride - pad + size */
+        int plo = max(0, (ih + pad - size + stride) / stride),
+            phi = min(p - 1, (ih + pad) / stride);
+        int qlo = max(0, (iw + pad - size + stride) / stride),
+            qhi = min(q - 1, (iw + pad) / stride);
+        const float *g = dy + (size_t)plane * p * q;
+        const int32_t *id = idx + (size_t)plane * p * q;
+        float s = 0.f;
+        for (int a = plo; a <= phi; a++)
+            for (int b = qlo; b <= qhi; b++)
+                if (id[a * q + b] == at)
+                    s += g[a * q + b];
+        dx[o] = s;
+    }
+}
+
+extern "C" int cuda_maxpool_pad_fwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                                    int pad, const float *x, float *y, int32_t *idx)
+{
+    int p = (h + 2 * pad - size) / stride + 1, q = (w + 2 * pad - size) / stride + 1;
+    size_t total = (size_t)n * c * p * q;
+    if ((size_t)n * c * h * w >= (1u << 31))
+        return HONE_ERANGE;
+    k_maxpool_pad_fwd<<<hc_blocks(k, total), HC_THREADS, 0, hc_stream(k)>>>(
+        x, y, idx, n * c, h, w, size, stride, pad, p, q);
+    HC_LAUNCHED();
+    return HONE_OK;
+}
+
+extern "C" int cuda_maxpool_pad_bwd(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                                    int pad, const float *dy, const int32_t *idx, float *dx)
+{
+    int p = (h + 2 * pad - size) / stride + 1, q = (w + 2 * pad - size) / stride + 1;
+    size_t total = (size_t)n * c * h * w;
+    if (total >= (1u << 31))
+        return HONE_ERANGE;
+    k_maxpool_pad_bwd<<<hc_blocks(k, total), HC_THREADS, 0, hc_stream(k)>>>(
+        dy, idx, dx, n * c, h, w, size, stride, pad, p, q);
+    HC_LAUNCHED();
+    return HONE_OK;
+}

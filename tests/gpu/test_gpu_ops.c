@@ -568,6 +568,113 @@ static void check_fused_vs_cpu(hone_kctx *k, hone_kctx *cpu, int n, int c, int h
     free(hx), free(hw), free(hb), free(hg);
 }
 
+/* The ResNet ops on CUDA against the CPU backend on the same random inputs, at ResNet-18 shapes:
+ * the join (add + ReLU, exact both ways), the stem's padded pool (exact), and the conv backward
+ * that adds to dx for a stage's strided 3x3, the 1x1 projection and the 7x7 stem in each math
+ * mode (bf16 and tf32 within their GEMM tolerances). */
+static void check_resnet_vs_cpu(hone_kctx *k, hone_kctx *cpu, int n)
+{
+    hone_kctx *ks[2] = {k, cpu};
+    size_t ne = (size_t)n * 64 * 32 * 32;
+    float *a = rnd(ne, -1, 1), *b = rnd(ne, -1, 1), *g = rnd(ne, -1, 1), *o;
+    double *ref[3] = {0};
+    for (int be = 1; be >= 0; be--) {
+        hone_kctx *kb = ks[be];
+        float *da = on(kb, a, ne), *db = on(kb, b, ne), *dg = on(kb, g, ne);
+        float *y = tk_poisoned(kb, ne), *ga = tk_poisoned(kb, ne), *gb = tk_poisoned(kb, ne);
+        TK_OK(hone_k_add_relu_fwd(kb, da, db, y, ne));
+        TK_OK(hone_k_add_relu_bwd(kb, y, dg, ga, gb, ne));
+        if (be == 1) {
+            ref[0] = widen(kb, y, ne), ref[1] = widen(kb, ga, ne), ref[2] = widen(kb, gb, ne);
+        } else {
+            TK_CLOSE("add_relu_fwd cuda vs cpu", o = tk_get(kb, y, ne), ref[0], ne, 0);
+            free(o);
+            TK_CLOSE("add_relu_bwd da cuda vs cpu", o = tk_get(kb, ga, ne), ref[1], ne, 0);
+            free(o);
+            TK_CLOSE("add_relu_bwd db cuda vs cpu", o = tk_get(kb, gb, ne), ref[2], ne, 0);
+            free(o);
+        }
+        float *bufs[] = {da, db, dg, y, ga, gb};
+        for (int i = 0; i < 6; i++)
+            hone_k_free(kb, bufs[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        free(ref[i]), ref[i] = NULL;
+
+    /* the ImageNet stem's pool: [n, 16, 57, 57] -> 3x3 stride 2 pad 1 */
+    int c = 16, h = 57, P = (h + 2 - 3) / 2 + 1;
+    size_t nx = (size_t)n * c * h * h, ny = (size_t)n * c * P * P;
+    float *px = rnd(nx, -2, 2), *pg = rnd(ny, -1, 1);
+    for (int be = 1; be >= 0; be--) {
+        hone_kctx *kb = ks[be];
+        float *dx = on(kb, px, nx), *dg = on(kb, pg, ny), *y = tk_poisoned(kb, ny);
+        float *gx = tk_poisoned(kb, nx);
+        int32_t *idx = hone_k_alloc(kb, sizeof(int32_t) * ny);
+        TK_OK(hone_k_maxpool_pad_fwd(kb, n, c, h, h, 3, 2, 1, dx, y, idx));
+        TK_OK(hone_k_maxpool_pad_bwd(kb, n, c, h, h, 3, 2, 1, dg, idx, gx));
+        if (be == 1) {
+            ref[0] = widen(kb, y, ny), ref[1] = widen(kb, gx, nx);
+        } else {
+            TK_CLOSE("maxpool_pad_fwd cuda vs cpu", o = tk_get(kb, y, ny), ref[0], ny, 0);
+            free(o);
+            TK_CLOSE("maxpool_pad_bwd cuda vs cpu", o = tk_get(kb, gx, nx), ref[1], nx, 1e-6);
+            free(o);
+        }
+        hone_k_free(kb, dx), hone_k_free(kb, dg), hone_k_free(kb, y), hone_k_free(kb, gx);
+        hone_k_free(kb, idx);
+    }
+    free(ref[0]), free(ref[1]), free(px), free(pg), free(a), free(b), free(g);
+
+    static const int shapes[3][7] = {
+        {64, 32, 32, 128, 3, 2, 1}, /* stage 2's first conv */
+        {64, 32, 32, 128, 1, 2, 0}, /* its projection */
+        {3, 64, 64, 16, 7, 2, 3},   /* the ImageNet stem (narrow) */
+    };
+    for (int sh = 0; sh < 3; sh++) {
+        const int *z = shapes[sh];
+        hone_conv_desc d;
+        TK_OK(hone_conv_desc_init(&d, n, z[0], z[1], z[2], z[3], z[4], z[4], z[5], z[6]));
+        size_t cx = (size_t)n * d.c * d.h * d.w, cw = (size_t)d.k * d.c * d.r * d.s;
+        size_t cy = (size_t)n * d.k * d.p * d.q;
+        float *hx = rnd(cx, -1, 1), *hw = rnd(cw, -0.2f, 0.2f), *hg = rnd(cy, -1, 1);
+        float *h0 = rnd(cx, -1, 1);
+        for (int m = 0; m < 3; m++) {
+            double *r[3] = {0};
+            for (int be = 1; be >= 0; be--) {
+                hone_kctx *kb = ks[be];
+                hone_k_set_math(kb, (hone_math)m);
+                float *bx = on(kb, hx, cx), *bw = on(kb, hw, cw), *bg = on(kb, hg, cy);
+                float *bdx = on(kb, h0, cx), *bdw = tk_poisoned(kb, cw), *by = tk_poisoned(kb, cy);
+                void *ws = hone_k_alloc(kb, hone_k_conv_workspace(kb, &d));
+                TK_OK(hone_k_conv_fwd(kb, &d, bx, bw, NULL, by, ws));
+                TK_OK(hone_k_conv_bwd_acc(kb, &d, bx, bw, bg, bdx, bdw, NULL, ws, 1));
+                hone_k_set_math(kb, HONE_MATH_FP32);
+                float *outs[3] = {by, bdx, bdw};
+                size_t cnt[3] = {cy, cx, cw};
+                for (int i = 0; i < 3; i++) {
+                    if (be == 1) {
+                        r[i] = widen(kb, outs[i], cnt[i]);
+                        continue;
+                    }
+                    char name[128];
+                    static const char *what[3] = {"y", "dx (acc)", "dw"};
+                    snprintf(name, sizeof(name), "resnet conv %s r%d s%d %s cuda vs cpu", what[i],
+                             d.r, d.stride, MATH_NAME[m]);
+                    TK_CLOSE(name, o = tk_get(kb, outs[i], cnt[i]), r[i], cnt[i],
+                             m ? MATH_TOL[m] : 1e-4);
+                    free(o);
+                    free(r[i]);
+                }
+                float *fb[] = {bx, bw, bg, bdx, bdw, by};
+                for (int i = 0; i < 6; i++)
+                    hone_k_free(kb, fb[i]);
+                hone_k_free(kb, ws);
+            }
+        }
+        free(hx), free(hw), free(hg), free(h0);
+    }
+}
+
 int main(int argc, char **argv)
 {
     (void)argc, (void)argv;
@@ -611,6 +718,7 @@ int main(int argc, char **argv)
     check_data(k, cpu);
     check_fused_vs_cpu(k, cpu, 128, 32, 28, 28);
     check_fused_vs_cpu(k, cpu, 3, 8, 10, 14);
+    check_resnet_vs_cpu(k, cpu, 8);
     hone_kctx_free(cpu);
     return tk_finish(k, "test_gpu_ops");
 }

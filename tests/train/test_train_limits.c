@@ -1,5 +1,6 @@
 /* tests/train/test_train_limits.c: spec/'s size estimate follows the networks train/net.c builds
- * (the same parameter count for mlp and cnn, with and without batch norm and dropout), and
+ * (the same parameter count for mlp, cnn and resnet18/34 at several widths and input sizes, with
+ * and without batch norm and dropout), and
  * hone_train_run refuses, naming the key, what the controller refuses at create time: a model
  * above the parameter limit, a batch above the memory limit, a validation split that leaves no
  * training images, warmup longer than the run; all before it allocates the network. */
@@ -81,6 +82,18 @@ int main(void)
     same_params(k, "network=cnn", none, 1, 28, 28, 10);
     same_params(k, "network=cnn", wide, 1, 28, 28, 10);
     same_params(k, "network=cnn", deep + 2, 3, 9, 13, 4); /* odd sizes: pooling rounds down */
+    /* resnets: small-image stem up to 64 px, ImageNet stem above; odd sides round up at each
+     * stride 2; dropout adds no parameters */
+    const char *const sizes[] = {"model.width=8", "model.width=16", "model.width=64", NULL};
+    const int sides[] = {16, 32, 96, 65, 8, 28};
+    for (int i = 0; sizes[i]; i++)
+        for (size_t j = 0; j < sizeof sides / sizeof sides[0]; j++) {
+            const char *one[] = {sizes[i], "model.dropout=0.2", NULL};
+            if (sides[j] > 64 && i == 2)
+                continue; /* 64 wide at 96 px: slow to build on the CPU, the walk is the same */
+            same_params(k, "network=resnet18", one, j % 2 ? 1 : 3, sides[j], sides[j], 10);
+            same_params(k, "network=resnet34", one, 3, sides[j], sides[j], 100);
+        }
     hone_kctx_free(k);
 
     CHECK(mkdtemp(dir) != NULL);

@@ -27,7 +27,8 @@ RES=$WORK/results.txt
 # ---- data: the RGB folder, packed once
 if [ ! -s "$WORK/rgb32.hpk" ]; then
   rm -rf "$WORK/rgb32"
-  python3 "$ROOT/tests/data/fmnist_rgb.py" "$FMNIST" "$WORK/rgb32" --size 32 || exit 1
+  HONE_FMNIST_DIR=$FMNIST python3 "$ROOT/tests/data/fmnist_rgb.py" "$WORK/rgb32" --size 32 \
+    --train 60000 --test 10000 || exit 1
   "$PACK_BIN" "$WORK/rgb32" "$WORK/rgb32.hpk" --size 32x32 --rgb | tail -1
 fi
 
@@ -50,8 +51,10 @@ if not ep: sys.exit("hone-train produced no epochs")
 secs = [e["seconds"] for e in ep]
 med = statistics.median_high(secs[1:]) if len(secs) > 1 else secs[0]
 imgs = ep[-1]["images_per_second"] * ep[-1]["seconds"]
+acc = done.get("test_accuracy", 0.0)
+print("epochs (s):", " ".join("%.3f" % x for x in secs))
 print(f"RESULT impl=hone-train arch=resnet18 batch={b} math={m} s_per_epoch={med:.4f} "
-      f"img_per_s={imgs / med:.0f} acc={done.get(\"test_accuracy\", 0.0):.4f} first_epoch_s={secs[0]:.2f}")
+      f"img_per_s={imgs / med:.0f} acc={acc:.4f} first_epoch_s={secs[0]:.2f}")
 ' "$BATCH" "$m" | tee -a "$RES" || tail -5 "$WORK/hone-train.err"
 done
 

@@ -133,9 +133,9 @@ def main():
     if x.shape[3] != 3:
         raise SystemExit("an RGB packed file is expected")
     torch.backends.cudnn.benchmark = True
-    xtr = torch.from_numpy(np.ascontiguousarray(x[:ntr + nva])).cuda()
+    xtr = torch.from_numpy(np.array(x[:ntr + nva])).cuda()
     ytr = torch.from_numpy(y[:ntr + nva].astype(np.int64)).cuda()
-    xte = torch.from_numpy(np.ascontiguousarray(x[ntr + nva:])).cuda()
+    xte = torch.from_numpy(np.array(x[ntr + nva:])).cuda()
     yte = torch.from_numpy(y[ntr + nva:].astype(np.int64)).cuda()
     f = xtr.float() / 255.0
     mean = f.mean(dim=(0, 1, 2)).view(1, 3, 1, 1)

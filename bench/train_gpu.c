@@ -31,14 +31,17 @@ static int spec_set(hone_train_spec *s, const char *fmt, ...)
 int main(int argc, char **argv)
 {
     const char *arch = "cnn", *device = "cuda", *math = "tf32", *lr = "0.01";
-    int batch = 128, epochs = 5, max_steps = 0, ntrain = 0, graph = 1;
+    int batch = 128, epochs = 5, max_steps = 0, ntrain = 0, graph = 1, nsets = 0;
+    const char *sets[16];
     const char *dir = getenv("HONE_FMNIST_DIR");
     if (!dir)
         dir = "/usr/share/datasets/fashion-mnist";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "--arch"))
-            arch = strcmp(v, "mlp") ? "cnn" : "mlp", i++;
+            arch = v, i++;
+        else if (!strcmp(a, "--set") && nsets < 16)
+            sets[nsets++] = v, i++;
         else if (!strcmp(a, "--batch"))
             batch = atoi(v), i++;
         else if (!strcmp(a, "--epochs"))
@@ -59,9 +62,9 @@ int main(int argc, char **argv)
             graph = 0;
         else {
             fprintf(stderr,
-                    "usage: %s [--arch mlp|cnn] [--batch N] [--epochs N] [--lr X] [--device "
-                    "cuda|cpu] [--math fp32|tf32|bf16] [--no-graph] [--max-steps N] [--ntrain N] "
-                    "[--data DIR]\n",
+                    "usage: %s [--arch mlp|cnn|resnet18|resnet34] [--batch N] [--epochs N] "
+                    "[--lr X] [--device cuda|cpu] [--math fp32|tf32|bf16] [--no-graph] "
+                    "[--max-steps N] [--ntrain N] [--data DIR] [--set key=value]...\n",
                     argv[0]);
             return 2;
         }
@@ -84,6 +87,9 @@ int main(int argc, char **argv)
         spec_set(&spec, "train.lr_schedule=constant") < 0 || spec_set(&spec, "train.seed=42") < 0 ||
         spec_set(&spec, "train.math=%s", math) < 0)
         return 2;
+    for (int i = 0; i < nsets; i++) /* e.g. data.format=image_folder data.packed=FILE */
+        if (spec_set(&spec, "%s", sets[i]) < 0)
+            return 2;
     hone_train_opts o = {.spec = &spec, .device = device, .eager = !graph};
     hone_trainer *t = NULL;
     char err[512] = "";

@@ -3,18 +3,20 @@
 # Nsight Compute (clocks and caches left alone, as in a real run), skipping the set-up kernels, and
 # prints each kernel's time in us for one captured step, largest first, with the step's sum.
 # Usage: bench/train_gpu_profile.sh [--arch cnn] [--batch 128]
-#   (env: BENCH_BIN, NCU, STEPS, PROFILE_CSV to keep the raw ncu CSV there)
+#   (env: BENCH_BIN, NCU, STEPS, PROFILE_CSV to keep the raw ncu CSV there, KPS: kernels per
+#    step, at least; 40 fits mlp and cnn, a resnet needs about 400)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${BENCH_BIN:-$ROOT/build-gpu/bench/bench_train_gpu}
 NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 STEPS=${STEPS:-3}
+KPS=${KPS:-40}
 [ -z "${HONE_FMNIST_DIR:-}" ] && [ -d "$ROOT/.data" ] && export HONE_FMNIST_DIR=$ROOT/.data
 [ -x "$NCU" ] || { echo "train_gpu_profile.sh: ncu not found"; exit 0; }
 CSV=${PROFILE_CSV:-$(mktemp)}
 # the first launches are uploads, fills and the permutation; then STEPS steps of the graph
 "$NCU" --clock-control none --cache-control none --csv --metrics gpu__time_duration.sum \
-  --launch-count $((STEPS * 40 + 8)) "$BIN" "$@" --epochs 1 --max-steps "$STEPS" >"$CSV" 2>/dev/null
+  --launch-count $((STEPS * KPS + 8)) "$BIN" "$@" --epochs 1 --max-steps "$STEPS" >"$CSV" 2>/dev/null
 python3 - "$CSV" "$STEPS" <<'PY'
 import csv, sys, collections
 rows = [r for r in csv.reader(l for l in open(sys.argv[1]) if l.startswith('"'))]

@@ -56,7 +56,9 @@ static const hone_spec_key keys[] = {
     {"data.train_limit", INT(0, 1000000000), .def = "0", .networks = ALL, .user = 1, .combo = 1,
      .doc = "training images used, 0 = all after the validation split", F(data.train_limit)},
     {"data.val_size", INT(0, 1000000000), .def = "5000", .networks = ALL, .user = 1, .combo = 1,
-     .doc = "validation images taken from the end of the training file", F(data.val_size)},
+     .doc = "validation images: idx, the end of the training file; an image folder without "
+            "val/, a fixed random pick of train/ (with val/, not used)",
+     F(data.val_size)},
     {"data.test_limit", INT(0, 1000000000), .def = "0", .networks = ALL, .user = 1, .combo = 1,
      .doc = "test images used, 0 = all", F(data.test_limit)},
     {"train.epochs", INT(1, 100000), .def = "10", .networks = ALL, .user = 1, .combo = 1,

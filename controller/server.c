@@ -16,6 +16,7 @@
 #include "store.h"
 #include "stream.h"
 #include "util.h"
+#include "web.h"
 
 static void config_copy(hone_controller_config *dst, const hone_controller_config *src)
 {
@@ -152,6 +153,7 @@ static int routes(hone_controller *c)
     rc |= ctl_routes_experiments(c);
     rc |= ctl_routes_jobs(c);
     rc |= ctl_routes_stream(c);
+    rc |= ctl_routes_web(c);
     rc |= ctl_routes_workers(c);
     rc |= ctl_routes_artifacts(c);
     /* answered on the HTTP server's reserve slots when a flood holds every other one */

@@ -202,7 +202,7 @@ function drawParallel(cv, rows, metric, maximize) {
   const m0 = Math.min(...ms), m1 = Math.max(...ms);
   const mpos = (v) => (m1 > m0 ? (v - m0) / (m1 - m0) : 0.5);
   axes.push({k: metric, pos: mpos, labels: ms.length ? [[fmt(m0), 0], [fmt(m1), 1]] : []});
-  const pad = {l: 40, r: 40, t: 26, b: 22};
+  const pad = {l: 70, r: 70, t: 34, b: 22};
   const AX = (i) => pad.l + (i / Math.max(axes.length - 1, 1)) * (w - pad.l - pad.r);
   const AY = (t) => h - pad.b - t * (h - pad.t - pad.b);
   const ordered = rows.slice().sort((a, b) => (maximize ? 1 : -1) * ((a.metric ?? -Infinity) - (b.metric ?? -Infinity)));
@@ -223,7 +223,7 @@ function drawParallel(cv, rows, metric, maximize) {
   g.textAlign = "center";
   axes.forEach((ax, i) => {
     g.beginPath(); g.moveTo(AX(i), AY(0)); g.lineTo(AX(i), AY(1)); g.stroke();
-    g.fillText(ax.k, AX(i), 14);
+    g.fillText(ax.k, AX(i), 12);
     for (const [lab, t] of ax.labels) g.fillText(String(lab), AX(i), t === 0 ? AY(0) + 14 : AY(1) - 4);
   });
 }
@@ -268,7 +268,7 @@ async function jobView(id) {
   const maximize = exp ? exp.maximize : true;
   $("#crumb").innerHTML = `/ <a href="#/experiments/${esc(job.experiment_id)}">${esc(exp ? exp.name : job.experiment_id)}</a> / ${esc(id)}`;
   $("#main").innerHTML = `
-    <h2>${esc(job.action)} job ${esc(id)} ${statusBadge(job.status)} <span id="live" class="muted"></span></h2>
+    <h2>${esc(job.action)} job ${esc(id)} <span id="jobstatus">${statusBadge(job.status)}</span> <span id="live" class="muted"></span></h2>
     <div class="grid">
       <div class="card"><div>metric <select id="metric"></select> <span id="npoints" class="muted"></span></div><canvas id="curves"></canvas></div>
       <div class="card"><h2 style="margin-top:0">Best config</h2><div id="best" class="muted">none yet</div></div>
@@ -311,6 +311,7 @@ async function jobView(id) {
     if (sel.options.length !== names.length) {
       sel.innerHTML = names.map((n) => `<option ${n === state.metric ? "selected" : ""}>${esc(n)}</option>`).join("");
     }
+    $("#jobstatus").innerHTML = statusBadge(state.job.status);
     const all = [...state.trials.values()].sort((a, b) => (a.trial ?? 0) - (b.trial ?? 0));
     const bestId = state.job.result ? state.job.result.best_job_id : null;
     const series = all.map((t, i) => ({
@@ -350,6 +351,7 @@ async function jobView(id) {
     state.dirty = true;
   }, (end) => {
     state.job = end;
+    state.dirty = true;
     $("#live").textContent = "ended: " + end.status;
     refreshTrials();
   }, (s) => { if (!stream || !stream.ended) $("#live").textContent = s; });
@@ -360,20 +362,28 @@ async function jobView(id) {
   return () => { stream.close(); clearInterval(timer); clearInterval(frame); };
 }
 
+// Views are built asynchronously: a route() that starts while another is still building wins,
+// and the older one is torn down as soon as it is built, so two views never draw at once.
+let generation = 0;
+
 async function route() {
+  const gen = ++generation;
   if (current) { current(); current = null; }
   showError(null);
   const h = location.hash.replace(/^#/, "");
-  let m;
+  let m, teardown;
   try {
-    if ((m = h.match(/^\/jobs\/([^/]+)$/))) current = await jobView(decodeURIComponent(m[1]));
-    else if ((m = h.match(/^\/experiments\/([^/]+)$/))) current = await listView(decodeURIComponent(m[1]));
-    else current = await listView(null);
+    if ((m = h.match(/^\/jobs\/([^/]+)$/))) teardown = await jobView(decodeURIComponent(m[1]));
+    else if ((m = h.match(/^\/experiments\/([^/]+)$/))) teardown = await listView(decodeURIComponent(m[1]));
+    else teardown = await listView(null);
   } catch (e) {
+    if (gen !== generation) return;
     showError(e);
     const timer = setTimeout(route, 5000);
-    current = () => clearTimeout(timer);
+    teardown = () => clearTimeout(timer);
   }
+  if (gen !== generation) { teardown(); return; }
+  current = teardown;
 }
 
 $("#token").value = api.token;

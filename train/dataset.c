@@ -281,6 +281,11 @@ static int load_folder(const hone_train_spec *spec, dataset *out, char *err, siz
     out->h = h;
     out->w = w;
     out->classes = in.classes;
+    out->names = hone_xcalloc((size_t)in.classes, sizeof(char *));
+    for (int i = 0; i < in.classes; i++) {
+        const char *name = hone_data_pack_class_name(pk, i);
+        out->names[i] = hone_xstrdup(name ? name : "");
+    }
     fill_part(px, lab, NULL, row, test ? test : pool, 0, ntest, &out->test);
     if (nv)
         fill_part(px, lab, NULL, row, NULL, ntr, nval, &out->val);
@@ -318,4 +323,8 @@ void dataset_free(dataset *d)
         parts[p]->x = NULL;
         parts[p]->y = NULL;
     }
+    for (int i = 0; d->names && i < d->classes; i++)
+        free(d->names[i]);
+    free(d->names);
+    d->names = NULL;
 }

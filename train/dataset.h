@@ -36,6 +36,7 @@ typedef struct {
 typedef struct {
     int c, h, w, classes;
     float mean[3], std[3]; /* per channel, of pixel/255 over the training part */
+    char **names;          /* [classes] class names of an image folder (owned); NULL for idx */
     data_part train, val, test;
 } dataset;
 

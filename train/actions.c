@@ -166,7 +166,7 @@ static int label_batch(hone_trainer *t, const list *files, size_t first, int n, 
 }
 
 int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char *folder, FILE *out,
-                     char *err, size_t errlen)
+                     int *images, char *err, size_t errlen)
 {
     hone_trainer *t = NULL;
     list files = {0}, batch = {0};
@@ -214,6 +214,8 @@ int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char
     }
     fprintf(stderr, "hone-train: labelled %d image%s of %s\n", labelled, labelled == 1 ? "" : "s",
             folder);
+    if (images)
+        *images = labelled;
     rc = HONE_OK;
 fail:
     list_free(&files);

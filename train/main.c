@@ -3,10 +3,12 @@
  * trained model (its spec.yaml is the spec unless --spec names one). Exit 0 on success (also when
  * paused by --epochs-until), 2 for a bad spec or usage, 1 for any other failure. Metrics go to
  * stdout as JSON lines, logs to stderr. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "kernels.h"
 #include "train.h"
@@ -15,8 +17,8 @@ static void usage(FILE *f)
 {
     fputs("usage: hone-train --spec FILE [--set key=value]... [--out DIR] [--resume CKPT|auto]\n"
           "                  [--epochs-until N] [--device cpu|cuda|auto] [--threads N]\n"
-          "       hone-train --evaluate MODEL [--set data.path=...]... [--device D] [--threads N]\n"
-          "       hone-train --infer MODEL FOLDER [--device D] [--threads N]\n"
+          "       hone-train --evaluate MODEL [--set data.path=...]... [--out DIR] [--device D]\n"
+          "       hone-train --infer MODEL FOLDER [--out DIR] [--device D] [--threads N]\n"
           "                  (MODEL: a --out folder with model.bin, model.json and spec.yaml)\n"
           "       hone-train --print-spec [--spec FILE] [--set key=value]...\n"
           "       hone-train --list-devices   (JSON: the GPUs this build can train on)\n",
@@ -40,6 +42,55 @@ static int list_devices(void)
     }
     printf("]}\n");
     return fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* --evaluate (folder NULL) or --infer. Without --out the result goes to stdout; with --out DIR,
+ * evaluate also writes DIR/evaluate.json, and infer writes its labels to DIR/labels.jsonl (a temp
+ * file renamed into place) and prints {"event":"inference","images":N,"labels":"labels.jsonl"}. */
+static int action(const hone_train_opts *o, const char *model, const char *folder, char *err,
+                  size_t errlen)
+{
+    char path[1200], tmp[1210];
+    if (!o->out_dir)
+        return folder ? hone_train_infer(o, model, folder, stdout, NULL, err, errlen)
+                      : hone_train_evaluate(o, model, stdout, err, errlen);
+    if (mkdir(o->out_dir, 0755) < 0 && errno != EEXIST) {
+        snprintf(err, errlen, "--out %.400s: %s", o->out_dir, strerror(errno));
+        return HONE_EIO;
+    }
+    snprintf(path, sizeof(path), "%s/%s", o->out_dir, folder ? "labels.jsonl" : "evaluate.json");
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(err, errlen, "%.400s: %s", tmp, strerror(errno));
+        return HONE_EIO;
+    }
+    int n = 0;
+    int rc = folder ? hone_train_infer(o, model, folder, f, &n, err, errlen)
+                    : hone_train_evaluate(o, model, f, err, errlen);
+    if (fclose(f) != 0 && rc == 0) {
+        snprintf(err, errlen, "%.400s: %s", tmp, strerror(errno));
+        rc = HONE_EIO;
+    }
+    if (rc == 0 && rename(tmp, path) != 0) {
+        snprintf(err, errlen, "%.400s: %s", path, strerror(errno));
+        rc = HONE_EIO;
+    }
+    if (rc < 0) {
+        unlink(tmp);
+        return rc;
+    }
+    if (folder) {
+        printf("{\"event\":\"inference\",\"images\":%d,\"labels\":\"labels.jsonl\"}\n", n);
+    } else { /* the one line, to stdout as well */
+        char line[1 << 16];
+        FILE *r = fopen(path, "r");
+        while (r && fgets(line, sizeof(line), r))
+            fputs(line, stdout);
+        if (r)
+            fclose(r);
+    }
+    return fflush(stdout) == 0 ? 0 : HONE_EIO;
 }
 
 static int parse_int(const char *flag, const char *v, int lo, int *out)
@@ -153,8 +204,7 @@ int main(int argc, char **argv)
         }
     }
     if (model) {
-        int rc = folder ? hone_train_infer(&o, model, folder, stdout, err, sizeof(err))
-                        : hone_train_evaluate(&o, model, stdout, err, sizeof(err));
+        int rc = action(&o, model, folder, err, sizeof(err));
         if (rc < 0) {
             fprintf(stderr, "hone-train: %s\n", err[0] ? err : hone_strerror(rc));
             return 1;

@@ -130,8 +130,9 @@ int hone_train_evaluate(const hone_train_opts *o, const char *model_dir, FILE *o
 /* hone-train --infer: every image file under folder (walked in name order, sub-folders too),
  * decoded and resized through data/ to the model's input as packing does, one JSON line each on
  * out: {"file": path relative to folder, "class": name, "class_index", "score": probability}.
- * A file that is not an image is skipped with a line on stderr; no image at all is an error. */
+ * A file that is not an image is skipped with a line on stderr; no image at all is an error.
+ * *images (when not NULL): the number labelled. */
 int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char *folder, FILE *out,
-                     char *err, size_t errlen);
+                     int *images, char *err, size_t errlen);
 
 #endif

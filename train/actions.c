@@ -15,6 +15,37 @@
 
 #define INFER_BATCH 256
 
+/* 2 when spec's data is not the one model_dir's model was trained on (its spec.yaml), else 1;
+ * for another image folder, *s gets the model's input size and channels where it has 0. */
+static int data_mode(const char *model_dir, hone_train_spec *s)
+{
+    char path[1100], e[256];
+    hone_train_spec own;
+    hone_train_spec_defaults(&own);
+    snprintf(path, sizeof(path), "%s/spec.yaml", model_dir);
+    if (hone_train_spec_load_file(&own, path, e, sizeof(e)) < 0)
+        return 1; /* then the model does not open either, and says why */
+    if (!strcmp(own.data.format, s->data.format) && !strcmp(own.data.path, s->data.path))
+        return 1;
+    snprintf(path, sizeof(path), "%s/model.json", model_dir);
+    json_t *m = json_load_file(path, 0, NULL);
+    int c = (int)json_integer_value(json_object_get(m, "channels"));
+    int h = (int)json_integer_value(json_object_get(m, "height"));
+    json_decref(m);
+    if (!strcmp(s->data.format, "image_folder")) {
+        char kv[64];
+        if (s->model.input_size == 0 && h > 0) {
+            snprintf(kv, sizeof(kv), "model.input_size=%d", h);
+            hone_train_spec_set(s, kv, e, sizeof(e)); /* refused: the size check names it */
+        }
+        if (s->data.channels == 0 && (c == 1 || c == 3)) {
+            snprintf(kv, sizeof(kv), "data.channels=%d", c);
+            hone_train_spec_set(s, kv, e, sizeof(e));
+        }
+    }
+    return 2;
+}
+
 int hone_train_evaluate(const hone_train_opts *o, const char *model_dir, FILE *out, char *err,
                         size_t errlen)
 {
@@ -24,7 +55,11 @@ int hone_train_evaluate(const hone_train_opts *o, const char *model_dir, FILE *o
     json_t *j = NULL;
     int n = 0, c, h, w, k;
     double loss, acc;
-    int rc = hone_trainer_open_model(o, model_dir, 1, &t, err, errlen);
+    hone_train_spec spec = *o->spec;
+    hone_train_opts eo = *o;
+    eo.spec = &spec;
+    int mode = data_mode(model_dir, &spec);
+    int rc = hone_trainer_open_model(&eo, model_dir, mode, &t, err, errlen);
     if (rc < 0)
         goto fail;
     hone_trainer_shape(t, &c, &h, &w, &k);

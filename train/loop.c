@@ -381,13 +381,13 @@ static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_di
     hone_k_set_math(t->k, strcmp(s->train.math, "tf32") == 0   ? HONE_MATH_TF32
                           : strcmp(s->train.math, "bf16") == 0 ? HONE_MATH_BF16
                                                                : HONE_MATH_FP32);
-    if (with_data && (rc = dataset_load(s, &t->ds, err, errlen)) < 0)
+    if (with_data && (rc = dataset_load(s, with_data == 2, &t->ds, err, errlen)) < 0)
         return rc;
     if (model_dir && (rc = model_info_read(t, model_dir, with_data, err, errlen)) < 0)
         return rc;
     dataset *d = &t->ds;
     t->batch = s->train.batch_size;
-    if (with_data && d->train.n < t->batch)
+    if (with_data == 1 && d->train.n < t->batch)
         t->batch = d->train.n;
     t->steps = d->train.n / t->batch;
     t->row = d->c * d->h * d->w;

@@ -104,9 +104,10 @@ int hone_trainer_params(hone_trainer *t, float **out, size_t *n);
 
 /* A trainer for o->spec holding model_dir's model.bin (weights, norm statistics) and model.json.
  * with_data 1: o->spec's data is loaded as hone_trainer_new does (its shape, classes and class
- * names must be the model's) and normalised with the model's statistics: evaluation; 0: no data,
- * images come through hone_trainer_predict: inference. Refused, naming the file, when the model
- * is not one of this spec (network, model, optimizer). */
+ * names must be the model's) and normalised with the model's statistics: evaluation; 2: the same
+ * with only a test part (dataset_load's test_only: a dataset the model was not trained on); 0: no
+ * data, images come through hone_trainer_predict: inference. Refused, naming the file, when the
+ * model is not one of this spec (network, model, optimizer). */
 int hone_trainer_open_model(const hone_train_opts *o, const char *model_dir, int with_data,
                             hone_trainer **out, char *err, size_t errlen);
 /* The network's input (channels, height, width) and its number of classes. */
@@ -124,7 +125,9 @@ int hone_trainer_predict(hone_trainer *t, const uint8_t *x, int n, float *probs)
  * {"event":"evaluate", "images", "loss", "accuracy", "classes": [names], "per_class_accuracy":
  * [null when the class has no test image], "confusion_matrix": [[count of label i predicted
  * j]]}. loss and accuracy are hone_trainer_test's (the train job's own test numbers on the same
- * data). */
+ * data). When o->spec's data.format or data.path is not that of model_dir/spec.yaml, the data is
+ * another dataset: only its test part is loaded (with_data 2), and an image folder is read at
+ * the model's size and channels where the spec leaves them to the data (0). */
 int hone_train_evaluate(const hone_train_opts *o, const char *model_dir, FILE *out, char *err,
                         size_t errlen);
 /* hone-train --infer: every image file under folder (walked in name order, sub-folders too),

@@ -6,7 +6,9 @@ loopback, driven through the hone CLI, on a Fashion-MNIST subset (the IDX files)
    test images whose diagonal is that accuracy; its result is readable through `hone job status`.
 2. `hone job infer` on the same 400 test images written as PNGs (inside the controller's data
    root) labels each of them; their confusion matrix against the true labels is evaluate's, count
-   for count. The labels are the job's artifact labels.jsonl.
+   for count. The labels are the job's artifact labels.jsonl. `hone job evaluate --dataset` on an
+   image-folder dataset of 300 other test images (class folders "0".."9") agrees with inference
+   on that folder the same way.
 3. An AutoML job (random search, 2 trials): evaluate on it uses best_model/ (TAO's best_model)
    and reports the best trial's own test accuracy.
 4. Refusals naming the field: a parent that has no model yet (409), an unknown parent, a parent
@@ -59,15 +61,18 @@ def hone_json(bins, ctl, *args):
     return json.loads(hone(bins, ctl, *(list(args) + ["--json"])).stdout)
 
 
-def write_test_pngs(fm, root):
-    """The first N_TEST t10k images as grey PNGs; returns {file name: label}."""
-    (n, h, w), px = fmnist_folder.read_idx(fm, "t10k-images-idx3-ubyte")
+def write_test_pngs(fm, root, first=0, n=N_TEST, by_class=False):
+    """t10k images first.. as grey PNGs (in folders named by label when by_class); returns
+    {path under root: label}."""
+    (_, h, w), px = fmnist_folder.read_idx(fm, "t10k-images-idx3-ubyte")
     _, labels = fmnist_folder.read_idx(fm, "t10k-labels-idx1-ubyte")
-    os.makedirs(root)
     truth = {}
-    for i in range(N_TEST):
+    for i in range(first, first + n):
         img = px[i * h * w:(i + 1) * h * w]
         name = "%05d.png" % i
+        if by_class:
+            name = "%d/%s" % (labels[i], name)
+        os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
         with open(os.path.join(root, name), "wb") as f:
             f.write(png_bytes(w, h, [img[y * w:(y + 1) * w] for y in range(h)], False))
         truth[name] = labels[i]
@@ -141,6 +146,22 @@ def run(bins, ctl, fm, root):
     p = hone(bins, ctl, "job", "infer", tj["id"], folder, "--timeout", "240")
     first = sorted(labels, key=lambda l: l["file"])[0]
     assert "FILE" in p.stdout and first["file"] in p.stdout, p.stdout
+
+    # 2b. evaluate on another dataset (--dataset): an image folder of other test images in class
+    # folders named as the model's classes; every image is a test image, read at the model's size
+    other = os.path.join(root, "data", "other")
+    other_truth = write_test_pngs(fm, other, first=1000, n=300, by_class=True)
+    st, ds2 = api(ctl, "POST", "/api/v1/datasets", {"name": "other", "path": other,
+                                                    "format": "image_folder"})
+    assert st == 201, ds2
+    ev3 = hone_json(bins, ctl, "job", "evaluate", tj["id"], "--dataset", ds2["id"],
+                    "--timeout", "240")
+    assert ev3["status"] == "done" and ev3["result"]["images"] == 300, ev3
+    lab3 = hone_json(bins, ctl, "job", "infer", tj["id"], other, "--timeout", "240")["labels"]
+    got = matrix([(other_truth[l["file"]], l["class_index"]) for l in lab3], 10)
+    assert got == ev3["result"]["confusion_matrix"], (got, ev3["result"])
+    print("evaluate on another dataset (%d images): accuracy %.4f"
+          % (ev3["result"]["images"], ev3["result"]["accuracy"]))
 
     # 4. refusals (before the AutoML job, which turns automl on for the experiment's train jobs)
     expect_error(api(ctl, "POST", jobs, {"action": "evaluate"}), 422, "parent_job_id")

@@ -179,12 +179,29 @@ def main():
             check(matrix(pairs, 10) == ev["confusion_matrix"], "other folder: matrices differ")
             check(ev["accuracy"] > 0.5, "other folder accuracy %.3f" % ev["accuracy"])
 
+        # 4b. the IDX model on a flat folder whose classes are named as its own ("0".."9"): every
+        # image is a test image, read at the model's 28x28 (the spec leaves the size to the data)
+        flat = os.path.join(tmp, "flat")
+        flat_truth = write_pngs(fm, "t10k", 7000, 7300, flat, False)
+        for rel, label in flat_truth:
+            os.makedirs(os.path.join(flat, str(label)), exist_ok=True)
+            os.rename(os.path.join(flat, rel), os.path.join(flat, str(label), rel))
+        ev, err = run(["--evaluate", m_idx, "--set", "data.format=image_folder",
+                       "--set", "data.path=" + flat, "--set", "data.test_limit=0"])
+        ev = ev[0] if ev else {}
+        check(ev.get("images") == 300, "flat folder: %s %s" % (ev.get("images"), err))
+        lab, err = run(["--infer", m_idx, flat])
+        if ev and lab:
+            pairs = [(int(l["file"].split("/")[0]), l["class_index"]) for l in lab]
+            check(matrix(pairs, 10) == ev["confusion_matrix"], "flat folder: matrices differ")
+            print("IDX model on a flat folder: %.4f" % ev["accuracy"])
+
         # 5. refusals
         _, err = run(["--evaluate", m_idx, "--set", "data.format=image_folder",
-                      "--set", "data.path=" + png], want_ok=False)
+                      "--set", "data.path=" + png, "--set", "model.input_size=32"], want_ok=False)
         check("the model takes 28x28" in err, "idx model on a 32x32 folder: " + err)
         _, err = run(["--evaluate", m_idx, "--set", "data.format=image_folder",
-                      "--set", "data.path=" + png, "--set", "model.input_size=28"], want_ok=False)
+                      "--set", "data.path=" + png], want_ok=False)
         check("class 0 is 'Ankle_boot', the model's is '0'" in err, "idx model on a folder: " + err)
         _, err = run(["--evaluate", m_idx, "--set", "network=cnn"], want_ok=False)
         check("does not match" in err, "another network: " + err)

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""hone-train --evaluate and --infer through the CLI, on real Fashion-MNIST images:
+"""hone-train --evaluate and --infer through the CLI, on real Fashion-MNIST images (CPU; on a GPU
+machine HONE_TEST_DEVICE=cuda runs it on the GPU and checks the CPU's evaluation of the same model):
 1. An mlp trained on the IDX files (--out): --evaluate on its own test part gives the train run's
    test accuracy and loss, and a confusion matrix whose diagonal is that accuracy.
 2. --infer on the same 500 test images written as PNGs (28x28 grey packs bit-exactly, and the
@@ -19,17 +20,14 @@ import subprocess
 import sys
 import tempfile
 
-try:
-    from PIL import Image
-except ImportError:
-    print("SKIP: no Pillow for this python (apt-get install python3-pil)")
-    sys.exit(77)
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "data"))
+sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 import fmnist_folder  # noqa: E402
+from pngfolder import png_bytes  # noqa: E402
 
 TRAIN = sys.argv[1]
+DEVICE = os.environ.get("HONE_TEST_DEVICE", "cpu")  # tests/gpu: cuda
 failures = []
 
 
@@ -40,9 +38,9 @@ def check(cond, msg):
 
 
 def run(args, want_ok=True):
-    """hone-train ARGS on the CPU; returns (JSON lines of stdout, stderr)."""
+    """hone-train ARGS on DEVICE; returns (JSON lines of stdout, stderr)."""
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    p = subprocess.run([TRAIN, "--device", "cpu", "--threads", "2"] + args, capture_output=True,
+    p = subprocess.run([TRAIN, "--device", DEVICE, "--threads", "2"] + args, capture_output=True,
                        text=True, env=env)
     if (p.returncode == 0) != want_ok:
         check(False, "hone-train %s: exit %d: %s" % (args, p.returncode, p.stderr.strip()))
@@ -68,7 +66,9 @@ def write_pngs(fm, stem, lo, hi, root, by_class):
             rel = os.path.join(fmnist_folder.CLASSES[labels[i]], rel)
         path = os.path.join(root, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        Image.frombytes("L", (w, h), px[i * h * w:(i + 1) * h * w]).save(path)
+        img = px[i * h * w:(i + 1) * h * w]
+        with open(path, "wb") as f:
+            f.write(png_bytes(w, h, [img[y * w:(y + 1) * w] for y in range(h)], False))
         out.append((rel, labels[i]))
     return out
 
@@ -102,6 +102,15 @@ def main():
         ev = ev[0] if ev else {}
         check(ev.get("event") == "evaluate" and ev.get("images") == 500, "evaluate: %s %s"
               % (ev, err))
+        if DEVICE != "cpu" and ev:
+            # the same model evaluated by the CPU backend: the same numbers up to float rounding
+            p = subprocess.run([TRAIN, "--device", "cpu", "--evaluate", m_idx],
+                               capture_output=True, text=True)
+            cpu = json.loads(p.stdout) if p.returncode == 0 else {}
+            print("%s evaluate %.4f, cpu evaluate %s" % (DEVICE, ev["accuracy"],
+                                                        cpu.get("accuracy")))
+            check(cpu and abs(cpu["accuracy"] - ev["accuracy"]) <= 0.004,
+                  "cpu vs %s evaluate: %s vs %s" % (DEVICE, cpu.get("accuracy"), ev["accuracy"]))
         if ev and done:
             print("train run: test %.4f loss %.4f; evaluate: %.4f loss %.4f" % (
                 done["test_accuracy"], done["test_loss"], ev["accuracy"], ev["loss"]))

@@ -253,9 +253,9 @@ static void worker_find_packer(hone_worker *w)
     }
     for (int d = 0; d < nd; d++)
         for (size_t i = 0; i < (d == 0 && env && env[0] ? 1 : HONE_ARRAY_LEN(rel)); i++) {
-            snprintf(cand, sizeof(cand), "%s/%s", dirs[d], rel[i]);
-            if (access(cand, X_OK) == 0) {
-                snprintf(w->packer, sizeof(w->packer), "%s", cand);
+            int len = snprintf(cand, sizeof(cand), "%s/%s", dirs[d], rel[i]);
+            if (len > 0 && (size_t)len < sizeof(w->packer) && access(cand, X_OK) == 0) {
+                memcpy(w->packer, cand, (size_t)len + 1);
                 return;
             }
         }

@@ -109,9 +109,6 @@ int ctl_action_create(hone_controller *c, const json_t *exp, const json_t *body,
                  action);
         goto fail;
     }
-    if (!(dir = model_dir(c, exp, pid, http, msg, msglen)))
-        goto fail;
-    *http = 422;
     if (inference) {
         struct stat st;
         snprintf(field, fieldlen, "folder");
@@ -157,6 +154,10 @@ int ctl_action_create(hone_controller *c, const json_t *exp, const json_t *body,
         json_array_append_new(sets, json_string(kv));
         json_array_append_new(sets, json_string("data.packed="));
     }
+    /* the request is well formed: now whether the parent has a model (409 when not yet) */
+    snprintf(field, fieldlen, "parent_job_id");
+    if (!(dir = model_dir(c, exp, pid, http, msg, msglen)))
+        goto fail;
     cfg = json_pack("{s:s,s:s,s:O,s:s?}", "parent_job_id", pid, "model_dir", dir, "sets", sets,
                     "folder", inference ? folder : NULL);
     char *cs = jdump(cfg);

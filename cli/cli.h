@@ -128,6 +128,8 @@ extern const cli_command cli_experiment_commands[];
 extern const int cli_nexperiment_commands;
 extern const cli_command cli_job_commands[];
 extern const int cli_njob_commands;
+extern const cli_command cli_action_commands[]; /* cmd_action.c: job evaluate, job infer */
+extern const int cli_naction_commands;
 extern const cli_command cli_local_commands[];
 extern const int cli_nlocal_commands;
 

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "automl.h"
+#include "actions.h"
 #include "convert.h"
 #include "ctl.h"
 #include "ctl_spec.h"
@@ -72,6 +73,7 @@ json_t *ctl_job_json(hone_controller *c, const json_t *row)
     if (!strcmp(jstr(row, "action"), "automl"))
         json_object_set_new(o, "automl", ctl_automl_status(c, row));
     ctl_convert_json(o, row);
+    ctl_action_json(o, row);
     return o;
 }
 
@@ -270,6 +272,8 @@ int ctl_job_finish(hone_controller *c, const json_t *job, const char *status, co
     const char *id = jstr(job, "id");
     if (!strcmp(jstr(job, "action"), "convert"))
         return ctl_convert_finish(c, job, status, log_tail, final);
+    if (ctl_action_is(jstr(job, "action")))
+        return ctl_action_finish(c, job, status, log_tail, final);
     int trial = jstr(job, "parent_id") && json_is_integer(json_object_get(job, "trial"));
     int stopped_early = 0, full = (int)jint(job, "epochs_target");
     ctl_search *s = trial ? ctl_automl_find(c, jstr(job, "parent_id")) : NULL;

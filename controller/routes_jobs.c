@@ -1,10 +1,12 @@
-/* REST handlers for jobs: create (train or AutoML) under an experiment, list with filters, get,
- * cancel / pause / resume (as "/jobs/{id}:verb" or "/jobs/{id}/verb"), per-epoch metrics and logs.
- * Artifacts live in routes_artifacts.c; worker-facing job calls in routes_workers.c. */
+/* REST handlers for jobs: create (train, AutoML, evaluate or inference) under an experiment, list
+ * with filters, get, cancel / pause / resume (as "/jobs/{id}:verb" or "/jobs/{id}/verb"), per-epoch
+ * metrics and logs. Artifacts live in routes_artifacts.c; worker-facing job calls in
+ * routes_workers.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "actions.h"
 #include "automl.h"
 #include "convert.h"
 #include "ctl.h"
@@ -14,7 +16,7 @@
 #include "store.h"
 #include "util.h"
 
-static const char *const actions[] = {"train", "automl", NULL};
+static const char *const actions[] = {"train", "automl", "evaluate", "inference", NULL};
 
 static void job_reply(hone_controller *c, hone_http_res *res, const char *id, int status)
 {
@@ -37,7 +39,9 @@ static void job_create(hone_http_req *req, hone_http_res *res, void *ud)
         {.name = "specs", .type = HONE_JSON_OBJECT, .nullable = 1},
         {.name = "name", .type = HONE_JSON_STRING, .nullable = 1, .max_len = 200},
         {.name = "description", .type = HONE_JSON_STRING, .nullable = 1, .max_len = 10000},
-        {.name = "parent_job_id", .type = HONE_JSON_STRING, .nullable = 1},
+        {.name = "parent_job_id", .type = HONE_JSON_STRING, .nullable = 1, .max_len = 200},
+        {.name = "dataset_id", .type = HONE_JSON_STRING, .nullable = 1, .max_len = 200},
+        {.name = "folder", .type = HONE_JSON_STRING, .nullable = 1, .max_len = 4000},
     };
     const char *eid = hone_http_req_param(req, "id");
     json_t *exp = NULL, *body = hone_http_req_json(req, res);
@@ -58,11 +62,17 @@ static void job_create(hone_http_req *req, hone_http_res *res, void *ud)
         ctl_res_store_error(c, res);
         goto fail;
     }
-    rc = ctl_job_create(c, exp, jstr(body, "action"), json_object_get(body, "specs"),
-                        jstr(body, "name"), id, sizeof id, field, sizeof field, msg, sizeof msg);
+    int http = 422;
+    if (ctl_action_is(jstr(body, "action")))
+        rc = ctl_action_create(c, exp, body, id, sizeof id, &http, field, sizeof field, msg,
+                               sizeof msg);
+    else
+        rc =
+            ctl_job_create(c, exp, jstr(body, "action"), json_object_get(body, "specs"),
+                           jstr(body, "name"), id, sizeof id, field, sizeof field, msg, sizeof msg);
     if (rc == HONE_EINVAL) {
         db_rollback(c->db);
-        hone_http_res_error(res, 422, field, "%s", msg);
+        hone_http_res_error(res, http, field, "%s", msg);
         goto fail;
     }
     if (rc || db_commit(c->db)) {
@@ -162,9 +172,10 @@ static void job_verb(hone_controller *c, hone_http_req *req, hone_http_res *res,
     }
     const char *st = jstr(job, "status");
     int automl = !strcmp(jstr(job, "action"), "automl");
-    if (!strcmp(jstr(job, "action"), "convert") &&
+    if ((!strcmp(jstr(job, "action"), "convert") || ctl_action_is(jstr(job, "action"))) &&
         (!strcmp(verb, "pause") || !strcmp(verb, "resume"))) {
-        hone_http_res_error(res, 409, "action", "a convert job cannot %s: cancel it instead", verb);
+        hone_http_res_error(res, 409, "action", "a%s %s job cannot %s: cancel it instead",
+                            jstr(job, "action")[0] == 'c' ? "" : "n", jstr(job, "action"), verb);
         goto fail;
     }
     if (db_begin(c->db)) {

@@ -9,6 +9,7 @@
 
 #include "automl.h"
 #include "batch.h"
+#include "actions.h"
 #include "convert.h"
 #include "ctl.h"
 #include "ctl_sched.h"
@@ -62,7 +63,8 @@ int ctl_sched_try_lease(hone_controller *c, const char *worker_id, json_t **repl
     int rc = store_job_next_queued(c->db, &job);
     if (rc)
         return rc;
-    int convert = !strcmp(jstr(job, "action"), "convert");
+    int action = ctl_action_is(jstr(job, "action")); /* evaluate, inference: no spec here */
+    int convert = !strcmp(jstr(job, "action"), "convert") || action;
     if (!convert && (rc = ctl_job_spec(c, job, &flat)))
         goto fail;
     yaml = convert ? NULL : ctl_spec_yaml(flat);
@@ -78,7 +80,9 @@ int ctl_sched_try_lease(hone_controller *c, const char *worker_id, json_t **repl
     }
     rc = HONE_OK;
     c->n_leases++;
-    if (convert) {
+    if (action) {
+        *reply = json_pack("{s:o}", "job", ctl_action_lease_job(c, job));
+    } else if (convert) {
         *reply = json_pack("{s:o}", "job", ctl_convert_lease_job(c, job));
     } else {
         char *dir = ctl_job_dir(c, jstr(job, "id"));

@@ -63,6 +63,9 @@ int store_workers_count_live(ctl_db *db, double since, int *n);
 int store_job_insert(ctl_db *db, const char *id, const char *experiment_id, const char *action,
                      const char *name, const char *specs, int epochs, double now,
                      const char *convert_id);
+/* An evaluate or inference job (actions.c), queued, with its config (and dataset, when given). */
+int store_action_insert(ctl_db *db, const char *id, const char *experiment_id, const char *action,
+                        const char *name, const char *config, const char *dataset_id, double now);
 int store_job_get(ctl_db *db, const char *id, json_t **row); /* the whole row */
 /* The columns a report needs, with the experiment's metric as exp_metric (the hot path). */
 int store_job_report_row(ctl_db *db, const char *id, json_t **row);

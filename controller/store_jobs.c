@@ -16,6 +16,15 @@ int store_job_insert(ctl_db *db, const char *id, const char *experiment_id, cons
         "sssssidds", id, experiment_id, action, name, specs, epochs, now, now, convert_id);
 }
 
+int store_action_insert(ctl_db *db, const char *id, const char *experiment_id, const char *action,
+                        const char *name, const char *config, const char *dataset_id, double now)
+{
+    return db_exec(db,
+                   "INSERT INTO jobs(id,experiment_id,action,name,status,config,dataset_id,created,"
+                   "queued_at) VALUES(?,?,?,?,'queued',?,?,?,?)",
+                   "ssssssdd", id, experiment_id, action, name, config, dataset_id, now, now);
+}
+
 int store_job_get(ctl_db *db, const char *id, json_t **row)
 {
     return db_row(db, row, "SELECT * FROM jobs WHERE id=?", "s", id);
@@ -34,7 +43,8 @@ int store_job_report_row(ctl_db *db, const char *id, json_t **row)
 int store_job_next_queued(ctl_db *db, json_t **row)
 {
     return db_row(db, row,
-                  "SELECT * FROM jobs j WHERE status='queued' AND action IN ('train','convert') "
+                  "SELECT * FROM jobs j WHERE status='queued' AND action IN "
+                  "('train','convert','evaluate','inference') "
                   "AND NOT EXISTS (SELECT 1 FROM jobs cv WHERE cv.id=j.convert_id AND "
                   "cv.status!='done') ORDER BY queued_at, rowid LIMIT 1",
                   NULL);

@@ -55,17 +55,19 @@ int store_lease_end(ctl_db *db, const char *job_id, double now, const char *reas
 
 int store_leases_lapsed(ctl_db *db, double now, json_t **rows)
 {
-    return db_rows(db, rows,
-                   "SELECT * FROM jobs WHERE status='running' AND action IN ('train','convert') "
-                   "AND lease_expires < ?",
-                   "d", now);
+    return db_rows(
+        db, rows,
+        "SELECT * FROM jobs WHERE status='running' AND action IN ('train','convert','evaluate',"
+        "'inference') "
+        "AND lease_expires < ?",
+        "d", now);
 }
 
 int store_leases_extend_all(ctl_db *db, double lease_expires)
 {
     return db_exec(db,
                    "UPDATE jobs SET lease_expires=? WHERE status='running' AND action IN "
-                   "('train','convert')",
+                   "('train','convert','evaluate','inference')",
                    "d", lease_expires);
 }
 

@@ -189,7 +189,8 @@ static int pack_folder(const hone_data_folder *f, const hone_data_pack_opts *po,
     return rc;
 }
 
-static int load_folder(const hone_train_spec *spec, dataset *out, char *err, size_t errlen)
+static int load_folder(const hone_train_spec *spec, int test_only, dataset *out, char *err,
+                       size_t errlen)
 {
     hone_data_folder *f = NULL;
     hone_data_pack *pk = NULL;
@@ -254,7 +255,12 @@ static int load_folder(const hone_train_spec *spec, dataset *out, char *err, siz
     facts.w = w;
     facts.classes = in.classes;
     char field[64];
-    if (hone_spec_check(&sv, &facts, field, sizeof field, err, errlen) != HONE_OK) {
+    if (test_only && in.n == 0) {
+        snprintf(err, errlen, "data.path: no images");
+        rc = HONE_EINVAL;
+        goto fail;
+    }
+    if (!test_only && hone_spec_check(&sv, &facts, field, sizeof field, err, errlen) != HONE_OK) {
         rc = HONE_ERANGE;
         goto fail;
     }
@@ -268,6 +274,23 @@ static int load_folder(const hone_train_spec *spec, dataset *out, char *err, siz
     const uint8_t *px = hone_data_pack_pixels(pk);
     const int32_t *lab = hone_data_pack_labels(pk);
     size_t row = (size_t)c * h * w;
+    out->names = hone_xcalloc((size_t)in.classes, sizeof(char *));
+    for (int i = 0; i < in.classes; i++) {
+        const char *name = hone_data_pack_class_name(pk, i);
+        out->names[i] = hone_xstrdup(name ? name : "");
+    }
+    if (test_only) { /* the test/ split, or else every image, in the pack's order */
+        out->c = c;
+        out->h = h;
+        out->w = w;
+        out->classes = in.classes;
+        uint32_t first = nte ? ntr + nv : 0, n = nte ? nte : (uint32_t)in.n;
+        if (spec->data.test_limit > 0 && (uint32_t)spec->data.test_limit < n)
+            n = (uint32_t)spec->data.test_limit;
+        fill_part(px, lab, NULL, row, NULL, first, (int)n, &out->test);
+        rc = HONE_OK;
+        goto fail; /* done: only the cleanup is left */
+    }
     pool = shuffled(0, ntr, 0);
     test = nte ? shuffled(ntr + nv, nte, 1) : NULL;
     int nval = nv ? (int)nv : spec->data.val_size;
@@ -296,11 +319,12 @@ fail:
     return rc;
 }
 
-int dataset_load(const hone_train_spec *spec, dataset *out, char *err, size_t errlen)
+int dataset_load(const hone_train_spec *spec, int test_only, dataset *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
-    int rc = !strcmp(spec->data.format, "image_folder") ? load_folder(spec, out, err, errlen)
-                                                        : load_idx(spec, out, err, errlen);
+    int rc = !strcmp(spec->data.format, "image_folder")
+                 ? load_folder(spec, test_only, out, err, errlen)
+                 : load_idx(spec, out, err, errlen);
     if (rc < 0) {
         dataset_free(out);
         return rc;
@@ -318,4 +342,8 @@ void dataset_free(dataset *d)
         parts[p]->x = NULL;
         parts[p]->y = NULL;
     }
+    for (int i = 0; d->names && i < d->classes; i++)
+        free(d->names[i]);
+    free(d->names);
+    d->names = NULL;
 }

@@ -36,12 +36,17 @@ typedef struct {
 typedef struct {
     int c, h, w, classes;
     float mean[3], std[3]; /* per channel, of pixel/255 over the training part */
+    char **names;          /* [classes] class names of an image folder (owned); NULL for idx */
     data_part train, val, test;
 } dataset;
 
 /* Loads the spec's data (data.format idx or image_folder, as above), checks the spec against it
- * (spec/'s size limits, data.val_size) and fills *out. err names the file or the key. */
-int dataset_load(const hone_train_spec *spec, dataset *out, char *err, size_t errlen);
+ * (spec/'s size limits, data.val_size) and fills *out. err names the file or the key.
+ * test_only (evaluating a trained model on a dataset it was not trained on): an image folder's
+ * test part is its test/ split, or else every image (in the packed order; data.test_limit keeps
+ * the first), train and val are empty and no training limit is checked; idx loads as usual. */
+int dataset_load(const hone_train_spec *spec, int test_only, dataset *out, char *err,
+                 size_t errlen);
 void dataset_free(dataset *d);
 
 #endif

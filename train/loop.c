@@ -9,6 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
 
 #include "checkpoint.h"
 #include "dataset.h"
@@ -264,7 +267,104 @@ void hone_trainer_free(hone_trainer *t)
     free(t);
 }
 
-static int setup(hone_trainer *t, const hone_train_opts *o, char *err, size_t errlen)
+/* model.json: what a trained model needs beside its weights (train.h). */
+static int model_info_write(const hone_trainer *t, const char *dir, char *err, size_t errlen)
+{
+    const dataset *d = &t->ds;
+    json_t *mean = json_array(), *std = json_array(), *names = json_array();
+    for (int ch = 0; ch < d->c; ch++) {
+        json_array_append_new(mean, json_real(d->mean[ch]));
+        json_array_append_new(std, json_real(d->std[ch]));
+    }
+    for (int i = 0; i < d->classes; i++) {
+        char num[16];
+        snprintf(num, sizeof(num), "%d", i);
+        json_array_append_new(names, json_string(d->names ? d->names[i] : num));
+    }
+    json_t *j =
+        json_pack("{s:i, s:i, s:i, s:i, s:o, s:o, s:o}", "channels", d->c, "height", d->h, "width",
+                  d->w, "classes", d->classes, "mean", mean, "std", std, "class_names", names);
+    char path[1100], tmp[1110];
+    snprintf(path, sizeof(path), "%s/model.json", dir);
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    int rc = HONE_OK;
+    if (!j || json_dump_file(j, tmp, JSON_COMPACT) < 0 || rename(tmp, path) < 0) {
+        snprintf(err, errlen, "%s: cannot write", path);
+        unlink(tmp);
+        rc = HONE_EIO;
+    }
+    json_decref(j);
+    return rc;
+}
+
+/* Reads model.json into t->ds's shape, classes, normalisation and names (the data's own, when
+ * loaded, must agree with it). */
+static int model_info_read(hone_trainer *t, const char *dir, int with_data, char *err,
+                           size_t errlen)
+{
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/model.json", dir);
+    json_error_t je;
+    json_t *j = json_load_file(path, 0, &je), *mean, *std, *names;
+    int c, h, w, classes, rc = HONE_EPARSE;
+    if (!j) {
+        snprintf(err, errlen, "%s: %s", path, je.text);
+        return HONE_EIO;
+    }
+    if (json_unpack(j, "{s:i, s:i, s:i, s:i, s:o, s:o, s:o}", "channels", &c, "height", &h, "width",
+                    &w, "classes", &classes, "mean", &mean, "std", &std, "class_names",
+                    &names) < 0 ||
+        (c != 1 && c != 3) || h < 1 || w < 1 || classes < 2 || classes > 1000000 ||
+        json_array_size(mean) != (size_t)c || json_array_size(std) != (size_t)c ||
+        json_array_size(names) != (size_t)classes) {
+        snprintf(err, errlen, "%s: not a model description", path);
+        goto fail;
+    }
+    dataset *d = &t->ds;
+    if (with_data && (d->c != c || d->h != h || d->w != w || d->classes != classes)) {
+        snprintf(err, errlen,
+                 "data: %dx%d images with %d channels and %d classes; the model takes %dx%d with "
+                 "%d and %d classes",
+                 d->w, d->h, d->c, d->classes, w, h, c, classes);
+        rc = HONE_EINVAL;
+        goto fail;
+    }
+    for (int i = 0; with_data && d->names && i < classes; i++) {
+        const char *n = json_string_value(json_array_get(names, (size_t)i));
+        if (!n || strcmp(n, d->names[i]) != 0) {
+            snprintf(err, errlen, "data.path: class %d is '%s', the model's is '%s'", i,
+                     d->names[i], n ? n : "?");
+            rc = HONE_EINVAL;
+            goto fail;
+        }
+    }
+    d->c = c;
+    d->h = h;
+    d->w = w;
+    d->classes = classes;
+    for (int ch = 0; ch < c; ch++) {
+        d->mean[ch] = (float)json_number_value(json_array_get(mean, (size_t)ch));
+        d->std[ch] = (float)json_number_value(json_array_get(std, (size_t)ch));
+        if (!(d->std[ch] > 0)) {
+            snprintf(err, errlen, "%s: std must be positive", path);
+            goto fail;
+        }
+    }
+    if (!d->names) {
+        d->names = hone_xcalloc((size_t)classes, sizeof(char *));
+        for (int i = 0; i < classes; i++) {
+            const char *n = json_string_value(json_array_get(names, (size_t)i));
+            d->names[i] = hone_xstrdup(n ? n : "");
+        }
+    }
+    rc = HONE_OK;
+fail:
+    json_decref(j);
+    return rc;
+}
+
+static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_dir, int with_data,
+                 char *err, size_t errlen)
 {
     const hone_train_spec *s = o->spec;
     int rc, ok;
@@ -281,10 +381,14 @@ static int setup(hone_trainer *t, const hone_train_opts *o, char *err, size_t er
     hone_k_set_math(t->k, strcmp(s->train.math, "tf32") == 0   ? HONE_MATH_TF32
                           : strcmp(s->train.math, "bf16") == 0 ? HONE_MATH_BF16
                                                                : HONE_MATH_FP32);
-    if ((rc = dataset_load(s, &t->ds, err, errlen)) < 0)
+    if (with_data && (rc = dataset_load(s, with_data == 2, &t->ds, err, errlen)) < 0)
+        return rc;
+    if (model_dir && (rc = model_info_read(t, model_dir, with_data, err, errlen)) < 0)
         return rc;
     dataset *d = &t->ds;
-    t->batch = s->train.batch_size < d->train.n ? s->train.batch_size : d->train.n;
+    t->batch = s->train.batch_size;
+    if (with_data == 1 && d->train.n < t->batch)
+        t->batch = d->train.n;
     t->steps = d->train.n / t->batch;
     t->row = d->c * d->h * d->w;
     t->adam = strcmp(s->train.optimizer, "adamw") == 0;
@@ -313,19 +417,19 @@ static int setup(hone_trainer *t, const hone_train_opts *o, char *err, size_t er
     t->train_y = dev_copy(k, d->train.y, (size_t)d->train.n * 4);
     t->val_y = dev_copy(k, d->val.y, (size_t)d->val.n * 4);
     t->test_y = dev_copy(k, d->test.y, (size_t)d->test.n * 4);
-    t->perm = hone_k_alloc(k, (size_t)d->train.n * 4);
+    t->perm = hone_k_alloc(k, (size_t)(d->train.n + 1) * 4);
     int32_t zero = 0;
     t->base_dev = dev_copy(k, &zero, 4);
     t->t_dev = dev_copy(k, &zero, 4);
     t->lr_dev = hone_k_alloc(k, fb);
-    t->lr_sched = hone_k_alloc(k, (size_t)t->steps * fb);
+    t->lr_sched = hone_k_alloc(k, (size_t)(t->steps + 1) * fb);
     t->acc = hone_k_alloc(k, 4 * fb);
     t->xb = hone_k_alloc(k, (size_t)t->batch * t->row * fb);
     t->yb = hone_k_alloc(k, (size_t)t->batch * 4);
     t->nopt = t->net->nparams * (t->adam ? 2 : 1);
     t->opt = hone_k_alloc(k, t->nopt * fb);
     hone_k_fill(k, t->opt, 0.0f, t->nopt);
-    t->lr_host = hone_xmalloc(sizeof(float) * (size_t)t->steps);
+    t->lr_host = hone_xmalloc(sizeof(float) * (size_t)(t->steps + 1));
     return hone_k_sync(k);
 }
 
@@ -337,7 +441,7 @@ int hone_trainer_new(const hone_train_opts *o, hone_trainer **out, char *err, si
         return rc;
     hone_trainer *t = hone_xcalloc(1, sizeof(*t));
     t->spec = o->spec;
-    if ((rc = setup(t, o, err, errlen)) < 0)
+    if ((rc = setup(t, o, NULL, 1, err, errlen)) < 0)
         goto fail;
     if (!o->eager && (rc = hone_kgraph_capture(t->k, train_step, t, &t->graph)) < 0) {
         snprintf(err, errlen, "graph capture: %s", hone_strerror(rc));
@@ -405,6 +509,120 @@ int hone_trainer_params(hone_trainer *t, float **out, size_t *n)
     *n = net->nparams;
     int rc = hone_k_sync(t->k);
     return rc < 0 ? rc : hone_k_download(t->k, *out, net->params, sizeof(float) * net->nparams);
+}
+
+int hone_trainer_open_model(const hone_train_opts *o, const char *model_dir, int with_data,
+                            hone_trainer **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    int rc = hone_train_spec_validate(o->spec, err, errlen);
+    if (rc < 0)
+        return rc;
+    hone_trainer *t = hone_xcalloc(1, sizeof(*t));
+    t->spec = o->spec;
+    if ((rc = setup(t, o, model_dir, with_data, err, errlen)) < 0)
+        goto fail;
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/model.bin", model_dir);
+    hone_net *net = t->net;
+    ckpt c;
+    if ((rc = ckpt_read(path, &c, err, errlen)) < 0)
+        goto fail;
+    if (c.fingerprint != fingerprint(t) || c.nparams != net->nparams || c.nstate != net->nstate ||
+        c.ncounters != (uint32_t)net->ncounters) {
+        snprintf(err, errlen, "%s: the model does not match this spec (network, model, optimizer)",
+                 path);
+        ckpt_free(&c);
+        rc = HONE_EINVAL;
+        goto fail;
+    }
+    hone_k_upload(t->k, net->params, c.params, sizeof(float) * c.nparams);
+    hone_k_upload(t->k, net->state, c.state, sizeof(float) * c.nstate);
+    ckpt_free(&c);
+    if ((rc = hone_k_sync(t->k)) < 0) {
+        snprintf(err, errlen, "%s: loading the model: %s", path, hone_strerror(rc));
+        goto fail;
+    }
+    *out = t;
+    return HONE_OK;
+fail:
+    hone_trainer_free(t);
+    return rc;
+}
+
+void hone_trainer_shape(const hone_trainer *t, int *c, int *h, int *w, int *classes)
+{
+    *c = t->ds.c;
+    *h = t->ds.h;
+    *w = t->ds.w;
+    *classes = t->ds.classes;
+}
+
+const char *hone_trainer_class_name(const hone_trainer *t, int i)
+{
+    return t->ds.names && i >= 0 && i < t->ds.classes ? t->ds.names[i] : NULL;
+}
+
+/* Logits [n, classes] of n device images (uint8 HWC), inference mode, to the host. */
+static int logits_of(hone_trainer *t, const uint8_t *x_dev, int n, float *logits)
+{
+    const dataset *d = &t->ds;
+    int rc = HONE_OK;
+    for (int i = 0; i < n && rc == 0; i += t->batch) {
+        int m = n - i < t->batch ? n - i : t->batch;
+        rc = hone_k_gather_images(t->k, x_dev, NULL, NULL, NULL, i, m, d->c, d->h, d->w, t->norm,
+                                  t->norm + d->c, NULL, NULL, t->xb, NULL);
+        const float *dev = net_forward(t->net, t->xb, m, 0);
+        if (rc == 0)
+            rc = hone_k_sync(t->k);
+        if (rc == 0)
+            rc = hone_k_download(t->k, logits + (size_t)i * d->classes, dev,
+                                 sizeof(float) * (size_t)m * d->classes);
+    }
+    return rc;
+}
+
+int hone_trainer_test_predictions(hone_trainer *t, int32_t **pred, int32_t **label, int *n)
+{
+    const dataset *d = &t->ds;
+    int k = d->classes;
+    *n = d->test.n;
+    *pred = hone_xmalloc(sizeof(int32_t) * (size_t)(d->test.n + 1));
+    *label = hone_xmalloc(sizeof(int32_t) * (size_t)(d->test.n + 1));
+    float *logits = hone_xmalloc(sizeof(float) * ((size_t)d->test.n * k + 1));
+    int rc = logits_of(t, t->test_x, d->test.n, logits);
+    for (int i = 0; i < d->test.n; i++) {
+        const float *l = logits + (size_t)i * k;
+        int best = 0;
+        for (int j = 1; j < k; j++)
+            if (l[j] > l[best])
+                best = j;
+        (*pred)[i] = best;
+        (*label)[i] = d->test.y[i];
+    }
+    free(logits);
+    return rc;
+}
+
+int hone_trainer_predict(hone_trainer *t, const uint8_t *x, int n, float *probs)
+{
+    const dataset *d = &t->ds;
+    size_t row = (size_t)d->c * d->h * d->w;
+    uint8_t *x_dev = dev_copy(t->k, x, (size_t)n * row);
+    int rc = logits_of(t, x_dev, n, probs);
+    hone_k_free(t->k, x_dev);
+    for (int i = 0; i < n; i++) { /* softmax, in double for the sums */
+        float *p = probs + (size_t)i * d->classes;
+        float mx = p[0];
+        for (int j = 1; j < d->classes; j++)
+            mx = p[j] > mx ? p[j] : mx;
+        double sum = 0;
+        for (int j = 0; j < d->classes; j++)
+            sum += exp((double)p[j] - mx);
+        for (int j = 0; j < d->classes; j++)
+            p[j] = (float)(exp((double)p[j] - mx) / sum);
+    }
+    return rc;
 }
 
 static void write_spec(const hone_train_opts *o)
@@ -497,7 +715,8 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
         }
         if (o->out_dir) {
             snprintf(line, sizeof(line), "%s/model.bin", o->out_dir);
-            if ((rc = save_state(t, line, e, best_val, 0, err, errlen)) < 0)
+            if ((rc = save_state(t, line, e, best_val, 0, err, errlen)) < 0 ||
+                (rc = model_info_write(t, o->out_dir, err, errlen)) < 0)
                 goto fail;
         }
         char n[3][32];

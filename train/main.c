@@ -1,10 +1,14 @@
 /* train/main.c: the hone-train command: parses arguments, loads the spec with its overrides and
- * calls hone_train_run. Exit 0 on success (also when paused by --epochs-until), 2 for a bad spec
- * or usage, 1 for any other failure. Metrics go to stdout as JSON lines, logs to stderr. */
+ * calls hone_train_run, or with --evaluate / --infer hone_train_evaluate / hone_train_infer on a
+ * trained model (its spec.yaml is the spec unless --spec names one). Exit 0 on success (also when
+ * paused by --epochs-until), 2 for a bad spec or usage, 1 for any other failure. Metrics go to
+ * stdout as JSON lines, logs to stderr. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "kernels.h"
 #include "train.h"
@@ -13,6 +17,9 @@ static void usage(FILE *f)
 {
     fputs("usage: hone-train --spec FILE [--set key=value]... [--out DIR] [--resume CKPT|auto]\n"
           "                  [--epochs-until N] [--device cpu|cuda|auto] [--threads N]\n"
+          "       hone-train --evaluate MODEL [--set data.path=...]... [--out DIR] [--device D]\n"
+          "       hone-train --infer MODEL FOLDER [--out DIR] [--device D] [--threads N]\n"
+          "                  (MODEL: a --out folder with model.bin, model.json and spec.yaml)\n"
           "       hone-train --print-spec [--spec FILE] [--set key=value]...\n"
           "       hone-train --list-devices   (JSON: the GPUs this build can train on)\n",
           f);
@@ -37,6 +44,55 @@ static int list_devices(void)
     return fflush(stdout) == 0 ? 0 : 1;
 }
 
+/* --evaluate (folder NULL) or --infer. Without --out the result goes to stdout; with --out DIR,
+ * evaluate also writes DIR/evaluate.json, and infer writes its labels to DIR/labels.jsonl (a temp
+ * file renamed into place) and prints {"event":"inference","images":N,"labels":"labels.jsonl"}. */
+static int action(const hone_train_opts *o, const char *model, const char *folder, char *err,
+                  size_t errlen)
+{
+    char path[1200], tmp[1210];
+    if (!o->out_dir)
+        return folder ? hone_train_infer(o, model, folder, stdout, NULL, err, errlen)
+                      : hone_train_evaluate(o, model, stdout, err, errlen);
+    if (mkdir(o->out_dir, 0755) < 0 && errno != EEXIST) {
+        snprintf(err, errlen, "--out %.400s: %s", o->out_dir, strerror(errno));
+        return HONE_EIO;
+    }
+    snprintf(path, sizeof(path), "%s/%s", o->out_dir, folder ? "labels.jsonl" : "evaluate.json");
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(err, errlen, "%.400s: %s", tmp, strerror(errno));
+        return HONE_EIO;
+    }
+    int n = 0;
+    int rc = folder ? hone_train_infer(o, model, folder, f, &n, err, errlen)
+                    : hone_train_evaluate(o, model, f, err, errlen);
+    if (fclose(f) != 0 && rc == 0) {
+        snprintf(err, errlen, "%.400s: %s", tmp, strerror(errno));
+        rc = HONE_EIO;
+    }
+    if (rc == 0 && rename(tmp, path) != 0) {
+        snprintf(err, errlen, "%.400s: %s", path, strerror(errno));
+        rc = HONE_EIO;
+    }
+    if (rc < 0) {
+        unlink(tmp);
+        return rc;
+    }
+    if (folder) {
+        printf("{\"event\":\"inference\",\"images\":%d,\"labels\":\"labels.jsonl\"}\n", n);
+    } else { /* the one line, to stdout as well */
+        char line[1 << 16];
+        FILE *r = fopen(path, "r");
+        while (r && fgets(line, sizeof(line), r))
+            fputs(line, stdout);
+        if (r)
+            fclose(r);
+    }
+    return fflush(stdout) == 0 ? 0 : HONE_EIO;
+}
+
 static int parse_int(const char *flag, const char *v, int lo, int *out)
 {
     char *end;
@@ -55,12 +111,21 @@ int main(int argc, char **argv)
     hone_train_spec_defaults(&spec);
     hone_train_opts o = {.spec = &spec, .device = "auto", .print_json = 1};
     char err[512] = "", autopath[1100];
-    const char *spec_path = NULL;
+    char model_spec[1100];
+    const char *spec_path = NULL, *model = NULL, *folder = NULL;
     int print_spec = 0;
-    /* the spec file first, so --set overrides apply on top of it wherever they appear */
-    for (int i = 1; i < argc - 1; i++)
+    /* the spec file first, so --set overrides apply on top of it wherever they appear; a model's
+     * own spec.yaml unless --spec is given */
+    for (int i = 1; i < argc - 1; i++) {
         if (strcmp(argv[i], "--spec") == 0)
             spec_path = argv[i + 1];
+        if (strcmp(argv[i], "--evaluate") == 0 || strcmp(argv[i], "--infer") == 0)
+            model = argv[i + 1];
+    }
+    if (model && !spec_path) {
+        snprintf(model_spec, sizeof(model_spec), "%s/spec.yaml", model);
+        spec_path = model_spec;
+    }
     if (spec_path && hone_train_spec_load_file(&spec, spec_path, err, sizeof(err)) < 0) {
         fprintf(stderr, "hone-train: %s\n", err);
         return 2;
@@ -77,13 +142,22 @@ int main(int argc, char **argv)
         }
         if (strcmp(a, "--list-devices") == 0)
             return list_devices();
+        if (strcmp(a, "--infer") == 0) {
+            if (i + 2 >= argc) {
+                fprintf(stderr, "hone-train: --infer: want MODEL FOLDER\n");
+                return 2;
+            }
+            folder = argv[i + 2];
+            i += 2;
+            continue;
+        }
         if (!v) {
             fprintf(stderr, "hone-train: %s: missing value or unknown option\n", a);
             usage(stderr);
             return 2;
         }
         i++;
-        if (strcmp(a, "--spec") == 0)
+        if (strcmp(a, "--spec") == 0 || strcmp(a, "--evaluate") == 0)
             continue;
         if (strcmp(a, "--set") == 0) {
             if (hone_train_spec_set(&spec, v, err, sizeof(err)) < 0) {
@@ -128,6 +202,14 @@ int main(int argc, char **argv)
             if (stat(autopath, &st) == 0)
                 o.resume_path = autopath;
         }
+    }
+    if (model) {
+        int rc = action(&o, model, folder, err, sizeof(err));
+        if (rc < 0) {
+            fprintf(stderr, "hone-train: %s\n", err[0] ? err : hone_strerror(rc));
+            return 1;
+        }
+        return 0;
     }
     hone_train_result res;
     int rc = hone_train_run(&o, &res, err, sizeof(err));

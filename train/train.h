@@ -94,4 +94,48 @@ int hone_trainer_test(hone_trainer *t, double *loss, double *accuracy);
 /* Host copy of the parameters, in the network's flat order (*n floats; caller frees *out). */
 int hone_trainer_params(hone_trainer *t, float **out, size_t *n);
 
+/* ------------------------------------------------------------------ a trained model */
+
+/* hone_train_run, when all epochs ran and out_dir is set, writes beside model.bin and spec.yaml
+ * model.json: {"channels", "height", "width", "classes", "mean": [per channel], "std": [...],
+ * "class_names": [...]}: the input shape, the training part's normalisation and the class names
+ * (an image folder's class folders; "0".."n-1" for idx), all that evaluation and inference need
+ * beside the weights. */
+
+/* A trainer for o->spec holding model_dir's model.bin (weights, norm statistics) and model.json.
+ * with_data 1: o->spec's data is loaded as hone_trainer_new does (its shape, classes and class
+ * names must be the model's) and normalised with the model's statistics: evaluation; 2: the same
+ * with only a test part (dataset_load's test_only: a dataset the model was not trained on); 0: no
+ * data, images come through hone_trainer_predict: inference. Refused, naming the file, when the
+ * model is not one of this spec (network, model, optimizer). */
+int hone_trainer_open_model(const hone_train_opts *o, const char *model_dir, int with_data,
+                            hone_trainer **out, char *err, size_t errlen);
+/* The network's input (channels, height, width) and its number of classes. */
+void hone_trainer_shape(const hone_trainer *t, int *c, int *h, int *w, int *classes);
+/* Class i's name (borrowed), NULL when unknown. */
+const char *hone_trainer_class_name(const hone_trainer *t, int i);
+/* The test part's predicted classes (argmax of the logits, the first on a tie, as the accuracy
+ * of hone_trainer_test counts) and labels, *n of each (caller frees both). */
+int hone_trainer_test_predictions(hone_trainer *t, int32_t **pred, int32_t **label, int *n);
+/* Class probabilities (softmax) of n images x (uint8 HWC at hone_trainer_shape), into probs
+ * [n, classes]. */
+int hone_trainer_predict(hone_trainer *t, const uint8_t *x, int n, float *probs);
+
+/* hone-train --evaluate: model_dir's model on o->spec's test part: writes one JSON line to out,
+ * {"event":"evaluate", "images", "loss", "accuracy", "classes": [names], "per_class_accuracy":
+ * [null when the class has no test image], "confusion_matrix": [[count of label i predicted
+ * j]]}. loss and accuracy are hone_trainer_test's (the train job's own test numbers on the same
+ * data). When o->spec's data.format or data.path is not that of model_dir/spec.yaml, the data is
+ * another dataset: only its test part is loaded (with_data 2), and an image folder is read at
+ * the model's size and channels where the spec leaves them to the data (0). */
+int hone_train_evaluate(const hone_train_opts *o, const char *model_dir, FILE *out, char *err,
+                        size_t errlen);
+/* hone-train --infer: every image file under folder (walked in name order, sub-folders too),
+ * decoded and resized through data/ to the model's input as packing does, one JSON line each on
+ * out: {"file": path relative to folder, "class": name, "class_index", "score": probability}.
+ * A file that is not an image is skipped with a line on stderr; no image at all is an error.
+ * *images (when not NULL): the number labelled. */
+int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char *folder, FILE *out,
+                     int *images, char *err, size_t errlen);
+
 #endif

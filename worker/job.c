@@ -268,6 +268,12 @@ void worker_job_run(hone_worker *w, const json_t *job)
         worker_convert_run(w, job);
         return;
     }
+    if (json_is_string(json_object_get(job, "action")) &&
+        (!strcmp(json_string_value(json_object_get(job, "action")), "evaluate") ||
+         !strcmp(json_string_value(json_object_get(job, "action")), "inference"))) {
+        worker_action_run(w, job);
+        return;
+    }
     worker_set_job(w, id);
     if (out && out[0])
         snprintf(out_dir, sizeof(out_dir), "%s", out);

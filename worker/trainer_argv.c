@@ -1,6 +1,7 @@
 /* trainer_argv: the hone-train command line for a lease: the resolved spec, the trial's
  * overrides as --set key=value, --epochs-until, --resume from the checkpoint, --out, --device
- * and --threads. Pure: builds strings, runs nothing. */
+ * and --threads; for an evaluate or inference lease, --evaluate / --infer on its model. Pure:
+ * builds strings, runs nothing. */
 #include "worker_internal.h"
 
 #include <stdio.h>
@@ -97,6 +98,51 @@ char **hone_worker_trainer_argv(const hone_worker_opts *o, const char *trainer, 
         job_argv_push(&argv, &n, &cap, hone_xstrdup("--threads"));
         job_argv_push(&argv, &n, &cap, hone_xstrdup(buf));
     }
+    return argv;
+}
+
+static void push_device(const hone_worker_opts *o, char ***argv, size_t *n, size_t *cap)
+{
+    char buf[64];
+    if (o->device && o->device[0]) {
+        job_argv_push(argv, n, cap, hone_xstrdup("--device"));
+        job_argv_push(argv, n, cap, hone_xstrdup(o->device));
+    }
+    if (o->threads > 0) {
+        snprintf(buf, sizeof(buf), "%d", o->threads);
+        job_argv_push(argv, n, cap, hone_xstrdup("--threads"));
+        job_argv_push(argv, n, cap, hone_xstrdup(buf));
+    }
+}
+
+char **hone_worker_action_argv(const hone_worker_opts *o, const char *trainer, const json_t *job)
+{
+    const char *action = json_string_value(json_object_get(job, "action"));
+    const char *model = json_string_value(json_object_get(job, "model_dir"));
+    const char *out = json_string_value(json_object_get(job, "out_dir"));
+    const char *folder = json_string_value(json_object_get(job, "folder"));
+    int infer = action && !strcmp(action, "inference");
+    char **argv = NULL;
+    size_t n = 0, cap = 0, i;
+    json_t *v;
+
+    if (!action || !model || !model[0] || !out || !out[0] || (infer && (!folder || !folder[0])))
+        return NULL;
+    job_argv_push(&argv, &n, &cap, hone_xstrdup(trainer));
+    job_argv_push(&argv, &n, &cap, hone_xstrdup(infer ? "--infer" : "--evaluate"));
+    job_argv_push(&argv, &n, &cap, hone_xstrdup(model));
+    if (infer)
+        job_argv_push(&argv, &n, &cap, hone_xstrdup(folder));
+    json_array_foreach(json_object_get(job, "sets"), i, v)
+    {
+        if (!json_is_string(v))
+            continue;
+        job_argv_push(&argv, &n, &cap, hone_xstrdup("--set"));
+        job_argv_push(&argv, &n, &cap, hone_xstrdup(json_string_value(v)));
+    }
+    job_argv_push(&argv, &n, &cap, hone_xstrdup("--out"));
+    job_argv_push(&argv, &n, &cap, hone_xstrdup(out));
+    push_device(o, &argv, &n, &cap);
     return argv;
 }
 

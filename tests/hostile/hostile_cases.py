@@ -153,7 +153,31 @@ case("field", "job warmup_epochs above the experiment's epochs", [422],
                  {"action": "train", "specs": {"train": {"warmup_epochs": 6}}}))
 
 
-# ---- convert jobs (POST /datasets/{id}/convert; x["ds"] is an idx dataset) -------------------
+
+# ---- evaluate and inference jobs (x["job"] is a running train job: no model yet) ---------------
+def act(x, body):
+    return rb("POST", "/api/v1/experiments/%s/jobs" % x["exp"], body)
+
+
+case("field", "evaluate of a job that has no model yet", [409], field="parent_job_id")(
+    lambda x: act(x, {"action": "evaluate", "parent_job_id": x["job"]}))
+case("field", "evaluate with a SQL-injection parent_job_id", [422], field="parent_job_id")(
+    lambda x: act(x, {"action": "evaluate", "parent_job_id": "x' OR '1'='1"}))
+case("field", "evaluate with a 10,000-character parent_job_id", [422], field="parent_job_id")(
+    lambda x: act(x, {"action": "evaluate", "parent_job_id": "j" * 10000}))
+case("field", "inference of a folder outside the data roots (/etc)", [422], field="folder")(
+    lambda x: act(x, {"action": "inference", "parent_job_id": x["job"], "folder": "/etc"}))
+case("field", "inference of a folder climbing out with ../..", [422], field="folder")(
+    lambda x: act(x, {"action": "inference", "parent_job_id": x["job"],
+                      "folder": x["roots"] + "/../../../etc"}))
+case("field", "inference of a symlink out of the data roots", [422], field="folder")(
+    lambda x: act(x, {"action": "inference", "parent_job_id": x["job"],
+                      "folder": x["roots"] + "/escape"}))
+case("field", "evaluate given a folder (inference's field)", [422], field="folder")(
+    lambda x: act(x, {"action": "evaluate", "parent_job_id": x["job"], "folder": "/tmp"}))
+case("field", "evaluate with specs (the model's own spec is used)", [422], field="specs")(
+    lambda x: act(x, {"action": "evaluate", "parent_job_id": x["job"],
+                      "specs": {"train": {"lr": 1}}}))
 def cv(x, body, ds=None):
     return rb("POST", "/api/v1/datasets/%s/convert" % (ds or x["ds"]), body)
 

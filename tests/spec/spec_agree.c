@@ -84,7 +84,7 @@ static int trainer(const char *network, const json_t *in, char *key, size_t keyl
     hone_train_spec_defaults(&s);
     int ok = hone_train_spec_load_string(&s, yaml, strlen(yaml), err, sizeof err) == HONE_OK &&
              hone_train_spec_validate(&s, err, sizeof err) == HONE_OK &&
-             dataset_load(&s, &d, err, sizeof err) == HONE_OK;
+             dataset_load(&s, 0, &d, err, sizeof err) == HONE_OK;
     if (ok)
         dataset_free(&d);
     const char *colon = strchr(err, ':');

@@ -106,6 +106,38 @@ static void test_trainer_argv(void)
     json_decref(job);
 }
 
+/* An evaluate and an inference lease: --evaluate / --infer on the model, the data overrides,
+ * --out, device and threads; a lease without what it needs gives no argv. */
+static void test_action_argv(void)
+{
+    hone_worker_opts o = {.device = "cuda", .threads = 2};
+    json_t *job =
+        json_pack("{s:s,s:s,s:s,s:[s,s],s:s}", "id", "job-2", "action", "evaluate", "model_dir",
+                  "/a/job-1", "sets", "data.path=/d", "data.packed=", "out_dir", "/a/job-2");
+    char **argv = hone_worker_action_argv(&o, "/bin/hone-train", job);
+    REQUIRE(argv);
+    CHECK(strcmp(argv[0], "/bin/hone-train") == 0);
+    CHECK(argv_has(argv, "--evaluate", "/a/job-1"));
+    CHECK(argv_has(argv, "--set", "data.path=/d"));
+    CHECK(argv_has(argv, "--set", "data.packed="));
+    CHECK(argv_has(argv, "--out", "/a/job-2"));
+    CHECK(argv_has(argv, "--device", "cuda"));
+    CHECK(argv_has(argv, "--threads", "2"));
+    CHECK(!argv_has(argv, "--infer", NULL) && !argv_has(argv, "--spec", NULL));
+    hone_worker_argv_free(argv);
+    json_object_set_new(job, "action", json_string("inference"));
+    CHECK(hone_worker_action_argv(&o, "t", job) == NULL); /* no folder */
+    json_object_set_new(job, "folder", json_string("/imgs"));
+    argv = hone_worker_action_argv(&o, "t", job);
+    REQUIRE(argv);
+    CHECK(argv_has(argv, "--infer", "/a/job-1"));
+    CHECK(strcmp(argv[2], "/a/job-1") == 0 && strcmp(argv[3], "/imgs") == 0);
+    hone_worker_argv_free(argv);
+    json_object_del(job, "model_dir");
+    CHECK(hone_worker_action_argv(&o, "t", job) == NULL);
+    json_decref(job);
+}
+
 /* The epochs of the array's lines, "1,2,3". */
 static void epochs_of(const json_t *a, char *buf, size_t len)
 {
@@ -183,6 +215,7 @@ int main(void)
     test_defaults_and_values();
     test_errors();
     test_trainer_argv();
+    test_action_argv();
     test_unreported_epochs();
     CHECK(hone_wdecision_parse("stop") == HONE_WDECISION_STOP);
     CHECK(hone_wdecision_parse("pause") == HONE_WDECISION_PAUSE);

@@ -1,0 +1,240 @@
+/* cmd_action: `hone job evaluate PARENT [--dataset ID]` and `hone job infer PARENT FOLDER`: an
+ * evaluate or inference job (TAO's actions) on the model of a train or AutoML job, waited for and
+ * printed: evaluate as its accuracy, per-class table and confusion matrix, inference as a table of
+ * labels (downloaded from the job's labels.jsonl). --json prints the job (inference: with its
+ * labels); --no-wait prints the new job and returns. */
+#include "cli.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Creates the job; *id_out is its id. 0, or 1 after printing the error. */
+static int action_create(cli_ctx *c, const char *action, const char *parent, json_t *extra,
+                         char *id_out, size_t idlen)
+{
+    hone_rest_resp resp;
+    char path[1024], *e = hone_rest_escape(parent);
+    snprintf(path, sizeof(path), "/api/v1/jobs/%s", e);
+    free(e);
+    if (cli_call(c, "GET", path, NULL, &resp) != 0)
+        return 1;
+    const char *exp = json_string_value(json_object_get(resp.json, "experiment_id"));
+    if (!exp) {
+        fprintf(stderr, "error: job %s belongs to no experiment (field: parent_job_id)\n", parent);
+        hone_rest_resp_clear(&resp);
+        return 1;
+    }
+    e = hone_rest_escape(exp);
+    snprintf(path, sizeof(path), "/api/v1/experiments/%s/jobs", e);
+    free(e);
+    hone_rest_resp_clear(&resp);
+    json_t *body = json_pack("{s:s,s:s}", "action", action, "parent_job_id", parent);
+    json_object_update(body, extra);
+    int rc = cli_call(c, "POST", path, body, &resp);
+    json_decref(body);
+    if (rc != 0)
+        return 1;
+    snprintf(id_out, idlen, "%s", json_string_value(json_object_get(resp.json, "id")));
+    hone_rest_resp_clear(&resp);
+    return 0;
+}
+
+static char *fmt(const char *f, double v)
+{
+    char buf[64];
+    snprintf(buf, sizeof(buf), f, v);
+    return hone_xstrdup(buf);
+}
+
+static void free_rows(char ***rows, int n, int ncols)
+{
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < ncols; j++)
+            free(rows[i][j]);
+        free(rows[i]);
+    }
+    free(rows);
+}
+
+static void print_evaluation(const json_t *job)
+{
+    const json_t *r = json_object_get(job, "result");
+    const json_t *names = json_object_get(r, "classes"),
+                 *per = json_object_get(r, "per_class_accuracy");
+    const json_t *cm = json_object_get(r, "confusion_matrix");
+    int k = (int)json_array_size(names);
+    printf("job %s: evaluate of %s\n", json_string_value(json_object_get(job, "id")),
+           json_string_value(json_object_get(job, "parent_job_id")));
+    printf("images:   %lld\naccuracy: %.4f\nloss:     %.4f\n\n",
+           (long long)json_integer_value(json_object_get(r, "images")),
+           json_number_value(json_object_get(r, "accuracy")),
+           json_number_value(json_object_get(r, "loss")));
+    static const char *const h[] = {"CLASS", "IMAGES", "ACCURACY"};
+    char ***rows = hone_xcalloc((size_t)k + 1, sizeof(char **));
+    for (int i = 0; i < k; i++) {
+        const json_t *row = json_array_get(cm, (size_t)i), *v;
+        size_t j;
+        long n = 0;
+        json_array_foreach(row, j, v) n += (long)json_integer_value(v);
+        const json_t *a = json_array_get(per, (size_t)i);
+        rows[i] = hone_xcalloc(3, sizeof(char *));
+        rows[i][0] = hone_xstrdup(json_string_value(json_array_get(names, (size_t)i)));
+        rows[i][1] = fmt("%.0f", (double)n);
+        rows[i][2] = json_is_number(a) ? fmt("%.4f", json_number_value(a)) : NULL;
+    }
+    cli_print_table(h, 3, rows, k);
+    free_rows(rows, k, 3);
+    /* the confusion matrix: a row per true class, a column per predicted class (by index) */
+    printf("\nconfusion matrix (rows: true class, columns: predicted class index)\n");
+    const char **hh = hone_xcalloc((size_t)k + 1, sizeof(char *));
+    char **cols = hone_xcalloc((size_t)k + 1, sizeof(char *));
+    hh[0] = "TRUE";
+    for (int j = 0; j < k; j++) {
+        cols[j] = fmt("%.0f", (double)j);
+        hh[j + 1] = cols[j];
+    }
+    rows = hone_xcalloc((size_t)k + 1, sizeof(char **));
+    for (int i = 0; i < k; i++) {
+        rows[i] = hone_xcalloc((size_t)k + 1, sizeof(char *));
+        rows[i][0] = fmt("%.0f", (double)i);
+        for (int j = 0; j < k; j++)
+            rows[i][j + 1] = fmt("%.0f", (double)json_integer_value(json_array_get(
+                                             json_array_get(cm, (size_t)i), (size_t)j)));
+    }
+    cli_print_table(hh, k + 1, rows, k);
+    free_rows(rows, k, k + 1);
+    for (int j = 0; j < k; j++)
+        free(cols[j]);
+    free(cols);
+    free(hh);
+}
+
+/* The job's labels.jsonl as an array of objects (NULL after printing why). */
+static json_t *fetch_labels(cli_ctx *c, const char *id)
+{
+    char path[1024], err[1024], line[8192], *e = hone_rest_escape(id);
+    hone_rest_resp r;
+    snprintf(path, sizeof(path), "/api/v1/jobs/%s/artifacts/labels.jsonl", e);
+    free(e);
+    FILE *f = tmpfile();
+    if (!f) {
+        fprintf(stderr, "error: no temp file for the labels\n");
+        return NULL;
+    }
+    json_t *arr = NULL;
+    if (hone_rest_download(c->rest, path, f, 600, &r, err, sizeof(err)) != 0 || r.status != 200) {
+        if (r.status)
+            hone_rest_error_text(&r, err, sizeof(err));
+        fprintf(stderr, "error: downloading the labels of job %s: %s\n", id, err);
+    } else {
+        arr = json_array();
+        rewind(f);
+        while (fgets(line, sizeof(line), f)) {
+            json_t *j = json_loads(line, 0, NULL);
+            if (json_is_object(j))
+                json_array_append(arr, j);
+            json_decref(j);
+        }
+    }
+    hone_rest_resp_clear(&r);
+    fclose(f);
+    return arr;
+}
+
+static int action_run(cli_ctx *c, const char *action, json_t *extra)
+{
+    char id[128], err[256];
+    double timeout = 0;
+    json_t *fin = NULL;
+    int rc;
+
+    if (cli_arg_num(c->a, "timeout", 0, 1e9, &timeout, err, sizeof(err)) != 0) {
+        fprintf(stderr, "usage error: %s\n", err);
+        json_decref(extra);
+        return 2;
+    }
+    rc = action_create(c, action, c->a->pos[0], extra, id, sizeof(id));
+    json_decref(extra);
+    if (rc != 0)
+        return 1;
+    if (cli_flag(c->a, "no-wait")) {
+        if (c->json) {
+            json_t *o = json_pack("{s:s}", "id", id);
+            cli_print_json(o);
+            json_decref(o);
+        } else {
+            printf("%s\n", id);
+        }
+        return 0;
+    }
+    rc = cli_job_wait(c, id, timeout, c->json ? NULL : stderr, &fin);
+    if (rc != 0 || !fin) {
+        if (c->json && fin)
+            cli_print_json(fin);
+        json_decref(fin);
+        return 1;
+    }
+    if (!strcmp(action, "evaluate")) {
+        if (c->json)
+            cli_print_json(fin);
+        else
+            print_evaluation(fin);
+    } else {
+        json_t *labels = fetch_labels(c, id);
+        if (!labels) {
+            rc = 1;
+        } else if (c->json) {
+            json_object_set(fin, "labels", labels);
+            cli_print_json(fin);
+        } else {
+            static const char *const h[] = {"FILE", "CLASS", "SCORE"};
+            static const char *const k[] = {"file", "class", "score"};
+            cli_print_list(labels, h, k, 3);
+        }
+        json_decref(labels);
+    }
+    json_decref(fin);
+    return rc;
+}
+
+static int job_evaluate(cli_ctx *c)
+{
+    const char *ds = cli_arg(c->a, "dataset");
+    json_t *extra = json_object();
+    if (ds)
+        json_object_set_new(extra, "dataset_id", json_string(ds));
+    return action_run(c, "evaluate", extra);
+}
+
+static int job_infer(cli_ctx *c)
+{
+    char abs[PATH_MAX];
+    const char *folder = c->a->pos[1];
+    /* the controller and its workers take an absolute path (they share this disk) */
+    if (!realpath(folder, abs)) {
+        fprintf(stderr, "error: %s: no such folder\n", folder);
+        return 1;
+    }
+    return action_run(c, "inference", json_pack("{s:s}", "folder", abs));
+}
+
+static const cli_opt evaluate_opts[] = {
+    {"dataset", CLI_VALUE, "ID  evaluate on this dataset instead of the model's own test part", 0},
+    {"timeout", CLI_VALUE, "SECONDS  give up waiting after this long (exit 1)", 0},
+    {"no-wait", CLI_FLAG, "print the new job's id and return", 0},
+};
+static const cli_opt infer_opts[] = {
+    {"timeout", CLI_VALUE, "SECONDS  give up waiting after this long (exit 1)", 0},
+    {"no-wait", CLI_FLAG, "print the new job's id and return", 0},
+};
+
+const cli_command cli_action_commands[] = {
+    {"job", "evaluate", job_evaluate, evaluate_opts, (int)HONE_ARRAY_LEN(evaluate_opts), 1, 1,
+     "PARENT [--dataset ID]",
+     "evaluate a train job's model (an AutoML job's best) on its test part or a dataset", 0},
+    {"job", "infer", job_infer, infer_opts, (int)HONE_ARRAY_LEN(infer_opts), 2, 2, "PARENT FOLDER",
+     "label a folder of images with a train job's model (an AutoML job's best)", 0},
+};
+const int cli_naction_commands = (int)HONE_ARRAY_LEN(cli_action_commands);

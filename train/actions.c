@@ -1,0 +1,262 @@
+/* train/actions.c: what hone-train does with a trained model besides training it: --evaluate
+ * (loss, accuracy, per-class accuracy and the confusion matrix on the spec's test part) and
+ * --infer (a folder of images, decoded and resized through data/, labelled one JSON line each).
+ * Both open the model through hone_trainer_open_model, so they run on the CPU or the GPU as
+ * training does. */
+#include <dirent.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <jansson.h>
+
+#include "train.h"
+
+#define INFER_BATCH 256
+
+/* 2 when spec's data is not the one model_dir's model was trained on (its spec.yaml), else 1;
+ * for another image folder, *s gets the model's input size and channels where it has 0. */
+static int data_mode(const char *model_dir, hone_train_spec *s)
+{
+    char path[1100], e[256];
+    hone_train_spec own;
+    hone_train_spec_defaults(&own);
+    snprintf(path, sizeof(path), "%s/spec.yaml", model_dir);
+    if (hone_train_spec_load_file(&own, path, e, sizeof(e)) < 0)
+        return 1; /* then the model does not open either, and says why */
+    if (!strcmp(own.data.format, s->data.format) && !strcmp(own.data.path, s->data.path))
+        return 1;
+    snprintf(path, sizeof(path), "%s/model.json", model_dir);
+    json_t *m = json_load_file(path, 0, NULL);
+    int c = (int)json_integer_value(json_object_get(m, "channels"));
+    int h = (int)json_integer_value(json_object_get(m, "height"));
+    json_decref(m);
+    if (!strcmp(s->data.format, "image_folder")) {
+        char kv[64];
+        if (s->model.input_size == 0 && h > 0) {
+            snprintf(kv, sizeof(kv), "model.input_size=%d", h);
+            hone_train_spec_set(s, kv, e, sizeof(e)); /* refused: the size check names it */
+        }
+        if (s->data.channels == 0 && (c == 1 || c == 3)) {
+            snprintf(kv, sizeof(kv), "data.channels=%d", c);
+            hone_train_spec_set(s, kv, e, sizeof(e));
+        }
+    }
+    return 2;
+}
+
+int hone_train_evaluate(const hone_train_opts *o, const char *model_dir, FILE *out, char *err,
+                        size_t errlen)
+{
+    hone_trainer *t = NULL;
+    int32_t *pred = NULL, *label = NULL;
+    long *cm = NULL;
+    json_t *j = NULL;
+    int n = 0, c, h, w, k;
+    double loss, acc;
+    hone_train_spec spec = *o->spec;
+    hone_train_opts eo = *o;
+    eo.spec = &spec;
+    int mode = data_mode(model_dir, &spec);
+    int rc = hone_trainer_open_model(&eo, model_dir, mode, &t, err, errlen);
+    if (rc < 0)
+        goto fail;
+    hone_trainer_shape(t, &c, &h, &w, &k);
+    if ((rc = hone_trainer_test(t, &loss, &acc)) < 0 ||
+        (rc = hone_trainer_test_predictions(t, &pred, &label, &n)) < 0) {
+        snprintf(err, errlen, "evaluation: %s", hone_strerror(rc));
+        goto fail;
+    }
+    if (n == 0) {
+        snprintf(err, errlen, "data: no test images to evaluate on");
+        rc = HONE_EINVAL;
+        goto fail;
+    }
+    cm = hone_xcalloc((size_t)k * k, sizeof(long));
+    for (int i = 0; i < n; i++)
+        if (label[i] >= 0 && label[i] < k)
+            cm[(size_t)label[i] * k + pred[i]]++;
+    json_t *names = json_array(), *per = json_array(), *mat = json_array();
+    for (int i = 0; i < k; i++) {
+        const char *name = hone_trainer_class_name(t, i);
+        char num[16];
+        snprintf(num, sizeof(num), "%d", i);
+        json_array_append_new(names, json_string(name ? name : num));
+        json_t *row = json_array();
+        long total = 0;
+        for (int p = 0; p < k; p++) {
+            total += cm[(size_t)i * k + p];
+            json_array_append_new(row, json_integer(cm[(size_t)i * k + p]));
+        }
+        json_array_append_new(mat, row);
+        json_array_append_new(per, total ? json_real((double)cm[(size_t)i * k + i] / total)
+                                         : json_null());
+    }
+    j = json_pack("{s:s, s:i, s:o, s:o, s:o, s:o, s:o}", "event", "evaluate", "images", n, "loss",
+                  isfinite(loss) ? json_real(loss) : json_null(), "accuracy",
+                  isfinite(acc) ? json_real(acc) : json_null(), "classes", names,
+                  "per_class_accuracy", per, "confusion_matrix", mat);
+    char *line = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    if (!line || fprintf(out, "%s\n", line) < 0 || fflush(out) != 0) {
+        snprintf(err, errlen, "writing the result failed");
+        rc = HONE_EIO;
+    }
+    free(line);
+fail:
+    json_decref(j);
+    free(cm);
+    free(pred);
+    free(label);
+    hone_trainer_free(t);
+    return rc;
+}
+
+typedef struct {
+    char **v;
+    size_t n, cap;
+} list;
+
+static void list_add(list *l, const char *s)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->v = hone_xrealloc(l->v, l->cap * sizeof(char *));
+    }
+    l->v[l->n++] = hone_xstrdup(s);
+}
+
+static void list_free(list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+}
+
+/* The regular files under root/rel, in name order, depth first; dot files are left out. */
+static int walk(const char *root, const char *rel, int depth, list *files, char *err, size_t errlen)
+{
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s%s%s", root, rel[0] ? "/" : "", rel);
+    struct dirent **ents;
+    int m = scandir(dir, &ents, NULL, alphasort);
+    if (m < 0) {
+        snprintf(err, errlen, "%s: cannot read the folder", dir);
+        return HONE_EIO;
+    }
+    int rc = HONE_OK;
+    for (int i = 0; i < m; i++) {
+        const char *name = ents[i]->d_name;
+        char sub[4096], full[8200];
+        struct stat st;
+        if (name[0] == '.' || rc < 0)
+            continue;
+        snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", name);
+        snprintf(full, sizeof(full), "%s/%s", root, sub);
+        if (stat(full, &st) < 0)
+            continue;
+        if (S_ISDIR(st.st_mode) && depth < 16)
+            rc = walk(root, sub, depth + 1, files, err, errlen);
+        else if (S_ISREG(st.st_mode))
+            list_add(files, sub);
+    }
+    for (int i = 0; i < m; i++)
+        free(ents[i]);
+    free(ents);
+    return rc;
+}
+
+/* Labels files[first, first + n) whose pixels are in x (ok[i]: decoded). */
+static int label_batch(hone_trainer *t, const list *files, size_t first, int n, const uint8_t *x,
+                       float *probs, FILE *out, char *err, size_t errlen)
+{
+    int c, h, w, k;
+    hone_trainer_shape(t, &c, &h, &w, &k);
+    int rc = hone_trainer_predict(t, x, n, probs);
+    if (rc < 0) {
+        snprintf(err, errlen, "inference: %s", hone_strerror(rc));
+        return rc;
+    }
+    for (int i = 0; i < n; i++) {
+        const float *p = probs + (size_t)i * k;
+        int best = 0;
+        for (int j = 1; j < k; j++)
+            if (p[j] > p[best])
+                best = j;
+        const char *name = hone_trainer_class_name(t, best);
+        char num[16];
+        snprintf(num, sizeof(num), "%d", best);
+        json_t *j = json_pack("{s:s, s:s, s:i, s:f}", "file", files->v[first + i], "class",
+                              name ? name : num, "class_index", best, "score", (double)p[best]);
+        char *line = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        if (!line || fprintf(out, "%s\n", line) < 0) {
+            free(line);
+            snprintf(err, errlen, "writing the labels failed");
+            return HONE_EIO;
+        }
+        free(line);
+    }
+    return fflush(out) == 0 ? HONE_OK : HONE_EIO;
+}
+
+int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char *folder, FILE *out,
+                     int *images, char *err, size_t errlen)
+{
+    hone_trainer *t = NULL;
+    list files = {0}, batch = {0};
+    uint8_t *x = NULL;
+    float *probs = NULL;
+    int c, h, w, k, labelled = 0;
+    int rc = hone_trainer_open_model(o, model_dir, 0, &t, err, errlen);
+    if (rc < 0)
+        goto fail;
+    if ((rc = walk(folder, "", 0, &files, err, errlen)) < 0)
+        goto fail;
+    hone_trainer_shape(t, &c, &h, &w, &k);
+    size_t row = (size_t)c * h * w;
+    x = hone_xmalloc(row * INFER_BATCH);
+    probs = hone_xmalloc(sizeof(float) * (size_t)k * INFER_BATCH);
+    for (size_t i = 0; i < files.n; i++) {
+        char path[8200], e[512];
+        hone_data_image *img = NULL;
+        snprintf(path, sizeof(path), "%s/%s", folder, files.v[i]);
+        /* decoded at the model's channels and resized as hone_data_folder_pack does */
+        if (hone_data_image_read_file(path, c, NULL, &img, e, sizeof(e)) < 0) {
+            fprintf(stderr, "hone-train: skipped %s\n", e);
+            continue;
+        }
+        hone_data_resize(img->pixels, img->width, img->height, c, x + row * batch.n, w, h);
+        hone_data_image_free(img);
+        list_add(&batch, files.v[i]);
+        if (batch.n == INFER_BATCH) {
+            if ((rc = label_batch(t, &batch, 0, (int)batch.n, x, probs, out, err, errlen)) < 0)
+                goto fail;
+            labelled += (int)batch.n;
+            list_free(&batch);
+            memset(&batch, 0, sizeof(batch));
+        }
+    }
+    if (batch.n > 0) {
+        if ((rc = label_batch(t, &batch, 0, (int)batch.n, x, probs, out, err, errlen)) < 0)
+            goto fail;
+        labelled += (int)batch.n;
+    }
+    if (labelled == 0) {
+        snprintf(err, errlen, "%s: no image to label", folder);
+        rc = HONE_EINVAL;
+        goto fail;
+    }
+    fprintf(stderr, "hone-train: labelled %d image%s of %s\n", labelled, labelled == 1 ? "" : "s",
+            folder);
+    if (images)
+        *images = labelled;
+    rc = HONE_OK;
+fail:
+    list_free(&files);
+    list_free(&batch);
+    free(x);
+    free(probs);
+    hone_trainer_free(t);
+    return rc;
+}

@@ -126,7 +126,8 @@ int ctl_auth_filter(hone_controller *c, hone_http_req *req, hone_http_res *res)
         return 0;
     const char *path = hone_http_req_path(req), *tok = bearer(req), *secret;
     char id[64];
-    if (!strcmp(path, "/healthz") || !strcmp(path, "/readyz"))
+    if (!strcmp(path, "/healthz") || !strcmp(path, "/readyz") ||
+        !strcmp(path, "/api/v1/openapi.yaml"))
         return 0;
     if (token_is(tok, c->cfg.auth_token))
         return 0;

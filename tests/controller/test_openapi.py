@@ -32,6 +32,12 @@ def main():
                 ops += 1
                 assert "default" in op["responses"], "%s %s: no default answer" % (method, path)
         assert "/api/v1/openapi.yaml" in doc["paths"]
+        # the list routes document their paging
+        for path in ("/api/v1/datasets", "/api/v1/experiments", "/api/v1/jobs",
+                     "/api/v1/jobs/{id}/metrics"):
+            names = {p.get("name") or p["$ref"].rsplit("/", 1)[1]
+                     for p in doc["paths"][path]["get"].get("parameters", [])}
+            assert {"limit", "offset"} <= names, (path, names)
         print("openapi: %d operations, served byte for byte" % ops)
     finally:
         c.stop()

@@ -139,6 +139,16 @@ int cli_job_wait(cli_ctx *c, const char *job_id, double timeout_s, FILE *progres
 /* One-line progress text for a job (automl or train) into buf. */
 void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len);
 
+/* ---------------------------------------------------------------- curves (curves.c) */
+
+/* Learning curves as an SVG document (malloc'd; free it): series is an object {label: [{"epoch":
+ * 1, metric: value, ...}, ...]} (the shape of GET /jobs/{id}/metrics per trial), one polyline per
+ * label that has a finite value of metric (data-label="label"), the one named highlight (may be
+ * NULL) drawn thicker and marked "(best)" in the legend. *ncurves / *npoints (may be NULL): the
+ * curves drawn and the points on them. */
+char *cli_curves_svg(const json_t *series, const char *metric, const char *title,
+                     const char *highlight, int *ncurves, int *npoints);
+
 /* ---------------------------------------------------------------- demo sizing (demo_plan.c) */
 
 typedef struct cli_demo_plan {

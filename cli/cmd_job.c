@@ -1,4 +1,4 @@
-/* cmd_job: `hone job list|status|metrics|logs|cancel|pause|resume|download|wait` and
+/* cmd_job: `hone job list|status|metrics|curves|logs|cancel|pause|resume|download|wait` and
  * `hone worker list`, plus the live progress line shared with `hone demo`. */
 #include "cli.h"
 
@@ -311,6 +311,86 @@ static int job_metrics(cli_ctx *c)
     return 0;
 }
 
+/* `hone job curves ID`: every trial's (or the job's) curve of one metric as an SVG file. */
+static int job_curves(cli_ctx *c)
+{
+    const char *id = c->a->pos[0], *out = cli_arg(c->a, "out"), *metric = cli_arg(c->a, "metric");
+    hone_rest_resp job = {0}, exp = {0}, met = {0};
+    char path[1024], title[512], name[256], hl[64] = "", *svg = NULL;
+    json_t *series = json_object();
+    int rc = 1, ncurves = 0, npoints = 0;
+
+    job_path(id, "", path, sizeof(path));
+    if (cli_call(c, "GET", path, NULL, &job) != 0)
+        goto out;
+    const char *eid = json_string_value(json_object_get(job.json, "experiment_id"));
+    if (!metric && eid) { /* the experiment's metric */
+        char *e = hone_rest_escape(eid);
+        snprintf(path, sizeof(path), "/api/v1/experiments/%s", e);
+        free(e);
+        if (cli_call(c, "GET", path, NULL, &exp) != 0)
+            goto out;
+        metric = json_string_value(json_object_get(exp.json, "metric"));
+    }
+    if (!metric)
+        metric = "val_accuracy";
+    job_path(id, "/metrics", path, sizeof(path));
+    if (cli_call(c, "GET", path, NULL, &met) != 0)
+        goto out;
+    const json_t *trials = json_object_get(met.json, "trials");
+    if (json_is_object(trials)) {
+        const char *key;
+        json_t *arr;
+        json_object_foreach((json_t *)trials, key, arr)
+        {
+            snprintf(name, sizeof(name), "trial %s", key);
+            json_object_set(series, name, arr);
+        }
+        const json_t *best = cli_path_get(job.json, "automl.best_trial");
+        if (json_is_integer(best))
+            snprintf(hl, sizeof(hl), "trial %lld", (long long)json_integer_value(best));
+    } else {
+        json_object_set(series, id, json_object_get(met.json, "metrics"));
+    }
+    snprintf(title, sizeof(title), "%s job %s: %s (%s)",
+             json_string_value(json_object_get(job.json, "action")), id, metric,
+             json_string_value(json_object_get(job.json, "status")));
+    svg = cli_curves_svg(series, metric, title, hl[0] ? hl : NULL, &ncurves, &npoints);
+    if (!out) {
+        snprintf(name, sizeof(name), "%s-curves.svg", id);
+        for (char *p = name; *p; p++)
+            if (*p == '/')
+                *p = '_';
+        out = name;
+    }
+    if (!strcmp(out, "-")) {
+        fputs(svg, stdout);
+    } else {
+        FILE *f = fopen(out, "w");
+        if (!f || fputs(svg, f) < 0 || fclose(f) != 0) {
+            fprintf(stderr, "error: cannot write %s: %s\n", out, strerror(errno));
+            goto out;
+        }
+        if (c->json) {
+            json_t *o = json_pack("{s:s,s:s,s:i,s:i}", "file", out, "metric", metric, "curves",
+                                  ncurves, "points", npoints);
+            cli_print_json(o);
+            json_decref(o);
+        } else {
+            printf("%s: %d curve%s, %d epochs of %s\n", out, ncurves, ncurves == 1 ? "" : "s",
+                   npoints, metric);
+        }
+    }
+    rc = 0;
+out:
+    free(svg);
+    json_decref(series);
+    hone_rest_resp_clear(&job);
+    hone_rest_resp_clear(&exp);
+    hone_rest_resp_clear(&met);
+    return rc;
+}
+
 static int job_logs(cli_ctx *c)
 {
     hone_rest_resp resp;
@@ -490,6 +570,10 @@ static const cli_opt list_opts[] = {
 static const cli_opt wait_opts[] = {
     {"timeout", CLI_VALUE, "SECONDS  give up after this long (exit 1)", 0},
 };
+static const cli_opt curves_opts[] = {
+    {"out", CLI_VALUE, "FILE  the SVG to write (default: ID-curves.svg; - for stdout)", 0},
+    {"metric", CLI_VALUE, "NAME  the metric to draw (default: the experiment's)", 0},
+};
 static const cli_opt download_opts[] = {
     {"out", CLI_VALUE, "DIR  where to put the files (default: ./JOB_ID)", 0},
     {"file", CLI_VALUE, "NAME  only this artifact (e.g. best_model/model.bin)", 0},
@@ -501,6 +585,9 @@ const cli_command cli_job_commands[] = {
     {"job", "status", job_status, NULL, 0, 1, 1, "ID", "show a job (an AutoML job with its trials)",
      0},
     {"job", "metrics", job_metrics, NULL, 0, 1, 1, "ID", "per-epoch metrics", 0},
+    {"job", "curves", job_curves, curves_opts, (int)HONE_ARRAY_LEN(curves_opts), 1, 1,
+     "ID [--out FILE.svg] [--metric NAME]", "draw the learning curves of a job's trials as an SVG",
+     0},
     {"job", "logs", job_logs, NULL, 0, 1, 1, "ID", "the trainer's last log lines", 0},
     {"job", "cancel", job_cancel, NULL, 0, 1, 1, "ID", "cancel a job", 0},
     {"job", "pause", job_pause, NULL, 0, 1, 1, "ID", "pause a job (keeps its checkpoint)", 0},

@@ -8,6 +8,7 @@
 #include "batch.h"
 #include "ctl.h"
 #include "store.h"
+#include "stream.h"
 #include "util.h"
 
 typedef struct ctl_pending {
@@ -81,6 +82,8 @@ int ctl_batch_flush(hone_controller *c)
         free(p);
         p = next;
     }
+    if (rc == HONE_OK)
+        ctl_streams_pump(c); /* the epochs just made durable */
     if (rc) {
         /* The searches saw reports that were not stored: rebuild them from what was. */
         ctl_log(c, "error", "batch_commit_failed", NULL);

@@ -24,6 +24,7 @@ void hone_controller_config_default(hone_controller_config *c)
     c->heartbeat_seconds = 5;
     c->max_attempts = 3;
     c->max_wait_seconds = 60;
+    c->max_streams = 64;
     c->log_json = 1;
 }
 
@@ -297,7 +298,7 @@ int hone_controller_config_load(hone_controller_config *c, const char *path, cha
                 char full[64];
                 snprintf(full, sizeof full, "limits.%s", lk);
                 int count = !strcmp(lk, "uploads") || !strcmp(lk, "connections") ||
-                            !strcmp(lk, "connections_per_address");
+                            !strcmp(lk, "connections_per_address") || !strcmp(lk, "streams");
                 if (want_int(lv, full, count ? 1 : 1024, count ? 1 << 20 : 1LL << 40, &n, err,
                              errlen))
                     goto fail;
@@ -305,8 +306,14 @@ int hone_controller_config_load(hone_controller_config *c, const char *path, cha
                     snprintf(err, errlen, "%s: must be at most 1024", full);
                     goto fail;
                 }
+                if (!strcmp(lk, "streams") && n > 4096) {
+                    snprintf(err, errlen, "%s: must be at most 4096", full);
+                    goto fail;
+                }
                 if (!strcmp(lk, "uploads"))
                     c->max_uploads = (int)n;
+                else if (!strcmp(lk, "streams"))
+                    c->max_streams = (int)n;
                 else if (!strcmp(lk, "connections"))
                     c->max_connections = (int)n;
                 else if (!strcmp(lk, "connections_per_address"))

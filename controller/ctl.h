@@ -35,6 +35,8 @@ struct hone_controller {
     void (*close_done)(void *);
     void *close_arg;
     int close_pending;
+    struct ctl_stream *streams; /* stream.c: open metrics streams */
+    int n_streams;
 };
 
 /* server.c: one of the things hone_controller_close waits for is done. */

@@ -1,6 +1,6 @@
 /* Dataset paths and files: a path is accepted only when it resolves (realpath, symlinks followed)
- * inside a configured data root and names no '..' component; IDX files are checked (magic, dims,
- * counts; gzip read through zlib) and image folders through data/ (every image's header read).
+ * inside a configured data root and names no '..' component; IDX files (magic, dims, counts,
+ * streamed) and image folders (every image's header read) are checked through data/.
  * Reads files; writes nothing. */
 #include <errno.h>
 #include <limits.h>
@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <zlib.h>
 
 #include "data.h"
 #include "dataset_check.h"
@@ -57,61 +56,6 @@ int ctl_path_confine(char *const *roots, int nroots, const char *path, char *res
     return HONE_EINVAL;
 }
 
-static uint32_t be32(const unsigned char *b)
-{
-    return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-}
-
-/* Reads an IDX header and checks the file holds exactly the data it announces (gzip or plain).
- * dims[0] is the item count. */
-static int idx_check(const char *file, int want_ndim, uint32_t dims[3], char *msg, size_t msglen)
-{
-    gzFile g = gzopen(file, "rb");
-    unsigned char hdr[16];
-    if (!g) {
-        snprintf(msg, msglen, "%s: %s", file, strerror(errno));
-        return HONE_ENOENT;
-    }
-    int rc = HONE_EPARSE;
-    int hl = 4 + 4 * want_ndim;
-    if (gzread(g, hdr, (unsigned)hl) != hl) {
-        snprintf(msg, msglen, "%s: truncated IDX header", file);
-        goto fail;
-    }
-    if (hdr[0] != 0 || hdr[1] != 0 || hdr[2] != 0x08 || hdr[3] != want_ndim) {
-        snprintf(msg, msglen, "%s: bad IDX magic (want unsigned bytes, %d dims)", file, want_ndim);
-        goto fail;
-    }
-    uint64_t total = 1;
-    for (int i = 0; i < want_ndim; i++) {
-        dims[i] = be32(hdr + 4 + 4 * i);
-        if (dims[i] == 0 || dims[i] > 100000000u) {
-            snprintf(msg, msglen, "%s: implausible dimension %u", file, dims[i]);
-            goto fail;
-        }
-        total *= dims[i];
-    }
-    if (total > (8ull << 30)) {
-        snprintf(msg, msglen, "%s: too large", file);
-        goto fail;
-    }
-    unsigned char *buf = hone_xmalloc(1 << 16);
-    uint64_t got = 0;
-    int r;
-    while ((r = gzread(g, buf, 1 << 16)) > 0)
-        got += (uint64_t)r;
-    free(buf);
-    if (r < 0 || got != total) {
-        snprintf(msg, msglen, "%s: holds %llu data bytes, header says %llu", file,
-                 (unsigned long long)got, (unsigned long long)total);
-        goto fail;
-    }
-    rc = HONE_OK;
-fail:
-    gzclose(g);
-    return rc;
-}
-
 /* Finds base or base.gz inside dir, confined to dir itself (a symlinked file may not leave). */
 static int idx_find(const char *dir, const char *base, char *out, size_t n)
 {
@@ -142,25 +86,16 @@ static int idx_split(const char *dir, const char *split, uint32_t *count, uint32
         snprintf(msg, msglen, "%s/%s[.gz] not found", dir, b);
         return HONE_ENOENT;
     }
-    int rc = idx_check(img, 3, di, msg, msglen);
+    int maxl = -1;
+    int rc = hone_data_idx_stat_file(img, 3, di, NULL, msg, msglen);
     if (!rc)
-        rc = idx_check(lab, 1, dl, msg, msglen);
+        rc = hone_data_idx_stat_file(lab, 1, dl, &maxl, msg, msglen);
     if (rc)
-        return rc;
+        return rc == HONE_ENOENT ? rc : HONE_EPARSE;
     if (di[0] != dl[0]) {
         snprintf(msg, msglen, "%s split: %u images but %u labels", split, di[0], dl[0]);
         return HONE_EPARSE;
     }
-    /* Count classes from the labels (max label + 1). */
-    gzFile g = gzopen(lab, "rb");
-    unsigned char lb[8192];
-    int r, maxl = -1;
-    gzseek(g, 8, SEEK_SET);
-    while ((r = gzread(g, lb, sizeof lb)) > 0)
-        for (int i = 0; i < r; i++)
-            if (lb[i] > maxl)
-                maxl = lb[i];
-    gzclose(g);
     *count = di[0];
     shape[0] = di[1];
     shape[1] = di[2];

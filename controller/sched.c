@@ -15,6 +15,7 @@
 #include "ctl_spec.h"
 #include "jobs.h"
 #include "store.h"
+#include "stream.h"
 #include "util.h"
 
 /* A worker's lease request parked until work appears or its wait runs out. */
@@ -216,6 +217,7 @@ static void tick(uv_timer_t *t)
             ctl_sched_kick(c);
     }
     json_decref(rows);
+    ctl_streams_tick(c);
 }
 
 int ctl_sched_start(hone_controller *c)

@@ -14,7 +14,9 @@
 #include "ctl_sched.h"
 #include "routes.h"
 #include "store.h"
+#include "stream.h"
 #include "util.h"
+#include "web.h"
 
 static void config_copy(hone_controller_config *dst, const hone_controller_config *src)
 {
@@ -162,6 +164,8 @@ static int routes(hone_controller *c)
     rc |= ctl_routes_datasets(c);
     rc |= ctl_routes_experiments(c);
     rc |= ctl_routes_jobs(c);
+    rc |= ctl_routes_stream(c);
+    rc |= ctl_routes_web(c);
     rc |= ctl_routes_workers(c);
     rc |= ctl_routes_artifacts(c);
     /* answered on the HTTP server's reserve slots when a flood holds every other one */
@@ -287,6 +291,7 @@ void hone_controller_close(hone_controller *c, void (*done)(void *arg), void *ar
     c->close_arg = arg;
     c->close_pending = 1;
     ctl_batch_flush(c);
+    ctl_streams_close(c);
     ctl_defer_close(c);
     ctl_sched_stop(c);
     c->close_pending += c->asks_inflight; /* each ask's completion steps once */
@@ -324,6 +329,7 @@ void hone_controller_free(hone_controller *c)
     }
     ctl_defer_close(c);
     ctl_automl_free_all(c);
+    ctl_streams_close(c);
     hone_http_server_free(c->http);
     db_close(c->db);
     free(c->artifacts_dir);

@@ -146,6 +146,9 @@ int store_metrics_list(ctl_db *db, const char *job_id, json_t **rows); /* {epoch
 int store_metrics_page(ctl_db *db, const char *job_id, int limit, int offset, json_t **rows);
 int store_metrics_data_list(ctl_db *db, const char *job_id, json_t **rows); /* {data} */
 /* {n, spe}: epochs reported by an AutoML job's trials and their mean seconds per epoch. */
+/* Rows {seq (the rowid), job_id, trial, epoch, data} of the job and its trials after seq `after`,
+ * at most limit, in seq order (the metrics stream). */
+int store_metrics_since(ctl_db *db, const char *job_id, long long after, int limit, json_t **rows);
 int store_metrics_trials_summary(ctl_db *db, const char *automl_id, json_t **row);
 
 /* ---- store_automl.c: AutoML job rows and their event log (table automl_events) ---- */

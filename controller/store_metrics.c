@@ -36,3 +36,18 @@ int store_metrics_trials_summary(ctl_db *db, const char *automl_id, json_t **row
                   "m JOIN jobs j ON m.job_id=j.id WHERE j.parent_id=?",
                   "s", automl_id);
 }
+
+/* The metrics rows of a job and of its trials (an AutoML job's children) stored after rowid
+ * `after`, in rowid order: the event log of a metrics stream (stream.c). Rows are never updated
+ * and SQLite gives a new row the largest rowid plus one, so a row committed later always has a
+ * larger rowid than every row committed before it: "rowid > after" resumes without gaps or
+ * repeats. CROSS JOIN keeps metrics the outer loop, walked by rowid from `after`, so a live
+ * stream reads only the rows it has not seen. */
+int store_metrics_since(ctl_db *db, const char *job_id, long long after, int limit, json_t **rows)
+{
+    return db_rows(db, rows,
+                   "SELECT m.rowid AS seq, m.job_id, j.trial, m.epoch, m.data FROM metrics m "
+                   "CROSS JOIN jobs j ON j.id=m.job_id WHERE m.rowid>?2 AND "
+                   "(m.job_id=?1 OR j.parent_id=?1) ORDER BY m.rowid LIMIT ?3",
+                   "sIi", job_id, after, limit);
+}

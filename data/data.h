@@ -30,6 +30,14 @@ int hone_data_idx_read_mem(const uint8_t *buf, size_t len, hone_data_idx **out, 
 int hone_data_idx_read_file(const char *path, hone_data_idx **out, char *err, size_t errlen);
 void hone_data_idx_free(hone_data_idx *idx);
 
+/* What an IDX file holds, without keeping it in memory (the controller's check at dataset create
+ * time): streams the file (gzip or not) and checks it is uint8 with want_ndims dimensions (1 to 3,
+ * each 1..100,000,000, at most 8 GiB of data) and exactly the bytes its header announces. dims
+ * receives the dimensions; *max_value (may be NULL) the largest byte, e.g. the highest label.
+ * HONE_ENOENT when missing, HONE_EPARSE naming the file otherwise. */
+int hone_data_idx_stat_file(const char *path, int want_ndims, uint32_t dims[3], int *max_value,
+                            char *err, size_t errlen);
+
 /* ------------------------------------------------------------------ images (JPEG, PNG) */
 
 /* Decoded pixels are uint8, rows top to bottom, HWC (interleaved), 1 channel (grey) or 3 (RGB).

@@ -121,3 +121,59 @@ void hone_data_idx_free(hone_data_idx *idx)
     free(idx->data);
     free(idx);
 }
+
+int hone_data_idx_stat_file(const char *path, int want_ndims, uint32_t dims[3], int *max_value,
+                            char *err, size_t errlen)
+{
+    if (want_ndims < 1 || want_ndims > 3)
+        return fail(err, errlen, HONE_EINVAL, "%s: %d dimensions asked", path, want_ndims);
+    gzFile g = gzopen(path, "rb");
+    if (!g)
+        return fail(err, errlen, errno == ENOENT ? HONE_ENOENT : HONE_EIO, "%s: %s", path,
+                    strerror(errno ? errno : EIO));
+    unsigned char hdr[16], *buf = NULL;
+    int rc = HONE_EPARSE, hl = 4 + 4 * want_ndims, maxv = -1;
+    if (gzread(g, hdr, (unsigned)hl) != hl) {
+        fail(err, errlen, rc, "%s: truncated IDX header", path);
+        goto fail;
+    }
+    if (hdr[0] != 0 || hdr[1] != 0 || hdr[2] != 0x08 || hdr[3] != want_ndims) {
+        fail(err, errlen, rc, "%s: bad IDX magic (want unsigned bytes, %d dims)", path, want_ndims);
+        goto fail;
+    }
+    uint64_t total = 1;
+    for (int i = 0; i < want_ndims; i++) {
+        const unsigned char *b = hdr + 4 + 4 * i;
+        dims[i] = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+        if (dims[i] == 0 || dims[i] > 100000000u) {
+            fail(err, errlen, rc, "%s: implausible dimension %u", path, dims[i]);
+            goto fail;
+        }
+        total *= dims[i];
+    }
+    if (total > (8ull << 30)) {
+        fail(err, errlen, rc, "%s: too large", path);
+        goto fail;
+    }
+    buf = hone_xmalloc(1 << 16);
+    uint64_t got = 0;
+    int r;
+    while ((r = gzread(g, buf, 1 << 16)) > 0) {
+        got += (uint64_t)r;
+        for (int i = 0; max_value && i < r; i++)
+            if (buf[i] > maxv)
+                maxv = buf[i];
+    }
+    if (r < 0 || got != total) {
+        fail(err, errlen, rc, "%s: holds %llu data bytes, header says %llu", path,
+             (unsigned long long)got, (unsigned long long)total);
+        goto fail;
+    }
+    if (max_value)
+        *max_value = maxv;
+    rc = HONE_OK;
+fail:
+    free(buf);
+    gzclose(g);
+    return rc;
+}

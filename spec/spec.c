@@ -56,7 +56,9 @@ static const hone_spec_key keys[] = {
     {"data.train_limit", INT(0, 1000000000), .def = "0", .networks = ALL, .user = 1, .combo = 1,
      .doc = "training images used, 0 = all after the validation split", F(data.train_limit)},
     {"data.val_size", INT(0, 1000000000), .def = "5000", .networks = ALL, .user = 1, .combo = 1,
-     .doc = "validation images taken from the end of the training file", F(data.val_size)},
+     .doc = "validation images: idx, the end of the training file; an image folder without "
+            "val/, a fixed random pick of train/ (with val/, not used)",
+     F(data.val_size)},
     {"data.test_limit", INT(0, 1000000000), .def = "0", .networks = ALL, .user = 1, .combo = 1,
      .doc = "test images used, 0 = all", F(data.test_limit)},
     {"train.epochs", INT(1, 100000), .def = "10", .networks = ALL, .user = 1, .combo = 1,
@@ -400,7 +402,7 @@ static void follow_network(hone_spec *s)
             per_net |= k->def_net[n] != NULL;
         if (!per_net || (s->given >> i & 1u))
             continue;
-        value v;
+        value v = {0};
         const char *t = k->def_net[net] ? k->def_net[net] : k->def;
         if (parse_text(k, t, 0, &v, NULL, 0) == HONE_OK)
             store(s, k, &v);
@@ -430,7 +432,7 @@ void hone_spec_defaults(hone_spec *s, const char *network)
     for (size_t i = 0; i < HONE_ARRAY_LEN(keys); i++) {
         const hone_spec_key *k = &keys[i];
         const char *t = k->def_net[net] ? k->def_net[net] : k->def;
-        value v;
+        value v = {0};
         if (!strcmp(k->name, "network"))
             t = hone_spec_networks[net];
         /* the table's defaults pass their own checks (tests/spec checks every one) */
@@ -444,7 +446,7 @@ int hone_spec_set_text(hone_spec *s, const char *key, const char *text, int quot
                        size_t errlen)
 {
     const hone_spec_key *k = hone_spec_key_find(key);
-    value v;
+    value v = {0};
     if (!k)
         return fail(err, errlen, HONE_EPARSE, "%s: unknown key", key);
     int rc = parse_text(k, text, quoted, &v, err, errlen);
@@ -458,7 +460,7 @@ int hone_spec_set_text(hone_spec *s, const char *key, const char *text, int quot
 int hone_spec_check_json(const char *key, const json_t *j, char *err, size_t errlen)
 {
     const hone_spec_key *k = hone_spec_key_find(key);
-    value v;
+    value v = {0};
     if (!k)
         return fail(err, errlen, HONE_EINVAL, "%s: unknown key", key);
     int rc = parse_json(k, j, &v, err, errlen);
@@ -468,7 +470,7 @@ int hone_spec_check_json(const char *key, const json_t *j, char *err, size_t err
 int hone_spec_set_json(hone_spec *s, const char *key, const json_t *j, char *err, size_t errlen)
 {
     const hone_spec_key *k = hone_spec_key_find(key);
-    value v;
+    value v = {0};
     if (!k)
         return fail(err, errlen, HONE_EINVAL, "%s: unknown key", key);
     int rc = parse_json(k, j, &v, err, errlen);

@@ -34,25 +34,6 @@ static double convert_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* mkdir -p of the folder holding path. */
-static int convert_mkdirs(const char *path)
-{
-    char tmp[4096];
-    size_t n = strlen(path);
-    if (n == 0 || n >= sizeof(tmp))
-        return HONE_EINVAL;
-    memcpy(tmp, path, n + 1);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-            return HONE_EIO;
-        *p = '/';
-    }
-    return HONE_OK;
-}
-
 /* A worker killed mid-pack leaves hone-pack's temp file (<out>.tmp-XXXXXX, data/pack.c) beside
  * the target. This worker now holds the job's only lease, so no live packer writes those: they
  * are removed before packing again. */
@@ -148,7 +129,7 @@ void worker_convert_run(hone_worker *w, const json_t *job)
 
     worker_set_job(w, id);
     if (!src || !src[0] || !out || !out[0] || size < 1 || (ch != 1 && ch != 3) ||
-        convert_mkdirs(out) != 0) {
+        worker_mkdirs(out, 1) != 0) {
         char msg[4400];
         snprintf(msg, sizeof(msg),
                  "hone-worker: bad convert lease or cannot create the folder of %s: %s",

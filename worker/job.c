@@ -23,27 +23,6 @@ typedef struct job_ctx {
     int gap;       /* it was not: an epoch between is lost from the checkpoint's run */
 } job_ctx;
 
-static int job_mkdirs(const char *path)
-{
-    char tmp[4096];
-    size_t n = strlen(path);
-
-    if (n == 0 || n >= sizeof(tmp))
-        return HONE_EINVAL;
-    memcpy(tmp, path, n + 1);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-                return HONE_EIO;
-            *p = '/';
-        }
-    }
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-        return HONE_EIO;
-    return HONE_OK;
-}
-
 static int job_write_file(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -296,7 +275,7 @@ void worker_job_run(hone_worker *w, const json_t *job)
         snprintf(out_dir, sizeof(out_dir), "%s/jobs/%s", w->work_dir, id);
     snprintf(specs_dir, sizeof(specs_dir), "%s/specs", w->work_dir);
     snprintf(spec_path, sizeof(spec_path), "%s/%s.yaml", specs_dir, id);
-    if (job_mkdirs(out_dir) != 0 || job_mkdirs(specs_dir) != 0 ||
+    if (worker_mkdirs(out_dir, 0) != 0 || worker_mkdirs(specs_dir, 0) != 0 ||
         job_write_file(spec_path, spec ? spec : "") != 0) {
         char msg[9400];
         snprintf(msg, sizeof(msg), "hone-worker: cannot write %s or %s: %s", spec_path, out_dir,

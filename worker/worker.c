@@ -253,9 +253,9 @@ static void worker_find_packer(hone_worker *w)
     }
     for (int d = 0; d < nd; d++)
         for (size_t i = 0; i < (d == 0 && env && env[0] ? 1 : HONE_ARRAY_LEN(rel)); i++) {
-            snprintf(cand, sizeof(cand), "%s/%s", dirs[d], rel[i]);
-            if (access(cand, X_OK) == 0) {
-                snprintf(w->packer, sizeof(w->packer), "%s", cand);
+            int len = snprintf(cand, sizeof(cand), "%s/%s", dirs[d], rel[i]);
+            if (len > 0 && (size_t)len < sizeof(w->packer) && access(cand, X_OK) == 0) {
+                memcpy(w->packer, cand, (size_t)len + 1);
                 return;
             }
         }
@@ -273,7 +273,7 @@ static void worker_find_packer(hone_worker *w)
     snprintf(w->packer, sizeof(w->packer), "hone-pack");
 }
 
-static int worker_mkdirs(const char *path)
+int worker_mkdirs(const char *path, int parent_only)
 {
     char tmp[4096];
     size_t n = strlen(path);
@@ -289,7 +289,7 @@ static int worker_mkdirs(const char *path)
             *p = '/';
         }
     }
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
+    if (!parent_only && mkdir(tmp, 0755) != 0 && errno != EEXIST)
         return HONE_EIO;
     return HONE_OK;
 }
@@ -313,7 +313,7 @@ static int worker_setup(hone_worker *w, const hone_worker_opts *o, volatile sig_
         snprintf(w->work_dir, sizeof(w->work_dir), "%s", o->work_dir);
     else
         snprintf(w->work_dir, sizeof(w->work_dir), "hone-work/%s", w->name);
-    if (worker_mkdirs(w->work_dir) != 0) {
+    if (worker_mkdirs(w->work_dir, 0) != 0) {
         worker_log(w, "cannot create work dir %s: %s", w->work_dir, strerror(errno));
         return HONE_EIO;
     }

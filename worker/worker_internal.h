@@ -35,6 +35,9 @@ void worker_log(hone_worker *w, const char *fmt, ...) __attribute__((format(prin
 
 /* Sleeps about ms milliseconds, waking early when *w->stop is set. Returns nonzero when stopping.
  */
+/* mkdir -p of path (parent_only: of the folder holding it). HONE_EIO, HONE_EINVAL for a path of
+ * 4096 bytes or more. */
+int worker_mkdirs(const char *path, int parent_only);
 int worker_sleep(hone_worker *w, int ms);
 /* Next backoff delay in ms: doubles from 250 ms up to 15 s, with +-25% jitter. */
 int worker_backoff(hone_worker *w, int *delay_ms);

@@ -100,6 +100,13 @@ int main(void)
     gzclose(gz);
     CHECK(hone_data_idx_read_file(path, &x, err, sizeof(err)) == HONE_OK && x->data[10] == 10);
     hone_data_idx_free(x);
+    /* the streaming check (the controller's): dims, the largest byte, the wrong rank refused */
+    uint32_t dims[3] = {0};
+    int maxv = -2;
+    CHECK(hone_data_idx_stat_file(path, 3, dims, &maxv, err, sizeof(err)) == HONE_OK &&
+          dims[0] == 3 && dims[1] == 4 && dims[2] == 5 && maxv == 59);
+    CHECK(hone_data_idx_stat_file(path, 1, dims, NULL, err, sizeof(err)) == HONE_EPARSE &&
+          strstr(err, "packed.gz: bad IDX magic"));
     /* cut the gzip stream in half */
     f = fopen(path, "rb");
     uint8_t z[512];
@@ -109,10 +116,14 @@ int main(void)
     fwrite(z, 1, zn / 2, f);
     fclose(f);
     CHECK(hone_data_idx_read_file(path, &x, err, sizeof(err)) < 0 && x == NULL);
+    CHECK(hone_data_idx_stat_file(path, 3, dims, NULL, err, sizeof(err)) == HONE_EPARSE &&
+          strstr(err, "packed.gz: holds"));
     unlink(path);
     snprintf(path, sizeof(path), "%s/missing", dir);
     CHECK(hone_data_idx_read_file(path, &x, err, sizeof(err)) == HONE_ENOENT);
     CHECK(strstr(err, "missing") != NULL);
+    CHECK(hone_data_idx_stat_file(path, 3, dims, NULL, err, sizeof(err)) == HONE_ENOENT &&
+          strstr(err, "missing"));
     rmdir(dir);
     if (failures)
         fprintf(stderr, "test_data_idx: %d failure(s)\n", failures);

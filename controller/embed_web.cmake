@@ -1,0 +1,23 @@
+# Turns the files of web/ (the page served at /) into a C file holding them as byte arrays, so the
+# controller serves them with no file beside it. Run as:
+#   cmake -DOUT=file.c -DIN="web/a.html|web/b.js" -P embed_web.cmake
+set(body "/* Generated from web/ by controller/embed_web.cmake; do not edit. */\n")
+string(APPEND body "#include \"web.h\"\n")
+set(n 0)
+set(table "")
+string(REPLACE "|" ";" IN "${IN}")
+list(SORT IN)
+foreach(f ${IN})
+  get_filename_component(name ${f} NAME)
+  file(READ ${f} hex HEX)
+  string(LENGTH "${hex}" hexlen)
+  math(EXPR len "${hexlen} / 2")
+  string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," bytes "${hex}")
+  string(APPEND body "static const unsigned char web_${n}[] = {\n    ${bytes}0};\n")
+  string(APPEND table "    {\"${name}\", web_${n}, ${len}},\n")
+  math(EXPR n "${n} + 1")
+endforeach()
+string(APPEND body "const ctl_web_file ctl_web_files[] = {\n${table}};\n")
+string(APPEND body "const size_t ctl_web_files_count = ${n};\n")
+file(WRITE ${OUT}.tmp "${body}")
+file(COPY_FILE ${OUT}.tmp ${OUT} ONLY_IF_DIFFERENT)

@@ -1,0 +1,252 @@
+/* Live metrics as Server-Sent Events. A stream is a deferred, chunked answer kept in a list on the
+ * controller; new epochs are pushed after the report batch commits and on the scheduler tick, never
+ * before the commit (a reader on the store's one connection would see uncommitted rows, so a
+ * stream starts by flushing the batch). Event ids are metrics rowids (store_metrics_since says why
+ * they resume without gaps). The number of open streams is bounded by limits.streams. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "batch.h"
+#include "ctl.h"
+#include "http.h"
+#include "jobs.h"
+#include "store.h"
+#include "stream.h"
+#include "util.h"
+
+#define STREAM_PAGE 256           /* rows read per query while catching up */
+#define STREAM_KEEPALIVE_MS 15000 /* a comment line on a quiet stream, so proxies keep it */
+
+typedef struct ctl_stream {
+    hone_controller *c;
+    hone_http_res *res;
+    char job_id[128];
+    long long seq; /* the last event id sent */
+    uint64_t last_write_ms;
+    struct ctl_stream *prev, *next;
+} ctl_stream;
+
+static void stream_unlink(ctl_stream *s)
+{
+    hone_controller *c = s->c;
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        c->streams = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    c->n_streams--;
+    free(s);
+}
+
+static void stream_abort(hone_http_res *res, void *ud)
+{
+    (void)res;
+    stream_unlink(ud); /* the client left: res is gone with it */
+}
+
+static void stream_finish(ctl_stream *s)
+{
+    hone_http_res_on_abort(s->res, NULL, NULL);
+    hone_http_res_stream_end(s->res);
+    stream_unlink(s);
+}
+
+static int stream_send(ctl_stream *s, const char *text)
+{
+    s->last_write_ms = uv_now(s->c->loop);
+    return hone_http_res_stream_write(s->res, text, strlen(text));
+}
+
+/* One SSE event; data is one line of compact JSON (json_dumps escapes newlines). */
+static int stream_event(ctl_stream *s, long long id, const char *event, json_t *data)
+{
+    char *js = json_dumps(data, JSON_COMPACT);
+    size_t n = strlen(js) + 96;
+    char *buf = hone_xmalloc(n);
+    if (id > 0)
+        snprintf(buf, n, "id: %lld\nevent: %s\ndata: %s\n\n", id, event, js);
+    else
+        snprintf(buf, n, "event: %s\ndata: %s\n\n", event, js);
+    int rc = stream_send(s, buf);
+    free(buf);
+    free(js);
+    return rc;
+}
+
+static int is_over(const char *st)
+{
+    return !strcmp(st, "done") || !strcmp(st, "failed") || !strcmp(st, "canceled") ||
+           !strcmp(st, "stopped");
+}
+
+/* Sends the epochs stored after s->seq. Returns HONE_ESTATE when the client is gone. */
+static int stream_epochs(ctl_stream *s)
+{
+    for (;;) {
+        json_t *rows = NULL, *r;
+        size_t i;
+        if (store_metrics_since(s->c->db, s->job_id, s->seq, STREAM_PAGE, &rows))
+            return HONE_OK; /* a store error now: the next tick tries again */
+        size_t n = json_array_size(rows);
+        json_array_foreach(rows, i, r)
+        {
+            json_t *m = jparse(jstr(r, "data"));
+            if (!json_is_object(m)) {
+                json_decref(m);
+                m = json_object();
+            }
+            json_t *ev = json_pack("{s:s,s:I,s:o}", "job_id", jstr(r, "job_id"), "epoch",
+                                   (json_int_t)jint(r, "epoch"), "metrics", m);
+            json_t *trial = json_object_get(r, "trial");
+            if (json_is_integer(trial))
+                json_object_set(ev, "trial", trial);
+            long long seq = jint(r, "seq");
+            int rc = stream_event(s, seq, "epoch", ev);
+            json_decref(ev);
+            if (rc) {
+                json_decref(rows);
+                return rc;
+            }
+            s->seq = seq;
+        }
+        json_decref(rows);
+        if (n < STREAM_PAGE)
+            return HONE_OK;
+    }
+}
+
+/* New epochs, then, with check_end, the "end" event once the job is over. The job's status is
+ * read before its epochs: nothing commits in between (one thread), so an over job has every
+ * epoch it will ever have sent before its "end". Returns non-zero when the stream is finished. */
+static int stream_pump(ctl_stream *s, int check_end)
+{
+    json_t *job = NULL;
+    int over = 0;
+    if (check_end) {
+        int rc = ctl_job_row(s->c, s->job_id, &job);
+        if (rc == HONE_ENOENT) /* a convert job goes with its dataset */
+            return 1;
+        over = rc == HONE_OK && is_over(jstr(job, "status"));
+    }
+    int rc = stream_epochs(s);
+    if (rc == HONE_OK && over) {
+        json_t *view = ctl_job_json(s->c, job);
+        stream_event(s, 0, "end", view);
+        json_decref(view);
+    }
+    json_decref(job);
+    return rc != HONE_OK || over;
+}
+
+void ctl_streams_pump(hone_controller *c)
+{
+    ctl_stream *s = c->streams, *next;
+    for (; s; s = next) {
+        next = s->next;
+        if (stream_pump(s, 0))
+            stream_finish(s);
+    }
+}
+
+void ctl_streams_tick(hone_controller *c)
+{
+    uint64_t now = uv_now(c->loop);
+    ctl_stream *s = c->streams, *next;
+    for (; s; s = next) {
+        next = s->next;
+        if (stream_pump(s, 1) ||
+            (now - s->last_write_ms >= STREAM_KEEPALIVE_MS && stream_send(s, ": keepalive\n\n")))
+            stream_finish(s);
+    }
+}
+
+void ctl_streams_close(hone_controller *c)
+{
+    while (c->streams)
+        stream_finish(c->streams);
+}
+
+/* Last-Event-ID (or ?last_event_id= for clients that cannot set headers): a non-negative integer.
+ */
+static int parse_seq(const char *v, long long *out)
+{
+    char *end;
+    if (!v || !*v)
+        return v ? HONE_EINVAL : HONE_OK;
+    if (*v < '0' || *v > '9')
+        return HONE_EINVAL;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (*end || n < 0 || errno)
+        return HONE_EINVAL;
+    *out = n;
+    return HONE_OK;
+}
+
+static void metrics_stream(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    const char *id = hone_http_req_param(req, "id");
+    const char *hdr = hone_http_req_header(req, "Last-Event-ID");
+    const char *field = hdr ? "Last-Event-ID" : "last_event_id";
+    long long seq = 0;
+    json_t *job = NULL;
+    if (parse_seq(hdr ? hdr : hone_http_req_query(req, "last_event_id"), &seq)) {
+        hone_http_res_error(res, 400, field, "%s must be an event id (a non-negative integer)",
+                            field);
+        return;
+    }
+    ctl_batch_flush(c); /* read only what is committed */
+    int rc = ctl_job_row(c, id, &job);
+    if (rc) {
+        if (rc == HONE_ENOENT)
+            hone_http_res_error(res, 404, "id", "no job %s", id);
+        else
+            ctl_res_store_error(c, res);
+        return;
+    }
+    json_decref(job);
+    if (c->n_streams >= c->cfg.max_streams) {
+        char ra[16];
+        snprintf(ra, sizeof ra, "%d", 5);
+        hone_http_res_header(res, "Retry-After", ra);
+        hone_http_res_error(res, 503, "limits.streams",
+                            "too many metric streams open (limits.streams = %d); retry later",
+                            c->cfg.max_streams);
+        return;
+    }
+    hone_http_res_header(res, "Cache-Control", "no-cache");
+    hone_http_res_header(res, "X-Accel-Buffering", "no");
+    if (hone_http_res_stream_start(res, 200, "text/event-stream")) {
+        hone_http_res_stream_end(res);
+        return;
+    }
+    if (!strcmp(hone_http_req_method(req), "HEAD")) {
+        hone_http_res_stream_end(res);
+        return;
+    }
+    ctl_stream *s = hone_xcalloc(1, sizeof *s);
+    s->c = c;
+    s->res = res;
+    s->seq = seq;
+    snprintf(s->job_id, sizeof s->job_id, "%s", id);
+    s->next = c->streams;
+    if (c->streams)
+        c->streams->prev = s;
+    c->streams = s;
+    c->n_streams++;
+    hone_http_res_on_abort(res, stream_abort, s);
+    /* retry: how long a client waits before it reconnects (and resumes) */
+    if (stream_send(s, "retry: 2000\n\n") || stream_pump(s, 1))
+        stream_finish(s);
+}
+
+int ctl_routes_stream(hone_controller *c)
+{
+    return hone_http_route(c->http, "GET", "/api/v1/jobs/{id}/metrics/stream", metrics_stream, c)
+               ? HONE_EINVAL
+               : HONE_OK;
+}

@@ -286,6 +286,30 @@ fail:
     return rc;
 }
 
+/* TAO's AutoML status fields beside Hone's own, with TAO's names (automl_metadata.json, TAO 5.5):
+ * best_<metric>, the current recommendation, epochs yet to start, seconds per epoch, and the ETA
+ * as H:MM:SS. Unknown values (no trial yet, no epoch timed yet) are null. */
+static void tao_fields(json_t *o, const char *metric, long newest, long remaining, double spe,
+                       const json_t *eta)
+{
+    char key[128];
+    snprintf(key, sizeof key, "best_%s", metric && *metric ? metric : "metric");
+    json_object_set(o, key, json_object_get(o, "best_metric"));
+    json_object_set_new(o, "Current experiment number",
+                        newest >= 0 ? json_integer(newest) : json_null());
+    json_object_set_new(o, "Number of epochs yet to start", json_integer(remaining));
+    json_object_set_new(o, "Time per epoch in seconds",
+                        isnan(spe) ? json_null() : json_real(round(spe * 100) / 100));
+    if (json_is_number(eta)) {
+        long s = lround(json_number_value(eta));
+        char hms[48];
+        snprintf(hms, sizeof hms, "%ld:%02ld:%02ld", s / 3600, s / 60 % 60, s % 60);
+        json_object_set_new(o, "Estimated time for automl completion", json_string(hms));
+    } else {
+        json_object_set_new(o, "Estimated time for automl completion", json_null());
+    }
+}
+
 json_t *ctl_automl_status(hone_controller *c, const json_t *job)
 {
     json_t *automl = jparse(jstr(job, "automl")), *rows = NULL, *r, *agg = NULL;
@@ -301,6 +325,7 @@ json_t *ctl_automl_status(hone_controller *c, const json_t *job)
     json_object_set(o, "max_parallel", json_object_get(opts, "max_parallel"));
     json_object_set(o, "search_space", json_object_get(automl, "space"));
     long n_done = 0, n_run = 0, n_queued = 0, n_stopped = 0, n_failed = 0, n_paused = 0;
+    long newest = -1; /* the highest trial number: TAO's current recommendation */
     if (store_trials_count_by_status(c->db, id, &rows) == HONE_OK) {
         size_t i;
         json_array_foreach(rows, i, r)
@@ -308,6 +333,8 @@ json_t *ctl_automl_status(hone_controller *c, const json_t *job)
             const char *st = jstr(r, "status");
             long n = (long)jint(r, "n");
             n_stopped += (long)jint(r, "se");
+            if (json_is_integer(json_object_get(r, "last")) && jint(r, "last") > newest)
+                newest = (long)jint(r, "last");
             if (!strcmp(st, "running"))
                 n_run += n;
             else if (!strcmp(st, "queued"))
@@ -359,6 +386,8 @@ json_t *ctl_automl_status(hone_controller *c, const json_t *job)
         json_object_set_new(o, "best_config", json_null());
     }
     json_decref(best);
+    tao_fields(o, jstr(automl, "metric"), newest, remaining, spe,
+               json_object_get(o, "eta_seconds"));
     json_decref(automl);
     return o;
 }

@@ -153,7 +153,7 @@ static void up_extract(up_work *u, const uint8_t *body)
         return;
     }
     if (mkdir(u->tmp, 0755)) {
-        snprintf(u->msg, sizeof u->msg, "cannot create %s: %s", u->tmp, strerror(errno));
+        snprintf(u->msg, sizeof u->msg, "cannot create %.400s: %.80s", u->tmp, strerror(errno));
         u->status = 500;
         return;
     }

@@ -6,6 +6,7 @@
 #include <jansson.h>
 
 #include "controller.h"
+#include "http.h"
 
 int ctl_routes_datasets(hone_controller *c);
 int ctl_routes_dataset_upload(hone_controller *c); /* dataset_upload.c */
@@ -15,5 +16,25 @@ int ctl_routes_workers(hone_controller *c);
 int ctl_routes_artifacts(hone_controller *c);
 json_t *ctl_dataset_json(const json_t *row);
 json_t *ctl_experiment_json(const json_t *row);
+
+/* listing.c: offset paging of the list routes. Every list is in creation order and ids never
+ * change, so a page read later starts where the last one ended (rows created meanwhile come last).
+ */
+typedef struct {
+    int limit;  /* ?limit=, 1..10000, default 1000 */
+    int offset; /* ?offset=, rows skipped, default 0 */
+} ctl_page;
+/* Reads ?limit and ?offset; a bad one is answered 422 naming it, and -1 returned. */
+int ctl_page_parse(hone_http_req *req, hone_http_res *res, ctl_page *pg);
+/* {key: items, limit, offset, next_offset}: items holds up to limit + 1 rows (ask the store for
+ * one more than the page); the extra one is dropped and sets next_offset (null: the last page).
+ * Takes items. */
+json_t *ctl_page_body(const char *key, json_t *items, const ctl_page *pg);
+/* ?format=csv (or json), else an Accept naming text/csv: *csv = 1. A bad ?format is answered 422
+ * and -1 returned. */
+int ctl_wants_csv(hone_http_req *req, hone_http_res *res, int *csv);
+/* Metric rows ({epoch, name: value...}, with trial for AutoML jobs) as CSV (RFC 4180, CRLF): a
+ * header trial?,epoch,<names sorted>, one line per row, empty fields for null. Caller frees. */
+char *ctl_metrics_csv(const json_t *rows, size_t *len);
 
 #endif

@@ -144,8 +144,10 @@ static void ds_list(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
     json_t *rows = NULL;
-    (void)req;
-    if (store_datasets_list(c->db, &rows)) {
+    ctl_page pg;
+    if (ctl_page_parse(req, res, &pg))
+        return;
+    if (store_datasets_list(c->db, &rows, pg.limit + 1, pg.offset)) {
         ctl_res_store_error(c, res);
         return;
     }
@@ -153,7 +155,7 @@ static void ds_list(hone_http_req *req, hone_http_res *res, void *ud)
     size_t i;
     json_array_foreach(rows, i, r) json_array_append_new(arr, ctl_dataset_json(r));
     json_decref(rows);
-    hone_http_res_json(res, 200, json_pack("{s:o}", "datasets", arr));
+    hone_http_res_json(res, 200, ctl_page_body("datasets", arr, &pg));
 }
 
 static void ds_get(hone_http_req *req, hone_http_res *res, void *ud)

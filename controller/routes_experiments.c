@@ -295,8 +295,10 @@ static void exp_list(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
     json_t *rows = NULL;
-    (void)req;
-    if (store_experiments_list(c->db, &rows)) {
+    ctl_page pg;
+    if (ctl_page_parse(req, res, &pg))
+        return;
+    if (store_experiments_list(c->db, &rows, pg.limit + 1, pg.offset)) {
         ctl_res_store_error(c, res);
         return;
     }
@@ -304,7 +306,7 @@ static void exp_list(hone_http_req *req, hone_http_res *res, void *ud)
     size_t i;
     json_array_foreach(rows, i, r) json_array_append_new(arr, ctl_experiment_json(r));
     json_decref(rows);
-    hone_http_res_json(res, 200, json_pack("{s:o}", "experiments", arr));
+    hone_http_res_json(res, 200, ctl_page_body("experiments", arr, &pg));
 }
 
 static void exp_get(hone_http_req *req, hone_http_res *res, void *ud)

@@ -102,15 +102,13 @@ static void job_list(hone_http_req *req, hone_http_res *res, void *ud)
     const char *st = hone_http_req_query(req, "status");
     const char *parent = hone_http_req_query(req, "parent");
     const char *action = hone_http_req_query(req, "action");
-    const char *lim = hone_http_req_query(req, "limit");
-    int limit = lim ? atoi(lim) : 1000;
-    if (limit <= 0 || limit > 10000) {
-        hone_http_res_error(res, 422, "limit", "limit must be in [1, 10000]");
+    ctl_page pg;
+    if (ctl_page_parse(req, res, &pg))
         return;
-    }
     const char *top = hone_http_req_query(req, "top"); /* top=1: no trials */
     json_t *rows = NULL;
-    if (store_jobs_list(c->db, &rows, exp, st, parent, action, top && strcmp(top, "0"), limit)) {
+    if (store_jobs_list(c->db, &rows, exp, st, parent, action, top && strcmp(top, "0"),
+                        pg.limit + 1, pg.offset)) {
         ctl_res_store_error(c, res);
         return;
     }
@@ -118,7 +116,7 @@ static void job_list(hone_http_req *req, hone_http_res *res, void *ud)
     size_t i;
     json_array_foreach(rows, i, r) json_array_append_new(arr, ctl_job_json(c, r));
     json_decref(rows);
-    hone_http_res_json(res, 200, json_pack("{s:o}", "jobs", arr));
+    hone_http_res_json(res, 200, ctl_page_body("jobs", arr, &pg));
 }
 
 static int is_over(const char *st)
@@ -280,40 +278,80 @@ static json_t *metric_list(json_t *rows)
     return arr;
 }
 
+/* A page of a job's metrics: epochs for a train job, trials (each with all its epochs) for an
+ * AutoML job; JSON, or CSV (one line per epoch, trial first for AutoML) when asked. */
 static void job_metrics(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
     const char *id = hone_http_req_param(req, "id");
-    json_t *job = NULL, *rows = NULL;
+    json_t *job = NULL, *rows = NULL, *body = NULL, *flat = json_array();
+    ctl_page pg;
+    int csv;
+    if (ctl_page_parse(req, res, &pg) || ctl_wants_csv(req, res, &csv))
+        goto done;
     int rc = ctl_job_row(c, id, &job);
     if (rc) {
         if (rc == HONE_ENOENT)
             hone_http_res_error(res, 404, "id", "no job %s", id);
         else
             ctl_res_store_error(c, res);
-        return;
+        goto done;
     }
     if (!strcmp(jstr(job, "action"), "automl")) {
         json_t *trials = NULL, *t, *out = json_object();
-        size_t i;
+        size_t i, n = 0;
         if (store_trials_list(c->db, id, &trials) == HONE_OK)
             json_array_foreach(trials, i, t)
             {
+                if (i < (size_t)pg.offset || n == (size_t)pg.limit)
+                    continue;
                 char key[32];
                 snprintf(key, sizeof key, "%lld", jint(t, "trial"));
                 if (store_metrics_list(c->db, jstr(t, "id"), &rows) == HONE_OK) {
-                    json_object_set_new(out, key, metric_list(rows));
+                    json_t *list = metric_list(rows);
+                    for (size_t k = 0; csv && k < json_array_size(list); k++) {
+                        /* the CSV's rows: each epoch with its trial */
+                        json_t *row = json_deep_copy(json_array_get(list, k));
+                        json_object_set(row, "trial", json_object_get(t, "trial"));
+                        json_array_append_new(flat, row);
+                    }
+                    json_object_set_new(out, key, list);
                     json_decref(rows);
                 }
+                n++;
             }
+        size_t total = json_array_size(trials);
         json_decref(trials);
-        hone_http_res_json(res, 200, json_pack("{s:o}", "trials", out));
-    } else if (store_metrics_list(c->db, id, &rows) == HONE_OK) {
-        hone_http_res_json(res, 200, json_pack("{s:o}", "metrics", metric_list(rows)));
+        body = json_pack("{s:o,s:i,s:i,s:o}", "trials", out, "limit", pg.limit, "offset", pg.offset,
+                         "next_offset",
+                         total > (size_t)pg.offset + (size_t)pg.limit
+                             ? json_integer((json_int_t)pg.offset + pg.limit)
+                             : json_null());
+    } else if (store_metrics_page(c->db, id, pg.limit + 1, pg.offset, &rows) == HONE_OK) {
+        body = ctl_page_body("metrics", metric_list(rows), &pg);
         json_decref(rows);
+        if (csv)
+            json_array_extend(flat, json_object_get(body, "metrics"));
     } else {
         ctl_res_store_error(c, res);
+        goto done;
     }
+    if (csv) {
+        size_t len = 0;
+        char *text = ctl_metrics_csv(flat, &len);
+        json_t *next = json_object_get(body, "next_offset");
+        if (json_is_integer(next)) { /* the next page, as a header: CSV has no room for it */
+            char v[32];
+            snprintf(v, sizeof v, "%lld", (long long)json_integer_value(next));
+            hone_http_res_header(res, "X-Next-Offset", v);
+        }
+        hone_http_res_take(res, 200, "text/csv; charset=utf-8", text, len);
+        json_decref(body);
+    } else {
+        hone_http_res_json(res, 200, body);
+    }
+done:
+    json_decref(flat);
     json_decref(job);
 }
 

@@ -73,6 +73,17 @@ static void readyz(hone_http_req *req, hone_http_res *res, void *ud)
         hone_http_res_error(res, 503, NULL, "not ready");
 }
 
+extern const char hone_openapi_yaml[]; /* api/openapi.yaml, embedded by embed_text.cmake */
+extern const size_t hone_openapi_yaml_len;
+
+/* The API's own description: readable without a token, like the health routes. */
+static void openapi(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    (void)req;
+    (void)ud;
+    hone_http_res_text(res, 200, "application/yaml", hone_openapi_yaml, hone_openapi_yaml_len);
+}
+
 static void metrics(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
@@ -148,6 +159,7 @@ static int routes(hone_controller *c)
     int rc = 0;
     rc |= hone_http_route(c->http, "GET", "/healthz", healthz, c);
     rc |= hone_http_route(c->http, "GET", "/readyz", readyz, c);
+    rc |= hone_http_route(c->http, "GET", "/api/v1/openapi.yaml", openapi, c);
     rc |= hone_http_route(c->http, "GET", "/metrics", metrics, c);
     rc |= ctl_routes_datasets(c);
     rc |= ctl_routes_experiments(c);

@@ -72,9 +72,10 @@ int store_job_report_row(ctl_db *db, const char *id, json_t **row);
 /* The oldest queued train or convert job (queue order: queued_at, then insertion), skipping jobs
  * whose convert job is not done yet. */
 int store_job_next_queued(ctl_db *db, json_t **row);
-/* Jobs filtered by each non-NULL argument (top: no trials), oldest first, at most limit. */
+/* Jobs filtered by each non-NULL argument (top: no trials), oldest first, at most limit after
+ * skipping offset. */
 int store_jobs_list(ctl_db *db, json_t **rows, const char *experiment_id, const char *status,
-                    const char *parent_id, const char *action, int top, int limit);
+                    const char *parent_id, const char *action, int top, int limit, int offset);
 /* Rows {action, status, n}: jobs counted by action and status (/metrics). */
 int store_jobs_count_by_status(ctl_db *db, json_t **rows);
 /* A fresh epoch: epoch, best metric and epoch (when better), result.last = last (JSON text), the
@@ -143,7 +144,9 @@ int store_leases_cancel_trials(ctl_db *db, const char *automl_id, double now);
 /* ---- store_metrics.c: table metrics, per-epoch reports (idempotent by job and epoch) ---- */
 /* Rows changed: 1 for a fresh epoch, 0 for one already stored. */
 int store_metrics_append(ctl_db *db, const char *job_id, int epoch, const char *data, double now);
-int store_metrics_list(ctl_db *db, const char *job_id, json_t **rows);      /* {epoch, data} */
+int store_metrics_list(ctl_db *db, const char *job_id, json_t **rows); /* {epoch, data} */
+/* The same, at most limit epochs after skipping offset (a page of GET .../metrics). */
+int store_metrics_page(ctl_db *db, const char *job_id, int limit, int offset, json_t **rows);
 int store_metrics_data_list(ctl_db *db, const char *job_id, json_t **rows); /* {data} */
 /* {n, spe}: epochs reported by an AutoML job's trials and their mean seconds per epoch. */
 /* Rows {seq (the rowid), job_id, trial, epoch, data} of the job and its trials after seq `after`,
@@ -178,7 +181,8 @@ int store_trials_list(ctl_db *db, const char *automl_id, json_t **rows); /* {id,
 int store_trials_ids(ctl_db *db, const char *automl_id, json_t **rows);  /* {id} */
 /* Trials queued or running (leased). */
 int store_trials_count_active(ctl_db *db, const char *automl_id, int *n);
-/* Rows {status, n, se}: trials counted by status, with how many stopped early. */
+/* Rows {status, n, se, last}: trials counted by status, with how many stopped early and the
+ * highest trial number. */
 int store_trials_count_by_status(ctl_db *db, const char *automl_id, json_t **rows);
 /* Every queued, paused or running trial canceled now, its lease cleared. */
 int store_trials_cancel(ctl_db *db, const char *automl_id, double now);
@@ -190,7 +194,7 @@ int store_dataset_insert(ctl_db *db, const char *id, const char *name, const cha
                          const char *format, const char *path, const char *description,
                          const char *stats, double now);
 int store_dataset_get(ctl_db *db, const char *id, json_t **row);
-int store_datasets_list(ctl_db *db, json_t **rows);   /* oldest first */
+int store_datasets_list(ctl_db *db, json_t **rows, int limit, int offset); /* oldest first */
 int store_dataset_exists(ctl_db *db, const char *id); /* HONE_OK, or HONE_ENOENT when not */
 /* {experiment_id} of an experiment that uses the dataset; HONE_ENOENT when none does. */
 int store_dataset_used_by(ctl_db *db, const char *id, json_t **row);
@@ -208,8 +212,8 @@ int store_experiment_update(ctl_db *db, const char *id, const char *name,
                             const char *metric, const char *specs, const char *automl_settings,
                             const char *description);
 int store_experiment_get(ctl_db *db, const char *id, json_t **row);
-int store_experiment_network(ctl_db *db, const char *id, json_t **row); /* {network} */
-int store_experiments_list(ctl_db *db, json_t **rows);                  /* oldest first */
+int store_experiment_network(ctl_db *db, const char *id, json_t **row);       /* {network} */
+int store_experiments_list(ctl_db *db, json_t **rows, int limit, int offset); /* oldest first */
 /* {id} of a job of the experiment; HONE_ENOENT when it has none. */
 int store_experiment_used_by(ctl_db *db, const char *id, json_t **row);
 int store_experiment_delete(ctl_db *db, const char *id); /* rows changed: 0 for an unknown id */

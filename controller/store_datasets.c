@@ -17,9 +17,10 @@ int store_dataset_get(ctl_db *db, const char *id, json_t **row)
     return db_row(db, row, "SELECT * FROM datasets WHERE id=?", "s", id);
 }
 
-int store_datasets_list(ctl_db *db, json_t **rows)
+int store_datasets_list(ctl_db *db, json_t **rows, int limit, int offset)
 {
-    return db_rows(db, rows, "SELECT * FROM datasets ORDER BY created, id", NULL);
+    return db_rows(db, rows, "SELECT * FROM datasets ORDER BY created, id LIMIT ? OFFSET ?", "ii",
+                   limit, offset);
 }
 
 int store_dataset_used_by(ctl_db *db, const char *id, json_t **row)

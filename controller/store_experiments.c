@@ -37,9 +37,10 @@ int store_experiment_network(ctl_db *db, const char *id, json_t **row)
     return db_row(db, row, "SELECT network FROM experiments WHERE id=?", "s", id);
 }
 
-int store_experiments_list(ctl_db *db, json_t **rows)
+int store_experiments_list(ctl_db *db, json_t **rows, int limit, int offset)
 {
-    return db_rows(db, rows, "SELECT * FROM experiments ORDER BY created, id", NULL);
+    return db_rows(db, rows, "SELECT * FROM experiments ORDER BY created, id LIMIT ? OFFSET ?",
+                   "ii", limit, offset);
 }
 
 int store_experiment_used_by(ctl_db *db, const char *id, json_t **row)

@@ -51,14 +51,15 @@ int store_job_next_queued(ctl_db *db, json_t **row)
 }
 
 int store_jobs_list(ctl_db *db, json_t **rows, const char *experiment_id, const char *status,
-                    const char *parent_id, const char *action, int top, int limit)
+                    const char *parent_id, const char *action, int top, int limit, int offset)
 {
     return db_rows(db, rows,
                    "SELECT * FROM jobs WHERE (?1 IS NULL OR experiment_id=?1) AND "
                    "(?2 IS NULL OR status=?2) AND (?3 IS NULL OR parent_id=?3) AND "
                    "(?4 IS NULL OR action=?4) AND (?5 IS NULL OR parent_id IS NULL) "
-                   "ORDER BY created, rowid LIMIT ?6",
-                   "sssssi", experiment_id, status, parent_id, action, top ? "1" : NULL, limit);
+                   "ORDER BY created, rowid LIMIT ?6 OFFSET ?7",
+                   "sssssii", experiment_id, status, parent_id, action, top ? "1" : NULL, limit,
+                   offset);
 }
 
 int store_jobs_count_by_status(ctl_db *db, json_t **rows)

@@ -17,6 +17,13 @@ int store_metrics_list(ctl_db *db, const char *job_id, json_t **rows)
                    job_id);
 }
 
+int store_metrics_page(ctl_db *db, const char *job_id, int limit, int offset, json_t **rows)
+{
+    return db_rows(db, rows,
+                   "SELECT epoch, data FROM metrics WHERE job_id=? ORDER BY epoch LIMIT ? OFFSET ?",
+                   "sii", job_id, limit, offset);
+}
+
 int store_metrics_data_list(ctl_db *db, const char *job_id, json_t **rows)
 {
     return db_rows(db, rows, "SELECT data FROM metrics WHERE job_id=? ORDER BY epoch", "s", job_id);

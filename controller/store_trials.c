@@ -62,10 +62,12 @@ int store_trials_count_active(ctl_db *db, const char *automl_id, int *n)
 
 int store_trials_count_by_status(ctl_db *db, const char *automl_id, json_t **rows)
 {
-    return db_rows(db, rows,
-                   "SELECT status, COUNT(*) AS n, SUM(stopped_early) AS se FROM jobs WHERE "
-                   "parent_id=? GROUP BY status",
-                   "s", automl_id);
+    return db_rows(
+        db, rows,
+        "SELECT status, COUNT(*) AS n, SUM(stopped_early) AS se, MAX(trial) AS last FROM "
+        "jobs WHERE "
+        "parent_id=? GROUP BY status",
+        "s", automl_id);
 }
 
 int store_trials_cancel(ctl_db *db, const char *automl_id, double now)

@@ -5,10 +5,12 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
       libuv1-dev libsqlite3-dev libjansson-dev libyaml-dev libcurl4-openssl-dev libssl-dev libhttp-parser-dev
       libopenblas-dev zlib1g-dev dataset-fashion-mnist python3 curl ca-certificates
-      libjpeg62-turbo-dev libspng-dev python3-pil chromium chromium-driver python3-selenium)
+      libjpeg62-turbo-dev libspng-dev python3-pil chromium chromium-driver python3-selenium
+      python3-yaml python3-venv)
 # data/ decodes JPEG with libjpeg-turbo and PNG with libspng; tests/data compares its pixels with
 # Pillow's (python3-pil, which Debian builds on the same libjpeg-turbo). tests/web drives the page
-# at / in headless Chromium (chromium, chromium-driver, python3-selenium).
+# at / in headless Chromium (chromium, chromium-driver, python3-selenium). tests/controller reads
+# api/openapi.yaml with python3-yaml and installs schemathesis with pip into a venv (python3-venv).
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

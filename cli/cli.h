@@ -130,6 +130,8 @@ extern const cli_command cli_job_commands[];
 extern const int cli_njob_commands;
 extern const cli_command cli_action_commands[]; /* cmd_action.c: job evaluate, job infer */
 extern const int cli_naction_commands;
+/* completion.c: a bash completion script for the commands of these tables. */
+int cli_completion_bash(FILE *f, const cli_command *const *tabs, const int *ns, int ntabs);
 extern const cli_command cli_local_commands[];
 extern const int cli_nlocal_commands;
 

@@ -42,6 +42,7 @@ static void usage_all(FILE *f)
                      c->verb ? c->verb : "");
             fprintf(f, "  hone %-28s %s\n", head, c->summary);
         }
+    fprintf(f, "  hone %-28s %s\n", "completion bash", "print a bash completion script");
     fprintf(f, "\nRun `hone COMMAND --help` for a command's options. The controller URL comes\n"
                "from --url, then $HONE_URL, then http://127.0.0.1:8080.\n");
 }
@@ -102,6 +103,18 @@ int main(int argc, char **argv)
     if (first >= argc || strcmp(argv[first], "help") == 0 || strcmp(argv[first], "-h") == 0) {
         usage_all(first >= argc && argc > 1 ? stderr : stdout);
         return first >= argc && argc > 1 ? 2 : 0;
+    }
+    if (strcmp(argv[first], "completion") == 0) {
+        if (first + 1 >= argc || strcmp(argv[first + 1], "bash") != 0) {
+            fprintf(stderr,
+                    "usage: hone completion bash   (then: source <(hone completion bash))\n");
+            return 2;
+        }
+        const cli_command *tabs[HONE_ARRAY_LEN(tables)];
+        int ns[HONE_ARRAY_LEN(tables)];
+        for (size_t t = 0; t < HONE_ARRAY_LEN(tables); t++)
+            tabs[t] = tables[t].cmds, ns[t] = *tables[t].n;
+        return cli_completion_bash(stdout, tabs, ns, (int)HONE_ARRAY_LEN(tables)) ? 1 : 0;
     }
     cmd = find_cmd(argv[first], first + 1 < argc ? argv[first + 1] : NULL, &known);
     if (!cmd) {

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# tests/cli/test_cli_completion.sh: `hone completion bash` completes every command `hone help`
+# lists (noun, then verb), each command's own options, and skips option values while finding them.
+# Usage: test_cli_completion.sh HONE
+set -u
+HONE=$1
+fail=0
+source <("$HONE" completion bash) || { echo "FAIL: the script does not load"; exit 1; }
+complete_words() { # complete_words WORD... : COMPREPLY for the last word
+  COMP_WORDS=(hone "$@"); COMP_CWORD=$#; COMPREPLY=(); _hone; echo " ${COMPREPLY[*]} "
+}
+expect() { # expect WANT WORD...
+  local want=$1; shift
+  local got; got=$(complete_words "$@")
+  case $got in *" $want "*) ;; *) echo "FAIL: hone $* -> [$got], want $want"; fail=1 ;; esac
+}
+expect_not() {
+  local bad=$1; shift
+  local got; got=$(complete_words "$@")
+  case $got in *" $bad "*) echo "FAIL: hone $* -> [$got], must not offer $bad"; fail=1 ;; esac
+}
+# every command of `hone help`, noun then verb
+n=0
+while IFS= read -r line; do
+  read -r noun verb _ <<<"${line:7:28}" # the command column of `hone help`
+  [ "$noun" = completion ] && continue
+  expect "$noun" "${noun:0:2}"
+  case $verb in
+    --*|"") ;;
+    *) expect "$verb" "$noun" "${verb:0:3}"; n=$((n + 1)) ;;
+  esac
+done < <("$HONE" help | grep '^  hone ')
+[ $n -ge 20 ] || { echo "FAIL: only $n noun-verb commands found in hone help"; fail=1; }
+# options of the command being typed, and only of it
+expect --size dataset convert ds-1 --s
+expect_not --size dataset create --s
+expect --budget-minutes demo --bu
+expect --spec experiment create --name x --sp
+# values of options are not taken for the noun or the verb
+expect evaluate --url http://x job ev
+expect --parent job list --status running --pa
+expect bash completion b
+[ $fail = 0 ] && echo "completion: ok ($n commands)"
+exit $fail

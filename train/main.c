@@ -208,14 +208,15 @@ int main(int argc, char **argv)
                 o.resume_path = autopath;
         }
     }
-    if (model && onnx) { /* {"event":"export","path","bytes","opset"} on stdout */
+    if (model && onnx) { /* {"event":"export","file" (OUT.onnx's name),"bytes","opset"} */
         size_t bytes = 0;
         int rc = hone_train_export(&o, model, onnx, &bytes, err, sizeof(err));
         if (rc < 0) {
             fprintf(stderr, "hone-train: %s\n", err[0] ? err : hone_strerror(rc));
             return 1;
         }
-        json_t *j = json_pack("{s:s, s:s, s:I, s:i}", "event", "export", "path", onnx, "bytes",
+        const char *base = strrchr(onnx, '/') ? strrchr(onnx, '/') + 1 : onnx;
+        json_t *j = json_pack("{s:s, s:s, s:I, s:i}", "event", "export", "file", base, "bytes",
                               (json_int_t)bytes, "opset", 17);
         char *line = j ? json_dumps(j, JSON_COMPACT) : NULL;
         int ok = line && printf("%s\n", line) > 0 && fflush(stdout) == 0;

@@ -1,8 +1,9 @@
-/* cmd_action: `hone job evaluate PARENT [--dataset ID]` and `hone job infer PARENT FOLDER`: an
- * evaluate or inference job (TAO's actions) on the model of a train or AutoML job, waited for and
- * printed: evaluate as its accuracy, per-class table and confusion matrix, inference as a table of
- * labels (downloaded from the job's labels.jsonl). --json prints the job (inference: with its
- * labels); --no-wait prints the new job and returns. */
+/* cmd_action: `hone job evaluate PARENT [--dataset ID]`, `hone job infer PARENT FOLDER` and `hone
+ * job export PARENT [--out FILE]`: an evaluate, inference or export job (TAO's actions) on the
+ * model of a train or AutoML job, waited for and printed: evaluate as its accuracy, per-class table
+ * and confusion matrix, inference as a table of labels (downloaded from the job's labels.jsonl),
+ * export as the ONNX file's size (downloaded from the job's model.onnx to --out when given).
+ * --json prints the job (inference: with its labels); --no-wait prints the new job and returns. */
 #include "cli.h"
 
 #include <limits.h>
@@ -143,6 +144,40 @@ static json_t *fetch_labels(cli_ctx *c, const char *id)
     return arr;
 }
 
+/* The export job's model.onnx into the file out. 0, or 1 after printing why. */
+static int fetch_onnx(cli_ctx *c, const char *id, const char *out)
+{
+    char path[1024], err[1024], tmp[PATH_MAX + 8], *e = hone_rest_escape(id);
+    hone_rest_resp r;
+    snprintf(path, sizeof(path), "/api/v1/jobs/%s/artifacts/model.onnx", e);
+    free(e);
+    snprintf(tmp, sizeof(tmp), "%s.part", out);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        fprintf(stderr, "error: %s: cannot write it\n", tmp);
+        return 1;
+    }
+    int rc = 0;
+    if (hone_rest_download(c->rest, path, f, 600, &r, err, sizeof(err)) != 0 || r.status != 200) {
+        if (r.status)
+            hone_rest_error_text(&r, err, sizeof(err));
+        fprintf(stderr, "error: downloading model.onnx of job %s: %s\n", id, err);
+        rc = 1;
+    }
+    hone_rest_resp_clear(&r);
+    if (fclose(f) != 0 && rc == 0) {
+        fprintf(stderr, "error: %s: writing it failed\n", tmp);
+        rc = 1;
+    }
+    if (rc == 0 && rename(tmp, out) != 0) {
+        fprintf(stderr, "error: %s: cannot rename %s to it\n", out, tmp);
+        rc = 1;
+    }
+    if (rc != 0)
+        remove(tmp);
+    return rc;
+}
+
 static int action_run(cli_ctx *c, const char *action, json_t *extra)
 {
     char id[128], err[256];
@@ -181,6 +216,19 @@ static int action_run(cli_ctx *c, const char *action, json_t *extra)
             cli_print_json(fin);
         else
             print_evaluation(fin);
+    } else if (!strcmp(action, "export")) {
+        const char *out = cli_arg(c->a, "out");
+        const json_t *r = json_object_get(fin, "result");
+        if (out)
+            rc = fetch_onnx(c, id, out);
+        if (c->json)
+            cli_print_json(fin);
+        else if (rc == 0)
+            printf("job %s: %s as ONNX (opset %lld), %lld bytes%s%s\n", id,
+                   json_string_value(json_object_get(fin, "parent_job_id")),
+                   (long long)json_integer_value(json_object_get(r, "opset")),
+                   (long long)json_integer_value(json_object_get(r, "bytes")),
+                   out ? " written to " : ": artifact model.onnx", out ? out : "");
     } else {
         json_t *labels = fetch_labels(c, id);
         if (!labels) {
@@ -220,8 +268,18 @@ static int job_infer(cli_ctx *c)
     return action_run(c, "inference", json_pack("{s:s}", "folder", abs));
 }
 
+static int job_export(cli_ctx *c)
+{
+    return action_run(c, "export", json_object());
+}
+
 static const cli_opt evaluate_opts[] = {
     {"dataset", CLI_VALUE, "ID  evaluate on this dataset instead of the model's own test part", 0},
+    {"timeout", CLI_VALUE, "SECONDS  give up waiting after this long (exit 1)", 0},
+    {"no-wait", CLI_FLAG, "print the new job's id and return", 0},
+};
+static const cli_opt export_opts[] = {
+    {"out", CLI_VALUE, "FILE  download the ONNX file here (else it stays the job's artifact)", 0},
     {"timeout", CLI_VALUE, "SECONDS  give up waiting after this long (exit 1)", 0},
     {"no-wait", CLI_FLAG, "print the new job's id and return", 0},
 };
@@ -236,5 +294,8 @@ const cli_command cli_action_commands[] = {
      "evaluate a train job's model (an AutoML job's best) on its test part or a dataset", 0},
     {"job", "infer", job_infer, infer_opts, (int)HONE_ARRAY_LEN(infer_opts), 2, 2, "PARENT FOLDER",
      "label a folder of images with a train job's model (an AutoML job's best)", 0},
+    {"job", "export", job_export, export_opts, (int)HONE_ARRAY_LEN(export_opts), 1, 1,
+     "PARENT [--out FILE]",
+     "export a train job's model (an AutoML job's best) as ONNX (opset 17), a job's artifact", 0},
 };
 const int cli_naction_commands = (int)HONE_ARRAY_LEN(cli_action_commands);

@@ -1,5 +1,6 @@
-/* Evaluate and inference jobs (actions.h): created from a parent job that has a model, leased to a
- * worker that runs hone-train --evaluate / --infer on it, ended with hone-train's result line.
+/* Evaluate, inference and export jobs (actions.h): created from a parent job that has a model,
+ * leased to a worker that runs hone-train --evaluate / --infer / --export on it, ended with
+ * hone-train's result line.
  * Everything here runs inside its caller's transaction. */
 #include <stdio.h>
 #include <string.h>
@@ -14,7 +15,8 @@
 
 int ctl_action_is(const char *action)
 {
-    return action && (!strcmp(action, "evaluate") || !strcmp(action, "inference"));
+    return action && (!strcmp(action, "evaluate") || !strcmp(action, "inference") ||
+                      !strcmp(action, "export"));
 }
 
 static int has_file(const char *dir, const char *name)
@@ -134,7 +136,15 @@ int ctl_action_create(hone_controller *c, const json_t *exp, const json_t *body,
         folder = real;
     } else if (folder) {
         snprintf(field, fieldlen, "folder");
-        snprintf(msg, msglen, "evaluate runs on a dataset (dataset_id), not a folder");
+        snprintf(msg, msglen, "%s",
+                 strcmp(action, "export") ? "evaluate runs on a dataset "
+                                            "(dataset_id), not a folder"
+                                          : "export takes no folder");
+        goto fail;
+    }
+    if (dsid && !strcmp(action, "export")) {
+        snprintf(field, fieldlen, "dataset_id");
+        snprintf(msg, msglen, "export writes the model as ONNX: it takes no dataset_id");
         goto fail;
     }
     if (dsid) {

@@ -1,8 +1,9 @@
-/* actions.c: evaluate and inference jobs (TAO's action names): hone-train --evaluate / --infer run
- * by a worker on the model of a parent job, a done train job (its model.bin) or an AutoML job (its
- * best_model/, TAO's best_model). The job row keeps what to run in config: {parent_job_id,
- * model_dir, sets (the --set data overrides of evaluate on another dataset), folder (inference)};
- * its result is hone-train's JSON line; inference's labels are the job's artifact labels.jsonl. */
+/* actions.c: evaluate, inference and export jobs (TAO's action names): hone-train --evaluate /
+ * --infer / --export run by a worker on the model of a parent job, a done train job (its model.bin)
+ * or an AutoML job (its best_model/, TAO's best_model). The job row keeps what to run in config:
+ * {parent_job_id, model_dir, sets (the --set data overrides of evaluate on another dataset), folder
+ * (inference)}; its result is hone-train's JSON line; inference's labels are the job's artifact
+ * labels.jsonl, export's ONNX file its artifact model.onnx. */
 #ifndef HONE_CTL_ACTIONS_H
 #define HONE_CTL_ACTIONS_H
 
@@ -11,11 +12,11 @@
 
 #include "controller.h"
 
-/* 1 for "evaluate" and "inference". */
+/* 1 for "evaluate", "inference" and "export". */
 int ctl_action_is(const char *action);
 /* Inside the caller's transaction: a queued evaluate or inference job of experiment exp from the
- * request body (parent_job_id; evaluate: dataset_id optional; inference: folder). HONE_EINVAL with
- * *http (422 or 409), field and msg filled when the request cannot be taken. */
+ * request body (parent_job_id; evaluate: dataset_id optional; inference: folder; export: neither).
+ * HONE_EINVAL with *http (422 or 409), field and msg filled when the request cannot be taken. */
 int ctl_action_create(hone_controller *c, const json_t *exp, const json_t *body, char *id_out,
                       size_t idlen, int *http, char *field, size_t fieldlen, char *msg,
                       size_t msglen);

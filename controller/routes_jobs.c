@@ -1,7 +1,7 @@
-/* REST handlers for jobs: create (train, AutoML, evaluate or inference) under an experiment, list
- * with filters, get, cancel / pause / resume (as "/jobs/{id}:verb" or "/jobs/{id}/verb"), per-epoch
- * metrics and logs. Artifacts live in routes_artifacts.c; worker-facing job calls in
- * routes_workers.c. */
+/* REST handlers for jobs: create (train, AutoML, evaluate, inference or export) under an
+ * experiment, list with filters, get, cancel / pause / resume (as "/jobs/{id}:verb" or
+ * "/jobs/{id}/verb"), per-epoch metrics and logs. Artifacts live in routes_artifacts.c;
+ * worker-facing job calls in routes_workers.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +16,7 @@
 #include "store.h"
 #include "util.h"
 
-static const char *const actions[] = {"train", "automl", "evaluate", "inference", NULL};
+static const char *const actions[] = {"train", "automl", "evaluate", "inference", "export", NULL};
 
 static void job_reply(hone_controller *c, hone_http_res *res, const char *id, int status)
 {

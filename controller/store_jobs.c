@@ -44,7 +44,7 @@ int store_job_next_queued(ctl_db *db, json_t **row)
 {
     return db_row(db, row,
                   "SELECT * FROM jobs j WHERE status='queued' AND action IN "
-                  "('train','convert','evaluate','inference') "
+                  "('train','convert','evaluate','inference','export') "
                   "AND NOT EXISTS (SELECT 1 FROM jobs cv WHERE cv.id=j.convert_id AND "
                   "cv.status!='done') ORDER BY queued_at, rowid LIMIT 1",
                   NULL);

@@ -58,7 +58,7 @@ int store_leases_lapsed(ctl_db *db, double now, json_t **rows)
     return db_rows(
         db, rows,
         "SELECT * FROM jobs WHERE status='running' AND action IN ('train','convert','evaluate',"
-        "'inference') "
+        "'inference','export') "
         "AND lease_expires < ?",
         "d", now);
 }
@@ -67,7 +67,7 @@ int store_leases_extend_all(ctl_db *db, double lease_expires)
 {
     return db_exec(db,
                    "UPDATE jobs SET lease_expires=? WHERE status='running' AND action IN "
-                   "('train','convert','evaluate','inference')",
+                   "('train','convert','evaluate','inference','export')",
                    "d", lease_expires);
 }
 

@@ -6,7 +6,7 @@ pkgs=(build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
       libuv1-dev libsqlite3-dev libjansson-dev libyaml-dev libcurl4-openssl-dev libssl-dev libhttp-parser-dev
       libopenblas-dev zlib1g-dev dataset-fashion-mnist python3 curl ca-certificates
       libjpeg62-turbo-dev libspng-dev python3-pil chromium chromium-driver python3-selenium
-      python3-yaml python3-venv)
+      python3-yaml python3-venv libprotobuf-c-dev protobuf-c-compiler)
 # data/ decodes JPEG with libjpeg-turbo and PNG with libspng; tests/data compares its pixels with
 # Pillow's (python3-pil, which Debian builds on the same libjpeg-turbo). tests/web drives the page
 # at / in headless Chromium (chromium, chromium-driver, python3-selenium). tests/controller reads

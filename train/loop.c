@@ -511,6 +511,25 @@ int hone_trainer_params(hone_trainer *t, float **out, size_t *n)
     return rc < 0 ? rc : hone_k_download(t->k, *out, net->params, sizeof(float) * net->nparams);
 }
 
+int hone_trainer_snapshot(hone_trainer *t, const hone_net **net, float **params, float **state,
+                          float **norm)
+{
+    hone_net *n = t->net;
+    size_t c = (size_t)t->ds.c;
+    *net = n;
+    *params = hone_xmalloc(sizeof(float) * (n->nparams + 1));
+    *state = hone_xmalloc(sizeof(float) * (n->nstate + 1));
+    *norm = hone_xmalloc(sizeof(float) * 2 * c);
+    int rc = hone_k_sync(t->k);
+    if (rc == 0)
+        rc = hone_k_download(t->k, *params, n->params, sizeof(float) * n->nparams);
+    if (rc == 0 && n->nstate)
+        rc = hone_k_download(t->k, *state, n->state, sizeof(float) * n->nstate);
+    if (rc == 0)
+        rc = hone_k_download(t->k, *norm, t->norm, sizeof(float) * 2 * c);
+    return rc;
+}
+
 int hone_trainer_open_model(const hone_train_opts *o, const char *model_dir, int with_data,
                             hone_trainer **out, char *err, size_t errlen)
 {

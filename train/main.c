@@ -1,14 +1,16 @@
 /* train/main.c: the hone-train command: parses arguments, loads the spec with its overrides and
- * calls hone_train_run, or with --evaluate / --infer hone_train_evaluate / hone_train_infer on a
- * trained model (its spec.yaml is the spec unless --spec names one). Exit 0 on success (also when
- * paused by --epochs-until), 2 for a bad spec or usage, 1 for any other failure. Metrics go to
- * stdout as JSON lines, logs to stderr. */
+ * calls hone_train_run, or with --evaluate / --infer / --export hone_train_evaluate /
+ * hone_train_infer / hone_train_export on a trained model (its spec.yaml is the spec unless --spec
+ * names one). Exit 0 on success (also when paused by --epochs-until), 2 for a bad spec or usage, 1
+ * for any other failure. Metrics go to stdout as JSON lines, logs to stderr. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "kernels.h"
 #include "train.h"
@@ -19,6 +21,7 @@ static void usage(FILE *f)
           "                  [--epochs-until N] [--device cpu|cuda|auto] [--threads N]\n"
           "       hone-train --evaluate MODEL [--set data.path=...]... [--out DIR] [--device D]\n"
           "       hone-train --infer MODEL FOLDER [--out DIR] [--device D] [--threads N]\n"
+          "       hone-train --export MODEL OUT.onnx [--device D]   (ONNX, opset 17)\n"
           "                  (MODEL: a --out folder with model.bin, model.json and spec.yaml)\n"
           "       hone-train --print-spec [--spec FILE] [--set key=value]...\n"
           "       hone-train --list-devices   (JSON: the GPUs this build can train on)\n",
@@ -112,14 +115,15 @@ int main(int argc, char **argv)
     hone_train_opts o = {.spec = &spec, .device = "auto", .print_json = 1};
     char err[512] = "", autopath[1100];
     char model_spec[1100];
-    const char *spec_path = NULL, *model = NULL, *folder = NULL;
+    const char *spec_path = NULL, *model = NULL, *folder = NULL, *onnx = NULL;
     int print_spec = 0;
     /* the spec file first, so --set overrides apply on top of it wherever they appear; a model's
      * own spec.yaml unless --spec is given */
     for (int i = 1; i < argc - 1; i++) {
         if (strcmp(argv[i], "--spec") == 0)
             spec_path = argv[i + 1];
-        if (strcmp(argv[i], "--evaluate") == 0 || strcmp(argv[i], "--infer") == 0)
+        if (strcmp(argv[i], "--evaluate") == 0 || strcmp(argv[i], "--infer") == 0 ||
+            strcmp(argv[i], "--export") == 0)
             model = argv[i + 1];
     }
     if (model && !spec_path) {
@@ -142,12 +146,13 @@ int main(int argc, char **argv)
         }
         if (strcmp(a, "--list-devices") == 0)
             return list_devices();
-        if (strcmp(a, "--infer") == 0) {
+        if (strcmp(a, "--infer") == 0 || strcmp(a, "--export") == 0) {
+            int inf = a[2] == 'i';
             if (i + 2 >= argc) {
-                fprintf(stderr, "hone-train: --infer: want MODEL FOLDER\n");
+                fprintf(stderr, "hone-train: %s: want MODEL %s\n", a, inf ? "FOLDER" : "OUT.onnx");
                 return 2;
             }
-            folder = argv[i + 2];
+            *(inf ? &folder : &onnx) = argv[i + 2];
             i += 2;
             continue;
         }
@@ -202,6 +207,22 @@ int main(int argc, char **argv)
             if (stat(autopath, &st) == 0)
                 o.resume_path = autopath;
         }
+    }
+    if (model && onnx) { /* {"event":"export","file" (OUT.onnx's name),"bytes","opset"} */
+        size_t bytes = 0;
+        int rc = hone_train_export(&o, model, onnx, &bytes, err, sizeof(err));
+        if (rc < 0) {
+            fprintf(stderr, "hone-train: %s\n", err[0] ? err : hone_strerror(rc));
+            return 1;
+        }
+        const char *base = strrchr(onnx, '/') ? strrchr(onnx, '/') + 1 : onnx;
+        json_t *j = json_pack("{s:s, s:s, s:I, s:i}", "event", "export", "file", base, "bytes",
+                              (json_int_t)bytes, "opset", 17);
+        char *line = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        int ok = line && printf("%s\n", line) > 0 && fflush(stdout) == 0;
+        free(line);
+        json_decref(j);
+        return ok ? 0 : 1;
     }
     if (model) {
         int rc = action(&o, model, folder, err, sizeof(err));

@@ -9,7 +9,6 @@
 #include "net.h"
 
 #define BN_MOMENTUM 0.1f
-#define BN_EPS 1e-5f
 
 typedef struct {
     layer *v;
@@ -428,7 +427,7 @@ const float *net_forward(hone_net *net, const float *x, int n, int training)
         case L_BN: {
             float *st = net->state + L->s_off;
             hone_k_batchnorm_fwd(k, n, L->c, L->h * L->w, in, B, B + L->c, st, st + L->c,
-                                 BN_MOMENTUM, BN_EPS, training, L->save_mean, L->save_invstd,
+                                 BN_MOMENTUM, NET_BN_EPS, training, L->save_mean, L->save_invstd,
                                  L->out);
             break;
         }

@@ -8,6 +8,9 @@
 
 #include "train.h"
 
+/* Batch norm's epsilon, var + eps under the square root (export.c writes it into the model). */
+#define NET_BN_EPS 1e-5f
+
 typedef enum { L_CONV, L_DENSE, L_RELU, L_POOL, L_BN, L_DROPOUT, L_ADD, L_GAP } layer_kind;
 
 typedef struct {
@@ -55,5 +58,11 @@ const float *net_forward(hone_net *net, const float *x, int n, int training);
 void net_backward(hone_net *net, const float *x, int n);
 /* The last layer's dout, where softmax_xent writes dlogits. */
 float *net_dlogits(hone_net *net);
+
+/* For export.c: the trainer's network (borrowed), host copies of its parameters and norm
+ * statistics (*params: net->nparams floats, *state: net->nstate; the caller frees both) and of the
+ * input normalisation (*norm: c means, then c reciprocal deviations; the caller frees it). */
+int hone_trainer_snapshot(hone_trainer *t, const hone_net **net, float **params, float **state,
+                          float **norm);
 
 #endif

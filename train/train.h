@@ -137,5 +137,12 @@ int hone_train_evaluate(const hone_train_opts *o, const char *model_dir, FILE *o
  * *images (when not NULL): the number labelled. */
 int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char *folder, FILE *out,
                      int *images, char *err, size_t errlen);
+/* hone-train --export: model_dir's model as an ONNX file at path (written to path.tmp, then
+ * renamed): IR version 8, opset 17, float32 pixels NCHW in 0..255 in ("pixels", [N, c, h, w]),
+ * the normalisation as its first nodes, logits out ("logits", [N, classes]); model.json's class
+ * names, mean and std in its metadata_props (train/export.c says how each layer maps). *bytes
+ * (when not NULL): the file's size. */
+int hone_train_export(const hone_train_opts *o, const char *model_dir, const char *path,
+                      size_t *bytes, char *err, size_t errlen);
 
 #endif

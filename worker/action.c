@@ -1,7 +1,8 @@
-/* action: one leased evaluate or inference job on this worker. Runs hone-train --evaluate or
- * --infer on the lease's model folder (argv: trainer_argv.c) with --out the job's artifact folder
- * (inference writes labels.jsonl there), stops it on cancel, and completes the job with its
- * result line ({"event":"evaluate",...} or {"event":"inference",...}) as the final. Like a train
+/* action: one leased evaluate, inference or export job on this worker. Runs hone-train
+ * --evaluate or --infer on the lease's model folder (argv: trainer_argv.c) with --out the job's
+ * artifact folder (inference writes labels.jsonl there), or --export into that folder's
+ * model.onnx, stops it on cancel, and completes the job with its result line ({"event":
+ * "evaluate",...}, {"event":"inference",...} or {"event":"export",...}) as the final. Like a train
  * job, the folders are the controller's: a worker that does not share its disk needs issue 10. */
 #include "worker_internal.h"
 
@@ -17,7 +18,7 @@ static void action_on_event(void *arg, json_t *line)
 {
     action_ctx *a = arg;
     const char *ev = json_string_value(json_object_get(line, "event"));
-    if (ev && (!strcmp(ev, "evaluate") || !strcmp(ev, "inference"))) {
+    if (ev && (!strcmp(ev, "evaluate") || !strcmp(ev, "inference") || !strcmp(ev, "export"))) {
         json_decref(a->result);
         a->result = json_incref(line);
     }

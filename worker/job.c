@@ -270,7 +270,8 @@ void worker_job_run(hone_worker *w, const json_t *job)
     }
     if (json_is_string(json_object_get(job, "action")) &&
         (!strcmp(json_string_value(json_object_get(job, "action")), "evaluate") ||
-         !strcmp(json_string_value(json_object_get(job, "action")), "inference"))) {
+         !strcmp(json_string_value(json_object_get(job, "action")), "inference") ||
+         !strcmp(json_string_value(json_object_get(job, "action")), "export"))) {
         worker_action_run(w, job);
         return;
     }

@@ -1,6 +1,7 @@
 /* trainer_argv: the hone-train command line for a lease: the resolved spec, the trial's
  * overrides as --set key=value, --epochs-until, --resume from the checkpoint, --out, --device
- * and --threads; for an evaluate or inference lease, --evaluate / --infer on its model. Pure:
+ * and --threads; for an evaluate, inference or export lease, --evaluate / --infer / --export on
+ * its model. Pure:
  * builds strings, runs nothing. */
 #include "worker_internal.h"
 
@@ -122,6 +123,7 @@ char **hone_worker_action_argv(const hone_worker_opts *o, const char *trainer, c
     const char *out = json_string_value(json_object_get(job, "out_dir"));
     const char *folder = json_string_value(json_object_get(job, "folder"));
     int infer = action && !strcmp(action, "inference");
+    int export = action && !strcmp(action, "export");
     char **argv = NULL;
     size_t n = 0, cap = 0, i;
     json_t *v;
@@ -129,6 +131,16 @@ char **hone_worker_action_argv(const hone_worker_opts *o, const char *trainer, c
     if (!action || !model || !model[0] || !out || !out[0] || (infer && (!folder || !folder[0])))
         return NULL;
     job_argv_push(&argv, &n, &cap, hone_xstrdup(trainer));
+    if (export) { /* --export MODEL OUT_DIR/model.onnx: the job's artifact */
+        size_t len = strlen(out) + 16;
+        char *file = hone_xmalloc(len);
+        snprintf(file, len, "%s/model.onnx", out);
+        job_argv_push(&argv, &n, &cap, hone_xstrdup("--export"));
+        job_argv_push(&argv, &n, &cap, hone_xstrdup(model));
+        job_argv_push(&argv, &n, &cap, file);
+        push_device(o, &argv, &n, &cap);
+        return argv;
+    }
     job_argv_push(&argv, &n, &cap, hone_xstrdup(infer ? "--infer" : "--evaluate"));
     job_argv_push(&argv, &n, &cap, hone_xstrdup(model));
     if (infer)

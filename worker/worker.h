@@ -100,7 +100,8 @@ int hone_worker_run(const hone_worker_opts *o, volatile sig_atomic_t *stop);
 char **hone_worker_trainer_argv(const hone_worker_opts *o, const char *trainer, const json_t *job,
                                 const char *spec_path, const char *out_dir);
 /* The same for an evaluate or inference lease: hone-train --evaluate MODEL_DIR, or --infer
- * MODEL_DIR FOLDER, the lease's --set data overrides, --out (its out_dir), --device, --threads.
+ * MODEL_DIR FOLDER, the lease's --set data overrides, --out (its out_dir), --device, --threads;
+ * for an export lease: --export MODEL_DIR OUT_DIR/model.onnx, --device, --threads.
  * NULL when the lease lacks model_dir or out_dir (or inference its folder). */
 char **hone_worker_action_argv(const hone_worker_opts *o, const char *trainer, const json_t *job);
 void hone_worker_argv_free(char **argv);

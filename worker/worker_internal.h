@@ -65,7 +65,8 @@ void worker_job_complete(hone_worker *w, const char *job_id, const char *status,
 void worker_set_job(hone_worker *w, const char *id);
 /* convert.c: runs a convert job (hone-pack --json), relays its progress, completes it. */
 void worker_convert_run(hone_worker *w, const json_t *job);
-/* action.c: runs an evaluate or inference job (hone-train --evaluate / --infer), completes it. */
+/* action.c: runs an evaluate, inference or export job (hone-train --evaluate / --infer /
+ * --export), completes it. */
 void worker_action_run(hone_worker *w, const json_t *job);
 
 #endif

@@ -1,4 +1,4 @@
-"""Evaluate and inference jobs end to end (issue 11): a real controller and a real worker on
+"""Evaluate, inference and export jobs end to end (issue 11): a real controller and a real worker on
 loopback, driven through the hone CLI, on a Fashion-MNIST subset (the IDX files).
 
 1. A train job (mlp, 1500 training and 400 test images, 2 epochs) ends done; `hone job evaluate`
@@ -9,11 +9,14 @@ loopback, driven through the hone CLI, on a Fashion-MNIST subset (the IDX files)
    for count. The labels are the job's artifact labels.jsonl. `hone job evaluate --dataset` on an
    image-folder dataset of 300 other test images (class folders "0".."9") agrees with inference
    on that folder the same way.
+2c. `hone job export --out FILE` on the train job: an export job whose artifact model.onnx
+   (hone-train --export: ONNX, opset 17) is downloaded to FILE, its size the result's bytes.
 3. An AutoML job (random search, 2 trials): evaluate on it uses best_model/ (TAO's best_model)
-   and reports the best trial's own test accuracy.
+   and reports the best trial's own test accuracy; export on it gives best_model's ONNX.
 4. Refusals naming the field: a parent that has no model yet (409), an unknown parent, a parent
    that is not a train or AutoML job, a wrong action, inference without a folder or with one
-   outside the data roots, specs given to evaluate (422); pausing an evaluate job (409).
+   outside the data roots, specs given to evaluate, export with a folder or a dataset (422);
+   pausing an evaluate job (409).
 
 usage: test_actions.py HONE HONE-CONTROLLER HONE-WORKER HONE-TRAIN"""
 import json
@@ -163,14 +166,34 @@ def run(bins, ctl, fm, root):
     print("evaluate on another dataset (%d images): accuracy %.4f"
           % (ev3["result"]["images"], ev3["result"]["accuracy"]))
 
+    # 2c. export: the ONNX file as the job's artifact, downloaded by the CLI
+    onnx_path = os.path.join(root, "model.onnx")
+    ex = hone_json(bins, ctl, "job", "export", tj["id"], "--out", onnx_path, "--timeout", "240")
+    assert ex["action"] == "export" and ex["status"] == "done", ex
+    assert ex["parent_job_id"] == tj["id"], ex
+    assert ex["result"]["file"] == "model.onnx" and ex["result"]["opset"] == 17, ex
+    with open(onnx_path, "rb") as f:
+        blob = f.read()
+    assert len(blob) == ex["result"]["bytes"] > 1000, (len(blob), ex["result"])
+    assert b"hone-train" in blob and b"pixels" in blob and b"logits" in blob, blob[:200]
+    st, arts = api(ctl, "GET", "/api/v1/jobs/%s/artifacts" % ex["id"])
+    assert "model.onnx" in [f["name"] for f in arts["files"]], arts
+    p = hone(bins, ctl, "job", "export", tj["id"], "--timeout", "240")
+    assert "artifact model.onnx" in p.stdout and "opset 17" in p.stdout, p.stdout
+    print("export: %d bytes of ONNX" % len(blob))
+
     # 4. refusals (before the AutoML job, which turns automl on for the experiment's train jobs)
     expect_error(api(ctl, "POST", jobs, {"action": "evaluate"}), 422, "parent_job_id")
     expect_error(api(ctl, "POST", jobs, {"action": "evaluate", "parent_job_id": "job-nope"}), 422,
                  "parent_job_id")
     expect_error(api(ctl, "POST", jobs, {"action": "evaluate", "parent_job_id": ev["id"]}), 422,
                  "parent_job_id")
-    expect_error(api(ctl, "POST", jobs, {"action": "export", "parent_job_id": tj["id"]}), 422,
-                 "action")
+    expect_error(api(ctl, "POST", jobs, {"action": "dataset_convert", "parent_job_id": tj["id"]}),
+                 422, "action")
+    expect_error(api(ctl, "POST", jobs, {"action": "export", "parent_job_id": tj["id"],
+                                         "folder": folder}), 422, "folder")
+    expect_error(api(ctl, "POST", jobs, {"action": "export", "parent_job_id": tj["id"],
+                                         "dataset_id": ds["id"]}), 422, "dataset_id")
     expect_error(api(ctl, "POST", jobs, {"action": "inference", "parent_job_id": tj["id"]}), 422,
                  "folder")
     expect_error(api(ctl, "POST", jobs, {"action": "inference", "parent_job_id": tj["id"],
@@ -194,6 +217,8 @@ def run(bins, ctl, fm, root):
     print("AutoML best trial %s: test accuracy %.4f; evaluate of the AutoML job: %.4f"
           % (best["id"], best["result"]["test_accuracy"], ev2["result"]["accuracy"]))
     assert abs(ev2["result"]["accuracy"] - best["result"]["test_accuracy"]) < 1e-6, (ev2, best)
+    ex2 = hone_json(bins, ctl, "job", "export", am["id"], "--timeout", "240")
+    assert ex2["status"] == "done" and ex2["result"]["bytes"] > 1000, ex2
 
 
 def main():

@@ -106,8 +106,9 @@ static void test_trainer_argv(void)
     json_decref(job);
 }
 
-/* An evaluate and an inference lease: --evaluate / --infer on the model, the data overrides,
- * --out, device and threads; a lease without what it needs gives no argv. */
+/* An evaluate, an inference and an export lease: --evaluate / --infer on the model, the data
+ * overrides, --out, device and threads; --export into out_dir/model.onnx; a lease without what it
+ * needs gives no argv. */
 static void test_action_argv(void)
 {
     hone_worker_opts o = {.device = "cuda", .threads = 2};
@@ -132,6 +133,15 @@ static void test_action_argv(void)
     REQUIRE(argv);
     CHECK(argv_has(argv, "--infer", "/a/job-1"));
     CHECK(strcmp(argv[2], "/a/job-1") == 0 && strcmp(argv[3], "/imgs") == 0);
+    hone_worker_argv_free(argv);
+    /* export: the ONNX file in the job's folder, no data overrides, no --out */
+    json_object_set_new(job, "action", json_string("export"));
+    argv = hone_worker_action_argv(&o, "t", job);
+    REQUIRE(argv);
+    CHECK(strcmp(argv[1], "--export") == 0 && strcmp(argv[2], "/a/job-1") == 0 &&
+          strcmp(argv[3], "/a/job-2/model.onnx") == 0);
+    CHECK(argv_has(argv, "--device", "cuda") && argv_has(argv, "--threads", "2"));
+    CHECK(!argv_has(argv, "--set", NULL) && !argv_has(argv, "--out", NULL));
     hone_worker_argv_free(argv);
     json_object_del(job, "model_dir");
     CHECK(hone_worker_action_argv(&o, "t", job) == NULL);

@@ -9,8 +9,9 @@ argmax of the ONNX logits with --infer's class and the softmax probability of th
 --infer's score: |p_onnx - score| <= 1e-5 (both are float32 computations of the same graph, in
 other orders). The models are trained one epoch only so that the scores are not all 1.0.
 Also: the metadata (class names), and --export refusals (no model, unwritable path).
-onnxruntime, onnx and numpy come from pip into a venv under the build folder (ONNX_VENV); the test
-skips (77) when they cannot be installed, or without Fashion-MNIST.
+onnxruntime, onnx and numpy come from a venv under the build folder (ONNX_VENV) that sees the system's
+packages and pip-installs what they lack; the test skips (77) when they cannot be had, or without
+Fashion-MNIST. HONE_TEST_DEVICE=cuda trains, infers and exports on the GPU.
 Usage: test_train_export.py HONE_TRAIN ONNX_VENV
 """
 import json
@@ -26,6 +27,7 @@ import fmnist_folder  # noqa: E402
 from pngfolder import png_bytes  # noqa: E402
 
 TRAIN, VENV = sys.argv[1], sys.argv[2]
+DEVICE = os.environ.get("HONE_TEST_DEVICE", "cpu")  # a GPU machine: cuda (train, infer, export)
 TOL = 1e-5
 failures = []
 
@@ -37,7 +39,9 @@ def venv_python():
     probe = [py, "-c", "import onnxruntime, onnx, numpy"]
     if os.path.exists(py) and subprocess.run(probe, capture_output=True).returncode == 0:
         return py
-    if not os.path.exists(py) and subprocess.run([sys.executable, "-m", "venv", VENV]).returncode:
+    # system site packages: a machine that has them already (the GPU image) needs no network
+    if not os.path.exists(py) and subprocess.run([sys.executable, "-m", "venv",
+                                                  "--system-site-packages", VENV]).returncode:
         return None
     p = subprocess.run([py, "-m", "pip", "install", "-q", "onnxruntime", "onnx", "numpy"],
                        capture_output=True, text=True)
@@ -55,7 +59,7 @@ def check(cond, msg):
 
 def run(args, want_ok=True):
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    p = subprocess.run([TRAIN, "--device", "cpu", "--threads", "2"] + args, capture_output=True,
+    p = subprocess.run([TRAIN, "--device", DEVICE, "--threads", "2"] + args, capture_output=True,
                        text=True, env=env)
     if (p.returncode == 0) != want_ok:
         check(False, "hone-train %s: exit %d: %s" % (args, p.returncode, p.stderr.strip()))

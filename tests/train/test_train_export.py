@@ -35,6 +35,9 @@ failures = []
 def venv_python():
     """The venv's python with onnxruntime, onnx and numpy, creating it when needed; None if pip
     cannot install them."""
+    here = [sys.executable, "-c", "import onnxruntime, onnx, numpy"]
+    if subprocess.run(here, capture_output=True).returncode == 0:
+        return sys.executable  # this python has them (the GPU image)
     py = os.path.join(VENV, "bin", "python")
     probe = [py, "-c", "import onnxruntime, onnx, numpy"]
     if os.path.exists(py) and subprocess.run(probe, capture_output=True).returncode == 0:

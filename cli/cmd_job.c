@@ -37,7 +37,7 @@ static int job_list(cli_ctx *c)
                                     "result.best_metric",
                                     "stopped_early",
                                     "parent_id"};
-    static const char *const filters[] = {"experiment", "status", "parent"};
+    static const char *const filters[] = {"experiment", "status", "parent", "limit"};
     char path[1024] = "/api/v1/jobs";
     size_t n = strlen(path);
     char sep = '?';
@@ -566,6 +566,7 @@ static const cli_opt list_opts[] = {
     {"experiment", CLI_VALUE, "ID  only this experiment's jobs", 0},
     {"status", CLI_VALUE, "STATUS  only jobs in this status", 0},
     {"parent", CLI_VALUE, "ID  only the trials of this AutoML job", 0},
+    {"limit", CLI_VALUE, "N  rows per page asked of the server (every page is listed)", 0},
 };
 static const cli_opt wait_opts[] = {
     {"timeout", CLI_VALUE, "SECONDS  give up after this long (exit 1)", 0},
@@ -581,7 +582,7 @@ static const cli_opt download_opts[] = {
 
 const cli_command cli_job_commands[] = {
     {"job", "list", job_list, list_opts, (int)HONE_ARRAY_LEN(list_opts), 0, 0,
-     "[--experiment ID] [--status S] [--parent ID]", "list jobs", 0},
+     "[--experiment ID] [--status S] [--parent ID] [--limit N]", "list jobs", 0},
     {"job", "status", job_status, NULL, 0, 1, 1, "ID", "show a job (an AutoML job with its trials)",
      0},
     {"job", "metrics", job_metrics, NULL, 0, 1, 1, "ID", "per-epoch metrics", 0},

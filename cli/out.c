@@ -173,15 +173,42 @@ int cli_get_list(cli_ctx *c, const char *path, const char *member, const char *c
                  const char *const *keys, int ncols)
 {
     hone_rest_resp resp;
+    json_t *all = NULL; /* the first page, with every page's rows in `member` */
+    json_int_t offset = 0;
+    size_t plen = strlen(path) + 32;
+    char *page = hone_xmalloc(plen);
+    int rc = 1;
 
-    if (cli_call(c, "GET", path, NULL, &resp) != 0)
-        return 1;
+    /* lists are paged (limit/offset): follow next_offset until the last page */
+    for (;;) {
+        snprintf(page, plen, "%s%s", path, offset ? (strchr(path, '?') ? "&" : "?") : "");
+        if (offset)
+            snprintf(page + strlen(page), plen - strlen(page), "offset=%lld", (long long)offset);
+        if (cli_call(c, "GET", page, NULL, &resp) != 0)
+            goto fail;
+        const json_t *next = json_object_get(resp.json, "next_offset");
+        if (!all) {
+            all = json_incref(resp.json);
+        } else {
+            json_array_extend(json_object_get(all, member), json_object_get(resp.json, member));
+        }
+        json_int_t n = json_is_integer(next) ? json_integer_value(next) : 0;
+        hone_rest_resp_clear(&resp);
+        if (n <= offset) /* null on the last page (and never backwards) */
+            break;
+        offset = n;
+    }
+    if (json_object_get(all, "next_offset"))
+        json_object_set_new(all, "next_offset", json_null());
     if (c->json)
-        cli_print_json(resp.json);
+        cli_print_json(all);
     else
-        cli_print_list(json_object_get(resp.json, member), headers, keys, ncols);
-    hone_rest_resp_clear(&resp);
-    return 0;
+        cli_print_list(json_object_get(all, member), headers, keys, ncols);
+    rc = 0;
+fail:
+    json_decref(all);
+    free(page);
+    return rc;
 }
 
 int cli_get_show(cli_ctx *c, const char *path)

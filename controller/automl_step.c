@@ -93,7 +93,8 @@ static void write_text(const char *path, const char *text)
     }
 }
 
-/* Copies the best trial's files (one level) into <automl>/best_model/ with its spec and metrics. */
+/* Copies the best trial's files (one level) into <automl>/best_model/ with its spec (spec.yaml, and
+ * recommendation_<trial>.yaml as TAO names it) and metrics. */
 static void copy_best(hone_controller *c, const char *automl_id, const json_t *best)
 {
     char *src = ctl_job_dir(c, jstr(best, "id")), *dst0 = ctl_job_dir(c, automl_id);
@@ -117,6 +118,10 @@ static void copy_best(hone_controller *c, const char *automl_id, const json_t *b
     if (ctl_job_spec(c, best, &flat) == HONE_OK) {
         char *y = ctl_spec_yaml(flat);
         if (snprintf(p2, sizeof p2, "%s/spec.yaml", dst) < (int)sizeof p2)
+            write_text(p2, y);
+        /* and under TAO's name for the winning spec, which says which recommendation won */
+        if (snprintf(p2, sizeof p2, "%s/recommendation_%lld.yaml", dst,
+                     (long long)jint(best, "trial")) < (int)sizeof p2)
             write_text(p2, y);
         free(y);
         json_decref(flat);

@@ -69,8 +69,11 @@ def check_best(c, st, maximize=True):
     bj = [t for t in trials if t["id"] == st["result"]["best_job_id"]][0]
     assert bj["result"]["best_metric"] == best
     files = {f["name"] for f in c.ok("GET", "/api/v1/jobs/%s/artifacts" % st["id"])["files"]}
-    for f in ("best_model/model.bin", "best_model/spec.yaml", "best_model/metrics.jsonl"):
+    for f in ("best_model/model.bin", "best_model/spec.yaml", "best_model/metrics.jsonl",
+              "best_model/recommendation_%d.yaml" % bj["trial"]):
         assert f in files, files
+    assert not [f for f in files if f.startswith("best_model/recommendation_") and
+                f != "best_model/recommendation_%d.yaml" % bj["trial"]], files
     st_, data = c.req("GET", "/api/v1/jobs/%s/artifacts/best_model/model.bin" % st["id"])
     assert data == b"weights-of-trial-%d" % bj["trial"], data
     return trials

@@ -86,6 +86,10 @@ bo=$("$HONE" automl start --experiment "$exp" --algorithm bayesian --max-recomme
 "$HONE" job wait "$bo" --timeout 400 || fail "bayesian wait"
 check_search "$bo" bayesian
 n=$("$HONE" job list --parent "$bo" --json | jget 'len(d["jobs"])')
+# the CLI follows the server's pages: one row a page lists the same trials, in the same order
+paged=$("$HONE" job list --parent "$bo" --limit 1 --json | jget '",".join(j["id"] for j in d["jobs"])')
+whole=$("$HONE" job list --parent "$bo" --json | jget '",".join(j["id"] for j in d["jobs"])')
+[ "$paged" = "$whole" ] && [ -n "$whole" ] || fail "job list --limit 1: [$paged], want [$whole]"
 [ "$n" = 4 ] || fail "bayesian: expected 4 trials, got $n"
 "$HONE" job logs "$("$HONE" job list --parent "$bo" --json | jget 'd["jobs"][0]["id"]')" >/dev/null
 

@@ -14,6 +14,8 @@ struct hone_rest {
     char *auth; /* "Authorization: Bearer ..." or NULL */
     CURL *curl;
     volatile sig_atomic_t *abort_flag;
+    hone_rest_progress_fn progress;
+    void *progress_user;
 };
 
 typedef struct rest_buf {
@@ -79,13 +81,17 @@ void hone_rest_set_abort(hone_rest *r, volatile sig_atomic_t *flag)
     r->abort_flag = flag;
 }
 
+void hone_rest_set_progress(hone_rest *r, hone_rest_progress_fn fn, void *user)
+{
+    r->progress = fn;
+    r->progress_user = user;
+}
+
 static int rest_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
     hone_rest *r = arg;
-    (void)dt;
-    (void)dn;
-    (void)ut;
-    (void)un;
+    if (r->progress)
+        r->progress(r->progress_user, (int64_t)un, (int64_t)ut, (int64_t)dn, (int64_t)dt);
     return r->abort_flag && *r->abort_flag ? 1 : 0;
 }
 
@@ -144,7 +150,7 @@ static int rest_perform(hone_rest *r, const char *method, const char *path, cons
     curl_easy_setopt(r->curl, CURLOPT_WRITEFUNCTION, rest_write);
     curl_easy_setopt(r->curl, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(r->curl, CURLOPT_CUSTOMREQUEST, method);
-    if (r->abort_flag) {
+    if (r->abort_flag || r->progress) {
         curl_easy_setopt(r->curl, CURLOPT_XFERINFOFUNCTION, rest_progress);
         curl_easy_setopt(r->curl, CURLOPT_XFERINFODATA, r);
         curl_easy_setopt(r->curl, CURLOPT_NOPROGRESS, 0L);

@@ -8,6 +8,7 @@
 
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <jansson.h>
@@ -45,6 +46,12 @@ int hone_rest_call(hone_rest *r, const char *method, const char *path, const jso
  */
 int hone_rest_download(hone_rest *r, const char *path, FILE *out, long timeout_s,
                        hone_rest_resp *resp, char *err, size_t errlen);
+
+/* Called by curl about every second and whenever bytes move, during each call of r: bytes sent and
+ * to send (0 when unknown), bytes received and to receive. fn NULL: none. */
+typedef void (*hone_rest_progress_fn)(void *user, int64_t sent, int64_t send_total, int64_t got,
+                                      int64_t got_total);
+void hone_rest_set_progress(hone_rest *r, hone_rest_progress_fn fn, void *user);
 
 /* Sends a file's bytes as the body of a `method` request (PUT for artifacts, POST for dataset
  * archives) with the given Content-Type. */

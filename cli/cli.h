@@ -103,6 +103,17 @@ const json_t *cli_path_get(const json_t *obj, const char *dotted);
 const char *cli_cell(const json_t *v, char *buf, size_t len);
 /* Prints "key: value" lines for an object (nested objects indented). */
 void cli_print_kv(const json_t *obj, int indent);
+/* A progress bar on stderr for the transfers of c->rest (uploads, downloads) while it is set:
+ * shown when stderr is a terminal and --json is not given, or when HONE_PROGRESS=1. `what` names
+ * the transfer ("upload", "download"); cli_progress_end prints the last state and a newline. */
+typedef struct cli_progress {
+    const char *what;
+    double t0, last;
+    int64_t done, total;
+    int upload, shown;
+} cli_progress;
+void cli_progress_begin(cli_ctx *c, cli_progress *p, const char *what, int upload);
+void cli_progress_end(cli_ctx *c, cli_progress *p);
 /* Monotonic seconds. */
 double cli_now(void);
 /* Seconds as "1h02m", "3m05s", "42s". */

@@ -75,8 +75,12 @@ static int dataset_upload(cli_ctx *c)
         fprintf(stderr, "usage error: --name/--description too long\n");
         return 2;
     }
-    if (hone_rest_upload(c->rest, "POST", path, c->a->pos[0], "application/x-tar", 600, &resp, err,
-                         sizeof(err)) != 0) {
+    cli_progress bar;
+    cli_progress_begin(c, &bar, "upload", 1);
+    int rc = hone_rest_upload(c->rest, "POST", path, c->a->pos[0], "application/x-tar", 600, &resp,
+                              err, sizeof(err));
+    cli_progress_end(c, &bar);
+    if (rc != 0) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
     }

@@ -497,8 +497,11 @@ static int job_download(cli_ctx *c)
             rc = 1;
             break;
         }
-        if (hone_rest_download(c->rest, path, out, 600, &r2, err, sizeof(err)) != 0 ||
-            r2.status != 200) {
+        cli_progress bar;
+        cli_progress_begin(c, &bar, name, 0);
+        int drc = hone_rest_download(c->rest, path, out, 600, &r2, err, sizeof(err));
+        cli_progress_end(c, &bar);
+        if (drc != 0 || r2.status != 200) {
             if (r2.status)
                 hone_rest_error_text(&r2, err, sizeof(err));
             fprintf(stderr, "error: downloading %s: %s\n", name, err);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 int cli_call(cli_ctx *c, const char *method, const char *path, const json_t *body,
              hone_rest_resp *resp)
@@ -223,4 +224,66 @@ int cli_get_show(cli_ctx *c, const char *path)
         cli_print_kv(resp.json, 0);
     hone_rest_resp_clear(&resp);
     return 0;
+}
+
+static void fmt_bytes(double b, char *buf, size_t len)
+{
+    static const char *const u[] = {"B", "kB", "MB", "GB", "TB"};
+    int i = 0;
+    while (b >= 1000.0 && i < 4)
+        b /= 1000.0, i++;
+    snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+}
+
+static void progress_draw(cli_progress *p, double now)
+{
+    char done[32], total[32], rate[32], bar[31];
+    double frac = p->total > 0 ? (double)p->done / (double)p->total : 0.0;
+    double dt = now - p->t0;
+    int fill = (int)(frac * 30.0 + 0.5);
+    for (int i = 0; i < 30; i++)
+        bar[i] = i < fill ? '#' : ' ';
+    bar[30] = '\0';
+    fmt_bytes((double)p->done, done, sizeof done);
+    fmt_bytes((double)p->total, total, sizeof total);
+    fmt_bytes(dt > 0 ? (double)p->done / dt : 0.0, rate, sizeof rate);
+    fprintf(stderr, "\r%s %3d%% [%s] %s / %s  %s/s  ", p->what, (int)(frac * 100.0 + 0.5), bar,
+            done, total, rate);
+    fflush(stderr);
+    p->shown = 1;
+    p->last = now;
+}
+
+static void progress_cb(void *user, int64_t sent, int64_t send_total, int64_t got,
+                        int64_t got_total)
+{
+    cli_progress *p = user;
+    p->done = p->upload ? sent : got;
+    p->total = p->upload ? send_total : got_total;
+    double now = cli_now();
+    if (p->total > 0 && now - p->last >= 0.1) /* ten frames a second at most */
+        progress_draw(p, now);
+}
+
+void cli_progress_begin(cli_ctx *c, cli_progress *p, const char *what, int upload)
+{
+    const char *force = getenv("HONE_PROGRESS");
+    memset(p, 0, sizeof(*p));
+    if (force ? strcmp(force, "1") != 0 : (c->json || !isatty(2)))
+        return;
+    p->what = what;
+    p->upload = upload;
+    p->t0 = cli_now();
+    hone_rest_set_progress(c->rest, progress_cb, p);
+}
+
+void cli_progress_end(cli_ctx *c, cli_progress *p)
+{
+    if (!p->what)
+        return;
+    hone_rest_set_progress(c->rest, NULL, NULL);
+    if (p->total > 0) {
+        progress_draw(p, cli_now());
+        fputc('\n', stderr);
+    }
 }

@@ -96,7 +96,11 @@ whole=$("$HONE" job list --parent "$bo" --json | jget '",".join(j["id"] for j in
 # --- the same files uploaded as a plain tar archive make an identical dataset
 tar --format=ustar -C "$fm" -cf "$tmp/fm.tar" train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz \
     t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz
-up=$("$HONE" dataset upload "$tmp/fm.tar" --name fm-uploaded --json | jget 'd["stats"]["train_images"]')
+up=$(HONE_PROGRESS=1 "$HONE" dataset upload "$tmp/fm.tar" --name fm-uploaded --json 2>"$tmp/bar" |
+     jget 'd["stats"]["train_images"]')
+# the progress bar (forced: stderr is not a terminal here) ends at 100% of the archive's size
+tail -c 300 "$tmp/bar" | tr '\r' '\n' | tail -2 | grep -q "^upload 100% \[#\{30\}\]" ||
+  fail "upload progress bar: $(tail -c 200 "$tmp/bar" | tr '\r' '\n' | tail -2)"
 [ "$up" = 60000 ] || fail "uploaded dataset: expected 60000 train images, got $up"
 
 # --- bad input through the CLI: exit 1 with the field named, nothing stored changes

@@ -478,17 +478,24 @@ static int job_logs_follow(cli_ctx *c)
         snprintf(path, sizeof(path), "%s%s%s", base, r.last_id[0] ? "?last_event_id=" : "",
                  r.last_id);
         r.len = 0;
+        char seen[sizeof r.last_id];
+        snprintf(seen, sizeof seen, "%s", r.last_id);
         int st = hone_rest_download(c->rest, path, f, 24 * 3600, &resp, err, sizeof(err));
         fclose(f);
-        if (st == 0 && resp.status != 200) {
+        if (strcmp(seen, r.last_id)) /* it made progress: the drops are counted afresh */
+            tries = 0;
+        if (st == 0 && resp.status != 200 && resp.status != 503) { /* 503: too many streams */
             hone_rest_error_text(&resp, err, sizeof(err));
             fprintf(stderr, "error: %s\n", err);
             hone_rest_resp_clear(&resp);
             goto out;
         }
+        if (st == 0)
+            snprintf(err, sizeof(err), "%s",
+                     resp.status == 503 ? "the controller has too many streams open" : "closed");
         hone_rest_resp_clear(&resp);
         if (!r.ended && ++tries > 30) {
-            fprintf(stderr, "error: lost the log stream: %s\n", st ? err : "closed");
+            fprintf(stderr, "error: lost the log stream: %s\n", err);
             goto out;
         }
         if (!r.ended)

@@ -1,5 +1,6 @@
 /* cmd_job: `hone job list|status|metrics|curves|logs|cancel|pause|resume|download|wait` and
  * `hone worker list`, plus the live progress line shared with `hone demo`. */
+#define _GNU_SOURCE /* fopencookie: the SSE reader of job logs --follow */
 #include "cli.h"
 
 #include <errno.h>
@@ -391,11 +392,128 @@ out:
     return rc;
 }
 
+/* `job logs --follow`: the Server-Sent Events of GET /jobs/{id}/logs/stream, read as curl writes
+ * them (a FILE from fopencookie, unbuffered), each "log" event printed as it comes. */
+typedef struct sse_reader {
+    char *buf;
+    size_t len, cap;
+    char last_id[32]; /* the last event id: a reconnect resumes after it */
+    int ended, json;
+} sse_reader;
+
+static void sse_event(sse_reader *r, char *ev)
+{
+    const char *event = "", *data = NULL;
+    for (char *line = strtok(ev, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strncmp(line, "id: ", 4))
+            snprintf(r->last_id, sizeof r->last_id, "%s", line + 4);
+        else if (!strncmp(line, "event: ", 7))
+            event = line + 7;
+        else if (!strncmp(line, "data: ", 6))
+            data = line + 6;
+    }
+    if (!strcmp(event, "end")) {
+        r->ended = 1;
+        return;
+    }
+    json_t *d = data && !strcmp(event, "log") ? json_loads(data, 0, NULL) : NULL;
+    if (!json_is_object(d)) {
+        json_decref(d);
+        return;
+    }
+    if (r->json) {
+        cli_print_json(d);
+    } else {
+        json_t *trial = json_object_get(d, "trial");
+        if (json_is_integer(trial))
+            printf("[trial %lld] ", (long long)json_integer_value(trial));
+        const char *l = json_string_value(json_object_get(d, "line"));
+        printf("%s\n", l ? l : "");
+    }
+    fflush(stdout);
+    json_decref(d);
+}
+
+static ssize_t sse_write(void *cookie, const char *p, size_t n)
+{
+    sse_reader *r = cookie;
+    if (r->len + n + 1 > r->cap) {
+        r->cap = (r->len + n + 1) * 2;
+        r->buf = realloc(r->buf, r->cap);
+        if (!r->buf)
+            return -1;
+    }
+    memcpy(r->buf + r->len, p, n);
+    r->len += n;
+    r->buf[r->len] = '\0';
+    char *end;
+    while ((end = strstr(r->buf, "\n\n"))) { /* one whole event */
+        *end = '\0';
+        size_t used = (size_t)(end - r->buf) + 2;
+        sse_event(r, r->buf);
+        memmove(r->buf, r->buf + used, r->len - used + 1);
+        r->len -= used;
+    }
+    return (ssize_t)n;
+}
+
+/* Follows the stream until its "end" event, reconnecting (resuming after the last event id) when
+ * the connection drops. */
+static int job_logs_follow(cli_ctx *c)
+{
+    sse_reader r = {.json = c->json};
+    char path[512], base[400], err[256];
+    cookie_io_functions_t io = {.write = sse_write};
+    int rc = 1, tries = 0;
+
+    job_path(c->a->pos[0], "/logs/stream", base, sizeof(base));
+    while (!r.ended) {
+        hone_rest_resp resp;
+        FILE *f = fopencookie(&r, "w", io);
+        if (!f) {
+            fprintf(stderr, "error: out of memory\n");
+            goto out;
+        }
+        setvbuf(f, NULL, _IONBF, 0);
+        snprintf(path, sizeof(path), "%s%s%s", base, r.last_id[0] ? "?last_event_id=" : "",
+                 r.last_id);
+        r.len = 0;
+        char seen[sizeof r.last_id];
+        snprintf(seen, sizeof seen, "%s", r.last_id);
+        int st = hone_rest_download(c->rest, path, f, 24 * 3600, &resp, err, sizeof(err));
+        fclose(f);
+        if (strcmp(seen, r.last_id)) /* it made progress: the drops are counted afresh */
+            tries = 0;
+        if (st == 0 && resp.status != 200 && resp.status != 503) { /* 503: too many streams */
+            hone_rest_error_text(&resp, err, sizeof(err));
+            fprintf(stderr, "error: %s\n", err);
+            hone_rest_resp_clear(&resp);
+            goto out;
+        }
+        if (st == 0)
+            snprintf(err, sizeof(err), "%s",
+                     resp.status == 503 ? "the controller has too many streams open" : "closed");
+        hone_rest_resp_clear(&resp);
+        if (!r.ended && ++tries > 30) {
+            fprintf(stderr, "error: lost the log stream: %s\n", err);
+            goto out;
+        }
+        if (!r.ended)
+            sleep(2);
+    }
+    rc = 0;
+out:
+    free(r.buf);
+    return rc;
+}
+
 static int job_logs(cli_ctx *c)
 {
     hone_rest_resp resp;
     char path[512];
 
+    if (cli_flag(c->a, "follow"))
+        return job_logs_follow(c);
     job_path(c->a->pos[0], "/logs", path, sizeof(path));
     if (cli_call(c, "GET", path, NULL, &resp) != 0)
         return 1;
@@ -578,6 +696,9 @@ static const cli_opt curves_opts[] = {
     {"out", CLI_VALUE, "FILE  the SVG to write (default: ID-curves.svg; - for stdout)", 0},
     {"metric", CLI_VALUE, "NAME  the metric to draw (default: the experiment's)", 0},
 };
+static const cli_opt logs_opts[] = {
+    {"follow", CLI_FLAG, "  print new lines as the trainer writes them, until the job ends", 0},
+};
 static const cli_opt download_opts[] = {
     {"out", CLI_VALUE, "DIR  where to put the files (default: ./JOB_ID)", 0},
     {"file", CLI_VALUE, "NAME  only this artifact (e.g. best_model/model.bin)", 0},
@@ -592,7 +713,8 @@ const cli_command cli_job_commands[] = {
     {"job", "curves", job_curves, curves_opts, (int)HONE_ARRAY_LEN(curves_opts), 1, 1,
      "ID [--out FILE.svg] [--metric NAME]", "draw the learning curves of a job's trials as an SVG",
      0},
-    {"job", "logs", job_logs, NULL, 0, 1, 1, "ID", "the trainer's last log lines", 0},
+    {"job", "logs", job_logs, logs_opts, (int)HONE_ARRAY_LEN(logs_opts), 1, 1, "ID [--follow]",
+     "the trainer's log lines (--follow: live, until the job ends)", 0},
     {"job", "cancel", job_cancel, NULL, 0, 1, 1, "ID", "cancel a job", 0},
     {"job", "pause", job_pause, NULL, 0, 1, 1, "ID", "pause a job (keeps its checkpoint)", 0},
     {"job", "resume", job_resume, NULL, 0, 1, 1, "ID", "resume a paused job", 0},

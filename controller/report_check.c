@@ -94,3 +94,38 @@ int ctl_report_metrics_check(const json_t *metrics, const char *action, char *fi
     }
     return HONE_OK;
 }
+
+int ctl_report_log_check(const json_t *log, char *field, size_t fieldlen, char *msg, size_t msglen)
+{
+    size_t i, bytes = 0;
+    json_t *v;
+    snprintf(field, fieldlen, "log");
+    if (!json_is_array(log)) {
+        snprintf(msg, msglen, "log must be an array of lines");
+        return HONE_EINVAL;
+    }
+    if (json_array_size(log) > HONE_REPORT_LOG_LINES) {
+        snprintf(msg, msglen, "log has %zu lines; a report carries at most %d",
+                 json_array_size(log), HONE_REPORT_LOG_LINES);
+        return HONE_EINVAL;
+    }
+    json_array_foreach((json_t *)log, i, v)
+    {
+        if (!json_is_string(v)) {
+            snprintf(msg, msglen, "log[%zu] must be a string", i);
+            return HONE_EINVAL;
+        }
+        size_t n = json_string_length(v);
+        if (memchr(json_string_value(v), '\n', n) || memchr(json_string_value(v), '\0', n)) {
+            snprintf(msg, msglen, "log[%zu] must be one line (no newline or NUL)", i);
+            return HONE_EINVAL;
+        }
+        bytes += n;
+    }
+    if (bytes > HONE_REPORT_LOG_BYTES) {
+        snprintf(msg, msglen, "log has %zu bytes; a report carries at most %d", bytes,
+                 HONE_REPORT_LOG_BYTES);
+        return HONE_EINVAL;
+    }
+    return HONE_OK;
+}

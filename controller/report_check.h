@@ -1,5 +1,6 @@
 /* report_check.c: what a report may carry: a train job's per-epoch metrics, a convert job's
- * progress. Pure: no store, no controller. */
+ * progress and the
+ * trainer's log lines. Pure: no store, no controller. */
 #ifndef HONE_CTL_REPORT_CHECK_H
 #define HONE_CTL_REPORT_CHECK_H
 
@@ -12,5 +13,12 @@
  * ("metrics.val_accuracy") and a message. */
 int ctl_report_metrics_check(const json_t *metrics, const char *action, char *field,
                              size_t fieldlen, char *msg, size_t msglen);
+
+/* A report's log: an array of at most HONE_REPORT_LOG_LINES strings (the trainer's stderr lines
+ * since the previous report), HONE_REPORT_LOG_BYTES in all, none with a newline. On refusal
+ * writes the field ("log") and a message. */
+#define HONE_REPORT_LOG_LINES 50
+#define HONE_REPORT_LOG_BYTES 8192
+int ctl_report_log_check(const json_t *log, char *field, size_t fieldlen, char *msg, size_t msglen);
 
 #endif

@@ -355,11 +355,20 @@ done:
     json_decref(job);
 }
 
+/* text/plain: the lines reported with epochs (of the job, and of an AutoML job's trials, those
+ * prefixed "[trial N] "), then the rest of the tail sent at completion: its lines after the last
+ * reported line of the job itself (all of it when that line is not in it). */
 static void job_logs(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
     const char *id = hone_http_req_param(req, "id");
-    json_t *job = NULL;
+    json_t *job = NULL, *rows = NULL, *r;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *b = NULL;
+    const char *last = NULL;
+    long long seq = 0;
+    size_t i, n;
     int rc = ctl_job_row(c, id, &job);
     if (rc) {
         if (rc == HONE_ENOENT)
@@ -368,8 +377,53 @@ static void job_logs(hone_http_req *req, hone_http_res *res, void *ud)
             ctl_res_store_error(c, res);
         return;
     }
+    json_t *all = json_array();
+    b = open_memstream(&text, &len);
+    if (!b) {
+        hone_http_res_error(res, 500, NULL, "out of memory");
+        goto done;
+    }
+    do {
+        if (store_logs_since(c->db, id, seq, 1000, &rows)) {
+            ctl_res_store_error(c, res);
+            goto done;
+        }
+        n = json_array_size(rows);
+        json_array_extend(all, rows);
+        if (n)
+            seq = jint(json_array_get(rows, n - 1), "seq");
+        json_decref(rows);
+    } while (n == 1000);
+    json_array_foreach(all, i, r)
+    {
+        json_t *trial = json_object_get(r, "trial");
+        if (json_is_integer(trial))
+            fprintf(b, "[trial %lld] ", (long long)json_integer_value(trial));
+        else
+            last = jstr(r, "line");
+        fprintf(b, "%s\n", jstr(r, "line") ? jstr(r, "line") : "");
+    }
     const char *t = jstr(job, "log_tail") ? jstr(job, "log_tail") : "";
-    hone_http_res_text(res, 200, "text/plain; charset=utf-8", t, strlen(t));
+    if (last && *t) { /* skip what was reported already */
+        size_t ll = strlen(last);
+        const char *p = t, *after = NULL;
+        while ((p = strstr(p, last))) {
+            if ((p == t || p[-1] == '\n') && (p[ll] == '\n' || !p[ll]))
+                after = p[ll] ? p + ll + 1 : p + ll;
+            p++;
+        }
+        if (after)
+            t = after;
+    }
+    fputs(t, b);
+    fclose(b);
+    b = NULL;
+    hone_http_res_text(res, 200, "text/plain; charset=utf-8", text, len);
+done:
+    if (b)
+        fclose(b);
+    free(text);
+    json_decref(all);
     json_decref(job);
 }
 

@@ -241,6 +241,18 @@ static void convert_report(hone_controller *c, hone_http_res *res, const json_t 
                     json_pack("{s:s,s:i,s:b}", "decision", dec, "epoch", seq, "duplicate", 0));
 }
 
+/* The report's log lines (checked already), inside the report's savepoint. */
+static int store_log_lines(hone_controller *c, const char *jid, int epoch, const json_t *log)
+{
+    size_t i;
+    json_t *v;
+    double now = ctl_now();
+    json_array_foreach((json_t *)log, i,
+                       v) if (store_logs_append(c->db, jid, epoch, (int)i, json_string_value(v),
+                                                now) < 0) return HONE_EIO;
+    return HONE_OK;
+}
+
 static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
@@ -253,6 +265,7 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
          .min = 1,
          .max = 100000},
         {.name = "metrics", .type = HONE_JSON_OBJECT, .required = 1},
+        {.name = "log", .type = HONE_JSON_ARRAY, .max_len = HONE_REPORT_LOG_LINES},
     };
     const char *jid = hone_http_req_param(req, "id");
     json_t *body = hone_http_req_json(req, res), *job = NULL;
@@ -265,6 +278,11 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
     json_t *metrics = json_object_get(body, "metrics");
     char field[160], msg[256];
     if (ctl_report_metrics_check(metrics, NULL, field, sizeof field, msg, sizeof msg)) {
+        hone_http_res_error(res, 422, field, "%s", msg);
+        goto fail;
+    }
+    json_t *log = json_object_get(body, "log");
+    if (log && ctl_report_log_check(log, field, sizeof field, msg, sizeof msg)) {
         hone_http_res_error(res, 422, field, "%s", msg);
         goto fail;
     }
@@ -317,7 +335,8 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
     }
     char *data = jdump(metrics);
     int fresh = store_metrics_append(c->db, jid, epoch, data, ctl_now());
-    if (fresh < 0) {
+    /* The epoch's log lines go in with its first report only: a replay stores nothing twice. */
+    if (fresh < 0 || (fresh > 0 && log && store_log_lines(c, jid, epoch, log))) {
         free(data);
         ctl_res_store_error(c, res);
         goto fail;

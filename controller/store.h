@@ -154,6 +154,14 @@ int store_metrics_data_list(ctl_db *db, const char *job_id, json_t **rows); /* {
 int store_metrics_since(ctl_db *db, const char *job_id, long long after, int limit, json_t **rows);
 int store_metrics_trials_summary(ctl_db *db, const char *automl_id, json_t **row);
 
+/* ---- store_logs.c: table job_logs, the trainer's lines that came with epoch reports ---- */
+/* Rows changed: 1 for a fresh line, 0 for one already stored (job, epoch, n). */
+int store_logs_append(ctl_db *db, const char *job_id, int epoch, int n, const char *line,
+                      double now);
+/* Rows {seq, job_id, trial, epoch, line} of the job and its trials after seq `after`, at most
+ * limit, in seq order (GET .../logs and the logs stream). */
+int store_logs_since(ctl_db *db, const char *job_id, long long after, int limit, json_t **rows);
+
 /* ---- store_automl.c: AutoML job rows and their event log (table automl_events) ---- */
 /* Fixes the job's space and options (automl, JSON text) and marks it running. */
 int store_automl_start(ctl_db *db, const char *id, const char *automl, double now);

@@ -1,8 +1,10 @@
-/* Live metrics as Server-Sent Events. A stream is a deferred, chunked answer kept in a list on the
- * controller; new epochs are pushed after the report batch commits and on the scheduler tick, never
- * before the commit (a reader on the store's one connection would see uncommitted rows, so a
- * stream starts by flushing the batch). Event ids are metrics rowids (store_metrics_since says why
- * they resume without gaps). The number of open streams is bounded by limits.streams. */
+/* Live metrics and job logs as Server-Sent Events. A stream is a deferred, chunked answer kept in
+ * a list on the controller; new rows are pushed after the report batch commits and on the
+ * scheduler tick, never before the commit (a reader on the store's one connection would see
+ * uncommitted rows, so a stream starts by flushing the batch). Both kinds share this machinery and
+ * differ only in their stream_kind: the table read (event ids are metrics rowids, or job_logs
+ * seqs: store_metrics_since and store_logs_since say why they resume without gaps) and the event
+ * built from a row. The number of open streams (of both kinds) is bounded by limits.streams. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +21,16 @@
 #define STREAM_PAGE 256           /* rows read per query while catching up */
 #define STREAM_KEEPALIVE_MS 15000 /* a comment line on a quiet stream, so proxies keep it */
 
+/* What a stream sends: rows of the job and its trials after an event id, each made one event. */
+typedef struct stream_kind {
+    const char *event; /* the SSE event name of a row */
+    int (*since)(ctl_db *db, const char *job_id, long long after, int limit, json_t **rows);
+    json_t *(*data)(const json_t *row); /* the event's data (new reference) */
+} stream_kind;
+
 typedef struct ctl_stream {
     hone_controller *c;
+    const stream_kind *kind;
     hone_http_res *res;
     char job_id[128];
     long long seq; /* the last event id sent */
@@ -82,29 +92,48 @@ static int is_over(const char *st)
            !strcmp(st, "stopped");
 }
 
-/* Sends the epochs stored after s->seq. Returns HONE_ESTATE when the client is gone. */
-static int stream_epochs(ctl_stream *s)
+/* An "epoch" event: {job_id, epoch, metrics, trial (of an AutoML job's trial)}. */
+static json_t *epoch_data(const json_t *r)
+{
+    json_t *m = jparse(jstr(r, "data"));
+    if (!json_is_object(m)) {
+        json_decref(m);
+        m = json_object();
+    }
+    json_t *ev = json_pack("{s:s,s:I,s:o}", "job_id", jstr(r, "job_id"), "epoch",
+                           (json_int_t)jint(r, "epoch"), "metrics", m);
+    json_t *trial = json_object_get(r, "trial");
+    if (json_is_integer(trial))
+        json_object_set(ev, "trial", trial);
+    return ev;
+}
+
+/* A "log" event: {job_id, trial (null for a job's own lines), line}. */
+static json_t *log_data(const json_t *r)
+{
+    json_t *trial = json_object_get(r, "trial");
+    return json_pack("{s:s,s:O,s:s}", "job_id", jstr(r, "job_id"), "trial",
+                     json_is_integer(trial) ? trial : json_null(), "line",
+                     jstr(r, "line") ? jstr(r, "line") : "");
+}
+
+static const stream_kind metrics_kind = {"epoch", store_metrics_since, epoch_data};
+static const stream_kind logs_kind = {"log", store_logs_since, log_data};
+
+/* Sends the rows stored after s->seq. Returns HONE_ESTATE when the client is gone. */
+static int stream_rows(ctl_stream *s)
 {
     for (;;) {
         json_t *rows = NULL, *r;
         size_t i;
-        if (store_metrics_since(s->c->db, s->job_id, s->seq, STREAM_PAGE, &rows))
+        if (s->kind->since(s->c->db, s->job_id, s->seq, STREAM_PAGE, &rows))
             return HONE_OK; /* a store error now: the next tick tries again */
         size_t n = json_array_size(rows);
         json_array_foreach(rows, i, r)
         {
-            json_t *m = jparse(jstr(r, "data"));
-            if (!json_is_object(m)) {
-                json_decref(m);
-                m = json_object();
-            }
-            json_t *ev = json_pack("{s:s,s:I,s:o}", "job_id", jstr(r, "job_id"), "epoch",
-                                   (json_int_t)jint(r, "epoch"), "metrics", m);
-            json_t *trial = json_object_get(r, "trial");
-            if (json_is_integer(trial))
-                json_object_set(ev, "trial", trial);
+            json_t *ev = s->kind->data(r);
             long long seq = jint(r, "seq");
-            int rc = stream_event(s, seq, "epoch", ev);
+            int rc = stream_event(s, seq, s->kind->event, ev);
             json_decref(ev);
             if (rc) {
                 json_decref(rows);
@@ -118,9 +147,9 @@ static int stream_epochs(ctl_stream *s)
     }
 }
 
-/* New epochs, then, with check_end, the "end" event once the job is over. The job's status is
- * read before its epochs: nothing commits in between (one thread), so an over job has every
- * epoch it will ever have sent before its "end". Returns non-zero when the stream is finished. */
+/* New rows, then, with check_end, the "end" event once the job is over. The job's status is
+ * read before its rows: nothing commits in between (one thread), so an over job has every row
+ * it will ever have sent before its "end". Returns non-zero when the stream is finished. */
 static int stream_pump(ctl_stream *s, int check_end)
 {
     json_t *job = NULL;
@@ -131,7 +160,7 @@ static int stream_pump(ctl_stream *s, int check_end)
             return 1;
         over = rc == HONE_OK && is_over(jstr(job, "status"));
     }
-    int rc = stream_epochs(s);
+    int rc = stream_rows(s);
     if (rc == HONE_OK && over) {
         json_t *view = ctl_job_json(s->c, job);
         stream_event(s, 0, "end", view);
@@ -186,9 +215,10 @@ static int parse_seq(const char *v, long long *out)
     return HONE_OK;
 }
 
-static void metrics_stream(hone_http_req *req, hone_http_res *res, void *ud)
+/* Opens a stream of one kind on the job {id}: both routes below. */
+static void stream_open(hone_controller *c, const stream_kind *kind, hone_http_req *req,
+                        hone_http_res *res)
 {
-    hone_controller *c = ud;
     const char *id = hone_http_req_param(req, "id");
     const char *hdr = hone_http_req_header(req, "Last-Event-ID");
     const char *field = hdr ? "Last-Event-ID" : "last_event_id";
@@ -214,7 +244,7 @@ static void metrics_stream(hone_http_req *req, hone_http_res *res, void *ud)
         snprintf(ra, sizeof ra, "%d", 5);
         hone_http_res_header(res, "Retry-After", ra);
         hone_http_res_error(res, 503, "limits.streams",
-                            "too many metric streams open (limits.streams = %d); retry later",
+                            "too many streams open (limits.streams = %d); retry later",
                             c->cfg.max_streams);
         return;
     }
@@ -230,6 +260,7 @@ static void metrics_stream(hone_http_req *req, hone_http_res *res, void *ud)
     }
     ctl_stream *s = hone_xcalloc(1, sizeof *s);
     s->c = c;
+    s->kind = kind;
     s->res = res;
     s->seq = seq;
     snprintf(s->job_id, sizeof s->job_id, "%s", id);
@@ -244,9 +275,19 @@ static void metrics_stream(hone_http_req *req, hone_http_res *res, void *ud)
         stream_finish(s);
 }
 
+static void metrics_stream(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    stream_open(ud, &metrics_kind, req, res);
+}
+
+static void logs_stream(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    stream_open(ud, &logs_kind, req, res);
+}
+
 int ctl_routes_stream(hone_controller *c)
 {
-    return hone_http_route(c->http, "GET", "/api/v1/jobs/{id}/metrics/stream", metrics_stream, c)
-               ? HONE_EINVAL
-               : HONE_OK;
+    int rc = hone_http_route(c->http, "GET", "/api/v1/jobs/{id}/metrics/stream", metrics_stream, c);
+    rc |= hone_http_route(c->http, "GET", "/api/v1/jobs/{id}/logs/stream", logs_stream, c);
+    return rc ? HONE_EINVAL : HONE_OK;
 }

@@ -111,6 +111,9 @@ static hone_wdecision job_on_epoch(void *arg, int epoch, json_t *line)
     json_object_set_new(body, "worker_id", json_string(id));
     json_object_set_new(body, "epoch", json_integer(epoch));
     json_object_set_new(body, "metrics", job_numeric_fields(line));
+    if (json_is_array(json_object_get(line, "log")) &&
+        json_array_size(json_object_get(line, "log")))
+        json_object_set(body, "log", json_object_get(line, "log"));
     snprintf(path, sizeof(path), "/api/v1/jobs/%s/report", c->id);
     if (worker_post(w, path, body, 0, &resp) != 0) {
         json_decref(body);

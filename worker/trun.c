@@ -17,6 +17,10 @@
 
 #define TRUN_LINE_MAX 65536
 #define TRUN_LOG_LINE_MAX 400
+/* The stderr lines an epoch report carries: those since the previous report, at most this many
+ * (the newest), within this many bytes. The controller refuses more (report_check.h). */
+#define TRUN_REPORT_LINES 50
+#define TRUN_REPORT_BYTES 8192
 
 typedef struct trun_line {
     char *buf;
@@ -26,6 +30,7 @@ typedef struct trun_line {
 typedef struct trun_state {
     char **ring; /* stderr lines, oldest at ring_head once full */
     int ring_n, ring_cap, ring_head;
+    int ring_fresh; /* lines pushed since the last epoch line (not yet reported) */
     trun_line out, err;
     pid_t pid;
     int killing;     /* 0 none, 1 SIGTERM sent */
@@ -78,6 +83,7 @@ static void trun_ring_push(trun_state *s, const char *line, size_t len)
     copy = hone_xmalloc(len + 1);
     memcpy(copy, line, len);
     copy[len] = '\0';
+    s->ring_fresh++;
     if (s->ring_n < s->ring_cap) {
         s->ring[s->ring_n++] = copy;
         return;
@@ -104,6 +110,43 @@ static char *trun_ring_join(trun_state *s)
     }
     *p = '\0';
     return o;
+}
+
+/* The newest unreported lines as a JSON array (at most TRUN_REPORT_LINES and TRUN_REPORT_BYTES;
+ * older ones are dropped), marked reported. */
+static json_t *trun_ring_fresh(trun_state *s)
+{
+    int n = s->ring_fresh < s->ring_n ? s->ring_fresh : s->ring_n;
+    size_t bytes = 0;
+    int k = 0;
+    json_t *a = json_array();
+
+    if (n > TRUN_REPORT_LINES)
+        n = TRUN_REPORT_LINES;
+    /* Count back from the newest while they fit. */
+    while (k < n) {
+        const char *l = s->ring[(s->ring_head + s->ring_n - 1 - k) % s->ring_n];
+        if (bytes + strlen(l) > TRUN_REPORT_BYTES)
+            break;
+        bytes += strlen(l);
+        k++;
+    }
+    for (int i = k - 1; i >= 0; i--) {
+        const char *l = s->ring[(s->ring_head + s->ring_n - 1 - i) % s->ring_n];
+        json_t *str = json_string(l);
+        if (!str) { /* not UTF-8: its non-ASCII bytes read as '?' */
+            char *t = hone_xmalloc(strlen(l) + 1);
+            size_t m = 0;
+            for (; l[m]; m++)
+                t[m] = (unsigned char)l[m] < 0x80 ? l[m] : '?';
+            t[m] = '\0';
+            str = json_string(t);
+            free(t);
+        }
+        json_array_append_new(a, str);
+    }
+    s->ring_fresh = 0;
+    return a;
 }
 
 static void trun_signal(trun_state *s, int sig)
@@ -152,6 +195,7 @@ static void trun_stdout_line(trun_state *s, const hone_trun_opts *o, const hone_
 
         res->last_epoch = epoch;
         res->epochs_seen++;
+        json_object_set_new(j, "log", trun_ring_fresh(s));
         d = h->on_epoch ? h->on_epoch(h->arg, epoch, j) : HONE_WDECISION_CONTINUE;
         if (d != HONE_WDECISION_CONTINUE) {
             s->decided = d;

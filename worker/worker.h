@@ -24,7 +24,9 @@ hone_wdecision hone_wdecision_parse(const char *s);
 /* ---------------------------------------------------------------- trainer runs (trun.c) */
 
 typedef struct hone_trun_hooks {
-    /* Each epoch line ({"epoch": N, ...}); the line is borrowed. Returns what to do next. */
+    /* Each epoch line ({"epoch": N, ...}); the line is borrowed. trun adds "log": an array of
+     * the stderr lines seen since the previous epoch line (the newest 50, within 8 KiB). Returns
+     * what to do next. */
     hone_wdecision (*on_epoch)(void *arg, int epoch, json_t *line);
     /* Other JSON lines (e.g. {"event": "done", ...}); borrowed. May be NULL. */
     void (*on_event)(void *arg, json_t *line);

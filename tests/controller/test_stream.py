@@ -18,13 +18,13 @@ from test_automl import drive, setup  # noqa: E402
 class Stream:
     """An SSE client over http.client: events parsed as the spec says (id, event, data lines)."""
 
-    def __init__(self, ctl, job_id, last_id=None, timeout=10):
+    def __init__(self, ctl, job_id, last_id=None, timeout=10, kind="metrics"):
         host, port = ctl.base.split("//")[1].split(":")
         self.conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
         h = {"Accept": "text/event-stream"}
         if last_id is not None:
             h["Last-Event-ID"] = str(last_id)
-        self.conn.request("GET", "/api/v1/jobs/%s/metrics/stream" % job_id, headers=h)
+        self.conn.request("GET", "/api/v1/jobs/%s/%s/stream" % (job_id, kind), headers=h)
         self.resp = self.conn.getresponse()
         self.status = self.resp.status
         self.last_id = last_id

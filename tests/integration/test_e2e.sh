@@ -83,7 +83,14 @@ echo "hyperband: $early trial(s) stopped early"
 bo=$("$HONE" automl start --experiment "$exp" --algorithm bayesian --max-recommendations 4 \
      --max-parallel 2 --spec train.epochs=2 --param train.lr=float:0.001:0.1:log \
      --param train.optimizer=sgd,adamw --json | jget 'd["id"]')
+# its trainers' stderr lines live (SSE), each trial's prefixed, until the job ends
+timeout 400 "$HONE" job logs "$bo" --follow >"$tmp/follow.out" 2>"$tmp/follow.err" &
+follow_pid=$!
 "$HONE" job wait "$bo" --timeout 400 || fail "bayesian wait"
+wait "$follow_pid" || fail "job logs --follow: exit $? ($(cat "$tmp/follow.err"))"
+grep -Eq '^\[trial [0-9]+\] hone-train: mlp on ' "$tmp/follow.out" ||
+  fail "job logs --follow: no trainer line: $(head -c 2000 "$tmp/follow.out")"
+echo "logs --follow: $(wc -l <"$tmp/follow.out") trainer line(s)"
 check_search "$bo" bayesian
 n=$("$HONE" job list --parent "$bo" --json | jget 'len(d["jobs"])')
 # the CLI follows the server's pages: one row a page lists the same trials, in the same order
@@ -91,7 +98,8 @@ paged=$("$HONE" job list --parent "$bo" --limit 1 --json | jget '",".join(j["id"
 whole=$("$HONE" job list --parent "$bo" --json | jget '",".join(j["id"] for j in d["jobs"])')
 [ "$paged" = "$whole" ] && [ -n "$whole" ] || fail "job list --limit 1: [$paged], want [$whole]"
 [ "$n" = 4 ] || fail "bayesian: expected 4 trials, got $n"
-"$HONE" job logs "$("$HONE" job list --parent "$bo" --json | jget 'd["jobs"][0]["id"]')" >/dev/null
+trial_log=$("$HONE" job logs "$("$HONE" job list --parent "$bo" --json | jget 'd["jobs"][0]["id"]')")
+grep -q "hone-train: mlp on " <<<"$trial_log" || fail "job logs: no trainer line stored: $trial_log"
 
 # --- the same files uploaded as a plain tar archive make an identical dataset
 tar --format=ustar -C "$fm" -cf "$tmp/fm.tar" train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz \

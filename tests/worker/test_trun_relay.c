@@ -18,6 +18,9 @@ typedef struct relay {
     hone_wdecision answer;
     int stop_after_epochs; /* should_stop becomes true after this many epochs (0 = never) */
     int events;
+    int log_n[64];        /* lines in each epoch line's "log" */
+    size_t log_bytes[64]; /* their bytes */
+    char log_first[64][16], log_last[64][16];
 } relay;
 
 static hone_wdecision on_epoch(void *arg, int epoch, json_t *line)
@@ -26,6 +29,16 @@ static hone_wdecision on_epoch(void *arg, int epoch, json_t *line)
     if (r->n < 64) {
         r->epochs[r->n] = epoch;
         r->acc[r->n] = json_number_value(json_object_get(line, "val_accuracy"));
+        json_t *log = json_object_get(line, "log"), *l;
+        size_t i;
+        r->log_n[r->n] = json_is_array(log) ? (int)json_array_size(log) : -1;
+        json_array_foreach(log, i, l)
+        {
+            r->log_bytes[r->n] += json_string_length(l);
+            snprintf(i ? r->log_last[r->n] : r->log_first[r->n], 16, "%s", json_string_value(l));
+            if (!i)
+                snprintf(r->log_last[r->n], 16, "%s", json_string_value(l));
+        }
         r->n++;
     }
     return epoch == r->answer_at ? r->answer : HONE_WDECISION_CONTINUE;
@@ -198,6 +211,33 @@ static void test_failure_log_tail(void)
     hone_trun_result_clear(&res);
 }
 
+/* Each epoch line carries the stderr lines since the previous one, once: at most the newest 50,
+ * within 8 KiB (the controller refuses more). */
+static void test_epoch_log(void)
+{
+    const char *p =
+        script("log.sh", "i=1; while [ $i -le 60 ]; do echo \"a$i\" >&2; i=$((i+1)); "
+                         "done\n"
+                         "sleep 0.4; echo '{\"epoch\":1}'\n"
+                         "i=10; while [ $i -le 39 ]; do printf 'b%02d%0387d\\n' $i 0 >&2; "
+                         "i=$((i+1)); done\n"
+                         "sleep 0.4; echo '{\"epoch\":2}'\n"
+                         "sleep 0.2; echo '{\"epoch\":3}'\n");
+    relay r = {0};
+    hone_trun_result res;
+    int rc;
+
+    run(p, NULL, &r, &res, &rc);
+    CHECK(rc == 0 && res.outcome == HONE_TRUN_DONE && r.n == 3);
+    /* 60 lines: the newest 50 */
+    CHECK(r.log_n[0] == 50 && !strcmp(r.log_first[0], "a11") && !strcmp(r.log_last[0], "a60"));
+    /* 30 lines of 390 bytes: the newest 21 fit in 8192 */
+    CHECK(r.log_n[1] == 21 && r.log_bytes[1] == 21 * 390);
+    CHECK(!strncmp(r.log_first[1], "b19", 3) && !strncmp(r.log_last[1], "b39", 3));
+    CHECK(r.log_n[2] == 0); /* nothing new */
+    hone_trun_result_clear(&res);
+}
+
 static void test_should_stop_aborts(void)
 {
     const char *p = script("slow3.sh", slow_body);
@@ -235,6 +275,7 @@ int main(void)
     if (!mkdtemp(tmpdir))
         return 1;
     test_done();
+    test_epoch_log();
     test_stop();
     test_pause();
     test_kill_after_grace();

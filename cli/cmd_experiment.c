@@ -303,6 +303,94 @@ static const cli_opt create_opts[] = {
     {"spec", CLI_MULTI, "KEY=VALUE  base spec override, e.g. train.epochs=10 (repeatable)", 0},
 };
 
+/* `hone train start --experiment ID`: one train job (TAO's model train) on the experiment's spec
+ * with --spec overrides; --wait follows it like `hone job wait`. */
+static int train_start(cli_ctx *c)
+{
+    json_t *specs = NULL, *body = NULL, *fin = NULL;
+    hone_rest_resp resp = {0};
+    char path[512], id[128];
+    int rc = exp_specs(c, &specs);
+    if (rc != 0)
+        return rc;
+    body = json_pack("{s:s}", "action", "train");
+    if (json_object_size(specs) > 0)
+        json_object_set(body, "specs", specs);
+    if (cli_arg(c->a, "name"))
+        json_object_set_new(body, "name", json_string(cli_arg(c->a, "name")));
+    exp_path(cli_arg(c->a, "experiment"), "/jobs", path, sizeof(path));
+    rc = cli_call(c, "POST", path, body, &resp);
+    if (rc != 0)
+        goto fail;
+    snprintf(id, sizeof(id), "%s", json_string_value(json_object_get(resp.json, "id")));
+    if (cli_flag(c->a, "wait")) {
+        if (!c->json)
+            printf("started train job %s\n", id);
+        rc = cli_job_wait(c, id, 0, c->json ? NULL : stdout, &fin);
+        if (c->json && fin)
+            cli_print_json(fin);
+    } else if (c->json) {
+        cli_print_json(resp.json);
+    } else {
+        printf("started train job %s; follow it with: hone job wait %s\n", id, id);
+    }
+fail:
+    hone_rest_resp_clear(&resp);
+    json_decref(fin);
+    json_decref(body);
+    json_decref(specs);
+    return rc;
+}
+
+/* `hone experiment update ID`: PATCH of the name, description and specs (the specs given replace
+ * the experiment's; the controller validates the result whole). */
+static int experiment_update(cli_ctx *c)
+{
+    json_t *specs = NULL, *body = json_object();
+    char path[512];
+    int rc = exp_specs(c, &specs);
+    if (rc != 0)
+        goto fail;
+    if (json_object_size(specs) > 0)
+        json_object_set(body, "specs", specs);
+    static const char *const members[] = {"name", "description"};
+    for (size_t i = 0; i < HONE_ARRAY_LEN(members); i++)
+        if (cli_arg(c->a, members[i]))
+            json_object_set_new(body, members[i], json_string(cli_arg(c->a, members[i])));
+    if (json_object_size(body) == 0) {
+        fprintf(stderr, "usage error: nothing to change (--name, --description or --spec)\n");
+        rc = 2;
+        goto fail;
+    }
+    exp_path(c->a->pos[0], "", path, sizeof(path));
+    hone_rest_resp resp = {0};
+    rc = cli_call(c, "PATCH", path, body, &resp);
+    if (rc == 0) {
+        if (c->json)
+            cli_print_json(resp.json);
+        else
+            cli_print_kv(resp.json, 0);
+    }
+    hone_rest_resp_clear(&resp);
+fail:
+    json_decref(specs);
+    json_decref(body);
+    return rc;
+}
+
+static const cli_opt train_opts[] = {
+    {"experiment", CLI_VALUE, "ID  the experiment to train", 1},
+    {"spec", CLI_MULTI, "KEY=VALUE  spec override (repeatable)", 0},
+    {"name", CLI_VALUE, "NAME  job name", 0},
+    {"wait", CLI_FLAG, "  wait for the job, showing progress", 0},
+};
+
+static const cli_opt update_opts[] = {
+    {"name", CLI_VALUE, "NAME  new name", 0},
+    {"description", CLI_VALUE, "TEXT  new description", 0},
+    {"spec", CLI_MULTI, "KEY=VALUE  the experiment's specs, replaced by these (repeatable)", 0},
+};
+
 static const cli_opt automl_opts[] = {
     {"experiment", CLI_VALUE, "ID  the experiment to search on", 1},
     {"algorithm", CLI_VALUE, "ALGO  bayesian, hyperband, asha, bohb or random", 0},
@@ -326,11 +414,17 @@ const cli_command cli_experiment_commands[] = {
      "--name N --network mlp|cnn --train-dataset ID [--spec k=v ...]", "create an experiment", 0},
     {"experiment", "list", experiment_list, NULL, 0, 0, 0, "", "list experiments", 0},
     {"experiment", "get", experiment_get, NULL, 0, 1, 1, "ID", "show one experiment", 0},
+    {"experiment", "update", experiment_update, update_opts, (int)HONE_ARRAY_LEN(update_opts), 1, 1,
+     "ID [--name N] [--description T] [--spec k=v ...]",
+     "change an experiment's name, description or specs", 0},
     {"experiment", "delete", experiment_delete, NULL, 0, 1, 1, "ID", "delete an experiment", 0},
     {"experiment", "automl-defaults", experiment_automl_defaults, NULL, 0, 1, 1, "ID",
      "list the hyperparameters AutoML sweeps by default and all that could be", 0},
     {"automl", "start", automl_start, automl_opts, (int)HONE_ARRAY_LEN(automl_opts), 0, 0,
      "--experiment ID [--algorithm A] [--max-recommendations N] [--param ...]",
      "start an AutoML search on an experiment", 0},
+    {"train", "start", train_start, train_opts, (int)HONE_ARRAY_LEN(train_opts), 0, 0,
+     "--experiment ID [--spec k=v ...] [--name N] [--wait]",
+     "start one train job on an experiment (TAO's model train)", 0},
 };
 const int cli_nexperiment_commands = (int)HONE_ARRAY_LEN(cli_experiment_commands);

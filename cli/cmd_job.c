@@ -273,6 +273,16 @@ static void metrics_rows(const json_t *arr, const char *trial, char ****rows, in
     }
 }
 
+/* `hone job artifacts ID`: the files a job stored (best_model/ of an AutoML job included). */
+static int job_artifacts(cli_ctx *c)
+{
+    static const char *const h[] = {"NAME", "BYTES"};
+    static const char *const k[] = {"name", "bytes"};
+    char path[512];
+    job_path(c->a->pos[0], "/artifacts", path, sizeof(path));
+    return cli_get_list(c, path, "files", h, k, 2);
+}
+
 static int job_metrics(cli_ctx *c)
 {
     static const char *const h[] = {"TRIAL",    "EPOCH",   "TRAIN LOSS",
@@ -718,6 +728,7 @@ const cli_command cli_job_commands[] = {
     {"job", "cancel", job_cancel, NULL, 0, 1, 1, "ID", "cancel a job", 0},
     {"job", "pause", job_pause, NULL, 0, 1, 1, "ID", "pause a job (keeps its checkpoint)", 0},
     {"job", "resume", job_resume, NULL, 0, 1, 1, "ID", "resume a paused job", 0},
+    {"job", "artifacts", job_artifacts, NULL, 0, 1, 1, "ID", "list a job's stored files", 0},
     {"job", "download", job_download, download_opts, (int)HONE_ARRAY_LEN(download_opts), 1, 1,
      "ID [--out DIR] [--file NAME]", "download a job's artifacts", 0},
     {"job", "wait", job_wait, wait_opts, (int)HONE_ARRAY_LEN(wait_opts), 1, 1, "ID [--timeout S]",

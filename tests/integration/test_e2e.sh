@@ -46,6 +46,16 @@ exp=$("$HONE" experiment create --name e2e --network mlp --train-dataset "$ds" \
       --spec train.epochs=4 --json | jget 'd["id"]')
 "$HONE" experiment automl-defaults "$exp" | grep -q "train.lr" || fail "automl-defaults"
 
+# --- one train job (TAO's model train), its files, and an experiment changed by update
+tj=$("$HONE" train start --experiment "$exp" --spec train.epochs=1 --wait --json | jget 'd["id"]')
+[ "$("$HONE" job status "$tj" --json | jget 'd["status"]')" = done ] || fail "train start: not done"
+"$HONE" job artifacts "$tj" --json | jget '[f["name"] for f in d["files"]]' | grep -q "model.bin" ||
+  fail "job artifacts: no model.bin"
+[ "$("$HONE" experiment update "$exp" --description "renamed by the CLI" --json |
+     jget 'd["description"]')" = "renamed by the CLI" ] || fail "experiment update"
+[ "$("$HONE" experiment get "$exp" --json | jget 'd["specs"]["model.hidden"]')" = 64 ] ||
+  fail "experiment update changed the specs it was not given"
+
 # Runs one search and checks it: done, best trial = best recorded metric, artifacts exist.
 check_search() {
   local job=$1 algo=$2
@@ -121,6 +131,7 @@ expect_err() { # expect_err CODE PATTERN -- command...
   grep -q -- "$pat" <<<"$out" || fail "expected '$pat' from '$*': $out"
 }
 expect_err 1 "field: path" -- "$HONE" dataset create --name bad --path /etc
+expect_err 2 "nothing to change" -- "$HONE" experiment update "$exp"
 expect_err 1 "field: path" -- "$HONE" dataset create --name bad --path "$tmp/../../etc"
 expect_err 1 "field: specs.train.bogus" -- "$HONE" experiment create --name bad --network mlp \
     --train-dataset "$ds" --spec train.bogus=1

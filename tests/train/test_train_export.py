@@ -25,11 +25,17 @@ sys.path.insert(0, os.path.join(HERE, "..", "data"))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 import fmnist_folder  # noqa: E402
 from pngfolder import png_bytes  # noqa: E402
+import hone_train  # noqa: E402
+from hone_train import check, failures, sets  # noqa: E402
 
 TRAIN, VENV = sys.argv[1], sys.argv[2]
 DEVICE = os.environ.get("HONE_TEST_DEVICE", "cpu")  # a GPU machine: cuda (train, infer, export)
 TOL = 1e-5
-failures = []
+
+
+def run(args, want_ok=True):
+    """hone-train ARGS on DEVICE; returns (JSON lines of stdout, stderr)."""
+    return hone_train.run(TRAIN, DEVICE, args, want_ok)
 
 
 def venv_python():
@@ -52,28 +58,6 @@ def venv_python():
         print(p.stderr[-2000:])
         return None
     return py if subprocess.run(probe, capture_output=True).returncode == 0 else None
-
-
-def check(cond, msg):
-    if not cond:
-        failures.append(msg)
-        print("FAIL:", msg)
-
-
-def run(args, want_ok=True):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    p = subprocess.run([TRAIN, "--device", DEVICE, "--threads", "2"] + args, capture_output=True,
-                       text=True, env=env)
-    if (p.returncode == 0) != want_ok:
-        check(False, "hone-train %s: exit %d: %s" % (args, p.returncode, p.stderr.strip()))
-    return [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")], p.stderr
-
-
-def sets(d):
-    out = []
-    for k, v in d.items():
-        out += ["--set", "%s=%s" % (k, v)]
-    return out
 
 
 def write_png(path, w, h, ch, px):

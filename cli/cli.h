@@ -143,6 +143,8 @@ extern const cli_command cli_action_commands[]; /* cmd_action.c: job evaluate, j
 extern const int cli_naction_commands;
 /* completion.c: a bash completion script for the commands of these tables. */
 int cli_completion_bash(FILE *f, const cli_command *const *tabs, const int *ns, int ntabs);
+extern const cli_command cli_server_commands[]; /* cmd_server.c: health, metrics, openapi */
+extern const int cli_nserver_commands;
 extern const cli_command cli_local_commands[];
 extern const int cli_nlocal_commands;
 

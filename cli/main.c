@@ -28,6 +28,7 @@ static const cmd_table tables[] = {
     {cli_experiment_commands, &cli_nexperiment_commands},
     {cli_job_commands, &cli_njob_commands},
     {cli_action_commands, &cli_naction_commands},
+    {cli_server_commands, &cli_nserver_commands},
     {cli_local_commands, &cli_nlocal_commands},
 };
 

@@ -134,9 +134,10 @@ expect_err 1 "field: path" -- "$HONE" dataset create --name bad --path /etc
 expect_err 2 "nothing to change" -- "$HONE" experiment update "$exp"
 # the controller's own routes as commands
 [ "$("$HONE" server health --json | jget 'd["healthz"] + d["readyz"]')" = okok ] || fail "server health"
-"$HONE" server openapi | grep -q "^openapi: 3" || fail "server openapi"
+# (whole outputs first: grep -q stops reading early, and pipefail would blame the writer)
+out=$("$HONE" server openapi) && grep -q "^openapi: 3" <<<"$out" || fail "server openapi"
 "$HONE" server spec-schema | jget 'd["properties"]["train.lr"]' >/dev/null || fail "server spec-schema"
-"$HONE" server metrics | grep -q "^hone_" || fail "server metrics"
+out=$("$HONE" server metrics) && grep -q "^hone_" <<<"$out" || fail "server metrics"
 expect_err 1 "field: path" -- "$HONE" dataset create --name bad --path "$tmp/../../etc"
 expect_err 1 "field: specs.train.bogus" -- "$HONE" experiment create --name bad --network mlp \
     --train-dataset "$ds" --spec train.bogus=1

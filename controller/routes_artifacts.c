@@ -30,12 +30,8 @@ static int name_ok(const char *s)
 static int job_exists(hone_controller *c, hone_http_res *res, const char *id)
 {
     json_t *row = NULL;
-    int rc = ctl_job_row(c, id, &row);
+    int rc = ctl_job_row_res(c, res, id, &row);
     json_decref(row);
-    if (rc == HONE_ENOENT)
-        hone_http_res_error(res, 404, "id", "no job %s", id);
-    else if (rc)
-        ctl_res_store_error(c, res);
     return rc;
 }
 
@@ -124,11 +120,7 @@ static int upload_allowed(hone_controller *c, hone_http_req *req, hone_http_res 
     int admin = ctl_auth_is_admin(c, req);
     if (!admin && ctl_auth_worker_any(c, req, res, wid, sizeof wid))
         return HONE_EPERM;
-    int rc = ctl_job_row(c, id, &job);
-    if (rc == HONE_ENOENT)
-        hone_http_res_error(res, 404, "id", "no job %s", id);
-    else if (rc)
-        ctl_res_store_error(c, res);
+    int rc = ctl_job_row_res(c, res, id, &job);
     if (rc || admin)
         goto fail;
     const char *st = jstr(job, "status"), *holder = jstr(job, "worker_id");

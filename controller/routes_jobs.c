@@ -18,15 +18,21 @@
 
 static const char *const actions[] = {"train", "automl", "evaluate", "inference", "export", NULL};
 
-static void job_reply(hone_controller *c, hone_http_res *res, const char *id, int status)
+int ctl_job_row_res(hone_controller *c, hone_http_res *res, const char *id, json_t **row)
 {
-    json_t *row = NULL;
-    int rc = ctl_job_row(c, id, &row);
+    *row = NULL;
+    int rc = ctl_job_row(c, id, row);
     if (rc == HONE_ENOENT)
         hone_http_res_error(res, 404, "id", "no job %s", id);
     else if (rc)
         ctl_res_store_error(c, res);
-    else
+    return rc;
+}
+
+static void job_reply(hone_controller *c, hone_http_res *res, const char *id, int status)
+{
+    json_t *row = NULL;
+    if (ctl_job_row_res(c, res, id, &row) == HONE_OK)
         hone_http_res_json(res, status, ctl_job_json(c, row));
     json_decref(row);
 }
@@ -155,12 +161,8 @@ static void job_verb(hone_controller *c, hone_http_req *req, hone_http_res *res,
                      const char *verb, hone_http_handler self)
 {
     json_t *job = NULL;
-    int rc = ctl_job_row(c, id, &job);
+    int rc = ctl_job_row_res(c, res, id, &job);
     if (rc) {
-        if (rc == HONE_ENOENT)
-            hone_http_res_error(res, 404, "id", "no job %s", id);
-        else
-            ctl_res_store_error(c, res);
         return;
     }
     if (ctl_automl_busy(c, jstr(job, "parent_id"))) { /* a trial: wait for its search's ask */
@@ -289,12 +291,8 @@ static void job_metrics(hone_http_req *req, hone_http_res *res, void *ud)
     int csv;
     if (ctl_page_parse(req, res, &pg) || ctl_wants_csv(req, res, &csv))
         goto done;
-    int rc = ctl_job_row(c, id, &job);
+    int rc = ctl_job_row_res(c, res, id, &job);
     if (rc) {
-        if (rc == HONE_ENOENT)
-            hone_http_res_error(res, 404, "id", "no job %s", id);
-        else
-            ctl_res_store_error(c, res);
         goto done;
     }
     if (!strcmp(jstr(job, "action"), "automl")) {
@@ -369,12 +367,8 @@ static void job_logs(hone_http_req *req, hone_http_res *res, void *ud)
     const char *last = NULL;
     long long seq = 0;
     size_t i, n;
-    int rc = ctl_job_row(c, id, &job);
+    int rc = ctl_job_row_res(c, res, id, &job);
     if (rc) {
-        if (rc == HONE_ENOENT)
-            hone_http_res_error(res, 404, "id", "no job %s", id);
-        else
-            ctl_res_store_error(c, res);
         return;
     }
     json_t *all = json_array();

@@ -14,6 +14,7 @@
 #include "ctl.h"
 #include "http.h"
 #include "jobs.h"
+#include "routes.h"
 #include "store.h"
 #include "stream.h"
 #include "util.h"
@@ -230,12 +231,8 @@ static void stream_open(hone_controller *c, const stream_kind *kind, hone_http_r
         return;
     }
     ctl_batch_flush(c); /* read only what is committed */
-    int rc = ctl_job_row(c, id, &job);
+    int rc = ctl_job_row_res(c, res, id, &job);
     if (rc) {
-        if (rc == HONE_ENOENT)
-            hone_http_res_error(res, 404, "id", "no job %s", id);
-        else
-            ctl_res_store_error(c, res);
         return;
     }
     json_decref(job);

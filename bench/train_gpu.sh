@@ -38,22 +38,7 @@ if [ -x "$TRAIN_BIN" ]; then
         --set train.epochs=$EPOCHS --set train.batch_size=$b --set train.lr=0.01 \
         --set train.lr_schedule=constant --set train.weight_decay=0 --set train.math=$m \
         ${HONE_TRAIN_EXTRA:-} 2>/dev/null |
-        python3 -c '
-import sys, json, statistics
-arch, b, m = sys.argv[1:4]
-ep, done = [], {}
-for l in sys.stdin:
-    j = json.loads(l)
-    if "epoch" in j: ep.append(j)
-    elif j.get("event") == "done": done = j
-if not ep: sys.exit("hone-train produced no epochs")
-secs = [e["seconds"] for e in ep]
-med = statistics.median_high(secs[1:]) if len(secs) > 1 else secs[0]
-steps_imgs = ep[-1]["images_per_second"] * ep[-1]["seconds"]
-acc = done.get("test_accuracy", 0.0)
-print(f"RESULT impl=hone-train arch={arch} batch={b} math={m} s_per_epoch={med:.4f} "
-      f"first_epoch={secs[0]:.4f} img_per_s={steps_imgs / med:.0f} acc={acc:.4f} epochs={len(ep)}")
-' "$arch" "$b" "$m" | tee -a "$RES"
+        python3 "$ROOT/bench/hone_train_result.py" arch=$arch batch=$b math=$m | tee -a "$RES"
     done
   done
 else

@@ -39,23 +39,7 @@ for m in $MATHS; do
     --set data.channels=3 --set data.val_size=0 --set train.epochs="$EPOCHS" \
     --set train.batch_size="$BATCH" --set train.lr=0.1 --set train.weight_decay=5e-4 \
     --set train.math="$m" ${HONE_TRAIN_EXTRA:-} 2>"$WORK/hone-train.err" |
-    python3 -c '
-import sys, json, statistics
-b, m = sys.argv[1:3]
-ep, done = [], {}
-for l in sys.stdin:
-    j = json.loads(l)
-    if "epoch" in j: ep.append(j)
-    elif j.get("event") == "done": done = j
-if not ep: sys.exit("hone-train produced no epochs")
-secs = [e["seconds"] for e in ep]
-med = statistics.median_high(secs[1:]) if len(secs) > 1 else secs[0]
-imgs = ep[-1]["images_per_second"] * ep[-1]["seconds"]
-acc = done.get("test_accuracy", 0.0)
-print("epochs (s):", " ".join("%.3f" % x for x in secs))
-print(f"RESULT impl=hone-train arch=resnet18 batch={b} math={m} s_per_epoch={med:.4f} "
-      f"img_per_s={imgs / med:.0f} acc={acc:.4f} first_epoch_s={secs[0]:.2f}")
-' "$BATCH" "$m" | tee -a "$RES" || tail -5 "$WORK/hone-train.err"
+    python3 "$ROOT/bench/hone_train_result.py" arch=resnet18 batch="$BATCH" math="$m" | tee -a "$RES" || tail -5 "$WORK/hone-train.err"
 done
 
 # ---- PyTorch

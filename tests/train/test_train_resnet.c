@@ -11,6 +11,7 @@
 
 #include "net.h"
 #include "check.h"
+#include "train_files.h"
 
 #define FASHION "/usr/share/datasets/fashion-mnist"
 
@@ -193,32 +194,6 @@ static void fashion_spec(hone_train_spec *s, const char *dir, int train, int epo
     s->train.epochs = epochs;
     s->train.batch_size = 64;
     s->model.width = 8;
-}
-
-static long read_file(const char *path, unsigned char **out)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return -1;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    *out = malloc(n > 0 ? (size_t)n : 1);
-    if (fread(*out, 1, (size_t)n, f) != (size_t)n)
-        n = -1;
-    fclose(f);
-    return n;
-}
-
-static void rm_out(const char *dir)
-{
-    static const char *files[] = {"checkpoint.bin", "model.bin", "spec.yaml", "metrics.jsonl"};
-    char p[512];
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-        snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
-        unlink(p);
-    }
-    rmdir(dir);
 }
 
 int main(void)

@@ -18,13 +18,6 @@ static void job_path(const char *id, const char *suffix, char *buf, size_t len)
     free(e);
 }
 
-static double job_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int job_list(cli_ctx *c)
 {
     static const char *const h[] = {"ID",     "ACTION", "STATUS",     "TRIAL", "EPOCH",
@@ -129,7 +122,7 @@ int cli_job_wait(cli_ctx *c, const char *job_id, double timeout_s, FILE *progres
 {
     int quiet = progress == NULL;
     int tty = progress && isatty(fileno(progress));
-    double t0 = job_now(), last_print = -1e9;
+    double t0 = cli_now(), last_print = -1e9;
     char path[512], line[512], err[1024];
     int rc = 1, misses = 0;
 
@@ -139,7 +132,7 @@ int cli_job_wait(cli_ctx *c, const char *job_id, double timeout_s, FILE *progres
     while (!(c->stop && *c->stop)) {
         hone_rest_resp resp;
         const char *st;
-        double now = job_now();
+        double now = cli_now();
 
         if (hone_rest_call(c->rest, "GET", path, NULL, 30, &resp, err, sizeof(err)) != 0) {
             /* The controller may be restarting: wait a while before giving up. */

@@ -26,13 +26,6 @@ struct cli_stack {
     char logdir[PATH_MAX + 16];
 };
 
-static double stack_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 int cli_find_binary(const char *bin_dir, const char *name, const char *const *rel_dirs, char *out,
                     size_t outlen)
 {
@@ -155,11 +148,11 @@ static int stack_write_config(const char *path, const cli_stack_opts *o, const c
 static int stack_wait_ready(cli_stack *s, const char *port_file, const char *ctl_log, char *err,
                             size_t errlen)
 {
-    double deadline = stack_now() + 60;
+    double deadline = cli_now() + 60;
     hone_rest *rest = NULL;
     int port = 0, rc = HONE_ETIMEDOUT;
 
-    while (stack_now() < deadline && port == 0) {
+    while (cli_now() < deadline && port == 0) {
         FILE *f = fopen(port_file, "r");
         if (f) {
             if (fscanf(f, "%d", &port) != 1)
@@ -182,7 +175,7 @@ static int stack_wait_ready(cli_stack *s, const char *port_file, const char *ctl
     }
     snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d", port);
     hone_rest_new(s->url, NULL, &rest);
-    while (stack_now() < deadline) {
+    while (cli_now() < deadline) {
         hone_rest_resp resp;
         if (hone_rest_call(rest, "GET", "/readyz", NULL, 5, &resp, NULL, 0) == 0) {
             long st = resp.status;
@@ -317,7 +310,7 @@ int cli_stack_alive(cli_stack *s, char *err, size_t errlen)
 /* SIGTERM to each pid, then SIGKILL to whatever is left after grace seconds; reaps all. */
 static void stack_stop_pids(pid_t *pids, int n, double grace)
 {
-    double deadline = stack_now() + grace;
+    double deadline = cli_now() + grace;
     int left;
 
     for (int i = 0; i < n; i++)
@@ -336,7 +329,7 @@ static void stack_stop_pids(pid_t *pids, int n, double grace)
         }
         if (left)
             usleep(50000);
-    } while (left && stack_now() < deadline);
+    } while (left && cli_now() < deadline);
     for (int i = 0; i < n; i++) {
         if (pids[i] > 0) {
             kill(-pids[i], SIGKILL);

@@ -27,13 +27,6 @@ typedef struct convert_ctx {
     int abandoned; /* a report could not be delivered while stopping */
 } convert_ctx;
 
-static double convert_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* A worker killed mid-pack leaves hone-pack's temp file (<out>.tmp-XXXXXX, data/pack.c) beside
  * the target. This worker now holds the job's only lease, so no live packer writes those: they
  * are removed before packing again. */
@@ -71,7 +64,7 @@ static void convert_report(convert_ctx *c, const json_t *line)
     json_object_set_new(body, "epoch", json_integer(++c->seq));
     json_object_set_new(body, "metrics", m);
     snprintf(path, sizeof(path), "/api/v1/jobs/%s/report", c->id);
-    c->last = convert_now();
+    c->last = hone_trun_now();
     if (worker_post(w, path, body, 0, &resp) != 0) {
         json_decref(body);
         c->abandoned = 1;
@@ -101,7 +94,7 @@ static void convert_on_event(void *arg, json_t *line)
     const char *ev = json_string_value(json_object_get(line, "event"));
     if (!ev || strcmp(ev, "progress") != 0 || c->stop || c->lost || c->abandoned)
         return;
-    if (c->seq > 0 && convert_now() - c->last < CONVERT_REPORT_EVERY_S)
+    if (c->seq > 0 && hone_trun_now() - c->last < CONVERT_REPORT_EVERY_S)
         return;
     convert_report(c, line);
 }

@@ -67,7 +67,7 @@ const char *hone_trun_outcome_name(hone_trun_outcome o)
     return "failed";
 }
 
-static double trun_now(void)
+double hone_trun_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -160,7 +160,7 @@ static void trun_begin_stop(trun_state *s, double grace)
     if (s->killing)
         return;
     s->killing = 1;
-    s->kill_at = trun_now() + grace;
+    s->kill_at = hone_trun_now() + grace;
     trun_signal(s, SIGTERM);
 }
 
@@ -355,7 +355,7 @@ int hone_trun_run(char *const argv[], const hone_trun_opts *opts, const hone_tru
             s.aborted = 1;
             trun_begin_stop(&s, grace);
         }
-        if (s.killing && !s.killed_hard && trun_now() >= s.kill_at) {
+        if (s.killing && !s.killed_hard && hone_trun_now() >= s.kill_at) {
             s.killed_hard = 1;
             trun_signal(&s, SIGKILL);
         }
@@ -366,7 +366,7 @@ int hone_trun_run(char *const argv[], const hone_trun_opts *opts, const hone_tru
             s.aborted = 1;
             trun_begin_stop(&s, grace);
         }
-        if (s.killing && !s.killed_hard && trun_now() >= s.kill_at) {
+        if (s.killing && !s.killed_hard && hone_trun_now() >= s.kill_at) {
             s.killed_hard = 1;
             trun_signal(&s, SIGKILL);
         }

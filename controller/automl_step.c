@@ -315,6 +315,25 @@ static void tao_fields(json_t *o, const char *metric, long newest, long remainin
     }
 }
 
+/* The ETA comes from measured throughput: the trials' epochs stored per second of wall time, which
+ * counts everything a trial pays besides training (starting the trainer, loading data, waiting for
+ * a lease, checkpoints), not from the trainers' own seconds per epoch. Over the last ETA_WINDOW_S
+ * once the job has run twice that long and a few epochs landed in the window (so the ETA follows a
+ * change of pace), else since the job started. NAN before the first epoch. */
+enum { ETA_WINDOW_S = 60, ETA_MIN_RECENT = 4 };
+
+static double measured_rate(const json_t *job, double now, long done, long recent, double first)
+{
+    double t0 = jnum(job, "started");
+    if (isnan(t0) || (!isnan(first) && first < t0))
+        t0 = first;
+    if (done < 1 || isnan(t0) || now <= t0)
+        return NAN;
+    if (now - t0 >= 2 * ETA_WINDOW_S && recent >= ETA_MIN_RECENT)
+        return (double)recent / ETA_WINDOW_S;
+    return (double)done / (now - t0);
+}
+
 json_t *ctl_automl_status(hone_controller *c, const json_t *job)
 {
     json_t *automl = jparse(jstr(job, "automl")), *rows = NULL, *r, *agg = NULL;
@@ -359,11 +378,14 @@ json_t *ctl_automl_status(hone_controller *c, const json_t *job)
     json_object_set_new(o, "trials_paused", json_integer(n_paused));
     json_object_set_new(o, "trials_stopped_early", json_integer(n_stopped));
     json_object_set_new(o, "trials_failed", json_integer(n_failed));
-    double spe = NAN;
-    long epochs_done = 0;
-    if (store_metrics_trials_summary(c->db, id, &agg) == HONE_OK) {
+    double spe = NAN, now = ctl_now();
+    long epochs_done = 0, recent = 0;
+    double first = NAN;
+    if (store_metrics_trials_summary(c->db, id, now - ETA_WINDOW_S, &agg) == HONE_OK) {
         epochs_done = (long)jint(agg, "n");
         spe = jnum(agg, "spe");
+        recent = (long)jint(agg, "recent");
+        first = jnum(agg, "first");
     }
     json_decref(agg);
     json_object_set_new(o, "epochs_done", json_integer(epochs_done));
@@ -376,8 +398,14 @@ json_t *ctl_automl_status(hone_controller *c, const json_t *job)
         par = live;
     if (par < 1)
         par = 1;
-    json_object_set_new(o, "eta_seconds",
-                        isnan(spe) ? json_null() : json_real((double)remaining * spe / par));
+    double rate = measured_rate(job, now, epochs_done, recent, first);
+    json_object_set_new(o, "epochs_per_second", isnan(rate) ? json_null() : json_real(rate));
+    double eta = !isnan(rate) ? (double)remaining / rate
+                 : isnan(spe) ? NAN
+                              : (double)remaining * spe / par;
+    if (remaining == 0)
+        eta = 0;
+    json_object_set_new(o, "eta_seconds", isnan(eta) ? json_null() : json_real(eta));
     json_t *best = NULL;
     if (store_trial_best(c->db, id, maximize, &best) == HONE_OK) {
         json_object_set(o, "best_metric", json_object_get(best, "best_metric"));

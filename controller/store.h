@@ -148,11 +148,12 @@ int store_metrics_list(ctl_db *db, const char *job_id, json_t **rows); /* {epoch
 /* The same, at most limit epochs after skipping offset (a page of GET .../metrics). */
 int store_metrics_page(ctl_db *db, const char *job_id, int limit, int offset, json_t **rows);
 int store_metrics_data_list(ctl_db *db, const char *job_id, json_t **rows); /* {data} */
-/* {n, spe}: epochs reported by an AutoML job's trials and their mean seconds per epoch. */
 /* Rows {seq (the rowid), job_id, trial, epoch, data} of the job and its trials after seq `after`,
  * at most limit, in seq order (the metrics stream). */
 int store_metrics_since(ctl_db *db, const char *job_id, long long after, int limit, json_t **rows);
-int store_metrics_trials_summary(ctl_db *db, const char *automl_id, json_t **row);
+/* An AutoML job's trials' epochs: n (all), spe (mean trainer seconds per epoch), recent (those
+ * stored after `since`), first (when the first was stored). */
+int store_metrics_trials_summary(ctl_db *db, const char *automl_id, double since, json_t **row);
 
 /* ---- store_logs.c: table job_logs, the trainer's lines that came with epoch reports ---- */
 /* Rows changed: 1 for a fresh line, 0 for one already stored (job, epoch, n). */

@@ -29,12 +29,13 @@ int store_metrics_data_list(ctl_db *db, const char *job_id, json_t **rows)
     return db_rows(db, rows, "SELECT data FROM metrics WHERE job_id=? ORDER BY epoch", "s", job_id);
 }
 
-int store_metrics_trials_summary(ctl_db *db, const char *automl_id, json_t **row)
+int store_metrics_trials_summary(ctl_db *db, const char *automl_id, double since, json_t **row)
 {
     return db_row(db, row,
-                  "SELECT COUNT(*) AS n, AVG(json_extract(m.data,'$.seconds')) AS spe FROM metrics "
-                  "m JOIN jobs j ON m.job_id=j.id WHERE j.parent_id=?",
-                  "s", automl_id);
+                  "SELECT COUNT(*) AS n, AVG(json_extract(m.data,'$.seconds')) AS spe, "
+                  "COALESCE(SUM(m.created>?2),0) AS recent, MIN(m.created) AS first FROM metrics "
+                  "m JOIN jobs j ON m.job_id=j.id WHERE j.parent_id=?1",
+                  "sd", automl_id, since);
 }
 
 /* The metrics rows of a job and of its trials (an AutoML job's children) stored after rowid

@@ -8,6 +8,7 @@ import csv
 import io
 import os
 import re
+import time
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -114,7 +115,9 @@ def main():
             "specs": {"train": {"epochs": 3}},
             "automl_settings": {"automl_enabled": True, "automl_algorithm": "random",
                                 "automl_max_recommendations": 4, "automl_max_parallel": 2}})
+        t_create = time.time()
         aj = c.ok("POST", "/api/v1/experiments/%s/jobs" % exp["id"], {"action": "train"})
+        t_created = time.time()
         a = c.ok("GET", "/api/v1/jobs/" + aj["id"])["automl"]
         for k in ("best_val_accuracy", "Current experiment number", "Number of epochs yet to start",
                   "Time per epoch in seconds", "Estimated time for automl completion"):
@@ -122,10 +125,18 @@ def main():
         assert a["best_val_accuracy"] is None and a["Time per epoch in seconds"] is None, a
         assert a["Estimated time for automl completion"] is None, a
         assert a["Number of epochs yet to start"] == a["epochs_remaining"] > 0, a
+        assert a["epochs_per_second"] is None, a
         first = w.lease()
+        time.sleep(0.6)  # wall time the trainer's own 2.5 s/epoch knows nothing of
+        t_report = time.time()
         st, _ = w.report(first, 1, {"val_accuracy": 0.5, "seconds": 2.5})
         assert st == 200
         a = c.ok("GET", "/api/v1/jobs/" + aj["id"])["automl"]
+        t_status = time.time()
+        # the ETA is measured: one epoch stored since the job started, not 2.5 s / 2 workers
+        rate = a["epochs_per_second"]
+        assert 1 / (t_status - t_create) <= rate <= 1 / (t_report - t_created), (rate, a)
+        assert abs(a["eta_seconds"] - a["epochs_remaining"] / rate) <= 1e-6 * a["eta_seconds"], a
         assert a["best_val_accuracy"] == a["best_metric"], a
         assert a["Time per epoch in seconds"] == 2.5, a
         assert a["Current experiment number"] == max(

@@ -311,6 +311,24 @@ EXPECT = {"defaults.yaml": expect_defaults, "no-gpu.yaml": expect_no_gpu,
           "daemonset.yaml": expect_daemonset, "servicemonitor.yaml": expect_servicemonitor}
 
 
+def check_notes(helm):
+    """NOTES.txt tells how to reach the API and log in, with the Secret's real name and key."""
+    for values, want in (("defaults.yaml", ["port-forward svc/hone-controller 8080:8080",
+                                            "http://127.0.0.1:8080"]),
+                         ("ingress-tls.yaml", ["https://hone.example.org"]),
+                         ("servicemonitor.yaml", ["get secret hone-keys"])):
+        p = run([helm, "install", RELEASE, CHART, "--dry-run=client", "--namespace", NAMESPACE,
+                 "-f", os.path.join(HERE, "values", values)])
+        if p.returncode != 0:
+            fail("helm install --dry-run=client -f %s:\n%s" % (values, p.stdout))
+        notes = p.stdout[p.stdout.find("NOTES:"):]
+        for w in want + ["hone login --url", "--key", "kubectl --namespace %s get secret" % NAMESPACE,
+                         "{.data.admin-key}"]:
+            if w not in notes:
+                fail("NOTES.txt (-f %s) lacks %r:\n%s" % (values, w, notes))
+    print("NOTES.txt: port-forward or Ingress URL, the Secret and hone login, for 3 values files")
+
+
 def check_values_documented():
     """Every key of values.yaml has a comment line above it, except the fields of Kubernetes'
     own objects (resources, securityContext, tolerations) given as examples."""
@@ -610,7 +628,8 @@ def check_entrypoint_script(bindir, programs):
                 fail(prog + " not given")
             note("%s not built here: entrypoint mode %s not run" % (prog, mode))
             continue
-        p = run(["bash", ENTRYPOINT, mode, "--help"], env=env)
+        # the CLI's help is a command (`hone --help` alone is a usage error, exit 2)
+        p = run(["bash", ENTRYPOINT, mode, "help" if mode == "hone" else "--help"], env=env)
         if p.returncode != 0 or "usage" not in p.stdout.lower():
             fail("entrypoint %s --help exited %d:\n%s" % (mode, p.returncode, p.stdout))
     p = run(["bash", ENTRYPOINT, "--help"], env=env)
@@ -652,6 +671,7 @@ def main():
         fail("helm lint:\n" + p.stdout)
     print("helm lint --strict: ok")
     check_values_documented()
+    check_notes(helm)
     default_objs = check_values_files(helm, py, tmp)
     check_entrypoint_runs(default_objs, bindir, tmp)
     shutil.rmtree(tmp, ignore_errors=True)

@@ -58,11 +58,13 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--config") && i + 1 < argc &&
             hone_controller_config_load(&cfg, argv[++i], err, sizeof err)) {
             fprintf(stderr, "hone-controller: config: %s\n", err);
+            hone_controller_config_free(&cfg);
             return 2;
         }
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
+            hone_controller_config_free(&cfg);
             return 0;
         }
         if (!strcmp(argv[i], "--config")) {
@@ -75,10 +77,12 @@ int main(int argc, char **argv)
                 break;
         if (k == sizeof flags / sizeof flags[0] || i + 1 >= argc) {
             usage(stderr);
+            hone_controller_config_free(&cfg);
             return 2;
         }
         if (hone_controller_config_set(&cfg, flags[k][1], argv[++i], err, sizeof err)) {
             fprintf(stderr, "hone-controller: %s\n", err);
+            hone_controller_config_free(&cfg);
             return 2;
         }
     }

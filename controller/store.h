@@ -229,4 +229,29 @@ int store_experiment_delete(ctl_db *db, const char *id); /* rows changed: 0 for 
 int store_experiment_dataset_add(ctl_db *db, const char *id, const char *dataset_id, int eval);
 int store_experiment_datasets_clear(ctl_db *db, const char *id); /* before they are added again */
 
+/* ---- store_users.c: tables users, api_keys, tokens (hashes only; auth.c hashes) ---- */
+/* Users: {id, name, role ('admin'|'user'), created}. The built-in 'admin' exists from migration
+ * 007. */
+int store_user_insert(ctl_db *db, const char *id, const char *name, const char *role, double now);
+int store_user_get(ctl_db *db, const char *id, json_t **row);
+int store_user_by_name(ctl_db *db, const char *name, json_t **row);
+int store_users_list(ctl_db *db, json_t **rows, int limit, int offset);
+/* An API key of a user: its id, a non-secret prefix for lists, the SHA-256 (hex) of the key. */
+int store_key_insert(ctl_db *db, const char *id, const char *user_id, const char *prefix,
+                     const char *key_hash, double now);
+/* A user's keys without their hashes: id, user_id, prefix, created, last_used, revoked. */
+int store_keys_list(ctl_db *db, const char *user_id, json_t **rows, int limit, int offset);
+/* {id, user_id, revoked, name, role} of the key with that hash. */
+int store_key_by_hash(ctl_db *db, const char *key_hash, json_t **row);
+int store_key_touch(ctl_db *db, const char *id, double now); /* last_used = now */
+/* Revokes user_id's key id (kept, revoked = now) and deletes the tokens made from it; rows
+ * changed: 0 when the user has no such key. */
+int store_key_revoke(ctl_db *db, const char *user_id, const char *id, double now);
+/* A login token (key_id NULL: made from the admin key). */
+int store_token_insert(ctl_db *db, const char *token_hash, const char *user_id, const char *key_id,
+                       double now, double expires);
+/* {user_id, key_id, expires, name, role} of the token with that hash. */
+int store_token_get(ctl_db *db, const char *token_hash, json_t **row);
+int store_tokens_expire(ctl_db *db, double now); /* deletes tokens past their time */
+
 #endif

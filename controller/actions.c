@@ -29,13 +29,13 @@ static int has_file(const char *dir, const char *name)
 
 /* The folder holding the parent's model.bin, model.json and spec.yaml (caller frees), or NULL with
  * *http, field and msg saying why. */
-static char *model_dir(hone_controller *c, const json_t *exp, const char *pid, int *http, char *msg,
-                       size_t msglen)
+static char *model_dir(hone_controller *c, const json_t *exp, const char *pid, const char *owner,
+                       int *http, char *msg, size_t msglen)
 {
     json_t *p = NULL;
     char *dir = NULL;
     *http = 422;
-    int rc = store_job_get(c->db, pid, &p);
+    int rc = store_job_get_owned(c->db, pid, owner, &p); /* another user's: as if none */
     if (rc == HONE_ENOENT) {
         snprintf(msg, msglen, "no job %s", pid);
         goto fail;
@@ -89,9 +89,9 @@ fail:
     return NULL;
 }
 
-int ctl_action_create(hone_controller *c, const json_t *exp, const json_t *body, char *id_out,
-                      size_t idlen, int *http, char *field, size_t fieldlen, char *msg,
-                      size_t msglen)
+int ctl_action_create(hone_controller *c, const json_t *exp, const json_t *body, const char *owner,
+                      char *id_out, size_t idlen, int *http, char *field, size_t fieldlen,
+                      char *msg, size_t msglen)
 {
     const char *action = jstr(body, "action"), *pid = jstr(body, "parent_job_id");
     const char *dsid = jstr(body, "dataset_id"), *folder = jstr(body, "folder");
@@ -149,7 +149,7 @@ int ctl_action_create(hone_controller *c, const json_t *exp, const json_t *body,
     }
     if (dsid) {
         snprintf(field, fieldlen, "dataset_id");
-        if ((rc = store_dataset_get(c->db, dsid, &ds)) == HONE_ENOENT) {
+        if ((rc = store_dataset_get(c->db, dsid, owner, &ds)) == HONE_ENOENT) {
             snprintf(msg, msglen, "no dataset %s", dsid);
             rc = HONE_EINVAL;
             goto fail;
@@ -166,7 +166,7 @@ int ctl_action_create(hone_controller *c, const json_t *exp, const json_t *body,
     }
     /* the request is well formed: now whether the parent has a model (409 when not yet) */
     snprintf(field, fieldlen, "parent_job_id");
-    if (!(dir = model_dir(c, exp, pid, http, msg, msglen)))
+    if (!(dir = model_dir(c, exp, pid, owner, http, msg, msglen)))
         goto fail;
     cfg = json_pack("{s:s,s:s,s:O,s:s?}", "parent_job_id", pid, "model_dir", dir, "sets", sets,
                     "folder", inference ? folder : NULL);

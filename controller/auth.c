@@ -182,6 +182,15 @@ const char *ctl_auth_owner(hone_controller *c, const hone_http_req *req, char bu
     return buf;
 }
 
+const char *ctl_auth_user(hone_controller *c, const hone_http_req *req, char buf[64])
+{
+    ctl_caller who;
+    const char *why;
+    int ok = !ctl_auth_caller(c, req, &who, &why) && who.user_id[0];
+    snprintf(buf, 64, "%s", ok ? who.user_id : CTL_ADMIN_USER);
+    return buf;
+}
+
 int ctl_auth_is_admin(hone_controller *c, const hone_http_req *req)
 {
     ctl_caller who;

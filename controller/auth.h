@@ -31,6 +31,8 @@ int ctl_auth_caller(hone_controller *c, const hone_http_req *req, ctl_caller *wh
 /* The owner rows must have for this caller: the user's id (in buf), or NULL for callers who see
  * every row (admins, workers, no auth configured). For requests the filter let through. */
 const char *ctl_auth_owner(hone_controller *c, const hone_http_req *req, char buf[64]);
+/* Who new rows belong to: the caller's user id (the admin key and no auth: "admin"), in buf. */
+const char *ctl_auth_user(hone_controller *c, const hone_http_req *req, char buf[64]);
 /* A fresh secret prefix + 64 hex digits (API keys, tokens) in secret, and its SHA-256 (hex). */
 int ctl_auth_secret_new(const char *prefix, char *secret, size_t len, char hash[65]);
 int ctl_auth_hash(const char *secret, char hash[65]); /* SHA-256 (hex) of a presented secret */

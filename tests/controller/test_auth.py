@@ -4,6 +4,7 @@ a wrong one and with an expired one answers 401; a worker credential on any non-
 user on admin routes 403; the right credential gets past auth. Login, key revocation ending the
 tokens made from it, another user's ids answering 404, and no key or token in clear in the SQLite
 file."""
+import http.client
 import os
 import re
 import shutil
@@ -13,7 +14,7 @@ import sys
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hone_test import Controller, FakeWorker, binary_from_argv, tempdir  # noqa: E402
+from hone_test import Controller, FakeWorker, binary_from_argv, tempdir, write_idx  # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 ADMIN = "admin-key-0123456789"
@@ -43,6 +44,86 @@ def bearer(tok):
 def check(cond, msg):
     if not cond:
         raise AssertionError(msg)
+
+
+# bodies that pass validation, so the owner check is what answers
+BODIES = {"/api/v1/datasets/{id}/convert": {"input_size": 32},
+          "/api/v1/experiments/{id}/jobs": {"action": "train"}}
+
+
+def status(ctl, method, url, body, headers):
+    """The status alone: streams (SSE) are not read to their end."""
+    if url.endswith("/stream"):
+        conn = http.client.HTTPConnection("127.0.0.1", ctl.port, timeout=30)
+        conn.request(method, url, headers=headers)
+        st = conn.getresponse().status
+        conn.close()
+        return st, None
+    return ctl.req(method, url, body, headers=headers)
+
+
+def ids_for(path, own):
+    """The ids of one user's rows that a path's {id} means."""
+    for prefix, key in (("/api/v1/datasets/", "ds"), ("/api/v1/experiments/", "exp"),
+                        ("/api/v1/jobs/", "job"), ("/api/v1/users/", "user")):
+        if path.startswith(prefix):
+            return {"id": own[key], "key_id": own.get("key", "x"), "name": "model.bin",
+                    "dir": "x"}
+    return None
+
+
+def ownership(ctl, d, ta, tb, adm, alice, bob):
+    """Alice's rows: 404 to Bob on every route naming them, absent from his lists, listed for the
+    admin with their owner; reachable by Alice."""
+    root = os.path.join(d, "data", "idx")
+    write_idx(root)
+    ds = ctl.ok("POST", "/api/v1/datasets", {"name": "a", "path": root}, headers=ta)
+    check(ds["owner"] == alice["id"], ds)
+    exp = ctl.ok("POST", "/api/v1/experiments",
+                 {"name": "e", "network_arch": "mlp", "train_datasets": [ds["id"]]}, headers=ta)
+    job = ctl.ok("POST", "/api/v1/experiments/%s/jobs" % exp["id"], {"action": "train"},
+                 headers=ta)
+    check(exp["owner"] == alice["id"], exp)
+    own = {"ds": ds["id"], "exp": exp["id"], "job": job["id"], "user": alice["id"]}
+    # Bob cannot name Alice's dataset in an experiment of his (as if it did not exist)
+    st, js = ctl.req("POST", "/api/v1/experiments",
+                     {"name": "b", "network_arch": "mlp", "train_datasets": [ds["id"]]},
+                     headers=tb)
+    check(st in (404, 422) and js["error"]["field"] == "train_datasets", ("bob's exp", st, js))
+    for key, path in (("datasets", "/api/v1/datasets"), ("experiments", "/api/v1/experiments"),
+                      ("jobs", "/api/v1/jobs")):
+        mine = ctl.ok("GET", path, headers=ta)[key]
+        check(len(mine) == 1 and mine[0]["id"] == own[key[:3] if key != "datasets" else "ds"],
+              (key, mine))
+        check(ctl.ok("GET", path, headers=tb)[key] == [], ("bob sees", key))
+        every = ctl.ok("GET", path, headers=adm)[key]
+        check(any(r["id"] == mine[0]["id"] and r.get("owner") == alice["id"] for r in every),
+              ("admin list", key, every))
+    for verb in ("pause", "resume", "cancel"):  # the {id}:verb spelling of the same routes
+        st, js = ctl.req("POST", "/api/v1/jobs/%s:%s" % (job["id"], verb), headers=tb)
+        check(st == 404, ("bob's verb", verb, st, js))
+    n = 0
+    for method, path in operations():
+        ids = ids_for(path, own)
+        if path in WORKER_ROUTES or not ids or "{" not in path:
+            continue
+        body = BODIES.get(path, {}) if method in ("POST", "PUT", "PATCH") else None
+        st, js = status(ctl, method, fill(path, ids), body, tb)
+        check(st == 404 or (st == 405 and method == "POST" and path == "/api/v1/jobs/{id}"),
+              ("bob on alice's", method, path, st, js))
+        n += 1
+    # Alice reaches her own (deletes last, after every other route was tried)
+    ops = sorted(operations(), key=lambda o: o[0] == "DELETE")
+    for method, path in ops:
+        ids = ids_for(path, own)
+        if path in WORKER_ROUTES or not ids or "{" not in path:
+            continue
+        body = BODIES.get(path, {}) if method in ("POST", "PUT", "PATCH") else None
+        st, js = status(ctl, method, fill(path, ids), body, ta)
+        named = "{name}" in path or "{key_id}" in path
+        check(st not in (401, 403) and (named or st != 404), ("alice on hers", method, path, st,
+                                                            js))
+    return n
 
 
 def main():
@@ -138,6 +219,9 @@ def main():
                 check(st not in (401, 403), (name, method, path, st, js))
         check(n > 30, "only %d operations found in api/openapi.yaml" % n)
 
+        n_own = ownership(ctl, d, ta, tb, adm, alice, bob)
+        check(n_own > 20, "only %d routes named ids" % n_own)
+
         # the store holds hashes only
         ctl.stop()
         raw = b""
@@ -149,9 +233,11 @@ def main():
                        tok_admin["token"], ADMIN):
             check(secret.encode() not in raw, "a secret in clear in the store: " + secret[:6])
         db = sqlite3.connect(os.path.join(d, "data", "hone.db"))
-        check(db.execute("SELECT count(*) FROM api_keys WHERE length(key_hash) = 64").fetchone()[0]
-              == 3, "three key hashes")
-        print("auth: ok (%d operations)" % n)
+        hashes = [r[0] for r in db.execute("SELECT key_hash FROM api_keys")]
+        hashes += [r[0] for r in db.execute("SELECT token_hash FROM tokens")]
+        check(len(hashes) >= 6 and all(re.fullmatch("[0-9a-f]{64}", h) for h in hashes),
+              ("hashes only", hashes))
+        print("auth: ok (%d operations, %d with another user's ids)" % (n, n_own))
     finally:
         ctl.stop()
         shutil.rmtree(d, ignore_errors=True)

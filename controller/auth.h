@@ -29,7 +29,8 @@ typedef struct ctl_caller {
 int ctl_auth_caller(hone_controller *c, const hone_http_req *req, ctl_caller *who,
                     const char **why);
 /* The owner rows must have for this caller: the user's id (in buf), or NULL for callers who see
- * every row (admins, workers, no auth configured). For requests the filter let through. */
+ * every row (admins, workers, no auth configured). For requests the filter let through; fails
+ * closed (an owner no row has) when the caller cannot be told. */
 const char *ctl_auth_owner(hone_controller *c, const hone_http_req *req, char buf[64]);
 /* Who new rows belong to: the caller's user id (the admin key and no auth: "admin"), in buf. */
 const char *ctl_auth_user(hone_controller *c, const hone_http_req *req, char buf[64]);

@@ -127,7 +127,8 @@ int ctl_action_create(hone_controller *c, const json_t *exp, const json_t *body,
         }
         /* confined as a dataset's path is: inside the data roots, symbolic links resolved */
         if (ctl_path_confine(c->cfg.data_roots, c->cfg.n_data_roots, folder, real, sizeof real, msg,
-                             msglen) != HONE_OK)
+                             msglen) != HONE_OK ||
+            (owner && ctl_path_private(c->cfg.data_dir, real, msg, msglen) != HONE_OK))
             goto fail;
         if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
             snprintf(msg, msglen, "%s is not a folder", folder);

@@ -44,6 +44,7 @@ typedef struct ds_work {
     const char *type, *format, *path;
     char real[PATH_MAX], msg[512];
     char owner[64]; /* who asked (the request is gone by the time it is stored) */
+    int user;       /* a user, not an admin: kept out of the controller's own folders */
     int rc_path, rc_inspect;
     json_t *stats;
 } ds_work;
@@ -59,6 +60,8 @@ static void ds_check(uv_work_t *w)
     ds_work *d = w->data;
     d->rc_path = ctl_path_confine(d->c->cfg.data_roots, d->c->cfg.n_data_roots, d->path, d->real,
                                   sizeof d->real, d->msg, sizeof d->msg);
+    if (!d->rc_path && d->user)
+        d->rc_path = ctl_path_private(d->c->cfg.data_dir, d->real, d->msg, sizeof d->msg);
     if (!d->rc_path)
         d->rc_inspect = ctl_dataset_inspect(d->format, d->real, &d->stats, d->msg, sizeof d->msg);
 }
@@ -123,6 +126,8 @@ static void ds_create(hone_http_req *req, hone_http_res *res, void *ud)
     d->res = res;
     d->body = body;
     ctl_auth_user(c, req, d->owner);
+    char ob[64];
+    d->user = ctl_auth_owner(c, req, ob) != NULL;
     d->type = jstr(body, "type") ? jstr(body, "type") : "image_classification";
     d->format = jstr(body, "format") ? jstr(body, "format") : "idx";
     d->path = jstr(body, "path");

@@ -90,6 +90,17 @@ def ownership(ctl, d, ta, tb, adm, alice, bob):
                      {"name": "b", "network_arch": "mlp", "train_datasets": [ds["id"]]},
                      headers=tb)
     check(st in (404, 422) and js["error"]["field"] == "train_datasets", ("bob's exp", st, js))
+    # nor register the controller's own folders (every user's uploads, packed files, artifacts)
+    for sub in ("artifacts/probe", "datasets/probe", "packed/probe", ""):
+        probe = os.path.join(d, "data", sub)
+        if sub:
+            write_idx(probe)  # a good dataset, but where only the controller writes
+        st, js = ctl.req("POST", "/api/v1/datasets", {"name": "b", "path": probe}, headers=tb)
+        check(st == 422 and js["error"]["field"] == "path" and
+              "controller's own folders" in js["error"]["message"], ("bob's path", sub, st, js))
+    st, js = ctl.req("POST", "/api/v1/datasets",
+                     {"name": "p", "path": os.path.join(d, "data", "artifacts/probe")}, headers=adm)
+    check(st == 201, ("the admin may", st, js))
     for key, path in (("datasets", "/api/v1/datasets"), ("experiments", "/api/v1/experiments"),
                       ("jobs", "/api/v1/jobs")):
         mine = ctl.ok("GET", path, headers=ta)[key]

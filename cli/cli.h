@@ -147,6 +147,13 @@ extern const cli_command cli_server_commands[]; /* cmd_server.c: health, metrics
 extern const int cli_nserver_commands;
 extern const cli_command cli_local_commands[];
 extern const int cli_nlocal_commands;
+/* cmd_user.c: login, logout, whoami, user create|list, key create|list|revoke */
+extern const cli_command cli_user_commands[];
+extern const int cli_nuser_commands;
+/* The client config `hone login` writes: $HONE_CONFIG, else ~/.config/hone/config. */
+int cli_config_path(char *buf, size_t len);
+/* Its url and token (each empty when absent); HONE_ENOENT when there is no file. */
+int cli_config_read(char *url, size_t urllen, char *token, size_t toklen);
 
 /* Waits for a job to end, showing a progress line on `progress` (NULL: none; a TTY gets one
  * line rewritten with '\r', anything else a plain line every 10 s). Returns 0 when it ended

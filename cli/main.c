@@ -29,6 +29,7 @@ static const cmd_table tables[] = {
     {cli_job_commands, &cli_njob_commands},
     {cli_action_commands, &cli_naction_commands},
     {cli_server_commands, &cli_nserver_commands},
+    {cli_user_commands, &cli_nuser_commands},
     {cli_local_commands, &cli_nlocal_commands},
 };
 
@@ -45,7 +46,9 @@ static void usage_all(FILE *f)
         }
     fprintf(f, "  hone %-28s %s\n", "completion bash", "print a bash completion script");
     fprintf(f, "\nRun `hone COMMAND --help` for a command's options. The controller URL comes\n"
-               "from --url, then $HONE_URL, then http://127.0.0.1:8080.\n");
+               "from --url, then $HONE_URL, then the url `hone login` saved, then\n"
+               "http://127.0.0.1:8080; the token from --token, then $HONE_TOKEN, then the one\n"
+               "`hone login` saved for that url.\n");
 }
 
 static void usage_cmd(FILE *f, const cli_command *c)
@@ -89,7 +92,7 @@ int main(int argc, char **argv)
     const cli_command *cmd;
     cli_args args;
     cli_ctx ctx = {0};
-    char err[1024], self[PATH_MAX], *slash;
+    char err[1024], self[PATH_MAX], *slash, cfg_url[2048], cfg_token[512];
     const char *url, *token;
     int known, first = 1, rc;
     ssize_t n;
@@ -152,10 +155,14 @@ int main(int argc, char **argv)
         usage_cmd(stdout, cmd);
         return 0;
     }
+    /* --url, $HONE_URL, then the url `hone login` saved; the saved token goes only to that url */
+    cli_config_read(cfg_url, sizeof cfg_url, cfg_token, sizeof cfg_token);
     url = cli_arg(&args, "url") ? cli_arg(&args, "url") : getenv("HONE_URL");
     if (!url || !url[0])
-        url = "http://127.0.0.1:8080";
+        url = cfg_url[0] ? cfg_url : "http://127.0.0.1:8080";
     token = cli_arg(&args, "token") ? cli_arg(&args, "token") : getenv("HONE_TOKEN");
+    if ((!token || !token[0]) && cfg_token[0] && !strcmp(url, cfg_url))
+        token = cfg_token;
     n = readlink("/proc/self/exe", self, sizeof(self) - 1);
     if (n > 0) {
         self[n] = '\0';

@@ -29,13 +29,13 @@ static int has_file(const char *dir, const char *name)
 
 /* The folder holding the parent's model.bin, model.json and spec.yaml (caller frees), or NULL with
  * *http, field and msg saying why. */
-static char *model_dir(hone_controller *c, const json_t *exp, const char *pid, int *http, char *msg,
-                       size_t msglen)
+static char *model_dir(hone_controller *c, const json_t *exp, const char *pid, const char *owner,
+                       int *http, char *msg, size_t msglen)
 {
     json_t *p = NULL;
     char *dir = NULL;
     *http = 422;
-    int rc = store_job_get(c->db, pid, &p);
+    int rc = store_job_get_owned(c->db, pid, owner, &p); /* another user's: as if none */
     if (rc == HONE_ENOENT) {
         snprintf(msg, msglen, "no job %s", pid);
         goto fail;
@@ -89,9 +89,9 @@ fail:
     return NULL;
 }
 
-int ctl_action_create(hone_controller *c, const json_t *exp, const json_t *body, char *id_out,
-                      size_t idlen, int *http, char *field, size_t fieldlen, char *msg,
-                      size_t msglen)
+int ctl_action_create(hone_controller *c, const json_t *exp, const json_t *body, const char *owner,
+                      char *id_out, size_t idlen, int *http, char *field, size_t fieldlen,
+                      char *msg, size_t msglen)
 {
     const char *action = jstr(body, "action"), *pid = jstr(body, "parent_job_id");
     const char *dsid = jstr(body, "dataset_id"), *folder = jstr(body, "folder");
@@ -127,7 +127,8 @@ int ctl_action_create(hone_controller *c, const json_t *exp, const json_t *body,
         }
         /* confined as a dataset's path is: inside the data roots, symbolic links resolved */
         if (ctl_path_confine(c->cfg.data_roots, c->cfg.n_data_roots, folder, real, sizeof real, msg,
-                             msglen) != HONE_OK)
+                             msglen) != HONE_OK ||
+            (owner && ctl_path_private(c->cfg.data_dir, real, msg, msglen) != HONE_OK))
             goto fail;
         if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
             snprintf(msg, msglen, "%s is not a folder", folder);
@@ -149,7 +150,7 @@ int ctl_action_create(hone_controller *c, const json_t *exp, const json_t *body,
     }
     if (dsid) {
         snprintf(field, fieldlen, "dataset_id");
-        if ((rc = store_dataset_get(c->db, dsid, &ds)) == HONE_ENOENT) {
+        if ((rc = store_dataset_get(c->db, dsid, owner, &ds)) == HONE_ENOENT) {
             snprintf(msg, msglen, "no dataset %s", dsid);
             rc = HONE_EINVAL;
             goto fail;
@@ -166,7 +167,7 @@ int ctl_action_create(hone_controller *c, const json_t *exp, const json_t *body,
     }
     /* the request is well formed: now whether the parent has a model (409 when not yet) */
     snprintf(field, fieldlen, "parent_job_id");
-    if (!(dir = model_dir(c, exp, pid, http, msg, msglen)))
+    if (!(dir = model_dir(c, exp, pid, owner, http, msg, msglen)))
         goto fail;
     cfg = json_pack("{s:s,s:s,s:O,s:s?}", "parent_job_id", pid, "model_dir", dir, "sets", sets,
                     "folder", inference ? folder : NULL);

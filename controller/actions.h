@@ -16,10 +16,12 @@
 int ctl_action_is(const char *action);
 /* Inside the caller's transaction: a queued evaluate or inference job of experiment exp from the
  * request body (parent_job_id; evaluate: dataset_id optional; inference: folder; export: neither).
+ * owner (a user id, NULL: anyone's): the parent job and dataset must be theirs, else "no job" /
+ * "no dataset" as for an unknown id.
  * HONE_EINVAL with *http (422 or 409), field and msg filled when the request cannot be taken. */
-int ctl_action_create(hone_controller *c, const json_t *exp, const json_t *body, char *id_out,
-                      size_t idlen, int *http, char *field, size_t fieldlen, char *msg,
-                      size_t msglen);
+int ctl_action_create(hone_controller *c, const json_t *exp, const json_t *body, const char *owner,
+                      char *id_out, size_t idlen, int *http, char *field, size_t fieldlen,
+                      char *msg, size_t msglen);
 /* The "job" object of its lease reply (new reference): action, model_dir, sets, folder, out_dir
  * (the job's artifact folder, created here). */
 json_t *ctl_action_lease_job(hone_controller *c, const json_t *job);

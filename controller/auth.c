@@ -1,11 +1,17 @@
-/* Who is calling, and what they may write. Three kinds of bearer token:
- *   - the admin token (config auth.token): every route;
+/* Who is calling, and what they may write. Five kinds of bearer token:
+ *   - the admin key (config auth.admin_key, alias auth.token, or HONE_ADMIN_KEY): every route, as
+ *     the built-in user 'admin';
+ *   - a login token "ht_<hex>" (POST /api/v1/login, from the admin key or a user's API key
+ *     "hk_<hex>"): every route but the worker protocol, as that user (users.c filters by owner);
  *   - the enrolment token (config auth.worker_token): registering a worker, nothing else;
  *   - a worker credential "<worker id>.<secret>", issued once by POST /api/v1/workers: the worker
  *     routes of that one worker (heartbeat, lease, report, complete, artifact upload of a job it
  *     holds). The store keeps only SHA-256 of the secret; it cannot be read back from the API.
  * Worker credentials are required with or without auth configured: without auth, anybody may
- * manage datasets and experiments, but only a worker may speak for itself. Never logs a secret. */
+ * manage datasets and experiments (as the admin), but only a worker may speak for itself.
+ * Keys and tokens are 256-bit random secrets, so the store keeps their SHA-256 only: a fast hash
+ * is enough (nothing to brute-force), and a token is found by its hash with one indexed lookup,
+ * whose timing says nothing about the secret. Never logs a secret. */
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
@@ -50,6 +56,24 @@ static int sha256_hex(const char *s, char out[65])
 static int bytes_equal(const char *a, const char *b, size_t n)
 {
     return CRYPTO_memcmp(a, b, n) == 0;
+}
+
+int ctl_auth_secret_new(const char *prefix, char *secret, size_t len, char hash[65])
+{
+    unsigned char raw[SECRET_BYTES];
+    char hx[2 * SECRET_BYTES + 1];
+    if (RAND_bytes(raw, sizeof raw) != 1)
+        return HONE_EIO;
+    hex(raw, sizeof raw, hx);
+    OPENSSL_cleanse(raw, sizeof raw);
+    int rc = snprintf(secret, len, "%s%s", prefix, hx) >= (int)len ? HONE_ERANGE : HONE_OK;
+    OPENSSL_cleanse(hx, sizeof hx);
+    return rc ? rc : sha256_hex(secret, hash);
+}
+
+int ctl_auth_hash(const char *secret, char hash[65])
+{
+    return sha256_hex(secret, hash);
 }
 
 int ctl_worker_credential_new(const char *worker_id, char *token, size_t tokenlen, char hash[65])
@@ -107,9 +131,76 @@ static void unauthorized(hone_http_res *res, const char *msg)
     hone_http_res_error(res, 401, "Authorization", "%s", msg);
 }
 
+int ctl_auth_caller(hone_controller *c, const hone_http_req *req, ctl_caller *who, const char **why)
+{
+    const char *tok = bearer(req), *secret;
+    char id[64], hash[65];
+    json_t *row = NULL;
+    memset(who, 0, sizeof *who);
+    *why = "missing or bad bearer token: run hone login --url URL --key KEY";
+    if (!c->cfg.auth_token || token_is(tok, c->cfg.auth_token)) {
+        who->kind = CTL_CALLER_ADMIN;
+        snprintf(who->user_id, sizeof who->user_id, "%s", CTL_ADMIN_USER);
+        return HONE_OK;
+    }
+    if (c->cfg.worker_token && token_is(tok, c->cfg.worker_token)) {
+        who->kind = CTL_CALLER_ENROL;
+        return HONE_OK;
+    }
+    if (tok && split_credential(tok, id, sizeof id, &secret)) {
+        who->kind = CTL_CALLER_WORKER; /* checked against the store by the worker routes */
+        return HONE_OK;
+    }
+    if (!tok || strncmp(tok, CTL_TOKEN_PREFIX, strlen(CTL_TOKEN_PREFIX)) ||
+        strlen(tok) != strlen(CTL_TOKEN_PREFIX) + 2 * SECRET_BYTES || sha256_hex(tok, hash))
+        return HONE_EPERM;
+    int rc = store_token_get(c->db, hash, &row);
+    if (rc == HONE_ENOENT) {
+        *why = "unknown or revoked token: run hone login --url URL --key KEY";
+        return HONE_EPERM;
+    }
+    if (rc)
+        return rc;
+    if (jnum(row, "expires") <= ctl_now()) {
+        json_decref(row);
+        *why = "token expired: run hone login --url URL --key KEY";
+        return HONE_EPERM;
+    }
+    who->kind = !strcmp(jstr(row, "role"), "admin") ? CTL_CALLER_ADMIN : CTL_CALLER_USER;
+    snprintf(who->user_id, sizeof who->user_id, "%s", jstr(row, "user_id"));
+    json_decref(row);
+    return HONE_OK;
+}
+
+const char *ctl_auth_owner(hone_controller *c, const hone_http_req *req, char buf[64])
+{
+    ctl_caller who;
+    const char *why;
+    buf[0] = '\0'; /* on failure (a store error, a token that expired since the filter): an owner
+                    * no row has, so the route finds nothing rather than everything */
+    if (ctl_auth_caller(c, req, &who, &why))
+        return buf;
+    if (who.kind != CTL_CALLER_USER)
+        return NULL; /* an admin or a worker, who see every row */
+    snprintf(buf, 64, "%s", who.user_id);
+    return buf;
+}
+
+const char *ctl_auth_user(hone_controller *c, const hone_http_req *req, char buf[64])
+{
+    ctl_caller who;
+    const char *why;
+    int ok = !ctl_auth_caller(c, req, &who, &why) && who.user_id[0];
+    snprintf(buf, 64, "%s", ok ? who.user_id : CTL_ADMIN_USER);
+    return buf;
+}
+
 int ctl_auth_is_admin(hone_controller *c, const hone_http_req *req)
 {
-    return c->cfg.auth_token && token_is(bearer(req), c->cfg.auth_token);
+    ctl_caller who;
+    const char *why;
+    return c->cfg.auth_token && !ctl_auth_caller(c, req, &who, &why) &&
+           who.kind == CTL_CALLER_ADMIN;
 }
 
 static int is_worker_route(const hone_http_req *req)
@@ -125,31 +216,46 @@ int ctl_auth_filter(hone_controller *c, hone_http_req *req, hone_http_res *res)
 {
     if (!c->cfg.auth_token)
         return 0;
-    const char *path = hone_http_req_path(req), *tok = bearer(req), *secret;
-    char id[64];
+    const char *path = hone_http_req_path(req), *route = hone_http_req_route(req), *why;
+    const char *method = hone_http_req_method(req);
+    ctl_caller who;
     if (!strcmp(path, "/healthz") || !strcmp(path, "/readyz") ||
-        !strcmp(path, "/api/v1/openapi.yaml") || ctl_web_route(hone_http_req_route(req)))
+        !strcmp(path, "/api/v1/openapi.yaml") || ctl_web_route(route))
         return 0; /* the page holds no data: it asks for the token and sends it with each call */
-    if (token_is(tok, c->cfg.auth_token))
+    if (route && !strcmp(route, "/api/v1/login"))
+        return 0; /* the key in the body is the credential */
+    int rc = ctl_auth_caller(c, req, &who, &why);
+    if (rc == HONE_EPERM) {
+        unauthorized(res, why);
+        return 1;
+    }
+    if (rc) {
+        ctl_res_store_error(c, res);
+        return 1;
+    }
+    int registering = route && !strcmp(route, "/api/v1/workers") && !strcmp(method, "POST");
+    switch (who.kind) {
+    case CTL_CALLER_ADMIN:
         return 0;
-    if (c->cfg.worker_token && token_is(tok, c->cfg.worker_token)) {
-        const char *route = hone_http_req_route(req);
-        if (route && !strcmp(route, "/api/v1/workers") &&
-            !strcmp(hone_http_req_method(req), "POST"))
+    case CTL_CALLER_ENROL:
+        if (registering)
             return 0;
         hone_http_res_error(res, 403, "Authorization",
                             "the worker enrolment token may only register workers");
         return 1;
-    }
-    if (tok && split_credential(tok, id, sizeof id, &secret)) {
+    case CTL_CALLER_WORKER:
         if (is_worker_route(req))
             return 0; /* the handler checks the credential against the store */
         hone_http_res_error(res, 403, "Authorization",
                             "a worker credential may only call that worker's routes");
         return 1;
+    default: /* a user: everything but registering workers; users.c checks admin routes */
+        if (!registering)
+            return 0;
+        hone_http_res_error(res, 403, "Authorization",
+                            "only the admin or the enrolment token may register workers");
+        return 1;
     }
-    unauthorized(res, "missing or bad bearer token");
-    return 1;
 }
 
 int ctl_auth_worker(hone_controller *c, hone_http_req *req, hone_http_res *res, const char *wid,

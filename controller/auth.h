@@ -1,5 +1,6 @@
-/* auth.c: who is calling. The admin token, the enrolment token (registering only) and worker
- * credentials ("<worker_id>.<secret>", SHA-256 of the secret stored). */
+/* auth.c: who is calling. The admin key, login tokens of users ("ht_<hex>", made from API keys
+ * "hk_<hex>"; SHA-256 stored), the enrolment token (registering only) and worker credentials
+ * ("<worker_id>.<secret>", SHA-256 of the secret stored). */
 #ifndef HONE_CTL_AUTH_H
 #define HONE_CTL_AUTH_H
 
@@ -8,13 +9,43 @@
 #include "controller.h"
 #include "http.h"
 
+#define CTL_ADMIN_USER "admin" /* the built-in user the admin key stands for (migration 007) */
+#define CTL_KEY_PREFIX "hk_"   /* API keys */
+#define CTL_TOKEN_PREFIX "ht_" /* login tokens */
+
+enum {
+    CTL_CALLER_ADMIN = 1, /* the admin key, an admin's token, or anyone without auth configured */
+    CTL_CALLER_USER,      /* a user's token: sees only the user's own rows */
+    CTL_CALLER_WORKER,    /* a worker credential (not yet checked against the store) */
+    CTL_CALLER_ENROL,     /* the worker enrolment token */
+};
+typedef struct ctl_caller {
+    int kind;         /* CTL_CALLER_* */
+    char user_id[64]; /* admins and users: who */
+} ctl_caller;
+
+/* Who sends the request: HONE_OK with *who filled, HONE_EPERM with *why (a message for the 401:
+ * no, unknown, revoked or expired token), or a store error. */
+int ctl_auth_caller(hone_controller *c, const hone_http_req *req, ctl_caller *who,
+                    const char **why);
+/* The owner rows must have for this caller: the user's id (in buf), or NULL for callers who see
+ * every row (admins, workers, no auth configured). For requests the filter let through; fails
+ * closed (an owner no row has) when the caller cannot be told. */
+const char *ctl_auth_owner(hone_controller *c, const hone_http_req *req, char buf[64]);
+/* Who new rows belong to: the caller's user id (the admin key and no auth: "admin"), in buf. */
+const char *ctl_auth_user(hone_controller *c, const hone_http_req *req, char buf[64]);
+/* A fresh secret prefix + 64 hex digits (API keys, tokens) in secret, and its SHA-256 (hex). */
+int ctl_auth_secret_new(const char *prefix, char *secret, size_t len, char hash[65]);
+int ctl_auth_hash(const char *secret, char hash[65]); /* SHA-256 (hex) of a presented secret */
 /* A fresh worker credential: token "<worker_id>.<secret>" to hand out once, and the SHA-256 (hex)
  * of the secret to store. */
 int ctl_worker_credential_new(const char *worker_id, char *token, size_t tokenlen, char hash[65]);
-/* The HTTP filter: with auth configured, admin token everywhere, enrolment token for registering,
+/* The HTTP filter: with auth configured, the admin key and tokens everywhere (users.c keeps admin
+ * routes to admins, the store keeps rows to their owners), enrolment token for registering,
  * worker credentials on worker routes only (checked there); 401/403 otherwise. */
 int ctl_auth_filter(hone_controller *c, hone_http_req *req, hone_http_res *res);
-/* Whether the request carries the admin token (never true without auth configured). */
+/* Whether the request carries the admin key or an admin's token (never true without auth
+ * configured). */
 int ctl_auth_is_admin(hone_controller *c, const hone_http_req *req);
 /* The request must carry worker wid's credential: 404 (field) for an unknown worker, 401 without
  * or with a bad credential, 403 (field) for another worker's. Answers and returns non-zero. */

@@ -153,7 +153,7 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
     json_t *job = NULL, *exp = NULL, *settings = NULL, *space = NULL, *flat = NULL;
     char field[128];
     int rc = ctl_job_row(c, job_id, &job);
-    if (rc || (rc = store_experiment_get(c->db, jstr(job, "experiment_id"), &exp)))
+    if (rc || (rc = store_experiment_get(c->db, jstr(job, "experiment_id"), NULL, &exp)))
         goto fail;
     settings = jparse(jstr(exp, "automl_settings"));
     rc = ctl_automl_space_json(jstr(exp, "network"), settings, &space, field, sizeof field, msg,

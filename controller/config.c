@@ -26,6 +26,7 @@ void hone_controller_config_default(hone_controller_config *c)
     c->max_wait_seconds = 60;
     c->max_streams = 64;
     c->log_json = 1;
+    c->token_ttl_seconds = 7 * 86400;
 }
 
 void hone_controller_config_free(hone_controller_config *c)
@@ -46,6 +47,15 @@ static void set_str(char **dst, const char *v)
 {
     free(*dst);
     *dst = v ? hone_xstrdup(v) : NULL;
+}
+
+void hone_controller_config_env(hone_controller_config *c)
+{
+    const char *k = getenv("HONE_ADMIN_KEY"), *w = getenv("HONE_WORKER_TOKEN");
+    if (!c->auth_token && k && *k)
+        set_str(&c->auth_token, k);
+    if (!c->worker_token && w && *w)
+        set_str(&c->worker_token, w);
 }
 
 static int parse_listen(hone_controller_config *c, const char *v, char *err, size_t errlen)
@@ -277,15 +287,38 @@ int hone_controller_config_load(hone_controller_config *c, const char *path, cha
                 c->data_roots[c->n_data_roots++] = hone_xstrdup(json_string_value(r));
             }
         } else if (!strcmp(key, "auth")) {
-            json_t *tok = json_object_get(v, "token"), *wt = json_object_get(v, "worker_token");
-            if (!json_is_object(v) || json_object_size(v) != (tok ? 1u : 0u) + (wt ? 1u : 0u) ||
-                (tok && !json_is_string(tok) && !json_is_null(tok)) ||
-                (wt && !json_is_string(wt) && !json_is_null(wt))) {
-                snprintf(err, errlen, "auth: expected {token: STRING, worker_token: STRING}");
+            /* admin_key and token are one key under two names (token: before users existed) */
+            const char *ak;
+            json_t *av;
+            if (!json_is_object(v)) {
+                snprintf(err, errlen,
+                         "auth: expected {admin_key: STRING, worker_token: STRING, "
+                         "token_ttl_seconds: INT}");
                 goto fail;
             }
-            set_str(&c->auth_token, json_string_value(tok));
-            set_str(&c->worker_token, json_string_value(wt));
+            json_object_foreach(v, ak, av)
+            {
+                char full[64];
+                snprintf(full, sizeof full, "auth.%s", ak);
+                if (!strcmp(ak, "token_ttl_seconds")) {
+                    if (want_int(av, full, 1, 366LL * 86400, &n, err, errlen))
+                        goto fail;
+                    c->token_ttl_seconds = (int)n;
+                    continue;
+                }
+                if (strcmp(ak, "admin_key") && strcmp(ak, "token") && strcmp(ak, "worker_token")) {
+                    snprintf(err, errlen, "%s: unknown key", full);
+                    goto fail;
+                }
+                if (!json_is_string(av) && !json_is_null(av)) {
+                    snprintf(err, errlen, "%s: must be a string", full);
+                    goto fail;
+                }
+                /* empty counts as unset, so a chart's blank value leaves the environment's */
+                const char *sv = json_string_value(av);
+                set_str(strcmp(ak, "worker_token") ? &c->auth_token : &c->worker_token,
+                        sv && *sv ? sv : NULL);
+            }
         } else if (!strcmp(key, "limits")) {
             const char *lk;
             json_t *lv;

@@ -16,8 +16,9 @@ typedef struct hone_controller_config {
     char *db_path;           /* NULL: <data_dir>/hone.db */
     char **data_roots;       /* server-side folders datasets may come from */
     int n_data_roots;        /* 0: <data_dir> and /usr/share/datasets */
-    char *auth_token;        /* NULL: no auth */
+    char *auth_token;        /* the admin key (auth.admin_key, alias auth.token); NULL: no auth */
     char *worker_token;      /* enrolment token: may only register workers (NULL: none) */
+    int token_ttl_seconds;   /* login tokens live this long (auth.token_ttl_seconds, 7 days) */
     size_t max_body_bytes;   /* JSON bodies (default 1 MiB) */
     size_t max_upload_bytes; /* artifact and dataset uploads (default 256 MiB) */
     int max_uploads;         /* uploads streamed to disk at once; more wait (default 4) */
@@ -43,6 +44,9 @@ int hone_controller_config_load(hone_controller_config *c, const char *path, cha
 /* Sets one string option (flag style), taking a copy: "listen", "data_dir", "db", "port_file". */
 int hone_controller_config_set(hone_controller_config *c, const char *key, const char *value,
                                char *err, size_t errlen);
+/* The environment's HONE_ADMIN_KEY and HONE_WORKER_TOKEN, each only where the config file and
+ * flags left the key unset (the Helm chart passes them from a Secret). */
+void hone_controller_config_env(hone_controller_config *c);
 void hone_controller_config_free(hone_controller_config *c);
 
 typedef struct hone_controller hone_controller;

@@ -105,7 +105,7 @@ json_t *ctl_convert_lease_job(hone_controller *c, const json_t *job)
 {
     json_t *cfg = jparse(jstr(job, "config")), *ds = NULL;
     const char *dsid = jstr(job, "dataset_id");
-    store_dataset_get(c->db, dsid, &ds); /* a dataset with convert jobs is never deleted */
+    store_dataset_get(c->db, dsid, NULL, &ds); /* a dataset with convert jobs is never deleted */
     char *dir = packed_dir(c, dsid);
     char *parent = hone_xmalloc(strlen(c->cfg.data_dir) + 16);
     sprintf(parent, "%s/packed", c->cfg.data_dir);

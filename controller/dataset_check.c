@@ -56,6 +56,25 @@ int ctl_path_confine(char *const *roots, int nroots, const char *path, char *res
     return HONE_EINVAL;
 }
 
+int ctl_path_private(const char *data_dir, const char *resolved, char *msg, size_t msglen)
+{
+    static const char *const own[] = {"datasets", "artifacts", "packed"};
+    char rdir[PATH_MAX], sub[PATH_MAX + 16];
+    if (!realpath(data_dir, rdir))
+        return HONE_OK;
+    int refuse = !strcmp(rdir, resolved);
+    for (size_t i = 0; i < sizeof own / sizeof own[0] && !refuse; i++) {
+        snprintf(sub, sizeof sub, "%s/%s", rdir, own[i]);
+        refuse = inside(sub, resolved);
+    }
+    if (refuse)
+        snprintf(msg, msglen,
+                 "%s is among the controller's own folders (every user's uploads, packed files "
+                 "and artifacts): upload the dataset instead",
+                 resolved);
+    return refuse ? HONE_EINVAL : HONE_OK;
+}
+
 /* Finds base or base.gz inside dir, confined to dir itself (a symlinked file may not leave). */
 static int idx_find(const char *dir, const char *base, char *out, size_t n)
 {

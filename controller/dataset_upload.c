@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "batch.h"
 #include "ctl.h"
 #include "dataset_check.h"
@@ -33,7 +34,8 @@ typedef struct up_work {
     size_t len;
     char *name, *type, *format, *desc;
     char id[64], tmp[PATH_MAX], dir[PATH_MAX], msg[512];
-    int status; /* HTTP status of a refusal; 0: stored */
+    char owner[64]; /* who uploaded it (auth.c) */
+    int status;     /* HTTP status of a refusal; 0: stored */
     json_t *stats;
 } up_work;
 
@@ -219,9 +221,9 @@ static void up_done(uv_work_t *w, int status)
     ctl_batch_flush(c);
     char *st = jdump(u->stats);
     int rc = store_dataset_insert(c->db, u->id, u->name, u->type, u->format, u->dir,
-                                  u->desc ? u->desc : "", st, ctl_now());
+                                  u->desc ? u->desc : "", st, u->owner, ctl_now());
     free(st);
-    if (rc || store_dataset_get(c->db, u->id, &row)) {
+    if (rc || store_dataset_get(c->db, u->id, NULL, &row)) {
         rm_tree(u->dir);
         ctl_res_store_error(c, res);
         goto fail;
@@ -313,6 +315,7 @@ static void up_create(hone_http_req *req, hone_http_res *res, void *ud)
     u->type = hone_xstrdup(type);
     u->format = hone_xstrdup(format);
     u->desc = desc ? hone_xstrdup(desc) : NULL;
+    ctl_auth_user(c, req, u->owner);
     ctl_new_id(c, "ds", u->id, sizeof u->id);
     char root[PATH_MAX], real[PATH_MAX];
     snprintf(root, sizeof root, "%s/datasets", c->cfg.data_dir);

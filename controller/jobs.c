@@ -46,9 +46,9 @@ static void set_time(json_t *o, const char *key, const json_t *row, const char *
 json_t *ctl_job_json(hone_controller *c, const json_t *row)
 {
     json_t *o = json_object();
-    static const char *const copy[] = {"id",    "experiment_id", "parent_id", "action",
-                                       "name",  "status",        "trial",     "epochs_target",
-                                       "epoch", "worker_id",     "attempts",  "error"};
+    static const char *const copy[] = {
+        "id",    "experiment_id", "parent_id", "action", "name", "status", "trial", "epochs_target",
+        "epoch", "worker_id",     "attempts",  "error",  "owner"};
     for (size_t i = 0; i < HONE_ARRAY_LEN(copy); i++)
         json_object_set(o, copy[i], json_object_get(row, copy[i]));
     json_object_set_new(o, "stopped_early", json_boolean(jint(row, "stopped_early")));
@@ -92,11 +92,11 @@ static void coerce_ints(json_t *flat, const json_t *defaults)
 int ctl_job_spec(hone_controller *c, const json_t *job, json_t **flat)
 {
     json_t *exp = NULL, *ds = NULL, *parent = NULL, *tmp;
-    int rc = store_experiment_get(c->db, jstr(job, "experiment_id"), &exp);
+    int rc = store_experiment_get(c->db, jstr(job, "experiment_id"), NULL, &exp);
     if (rc)
         return rc;
     json_t *tds = jparse(jstr(exp, "train_datasets"));
-    rc = store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), &ds);
+    rc = store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), NULL, &ds);
     json_decref(tds);
     if (rc)
         goto fail;
@@ -157,7 +157,8 @@ static int find_convert(hone_controller *c, const json_t *exp, const json_t *job
                         size_t cvtlen)
 {
     json_t *tds = jparse(jstr(exp, "train_datasets")), *ds = NULL, *espec = NULL, *flat = NULL;
-    int rc = store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), &ds), created;
+    int rc = store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), NULL, &ds),
+        created;
     cvt[0] = '\0';
     if (rc || strcmp(jstr(ds, "format"), "image_folder") != 0)
         goto fail;
@@ -182,7 +183,7 @@ static int check_spec(hone_controller *c, const json_t *exp, const json_t *job_s
 {
     json_t *tds = jparse(jstr(exp, "train_datasets")), *ds = NULL, *espec = NULL, *space = NULL;
     const char *net = jstr(exp, "network");
-    int rc = store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), &ds);
+    int rc = store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), NULL, &ds);
     if (rc) {
         rc = HONE_ESQL; /* experiment_datasets keeps an experiment's datasets */
         goto fail;

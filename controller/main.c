@@ -86,6 +86,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    hone_controller_config_env(&cfg);
     raise_nofile_limit();
     uv_loop_t *loop = uv_default_loop();
     hone_controller *c = NULL;

@@ -14,9 +14,12 @@ int ctl_routes_experiments(hone_controller *c);
 int ctl_routes_jobs(hone_controller *c);
 int ctl_routes_workers(hone_controller *c);
 int ctl_routes_artifacts(hone_controller *c);
+int ctl_routes_users(hone_controller *c); /* routes_users.c: login, users, API keys */
 /* routes_jobs.c: the job row a route is about (*row, new reference), or its answer: 404 naming
- * the id when there is no such job, 500 on a store error; returns ctl_job_row's code. */
-int ctl_job_row_res(hone_controller *c, hone_http_res *res, const char *id, json_t **row);
+ * the id when there is no such job or owner (a user id; NULL: anyone) does not own it, 500 on a
+ * store error; returns the store's code. */
+int ctl_job_row_res(hone_controller *c, hone_http_res *res, const char *id, const char *owner,
+                    json_t **row);
 json_t *ctl_dataset_json(const json_t *row);
 json_t *ctl_experiment_json(const json_t *row);
 

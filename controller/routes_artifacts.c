@@ -27,10 +27,11 @@ static int name_ok(const char *s)
     return 1;
 }
 
-static int job_exists(hone_controller *c, hone_http_res *res, const char *id)
+static int job_exists(hone_controller *c, hone_http_req *req, hone_http_res *res, const char *id)
 {
     json_t *row = NULL;
-    int rc = ctl_job_row_res(c, res, id, &row);
+    char ob[64];
+    int rc = ctl_job_row_res(c, res, id, ctl_auth_owner(c, req, ob), &row);
     json_decref(row);
     return rc;
 }
@@ -65,7 +66,7 @@ static void a_list(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
     const char *id = hone_http_req_param(req, "id");
-    if (job_exists(c, res, id))
+    if (job_exists(c, req, res, id))
         return;
     char *dir = ctl_job_dir(c, id);
     json_t *arr = json_array();
@@ -83,7 +84,7 @@ static void a_get(hone_http_req *req, hone_http_res *res, void *ud)
         hone_http_res_error(res, 422, "name", "bad artifact name");
         return;
     }
-    if (job_exists(c, res, id))
+    if (job_exists(c, req, res, id))
         return;
     char *dir = ctl_job_dir(c, id), p[4096];
     snprintf(p, sizeof p, "%s/%s%s%s", dir, sub ? sub : "", sub ? "/" : "", name);
@@ -120,7 +121,7 @@ static int upload_allowed(hone_controller *c, hone_http_req *req, hone_http_res 
     int admin = ctl_auth_is_admin(c, req);
     if (!admin && ctl_auth_worker_any(c, req, res, wid, sizeof wid))
         return HONE_EPERM;
-    int rc = ctl_job_row_res(c, res, id, &job);
+    int rc = ctl_job_row_res(c, res, id, NULL, &job); /* a worker's or an admin's */
     if (rc || admin)
         goto fail;
     const char *st = jstr(job, "status"), *holder = jstr(job, "worker_id");

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "auth.h"
 #include "batch.h"
 #include "convert.h"
 #include "ctl.h"
@@ -24,10 +25,10 @@ json_t *ctl_dataset_json(const json_t *row)
     char ts[32];
     ctl_time_str(jnum(row, "created"), ts, sizeof ts);
     json_t *o =
-        json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:f}", "id", jstr(row, "id"), "name",
+        json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:f,s:s?}", "id", jstr(row, "id"), "name",
                   jstr(row, "name"), "type", jstr(row, "type"), "format", jstr(row, "format"),
                   "path", jstr(row, "path"), "description", jstr(row, "description"), "created", ts,
-                  "created_unix", jnum(row, "created"));
+                  "created_unix", jnum(row, "created"), "owner", jstr(row, "owner"));
     json_t *stats = jparse(jstr(row, "stats"));
     json_object_set_new(o, "stats", stats ? stats : json_object());
     return o;
@@ -42,6 +43,8 @@ typedef struct ds_work {
     json_t *body;
     const char *type, *format, *path;
     char real[PATH_MAX], msg[512];
+    char owner[64]; /* who asked (the request is gone by the time it is stored) */
+    int user;       /* a user, not an admin: kept out of the controller's own folders */
     int rc_path, rc_inspect;
     json_t *stats;
 } ds_work;
@@ -57,6 +60,8 @@ static void ds_check(uv_work_t *w)
     ds_work *d = w->data;
     d->rc_path = ctl_path_confine(d->c->cfg.data_roots, d->c->cfg.n_data_roots, d->path, d->real,
                                   sizeof d->real, d->msg, sizeof d->msg);
+    if (!d->rc_path && d->user)
+        d->rc_path = ctl_path_private(d->c->cfg.data_dir, d->real, d->msg, sizeof d->msg);
     if (!d->rc_path)
         d->rc_inspect = ctl_dataset_inspect(d->format, d->real, &d->stats, d->msg, sizeof d->msg);
 }
@@ -83,10 +88,10 @@ static void ds_checked(uv_work_t *w, int status)
     char *st = jdump(d->stats);
     const char *desc = jstr(d->body, "description");
     int rc = store_dataset_insert(c->db, id, jstr(d->body, "name"), d->type, d->format, d->real,
-                                  desc ? desc : "", st, ctl_now());
+                                  desc ? desc : "", st, d->owner, ctl_now());
     free(st);
     json_t *row = NULL;
-    if (rc || store_dataset_get(c->db, id, &row)) {
+    if (rc || store_dataset_get(c->db, id, NULL, &row)) {
         ctl_res_store_error(c, res);
         goto fail;
     }
@@ -120,6 +125,9 @@ static void ds_create(hone_http_req *req, hone_http_res *res, void *ud)
     d->c = c;
     d->res = res;
     d->body = body;
+    ctl_auth_user(c, req, d->owner);
+    char ob[64];
+    d->user = ctl_auth_owner(c, req, ob) != NULL;
     d->type = jstr(body, "type") ? jstr(body, "type") : "image_classification";
     d->format = jstr(body, "format") ? jstr(body, "format") : "idx";
     d->path = jstr(body, "path");
@@ -147,7 +155,8 @@ static void ds_list(hone_http_req *req, hone_http_res *res, void *ud)
     ctl_page pg;
     if (ctl_page_parse(req, res, &pg))
         return;
-    if (store_datasets_list(c->db, &rows, pg.limit + 1, pg.offset)) {
+    char ob[64];
+    if (store_datasets_list(c->db, ctl_auth_owner(c, req, ob), &rows, pg.limit + 1, pg.offset)) {
         ctl_res_store_error(c, res);
         return;
     }
@@ -163,7 +172,8 @@ static void ds_get(hone_http_req *req, hone_http_res *res, void *ud)
     hone_controller *c = ud;
     json_t *row = NULL;
     const char *id = hone_http_req_param(req, "id");
-    int rc = store_dataset_get(c->db, id, &row);
+    char ob[64];
+    int rc = store_dataset_get(c->db, id, ctl_auth_owner(c, req, ob), &row);
     if (rc == HONE_ENOENT) {
         hone_http_res_error(res, 404, "id", "no dataset %s", id);
         return;
@@ -181,6 +191,14 @@ static void ds_delete(hone_http_req *req, hone_http_res *res, void *ud)
     hone_controller *c = ud;
     json_t *row = NULL;
     const char *id = hone_http_req_param(req, "id");
+    char ob[64];
+    const char *owner = ctl_auth_owner(c, req, ob);
+    if (owner && store_dataset_get(c->db, id, owner, &row) == HONE_ENOENT) {
+        hone_http_res_error(res, 404, "id", "no dataset %s", id);
+        return;
+    }
+    json_decref(row);
+    row = NULL;
     if (store_dataset_used_by(c->db, id, &row) == HONE_OK) {
         hone_http_res_error(res, 409, "id", "dataset %s is used by experiment %s", id,
                             jstr(row, "experiment_id"));
@@ -241,7 +259,8 @@ static void ds_convert(hone_http_req *req, hone_http_res *res, void *ud)
         hone_http_res_error(res, 422, "channels", "channels must be 0 (the data's own), 1 or 3");
         goto fail;
     }
-    int rc = store_dataset_get(c->db, id, &ds);
+    char ob[64];
+    int rc = store_dataset_get(c->db, id, ctl_auth_owner(c, req, ob), &ds);
     if (rc) {
         if (rc == HONE_ENOENT)
             hone_http_res_error(res, 404, "id", "no dataset %s", id);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "auth.h"
 #include "automl.h"
 #include "ctl.h"
 #include "ctl_spec.h"
@@ -78,7 +79,8 @@ static json_t *automl_with_defaults(const json_t *in)
 }
 
 /* Validates a whole experiment body; on success *clean holds what gets stored. */
-static int exp_validate(hone_controller *c, json_t *body, hone_http_res *res, json_t **clean)
+static int exp_validate(hone_controller *c, const char *owner, json_t *body, hone_http_res *res,
+                        json_t **clean)
 {
     char field[300], msg[512];
     json_t *flat = NULL, *settings = NULL, *space = NULL, *ds = NULL;
@@ -94,13 +96,13 @@ static int exp_validate(hone_controller *c, json_t *body, hone_http_res *res, js
                                 i);
             return HONE_EINVAL;
         }
-        if (store_dataset_exists(c->db, json_string_value(d))) {
+        if (store_dataset_exists(c->db, json_string_value(d), owner)) {
             hone_http_res_error(res, 422, "train_datasets", "no dataset %s", json_string_value(d));
             return HONE_EINVAL;
         }
     }
     const char *ev = jstr(body, "eval_dataset");
-    if (ev && store_dataset_exists(c->db, ev)) {
+    if (ev && store_dataset_exists(c->db, ev, owner)) {
         hone_http_res_error(res, 422, "eval_dataset", "no dataset %s", ev);
         return HONE_EINVAL;
     }
@@ -121,7 +123,7 @@ static int exp_validate(hone_controller *c, json_t *body, hone_http_res *res, js
         goto fail;
     }
     /* what its jobs will train, checked as hone-train will check it against the first dataset */
-    if (store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), &ds)) {
+    if (store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), NULL, &ds)) {
         hone_http_res_error(res, 422, "train_datasets", "no dataset %s",
                             json_string_value(json_array_get(tds, 0)));
         goto fail;
@@ -158,11 +160,11 @@ json_t *ctl_experiment_json(const json_t *row)
     char ts[32];
     ctl_time_str(jnum(row, "created"), ts, sizeof ts);
     const char *metric = jstr(row, "metric");
-    json_t *o =
-        json_pack("{s:s,s:s,s:s,s:s,s:b,s:s,s:s,s:f}", "id", jstr(row, "id"), "name",
-                  jstr(row, "name"), "network_arch", jstr(row, "network"), "metric", metric,
-                  "maximize", strstr(metric, "loss") == NULL, "description",
-                  jstr(row, "description"), "created", ts, "created_unix", jnum(row, "created"));
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:b,s:s,s:s,s:f,s:s?}", "id", jstr(row, "id"), "name",
+                          jstr(row, "name"), "network_arch", jstr(row, "network"), "metric", metric,
+                          "maximize", strstr(metric, "loss") == NULL, "description",
+                          jstr(row, "description"), "created", ts, "created_unix",
+                          jnum(row, "created"), "owner", jstr(row, "owner"));
     json_object_set_new(o, "train_datasets", jparse(jstr(row, "train_datasets")));
     json_object_set(o, "eval_dataset", json_object_get(row, "eval_dataset"));
     json_object_set_new(o, "specs", jparse(jstr(row, "specs")));
@@ -170,7 +172,8 @@ json_t *ctl_experiment_json(const json_t *row)
     return o;
 }
 
-static int exp_store(hone_controller *c, const char *id, const json_t *clean, int update)
+static int exp_store(hone_controller *c, const char *id, const char *owner, const json_t *clean,
+                     int update)
 {
     char *tds = jdump(json_object_get(clean, "train_datasets"));
     char *specs = jdump(json_object_get(clean, "specs"));
@@ -186,7 +189,7 @@ static int exp_store(hone_controller *c, const char *id, const json_t *clean, in
             goto fail;
     } else if (store_experiment_insert(c->db, id, jstr(clean, "name"), jstr(clean, "network_arch"),
                                        tds, jstr(clean, "eval_dataset"), jstr(clean, "metric"),
-                                       specs, as, jstr(clean, "description"), ctl_now())) {
+                                       specs, as, jstr(clean, "description"), owner, ctl_now())) {
         goto fail;
     }
     json_t *d;
@@ -210,10 +213,11 @@ out:
     return rc;
 }
 
-static void reply_exp(hone_controller *c, hone_http_res *res, const char *id, int status)
+static void reply_exp(hone_controller *c, hone_http_res *res, const char *id, const char *owner,
+                      int status)
 {
     json_t *row = NULL;
-    int rc = store_experiment_get(c->db, id, &row);
+    int rc = store_experiment_get(c->db, id, owner, &row);
     if (rc == HONE_ENOENT)
         hone_http_res_error(res, 404, "id", "no experiment %s", id);
     else if (rc)
@@ -227,15 +231,17 @@ static void exp_create(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
     json_t *clean = NULL, *body = hone_http_req_json(req, res);
+    char ob[64], ub[64];
+    const char *owner = ctl_auth_owner(c, req, ob);
     if (!body)
         return;
-    if (exp_validate(c, body, res, &clean) == HONE_OK) {
+    if (exp_validate(c, owner, body, res, &clean) == HONE_OK) {
         char id[64];
         ctl_new_id(c, "exp", id, sizeof id);
-        if (exp_store(c, id, clean, 0))
+        if (exp_store(c, id, ctl_auth_user(c, req, ub), clean, 0))
             ctl_res_store_error(c, res);
         else
-            reply_exp(c, res, id, 201);
+            reply_exp(c, res, id, owner, 201);
     }
     json_decref(clean);
     json_decref(body);
@@ -246,9 +252,11 @@ static void exp_patch(hone_http_req *req, hone_http_res *res, void *ud)
     hone_controller *c = ud;
     const char *id = hone_http_req_param(req, "id");
     json_t *row = NULL, *clean = NULL, *body = hone_http_req_json(req, res);
+    char ob[64];
+    const char *owner = ctl_auth_owner(c, req, ob);
     if (!body)
         return;
-    int rc = store_experiment_get(c->db, id, &row);
+    int rc = store_experiment_get(c->db, id, owner, &row);
     if (rc) {
         if (rc == HONE_ENOENT)
             hone_http_res_error(res, 404, "id", "no experiment %s", id);
@@ -278,11 +286,11 @@ static void exp_patch(hone_http_req *req, hone_http_res *res, void *ud)
             json_object_set(full, keep[i], k);
     json_object_update(full, body); /* unknown members stay and are refused by validation */
     json_decref(cur);
-    if (exp_validate(c, full, res, &clean) == HONE_OK) {
-        if (exp_store(c, id, clean, 1))
+    if (exp_validate(c, owner, full, res, &clean) == HONE_OK) {
+        if (exp_store(c, id, NULL, clean, 1))
             ctl_res_store_error(c, res);
         else
-            reply_exp(c, res, id, 200);
+            reply_exp(c, res, id, owner, 200);
     }
     json_decref(full);
 fail:
@@ -298,7 +306,8 @@ static void exp_list(hone_http_req *req, hone_http_res *res, void *ud)
     ctl_page pg;
     if (ctl_page_parse(req, res, &pg))
         return;
-    if (store_experiments_list(c->db, &rows, pg.limit + 1, pg.offset)) {
+    char ob[64];
+    if (store_experiments_list(c->db, ctl_auth_owner(c, req, ob), &rows, pg.limit + 1, pg.offset)) {
         ctl_res_store_error(c, res);
         return;
     }
@@ -311,7 +320,8 @@ static void exp_list(hone_http_req *req, hone_http_res *res, void *ud)
 
 static void exp_get(hone_http_req *req, hone_http_res *res, void *ud)
 {
-    reply_exp(ud, res, hone_http_req_param(req, "id"), 200);
+    char ob[64];
+    reply_exp(ud, res, hone_http_req_param(req, "id"), ctl_auth_owner(ud, req, ob), 200);
 }
 
 static void exp_delete(hone_http_req *req, hone_http_res *res, void *ud)
@@ -319,6 +329,14 @@ static void exp_delete(hone_http_req *req, hone_http_res *res, void *ud)
     hone_controller *c = ud;
     const char *id = hone_http_req_param(req, "id");
     json_t *row = NULL;
+    char ob[64];
+    const char *owner = ctl_auth_owner(c, req, ob);
+    if (owner && store_experiment_get(c->db, id, owner, &row) == HONE_ENOENT) {
+        hone_http_res_error(res, 404, "id", "no experiment %s", id);
+        return;
+    }
+    json_decref(row);
+    row = NULL;
     if (store_experiment_used_by(c->db, id, &row) == HONE_OK) {
         hone_http_res_error(res, 409, "id", "experiment %s has jobs", id);
         json_decref(row);
@@ -338,7 +356,8 @@ static void exp_automl_defaults(hone_http_req *req, hone_http_res *res, void *ud
     hone_controller *c = ud;
     const char *id = hone_http_req_param(req, "id");
     json_t *row = NULL;
-    int rc = store_experiment_network(c->db, id, &row);
+    char ob[64];
+    int rc = store_experiment_get(c->db, id, ctl_auth_owner(c, req, ob), &row);
     if (rc) {
         if (rc == HONE_ENOENT)
             hone_http_res_error(res, 404, "id", "no experiment %s", id);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "actions.h"
+#include "auth.h"
 #include "automl.h"
 #include "convert.h"
 #include "ctl.h"
@@ -18,10 +19,11 @@
 
 static const char *const actions[] = {"train", "automl", "evaluate", "inference", "export", NULL};
 
-int ctl_job_row_res(hone_controller *c, hone_http_res *res, const char *id, json_t **row)
+int ctl_job_row_res(hone_controller *c, hone_http_res *res, const char *id, const char *owner,
+                    json_t **row)
 {
     *row = NULL;
-    int rc = ctl_job_row(c, id, row);
+    int rc = store_job_get_owned(c->db, id, owner, row);
     if (rc == HONE_ENOENT)
         hone_http_res_error(res, 404, "id", "no job %s", id);
     else if (rc)
@@ -29,10 +31,11 @@ int ctl_job_row_res(hone_controller *c, hone_http_res *res, const char *id, json
     return rc;
 }
 
-static void job_reply(hone_controller *c, hone_http_res *res, const char *id, int status)
+static void job_reply(hone_controller *c, hone_http_res *res, const char *id, const char *owner,
+                      int status)
 {
     json_t *row = NULL;
-    if (ctl_job_row_res(c, res, id, &row) == HONE_OK)
+    if (ctl_job_row_res(c, res, id, owner, &row) == HONE_OK)
         hone_http_res_json(res, status, ctl_job_json(c, row));
     json_decref(row);
 }
@@ -56,7 +59,8 @@ static void job_create(hone_http_req *req, hone_http_res *res, void *ud)
         return;
     if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
         goto fail;
-    int rc = store_experiment_get(c->db, eid, &exp);
+    char ob[64];
+    int rc = store_experiment_get(c->db, eid, ctl_auth_owner(c, req, ob), &exp);
     if (rc) {
         if (rc == HONE_ENOENT)
             hone_http_res_error(res, 404, "id", "no experiment %s", eid);
@@ -70,8 +74,8 @@ static void job_create(hone_http_req *req, hone_http_res *res, void *ud)
     }
     int http = 422;
     if (ctl_action_is(jstr(body, "action")))
-        rc = ctl_action_create(c, exp, body, id, sizeof id, &http, field, sizeof field, msg,
-                               sizeof msg);
+        rc = ctl_action_create(c, exp, body, ctl_auth_owner(c, req, ob), id, sizeof id, &http,
+                               field, sizeof field, msg, sizeof msg);
     else
         rc =
             ctl_job_create(c, exp, jstr(body, "action"), json_object_get(body, "specs"),
@@ -95,7 +99,7 @@ static void job_create(hone_http_req *req, hone_http_res *res, void *ud)
     else
         ctl_sched_kick(c);
     json_decref(row);
-    job_reply(c, res, id, 201);
+    job_reply(c, res, id, NULL, 201);
 fail:
     json_decref(exp);
     json_decref(body);
@@ -113,8 +117,9 @@ static void job_list(hone_http_req *req, hone_http_res *res, void *ud)
         return;
     const char *top = hone_http_req_query(req, "top"); /* top=1: no trials */
     json_t *rows = NULL;
-    if (store_jobs_list(c->db, &rows, exp, st, parent, action, top && strcmp(top, "0"),
-                        pg.limit + 1, pg.offset)) {
+    char ob[64];
+    if (store_jobs_list(c->db, &rows, ctl_auth_owner(c, req, ob), exp, st, parent, action,
+                        top && strcmp(top, "0"), pg.limit + 1, pg.offset)) {
         ctl_res_store_error(c, res);
         return;
     }
@@ -161,7 +166,8 @@ static void job_verb(hone_controller *c, hone_http_req *req, hone_http_res *res,
                      const char *verb, hone_http_handler self)
 {
     json_t *job = NULL;
-    int rc = ctl_job_row_res(c, res, id, &job);
+    char ob[64];
+    int rc = ctl_job_row_res(c, res, id, ctl_auth_owner(c, req, ob), &job);
     if (rc) {
         return;
     }
@@ -232,7 +238,7 @@ static void job_verb(hone_controller *c, hone_http_req *req, hone_http_res *res,
     else if (jstr(job, "parent_id"))
         ctl_automl_step(c, jstr(job, "parent_id"));
     ctl_sched_kick(c);
-    job_reply(c, res, id, 200);
+    job_reply(c, res, id, NULL, 200); /* job_verb checked the owner */
 fail:
     json_decref(job);
 }
@@ -260,7 +266,8 @@ static void job_post_verb(hone_http_req *req, hone_http_res *res, void *ud)
 
 static void job_get(hone_http_req *req, hone_http_res *res, void *ud)
 {
-    job_reply(ud, res, hone_http_req_param(req, "id"), 200);
+    char ob[64];
+    job_reply(ud, res, hone_http_req_param(req, "id"), ctl_auth_owner(ud, req, ob), 200);
 }
 
 static json_t *metric_list(json_t *rows)
@@ -291,7 +298,8 @@ static void job_metrics(hone_http_req *req, hone_http_res *res, void *ud)
     int csv;
     if (ctl_page_parse(req, res, &pg) || ctl_wants_csv(req, res, &csv))
         goto done;
-    int rc = ctl_job_row_res(c, res, id, &job);
+    char ob[64];
+    int rc = ctl_job_row_res(c, res, id, ctl_auth_owner(c, req, ob), &job);
     if (rc) {
         goto done;
     }
@@ -367,7 +375,8 @@ static void job_logs(hone_http_req *req, hone_http_res *res, void *ud)
     const char *last = NULL;
     long long seq = 0;
     size_t i, n;
-    int rc = ctl_job_row_res(c, res, id, &job);
+    char ob[64];
+    int rc = ctl_job_row_res(c, res, id, ctl_auth_owner(c, req, ob), &job);
     if (rc) {
         return;
     }

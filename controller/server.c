@@ -168,6 +168,7 @@ static int routes(hone_controller *c)
     rc |= ctl_routes_web(c);
     rc |= ctl_routes_workers(c);
     rc |= ctl_routes_artifacts(c);
+    rc |= ctl_routes_users(c);
     /* answered on the HTTP server's reserve slots when a flood holds every other one */
     static const char *const priority[][2] = {{"GET", "/healthz"},
                                               {"GET", "/readyz"},

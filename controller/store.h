@@ -67,6 +67,8 @@ int store_job_insert(ctl_db *db, const char *id, const char *experiment_id, cons
 int store_action_insert(ctl_db *db, const char *id, const char *experiment_id, const char *action,
                         const char *name, const char *config, const char *dataset_id, double now);
 int store_job_get(ctl_db *db, const char *id, json_t **row); /* the whole row */
+/* The same, only when owner (a user id) owns it (owner NULL: anyone's); HONE_ENOENT otherwise. */
+int store_job_get_owned(ctl_db *db, const char *id, const char *owner, json_t **row);
 /* The columns a report needs, with the experiment's metric as exp_metric (the hot path). */
 int store_job_report_row(ctl_db *db, const char *id, json_t **row);
 /* The oldest queued train or convert job (queue order: queued_at, then insertion), skipping jobs
@@ -74,8 +76,9 @@ int store_job_report_row(ctl_db *db, const char *id, json_t **row);
 int store_job_next_queued(ctl_db *db, json_t **row);
 /* Jobs filtered by each non-NULL argument (top: no trials), oldest first, at most limit after
  * skipping offset. */
-int store_jobs_list(ctl_db *db, json_t **rows, const char *experiment_id, const char *status,
-                    const char *parent_id, const char *action, int top, int limit, int offset);
+int store_jobs_list(ctl_db *db, json_t **rows, const char *owner, const char *experiment_id,
+                    const char *status, const char *parent_id, const char *action, int top,
+                    int limit, int offset);
 /* Rows {action, status, n}: jobs counted by action and status (/metrics). */
 int store_jobs_count_by_status(ctl_db *db, json_t **rows);
 /* A fresh epoch: epoch, best metric and epoch (when better), result.last = last (JSON text), the
@@ -199,12 +202,17 @@ int store_trials_cancel(ctl_db *db, const char *automl_id, double now);
 int store_trials_stop_waiting(ctl_db *db, const char *automl_id, double now);
 
 /* ---- store_datasets.c: table datasets ---- */
+/* Ownership (migration 007): every getter and list of datasets, experiments and jobs that a route
+ * calls takes owner, a user id: rows of other users are not found (HONE_ENOENT, so the route
+ * answers 404) and not listed. NULL: every user's (admins, workers, the scheduler). */
 int store_dataset_insert(ctl_db *db, const char *id, const char *name, const char *type,
                          const char *format, const char *path, const char *description,
-                         const char *stats, double now);
-int store_dataset_get(ctl_db *db, const char *id, json_t **row);
-int store_datasets_list(ctl_db *db, json_t **rows, int limit, int offset); /* oldest first */
-int store_dataset_exists(ctl_db *db, const char *id); /* HONE_OK, or HONE_ENOENT when not */
+                         const char *stats, const char *owner, double now);
+int store_dataset_get(ctl_db *db, const char *id, const char *owner, json_t **row);
+/* oldest first */
+int store_datasets_list(ctl_db *db, const char *owner, json_t **rows, int limit, int offset);
+/* HONE_OK, or HONE_ENOENT when not (or not owner's) */
+int store_dataset_exists(ctl_db *db, const char *id, const char *owner);
 /* {experiment_id} of an experiment that uses the dataset; HONE_ENOENT when none does. */
 int store_dataset_used_by(ctl_db *db, const char *id, json_t **row);
 int store_dataset_delete(ctl_db *db, const char *id); /* rows changed: 0 for an unknown id */
@@ -214,20 +222,46 @@ int store_dataset_delete(ctl_db *db, const char *id); /* rows changed: 0 for an 
 int store_experiment_insert(ctl_db *db, const char *id, const char *name, const char *network,
                             const char *train_datasets, const char *eval_dataset,
                             const char *metric, const char *specs, const char *automl_settings,
-                            const char *description, double now);
+                            const char *description, const char *owner, double now);
 /* Every member but the network (which never changes) and the creation time. */
 int store_experiment_update(ctl_db *db, const char *id, const char *name,
                             const char *train_datasets, const char *eval_dataset,
                             const char *metric, const char *specs, const char *automl_settings,
                             const char *description);
-int store_experiment_get(ctl_db *db, const char *id, json_t **row);
-int store_experiment_network(ctl_db *db, const char *id, json_t **row);       /* {network} */
-int store_experiments_list(ctl_db *db, json_t **rows, int limit, int offset); /* oldest first */
+int store_experiment_get(ctl_db *db, const char *id, const char *owner, json_t **row);
+int store_experiment_network(ctl_db *db, const char *id, json_t **row); /* {network} */
+/* oldest first */
+int store_experiments_list(ctl_db *db, const char *owner, json_t **rows, int limit, int offset);
 /* {id} of a job of the experiment; HONE_ENOENT when it has none. */
 int store_experiment_used_by(ctl_db *db, const char *id, json_t **row);
 int store_experiment_delete(ctl_db *db, const char *id); /* rows changed: 0 for an unknown id */
 /* The experiment uses the dataset for training, or (eval) for evaluation; once per role. */
 int store_experiment_dataset_add(ctl_db *db, const char *id, const char *dataset_id, int eval);
 int store_experiment_datasets_clear(ctl_db *db, const char *id); /* before they are added again */
+
+/* ---- store_users.c: tables users, api_keys, tokens (hashes only; auth.c hashes) ---- */
+/* Users: {id, name, role ('admin'|'user'), created}. The built-in 'admin' exists from migration
+ * 007. */
+int store_user_insert(ctl_db *db, const char *id, const char *name, const char *role, double now);
+int store_user_get(ctl_db *db, const char *id, json_t **row);
+int store_user_by_name(ctl_db *db, const char *name, json_t **row);
+int store_users_list(ctl_db *db, json_t **rows, int limit, int offset);
+/* An API key of a user: its id, a non-secret prefix for lists, the SHA-256 (hex) of the key. */
+int store_key_insert(ctl_db *db, const char *id, const char *user_id, const char *prefix,
+                     const char *key_hash, double now);
+/* A user's keys without their hashes: id, user_id, prefix, created, last_used, revoked. */
+int store_keys_list(ctl_db *db, const char *user_id, json_t **rows, int limit, int offset);
+/* {id, user_id, revoked, name, role} of the key with that hash. */
+int store_key_by_hash(ctl_db *db, const char *key_hash, json_t **row);
+int store_key_touch(ctl_db *db, const char *id, double now); /* last_used = now */
+/* Revokes user_id's key id (kept, revoked = now) and deletes the tokens made from it; rows
+ * changed: 0 when the user has no such key. */
+int store_key_revoke(ctl_db *db, const char *user_id, const char *id, double now);
+/* A login token (key_id NULL: made from the admin key). */
+int store_token_insert(ctl_db *db, const char *token_hash, const char *user_id, const char *key_id,
+                       double now, double expires);
+/* {user_id, key_id, expires, name, role} of the token with that hash. */
+int store_token_get(ctl_db *db, const char *token_hash, json_t **row);
+int store_tokens_expire(ctl_db *db, double now); /* deletes tokens past their time */
 
 #endif

@@ -4,23 +4,26 @@
 
 int store_dataset_insert(ctl_db *db, const char *id, const char *name, const char *type,
                          const char *format, const char *path, const char *description,
-                         const char *stats, double now)
+                         const char *stats, const char *owner, double now)
 {
     return db_exec(db,
-                   "INSERT INTO datasets(id,name,type,format,path,description,stats,created) "
-                   "VALUES(?,?,?,?,?,?,?,?)",
-                   "sssssssd", id, name, type, format, path, description, stats, now);
+                   "INSERT INTO datasets(id,name,type,format,path,description,stats,owner,created) "
+                   "VALUES(?,?,?,?,?,?,?,?,?)",
+                   "ssssssssd", id, name, type, format, path, description, stats, owner, now);
 }
 
-int store_dataset_get(ctl_db *db, const char *id, json_t **row)
+int store_dataset_get(ctl_db *db, const char *id, const char *owner, json_t **row)
 {
-    return db_row(db, row, "SELECT * FROM datasets WHERE id=?", "s", id);
+    return db_row(db, row, "SELECT * FROM datasets WHERE id=?1 AND (?2 IS NULL OR owner=?2)", "ss",
+                  id, owner);
 }
 
-int store_datasets_list(ctl_db *db, json_t **rows, int limit, int offset)
+int store_datasets_list(ctl_db *db, const char *owner, json_t **rows, int limit, int offset)
 {
-    return db_rows(db, rows, "SELECT * FROM datasets ORDER BY created, id LIMIT ? OFFSET ?", "ii",
-                   limit, offset);
+    return db_rows(db, rows,
+                   "SELECT * FROM datasets WHERE (?1 IS NULL OR owner=?1) "
+                   "ORDER BY created, id LIMIT ?2 OFFSET ?3",
+                   "sii", owner, limit, offset);
 }
 
 int store_dataset_used_by(ctl_db *db, const char *id, json_t **row)
@@ -34,10 +37,11 @@ int store_dataset_delete(ctl_db *db, const char *id)
     return db_run(db, "DELETE FROM datasets WHERE id=?", "s", id);
 }
 
-int store_dataset_exists(ctl_db *db, const char *id)
+int store_dataset_exists(ctl_db *db, const char *id, const char *owner)
 {
     json_t *row = NULL;
-    int rc = db_row(db, &row, "SELECT id FROM datasets WHERE id=?", "s", id);
+    int rc = db_row(db, &row, "SELECT id FROM datasets WHERE id=?1 AND (?2 IS NULL OR owner=?2)",
+                    "ss", id, owner);
     json_decref(row);
     return rc;
 }

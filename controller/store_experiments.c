@@ -6,13 +6,13 @@
 int store_experiment_insert(ctl_db *db, const char *id, const char *name, const char *network,
                             const char *train_datasets, const char *eval_dataset,
                             const char *metric, const char *specs, const char *automl_settings,
-                            const char *description, double now)
+                            const char *description, const char *owner, double now)
 {
     return db_exec(db,
                    "INSERT INTO experiments(id,name,network,train_datasets,eval_dataset,metric,"
-                   "specs,automl_settings,description,created) VALUES(?,?,?,?,?,?,?,?,?,?)",
-                   "sssssssssd", id, name, network, train_datasets, eval_dataset, metric, specs,
-                   automl_settings, description, now);
+                   "specs,automl_settings,description,owner,created) VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+                   "ssssssssssd", id, name, network, train_datasets, eval_dataset, metric, specs,
+                   automl_settings, description, owner, now);
 }
 
 int store_experiment_update(ctl_db *db, const char *id, const char *name,
@@ -27,9 +27,10 @@ int store_experiment_update(ctl_db *db, const char *id, const char *name,
                    description, id);
 }
 
-int store_experiment_get(ctl_db *db, const char *id, json_t **row)
+int store_experiment_get(ctl_db *db, const char *id, const char *owner, json_t **row)
 {
-    return db_row(db, row, "SELECT * FROM experiments WHERE id=?", "s", id);
+    return db_row(db, row, "SELECT * FROM experiments WHERE id=?1 AND (?2 IS NULL OR owner=?2)",
+                  "ss", id, owner);
 }
 
 int store_experiment_network(ctl_db *db, const char *id, json_t **row)
@@ -37,10 +38,12 @@ int store_experiment_network(ctl_db *db, const char *id, json_t **row)
     return db_row(db, row, "SELECT network FROM experiments WHERE id=?", "s", id);
 }
 
-int store_experiments_list(ctl_db *db, json_t **rows, int limit, int offset)
+int store_experiments_list(ctl_db *db, const char *owner, json_t **rows, int limit, int offset)
 {
-    return db_rows(db, rows, "SELECT * FROM experiments ORDER BY created, id LIMIT ? OFFSET ?",
-                   "ii", limit, offset);
+    return db_rows(db, rows,
+                   "SELECT * FROM experiments WHERE (?1 IS NULL OR owner=?1) "
+                   "ORDER BY created, id LIMIT ?2 OFFSET ?3",
+                   "sii", owner, limit, offset);
 }
 
 int store_experiment_used_by(ctl_db *db, const char *id, json_t **row)

@@ -30,6 +30,12 @@ int store_job_get(ctl_db *db, const char *id, json_t **row)
     return db_row(db, row, "SELECT * FROM jobs WHERE id=?", "s", id);
 }
 
+int store_job_get_owned(ctl_db *db, const char *id, const char *owner, json_t **row)
+{
+    return db_row(db, row, "SELECT * FROM jobs WHERE id=?1 AND (?2 IS NULL OR owner=?2)", "ss", id,
+                  owner);
+}
+
 int store_job_report_row(ctl_db *db, const char *id, json_t **row)
 {
     return db_row(db, row,
@@ -50,16 +56,18 @@ int store_job_next_queued(ctl_db *db, json_t **row)
                   NULL);
 }
 
-int store_jobs_list(ctl_db *db, json_t **rows, const char *experiment_id, const char *status,
-                    const char *parent_id, const char *action, int top, int limit, int offset)
+int store_jobs_list(ctl_db *db, json_t **rows, const char *owner, const char *experiment_id,
+                    const char *status, const char *parent_id, const char *action, int top,
+                    int limit, int offset)
 {
     return db_rows(db, rows,
                    "SELECT * FROM jobs WHERE (?1 IS NULL OR experiment_id=?1) AND "
                    "(?2 IS NULL OR status=?2) AND (?3 IS NULL OR parent_id=?3) AND "
-                   "(?4 IS NULL OR action=?4) AND (?5 IS NULL OR parent_id IS NULL) "
+                   "(?4 IS NULL OR action=?4) AND (?5 IS NULL OR parent_id IS NULL) AND "
+                   "(?8 IS NULL OR owner=?8) "
                    "ORDER BY created, rowid LIMIT ?6 OFFSET ?7",
-                   "sssssii", experiment_id, status, parent_id, action, top ? "1" : NULL, limit,
-                   offset);
+                   "sssssiis", experiment_id, status, parent_id, action, top ? "1" : NULL, limit,
+                   offset, owner);
 }
 
 int store_jobs_count_by_status(ctl_db *db, json_t **rows)

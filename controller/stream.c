@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "batch.h"
 #include "ctl.h"
 #include "http.h"
@@ -231,7 +232,8 @@ static void stream_open(hone_controller *c, const stream_kind *kind, hone_http_r
         return;
     }
     ctl_batch_flush(c); /* read only what is committed */
-    int rc = ctl_job_row_res(c, res, id, &job);
+    char ob[64];
+    int rc = ctl_job_row_res(c, res, id, ctl_auth_owner(c, req, ob), &job);
     if (rc) {
         return;
     }

@@ -38,8 +38,9 @@ static void test_migrations(const char *dir)
     json_t *rows = NULL;
     CHECK(db_rows(h, &rows, "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name",
                   NULL) == HONE_OK);
-    const char *want[] = {"automl_events", "datasets", "experiments",    "jobs",
-                          "leases",        "metrics",  "schema_version", "workers"};
+    const char *want[] = {"automl_events", "datasets", "experiments", "jobs",
+                          "leases",        "metrics",  "users",       "schema_version",
+                          "tokens",        "workers",  "api_keys"};
     for (size_t i = 0; i < HONE_ARRAY_LEN(want); i++) {
         int found = 0;
         json_t *r;
@@ -56,7 +57,10 @@ static void test_migrations(const char *dir)
     CHECK(jint(row, "foreign_keys") == 1);
     json_decref(row);
     /* Metrics are unique per (job, epoch). */
-    CHECK(db_run(h, "INSERT INTO datasets VALUES('d','n','t','idx','/p','','{}',0)", NULL) == 1);
+    CHECK(db_run(h,
+                 "INSERT INTO datasets(id,name,type,format,path,description,stats,created) "
+                 "VALUES('d','n','t','idx','/p','','{}',0)",
+                 NULL) == 1);
     CHECK(db_run(h,
                  "INSERT INTO experiments(id,name,network,train_datasets,metric,created) "
                  "VALUES('e','n','mlp','[\"d\"]','val_accuracy',0)",

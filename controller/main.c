@@ -12,7 +12,10 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: hone-controller [--config FILE] [--listen HOST:PORT] [--data-dir DIR]\n"
                "                       [--db FILE] [--port-file FILE] [--auth-token TOKEN]\n"
-               "                       [--worker-token TOKEN]\n");
+               "                       [--worker-token TOKEN]\n"
+               "environment (used where the config file and flags leave the key unset):\n"
+               "  HONE_ADMIN_KEY     the admin's API key (config auth.admin_key)\n"
+               "  HONE_WORKER_TOKEN  the worker enrolment token (config auth.worker_token)\n");
 }
 
 /* Idle clients must not run us out of descriptors before the HTTP connection limit does (which

@@ -239,6 +239,7 @@ HONE_HD void hone_aug_pixel(const uint8_t *p, int c, const hone_aug_draw *d, int
     X(P, int, conv_bwd_acc,                                                                        \
       (hone_kctx * k, const hone_conv_desc *d, const float *x, const float *w, const float *dy,    \
        float *dx, float *dw, float *db, void *ws, int reuse))                                      \
+    X(P, const char *, conv_impl, (hone_kctx * k))                                                 \
     /* pool.{c,cu}: pooling, resampling */                                                         \
     X(P, int, maxpool_fwd,                                                                         \
       (hone_kctx * k, int n, int c, int h, int w, int size, int stride, const float *x, float *y,  \

@@ -272,6 +272,11 @@ int hone_k_conv_bwd_acc(hone_kctx *k, const hone_conv_desc *d, const float *x, c
     return k->ops->conv_bwd_acc(k, d, x, w, dy, dx, dw, db, ws, reuse != 0);
 }
 
+const char *hone_k_conv_impl(hone_kctx *k)
+{
+    return k->ops->conv_impl(k);
+}
+
 /* ------------------------------------------------------------------ pooling, resampling */
 
 static int pool_ok(int n, int c, int h, int w, int size, int stride)

@@ -94,6 +94,11 @@ int hone_k_conv_bwd_reuse(hone_kctx *k, const hone_conv_desc *d, const float *x,
 int hone_k_conv_bwd_acc(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
                         const float *dy, float *dx, float *dw, float *db, void *ws, int reuse);
 
+/* Which implementation runs this context's convolutions, for logs and benchmarks: "cpu",
+ * "cuda im2col + cublas", or "cudnn 9.19.0" (a CUDA build with cuDNN found at build and run time;
+ * a shape cuDNN has no algorithm for still takes the im2col path, with a message on stderr). */
+const char *hone_k_conv_impl(hone_kctx *k);
+
 /* ------------------------------------------------------------------ pooling, resampling */
 
 /* 2x2-style max pooling with window `size` and `stride`; idx records the argmax (int32) for bwd. */

@@ -1,10 +1,12 @@
-/* CUDA backend: context (device, stream, cuBLAS handle and workspace), device memory, copies,
- * synchronisation, CUDA Graph capture/replay and device queries. Copies from or to host memory
- * synchronise (the host buffer is the caller's); everything else only enqueues on the stream. */
+/* CUDA backend: context (device, stream, cuBLAS handle and workspace, the cuDNN handle when built
+ * with it), device memory, copies, synchronisation, CUDA Graph capture/replay and device queries.
+ * Copies from or to host memory synchronise (the host buffer is the caller's); everything else
+ * only enqueues on the stream. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common.cuh"
+#include "conv_cudnn.cuh"
 
 #define HC_BLAS_WS_BYTES ((size_t)32 << 20)
 
@@ -61,6 +63,8 @@ extern "C" int cuda_ctx_init(hone_kctx *k)
         hc_fail(__FILE__, __LINE__, "cublas", cublasGetStatusString(s));
         goto fail;
     }
+    if (hc_dnn_new(c->stream, &c->dnn) < 0)
+        goto fail;
     return HONE_OK;
 fail:
     cuda_ctx_release(k);
@@ -74,6 +78,7 @@ extern "C" void cuda_ctx_release(hone_kctx *k)
         return;
     if (c->stream)
         cudaStreamSynchronize(c->stream);
+    hc_dnn_free(c->dnn);
     if (c->blas)
         cublasDestroy(c->blas);
     cudaFree(c->blas_ws);

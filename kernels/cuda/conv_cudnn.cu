@@ -16,8 +16,10 @@
  * hone_k_conv_workspace. */
 enum { DNN_FMA = 0, DNN_TC = 1, DNN_MODES = 2 };
 enum { DNN_FWD = 0, DNN_BWD_DATA = 1, DNN_BWD_FILTER = 2, DNN_PASSES = 3 };
-/* Algorithms needing more scratch than this are passed over (FFT variants at batch 512). */
-#define DNN_WS_CAP ((size_t)256 << 20)
+/* Algorithms needing more scratch than 1/32 of the device's memory (at least 256 MiB) are passed
+ * over. A 256 MiB cap left ResNet-18's 64-channel 3x3 at batch 512 with a 4x slower algorithm;
+ * the chosen ones on an H100 need at most 1.4 GiB (the im2col path needed 4.7 GiB). */
+#define DNN_WS_MIN_CAP ((size_t)256 << 20)
 
 struct hc_dnn_conv {
     hone_conv_desc d;
@@ -36,6 +38,7 @@ struct hc_dnn {
     cudnnHandle_t h;
     hc_dnn_conv **shapes; /* linear search: a network has a few dozen shapes */
     int n, cap;
+    size_t ws_cap; /* the most scratch an algorithm may ask for */
     char name[32];
 };
 
@@ -62,6 +65,12 @@ int hc_dnn_new(cudaStream_t stream, hc_dnn **out)
     }
     hc_dnn *dn = (hc_dnn *)hone_xcalloc(1, sizeof(*dn));
     dn->h = h;
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+        cudaGetLastError(); /* not sticky: the minimum cap then */
+        total_b = 0;
+    }
+    dn->ws_cap = total_b / 32 > DNN_WS_MIN_CAP ? total_b / 32 : DNN_WS_MIN_CAP;
     size_t v = cudnnGetVersion(); /* 91900: major*10000 + minor*100 + patch (cuDNN 9) */
     snprintf(dn->name, sizeof(dn->name), "cudnn %zu.%zu.%zu", v / 10000, v / 100 % 100, v % 100);
     *out = dn;
@@ -99,11 +108,11 @@ const char *hc_dnn_name(const hc_dnn *dn)
 /* The first usable algorithm in cuDNN's ranking: deterministic ones first (the im2col path and
  * the CPU backend are deterministic, and training runs should repeat), within the scratch cap.
  * -1: none. */
-template <typename Perf> static int pick(const Perf *perf, int got)
+template <typename Perf> static int pick(const Perf *perf, int got, size_t cap)
 {
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < got; i++)
-            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= DNN_WS_CAP &&
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= cap &&
                 (pass == 1 || perf[i].determinism == CUDNN_DETERMINISTIC))
                 return i;
     return -1;
@@ -122,7 +131,7 @@ static int choose(hc_dnn *dn, hc_dnn_conv *e, int m)
     cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     HC_DNN(cudnnGetConvolutionForwardAlgorithm_v7(dn->h, e->x, e->w, e->conv[m][DNN_FWD], e->y,
                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fp));
-    if ((i = pick(fp, got)) < 0)
+    if ((i = pick(fp, got, dn->ws_cap)) < 0)
         return HONE_ENOTSUP;
     e->fwd[m] = fp[i].algo;
     if (m == DNN_TC)
@@ -135,7 +144,7 @@ static int choose(hc_dnn *dn, hc_dnn_conv *e, int m)
     HC_DNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(dn->h, e->w, e->y, e->conv[m][DNN_BWD_DATA],
                                                        e->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
                                                        &got, dp));
-    if ((i = pick(dp, got)) < 0)
+    if ((i = pick(dp, got, dn->ws_cap)) < 0)
         return HONE_ENOTSUP;
     e->bwd_data[m] = dp[i].algo;
     if (m == DNN_TC)
@@ -148,7 +157,7 @@ static int choose(hc_dnn *dn, hc_dnn_conv *e, int m)
     HC_DNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         dn->h, e->x, e->y, e->conv[m][DNN_BWD_FILTER], e->w,
         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, wp));
-    if ((i = pick(wp, got)) < 0)
+    if ((i = pick(wp, got, dn->ws_cap)) < 0)
         return HONE_ENOTSUP;
     e->bwd_filter[m] = wp[i].algo;
     if (m == DNN_TC)

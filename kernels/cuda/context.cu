@@ -9,6 +9,7 @@
 #include "conv_cudnn.cuh"
 
 #define HC_BLAS_WS_BYTES ((size_t)32 << 20)
+#define HC_BN_PART_FLOATS ((size_t)1 << 20)
 
 int hc_fail(const char *file, int line, const char *what, const char *msg)
 {
@@ -51,11 +52,13 @@ extern "C" int cuda_ctx_init(hone_kctx *k)
         (e = cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, c->device)) !=
             cudaSuccess ||
         (e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) != cudaSuccess ||
-        (e = cudaMalloc(&c->blas_ws, HC_BLAS_WS_BYTES)) != cudaSuccess) {
+        (e = cudaMalloc(&c->blas_ws, HC_BLAS_WS_BYTES)) != cudaSuccess ||
+        (e = cudaMalloc(&c->bn_part, HC_BN_PART_FLOATS * sizeof(float))) != cudaSuccess) {
         hc_fail(__FILE__, __LINE__, "context", cudaGetErrorString(e));
         goto fail;
     }
     c->blas_ws_bytes = HC_BLAS_WS_BYTES;
+    c->bn_part_floats = HC_BN_PART_FLOATS;
     if ((s = cublasCreate(&c->blas)) != CUBLAS_STATUS_SUCCESS ||
         (s = cublasSetStream(c->blas, c->stream)) != CUBLAS_STATUS_SUCCESS ||
         (s = cublasSetWorkspace(c->blas, c->blas_ws, c->blas_ws_bytes)) != CUBLAS_STATUS_SUCCESS ||
@@ -83,6 +86,7 @@ extern "C" void cuda_ctx_release(hone_kctx *k)
         cublasDestroy(c->blas);
     cudaFree(c->blas_ws);
     cudaFree(c->scratch);
+    cudaFree(c->bn_part);
     if (c->stream)
         cudaStreamDestroy(c->stream);
     free(c);

@@ -350,6 +350,14 @@ static void check_batchnorm(hone_kctx *k, int n, int c, int hw)
     free(o);
     TK_CLOSE("bn dbeta", o = tk_get(k, gdb, c), rdb, c, 1e-5);
     free(o);
+    { /* the chunked reductions fold in a fixed order: a second backward is bit for bit the same */
+        float *dx1 = tk_get(k, gdx, nx), *dg1 = tk_get(k, gdg, c), *dx2, *dg2;
+        TK_OK(hone_k_batchnorm_bwd(k, n, c, hw, gx, gdy, gg, gsm, gsi, gdx, gdg, gdb));
+        dx2 = tk_get(k, gdx, nx), dg2 = tk_get(k, gdg, c);
+        TK_EXPECT(memcmp(dx1, dx2, sizeof(float) * nx) == 0);
+        TK_EXPECT(memcmp(dg1, dg2, sizeof(float) * c) == 0);
+        free(dx1), free(dg1), free(dx2), free(dg2);
+    }
     /* inference with the running statistics just updated */
     float *hrm = tk_get(k, grm, c), *hrv = tk_get(k, grv, c);
     for (size_t i = 0; i < nx; i++) {
@@ -809,6 +817,11 @@ int main(int argc, char **argv)
     check_dense_misc(k, 37, 300);
     check_batchnorm(k, 16, 8, 49);
     check_batchnorm(k, 64, 3, 1);
+    /* channels split into chunks over many blocks: ResNet-like, a short last chunk, hw 1 */
+    check_batchnorm(k, 64, 64, 256);
+    check_batchnorm(k, 37, 5, 999);
+    check_batchnorm(k, 512, 128, 16);
+    check_batchnorm(k, 20000, 3, 1);
     check_xent(k, 128, 10);
     check_xent(k, 77, 100);
     check_optim(k, 300007);

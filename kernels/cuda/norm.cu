@@ -1,9 +1,9 @@
 /* CUDA backend: batch normalisation over (n, hw) per channel, training and inference, and its
- * backward. Training splits each channel's m = n*hw values into S chunks, one block each (a
- * channel per block left most of the chip idle on wide, short layers); each block writes its
- * chunk's partial statistics to the context's bn_part area, a per-channel fold combines them in
- * chunk order (deterministic: no atomics), and an elementwise pass applies the result. Inference
- * is a plain elementwise affine map. */
+ * backward, each optionally fused with a following ReLU (backend.h). Training splits each channel's
+ * m = n*hw values into S chunks, one block each (a channel per block left most of the chip idle on
+ * wide, short layers); each block writes its chunk's partial statistics to the context's bn_part
+ * area, a per-channel fold combines them in chunk order (deterministic: no atomics), and an
+ * elementwise pass applies the result. Inference is a plain elementwise affine map. */
 #include "common.cuh"
 
 #define BN_THREADS 256
@@ -93,30 +93,33 @@ __global__ static void k_bn_stats_fold(int c, int m, int S, int len, const float
     rvar[ch] = (1.f - momentum) * rvar[ch] + momentum * unbiased;
 }
 
-/* y = (x - mean) * invstd * gamma + beta, elementwise over [n, c, hw]. */
+/* y = (x - mean) * invstd * gamma + beta (then max(0, y) with relu), elementwise over [n, c, hw].
+ */
 __global__ static void k_bn_apply(int total, int c, int hw, const float *__restrict__ x,
                                   const float *__restrict__ gamma, const float *__restrict__ beta,
                                   const float *__restrict__ mean, const float *__restrict__ invstd,
-                                  float *__restrict__ y)
+                                  float *__restrict__ y, int relu)
 {
     HC_FOR32(i, total)
     {
         int ch = (i / hw) % c;
         float a = gamma[ch] * invstd[ch];
-        y[i] = x[i] * a + (beta[ch] - mean[ch] * a);
+        float v = x[i] * a + (beta[ch] - mean[ch] * a);
+        y[i] = relu ? fmaxf(v, 0.f) : v;
     }
 }
 
 __global__ static void k_bn_infer(int total, int c, int hw, const float *__restrict__ x,
                                   const float *__restrict__ gamma, const float *__restrict__ beta,
                                   const float *__restrict__ rmean, const float *__restrict__ rvar,
-                                  float eps, float *__restrict__ y)
+                                  float eps, float *__restrict__ y, int relu)
 {
     HC_FOR32(i, total)
     {
         int ch = (i / hw) % c;
         float a = gamma[ch] * rsqrtf(rvar[ch] + eps);
-        y[i] = x[i] * a + (beta[ch] - rmean[ch] * a);
+        float v = x[i] * a + (beta[ch] - rmean[ch] * a);
+        y[i] = relu ? fmaxf(v, 0.f) : v;
     }
 }
 
@@ -132,15 +135,15 @@ static int bn_total(int n, int c, int hw, int *total)
 extern "C" int cuda_batchnorm_fwd(hone_kctx *k, int n, int c, int hw, const float *x,
                                   const float *gamma, const float *beta, float *running_mean,
                                   float *running_var, float momentum, float eps, int training,
-                                  float *save_mean, float *save_invstd, float *y)
+                                  float *save_mean, float *save_invstd, float *y, int relu)
 {
     int total, rc;
     if ((rc = bn_total(n, c, hw, &total)) < 0 || total == 0)
         return rc;
     unsigned blocks = hc_blocks(k, (size_t)total);
     if (!training) {
-        k_bn_infer<<<blocks, HC_THREADS, 0, hc_stream(k)>>>(total, c, hw, x, gamma, beta,
-                                                            running_mean, running_var, eps, y);
+        k_bn_infer<<<blocks, HC_THREADS, 0, hc_stream(k)>>>(
+            total, c, hw, x, gamma, beta, running_mean, running_var, eps, y, relu);
         HC_LAUNCHED();
         return HONE_OK;
     }
@@ -155,13 +158,21 @@ extern "C" int cuda_batchnorm_fwd(hone_kctx *k, int n, int c, int hw, const floa
                                                                eps, save_mean, save_invstd);
     HC_LAUNCHED();
     k_bn_apply<<<blocks, HC_THREADS, 0, hc_stream(k)>>>(total, c, hw, x, gamma, beta, save_mean,
-                                                        save_invstd, y);
+                                                        save_invstd, y, relu);
     HC_LAUNCHED();
     return HONE_OK;
 }
 
+/* The gradient reaching the batch norm: dy, or with a fused relu (y its output) dy * (y > 0). */
+__device__ static inline float bn_grad(const float *__restrict__ dy,
+                                       const float *__restrict__ y_relu, size_t at)
+{
+    return !y_relu || y_relu[at] > 0.f ? dy[at] : 0.f;
+}
+
 /* grid (C, S): part[(ch*S + s)*2 + {0,1}] = this chunk's sum of dy and of dy * xhat. */
 __global__ static void k_bn_bwd_reduce(int c, int hw, int m, int len, const float *__restrict__ x,
+                                       const float *__restrict__ y_relu,
                                        const float *__restrict__ dy,
                                        const float *__restrict__ save_mean,
                                        const float *__restrict__ save_invstd,
@@ -173,7 +184,7 @@ __global__ static void k_bn_bwd_reduce(int c, int hw, int m, int len, const floa
     float sdy = 0.f, sdyx = 0.f;
     for (int j = j0 + threadIdx.x; j < j1; j += blockDim.x) {
         size_t at = bn_at(j, hw, c, ch);
-        float g = dy[at];
+        float g = bn_grad(dy, y_relu, at);
         sdy += g;
         sdyx += g * (x[at] - mean) * invstd;
     }
@@ -205,8 +216,8 @@ __global__ static void k_bn_bwd_fold(int c, int S, const float *__restrict__ par
 
 /* dx = gamma * invstd / m * (m * dy - dbeta - xhat * dgamma), elementwise. */
 __global__ static void k_bn_bwd_apply(int total, int c, int hw, float m,
-                                      const float *__restrict__ x, const float *__restrict__ dy,
-                                      const float *__restrict__ gamma,
+                                      const float *__restrict__ x, const float *__restrict__ y_relu,
+                                      const float *__restrict__ dy, const float *__restrict__ gamma,
                                       const float *__restrict__ save_mean,
                                       const float *__restrict__ save_invstd,
                                       const float *__restrict__ dgamma,
@@ -217,13 +228,15 @@ __global__ static void k_bn_bwd_apply(int total, int c, int hw, float m,
         int ch = (i / hw) % c;
         float invstd = save_invstd[ch];
         float xhat = (x[i] - save_mean[ch]) * invstd;
-        dx[i] = gamma[ch] * invstd / m * (m * dy[i] - dbeta[ch] - xhat * dgamma[ch]);
+        dx[i] =
+            gamma[ch] * invstd / m * (m * bn_grad(dy, y_relu, i) - dbeta[ch] - xhat * dgamma[ch]);
     }
 }
 
 extern "C" int cuda_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const float *x,
-                                  const float *dy, const float *gamma, const float *save_mean,
-                                  const float *save_invstd, float *dx, float *dgamma, float *dbeta)
+                                  const float *y_relu, const float *dy, const float *gamma,
+                                  const float *save_mean, const float *save_invstd, float *dx,
+                                  float *dgamma, float *dbeta)
 {
     int total, rc;
     bn_split sp;
@@ -232,13 +245,14 @@ extern "C" int cuda_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const floa
     if ((rc = bn_split_of(k, c, n * hw, &sp)) < 0)
         return rc;
     float *part = hc_of(k)->bn_part;
-    k_bn_bwd_reduce<<<dim3(c, sp.S), BN_THREADS, 0, hc_stream(k)>>>(c, hw, n * hw, sp.len, x, dy,
-                                                                    save_mean, save_invstd, part);
+    k_bn_bwd_reduce<<<dim3(c, sp.S), BN_THREADS, 0, hc_stream(k)>>>(
+        c, hw, n * hw, sp.len, x, y_relu, dy, save_mean, save_invstd, part);
     HC_LAUNCHED();
     k_bn_bwd_fold<<<(c + 127) / 128, 128, 0, hc_stream(k)>>>(c, sp.S, part, dgamma, dbeta);
     HC_LAUNCHED();
     k_bn_bwd_apply<<<hc_blocks(k, (size_t)total), HC_THREADS, 0, hc_stream(k)>>>(
-        total, c, hw, (float)(n * hw), x, dy, gamma, save_mean, save_invstd, dgamma, dbeta, dx);
+        total, c, hw, (float)(n * hw), x, y_relu, dy, gamma, save_mean, save_invstd, dgamma, dbeta,
+        dx);
     HC_LAUNCHED();
     return HONE_OK;
 }

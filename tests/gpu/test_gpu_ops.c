@@ -350,7 +350,32 @@ static void check_batchnorm(hone_kctx *k, int n, int c, int hw)
     free(o);
     TK_CLOSE("bn dbeta", o = tk_get(k, gdb, c), rdb, c, 1e-5);
     free(o);
+    { /* fused with a ReLU (the mask from the op's own y: see test_kernels_pool_norm.c) */
+        double *ryr = malloc(sizeof(double) * nx), *rdxr = malloc(sizeof(double) * nx);
+        double *rgr = malloc(sizeof(double) * c), *rbr = malloc(sizeof(double) * c);
+        float *gym = malloc(sizeof(float) * nx), *grm2 = tk_dev(k, rm0, c),
+              *grv2 = tk_dev(k, rv0, c);
+        for (size_t i = 0; i < nx; i++)
+            ryr[i] = ry[i] > 0 ? ry[i] : 0;
+        TK_OK(hone_k_batchnorm_relu_fwd(k, n, c, hw, gx, gg, gb, grm2, grv2, (float)mom, (float)eps,
+                                        1, gsm, gsi, gy));
+        TK_CLOSE("bn_relu y", o = tk_get(k, gy, nx), ryr, nx, 1e-5);
+        for (size_t i = 0; i < nx; i++)
+            gym[i] = o[i] > 0.0f ? dy[i] : 0.0f;
+        free(o);
+        ref_batchnorm_bwd(n, c, hw, x, gym, gamma, eps, rdxr, rgr, rbr);
+        TK_OK(hone_k_batchnorm_relu_bwd(k, n, c, hw, gx, gy, gdy, gg, gsm, gsi, gdx, gdg, gdb));
+        TK_CLOSE("bn_relu dx", o = tk_get(k, gdx, nx), rdxr, nx, 1e-4);
+        free(o);
+        TK_CLOSE("bn_relu dgamma", o = tk_get(k, gdg, c), rgr, c, 1e-4);
+        free(o);
+        TK_CLOSE("bn_relu dbeta", o = tk_get(k, gdb, c), rbr, c, 1e-5);
+        free(o);
+        hone_k_free(k, grm2), hone_k_free(k, grv2);
+        free(ryr), free(rdxr), free(rgr), free(rbr), free(gym);
+    }
     { /* the chunked reductions fold in a fixed order: a second backward is bit for bit the same */
+        TK_OK(hone_k_batchnorm_bwd(k, n, c, hw, gx, gdy, gg, gsm, gsi, gdx, gdg, gdb));
         float *dx1 = tk_get(k, gdx, nx), *dg1 = tk_get(k, gdg, c), *dx2, *dg2;
         TK_OK(hone_k_batchnorm_bwd(k, n, c, hw, gx, gdy, gg, gsm, gsi, gdx, gdg, gdb));
         dx2 = tk_get(k, gdx, nx), dg2 = tk_get(k, gdg, c);

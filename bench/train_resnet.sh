@@ -32,7 +32,8 @@ if [ ! -s "$WORK/rgb32.hpk" ]; then
   "$PACK_BIN" "$WORK/rgb32" "$WORK/rgb32.hpk" --size 32x32 --rgb | tail -1
 fi
 
-# ---- hone-train
+# ---- hone-train (its conv path: cuDNN when the binary links it and it started, else im2col)
+CUDNN_SO=$(ldd "$TRAIN_BIN" 2>/dev/null | awk '/libcudnn\.so/ {print $3; exit}')
 for m in $MATHS; do
   "$TRAIN_BIN" --device cuda --set network=resnet18 --set data.format=image_folder \
     --set data.path="$WORK/rgb32" --set data.packed="$WORK/rgb32.hpk" --set model.input_size=32 \
@@ -40,6 +41,13 @@ for m in $MATHS; do
     --set train.batch_size="$BATCH" --set train.lr=0.1 --set train.weight_decay=5e-4 \
     --set train.math="$m" ${HONE_TRAIN_EXTRA:-} 2>"$WORK/hone-train.err" |
     python3 "$ROOT/bench/hone_train_result.py" arch=resnet18 batch="$BATCH" math="$m" | tee -a "$RES" || tail -5 "$WORK/hone-train.err"
+  if [ -z "$CUDNN_SO" ]; then
+    echo "hone-train conv path: im2col + cuBLAS (not linked with cuDNN)"
+  elif grep -q "cuDNN unavailable" "$WORK/hone-train.err"; then
+    echo "hone-train conv path: im2col + cuBLAS (cuDNN failed to start: $WORK/hone-train.err)"
+  else
+    echo "hone-train conv path: cuDNN ($CUDNN_SO)"
+  fi
 done
 
 # ---- PyTorch

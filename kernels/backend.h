@@ -194,7 +194,8 @@ HONE_HD void hone_aug_pixel(const uint8_t *p, int c, const hone_aug_draw *d, int
  * hone_k_conv_workspace bytes of device memory, no other scratch. maxpool_pad: p = (h + 2*pad -
  * size) / stride + 1 (pad < size), padding never wins (windows see only real pixels), idx and ties
  * as maxpool; bwd sums dy over the windows whose argmax is the pixel. add_relu_bwd: da = db = dy *
- * (y > 0), db may be NULL. */
+ * (y > 0), db may be NULL. batchnorm with relu (fwd relu = 1, bwd y_relu non-NULL): y =
+ * max(0, bn(x)); bwd runs as with dy[i] replaced by y_relu[i] > 0 ? dy[i] : 0 (a select). */
 
 /* ------------------------------------------------------------------ the ops of a backend
  * Every op a backend provides, once: X(P, return type, name, parameters), grouped by the file that
@@ -239,6 +240,7 @@ HONE_HD void hone_aug_pixel(const uint8_t *p, int c, const hone_aug_draw *d, int
     X(P, int, conv_bwd_acc,                                                                        \
       (hone_kctx * k, const hone_conv_desc *d, const float *x, const float *w, const float *dy,    \
        float *dx, float *dw, float *db, void *ws, int reuse))                                      \
+    X(P, const char *, conv_impl, (hone_kctx * k))                                                 \
     /* pool.{c,cu}: pooling, resampling */                                                         \
     X(P, int, maxpool_fwd,                                                                         \
       (hone_kctx * k, int n, int c, int h, int w, int size, int stride, const float *x, float *y,  \
@@ -285,10 +287,11 @@ HONE_HD void hone_aug_pixel(const uint8_t *p, int c, const hone_aug_draw *d, int
     X(P, int, batchnorm_fwd,                                                                       \
       (hone_kctx * k, int n, int c, int hw, const float *x, const float *gamma, const float *beta, \
        float *running_mean, float *running_var, float momentum, float eps, int training,           \
-       float *save_mean, float *save_invstd, float *y))                                            \
+       float *save_mean, float *save_invstd, float *y, int relu))                                  \
     X(P, int, batchnorm_bwd,                                                                       \
-      (hone_kctx * k, int n, int c, int hw, const float *x, const float *dy, const float *gamma,   \
-       const float *save_mean, const float *save_invstd, float *dx, float *dgamma, float *dbeta))  \
+      (hone_kctx * k, int n, int c, int hw, const float *x, const float *y_relu, const float *dy,  \
+       const float *gamma, const float *save_mean, const float *save_invstd, float *dx,            \
+       float *dgamma, float *dbeta))                                                               \
     /* loss.{c,cu}: loss and reductions */                                                         \
     X(P, int, softmax_xent,                                                                        \
       (hone_kctx * k, const float *logits, const int32_t *labels, int n, int classes,              \

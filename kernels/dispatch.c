@@ -272,6 +272,11 @@ int hone_k_conv_bwd_acc(hone_kctx *k, const hone_conv_desc *d, const float *x, c
     return k->ops->conv_bwd_acc(k, d, x, w, dy, dx, dw, db, ws, reuse != 0);
 }
 
+const char *hone_k_conv_impl(hone_kctx *k)
+{
+    return k->ops->conv_impl(k);
+}
+
 /* ------------------------------------------------------------------ pooling, resampling */
 
 static int pool_ok(int n, int c, int h, int w, int size, int stride)
@@ -440,15 +445,32 @@ int hone_k_scale(hone_kctx *k, float *x, float a, size_t n)
 
 /* ------------------------------------------------------------------ batch norm */
 
-int hone_k_batchnorm_fwd(hone_kctx *k, int n, int c, int hw, const float *x, const float *gamma,
-                         const float *beta, float *running_mean, float *running_var, float momentum,
-                         float eps, int training, float *save_mean, float *save_invstd, float *y)
+static int bn_fwd(hone_kctx *k, int n, int c, int hw, const float *x, const float *gamma,
+                  const float *beta, float *running_mean, float *running_var, float momentum,
+                  float eps, int training, float *save_mean, float *save_invstd, float *y, int relu)
 {
     CHECK(n > 0 && c > 0 && hw > 0 && x && gamma && beta && running_mean && running_var && y);
     CHECK(eps > 0.0f && momentum >= 0.0f && momentum <= 1.0f);
     CHECK(!training || (save_mean && save_invstd));
     return k->ops->batchnorm_fwd(k, n, c, hw, x, gamma, beta, running_mean, running_var, momentum,
-                                 eps, training, save_mean, save_invstd, y);
+                                 eps, training, save_mean, save_invstd, y, relu);
+}
+
+int hone_k_batchnorm_fwd(hone_kctx *k, int n, int c, int hw, const float *x, const float *gamma,
+                         const float *beta, float *running_mean, float *running_var, float momentum,
+                         float eps, int training, float *save_mean, float *save_invstd, float *y)
+{
+    return bn_fwd(k, n, c, hw, x, gamma, beta, running_mean, running_var, momentum, eps, training,
+                  save_mean, save_invstd, y, 0);
+}
+
+int hone_k_batchnorm_relu_fwd(hone_kctx *k, int n, int c, int hw, const float *x,
+                              const float *gamma, const float *beta, float *running_mean,
+                              float *running_var, float momentum, float eps, int training,
+                              float *save_mean, float *save_invstd, float *y)
+{
+    return bn_fwd(k, n, c, hw, x, gamma, beta, running_mean, running_var, momentum, eps, training,
+                  save_mean, save_invstd, y, 1);
 }
 
 int hone_k_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const float *x, const float *dy,
@@ -457,7 +479,17 @@ int hone_k_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const float *x, con
 {
     CHECK(n > 0 && c > 0 && hw > 0 && x && dy && gamma && save_mean && save_invstd && dx &&
           dgamma && dbeta);
-    return k->ops->batchnorm_bwd(k, n, c, hw, x, dy, gamma, save_mean, save_invstd, dx, dgamma,
+    return k->ops->batchnorm_bwd(k, n, c, hw, x, NULL, dy, gamma, save_mean, save_invstd, dx,
+                                 dgamma, dbeta);
+}
+
+int hone_k_batchnorm_relu_bwd(hone_kctx *k, int n, int c, int hw, const float *x, const float *y,
+                              const float *dy, const float *gamma, const float *save_mean,
+                              const float *save_invstd, float *dx, float *dgamma, float *dbeta)
+{
+    CHECK(n > 0 && c > 0 && hw > 0 && x && y && dy && gamma && save_mean && save_invstd && dx &&
+          dgamma && dbeta);
+    return k->ops->batchnorm_bwd(k, n, c, hw, x, y, dy, gamma, save_mean, save_invstd, dx, dgamma,
                                  dbeta);
 }
 

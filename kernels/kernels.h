@@ -94,6 +94,11 @@ int hone_k_conv_bwd_reuse(hone_kctx *k, const hone_conv_desc *d, const float *x,
 int hone_k_conv_bwd_acc(hone_kctx *k, const hone_conv_desc *d, const float *x, const float *w,
                         const float *dy, float *dx, float *dw, float *db, void *ws, int reuse);
 
+/* Which implementation runs this context's convolutions, for logs and benchmarks: "cpu",
+ * "cuda im2col + cublas", or "cudnn 9.19.0" (a CUDA build with cuDNN found at build and run time;
+ * a shape cuDNN has no algorithm for still takes the im2col path, with a message on stderr). */
+const char *hone_k_conv_impl(hone_kctx *k);
+
 /* ------------------------------------------------------------------ pooling, resampling */
 
 /* 2x2-style max pooling with window `size` and `stride`; idx records the argmax (int32) for bwd. */
@@ -157,6 +162,17 @@ int hone_k_batchnorm_fwd(hone_kctx *k, int n, int c, int hw, const float *x, con
 int hone_k_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const float *x, const float *dy,
                          const float *gamma, const float *save_mean, const float *save_invstd,
                          float *dx, float *dgamma, float *dbeta);
+/* Batch norm then ReLU, one pass each way instead of a batch norm and a relu pass (a conv, BN,
+ * ReLU chain): y = max(0, batchnorm(x)), statistics, running averages and saved values as
+ * hone_k_batchnorm_fwd. bwd: y is this forward's output; the gradients of the composition, i.e.
+ * hone_k_batchnorm_bwd with dy replaced by dy * (y > 0). dx may alias y or dy, not x. */
+int hone_k_batchnorm_relu_fwd(hone_kctx *k, int n, int c, int hw, const float *x,
+                              const float *gamma, const float *beta, float *running_mean,
+                              float *running_var, float momentum, float eps, int training,
+                              float *save_mean, float *save_invstd, float *y);
+int hone_k_batchnorm_relu_bwd(hone_kctx *k, int n, int c, int hw, const float *x, const float *y,
+                              const float *dy, const float *gamma, const float *save_mean,
+                              const float *save_invstd, float *dx, float *dgamma, float *dbeta);
 
 /* ------------------------------------------------------------------ losses and metrics */
 

@@ -458,3 +458,9 @@ int cpu_conv_bwd_acc(hone_kctx *k, const hone_conv_desc *d, const float *x, cons
     (void)reuse; /* no columns kept: as above */
     return conv_bwd(k, d, x, w, dy, dx, dw, db, ws, 1);
 }
+
+const char *cpu_conv_impl(hone_kctx *k)
+{
+    (void)k;
+    return "cpu";
+}

@@ -1,6 +1,6 @@
-/* kernels/cpu/norm.c: batch normalisation (training and inference) for the CPU backend. Statistics
- * are accumulated in double for accuracy; channels are independent, so batch norm is split over the
- * worker pool by channel. */
+/* kernels/cpu/norm.c: batch normalisation (training and inference, optionally followed by a fused
+ * ReLU) for the CPU backend. Statistics are accumulated in double for accuracy; channels are
+ * independent, so batch norm is split over the worker pool by channel. */
 #include <math.h>
 
 #include "par.h"
@@ -38,8 +38,8 @@ CPU_SIMD static double sumsq_dev_d(const float *p, int n, double mu)
 }
 
 typedef struct {
-    int n, c, hw, training;
-    const float *x, *dy, *gamma, *beta, *save_mean, *save_invstd;
+    int n, c, hw, training, relu;
+    const float *x, *y_relu, *dy, *gamma, *beta, *save_mean, *save_invstd;
     float *running_mean, *running_var, *save_mean_out, *save_invstd_out, *y, *dx, *dgamma, *dbeta;
     float momentum, eps;
 } bn_job;
@@ -76,19 +76,25 @@ CPU_SIMD static void bn_fwd_channel(void *arg, int ch, int slot)
     for (int i = 0; i < n; i++) {
         const float *p = j->x + ((size_t)i * c + ch) * hw;
         float *o = j->y + ((size_t)i * c + ch) * hw;
-        for (int t = 0; t < hw; t++)
-            o[t] = p[t] * a + b;
+        if (j->relu)
+            for (int t = 0; t < hw; t++)
+                o[t] = fmaxf(p[t] * a + b, 0.0f);
+        else
+            for (int t = 0; t < hw; t++)
+                o[t] = p[t] * a + b;
     }
 }
 
 int cpu_batchnorm_fwd(hone_kctx *k, int n, int c, int hw, const float *x, const float *gamma,
                       const float *beta, float *running_mean, float *running_var, float momentum,
-                      float eps, int training, float *save_mean, float *save_invstd, float *y)
+                      float eps, int training, float *save_mean, float *save_invstd, float *y,
+                      int relu)
 {
     bn_job j = {.n = n,
                 .c = c,
                 .hw = hw,
                 .training = training,
+                .relu = relu,
                 .x = x,
                 .gamma = gamma,
                 .beta = beta,
@@ -135,11 +141,22 @@ CPU_SIMD static void bn_bwd_channel(void *arg, int ch, int slot)
     int n = j->n, c = j->c, hw = j->hw;
     size_t m = (size_t)n * hw;
     float mean = j->save_mean[ch], invstd = j->save_invstd[ch];
+    /* fused relu: the masked dy goes to dx first (this channel's planes only), and is read from
+     * there; the last loop reads each element before overwriting it */
+    const float *dy = j->dy;
+    if (j->y_relu) {
+        for (int i = 0; i < n; i++) {
+            size_t off = ((size_t)i * c + ch) * hw;
+            for (int t = 0; t < hw; t++)
+                j->dx[off + t] = j->y_relu[off + t] > 0.0f ? j->dy[off + t] : 0.0f;
+        }
+        dy = j->dx;
+    }
     double sdy = 0.0, sdyx = 0.0;
     for (int i = 0; i < n; i++) {
         size_t off = ((size_t)i * c + ch) * hw;
-        sdy += sum_d(j->dy + off, hw);
-        sdyx += sum_dy_xhat(j->x + off, j->dy + off, hw, mean, invstd);
+        sdy += sum_d(dy + off, hw);
+        sdyx += sum_dy_xhat(j->x + off, dy + off, hw, mean, invstd);
     }
     j->dgamma[ch] = (float)sdyx;
     j->dbeta[ch] = (float)sdy;
@@ -147,7 +164,7 @@ CPU_SIMD static void bn_bwd_channel(void *arg, int ch, int slot)
     float mdy = (float)sdy, mdyx = (float)sdyx;
     for (int i = 0; i < n; i++) {
         size_t off = ((size_t)i * c + ch) * hw;
-        const float *p = j->x + off, *g = j->dy + off;
+        const float *p = j->x + off, *g = dy + off;
         float *o = j->dx + off;
         for (int t = 0; t < hw; t++) {
             float xhat = (p[t] - mean) * invstd;
@@ -156,14 +173,15 @@ CPU_SIMD static void bn_bwd_channel(void *arg, int ch, int slot)
     }
 }
 
-int cpu_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const float *x, const float *dy,
-                      const float *gamma, const float *save_mean, const float *save_invstd,
-                      float *dx, float *dgamma, float *dbeta)
+int cpu_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const float *x, const float *y_relu,
+                      const float *dy, const float *gamma, const float *save_mean,
+                      const float *save_invstd, float *dx, float *dgamma, float *dbeta)
 {
     bn_job j = {.n = n,
                 .c = c,
                 .hw = hw,
                 .x = x,
+                .y_relu = y_relu,
                 .dy = dy,
                 .gamma = gamma,
                 .save_mean = save_mean,

@@ -13,6 +13,9 @@ extern "C" {
 #include "backend.h"
 }
 
+/* The cuDNN state (conv_cudnn.cu): handle and per-shape table; NULL without cuDNN. */
+typedef struct hc_dnn hc_dnn;
+
 /* What k->cuda points at. Owned by the context (created in context.cu). */
 struct hone_cuda {
     int device;
@@ -21,6 +24,9 @@ struct hone_cuda {
     cublasHandle_t blas;
     void *blas_ws; /* cuBLAS workspace set once, so capture never allocates */
     size_t blas_ws_bytes;
+    hc_dnn *dnn;    /* NULL: convolutions use im2col + cuBLAS (conv.cu) */
+    float *bn_part; /* batch norm's per-chunk partial statistics (norm.cu), fixed size */
+    size_t bn_part_floats;
     hone_math math;
     void *scratch; /* grows on demand outside capture (permutation sort keys) */
     size_t scratch_bytes;

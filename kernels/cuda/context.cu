@@ -1,12 +1,15 @@
-/* CUDA backend: context (device, stream, cuBLAS handle and workspace), device memory, copies,
- * synchronisation, CUDA Graph capture/replay and device queries. Copies from or to host memory
- * synchronise (the host buffer is the caller's); everything else only enqueues on the stream. */
+/* CUDA backend: context (device, stream, cuBLAS handle and workspace, the cuDNN handle when built
+ * with it), device memory, copies, synchronisation, CUDA Graph capture/replay and device queries.
+ * Copies from or to host memory synchronise (the host buffer is the caller's); everything else
+ * only enqueues on the stream. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common.cuh"
+#include "conv_cudnn.cuh"
 
 #define HC_BLAS_WS_BYTES ((size_t)32 << 20)
+#define HC_BN_PART_FLOATS ((size_t)1 << 20)
 
 int hc_fail(const char *file, int line, const char *what, const char *msg)
 {
@@ -49,11 +52,13 @@ extern "C" int cuda_ctx_init(hone_kctx *k)
         (e = cudaDeviceGetAttribute(&c->sms, cudaDevAttrMultiProcessorCount, c->device)) !=
             cudaSuccess ||
         (e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking)) != cudaSuccess ||
-        (e = cudaMalloc(&c->blas_ws, HC_BLAS_WS_BYTES)) != cudaSuccess) {
+        (e = cudaMalloc(&c->blas_ws, HC_BLAS_WS_BYTES)) != cudaSuccess ||
+        (e = cudaMalloc(&c->bn_part, HC_BN_PART_FLOATS * sizeof(float))) != cudaSuccess) {
         hc_fail(__FILE__, __LINE__, "context", cudaGetErrorString(e));
         goto fail;
     }
     c->blas_ws_bytes = HC_BLAS_WS_BYTES;
+    c->bn_part_floats = HC_BN_PART_FLOATS;
     if ((s = cublasCreate(&c->blas)) != CUBLAS_STATUS_SUCCESS ||
         (s = cublasSetStream(c->blas, c->stream)) != CUBLAS_STATUS_SUCCESS ||
         (s = cublasSetWorkspace(c->blas, c->blas_ws, c->blas_ws_bytes)) != CUBLAS_STATUS_SUCCESS ||
@@ -61,6 +66,8 @@ extern "C" int cuda_ctx_init(hone_kctx *k)
         hc_fail(__FILE__, __LINE__, "cublas", cublasGetStatusString(s));
         goto fail;
     }
+    if (hc_dnn_new(c->stream, &c->dnn) < 0)
+        goto fail;
     return HONE_OK;
 fail:
     cuda_ctx_release(k);
@@ -74,10 +81,12 @@ extern "C" void cuda_ctx_release(hone_kctx *k)
         return;
     if (c->stream)
         cudaStreamSynchronize(c->stream);
+    hc_dnn_free(c->dnn);
     if (c->blas)
         cublasDestroy(c->blas);
     cudaFree(c->blas_ws);
     cudaFree(c->scratch);
+    cudaFree(c->bn_part);
     if (c->stream)
         cudaStreamDestroy(c->stream);
     free(c);

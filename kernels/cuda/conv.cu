@@ -1,8 +1,11 @@
-/* CUDA backend: 2-D convolution, NCHW. General path: im2col into a [C*R*S, N*P*Q] buffer, one
- * cuBLAS GEMM per pass (forward, weight grad, data grad) over the whole batch, and a transpose
- * back to NCHW with the bias fused in. Layers with few input taps (C*R*S <= 27: the first layer
- * of an image net) use direct kernels instead (conv_direct.cu). Workspace only, no allocation. */
+/* CUDA backend: 2-D convolution, NCHW. With cuDNN (a build with HONE_HAVE_CUDNN and a handle at
+ * run time) every shape cuDNN has algorithms for goes there (conv_cudnn.cu). General path: im2col
+ * into a [C*R*S, N*P*Q] buffer, one cuBLAS GEMM per pass (forward, weight grad, data grad) over the
+ * whole batch, and a transpose back to NCHW with the bias fused in. Layers with few input taps
+ * (C*R*S <= 27: the first layer of an image net) use direct kernels instead (conv_direct.cu).
+ * Workspace only, no allocation. */
 #include "common.cuh"
+#include "conv_cudnn.cuh"
 #include "conv_direct.cuh"
 
 /* Workspace: col[CRS * NPQ], t[K * NPQ], then the small partial-sum area used by the direct
@@ -16,7 +19,9 @@ static size_t partial_floats(const hone_conv_desc *d)
 
 extern "C" size_t cuda_conv_workspace(hone_kctx *k, const hone_conv_desc *d)
 {
-    (void)k;
+    const hc_dnn_conv *e = hc_dnn_conv_find(k, d);
+    if (e)
+        return hc_dnn_conv_workspace(e);
     size_t npq = (size_t)d->n * d->p * d->q;
     size_t crs = (size_t)d->c * d->r * d->s;
     return ((crs + (size_t)d->k) * npq + partial_floats(d)) * sizeof(float);
@@ -168,6 +173,9 @@ extern "C" int cuda_conv_fwd(hone_kctx *k, const hone_conv_desc *d, const float 
     int rc;
     if ((rc = check_size(d)) < 0)
         return rc;
+    const hc_dnn_conv *e = hc_dnn_conv_find(k, d);
+    if (e)
+        return hc_dnn_conv_fwd(k, e, x, w, b, y, ws);
     if (hc_conv_direct_ok(d))
         return hc_conv_direct_fwd(k, d, x, w, b, y);
     int npq = d->n * d->p * d->q, crs = d->c * d->r * d->s, pq = d->p * d->q;
@@ -191,6 +199,9 @@ static int conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const
     int rc;
     if ((rc = check_size(d)) < 0)
         return rc;
+    const hc_dnn_conv *e = hc_dnn_conv_find(k, d);
+    if (e) /* no columns to reuse: the same calls either way */
+        return hc_dnn_conv_bwd(k, e, x, w, dy, dx, dw, db, ws, acc);
     int npq = d->n * d->p * d->q, crs = d->c * d->r * d->s, pq = d->p * d->q;
     float *col = (float *)ws, *t = col + (size_t)crs * npq;
     float *part = t + (size_t)d->k * npq;
@@ -246,4 +257,9 @@ extern "C" int cuda_conv_bwd_acc(hone_kctx *k, const hone_conv_desc *d, const fl
                                  void *ws, int reuse)
 {
     return conv_bwd(k, d, x, w, dy, dx, dw, db, ws, reuse != 0, true);
+}
+
+extern "C" const char *cuda_conv_impl(hone_kctx *k)
+{
+    return hc_of(k)->dnn ? hc_dnn_name(hc_of(k)->dnn) : "cuda im2col + cublas";
 }

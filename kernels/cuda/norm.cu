@@ -1,115 +1,258 @@
 /* CUDA backend: batch normalisation over (n, hw) per channel, training and inference, and its
- * backward. One block per channel walks that channel's n*hw values (two passes for the variance,
- * as the CPU reference); inference is a plain elementwise affine map. */
+ * backward, each optionally fused with a following ReLU (backend.h). Training splits each channel's
+ * m = n*hw values into S chunks, one block each (a channel per block left most of the chip idle on
+ * wide, short layers); each block writes its chunk's partial statistics to the context's bn_part
+ * area, a per-channel fold combines them in chunk order (deterministic: no atomics), and an
+ * elementwise pass applies the result. Inference is a plain elementwise affine map. */
 #include "common.cuh"
 
-#define BN_THREADS 512
+#define BN_THREADS 256
+/* Chunks per channel: at most this many, at least ~BN_CHUNK_MIN values each, and about
+ * BN_BLOCKS_PER_SM blocks per SM over all channels. */
+#define BN_MAX_CHUNKS 64
+#define BN_CHUNK_MIN 2048
+#define BN_BLOCKS_PER_SM 8
 
-__device__ static inline size_t bn_at(int i, int hw, int c, int ch)
+/* Value j (< m) of channel ch: image j / hw, pixel j % hw. */
+__device__ static inline size_t bn_at(int j, int hw, int c, int ch)
 {
-    return ((size_t)(i / hw) * c + ch) * hw + (i % hw);
+    int img = j / hw;
+    return ((size_t)img * c + ch) * hw + (j - img * hw);
 }
 
-__global__ static void k_bn_train(int n, int c, int hw, const float *x, const float *gamma,
-                                  const float *beta, float *rmean, float *rvar, float momentum,
-                                  float eps, float *save_mean, float *save_invstd, float *y)
+/* The chunk split of a channel's m values: S chunks of len values (the last may be shorter). */
+struct bn_split {
+    int S, len;
+};
+
+static int bn_split_of(hone_kctx *k, int c, int m, bn_split *sp)
 {
-    int ch = blockIdx.x;
-    int m = n * hw;
-    float s = 0.f;
-    for (int i = threadIdx.x; i < m; i += blockDim.x)
-        s += x[bn_at(i, hw, c, ch)];
-    float mean = hc_block_sum(s) / (float)m;
+    hone_cuda *cu = hc_of(k);
+    long want = ((long)cu->sms * BN_BLOCKS_PER_SM + c - 1) / c;
+    long by_size = (m + BN_CHUNK_MIN - 1) / BN_CHUNK_MIN;
+    long S = want < by_size ? want : by_size;
+    if (S > BN_MAX_CHUNKS)
+        S = BN_MAX_CHUNKS;
+    if (S * c * 2 > (long)cu->bn_part_floats) /* two floats per chunk */
+        S = (long)cu->bn_part_floats / (2L * c);
+    if (S < 1)
+        return HONE_ERANGE; /* more channels than the partial area holds (over 500k) */
+    sp->len = (int)((m + S - 1) / S);
+    sp->S = (m + sp->len - 1) / sp->len; /* no empty chunk */
+    return HONE_OK;
+}
+
+/* grid (C, S): part[(ch*S + s)*2 + {0,1}] = this chunk's mean and sum of squared deviations
+ * from it (two passes over the chunk, the second from cache: as exact as the one-pass-per-
+ * channel version). */
+__global__ static void k_bn_stats(int c, int hw, int m, int len, const float *__restrict__ x,
+                                  float *__restrict__ part)
+{
+    int ch = blockIdx.x, s = blockIdx.y;
+    int j0 = s * len, j1 = min(m, j0 + len);
+    float sum = 0.f;
+    for (int j = j0 + threadIdx.x; j < j1; j += blockDim.x)
+        sum += x[bn_at(j, hw, c, ch)];
+    float mean = hc_block_sum(sum) / (float)(j1 - j0);
     float s2 = 0.f;
-    for (int i = threadIdx.x; i < m; i += blockDim.x) {
-        float d = x[bn_at(i, hw, c, ch)] - mean;
+    for (int j = j0 + threadIdx.x; j < j1; j += blockDim.x) {
+        float d = x[bn_at(j, hw, c, ch)] - mean;
         s2 += d * d;
     }
     s2 = hc_block_sum(s2);
-    float var = s2 / (float)m;
-    float unbiased = m > 1 ? s2 / (float)(m - 1) : var;
-    float invstd = rsqrtf(var + eps);
     if (threadIdx.x == 0) {
-        save_mean[ch] = mean;
-        save_invstd[ch] = invstd;
-        rmean[ch] = (1.f - momentum) * rmean[ch] + momentum * mean;
-        rvar[ch] = (1.f - momentum) * rvar[ch] + momentum * unbiased;
-    }
-    float a = gamma[ch] * invstd, b = beta[ch] - mean * a;
-    for (int i = threadIdx.x; i < m; i += blockDim.x) {
-        size_t at = bn_at(i, hw, c, ch);
-        y[at] = x[at] * a + b;
+        float *p = part + ((size_t)ch * gridDim.y + s) * 2;
+        p[0] = mean;
+        p[1] = s2;
     }
 }
 
-__global__ static void k_bn_infer(size_t total, int c, int hw, const float *x, const float *gamma,
-                                  const float *beta, const float *rmean, const float *rvar,
-                                  float eps, float *y)
+/* One thread per channel: combines the chunks in order (Chan et al.'s pairwise update of count,
+ * mean and squared deviations), then the saved and running statistics. */
+__global__ static void k_bn_stats_fold(int c, int m, int S, int len, const float *__restrict__ part,
+                                       float *rmean, float *rvar, float momentum, float eps,
+                                       float *save_mean, float *save_invstd)
 {
-    HC_FOR(i, total)
-    {
-        int ch = (int)((i / hw) % c);
-        float a = gamma[ch] * rsqrtf(rvar[ch] + eps);
-        y[i] = x[i] * a + (beta[ch] - rmean[ch] * a);
+    int ch = blockIdx.x * blockDim.x + threadIdx.x;
+    if (ch >= c)
+        return;
+    const float *p = part + (size_t)ch * S * 2;
+    float n = 0.f, mean = 0.f, m2 = 0.f;
+    for (int s = 0; s < S; s++) {
+        float nb = (float)(min(m, (s + 1) * len) - s * len), d = p[2 * s] - mean;
+        float tot = n + nb;
+        mean += d * (nb / tot);
+        m2 += p[2 * s + 1] + d * d * (n * nb / tot);
+        n = tot;
     }
+    float var = m2 / (float)m;
+    float unbiased = m > 1 ? m2 / (float)(m - 1) : var;
+    save_mean[ch] = mean;
+    save_invstd[ch] = rsqrtf(var + eps);
+    rmean[ch] = (1.f - momentum) * rmean[ch] + momentum * mean;
+    rvar[ch] = (1.f - momentum) * rvar[ch] + momentum * unbiased;
+}
+
+/* y = (x - mean) * invstd * gamma + beta (then max(0, y) with relu), elementwise over [n, c, hw].
+ */
+__global__ static void k_bn_apply(int total, int c, int hw, const float *__restrict__ x,
+                                  const float *__restrict__ gamma, const float *__restrict__ beta,
+                                  const float *__restrict__ mean, const float *__restrict__ invstd,
+                                  float *__restrict__ y, int relu)
+{
+    HC_FOR32(i, total)
+    {
+        int ch = (i / hw) % c;
+        float a = gamma[ch] * invstd[ch];
+        float v = x[i] * a + (beta[ch] - mean[ch] * a);
+        y[i] = relu ? fmaxf(v, 0.f) : v;
+    }
+}
+
+__global__ static void k_bn_infer(int total, int c, int hw, const float *__restrict__ x,
+                                  const float *__restrict__ gamma, const float *__restrict__ beta,
+                                  const float *__restrict__ rmean, const float *__restrict__ rvar,
+                                  float eps, float *__restrict__ y, int relu)
+{
+    HC_FOR32(i, total)
+    {
+        int ch = (i / hw) % c;
+        float a = gamma[ch] * rsqrtf(rvar[ch] + eps);
+        float v = x[i] * a + (beta[ch] - rmean[ch] * a);
+        y[i] = relu ? fmaxf(v, 0.f) : v;
+    }
+}
+
+static int bn_total(int n, int c, int hw, int *total)
+{
+    size_t t = (size_t)n * c * hw;
+    if (t >= (1u << 31))
+        return HONE_ERANGE;
+    *total = (int)t;
+    return HONE_OK;
 }
 
 extern "C" int cuda_batchnorm_fwd(hone_kctx *k, int n, int c, int hw, const float *x,
                                   const float *gamma, const float *beta, float *running_mean,
                                   float *running_var, float momentum, float eps, int training,
-                                  float *save_mean, float *save_invstd, float *y)
+                                  float *save_mean, float *save_invstd, float *y, int relu)
 {
-    if ((size_t)n * c * hw == 0)
+    int total, rc;
+    if ((rc = bn_total(n, c, hw, &total)) < 0 || total == 0)
+        return rc;
+    unsigned blocks = hc_blocks(k, (size_t)total);
+    if (!training) {
+        k_bn_infer<<<blocks, HC_THREADS, 0, hc_stream(k)>>>(
+            total, c, hw, x, gamma, beta, running_mean, running_var, eps, y, relu);
+        HC_LAUNCHED();
         return HONE_OK;
-    if (training) {
-        k_bn_train<<<c, BN_THREADS, 0, hc_stream(k)>>>(n, c, hw, x, gamma, beta, running_mean,
-                                                       running_var, momentum, eps, save_mean,
-                                                       save_invstd, y);
-    } else {
-        size_t total = (size_t)n * c * hw;
-        k_bn_infer<<<hc_blocks(k, total), HC_THREADS, 0, hc_stream(k)>>>(
-            total, c, hw, x, gamma, beta, running_mean, running_var, eps, y);
     }
+    bn_split sp;
+    if ((rc = bn_split_of(k, c, n * hw, &sp)) < 0)
+        return rc;
+    float *part = hc_of(k)->bn_part;
+    k_bn_stats<<<dim3(c, sp.S), BN_THREADS, 0, hc_stream(k)>>>(c, hw, n * hw, sp.len, x, part);
+    HC_LAUNCHED();
+    k_bn_stats_fold<<<(c + 127) / 128, 128, 0, hc_stream(k)>>>(c, n * hw, sp.S, sp.len, part,
+                                                               running_mean, running_var, momentum,
+                                                               eps, save_mean, save_invstd);
+    HC_LAUNCHED();
+    k_bn_apply<<<blocks, HC_THREADS, 0, hc_stream(k)>>>(total, c, hw, x, gamma, beta, save_mean,
+                                                        save_invstd, y, relu);
     HC_LAUNCHED();
     return HONE_OK;
 }
 
-__global__ static void k_bn_bwd(int n, int c, int hw, const float *x, const float *dy,
-                                const float *gamma, const float *save_mean,
-                                const float *save_invstd, float *dx, float *dgamma, float *dbeta)
+/* The gradient reaching the batch norm: dy, or with a fused relu (y its output) dy * (y > 0). */
+__device__ static inline float bn_grad(const float *__restrict__ dy,
+                                       const float *__restrict__ y_relu, size_t at)
 {
-    int ch = blockIdx.x;
-    int m = n * hw;
+    return !y_relu || y_relu[at] > 0.f ? dy[at] : 0.f;
+}
+
+/* grid (C, S): part[(ch*S + s)*2 + {0,1}] = this chunk's sum of dy and of dy * xhat. */
+__global__ static void k_bn_bwd_reduce(int c, int hw, int m, int len, const float *__restrict__ x,
+                                       const float *__restrict__ y_relu,
+                                       const float *__restrict__ dy,
+                                       const float *__restrict__ save_mean,
+                                       const float *__restrict__ save_invstd,
+                                       float *__restrict__ part)
+{
+    int ch = blockIdx.x, s = blockIdx.y;
+    int j0 = s * len, j1 = min(m, j0 + len);
     float mean = save_mean[ch], invstd = save_invstd[ch];
     float sdy = 0.f, sdyx = 0.f;
-    for (int i = threadIdx.x; i < m; i += blockDim.x) {
-        size_t at = bn_at(i, hw, c, ch);
-        float g = dy[at];
+    for (int j = j0 + threadIdx.x; j < j1; j += blockDim.x) {
+        size_t at = bn_at(j, hw, c, ch);
+        float g = bn_grad(dy, y_relu, at);
         sdy += g;
         sdyx += g * (x[at] - mean) * invstd;
     }
     sdy = hc_block_sum(sdy);
     sdyx = hc_block_sum(sdyx);
     if (threadIdx.x == 0) {
-        dgamma[ch] = sdyx;
-        dbeta[ch] = sdy;
+        float *p = part + ((size_t)ch * gridDim.y + s) * 2;
+        p[0] = sdy;
+        p[1] = sdyx;
     }
-    float a = gamma[ch] * invstd / (float)m;
-    for (int i = threadIdx.x; i < m; i += blockDim.x) {
-        size_t at = bn_at(i, hw, c, ch);
-        float xhat = (x[at] - mean) * invstd;
-        dx[at] = a * ((float)m * dy[at] - sdy - xhat * sdyx);
+}
+
+/* One thread per channel: dbeta = sum dy, dgamma = sum dy * xhat, the chunks added in order. */
+__global__ static void k_bn_bwd_fold(int c, int S, const float *__restrict__ part,
+                                     float *__restrict__ dgamma, float *__restrict__ dbeta)
+{
+    int ch = blockIdx.x * blockDim.x + threadIdx.x;
+    if (ch >= c)
+        return;
+    const float *p = part + (size_t)ch * S * 2;
+    float sdy = 0.f, sdyx = 0.f;
+    for (int s = 0; s < S; s++) {
+        sdy += p[2 * s];
+        sdyx += p[2 * s + 1];
+    }
+    dgamma[ch] = sdyx;
+    dbeta[ch] = sdy;
+}
+
+/* dx = gamma * invstd / m * (m * dy - dbeta - xhat * dgamma), elementwise. */
+__global__ static void k_bn_bwd_apply(int total, int c, int hw, float m,
+                                      const float *__restrict__ x, const float *__restrict__ y_relu,
+                                      const float *__restrict__ dy, const float *__restrict__ gamma,
+                                      const float *__restrict__ save_mean,
+                                      const float *__restrict__ save_invstd,
+                                      const float *__restrict__ dgamma,
+                                      const float *__restrict__ dbeta, float *__restrict__ dx)
+{
+    HC_FOR32(i, total)
+    {
+        int ch = (i / hw) % c;
+        float invstd = save_invstd[ch];
+        float xhat = (x[i] - save_mean[ch]) * invstd;
+        dx[i] =
+            gamma[ch] * invstd / m * (m * bn_grad(dy, y_relu, i) - dbeta[ch] - xhat * dgamma[ch]);
     }
 }
 
 extern "C" int cuda_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const float *x,
-                                  const float *dy, const float *gamma, const float *save_mean,
-                                  const float *save_invstd, float *dx, float *dgamma, float *dbeta)
+                                  const float *y_relu, const float *dy, const float *gamma,
+                                  const float *save_mean, const float *save_invstd, float *dx,
+                                  float *dgamma, float *dbeta)
 {
-    if ((size_t)n * c * hw == 0)
-        return HONE_OK;
-    k_bn_bwd<<<c, BN_THREADS, 0, hc_stream(k)>>>(n, c, hw, x, dy, gamma, save_mean, save_invstd, dx,
-                                                 dgamma, dbeta);
+    int total, rc;
+    bn_split sp;
+    if ((rc = bn_total(n, c, hw, &total)) < 0 || total == 0)
+        return rc;
+    if ((rc = bn_split_of(k, c, n * hw, &sp)) < 0)
+        return rc;
+    float *part = hc_of(k)->bn_part;
+    k_bn_bwd_reduce<<<dim3(c, sp.S), BN_THREADS, 0, hc_stream(k)>>>(
+        c, hw, n * hw, sp.len, x, y_relu, dy, save_mean, save_invstd, part);
+    HC_LAUNCHED();
+    k_bn_bwd_fold<<<(c + 127) / 128, 128, 0, hc_stream(k)>>>(c, sp.S, part, dgamma, dbeta);
+    HC_LAUNCHED();
+    k_bn_bwd_apply<<<hc_blocks(k, (size_t)total), HC_THREADS, 0, hc_stream(k)>>>(
+        total, c, hw, (float)(n * hw), x, y_relu, dy, gamma, save_mean, save_invstd, dgamma, dbeta,
+        dx);
     HC_LAUNCHED();
     return HONE_OK;
 }

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # tests/gpu/run.sh: on a GPU machine, builds the CUDA backend, runs the GPU tests (CUDA vs the
-# CPU references) and then bench/train_gpu.sh, in one go. Needs nvcc and cmake; Debian .debs in
+# CPU references) and then bench/train_gpu.sh, in one go. Convolutions use cuDNN when it is found
+# (CUDNN_ROOT, /usr/local/cuda, or PyTorch's nvidia-cudnn wheel; CMake option HONE_CUDNN); the
+# path built is printed. Needs nvcc and cmake; Debian .debs in
 # $HONE_DEBS (default ./.debs) are unpacked into a private prefix when system libraries are missing.
 # Usage: tests/gpu/run.sh [--no-bench] [--no-tests]   (env: BUILD, HONE_FMNIST_DIR, OUT)
 set -u
@@ -56,6 +58,8 @@ if cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release "${CMAKE_EXTRA[@]}" >
   done
   cmake --build "$BUILD" --target $TARGETS -j"$(nproc)" >"$LOG/build.log" 2>&1 ||
     { tail -40 "$LOG/build.log"; echo "run.sh: build failed"; exit 1; }
+  CUDNN_LIB=$(sed -n 's/^HONE_CUDNN_LIB:FILEPATH=//p' "$BUILD/CMakeCache.txt")
+  [[ $CUDNN_LIB == *NOTFOUND* ]] && CUDNN_LIB=
   BIN_OPS=$BUILD/tests/gpu/test_gpu_ops BIN_TRAIN=$BUILD/tests/gpu/test_gpu_train
   BIN_BENCH=$BUILD/bench/bench_train_gpu
   [ -x "$BUILD/train/hone-train" ] && BIN_TRAIN_CLI=$BUILD/train/hone-train
@@ -63,11 +67,19 @@ else
   tail -20 "$LOG/configure.log"
   echo "run.sh: CMake configure failed; building the CUDA backend and its tests directly"
   D=$BUILD/direct; mkdir -p "$D"
+  # cuDNN as CMake's HONE_CUDNN=AUTO finds it: $CUDNN_ROOT, the toolkit, the nvidia-cudnn wheel
+  CUDNN_LIB= NVCC_DNN=
+  for dir in ${CUDNN_ROOT:-} /usr/local/cuda \
+             "$(python3 -c 'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2>/dev/null)"; do
+    [ -n "$dir" ] && [ -e "$dir/include/cudnn.h" ] || continue
+    CUDNN_LIB=$(ls "$dir"/lib*/libcudnn.so "$dir"/lib*/libcudnn.so.9 2>/dev/null | head -1)
+    [ -n "$CUDNN_LIB" ] && { NVCC_DNN="-DHONE_HAVE_CUDNN=1 -I$dir/include"; break; }
+  done
   INC="-I$ROOT/common -I$ROOT/kernels -I$ROOT/tests/kernels -I$ROOT/spec -I$ROOT/train ${CMAKE_PREFIX_PATH:+-I$PREFIX/usr/include -I$PREFIX/usr/include/x86_64-linux-gnu/openblas-pthread}"
   OBJS=()
   for cu in "$ROOT"/kernels/cuda/*.cu; do
     o=$D/cuda_$(basename "$cu").o; OBJS+=("$o")
-    nvcc -O3 -arch=sm_90 -DHONE_HAVE_CUDA=1 $INC -c "$cu" -o "$o" &
+    nvcc -O3 -arch=sm_90 -DHONE_HAVE_CUDA=1 $NVCC_DNN $INC -c "$cu" -o "$o" &
   done
   # the shipped trainer (train/ without main.c, and the spec schema under it) for test_gpu_train
   # and bench_train_gpu
@@ -79,13 +91,16 @@ else
   done
   wait
   LIBS="-L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt -lopenblas -lyaml -ljansson -lz -lm -lpthread -lstdc++"
+  [ -n "$CUDNN_LIB" ] && LIBS="$LIBS $CUDNN_LIB -Wl,-rpath,$(dirname "$CUDNN_LIB")"
   gcc -O2 -std=gnu11 $INC "$ROOT/tests/gpu/test_gpu_ops.c" "${OBJS[@]}" $LIBS -o "$D/test_gpu_ops" &&
   gcc -O2 -std=gnu11 $INC "$ROOT/tests/gpu/test_gpu_train.c" "${OBJS[@]}" $LIBS -o "$D/test_gpu_train" &&
   gcc -O2 -std=gnu11 $INC "$ROOT/bench/train_gpu.c" "${OBJS[@]}" $LIBS -o "$D/bench_train_gpu" ||
     { echo "run.sh: direct build failed"; exit 1; }
   BIN_OPS=$D/test_gpu_ops BIN_TRAIN=$D/test_gpu_train BIN_BENCH=$D/bench_train_gpu
 fi
-echo "run.sh: built"
+echo "run.sh: built; conv path: ${CUDNN_LIB:+cuDNN ($CUDNN_LIB)}${CUDNN_LIB:-im2col + cuBLAS (no cuDNN found)}"
+# cuDNN opens its engine libraries (libcudnn_engines_*.so.9) from its own folder at run time
+[ -n "$CUDNN_LIB" ] && export LD_LIBRARY_PATH=$(dirname "$CUDNN_LIB")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv 2>/dev/null
 
 # ---- tests

@@ -1,7 +1,9 @@
 /* tests/gpu/test_gpu_ops.c: every CUDA op against the double-precision references of
  * tests/kernels/ref.c (or the CPU backend, for permutation at full size), on fresh random inputs
  * each run (seed printed), outputs poisoned with NaN first. GEMM and conv run in fp32, TF32 and
- * bf16 modes with their own tolerances. Exits 77 (skipped) when no GPU is visible. */
+ * bf16 modes with their own tolerances; conv also at ResNet shapes and first run inside a graph
+ * capture (the cuDNN path when the build has it: the path is printed). Exits 77 (skipped) when no
+ * GPU is visible. */
 #include <math.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,10 +83,91 @@ static void check_conv(hone_kctx *k, hone_math m, int n, int c, int h, int w, in
     }
     CONV_CHECK("dw", gdw, rdw, nw);
     CONV_CHECK("db", gdb, rdb, (size_t)kk);
+    if (with_dx) { /* bwd_acc adds to dx: start from x itself, expect x + dx */
+        double *racc = malloc(sizeof(double) * nx);
+        for (size_t i = 0; i < nx; i++)
+            racc[i] = x[i] + rdx[i];
+        TK_OK(hone_k_upload(k, gdx, x, sizeof(float) * nx));
+        hone_k_set_math(k, m);
+        TK_OK(hone_k_conv_bwd_acc(k, &d, gx, gw, gdy, gdx, gdw, NULL, ws, 0));
+        hone_k_set_math(k, HONE_MATH_FP32);
+        CONV_CHECK("dx (acc)", gdx, racc, nx);
+        CONV_CHECK("dw (acc)", gdw, rdw, nw);
+        free(racc);
+    }
     hone_k_free(k, ws);
     float *bufs[] = {gx, gw, gb, gdy, gy, gdx, gdw, gdb};
     for (size_t i = 0; i < HONE_ARRAY_LEN(bufs); i++)
         hone_k_free(k, bufs[i]);
+    free(x), free(wt), free(b), free(dy), free(ry), free(rdx), free(rdw), free(rdb);
+}
+
+/* A convolution whose shape this context has not seen before, first run inside a graph capture
+ * (as hone-train captures its step before running it): the cuDNN path must choose algorithms and
+ * enqueue without allocating or synchronising. fwd then bwd_acc onto dx = 1, replayed once. */
+typedef struct {
+    hone_kctx *k;
+    const hone_conv_desc *d;
+    float *x, *w, *b, *y, *dy, *dx, *dw, *db;
+    void *ws;
+    int rc;
+} conv_graph_arg;
+
+static void conv_graph_step(void *arg)
+{
+    conv_graph_arg *a = arg;
+    a->rc |= hone_k_conv_fwd(a->k, a->d, a->x, a->w, a->b, a->y, a->ws);
+    a->rc |= hone_k_conv_bwd_acc(a->k, a->d, a->x, a->w, a->dy, a->dx, a->dw, a->db, a->ws, 1);
+}
+
+static void check_conv_graph(hone_kctx *k, int n, int c, int h, int w, int kk, int r, int stride,
+                             int pad)
+{
+    hone_conv_desc d;
+    TK_OK(hone_conv_desc_init(&d, n, c, h, w, kk, r, r, stride, pad));
+    size_t nx = (size_t)n * c * h * w, nw = (size_t)kk * c * r * r, ny = (size_t)n * kk * d.p * d.q;
+    float *x = rnd(nx, -1, 1), *wt = rnd(nw, -0.5f, 0.5f), *b = rnd(kk, -1, 1);
+    float *dy = rnd(ny, -1, 1), *o;
+    double *ry = malloc(sizeof(double) * ny), *rdx = malloc(sizeof(double) * nx);
+    double *rdw = malloc(sizeof(double) * nw), *rdb = malloc(sizeof(double) * kk);
+    ref_conv_fwd(&d, x, wt, b, ry);
+    ref_conv_bwd(&d, x, wt, dy, rdx, rdw, rdb);
+    for (size_t i = 0; i < nx; i++)
+        rdx[i] += 1.0;
+    conv_graph_arg a = {k,
+                        &d,
+                        tk_dev(k, x, nx),
+                        tk_dev(k, wt, nw),
+                        tk_dev(k, b, kk),
+                        tk_poisoned(k, ny),
+                        tk_dev(k, dy, ny),
+                        tk_poisoned(k, nx),
+                        tk_poisoned(k, nw),
+                        tk_poisoned(k, kk),
+                        NULL,
+                        0};
+    TK_OK(hone_k_fill(k, a.dx, 1.0f, nx));
+    size_t wsb = hone_k_conv_workspace(k, &d); /* as net_new does, before capture */
+    a.ws = wsb ? hone_k_alloc(k, wsb) : NULL;
+    hone_kgraph *g = NULL;
+    TK_OK(hone_kgraph_capture(k, conv_graph_step, &a, &g));
+    TK_EXPECT(a.rc == 0);
+    if (g) {
+        TK_OK(hone_kgraph_launch(k, g));
+        TK_CLOSE("conv graph y", o = tk_get(k, a.y, ny), ry, ny, 1e-4);
+        free(o);
+        TK_CLOSE("conv graph dx (acc)", o = tk_get(k, a.dx, nx), rdx, nx, 1e-4);
+        free(o);
+        TK_CLOSE("conv graph dw", o = tk_get(k, a.dw, nw), rdw, nw, 1e-4);
+        free(o);
+        TK_CLOSE("conv graph db", o = tk_get(k, a.db, kk), rdb, kk, 1e-4);
+        free(o);
+        hone_kgraph_free(g);
+    }
+    float *bufs[] = {a.x, a.w, a.b, a.y, a.dy, a.dx, a.dw, a.db};
+    for (size_t i = 0; i < HONE_ARRAY_LEN(bufs); i++)
+        hone_k_free(k, bufs[i]);
+    hone_k_free(k, a.ws);
     free(x), free(wt), free(b), free(dy), free(ry), free(rdx), free(rdw), free(rdb);
 }
 
@@ -267,6 +350,39 @@ static void check_batchnorm(hone_kctx *k, int n, int c, int hw)
     free(o);
     TK_CLOSE("bn dbeta", o = tk_get(k, gdb, c), rdb, c, 1e-5);
     free(o);
+    { /* fused with a ReLU (the mask from the op's own y: see test_kernels_pool_norm.c) */
+        double *ryr = malloc(sizeof(double) * nx), *rdxr = malloc(sizeof(double) * nx);
+        double *rgr = malloc(sizeof(double) * c), *rbr = malloc(sizeof(double) * c);
+        float *gym = malloc(sizeof(float) * nx), *grm2 = tk_dev(k, rm0, c),
+              *grv2 = tk_dev(k, rv0, c);
+        for (size_t i = 0; i < nx; i++)
+            ryr[i] = ry[i] > 0 ? ry[i] : 0;
+        TK_OK(hone_k_batchnorm_relu_fwd(k, n, c, hw, gx, gg, gb, grm2, grv2, (float)mom, (float)eps,
+                                        1, gsm, gsi, gy));
+        TK_CLOSE("bn_relu y", o = tk_get(k, gy, nx), ryr, nx, 1e-5);
+        for (size_t i = 0; i < nx; i++)
+            gym[i] = o[i] > 0.0f ? dy[i] : 0.0f;
+        free(o);
+        ref_batchnorm_bwd(n, c, hw, x, gym, gamma, eps, rdxr, rgr, rbr);
+        TK_OK(hone_k_batchnorm_relu_bwd(k, n, c, hw, gx, gy, gdy, gg, gsm, gsi, gdx, gdg, gdb));
+        TK_CLOSE("bn_relu dx", o = tk_get(k, gdx, nx), rdxr, nx, 1e-4);
+        free(o);
+        TK_CLOSE("bn_relu dgamma", o = tk_get(k, gdg, c), rgr, c, 1e-4);
+        free(o);
+        TK_CLOSE("bn_relu dbeta", o = tk_get(k, gdb, c), rbr, c, 1e-5);
+        free(o);
+        hone_k_free(k, grm2), hone_k_free(k, grv2);
+        free(ryr), free(rdxr), free(rgr), free(rbr), free(gym);
+    }
+    { /* the chunked reductions fold in a fixed order: a second backward is bit for bit the same */
+        TK_OK(hone_k_batchnorm_bwd(k, n, c, hw, gx, gdy, gg, gsm, gsi, gdx, gdg, gdb));
+        float *dx1 = tk_get(k, gdx, nx), *dg1 = tk_get(k, gdg, c), *dx2, *dg2;
+        TK_OK(hone_k_batchnorm_bwd(k, n, c, hw, gx, gdy, gg, gsm, gsi, gdx, gdg, gdb));
+        dx2 = tk_get(k, gdx, nx), dg2 = tk_get(k, gdg, c);
+        TK_EXPECT(memcmp(dx1, dx2, sizeof(float) * nx) == 0);
+        TK_EXPECT(memcmp(dg1, dg2, sizeof(float) * c) == 0);
+        free(dx1), free(dg1), free(dx2), free(dg2);
+    }
     /* inference with the running statistics just updated */
     float *hrm = tk_get(k, grm, c), *hrv = tk_get(k, grv, c);
     for (size_t i = 0; i < nx; i++) {
@@ -690,7 +806,7 @@ int main(int argc, char **argv)
     char dev[128] = "";
     size_t mem = 0;
     hone_cuda_device_name(0, dev, sizeof(dev), &mem);
-    fprintf(stderr, "device: %s, %zu MiB\n", dev, mem >> 20);
+    fprintf(stderr, "device: %s, %zu MiB; conv path: %s\n", dev, mem >> 20, hone_k_conv_impl(k));
 
     for (int m = 0; m < 3; m++) {
         check_gemm(k, (hone_math)m, 0, 0, 128, 256, 784, 0.f);
@@ -704,6 +820,20 @@ int main(int argc, char **argv)
     check_conv(k, HONE_MATH_FP32, 3, 16, 7, 9, 8, 1, 1, 0, 1);
     check_conv(k, HONE_MATH_FP32, 2, 5, 12, 12, 6, 5, 2, 2, 1);
     check_conv(k, HONE_MATH_FP32, 2, 4, 9, 9, 4, 4, 2, 1, 1);
+    /* ResNet-like shapes (cuDNN's algorithms differ by shape): 1x1/3x3/7x7, stride 1/2, pad 0..3,
+     * odd sizes, fp32 (tight) and tf32 */
+    static const int conv_shapes[][8] = {
+        /* n, c, h, w, k, r, stride, pad */
+        {8, 64, 16, 16, 64, 3, 1, 1}, {8, 64, 16, 16, 128, 3, 2, 1}, {8, 64, 16, 16, 128, 1, 2, 0},
+        {4, 3, 33, 31, 16, 7, 2, 3},  {4, 3, 32, 32, 64, 3, 1, 1},   {5, 17, 13, 11, 9, 3, 1, 0},
+        {3, 24, 9, 15, 40, 1, 1, 0},  {2, 8, 15, 15, 12, 5, 2, 2},
+    };
+    for (size_t i = 0; i < HONE_ARRAY_LEN(conv_shapes); i++) {
+        const int *z = conv_shapes[i];
+        for (int m = 0; m < 2; m++)
+            check_conv(k, (hone_math)m, z[0], z[1], z[2], z[3], z[4], z[5], z[6], z[7], 1);
+    }
+    check_conv_graph(k, 6, 19, 14, 12, 24, 3, 2, 1);
     check_pool(k, 8, 32, 28, 28, 2, 2);
     check_pool(k, 3, 5, 13, 11, 3, 2); /* overlapping windows, odd sizes */
     check_pool(k, 2, 3, 13, 11, 2, 2); /* disjoint windows that leave a border */
@@ -712,6 +842,11 @@ int main(int argc, char **argv)
     check_dense_misc(k, 37, 300);
     check_batchnorm(k, 16, 8, 49);
     check_batchnorm(k, 64, 3, 1);
+    /* channels split into chunks over many blocks: ResNet-like, a short last chunk, hw 1 */
+    check_batchnorm(k, 64, 64, 256);
+    check_batchnorm(k, 37, 5, 999);
+    check_batchnorm(k, 512, 128, 16);
+    check_batchnorm(k, 20000, 3, 1);
     check_xent(k, 128, 10);
     check_xent(k, 77, 100);
     check_optim(k, 300007);

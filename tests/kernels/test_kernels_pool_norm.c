@@ -109,6 +109,35 @@ static void check_bn(hone_kctx *k, int n, int c, int hw)
     TK_CLOSE("batchnorm_bwd dbeta", out = tk_get(k, ddb, c), rb, c, 1e-5);
     free(out);
 
+    /* fused with a ReLU: y = max(0, bn(x)); the backward is bn's with dy masked by that y (the
+     * mask taken from the op's own y, so a value rounding to either side of 0 cannot flake) */
+    {
+        double *ryr = malloc(sizeof(double) * nx), *rdxr = malloc(sizeof(double) * nx);
+        double *rgr = malloc(sizeof(double) * c), *rbr = malloc(sizeof(double) * c);
+        float *gym = malloc(sizeof(float) * nx);
+        for (size_t i = 0; i < nx; i++)
+            ryr[i] = ry[i] > 0 ? ry[i] : 0;
+        float *rm2 = tk_poisoned(k, c), *rv2 = tk_poisoned(k, c); /* keep rm, rv for below */
+        TK_OK(hone_k_fill(k, rm2, 0.5f, c));
+        TK_OK(hone_k_fill(k, rv2, 2.0f, c));
+        TK_OK(
+            hone_k_batchnorm_relu_fwd(k, n, c, hw, dx, dg, db, rm2, rv2, mom, eps, 1, sm, si, dy));
+        TK_CLOSE("batchnorm_relu_fwd", out = tk_get(k, dy, nx), ryr, nx, 1e-5);
+        for (size_t i = 0; i < nx; i++)
+            gym[i] = out[i] > 0.0f ? gy[i] : 0.0f;
+        free(out);
+        ref_batchnorm_bwd(n, c, hw, x, gym, gam, eps, rdxr, rgr, rbr);
+        TK_OK(hone_k_batchnorm_relu_bwd(k, n, c, hw, dx, dy, dgy, dg, sm, si, ddx, ddg, ddb));
+        TK_CLOSE("batchnorm_relu_bwd dx", out = tk_get(k, ddx, nx), rdxr, nx, 1e-4);
+        free(out);
+        TK_CLOSE("batchnorm_relu_bwd dgamma", out = tk_get(k, ddg, c), rgr, c, 1e-5);
+        free(out);
+        TK_CLOSE("batchnorm_relu_bwd dbeta", out = tk_get(k, ddb, c), rbr, c, 1e-5);
+        free(out);
+        hone_k_free(k, rm2), hone_k_free(k, rv2);
+        free(ryr), free(rdxr), free(rgr), free(rbr), free(gym);
+    }
+
     /* inference: running statistics */
     TK_OK(hone_k_batchnorm_fwd(k, n, c, hw, dx, dg, db, rm, rv, mom, eps, 0, NULL, NULL, dy));
     for (size_t i = 0; i < nx; i++) {

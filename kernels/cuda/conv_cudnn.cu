@@ -1,0 +1,269 @@
+/* CUDA backend: 2-D convolution through cuDNN (compiled only with HONE_HAVE_CUDNN), on the same
+ * NCHW fp32 tensors as the rest of the backend. Each shape gets its descriptors and algorithms
+ * once, from cuDNN's heuristics (host-only calls: no device memory, no sync), kept in a small
+ * table of the context; fwd/bwd then only enqueue cuDNN work on the context's stream with the
+ * caller's workspace, so they stay capturable in a CUDA graph. Never allocates device memory. */
+#ifdef HONE_HAVE_CUDNN
+#include <cudnn.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv_cudnn.cuh"
+
+/* Algorithms per shape for two math modes: exact fp32 (CUDNN_FMA_MATH: HONE_MATH_FP32) and
+ * tensor cores (CUDNN_DEFAULT_MATH: TF32 for fp32 tensors; HONE_MATH_BF16 runs this too, as the
+ * tensors stay fp32). The workspace covers both, so hone_k_set_math may change after
+ * hone_k_conv_workspace. */
+enum { DNN_FMA = 0, DNN_TC = 1, DNN_MODES = 2 };
+enum { DNN_FWD = 0, DNN_BWD_DATA = 1, DNN_BWD_FILTER = 2, DNN_PASSES = 3 };
+/* Algorithms needing more scratch than 1/32 of the device's memory (at least 256 MiB) are passed
+ * over. A 256 MiB cap left ResNet-18's 64-channel 3x3 at batch 512 with a 4x slower algorithm;
+ * the chosen ones on an H100 need at most 1.4 GiB (the im2col path needed 4.7 GiB). */
+#define DNN_WS_MIN_CAP ((size_t)256 << 20)
+
+struct hc_dnn_conv {
+    hone_conv_desc d;
+    int ok; /* 0: no algorithm found (or a cuDNN error): the im2col path runs this shape */
+    cudnnTensorDescriptor_t x, y, b;
+    cudnnFilterDescriptor_t w;
+    /* per mode and pass, set to the chosen algorithm's math type */
+    cudnnConvolutionDescriptor_t conv[DNN_MODES][DNN_PASSES];
+    cudnnConvolutionFwdAlgo_t fwd[DNN_MODES];
+    cudnnConvolutionBwdDataAlgo_t bwd_data[DNN_MODES];
+    cudnnConvolutionBwdFilterAlgo_t bwd_filter[DNN_MODES];
+    size_t ws; /* the most any of the six algorithms needs */
+};
+
+struct hc_dnn {
+    cudnnHandle_t h;
+    hc_dnn_conv **shapes; /* linear search: a network has a few dozen shapes */
+    int n, cap;
+    size_t ws_cap; /* the most scratch an algorithm may ask for */
+    char name[32];
+};
+
+#define HC_DNN(call)                                                                               \
+    do {                                                                                           \
+        cudnnStatus_t s_ = (call);                                                                 \
+        if (s_ != CUDNN_STATUS_SUCCESS)                                                            \
+            return hc_fail(__FILE__, __LINE__, #call, cudnnGetErrorString(s_));                    \
+    } while (0)
+
+int hc_dnn_new(cudaStream_t stream, hc_dnn **out)
+{
+    *out = NULL;
+    cudnnHandle_t h = NULL;
+    cudnnStatus_t s = cudnnCreate(&h);
+    if (s == CUDNN_STATUS_SUCCESS)
+        s = cudnnSetStream(h, stream);
+    if (s != CUDNN_STATUS_SUCCESS) {
+        fprintf(stderr, "hone cuda: cuDNN unavailable (%s): convolutions use im2col + cuBLAS\n",
+                cudnnGetErrorString(s));
+        if (h)
+            cudnnDestroy(h);
+        return HONE_OK;
+    }
+    hc_dnn *dn = (hc_dnn *)hone_xcalloc(1, sizeof(*dn));
+    dn->h = h;
+    size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+        cudaGetLastError(); /* not sticky: the minimum cap then */
+        total_b = 0;
+    }
+    dn->ws_cap = total_b / 32 > DNN_WS_MIN_CAP ? total_b / 32 : DNN_WS_MIN_CAP;
+    size_t v = cudnnGetVersion(); /* 91900: major*10000 + minor*100 + patch (cuDNN 9) */
+    snprintf(dn->name, sizeof(dn->name), "cudnn %zu.%zu.%zu", v / 10000, v / 100 % 100, v % 100);
+    *out = dn;
+    return HONE_OK;
+}
+
+static void conv_free(hc_dnn_conv *e)
+{
+    cudnnDestroyTensorDescriptor(e->x);
+    cudnnDestroyTensorDescriptor(e->y);
+    cudnnDestroyTensorDescriptor(e->b);
+    cudnnDestroyFilterDescriptor(e->w);
+    for (int m = 0; m < DNN_MODES; m++)
+        for (int p = 0; p < DNN_PASSES; p++)
+            cudnnDestroyConvolutionDescriptor(e->conv[m][p]);
+    free(e);
+}
+
+void hc_dnn_free(hc_dnn *dn)
+{
+    if (!dn)
+        return;
+    for (int i = 0; i < dn->n; i++)
+        conv_free(dn->shapes[i]);
+    free(dn->shapes);
+    cudnnDestroy(dn->h);
+    free(dn);
+}
+
+const char *hc_dnn_name(const hc_dnn *dn)
+{
+    return dn->name;
+}
+
+/* The first usable algorithm in cuDNN's ranking: deterministic ones first (the im2col path and
+ * the CPU backend are deterministic, and training runs should repeat), within the scratch cap.
+ * -1: none. */
+template <typename Perf> static int pick(const Perf *perf, int got, size_t cap)
+{
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < got; i++)
+            if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= cap &&
+                (pass == 1 || perf[i].determinism == CUDNN_DETERMINISTIC))
+                return i;
+    return -1;
+}
+
+/* Chooses mode m's three algorithms and sets each pass's descriptor to its math type (FMA mode
+ * keeps CUDNN_FMA_MATH: DEFAULT would let cuDNN use TF32). Raises e->ws. */
+static int choose(hc_dnn *dn, hc_dnn_conv *e, int m)
+{
+    cudnnMathType_t want = m == DNN_FMA ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+    for (int p = 0; p < DNN_PASSES; p++)
+        HC_DNN(cudnnSetConvolutionMathType(e->conv[m][p], want));
+    int got = 0, i;
+    size_t bytes = 0;
+
+    cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    HC_DNN(cudnnGetConvolutionForwardAlgorithm_v7(dn->h, e->x, e->w, e->conv[m][DNN_FWD], e->y,
+                                                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fp));
+    if ((i = pick(fp, got, dn->ws_cap)) < 0)
+        return HONE_ENOTSUP;
+    e->fwd[m] = fp[i].algo;
+    if (m == DNN_TC)
+        HC_DNN(cudnnSetConvolutionMathType(e->conv[m][DNN_FWD], fp[i].mathType));
+    HC_DNN(cudnnGetConvolutionForwardWorkspaceSize(dn->h, e->x, e->w, e->conv[m][DNN_FWD], e->y,
+                                                   e->fwd[m], &bytes));
+    e->ws = bytes > e->ws ? bytes : e->ws;
+
+    cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    HC_DNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(dn->h, e->w, e->y, e->conv[m][DNN_BWD_DATA],
+                                                       e->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                                       &got, dp));
+    if ((i = pick(dp, got, dn->ws_cap)) < 0)
+        return HONE_ENOTSUP;
+    e->bwd_data[m] = dp[i].algo;
+    if (m == DNN_TC)
+        HC_DNN(cudnnSetConvolutionMathType(e->conv[m][DNN_BWD_DATA], dp[i].mathType));
+    HC_DNN(cudnnGetConvolutionBackwardDataWorkspaceSize(dn->h, e->w, e->y, e->conv[m][DNN_BWD_DATA],
+                                                        e->x, e->bwd_data[m], &bytes));
+    e->ws = bytes > e->ws ? bytes : e->ws;
+
+    cudnnConvolutionBwdFilterAlgoPerf_t wp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+    HC_DNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        dn->h, e->x, e->y, e->conv[m][DNN_BWD_FILTER], e->w,
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, wp));
+    if ((i = pick(wp, got, dn->ws_cap)) < 0)
+        return HONE_ENOTSUP;
+    e->bwd_filter[m] = wp[i].algo;
+    if (m == DNN_TC)
+        HC_DNN(cudnnSetConvolutionMathType(e->conv[m][DNN_BWD_FILTER], wp[i].mathType));
+    HC_DNN(cudnnGetConvolutionBackwardFilterWorkspaceSize(
+        dn->h, e->x, e->y, e->conv[m][DNN_BWD_FILTER], e->w, e->bwd_filter[m], &bytes));
+    e->ws = bytes > e->ws ? bytes : e->ws;
+    return HONE_OK;
+}
+
+/* Fills a fresh entry: descriptors for d, then both modes' algorithms. */
+static int conv_init(hc_dnn *dn, hc_dnn_conv *e, const hone_conv_desc *d)
+{
+    e->d = *d;
+    HC_DNN(cudnnCreateTensorDescriptor(&e->x));
+    HC_DNN(cudnnCreateTensorDescriptor(&e->y));
+    HC_DNN(cudnnCreateTensorDescriptor(&e->b));
+    HC_DNN(cudnnCreateFilterDescriptor(&e->w));
+    HC_DNN(cudnnSetTensor4dDescriptor(e->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->n, d->c, d->h,
+                                      d->w));
+    HC_DNN(cudnnSetTensor4dDescriptor(e->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->n, d->k, d->p,
+                                      d->q));
+    HC_DNN(cudnnSetTensor4dDescriptor(e->b, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, d->k, 1, 1));
+    HC_DNN(cudnnSetFilter4dDescriptor(e->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d->k, d->c, d->r,
+                                      d->s));
+    for (int m = 0; m < DNN_MODES; m++)
+        for (int p = 0; p < DNN_PASSES; p++) {
+            HC_DNN(cudnnCreateConvolutionDescriptor(&e->conv[m][p]));
+            HC_DNN(cudnnSetConvolution2dDescriptor(e->conv[m][p], d->pad, d->pad, d->stride,
+                                                   d->stride, 1, 1, CUDNN_CROSS_CORRELATION,
+                                                   CUDNN_DATA_FLOAT));
+        }
+    int n, c, p, q;
+    HC_DNN(cudnnGetConvolution2dForwardOutputDim(e->conv[0][0], e->x, e->w, &n, &c, &p, &q));
+    if (n != d->n || c != d->k || p != d->p || q != d->q)
+        return hc_fail(__FILE__, __LINE__, "cudnn output shape", "differs from hone_conv_desc");
+    int rc;
+    for (int m = 0; m < DNN_MODES; m++)
+        if ((rc = choose(dn, e, m)) < 0)
+            return rc;
+    return HONE_OK;
+}
+
+const hc_dnn_conv *hc_dnn_conv_find(hone_kctx *k, const hone_conv_desc *d)
+{
+    hc_dnn *dn = hc_of(k)->dnn;
+    if (!dn)
+        return NULL;
+    for (int i = 0; i < dn->n; i++) {
+        hc_dnn_conv *e = dn->shapes[i];
+        if (memcmp(&e->d, d, sizeof(*d)) == 0)
+            return e->ok ? e : NULL;
+    }
+    hc_dnn_conv *e = (hc_dnn_conv *)hone_xcalloc(1, sizeof(*e));
+    e->ok = conv_init(dn, e, d) == HONE_OK;
+    if (!e->ok)
+        fprintf(stderr,
+                "hone cuda: no cuDNN algorithm for conv n%d c%d %dx%d k%d r%dx%d s%d p%d: "
+                "im2col path\n",
+                d->n, d->c, d->h, d->w, d->k, d->r, d->s, d->stride, d->pad);
+    if (dn->n == dn->cap) {
+        dn->cap = dn->cap ? 2 * dn->cap : 16;
+        dn->shapes = (hc_dnn_conv **)hone_xrealloc(dn->shapes, sizeof(*dn->shapes) * dn->cap);
+    }
+    dn->shapes[dn->n++] = e; /* kept even when !ok, so the failure is reported once */
+    return e->ok ? e : NULL;
+}
+
+size_t hc_dnn_conv_workspace(const hc_dnn_conv *e)
+{
+    return e->ws;
+}
+
+static int mode_of(hone_kctx *k)
+{
+    return k->math == HONE_MATH_FP32 ? DNN_FMA : DNN_TC;
+}
+
+int hc_dnn_conv_fwd(hone_kctx *k, const hc_dnn_conv *e, const float *x, const float *w,
+                    const float *b, float *y, void *ws)
+{
+    cudnnHandle_t h = hc_of(k)->dnn->h;
+    int m = mode_of(k);
+    const float one = 1.f, zero = 0.f;
+    HC_DNN(cudnnConvolutionForward(h, &one, e->x, x, e->w, w, e->conv[m][DNN_FWD], e->fwd[m], ws,
+                                   e->ws, &zero, e->y, y));
+    if (b)
+        HC_DNN(cudnnAddTensor(h, &one, e->b, b, &one, e->y, y));
+    return HONE_OK;
+}
+
+int hc_dnn_conv_bwd(hone_kctx *k, const hc_dnn_conv *e, const float *x, const float *w,
+                    const float *dy, float *dx, float *dw, float *db, void *ws, int acc)
+{
+    cudnnHandle_t h = hc_of(k)->dnn->h;
+    int m = mode_of(k);
+    const float one = 1.f, zero = 0.f;
+    if (db)
+        HC_DNN(cudnnConvolutionBackwardBias(h, &one, e->y, dy, &zero, e->b, db));
+    HC_DNN(cudnnConvolutionBackwardFilter(h, &one, e->x, x, e->y, dy, e->conv[m][DNN_BWD_FILTER],
+                                          e->bwd_filter[m], ws, e->ws, &zero, e->w, dw));
+    if (dx)
+        HC_DNN(cudnnConvolutionBackwardData(h, &one, e->w, w, e->y, dy, e->conv[m][DNN_BWD_DATA],
+                                            e->bwd_data[m], ws, e->ws, acc ? &one : &zero, e->x,
+                                            dx));
+    return HONE_OK;
+}
+
+#endif

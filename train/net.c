@@ -374,6 +374,20 @@ static int pool_relu_fused(const hone_net *net, int i)
            net->layers[i].pad == 0 && net->layers[i + 1].kind == L_RELU;
 }
 
+/* A batch norm whose output only a relu right after it reads runs as one fused op writing the
+ * relu layer's output (the relu layer is then skipped both ways; the batch norm's own out/dout
+ * stay unused): one pass over the activations each way instead of two. */
+static int bn_relu_fused(const hone_net *net, int i)
+{
+    if (i < 0 || i + 1 >= net->nlayers || net->layers[i].kind != L_BN ||
+        net->layers[i + 1].kind != L_RELU || net->layers[i + 1].in != i)
+        return 0;
+    for (int j = 0; j < net->nlayers; j++)
+        if (j != i + 1 && (net->layers[j].in == i || net->layers[j].in2 == i))
+            return 0;
+    return 1;
+}
+
 /* No conv layer after layer i: nothing writes the shared workspace between its forward and
  * backward, so its backward may reuse the forward's im2col columns. */
 static int last_conv(const hone_net *net, int i)
@@ -411,7 +425,7 @@ const float *net_forward(hone_net *net, const float *x, int n, int training)
             break;
         }
         case L_RELU:
-            if (!pool_relu_fused(net, i - 1))
+            if (!pool_relu_fused(net, i - 1) && !bn_relu_fused(net, i - 1))
                 hone_k_relu_fwd(k, in, L->out, cnt);
             break;
         case L_POOL:
@@ -426,9 +440,14 @@ const float *net_forward(hone_net *net, const float *x, int n, int training)
             break;
         case L_BN: {
             float *st = net->state + L->s_off;
-            hone_k_batchnorm_fwd(k, n, L->c, L->h * L->w, in, B, B + L->c, st, st + L->c,
-                                 BN_MOMENTUM, NET_BN_EPS, training, L->save_mean, L->save_invstd,
-                                 L->out);
+            if (bn_relu_fused(net, i))
+                hone_k_batchnorm_relu_fwd(k, n, L->c, L->h * L->w, in, B, B + L->c, st, st + L->c,
+                                          BN_MOMENTUM, NET_BN_EPS, training, L->save_mean,
+                                          L->save_invstd, net->layers[i + 1].out);
+            else
+                hone_k_batchnorm_fwd(k, n, L->c, L->h * L->w, in, B, B + L->c, st, st + L->c,
+                                     BN_MOMENTUM, NET_BN_EPS, training, L->save_mean,
+                                     L->save_invstd, L->out);
             break;
         }
         case L_DROPOUT:
@@ -486,7 +505,7 @@ void net_backward(hone_net *net, const float *x, int n)
             break;
         }
         case L_RELU:
-            if (din && !pool_relu_fused(net, i - 1))
+            if (din && !pool_relu_fused(net, i - 1) && !bn_relu_fused(net, i - 1))
                 hone_k_relu_bwd(k, L->out, L->dout, din, cnt);
             break;
         case L_POOL:
@@ -502,7 +521,11 @@ void net_backward(hone_net *net, const float *x, int n)
             break;
         case L_BN: {
             const float *G = net->params + L->b_off;
-            if (din)
+            if (din && bn_relu_fused(net, i))
+                hone_k_batchnorm_relu_bwd(k, n, L->c, L->h * L->w, in, net->layers[i + 1].out,
+                                          net->layers[i + 1].dout, G, L->save_mean, L->save_invstd,
+                                          din, dB, dB + L->c);
+            else if (din)
                 hone_k_batchnorm_bwd(k, n, L->c, L->h * L->w, in, L->dout, G, L->save_mean,
                                      L->save_invstd, din, dB, dB + L->c);
             break;

@@ -14,7 +14,9 @@ typedef struct hone_worker {
     char name[256];
     char work_dir[4096];
     char trainer[4096 + 256];
-    char packer[4096 + 512]; /* hone-pack, for convert jobs */
+    char packer[4096 + 512];   /* hone-pack, for convert jobs */
+    int http_storage;          /* --storage http: datasets downloaded, outputs uploaded */
+    char cache_dir[4096 + 16]; /* http storage's download cache (absolute) */
     volatile sig_atomic_t *stop;
 
     pthread_mutex_t mu; /* guards id, token, job_id, registered */

@@ -14,6 +14,7 @@ int ctl_routes_experiments(hone_controller *c);
 int ctl_routes_jobs(hone_controller *c);
 int ctl_routes_workers(hone_controller *c);
 int ctl_routes_artifacts(hone_controller *c);
+int ctl_routes_transfer(hone_controller *c); /* routes_transfer.c: dataset files over HTTP */
 /* routes_jobs.c: the job row a route is about (*row, new reference), or its answer: 404 naming
  * the id when there is no such job, 500 on a store error; returns ctl_job_row's code. */
 int ctl_job_row_res(hone_controller *c, hone_http_res *res, const char *id, json_t **row);

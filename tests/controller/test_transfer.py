@@ -1,0 +1,146 @@
+"""Dataset files over HTTP (GET /datasets/{id}/files, /files/{name}, /packed/{name}) against a real
+hone-controller, with auth on: the manifest's sha256 is each file's; a download resumes from any
+offset (Range: bytes=N-, 206 and Content-Range) and reassembles the file byte for byte; a large
+file comes in bounded answers; a range past the end is 416; names out of the folder ('..', dot
+files, a symlink out of it) are refused; hashes are cached (a changed file is hashed again); only
+the admin or a worker leasing a job that reads the dataset may read it."""
+import hashlib
+import os
+import sys
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hone_test import Controller, FakeWorker, binary_from_argv, tempdir, write_idx  # noqa: E402
+
+ADMIN = {"Authorization": "Bearer s3cret"}
+
+
+def sha(path):
+    return hashlib.sha256(open(path, "rb").read()).hexdigest()
+
+
+def fetch(c, path, headers, chunk_from=0):
+    """Downloads path from chunk_from to the end through repeated ranged GETs."""
+    out = b""
+    pos = chunk_from
+    while True:
+        st, body = c.req("GET", path, headers=dict(headers, Range="bytes=%d-" % pos))
+        if st == 416:
+            return out
+        assert st == 206, (st, body)
+        out += body
+        pos += len(body)
+        if len(body) == 0:
+            return out
+
+
+def main():
+    binary = binary_from_argv()
+    root = tempdir()
+    data = os.path.join(root, "idx")
+    write_idx(data, n_train=200)
+    os.makedirs(os.path.join(data, "sub"))
+    big = os.path.join(data, "sub", "big.bin")
+    with open(big, "wb") as f:  # over one answer's 8 MiB: must come in several pieces
+        f.write(os.urandom(9 << 20))
+    open(os.path.join(data, ".hidden"), "w").write("not served")
+    secret = os.path.join(root, "secret.txt")
+    open(secret, "w").write("outside the dataset")
+    os.symlink(secret, os.path.join(data, "escape"))
+    cfg = os.path.join(root, "c.yaml")
+    with open(cfg, "w") as f:
+        f.write("auth: {token: s3cret, worker_token: enrol-me}\n")
+    c = Controller(binary, root, config=cfg).start()
+    try:
+        ds = c.ok("POST", "/api/v1/datasets", {"name": "idx", "path": data},
+                  headers=ADMIN)["id"]
+        base = "/api/v1/datasets/%s" % ds
+
+        # The manifest: every regular file but dot files, with its size and hash; the link out of
+        # the folder is not one of them (nor is it served below).
+        man = c.ok("GET", base + "/files", headers=ADMIN)
+        names = {f["name"]: f for f in man["files"]}
+        assert ".hidden" not in names and "escape" not in names and man["packed"] == [], man
+        assert "sub/big.bin" in names and "train-images-idx3-ubyte.gz" in names, names
+        for n, f in names.items():
+            p = os.path.join(data, n)
+            assert f["bytes"] == os.path.getsize(p) and f["sha256"] == sha(p), (n, f)
+
+        # Whole small file: 200; ranged: 206 with Content-Range; resume from the middle.
+        q = base + "/files/" + urllib.parse.quote("train-labels-idx1-ubyte.gz", safe="")
+        whole = open(os.path.join(data, "train-labels-idx1-ubyte.gz"), "rb").read()
+        st, body = c.req("GET", q, headers=ADMIN)
+        assert st == 200 and body == whole, st
+        half = len(whole) // 2
+        assert whole[:half] + fetch(c, q, ADMIN, half) == whole
+        st, body = c.req("GET", q, headers=dict(ADMIN, Range="bytes=%d-" % len(whole)))
+        assert st == 416, (st, body)
+        for bad in ("bytes=-5", "lines=0-", "bytes=5-2", "bytes=x-"):
+            st, body = c.req("GET", q, headers=dict(ADMIN, Range=bad))
+            assert st == 416 and body["error"]["field"] == "Range", (bad, st, body)
+
+        # The big file, in pieces of at most 8 MiB, resumed from an odd offset.
+        qb = base + "/files/" + urllib.parse.quote("sub/big.bin", safe="")
+        st, body = c.req("GET", qb, headers=dict(ADMIN, Range="bytes=0-"))
+        assert st == 206 and len(body) == 8 << 20, (st, len(body or b""))
+        got = fetch(c, qb, ADMIN, 12345)
+        assert hashlib.sha256(open(big, "rb").read()[:12345] + got).hexdigest() == \
+            names["sub/big.bin"]["sha256"]
+
+        # Confinement.
+        for bad in ("..", "../secret.txt", ".hidden", "sub/../../secret.txt", "/etc/passwd"):
+            st, body = c.req("GET", base + "/files/" + urllib.parse.quote(bad, safe=""),
+                             headers=ADMIN)
+            assert st in (404, 422), (bad, st, body)
+        st, body = c.req("GET", base + "/files/escape", headers=ADMIN)
+        assert st == 404, (st, body)
+        st, body = c.req("GET", base + "/files/nope", headers=ADMIN)
+        assert st == 404, (st, body)
+        st, body = c.req("GET", "/api/v1/datasets/ds-nope/files", headers=ADMIN)
+        assert st == 404, (st, body)
+
+        # The hash cache: a file changed in place is hashed again.
+        lab = os.path.join(data, "t10k-labels-idx1-ubyte.gz")
+        with open(lab, "ab") as f:
+            f.write(b"x")
+        os.utime(lab, (1, 1))
+        man2 = c.ok("GET", base + "/files", headers=ADMIN)
+        f2 = {f["name"]: f for f in man2["files"]}["t10k-labels-idx1-ubyte.gz"]
+        assert f2["sha256"] == sha(lab) and f2["bytes"] == os.path.getsize(lab), f2
+
+        # Who may read: no token 401; a worker without a lease on it 403; with one, 200.
+        st, _ = c.req("GET", base + "/files")
+        assert st == 401, st
+        w = FakeWorker(c)
+        st, js = c.req("POST", "/api/v1/workers", {"name": "w", "resources": {"cpus": 1}},
+                       headers={"Authorization": "Bearer enrol-me"})
+        assert st == 201, (st, js)
+        w.id, w.headers = js["id"], {"Authorization": "Bearer " + js["token"]}
+        st, js = w.req("GET", base + "/files")
+        assert st == 403 and js["error"]["field"] == "Authorization", (st, js)
+        exp = c.ok("POST", "/api/v1/experiments",
+                   {"name": "e", "network_arch": "mlp", "train_datasets": [ds],
+                    "specs": {"train": {"epochs": 1}, "data": {"val_size": 10}}},
+                   headers=ADMIN)["id"]
+        c.ok("POST", "/api/v1/experiments/%s/jobs" % exp, {"action": "train"}, headers=ADMIN)
+        job = w.lease()
+        assert job and job["dataset_id"] == ds, job
+        st, js = w.req("GET", base + "/files")
+        assert st == 200 and {f["name"] for f in js["files"]} == set(names), (st, js)
+        st, body = c.req("GET", q, headers=dict(w.headers, Range="bytes=3-"))
+        assert st == 206 and body == whole[3:], st
+        w.complete(job, "done")
+        st, js = w.req("GET", base + "/files")
+        assert st == 403, (st, js)
+
+        metrics = c.req("GET", "/metrics", headers=ADMIN)[1].decode()
+        reads = [ln for ln in metrics.splitlines() if ln.startswith("hone_dataset_file_reads")]
+        assert reads and int(reads[0].split()[1]) == 6, reads
+    finally:
+        if c.alive():
+            c.stop()
+    print("transfer: ok")
+
+
+if __name__ == "__main__":
+    main()

@@ -46,6 +46,11 @@ int hone_rest_call(hone_rest *r, const char *method, const char *path, const jso
  */
 int hone_rest_download(hone_rest *r, const char *path, FILE *out, long timeout_s,
                        hone_rest_resp *resp, char *err, size_t errlen);
+/* The same with "Range: bytes=<from>-": a 206 (or 200) answer's bytes are appended to out; a
+ * server may send fewer than the rest of the file (Content-Range says which), so a caller loops
+ * until it has them all. */
+int hone_rest_download_from(hone_rest *r, const char *path, uint64_t from, FILE *out,
+                            long timeout_s, hone_rest_resp *resp, char *err, size_t errlen);
 
 /* Called by curl about every second and whenever bytes move, during each call of r: bytes sent and
  * to send (0 when unknown), bytes received and to receive. fn NULL: none. */

@@ -1,0 +1,489 @@
+/* storage: --storage http, for a worker that shares no disk with the controller. Datasets come
+ * over HTTP (GET /datasets/{id}/files and each file by Range) into the cache folder, named by
+ * their SHA-256, so a file is downloaded once per worker however many jobs read it; a download
+ * that broke off resumes from its .part file; a file whose hash is not the manifest's is never
+ * used. The trainer then reads a folder of links to the cached files (the original names), or
+ * the cached packed file. Outputs (the job's local out folder) go back with PUT
+ * /jobs/{id}/artifacts/{name}. Never touches a path of the controller's data dir. */
+#include "worker_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include <openssl/evp.h>
+
+int worker_sha256_file(const char *path, char out[65])
+{
+    unsigned char buf[1 << 16], md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC), rc = HONE_EIO;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    if (fd < 0 || !ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL))
+        goto fail;
+    for (;;) {
+        ssize_t r = read(fd, buf, sizeof buf);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            goto fail;
+        if (r == 0)
+            break;
+        if (!EVP_DigestUpdate(ctx, buf, (size_t)r))
+            goto fail;
+    }
+    if (!EVP_DigestFinal_ex(ctx, md, &n) || n != 32)
+        goto fail;
+    for (unsigned i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    rc = HONE_OK;
+fail:
+    if (fd >= 0)
+        close(fd);
+    EVP_MD_CTX_free(ctx);
+    return rc;
+}
+
+static int sha_ok(const char *s)
+{
+    if (!s || strlen(s) != 64)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+            return 0;
+    return 1;
+}
+
+static long long file_size(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size : -1;
+}
+
+/* Downloads url (a file of the manifest: bytes, sha256) into <cache>/<sha256>, resuming
+ * <sha256>.part; nothing when the cache has it already (*hit = 1). Retries a broken transfer
+ * with backoff until the worker stops; a hash mismatch throws the part away and fails. */
+int worker_cache_fetch(hone_worker *w, const char *url, long long bytes, const char *sha, char *out,
+                       size_t cap, int *hit)
+{
+    char part[4096 + 128], got[65], err[512];
+    int delay = 0, tries = 0, rc = HONE_EIO;
+    FILE *f = NULL;
+
+    *hit = 0;
+    if (!sha_ok(sha) || bytes < 0)
+        return HONE_EINVAL;
+    snprintf(out, cap, "%s/%s", w->cache_dir, sha);
+    snprintf(part, sizeof part, "%s/%s.part", w->cache_dir, sha);
+    if (file_size(out) == bytes) {
+        *hit = 1;
+        return HONE_OK;
+    }
+    for (;;) {
+        long long have = file_size(part);
+        hone_rest_resp resp;
+        if (have > bytes) {
+            unlink(part); /* longer than the file: not a prefix of it */
+            have = -1;
+        }
+        if (have == bytes)
+            break;
+        f = fopen(part, "ab");
+        if (!f)
+            return HONE_EIO;
+        rc = hone_rest_download_from(w->rest, url, (uint64_t)(have < 0 ? 0 : have), f, 300, &resp,
+                                     err, sizeof err);
+        if (fclose(f) != 0 && rc == 0)
+            rc = HONE_EIO;
+        f = NULL;
+        if (rc == 0 && (resp.status == 206 || resp.status == 200)) {
+            if (resp.status == 200 && have > 0) {
+                /* the whole file again, appended to what we had: start over */
+                unlink(part);
+            }
+            hone_rest_resp_clear(&resp);
+            delay = 0;
+            continue;
+        }
+        if (rc == 0) {
+            hone_rest_error_text(&resp, err, sizeof err);
+            long st = resp.status;
+            hone_rest_resp_clear(&resp);
+            if (st == 416) {
+                unlink(part); /* the server's file is shorter than our part: start over */
+                continue;
+            }
+            if (st < 500) {
+                worker_log(w, "download %s refused: %s", url, err);
+                return HONE_EIO;
+            }
+        }
+        if (*w->stop)
+            return HONE_EIO;
+        if (!tries++)
+            worker_log(w, "download %s broke off (%s); resuming", url, err);
+        worker_sleep(w, worker_backoff(w, &delay));
+    }
+    if (worker_sha256_file(part, got) != 0 || strcmp(got, sha) != 0) {
+        worker_log(w, "download %s: sha256 %s, not the manifest's %s; discarded", url, got, sha);
+        unlink(part);
+        return HONE_EIO;
+    }
+    if (rename(part, out) != 0)
+        return HONE_EIO;
+    return HONE_OK;
+}
+
+/* mkdir -p of the folder holding path, then a link path -> target (replacing one there). */
+static int link_into(const char *path, const char *target)
+{
+    if (worker_mkdirs(path, 1) != 0)
+        return HONE_EIO;
+    unlink(path);
+    return symlink(target, path) == 0 ? HONE_OK : HONE_EIO;
+}
+
+/* Whether a manifest name is safe to recreate under a folder of ours. */
+static int name_ok(const char *s)
+{
+    if (!s || !*s || s[0] == '/' || strlen(s) > 1024)
+        return 0;
+    for (const char *seg = s; seg;) {
+        const char *end = strchr(seg, '/');
+        if (seg[0] == '.' || seg[0] == '/' || seg[0] == '\0')
+            return 0;
+        seg = end ? end + 1 : NULL;
+    }
+    return 1;
+}
+
+int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *sets, char *msg, size_t msglen)
+{
+    const char *ds = json_string_value(json_object_get(job, "dataset_id"));
+    const json_t *spec = json_object_get(job, "spec");
+    const char *packed = json_string_value(json_object_get(spec, "data.packed"));
+    const char *id = json_string_value(json_object_get(job, "id"));
+    char path[512], err[512], folder[4096 + 256], cached[4096 + 128];
+    hone_rest_resp resp;
+    json_t *f;
+    size_t i;
+    int rc = HONE_EIO, n_hit = 0, n_got = 0, delay = 0;
+    long long got_bytes = 0;
+
+    if (!ds || !id) {
+        snprintf(msg, msglen, "hone-worker: the lease names no dataset_id to download");
+        return HONE_EINVAL;
+    }
+    char *e = hone_rest_escape(ds);
+    snprintf(path, sizeof path, "/api/v1/datasets/%s/files", e);
+    free(e);
+    for (;;) {
+        if (hone_rest_call(w->rest, "GET", path, NULL, 600, &resp, err, sizeof err) == 0 &&
+            resp.status < 500)
+            break;
+        if (*w->stop) {
+            snprintf(msg, msglen, "hone-worker: stopping before the dataset's manifest came");
+            return HONE_EIO;
+        }
+        if (resp.status)
+            hone_rest_resp_clear(&resp);
+        worker_sleep(w, worker_backoff(w, &delay));
+    }
+    if (resp.status != 200 || !json_is_array(json_object_get(resp.json, "files"))) {
+        hone_rest_error_text(&resp, err, sizeof err);
+        snprintf(msg, msglen, "hone-worker: dataset %s's manifest: %s", ds, err);
+        goto fail;
+    }
+    if (packed && packed[0]) {
+        /* The trainer reads only the packed file: that one file is fetched. */
+        const char *base = strrchr(packed, '/') ? strrchr(packed, '/') + 1 : packed;
+        const json_t *hitf = NULL;
+        json_array_foreach(json_object_get(resp.json, "packed"), i, f)
+        {
+            const char *pn = json_string_value(json_object_get(f, "name"));
+            if (pn && !strcmp(pn, base))
+                hitf = f;
+        }
+        if (!hitf) {
+            snprintf(msg, msglen, "hone-worker: dataset %s has no packed file %s", ds, base);
+            goto fail;
+        }
+        char *eb = hone_rest_escape(base);
+        char url[1024];
+        int hit;
+        e = hone_rest_escape(ds);
+        snprintf(url, sizeof url, "/api/v1/datasets/%s/packed/%s", e, eb);
+        free(e);
+        free(eb);
+        rc = worker_cache_fetch(w, url, json_integer_value(json_object_get(hitf, "bytes")),
+                                json_string_value(json_object_get(hitf, "sha256")), cached,
+                                sizeof cached, &hit);
+        if (rc) {
+            snprintf(msg, msglen, "hone-worker: could not download %s", url);
+            goto fail;
+        }
+        n_hit += hit;
+        n_got += !hit;
+        got_bytes += hit ? 0 : json_integer_value(json_object_get(hitf, "bytes"));
+        json_object_set_new(sets, "data.packed", json_string(cached));
+    }
+    /* The folder: every file, linked under its own name (the trainer's data.path). A packed
+     * image folder is read from the packed file alone; its folder still names the dataset. */
+    snprintf(folder, sizeof folder, "%s/data/%s", w->work_dir, id);
+    if (worker_mkdirs(folder, 0) != 0) {
+        snprintf(msg, msglen, "hone-worker: cannot make %s: %s", folder, strerror(errno));
+        rc = HONE_EIO;
+        goto fail;
+    }
+    json_array_foreach(json_object_get(resp.json, "files"), i, f)
+    {
+        const char *name = json_string_value(json_object_get(f, "name"));
+        char url[2048], link[4096 + 1400];
+        int hit;
+        if (packed && packed[0])
+            break;
+        if (!name_ok(name)) {
+            snprintf(msg, msglen, "hone-worker: dataset %s names a file %s", ds, name ? name : "?");
+            rc = HONE_EINVAL;
+            goto fail;
+        }
+        char *en = hone_rest_escape(name);
+        e = hone_rest_escape(ds);
+        snprintf(url, sizeof url, "/api/v1/datasets/%s/files/%s", e, en);
+        free(e);
+        free(en);
+        rc = worker_cache_fetch(w, url, json_integer_value(json_object_get(f, "bytes")),
+                                json_string_value(json_object_get(f, "sha256")), cached,
+                                sizeof cached, &hit);
+        if (rc) {
+            snprintf(msg, msglen, "hone-worker: could not download %s", url);
+            goto fail;
+        }
+        n_hit += hit;
+        n_got += !hit;
+        got_bytes += hit ? 0 : json_integer_value(json_object_get(f, "bytes"));
+        snprintf(link, sizeof link, "%s/%s", folder, name);
+        if (link_into(link, cached) != 0) {
+            snprintf(msg, msglen, "hone-worker: cannot link %s: %s", link, strerror(errno));
+            rc = HONE_EIO;
+            goto fail;
+        }
+    }
+    json_object_set_new(sets, "data.path", json_string(folder));
+    worker_log(w, "job %s: dataset %s: %d file(s) downloaded (%lld bytes), %d from the cache", id,
+               ds, n_got, got_bytes, n_hit);
+    rc = HONE_OK;
+fail:
+    hone_rest_resp_clear(&resp);
+    return rc;
+}
+
+/* PUTs one file, retried while the controller is away; HONE_EPERM when it is refused. */
+static int upload_one(hone_worker *w, const char *job_id, const char *file, const char *name)
+{
+    char path[1024], err[512];
+    int delay = 0;
+    char *ej = hone_rest_escape(job_id), *en = hone_rest_escape(name);
+    snprintf(path, sizeof path, "/api/v1/jobs/%s/artifacts/%s", ej, en);
+    free(ej);
+    free(en);
+    for (int tries = 0;; tries++) {
+        hone_rest_resp resp;
+        int rc = hone_rest_upload(w->rest, "PUT", path, file, "application/octet-stream", 600,
+                                  &resp, err, sizeof err);
+        if (rc == 0 && resp.status == 201) {
+            hone_rest_resp_clear(&resp);
+            return HONE_OK;
+        }
+        if (rc == 0 && resp.status < 500) {
+            hone_rest_error_text(&resp, err, sizeof err);
+            hone_rest_resp_clear(&resp);
+            worker_log(w, "job %s: upload of %s refused: %s", job_id, name, err);
+            return HONE_EPERM;
+        }
+        if (rc == 0)
+            hone_rest_resp_clear(&resp);
+        if ((*w->stop && tries >= 5) || tries >= 40) {
+            worker_log(w, "job %s: upload of %s failed: %s", job_id, name, err);
+            return HONE_EIO;
+        }
+        if (*w->stop) {
+            hone_rest_set_abort(w->rest, NULL);
+            usleep(500000);
+            hone_rest_set_abort(w->rest, w->stop);
+            continue;
+        }
+        worker_sleep(w, worker_backoff(w, &delay));
+    }
+}
+
+int worker_upload_outputs(hone_worker *w, const char *job_id, const char *out_dir)
+{
+    DIR *d = opendir(out_dir);
+    struct dirent *e;
+    int rc = HONE_OK, n = 0;
+    if (!d)
+        return HONE_EIO;
+    while ((e = readdir(d))) {
+        char p[4096 + 512];
+        struct stat st;
+        size_t len = strlen(e->d_name);
+        if (e->d_name[0] == '.' || (len > 4 && !strcmp(e->d_name + len - 4, ".tmp")))
+            continue;
+        snprintf(p, sizeof p, "%s/%s", out_dir, e->d_name);
+        if (stat(p, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        int r = upload_one(w, job_id, p, e->d_name);
+        if (r == HONE_EPERM) {
+            rc = r;
+            break;
+        }
+        if (r)
+            rc = r;
+        else
+            n++;
+    }
+    closedir(d);
+    worker_log(w, "job %s: %d output file(s) uploaded%s", job_id, n, rc ? " (some failed)" : "");
+    return rc;
+}
+
+/* Fetches the job's uploaded checkpoint.bin and metrics.jsonl into out_dir (a trial resumed on a
+ * worker that did not run it before). HONE_ENOENT when the controller has no checkpoint. */
+int worker_fetch_checkpoint(hone_worker *w, const char *job_id, const char *out_dir)
+{
+    static const char *const names[] = {"checkpoint.bin", "metrics.jsonl"};
+    char *ej = hone_rest_escape(job_id);
+    int rc = HONE_OK;
+    for (size_t i = 0; i < HONE_ARRAY_LEN(names) && rc == HONE_OK; i++) {
+        char path[512], file[4096 + 300], tmp[4096 + 310], err[512];
+        hone_rest_resp resp;
+        snprintf(path, sizeof path, "/api/v1/jobs/%s/artifacts/%s", ej, names[i]);
+        snprintf(file, sizeof file, "%s/%s", out_dir, names[i]);
+        snprintf(tmp, sizeof tmp, "%s.dl", file);
+        FILE *f = fopen(tmp, "wb");
+        if (!f) {
+            rc = HONE_EIO;
+            break;
+        }
+        rc = hone_rest_download(w->rest, path, f, 600, &resp, err, sizeof err);
+        if (fclose(f) != 0 && rc == 0)
+            rc = HONE_EIO;
+        if (rc == 0 && resp.status == 200)
+            rc = rename(tmp, file) == 0 ? HONE_OK : HONE_EIO;
+        else if (rc == 0 && resp.status == 404)
+            rc = i == 0 ? HONE_ENOENT : HONE_OK; /* a checkpoint without metrics: fine */
+        else if (rc == 0)
+            rc = HONE_EIO;
+        if (rc == 0 && resp.status == 200)
+            worker_log(w, "job %s: %s fetched from the controller", job_id, names[i]);
+        unlink(tmp);
+        hone_rest_resp_clear(&resp);
+    }
+    free(ej);
+    return rc;
+}
+
+/* ---- the checkpoint uploader: one thread per job, newest checkpoint wins ---- */
+
+struct worker_ckpt_up {
+    hone_worker *w;
+    char job_id[128];
+    char out_dir[4096 + 256];
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int pending, quit, started;
+    hone_rest *rest; /* this thread's own handle */
+};
+
+static int ckpt_put(worker_ckpt_up *u, const char *name)
+{
+    char path[512], file[4096 + 300], err[512], id[128];
+    hone_rest_resp resp;
+    snprintf(file, sizeof file, "%s/%s", u->out_dir, name);
+    if (access(file, R_OK) != 0)
+        return HONE_ENOENT;
+    worker_id_auth(u->w, u->rest, id, sizeof id);
+    char *ej = hone_rest_escape(u->job_id);
+    snprintf(path, sizeof path, "/api/v1/jobs/%s/artifacts/%s", ej, name);
+    free(ej);
+    int rc = hone_rest_upload(u->rest, "PUT", path, file, "application/octet-stream", 120, &resp,
+                              err, sizeof err);
+    if (rc == 0 && resp.status != 201) {
+        hone_rest_error_text(&resp, err, sizeof err);
+        rc = HONE_EIO;
+    }
+    if (rc)
+        worker_log(u->w, "job %s: checkpoint upload (%s): %s", u->job_id, name, err);
+    hone_rest_resp_clear(&resp);
+    return rc;
+}
+
+static void *ckpt_thread(void *arg)
+{
+    worker_ckpt_up *u = arg;
+    pthread_mutex_lock(&u->mu);
+    for (;;) {
+        while (!u->pending && !u->quit)
+            pthread_cond_wait(&u->cv, &u->mu);
+        if (!u->pending)
+            break;
+        u->pending = 0;
+        pthread_mutex_unlock(&u->mu);
+        /* The checkpoint first: metrics.jsonl then holds every epoch it has (or more), which a
+         * resumed run replays. The trainer replaces checkpoint.bin by rename, so the file being
+         * sent stays whole. */
+        if (ckpt_put(u, "checkpoint.bin") == HONE_OK)
+            ckpt_put(u, "metrics.jsonl");
+        pthread_mutex_lock(&u->mu);
+    }
+    pthread_mutex_unlock(&u->mu);
+    return NULL;
+}
+
+worker_ckpt_up *worker_ckpt_up_start(hone_worker *w, const char *job_id, const char *out_dir)
+{
+    worker_ckpt_up *u = hone_xcalloc(1, sizeof *u);
+    u->w = w;
+    snprintf(u->job_id, sizeof u->job_id, "%s", job_id);
+    snprintf(u->out_dir, sizeof u->out_dir, "%s", out_dir);
+    pthread_mutex_init(&u->mu, NULL);
+    pthread_cond_init(&u->cv, NULL);
+    if (hone_rest_new(w->o->controller, w->o->token, &u->rest) == 0 &&
+        pthread_create(&u->thread, NULL, ckpt_thread, u) == 0)
+        u->started = 1;
+    return u;
+}
+
+void worker_ckpt_up_kick(worker_ckpt_up *u)
+{
+    if (!u)
+        return;
+    pthread_mutex_lock(&u->mu);
+    u->pending = 1;
+    pthread_cond_signal(&u->cv);
+    pthread_mutex_unlock(&u->mu);
+}
+
+void worker_ckpt_up_stop(worker_ckpt_up *u)
+{
+    if (!u)
+        return;
+    pthread_mutex_lock(&u->mu);
+    u->quit = 1;
+    u->pending = 0; /* the caller uploads the final state itself */
+    pthread_cond_signal(&u->cv);
+    pthread_mutex_unlock(&u->mu);
+    if (u->started)
+        pthread_join(u->thread, NULL);
+    hone_rest_free(u->rest);
+    pthread_mutex_destroy(&u->mu);
+    pthread_cond_destroy(&u->cv);
+    free(u);
+}

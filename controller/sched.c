@@ -216,6 +216,15 @@ static void expire_one(hone_controller *c, const json_t *job)
         ctl_automl_step(c, jstr(job, "parent_id"));
 }
 
+int ctl_sched_release(hone_controller *c, const json_t *job)
+{
+    const char *dec = jstr(job, "last_decision"), *ctl = jstr(job, "control");
+    if ((dec && strcmp(dec, "continue") != 0) || (ctl && !strcmp(ctl, "cancel")))
+        return ctl_job_finish(c, job, "stopped", "lease handed back", NULL);
+    c->n_released++;
+    return store_lease_expire(c->db, jstr(job, "id"), ctl_now());
+}
+
 static void tick(uv_timer_t *t)
 {
     hone_controller *c = t->data;

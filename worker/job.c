@@ -46,7 +46,15 @@ int worker_post(hone_worker *w, const char *path, json_t *body, int patient, hon
     char err[512];
 
     for (;;) {
-        if (hone_rest_call(w->rest, "POST", path, body, 30, resp, err, sizeof(err)) == 0) {
+        /* While stopping, the stop flag would cut every call short: calls run without it, with
+         * a short timeout instead. */
+        int stopping = *w->stop != 0, rc;
+        if (stopping)
+            hone_rest_set_abort(w->rest, NULL);
+        rc = hone_rest_call(w->rest, "POST", path, body, stopping ? 5 : 30, resp, err, sizeof(err));
+        if (stopping)
+            hone_rest_set_abort(w->rest, w->stop);
+        if (rc == 0) {
             if (resp->status < 500 || resp->status == 501)
                 return HONE_OK;
             hone_rest_resp_clear(resp);
@@ -55,14 +63,12 @@ int worker_post(hone_worker *w, const char *path, json_t *body, int patient, hon
             worker_log(w, "%s: controller unreachable (%s); retrying", path, err);
         if (*w->stop && !patient)
             return HONE_EIO;
-        /* While stopping, try a few more times without the abort flag, then give up: the
-         * lease will expire and the controller requeues the job from its checkpoint. */
+        /* While stopping, try a few more times, then give up: the lease will expire and the
+         * controller requeues the job from its checkpoint. */
         if (*w->stop) {
             if (++tries > 5)
                 return HONE_EIO;
-            hone_rest_set_abort(w->rest, NULL);
             usleep(500000);
-            hone_rest_set_abort(w->rest, w->stop);
             continue;
         }
         worker_sleep(w, worker_backoff(w, &delay));
@@ -373,8 +379,9 @@ void worker_job_run(hone_worker *w, const json_t *job)
         status = "paused";
         break;
     case HONE_TRUN_ABORTED:
-        /* Canceled: the controller already knows. Shutting down: leave the lease to expire so
-         * the controller requeues the job from its last checkpoint. Lost: not ours anymore. */
+        /* Canceled: the controller already knows. Shutting down: hand the lease back (below)
+         * so the controller requeues the job from its last checkpoint at once; if that cannot
+         * be said, the lease lapses to the same end. Lost: not ours anymore. */
         status = NULL;
         break;
     default:
@@ -398,6 +405,8 @@ void worker_job_run(hone_worker *w, const json_t *job)
         worker_job_complete(w, id, status, &res);
     else if (atomic_load(&w->cancel) && !ctx.lost)
         worker_job_complete(w, id, "stopped", &res);
+    else if (*w->stop && !ctx.lost && !ctx.abandoned)
+        worker_job_complete(w, id, "released", &res);
 fail:
     worker_ckpt_up_stop(ctx.up);
     json_decref(local);

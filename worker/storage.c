@@ -294,8 +294,16 @@ static int upload_one(hone_worker *w, const char *job_id, const char *file, cons
     free(en);
     for (int tries = 0;; tries++) {
         hone_rest_resp resp;
-        int rc = hone_rest_upload(w->rest, "PUT", path, file, "application/octet-stream", 600,
+        /* While shutting down the stop flag would cut the transfer short: it runs without it,
+         * bounded by the grace period instead. */
+        int stopping = *w->stop != 0;
+        long limit = stopping ? (long)w->o->grace_s + 1 : 600;
+        if (stopping)
+            hone_rest_set_abort(w->rest, NULL);
+        int rc = hone_rest_upload(w->rest, "PUT", path, file, "application/octet-stream", limit,
                                   &resp, err, sizeof err);
+        if (stopping)
+            hone_rest_set_abort(w->rest, w->stop);
         if (rc == 0 && resp.status == 201) {
             hone_rest_resp_clear(&resp);
             return HONE_OK;
@@ -308,14 +316,12 @@ static int upload_one(hone_worker *w, const char *job_id, const char *file, cons
         }
         if (rc == 0)
             hone_rest_resp_clear(&resp);
-        if ((*w->stop && tries >= 5) || tries >= 40) {
+        if ((*w->stop && tries >= 2) || tries >= 40) {
             worker_log(w, "job %s: upload of %s failed: %s", job_id, name, err);
             return HONE_EIO;
         }
         if (*w->stop) {
-            hone_rest_set_abort(w->rest, NULL);
-            usleep(500000);
-            hone_rest_set_abort(w->rest, w->stop);
+            usleep(200000);
             continue;
         }
         worker_sleep(w, worker_backoff(w, &delay));

@@ -15,6 +15,8 @@ their own files.
   3. resume elsewhere: a long job's worker is killed (-9) mid-run; its lease lapses; another worker
      (its own empty dir) fetches the uploaded checkpoint, resumes at an epoch past 1, and finishes
      with exactly the metrics of the same job run without interruption (bit-identical resume);
+     SIGTERM: the worker uploads, hands the lease back (queued at once) and exits within --grace;
+     the next worker resumes it to the same end;
   4. a download of a file whose bytes were changed after the manifest was made is refused (hash
      mismatch): nothing lands in the cache under that hash.
 
@@ -205,10 +207,33 @@ def main():
         assert [e for e, _, _ in e3] == list(range(1, 31)), e3
         assert e3 == e4, "resumed run differs from the whole run:\n%s\n%s" % (e3, e4)
 
+        # 3b. SIGTERM mid-run: the worker uploads its checkpoint, hands the lease back (the job
+        # is queued again at once, long before the lease would lapse) and exits within its
+        # grace; another worker resumes the job to the same end as the whole run.
+        j6 = ok(ctl, "POST", "/api/v1/experiments/%s/jobs" % exp,
+                {"action": "train", "specs": long_spec})["id"]
+        wait_job(ctl, j6, until=lambda j: (j.get("epoch") or 0) >= 3)
+        t0 = time.time()
+        b.proc.send_signal(15)
+        b.proc.wait(timeout=30)
+        took = time.time() - t0
+        b.log.close()
+        assert b.proc.returncode == 0, b.text()
+        assert took < 5 + 2, "worker b took %.1f s to exit (grace 5 s)" % took
+        j = ok(ctl, "GET", "/api/v1/jobs/" + j6)
+        assert j["status"] == "queued" and j["resume"], j
+        assert metric(ctl, "hone_leases_released_total") == 1
+        assert "job %s: " % j6 in b.text() and "output file(s) uploaded" in b.text(), b.text()
+        c = HttpWorker(bins, root, "c", ctl.base).start()
+        workers.append(c)
+        assert wait_job(ctl, j6)["status"] == "done"
+        assert "job %s: checkpoint.bin fetched from the controller" % j6 in c.text(), c.text()
+        assert epochs(ctl, j6) == e4, "resumed after SIGTERM differs from the whole run"
+        c.stop()
+
         # 4. A file whose bytes changed behind the controller's back (size and mtime kept, so
         # its cached hash is stale): a fresh worker's download does not match the manifest and
         # is refused; the job fails naming it and nothing is cached under that hash.
-        b.stop()
         lab = os.path.join(ds_dir, "t10k-labels-idx1-ubyte.gz")
         old = os.stat(lab)
         want = [x for x in ok(ctl, "GET", "/api/v1/datasets/%s/files" % ds)["files"]
@@ -219,13 +244,13 @@ def main():
             fh.seek(12)
             fh.write(bytes([byte[0] ^ 0xFF]))
         os.utime(lab, ns=(old.st_atime_ns, old.st_mtime_ns))
-        c = HttpWorker(bins, root, "c", ctl.base).start()
-        workers.append(c)
+        d = HttpWorker(bins, root, "d", ctl.base).start()
+        workers.append(d)
         j5 = ok(ctl, "POST", "/api/v1/experiments/%s/jobs" % exp, {"action": "train"})["id"]
         assert wait_job(ctl, j5, want=("failed",))["status"] == "failed"
         assert re.search(r"sha256 [0-9a-f]{64}, not the manifest's %s; discarded" % want,
-                         c.text()), c.text()
-        assert not os.path.exists(os.path.join(c.dir, "cache", want))
+                         d.text()), d.text()
+        assert not os.path.exists(os.path.join(d.dir, "cache", want))
         ok_exit = True
         if os.environ.get("HONE_TEST_VERBOSE"):
             print("killed at epoch", killed_at)

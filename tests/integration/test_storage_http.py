@@ -7,9 +7,10 @@ it) is mode 0700: no path of it is readable by them, so everything they read and
 HTTP. Otherwise they run as the same user and the run still checks that their trainer was pointed at
 their own files.
 
-  1. a train job: the dataset is downloaded into the worker's cache (by hash), the trainer reads a
-     folder of links to it, the model and checkpoint are uploaded (the controller's copy is the
-     worker's, byte for byte);
+  1. a train job: the dataset is downloaded into the worker's cache (by hash; a .part file left by
+     a broken download is resumed: the controller serves only the rest), the trainer reads a folder
+     of links to it, the model and checkpoint are uploaded (the controller's copy is the worker's,
+     byte for byte);
   2. a second job on the same worker downloads nothing (its log, and the controller's file-read
      counter, which does not move);
   3. resume elsewhere: a long job's worker is killed (-9) mid-run; its lease lapses; another worker
@@ -142,9 +143,22 @@ def main():
                                     os.path.join(ds_dir, "t10k-labels-idx1-ubyte.gz")],
                                    capture_output=True)
             assert probe.returncode != 0, "user nobody can read the controller's data dir"
-        a = HttpWorker(bins, root, "a", ctl.base).start()
-        workers.append(a)
         ds = ok(ctl, "POST", "/api/v1/datasets", {"name": "tiny", "path": ds_dir})["id"]
+        # A download that broke off half-way before: worker a resumes its .part file and asks
+        # the controller for the rest only.
+        man = ok(ctl, "GET", "/api/v1/datasets/%s/files" % ds)["files"]
+        total = sum(f["bytes"] for f in man)
+        big = max(man, key=lambda f: f["bytes"])
+        a = HttpWorker(bins, root, "a", ctl.base)
+        os.makedirs(os.path.join(a.dir, "cache"))
+        half = big["bytes"] // 2
+        with open(os.path.join(a.dir, "cache", big["sha256"] + ".part"), "wb") as fh:
+            fh.write(open(os.path.join(ds_dir, big["name"]), "rb").read()[:half])
+        if NOBODY:
+            for sub in ("cache", "cache/" + big["sha256"] + ".part"):
+                os.chown(os.path.join(a.dir, sub), 65534, 65534)
+        a.start()
+        workers.append(a)
         spec = {"data": {"val_size": 200}, "model": {"hidden": 32}, "train": {"epochs": 2}}
         exp = ok(ctl, "POST", "/api/v1/experiments",
                  {"name": "e", "network_arch": "mlp", "train_datasets": [ds],
@@ -168,6 +182,9 @@ def main():
         assert os.path.realpath(link).startswith(os.path.realpath(cache)), link
         reads = metric(ctl, "hone_dataset_file_reads_total")
         assert reads >= 4, reads
+        served = metric(ctl, "hone_dataset_file_bytes_total")
+        assert served == total - half, (served, total, half)
+        assert not os.path.exists(os.path.join(cache, big["sha256"] + ".part"))
 
         # 2. The same dataset again: nothing downloaded.
         j2 = ok(ctl, "POST", "/api/v1/experiments/%s/jobs" % exp, {"action": "train"})["id"]

@@ -64,6 +64,12 @@ int hone_rest_upload(hone_rest *r, const char *method, const char *path, const c
                      const char *content_type, long timeout_s, hone_rest_resp *resp, char *err,
                      size_t errlen);
 
+/* The same with "X-Hone-Sha256: <sha256>" (64 hex digits): a server that knows the header stores
+ * the body only when it hashes to that (hone-controller answers 422 naming X-Hone-Sha256). */
+int hone_rest_upload_checked(hone_rest *r, const char *method, const char *path, const char *file,
+                             const char *content_type, const char *sha256, long timeout_s,
+                             hone_rest_resp *resp, char *err, size_t errlen);
+
 /* Writes "message (field: x)" from an error body, or "HTTP <status>" when the body has none. */
 void hone_rest_error_text(const hone_rest_resp *resp, char *buf, size_t len);
 

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -138,6 +139,20 @@ fail:
     return rc;
 }
 
+/* X-Hone-Sha256, when sent: 64 lower-case hex digits (the body's SHA-256, checked before the
+ * file is renamed into place). */
+static int sha_header_ok(const char *h)
+{
+    if (!h)
+        return 1;
+    if (strlen(h) != 64)
+        return 0;
+    for (const char *p = h; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+            return 0;
+    return 1;
+}
+
 /* The PUT's first half, once its headers are in and before any byte of its body is kept: the
  * name, then who may write; the body then goes to a temp file in the job's folder. */
 static int a_put_begin(hone_http_req *req, hone_http_res *res, void *ud, char *dir, size_t cap)
@@ -146,6 +161,10 @@ static int a_put_begin(hone_http_req *req, hone_http_res *res, void *ud, char *d
     const char *id = hone_http_req_param(req, "id"), *name = hone_http_req_param(req, "name");
     if (!name_ok(name)) {
         hone_http_res_error(res, 422, "name", "bad artifact name");
+        return HONE_EINVAL;
+    }
+    if (!sha_header_ok(hone_http_req_header(req, "X-Hone-Sha256"))) {
+        hone_http_res_error(res, 422, "X-Hone-Sha256", "X-Hone-Sha256 must be 64 hex digits");
         return HONE_EINVAL;
     }
     if (upload_allowed(c, req, res, id))
@@ -161,24 +180,103 @@ static int a_put_begin(hone_http_req *req, hone_http_res *res, void *ud, char *d
 /* The body is whole, fsynced, in its own temp file: rename it into place (atomic; two uploads of
  * one name never share a temp file). The lease may have changed hands while the body came in, so
  * the writer is checked again first; a refused or failed file is unlinked by the server. */
-static void a_put(hone_http_req *req, hone_http_res *res, void *ud)
+static int a_put_store(hone_controller *c, hone_http_req *req, hone_http_res *res, const char *tmp)
 {
-    hone_controller *c = ud;
     const char *id = hone_http_req_param(req, "id"), *name = hone_http_req_param(req, "name");
-    if (upload_allowed(c, req, res, id))
-        return;
     uint64_t len = hone_http_req_body_file_size(req);
-    const char *tmp = hone_http_req_body_file(req);
     char *dir = ctl_job_dir(c, id), dst[4096];
     snprintf(dst, sizeof dst, "%s/%s", dir, name);
     free(dir);
     if (!tmp || rename(tmp, dst)) {
         hone_http_res_error(res, 500, NULL, "could not store %s: %s", name,
                             tmp ? strerror(errno) : "no file");
+        return HONE_EIO;
+    }
+    hone_http_res_json(res, 201, json_pack("{s:s,s:I}", "name", name, "bytes", (json_int_t)len));
+    return HONE_OK;
+}
+
+/* An upload that names its SHA-256: the file is hashed on the thread pool, then stored only when
+ * the hash matches (422 naming X-Hone-Sha256 otherwise: the client sends it again). */
+typedef struct put_check {
+    uv_work_t w;
+    hone_controller *c;
+    hone_http_req *req;
+    hone_http_res *res;
+    char *file; /* taken from the server: unlinked here unless renamed */
+    char want[65], got[65];
+    int rc;
+} put_check;
+
+static void put_check_run(uv_work_t *w)
+{
+    put_check *p = w->data;
+    p->rc = ctl_sha256_file(p->file, p->got);
+}
+
+static void put_check_abort(hone_http_res *res, void *ud)
+{
+    (void)res;
+    ((put_check *)ud)->res = NULL;
+}
+
+static void put_check_done(uv_work_t *w, int status)
+{
+    put_check *p = w->data;
+    hone_http_res *res = p->res;
+    if (!res)
+        goto done;
+    hone_http_res_on_abort(res, NULL, NULL);
+    if (status || p->rc)
+        hone_http_res_error(res, 500, NULL, "could not hash the upload");
+    else if (strcmp(p->got, p->want) != 0)
+        hone_http_res_error(res, 422, "X-Hone-Sha256",
+                            "the body's SHA-256 is %s, not %s: nothing stored", p->got, p->want);
+    else if (!upload_allowed(p->c, p->req, res, hone_http_req_param(p->req, "id"))) {
+        if (a_put_store(p->c, p->req, res, p->file) == HONE_OK) {
+            free(p->file); /* renamed into place */
+            p->file = NULL;
+        }
+    }
+done:
+    if (p->file)
+        unlink(p->file);
+    free(p->file);
+    free(p);
+}
+
+static void a_put(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    const char *id = hone_http_req_param(req, "id");
+    const char *sha = hone_http_req_header(req, "X-Hone-Sha256");
+    if (upload_allowed(c, req, res, id))
+        return;
+    if (!sha) {
+        if (a_put_store(c, req, res, hone_http_req_body_file(req)) == HONE_OK)
+            free(hone_http_req_body_file_take(req)); /* renamed: nothing left to unlink */
         return;
     }
-    free(hone_http_req_body_file_take(req)); /* renamed: nothing left for the server to unlink */
-    hone_http_res_json(res, 201, json_pack("{s:s,s:I}", "name", name, "bytes", (json_int_t)len));
+    put_check *p = hone_xcalloc(1, sizeof *p);
+    p->c = c;
+    p->req = req;
+    p->res = res;
+    p->file = hone_http_req_body_file_take(req);
+    snprintf(p->want, sizeof p->want, "%s", sha);
+    p->w.data = p;
+    if (!p->file) {
+        free(p);
+        hone_http_res_error(res, 500, NULL, "no file");
+        return;
+    }
+    hone_http_res_on_abort(res, put_check_abort, p);
+    if (uv_queue_work(c->loop, &p->w, put_check_run, put_check_done)) {
+        hone_http_res_on_abort(res, NULL, NULL);
+        hone_http_res_error(res, 503, NULL, "cannot check the upload now");
+        unlink(p->file);
+        free(p->file);
+        free(p);
+    }
 }
 
 int ctl_routes_artifacts(hone_controller *c)

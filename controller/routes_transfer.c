@@ -16,8 +16,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include "auth.h"
 #include "ctl.h"
 #include "routes.h"
@@ -97,37 +95,6 @@ typedef struct xfer_list {
     char msg[512];
 } xfer_list;
 
-static int sha256_file(const char *path, char out[65])
-{
-    unsigned char buf[1 << 16], md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC), rc = HONE_EIO;
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    if (fd < 0 || !ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL))
-        goto fail;
-    for (;;) {
-        ssize_t r = read(fd, buf, sizeof buf);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            goto fail;
-        if (r == 0)
-            break;
-        if (!EVP_DigestUpdate(ctx, buf, (size_t)r))
-            goto fail;
-    }
-    if (!EVP_DigestFinal_ex(ctx, md, &n) || n != 32)
-        goto fail;
-    for (unsigned i = 0; i < 32; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
-    rc = HONE_OK;
-fail:
-    if (fd >= 0)
-        close(fd);
-    EVP_MD_CTX_free(ctx);
-    return rc;
-}
-
 static const json_t *cached_row(const json_t *cached, const char *kind, const char *name)
 {
     size_t i;
@@ -148,7 +115,7 @@ static int list_one(xfer_list *l, const char *kind, const char *path, const char
         strlen(jstr(r, "sha256")) == 64) {
         snprintf(sha, sizeof sha, "%s", jstr(r, "sha256"));
     } else {
-        if (sha256_file(path, sha)) {
+        if (ctl_sha256_file(path, sha)) {
             l->status = 500;
             snprintf(l->msg, sizeof l->msg, "cannot read %s: %s", name, strerror(errno));
             return HONE_EIO;

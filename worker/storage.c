@@ -283,7 +283,16 @@ fail:
     return rc;
 }
 
-/* PUTs one file, retried while the controller is away; HONE_EPERM when it is refused. */
+/* Whether a 422 answer blames X-Hone-Sha256 (the body did not hash to what we sent). */
+static int upload_hash_refused(const hone_rest_resp *resp)
+{
+    const char *f =
+        json_string_value(json_object_get(json_object_get(resp->json, "error"), "field"));
+    return f && !strcmp(f, "X-Hone-Sha256");
+}
+
+/* PUTs one file with its SHA-256 (the controller stores it only when the body hashes to that),
+ * retried while the controller is away; HONE_EPERM when it is refused. */
 static int upload_one(hone_worker *w, const char *job_id, const char *file, const char *name)
 {
     char path[1024], err[512];
@@ -293,20 +302,30 @@ static int upload_one(hone_worker *w, const char *job_id, const char *file, cons
     free(ej);
     free(en);
     for (int tries = 0;; tries++) {
-        hone_rest_resp resp;
+        hone_rest_resp resp = {0};
         /* While shutting down the stop flag would cut the transfer short: it runs without it,
          * bounded by the grace period instead. */
         int stopping = *w->stop != 0;
         long limit = stopping ? (long)w->o->grace_s + 1 : 600;
         if (stopping)
             hone_rest_set_abort(w->rest, NULL);
-        int rc = hone_rest_upload(w->rest, "PUT", path, file, "application/octet-stream", limit,
-                                  &resp, err, sizeof err);
+        char sha[65];
+        int rc = worker_sha256_file(file, sha);
+        if (rc)
+            snprintf(err, sizeof err, "cannot read %s", file);
+        else
+            rc = hone_rest_upload_checked(w->rest, "PUT", path, file, "application/octet-stream",
+                                          sha, limit, &resp, err, sizeof err);
         if (stopping)
             hone_rest_set_abort(w->rest, w->stop);
         if (rc == 0 && resp.status == 201) {
             hone_rest_resp_clear(&resp);
             return HONE_OK;
+        }
+        if (rc == 0 && resp.status == 422 && upload_hash_refused(&resp) && tries < 3) {
+            /* the file changed between hashing and sending (a newer checkpoint): again */
+            hone_rest_resp_clear(&resp);
+            continue;
         }
         if (rc == 0 && resp.status < 500) {
             hone_rest_error_text(&resp, err, sizeof err);
@@ -411,7 +430,7 @@ struct worker_ckpt_up {
 static int ckpt_put(worker_ckpt_up *u, const char *name)
 {
     char path[512], file[4096 + 300], err[512], id[128];
-    hone_rest_resp resp;
+    hone_rest_resp resp = {0};
     snprintf(file, sizeof file, "%s/%s", u->out_dir, name);
     if (access(file, R_OK) != 0)
         return HONE_ENOENT;
@@ -419,8 +438,14 @@ static int ckpt_put(worker_ckpt_up *u, const char *name)
     char *ej = hone_rest_escape(u->job_id);
     snprintf(path, sizeof path, "/api/v1/jobs/%s/artifacts/%s", ej, name);
     free(ej);
-    int rc = hone_rest_upload(u->rest, "PUT", path, file, "application/octet-stream", 120, &resp,
-                              err, sizeof err);
+    char sha[65];
+    int rc = worker_sha256_file(file, sha);
+    if (rc) {
+        hone_rest_resp_clear(&resp);
+        return rc;
+    }
+    rc = hone_rest_upload_checked(u->rest, "PUT", path, file, "application/octet-stream", sha, 120,
+                                  &resp, err, sizeof err);
     if (rc == 0 && resp.status != 201) {
         hone_rest_error_text(&resp, err, sizeof err);
         rc = HONE_EIO;

@@ -3,7 +3,9 @@ hone-controller, with auth on: the manifest's sha256 is each file's; a download 
 offset (Range: bytes=N-, 206 and Content-Range) and reassembles the file byte for byte; a large
 file comes in bounded answers; a range past the end is 416; names out of the folder ('..', dot
 files, a symlink out of it) are refused; hashes are cached (a changed file is hashed again); only
-the admin or a worker leasing a job that reads the dataset may read it."""
+the admin or a worker leasing a job that reads the dataset may read it. An artifact upload that
+names its SHA-256 (X-Hone-Sha256) is stored only when the body hashes to it (422 otherwise, nothing
+left behind)."""
 import hashlib
 import os
 import sys
@@ -129,6 +131,24 @@ def main():
         assert st == 200 and {f["name"] for f in js["files"]} == set(names), (st, js)
         st, body = c.req("GET", q, headers=dict(w.headers, Range="bytes=3-"))
         assert st == 206 and body == whole[3:], st
+        # An upload that names its SHA-256 is stored only when the body hashes to it.
+        art = "/api/v1/jobs/%s/artifacts/" % job["id"]
+        body = os.urandom(100000)
+        good = hashlib.sha256(body).hexdigest()
+        for name, h, want in (("bad.bin", "0" * 64, 422), ("short.bin", "abc", 422),
+                              ("upper.bin", good.upper(), 422), ("good.bin", good, 201)):
+            st, js = c.req("PUT", art + name, raw=body,
+                           headers=dict(w.headers, **{"X-Hone-Sha256": h,
+                                                      "Content-Type": "application/octet-stream"}))
+            assert st == want, (name, st, js)
+            if want == 422:
+                assert js["error"]["field"] == "X-Hone-Sha256", js
+        files = {f["name"] for f in c.ok("GET", art[:-1], headers=ADMIN)["files"]}
+        assert files == {"good.bin"}, files
+        job_dir = os.path.join(root, "artifacts", job["id"])
+        assert sorted(os.listdir(job_dir)) == ["good.bin"], os.listdir(job_dir)  # no temp left
+        st, got = c.req("GET", art + "good.bin", headers=ADMIN)
+        assert st == 200 and got == body
         w.complete(job, "done")
         st, js = w.req("GET", base + "/files")
         assert st == 403, (st, js)

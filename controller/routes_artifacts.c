@@ -139,20 +139,6 @@ fail:
     return rc;
 }
 
-/* X-Hone-Sha256, when sent: 64 lower-case hex digits (the body's SHA-256, checked before the
- * file is renamed into place). */
-static int sha_header_ok(const char *h)
-{
-    if (!h)
-        return 1;
-    if (strlen(h) != 64)
-        return 0;
-    for (const char *p = h; *p; p++)
-        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-            return 0;
-    return 1;
-}
-
 /* The PUT's first half, once its headers are in and before any byte of its body is kept: the
  * name, then who may write; the body then goes to a temp file in the job's folder. */
 static int a_put_begin(hone_http_req *req, hone_http_res *res, void *ud, char *dir, size_t cap)
@@ -163,10 +149,8 @@ static int a_put_begin(hone_http_req *req, hone_http_res *res, void *ud, char *d
         hone_http_res_error(res, 422, "name", "bad artifact name");
         return HONE_EINVAL;
     }
-    if (!sha_header_ok(hone_http_req_header(req, "X-Hone-Sha256"))) {
-        hone_http_res_error(res, 422, "X-Hone-Sha256", "X-Hone-Sha256 must be 64 hex digits");
+    if (ctl_upload_sha_header_ok(req, res))
         return HONE_EINVAL;
-    }
     if (upload_allowed(c, req, res, id))
         return HONE_EPERM;
     char *jd = ctl_job_dir(c, id);
@@ -177,16 +161,12 @@ static int a_put_begin(hone_http_req *req, hone_http_res *res, void *ud, char *d
     return HONE_OK;
 }
 
-/* The body is whole, fsynced, in its own temp file: rename it into place (atomic; two uploads of
- * one name never share a temp file). The lease may have changed hands while the body came in, so
- * the writer is checked again first; a refused or failed file is unlinked by the server. */
-static int a_put_store(hone_controller *c, hone_http_req *req, hone_http_res *res, const char *tmp)
+/* Rename the spooled body into place (atomic; two uploads of one name never share a temp file)
+ * and answer 201. */
+static int put_rename(hone_http_req *req, hone_http_res *res, const char *tmp, const char *dst)
 {
-    const char *id = hone_http_req_param(req, "id"), *name = hone_http_req_param(req, "name");
+    const char *name = hone_http_req_param(req, "name");
     uint64_t len = hone_http_req_body_file_size(req);
-    char *dir = ctl_job_dir(c, id), dst[4096];
-    snprintf(dst, sizeof dst, "%s/%s", dir, name);
-    free(dir);
     if (!tmp || rename(tmp, dst)) {
         hone_http_res_error(res, 500, NULL, "could not store %s: %s", name,
                             tmp ? strerror(errno) : "no file");
@@ -203,7 +183,9 @@ typedef struct put_check {
     hone_controller *c;
     hone_http_req *req;
     hone_http_res *res;
+    ctl_upload_recheck recheck;
     char *file; /* taken from the server: unlinked here unless renamed */
+    char dst[4096];
     char want[65], got[65];
     int rc;
 } put_check;
@@ -232,11 +214,9 @@ static void put_check_done(uv_work_t *w, int status)
     else if (strcmp(p->got, p->want) != 0)
         hone_http_res_error(res, 422, "X-Hone-Sha256",
                             "the body's SHA-256 is %s, not %s: nothing stored", p->got, p->want);
-    else if (!upload_allowed(p->c, p->req, res, hone_http_req_param(p->req, "id"))) {
-        if (a_put_store(p->c, p->req, res, p->file) == HONE_OK) {
-            free(p->file); /* renamed into place */
-            p->file = NULL;
-        }
+    else if (!p->recheck(p->c, p->req, res) && put_rename(p->req, res, p->file, p->dst) == 0) {
+        free(p->file); /* renamed into place */
+        p->file = NULL;
     }
 done:
     if (p->file)
@@ -245,15 +225,17 @@ done:
     free(p);
 }
 
-static void a_put(hone_http_req *req, hone_http_res *res, void *ud)
+/* The body is whole, fsynced, in its own temp file. The writer may have lost its right while the
+ * body came in, so recheck runs first (and again after hashing); a refused or failed file is
+ * unlinked. */
+void ctl_upload_store(hone_controller *c, hone_http_req *req, hone_http_res *res, const char *dst,
+                      ctl_upload_recheck recheck)
 {
-    hone_controller *c = ud;
-    const char *id = hone_http_req_param(req, "id");
     const char *sha = hone_http_req_header(req, "X-Hone-Sha256");
-    if (upload_allowed(c, req, res, id))
+    if (recheck(c, req, res))
         return;
     if (!sha) {
-        if (a_put_store(c, req, res, hone_http_req_body_file(req)) == HONE_OK)
+        if (put_rename(req, res, hone_http_req_body_file(req), dst) == HONE_OK)
             free(hone_http_req_body_file_take(req)); /* renamed: nothing left to unlink */
         return;
     }
@@ -261,7 +243,9 @@ static void a_put(hone_http_req *req, hone_http_res *res, void *ud)
     p->c = c;
     p->req = req;
     p->res = res;
+    p->recheck = recheck;
     p->file = hone_http_req_body_file_take(req);
+    snprintf(p->dst, sizeof p->dst, "%s", dst);
     snprintf(p->want, sizeof p->want, "%s", sha);
     p->w.data = p;
     if (!p->file) {
@@ -277,6 +261,31 @@ static void a_put(hone_http_req *req, hone_http_res *res, void *ud)
         free(p->file);
         free(p);
     }
+}
+
+int ctl_upload_sha_header_ok(hone_http_req *req, hone_http_res *res)
+{
+    const char *h = hone_http_req_header(req, "X-Hone-Sha256");
+    int ok = !h || strlen(h) == 64;
+    for (const char *q = h; ok && q && *q; q++)
+        ok = (*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'f');
+    if (!ok)
+        hone_http_res_error(res, 422, "X-Hone-Sha256", "X-Hone-Sha256 must be 64 hex digits");
+    return ok ? HONE_OK : HONE_EINVAL;
+}
+
+static int a_put_recheck(hone_controller *c, hone_http_req *req, hone_http_res *res)
+{
+    return upload_allowed(c, req, res, hone_http_req_param(req, "id"));
+}
+
+static void a_put(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    char *dir = ctl_job_dir(c, hone_http_req_param(req, "id")), dst[4096];
+    snprintf(dst, sizeof dst, "%s/%s", dir, hone_http_req_param(req, "name"));
+    free(dir);
+    ctl_upload_store(c, req, res, dst, a_put_recheck);
 }
 
 int ctl_routes_artifacts(hone_controller *c)

@@ -5,7 +5,8 @@
  * table dataset_files with the size and mtime they were computed at. One answer carries at most
  * XFER_CHUNK bytes (206 with Content-Range when that is not the whole file): a client asks again
  * from where the last answer ended. Names are confined to the dataset's folder (no '..', no dot
- * files, no absolute paths, nothing outside it once symlinks are resolved). */
+ * files, no absolute paths, nothing outside it once symlinks are resolved). A convert job's packed
+ * file comes back the other way (PUT /datasets/{id}/packed/{name}, its lease holder only). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -441,11 +442,75 @@ static void x_packed_file(hone_http_req *req, hone_http_res *res, void *ud)
     x_file(req, res, ud, 1);
 }
 
+/* ---- a convert job's packed file, uploaded by the worker that packed it ---- */
+
+/* Only the worker holding the lease of a running convert job of the dataset whose output is
+ * this name (or the admin) may write it. Answers and returns non-zero otherwise. */
+static int packed_put_allowed(hone_controller *c, hone_http_req *req, hone_http_res *res)
+{
+    const char *id = hone_http_req_param(req, "id"), *name = hone_http_req_param(req, "name");
+    json_t *rows = NULL, *r;
+    char wid[64];
+    size_t i;
+    int ok = 0;
+    if (ctl_auth_is_admin(c, req))
+        return HONE_OK;
+    if (ctl_auth_worker_any(c, req, res, wid, sizeof wid))
+        return HONE_EPERM;
+    if (store_dataset_convert_leased(c->db, id, wid, &rows) == HONE_OK) {
+        json_array_foreach(rows, i, r)
+        {
+            json_t *cfg = jparse(jstr(r, "config"));
+            const char *out = jstr(cfg, "out"), *base = out ? strrchr(out, '/') : NULL;
+            ok |= base && !strcmp(base + 1, name);
+            json_decref(cfg);
+        }
+    }
+    json_decref(rows);
+    if (ok)
+        return HONE_OK;
+    hone_http_res_error(res, 403, "Authorization",
+                        "worker %s holds no lease on a convert job of dataset %s that writes %s",
+                        wid, id, name);
+    return HONE_EPERM;
+}
+
+static int packed_put_begin(hone_http_req *req, hone_http_res *res, void *ud, char *dir, size_t cap)
+{
+    hone_controller *c = ud;
+    const char *id = hone_http_req_param(req, "id"), *name = hone_http_req_param(req, "name");
+    char pd[PATH_MAX];
+    if (!xfer_name_ok(name) || strchr(name, '/')) {
+        hone_http_res_error(res, 422, "name", "bad file name");
+        return HONE_EINVAL;
+    }
+    if (ctl_upload_sha_header_ok(req, res) || packed_put_allowed(c, req, res))
+        return HONE_EPERM;
+    snprintf(pd, sizeof pd, "%s/packed", c->cfg.data_dir);
+    mkdir(pd, 0755);
+    xfer_packed_dir(c, id, pd, sizeof pd);
+    mkdir(pd, 0755);
+    snprintf(dir, cap, "%s", pd);
+    return HONE_OK;
+}
+
+static void packed_put(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    char dst[PATH_MAX + 256];
+    xfer_packed_dir(c, hone_http_req_param(req, "id"), dst, PATH_MAX);
+    size_t n = strlen(dst);
+    snprintf(dst + n, sizeof dst - n, "/%s", hone_http_req_param(req, "name"));
+    ctl_upload_store(c, req, res, dst, packed_put_allowed);
+}
+
 int ctl_routes_transfer(hone_controller *c)
 {
     int rc = 0;
     rc |= hone_http_route(c->http, "GET", "/api/v1/datasets/{id}/files", x_manifest, c);
     rc |= hone_http_route(c->http, "GET", "/api/v1/datasets/{id}/files/{name}", x_dataset_file, c);
     rc |= hone_http_route(c->http, "GET", "/api/v1/datasets/{id}/packed/{name}", x_packed_file, c);
+    rc |= hone_http_route_upload(c->http, "PUT", "/api/v1/datasets/{id}/packed/{name}",
+                                 c->cfg.max_upload_bytes, packed_put_begin, packed_put, c);
     return rc ? HONE_EINVAL : HONE_OK;
 }

@@ -32,3 +32,12 @@ int store_dataset_leased_to(ctl_db *db, const char *dataset_id, const char *work
     json_decref(row);
     return rc;
 }
+
+int store_dataset_convert_leased(ctl_db *db, const char *dataset_id, const char *worker_id,
+                                 json_t **rows)
+{
+    return db_rows(db, rows,
+                   "SELECT id,config FROM jobs WHERE action='convert' AND dataset_id=? AND "
+                   "worker_id=? AND status='running'",
+                   "ss", dataset_id, worker_id);
+}

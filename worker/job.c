@@ -409,6 +409,8 @@ void worker_job_run(hone_worker *w, const json_t *job)
         worker_job_complete(w, id, "released", &res);
 fail:
     worker_ckpt_up_stop(ctx.up);
+    if (local)
+        worker_drop_dataset(w, id);
     json_decref(local);
     hone_trun_result_clear(&res);
     worker_set_job(w, NULL);

@@ -139,13 +139,67 @@ int worker_cache_fetch(hone_worker *w, const char *url, long long bytes, const c
     return HONE_OK;
 }
 
-/* mkdir -p of the folder holding path, then a link path -> target (replacing one there). */
+/* Copies src to dst (a cache on another file system than the work dir). */
+static int copy_file(const char *src, const char *dst)
+{
+    char buf[1 << 16];
+    int in = open(src, O_RDONLY | O_CLOEXEC), rc = HONE_EIO;
+    int out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    while (in >= 0 && out >= 0) {
+        ssize_t r = read(in, buf, sizeof buf);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            rc = r == 0 ? HONE_OK : HONE_EIO;
+            break;
+        }
+        if (write(out, buf, (size_t)r) != r)
+            break;
+    }
+    if (in >= 0)
+        close(in);
+    if (out >= 0 && close(out) != 0)
+        rc = HONE_EIO;
+    return rc;
+}
+
+/* mkdir -p of the folder holding path, then path as a hard link to the cached file (a copy
+ * across file systems). Not a symlink: an image folder's walk refuses links out of it. */
 static int link_into(const char *path, const char *target)
 {
     if (worker_mkdirs(path, 1) != 0)
         return HONE_EIO;
     unlink(path);
-    return symlink(target, path) == 0 ? HONE_OK : HONE_EIO;
+    if (link(target, path) == 0)
+        return HONE_OK;
+    return errno == EXDEV || errno == EPERM ? copy_file(target, path) : HONE_EIO;
+}
+
+static void rm_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char p[4096 + 512];
+        struct stat st;
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        snprintf(p, sizeof p, "%s/%s", path, e->d_name);
+        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+            rm_tree(p);
+        else
+            unlink(p);
+    }
+    if (d)
+        closedir(d);
+    rmdir(path);
+}
+
+void worker_drop_dataset(hone_worker *w, const char *job_id)
+{
+    char p[4096 + 256];
+    snprintf(p, sizeof p, "%s/data/%s", w->work_dir, job_id);
+    rm_tree(p);
 }
 
 /* Whether a manifest name is safe to recreate under a folder of ours. */
@@ -293,14 +347,11 @@ static int upload_hash_refused(const hone_rest_resp *resp)
 
 /* PUTs one file with its SHA-256 (the controller stores it only when the body hashes to that),
  * retried while the controller is away; HONE_EPERM when it is refused. */
-static int upload_one(hone_worker *w, const char *job_id, const char *file, const char *name)
+static int upload_to(hone_worker *w, const char *path, const char *file, const char *job_id,
+                     const char *name)
 {
-    char path[1024], err[512];
+    char err[512];
     int delay = 0;
-    char *ej = hone_rest_escape(job_id), *en = hone_rest_escape(name);
-    snprintf(path, sizeof path, "/api/v1/jobs/%s/artifacts/%s", ej, en);
-    free(ej);
-    free(en);
     for (int tries = 0;; tries++) {
         hone_rest_resp resp = {0};
         /* While shutting down the stop flag would cut the transfer short: it runs without it,
@@ -345,6 +396,31 @@ static int upload_one(hone_worker *w, const char *job_id, const char *file, cons
         }
         worker_sleep(w, worker_backoff(w, &delay));
     }
+}
+
+static int upload_one(hone_worker *w, const char *job_id, const char *file, const char *name)
+{
+    char path[1024];
+    char *ej = hone_rest_escape(job_id), *en = hone_rest_escape(name);
+    snprintf(path, sizeof path, "/api/v1/jobs/%s/artifacts/%s", ej, en);
+    free(ej);
+    free(en);
+    return upload_to(w, path, file, job_id, name);
+}
+
+int worker_upload_packed(hone_worker *w, const char *job_id, const char *dataset_id,
+                         const char *file)
+{
+    char path[1024];
+    const char *name = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+    char *ed = hone_rest_escape(dataset_id), *en = hone_rest_escape(name);
+    snprintf(path, sizeof path, "/api/v1/datasets/%s/packed/%s", ed, en);
+    free(ed);
+    free(en);
+    int rc = upload_to(w, path, file, job_id, name);
+    if (rc == 0)
+        worker_log(w, "job %s: packed file %s uploaded", job_id, name);
+    return rc;
 }
 
 int worker_upload_outputs(hone_worker *w, const char *job_id, const char *out_dir)

@@ -83,6 +83,11 @@ int worker_cache_fetch(hone_worker *w, const char *url, long long bytes, const c
  * of links <work-dir>/data/<job id>/ with the original names) and data.packed. A message for the
  * job's log in msg on failure. */
 int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *sets, char *msg, size_t msglen);
+/* Removes the job's folder of links (<work-dir>/data/<job id>/); the cache stays. */
+void worker_drop_dataset(hone_worker *w, const char *job_id);
+/* PUTs a convert job's packed file to /datasets/{id}/packed/{its name}. */
+int worker_upload_packed(hone_worker *w, const char *job_id, const char *dataset_id,
+                         const char *file);
 /* Fetches an uploaded checkpoint.bin (and metrics.jsonl) of the job into out_dir; HONE_ENOENT
  * when the controller has none. */
 int worker_fetch_checkpoint(hone_worker *w, const char *job_id, const char *out_dir);

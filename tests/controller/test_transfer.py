@@ -153,9 +153,46 @@ def main():
         st, js = w.req("GET", base + "/files")
         assert st == 403, (st, js)
 
+        # A convert job's packed file: only its lease holder may upload it, under its own name;
+        # then it is a file of the dataset like the others (manifest "packed", GET /packed/).
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+        from pngfolder import write_folder
+        write_folder(os.path.join(root, "pngs"), classes=2, per_class=4, size=16)
+        pds = c.ok("POST", "/api/v1/datasets", {"name": "p", "path": os.path.join(root, "pngs"),
+                                                "format": "image_folder"}, headers=ADMIN)["id"]
+        cv = c.ok("POST", "/api/v1/datasets/%s/convert" % pds, {"input_size": 16},
+                  headers=ADMIN)
+        name = os.path.basename(cv["config"]["out"])
+        lease = w.lease()
+        assert lease and lease["id"] == cv["id"], lease
+        blob = os.urandom(5000)
+        up = "/api/v1/datasets/%s/packed/" % pds
+        hdr = dict(w.headers, **{"Content-Type": "application/octet-stream",
+                                 "X-Hone-Sha256": hashlib.sha256(blob).hexdigest()})
+        st, js = c.req("PUT", up + "other.hpk", raw=blob, headers=hdr)
+        assert st == 403, (st, js)
+        st, js = c.req("POST", "/api/v1/workers", {"name": "w2", "resources": {"cpus": 1}},
+                       headers={"Authorization": "Bearer enrol-me"})
+        w2 = {"Authorization": "Bearer " + js["token"], "Content-Type": "application/octet-stream"}
+        st, js = c.req("PUT", up + name, raw=blob, headers=w2)
+        assert st == 403, (st, js)
+        st, js = c.req("PUT", up + name, raw=blob, headers=dict(hdr, **{"X-Hone-Sha256": "1" * 64}))
+        assert st == 422 and js["error"]["field"] == "X-Hone-Sha256", (st, js)
+        assert not os.path.exists(cv["config"]["out"])
+        st, js = c.req("PUT", up + name, raw=blob, headers=hdr)
+        assert st == 201 and js["bytes"] == len(blob), (st, js)
+        man = c.ok("GET", "/api/v1/datasets/%s/files" % pds, headers=ADMIN)
+        assert [(f["name"], f["sha256"]) for f in man["packed"]] == \
+            [(name, hashlib.sha256(blob).hexdigest())], man
+        st, body = c.req("GET", up + name, headers=ADMIN)
+        assert st == 200 and body == blob
+        w.complete(lease, "done")
+        st, js = c.req("PUT", up + name, raw=blob, headers=hdr)
+        assert st == 403, (st, js)
+
         metrics = c.req("GET", "/metrics", headers=ADMIN)[1].decode()
         reads = [ln for ln in metrics.splitlines() if ln.startswith("hone_dataset_file_reads")]
-        assert reads and int(reads[0].split()[1]) == 6, reads
+        assert reads and int(reads[0].split()[1]) == 7, reads
     finally:
         if c.alive():
             c.stop()

@@ -19,7 +19,9 @@ their own files.
      SIGTERM: the worker uploads, hands the lease back (queued at once) and exits within --grace;
      the next worker resumes it to the same end;
   4. a download of a file whose bytes were changed after the manifest was made is refused (hash
-     mismatch): nothing lands in the cache under that hash.
+     mismatch): nothing lands in the cache under that hash;
+  5. an image-folder experiment: its convert job runs on an http worker (folder downloaded, packed
+     there, the packed file uploaded), then the train job downloads that packed file alone.
 
 usage: test_storage_http.py HONE-CONTROLLER HONE-WORKER HONE-TRAIN"""
 import gzip
@@ -37,6 +39,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from honeproc import ControllerProcess, WorkerProcess  # noqa: E402
+from pngfolder import write_folder  # noqa: E402
 
 ADMIN = {"Authorization": "Bearer adm1n"}
 NOBODY = os.geteuid() == 0 and shutil.which("setpriv")
@@ -125,6 +128,8 @@ def main():
     ds_dir = os.path.join(data_dir, "datasets", "tiny")
     os.makedirs(os.path.dirname(ds_dir))
     write_idx(ds_dir, 1200, 200)
+    png_dir = os.path.join(data_dir, "datasets", "pngs")
+    n_png = write_folder(png_dir, classes=2, per_class=20, size=24)
     cfg = os.path.join(root, "controller.yaml")
     with open(cfg, "w") as f:
         f.write("log_format: text\nheartbeat_seconds: 1\nlease_seconds: 3\n"
@@ -178,8 +183,8 @@ def main():
         assert st == 200 and theirs == mine, "the controller's model.bin is not the worker's"
         cache = os.path.join(a.dir, "cache")
         assert len([f for f in os.listdir(cache) if re.fullmatch("[0-9a-f]{64}", f)]) == 4
-        link = os.path.join(a.dir, "data", j1, "train-images-idx3-ubyte.gz")
-        assert os.path.realpath(link).startswith(os.path.realpath(cache)), link
+        # the trainer read hard links to the cache under <work-dir>/data/<job>, gone once it ended
+        assert not os.path.exists(os.path.join(a.dir, "data", j1)), "links left behind"
         reads = metric(ctl, "hone_dataset_file_reads_total")
         assert reads >= 4, reads
         served = metric(ctl, "hone_dataset_file_bytes_total")
@@ -268,6 +273,29 @@ def main():
         assert re.search(r"sha256 [0-9a-f]{64}, not the manifest's %s; discarded" % want,
                          d.text()), d.text()
         assert not os.path.exists(os.path.join(d.dir, "cache", want))
+        # 5. An image-folder experiment: its convert job runs on an http worker (the folder is
+        # downloaded, packed there, the packed file uploaded to the controller's packed folder);
+        # the train job then downloads that one packed file and trains on it.
+        png = ok(ctl, "POST", "/api/v1/datasets", {"name": "pngs", "path": png_dir,
+                                                    "format": "image_folder"})["id"]
+        pexp = ok(ctl, "POST", "/api/v1/experiments",
+                  {"name": "p", "network_arch": "cnn", "train_datasets": [png],
+                   "specs": {"model": {"input_size": 16}, "train": {"epochs": 1, "batch_size": 8},
+                             "data": {"val_size": 8}}})["id"]
+        pj = ok(ctl, "POST", "/api/v1/experiments/%s/jobs" % pexp, {"action": "train"})
+        cid = pj["convert_job_id"]
+        assert cid, pj
+        assert wait_job(ctl, pj["id"], want=("done", "failed"))["status"] == "done", d.text()
+        cv = ok(ctl, "GET", "/api/v1/jobs/" + cid)
+        assert cv["status"] == "done", cv
+        packed_name = os.path.basename(cv["config"]["out"])
+        dlog = d.text()
+        assert "job %s: dataset %s: %d file(s) downloaded" % (cid, png, n_png) in dlog, dlog
+        assert "job %s: packed file %s uploaded" % (cid, packed_name) in dlog, dlog
+        assert "job %s: dataset %s: 1 file(s) downloaded" % (pj["id"], png) in dlog, dlog
+        mine = open(os.path.join(d.dir, "jobs", cid, packed_name), "rb").read()
+        assert open(cv["config"]["out"], "rb").read() == mine
+        assert not os.path.exists(os.path.join(d.dir, "data", pj["id"])), "links left behind"
         ok_exit = True
         if os.environ.get("HONE_TEST_VERBOSE"):
             print("killed at epoch", killed_at)

@@ -36,6 +36,28 @@ static int job_exists(hone_controller *c, hone_http_res *res, const char *id)
     return rc;
 }
 
+/* A worker credential reads artifacts of a job it holds only (a resumed trial's checkpoint); the
+ * admin (or anyone without auth) reads them all. Answers and returns non-zero otherwise. */
+static int worker_read_allowed(hone_controller *c, hone_http_req *req, hone_http_res *res,
+                               const char *id)
+{
+    json_t *job = NULL;
+    char wid[64];
+    if (!c->cfg.auth_token || ctl_auth_is_admin(c, req))
+        return HONE_OK;
+    if (ctl_auth_worker_any(c, req, res, wid, sizeof wid))
+        return HONE_EPERM;
+    int rc = ctl_job_row_res(c, res, id, &job);
+    if (rc == HONE_OK && (!jstr(job, "worker_id") || strcmp(jstr(job, "worker_id"), wid) != 0 ||
+                          strcmp(jstr(job, "status"), "running") != 0)) {
+        hone_http_res_error(res, 403, "Authorization", "job %s is not leased to worker %s", id,
+                            wid);
+        rc = HONE_EPERM;
+    }
+    json_decref(job);
+    return rc;
+}
+
 static void list_dir(json_t *arr, const char *dir, const char *prefix)
 {
     DIR *d = opendir(dir);
@@ -84,7 +106,7 @@ static void a_get(hone_http_req *req, hone_http_res *res, void *ud)
         hone_http_res_error(res, 422, "name", "bad artifact name");
         return;
     }
-    if (job_exists(c, res, id))
+    if (job_exists(c, res, id) || worker_read_allowed(c, req, res, id))
         return;
     char *dir = ctl_job_dir(c, id), p[4096];
     snprintf(p, sizeof p, "%s/%s%s%s", dir, sub ? sub : "", sub ? "/" : "", name);

@@ -2,8 +2,8 @@
  * --evaluate or --infer on the lease's model folder (argv: trainer_argv.c) with --out the job's
  * artifact folder (inference writes labels.jsonl there), or --export into that folder's
  * model.onnx, stops it on cancel, and completes the job with its result line ({"event":
- * "evaluate",...}, {"event":"inference",...} or {"event":"export",...}) as the final. Like a train
- * job, the folders are the controller's: a worker that does not share its disk needs issue 10. */
+ * "evaluate",...}, {"event":"inference",...} or {"event":"export",...}) as the final. The folders
+ * are the controller's: a worker with --storage http fails these jobs, saying so. */
 #include "worker_internal.h"
 
 #include <stdio.h>
@@ -42,7 +42,18 @@ void worker_action_run(hone_worker *w, const json_t *job)
     const char *status;
 
     worker_set_job(w, id);
-    char **argv = hone_worker_action_argv(w->o, w->trainer, job);
+    char **argv = NULL;
+    if (w->http_storage) {
+        /* The model folder (and inference's image folder) are the controller's paths; fetching
+         * them over HTTP is not built yet. Say so rather than fail reading them. */
+        res.log_tail =
+            hone_xstrdup("hone-worker: evaluate, inference and export jobs need a worker "
+                         "that shares the controller's disk (--storage shared)");
+        worker_log(w, "job %s: %s", id, res.log_tail);
+        worker_job_complete(w, id, "failed", &res);
+        goto fail;
+    }
+    argv = hone_worker_action_argv(w->o, w->trainer, job);
     if (!argv) {
         res.log_tail = hone_xstrdup("hone-worker: bad lease: no model_dir, out_dir or folder");
         worker_log(w, "job %s: %s", id, res.log_tail);

@@ -149,7 +149,11 @@ def main():
         assert sorted(os.listdir(job_dir)) == ["good.bin"], os.listdir(job_dir)  # no temp left
         st, got = c.req("GET", art + "good.bin", headers=ADMIN)
         assert st == 200 and got == body
+        st, got = c.req("GET", art + "good.bin", headers=w.headers)  # its own lease: readable
+        assert st == 200 and got == body
         w.complete(job, "done")
+        st, js = c.req("GET", art + "good.bin", headers=w.headers)  # no longer its job
+        assert st == 403 and js["error"]["field"] == "Authorization", (st, js)
         st, js = w.req("GET", base + "/files")
         assert st == 403, (st, js)
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <dirent.h>
@@ -65,22 +66,15 @@ static long long file_size(const char *path)
     return stat(path, &st) == 0 && S_ISREG(st.st_mode) ? (long long)st.st_size : -1;
 }
 
-/* Downloads url (a file of the manifest: bytes, sha256) into <cache>/<sha256>, resuming
- * <sha256>.part; nothing when the cache has it already (*hit = 1). Retries a broken transfer
- * with backoff until the worker stops; a hash mismatch throws the part away and fails. */
-int worker_cache_fetch(hone_worker *w, const char *url, long long bytes, const char *sha, char *out,
-                       size_t cap, int *hit)
+/* worker_cache_fetch's work, with the .part's lock held. */
+static int cache_fetch_locked(hone_worker *w, const char *url, long long bytes, const char *sha,
+                              const char *out, const char *part, int *hit)
 {
-    char part[4096 + 128], got[65], err[512];
+    char got[65], err[512] = "";
     int delay = 0, tries = 0, rc = HONE_EIO;
     FILE *f = NULL;
 
-    *hit = 0;
-    if (!sha_ok(sha) || bytes < 0)
-        return HONE_EINVAL;
-    snprintf(out, cap, "%s/%s", w->cache_dir, sha);
-    snprintf(part, sizeof part, "%s/%s.part", w->cache_dir, sha);
-    if (file_size(out) == bytes) {
+    if (file_size(out) == bytes) { /* another worker sharing the cache fetched it meanwhile */
         *hit = 1;
         return HONE_OK;
     }
@@ -88,7 +82,7 @@ int worker_cache_fetch(hone_worker *w, const char *url, long long bytes, const c
         long long have = file_size(part);
         hone_rest_resp resp;
         if (have > bytes) {
-            unlink(part); /* longer than the file: not a prefix of it */
+            truncate(part, 0); /* longer than the file: not a prefix of it */
             have = -1;
         }
         if (have == bytes)
@@ -104,7 +98,7 @@ int worker_cache_fetch(hone_worker *w, const char *url, long long bytes, const c
         if (rc == 0 && (resp.status == 206 || resp.status == 200)) {
             if (resp.status == 200 && have > 0) {
                 /* the whole file again, appended to what we had: start over */
-                unlink(part);
+                truncate(part, 0);
             }
             hone_rest_resp_clear(&resp);
             delay = 0;
@@ -115,7 +109,7 @@ int worker_cache_fetch(hone_worker *w, const char *url, long long bytes, const c
             long st = resp.status;
             hone_rest_resp_clear(&resp);
             if (st == 416) {
-                unlink(part); /* the server's file is shorter than our part: start over */
+                truncate(part, 0); /* the server's file is shorter than our part: again */
                 continue;
             }
             if (st < 500) {
@@ -131,12 +125,43 @@ int worker_cache_fetch(hone_worker *w, const char *url, long long bytes, const c
     }
     if (worker_sha256_file(part, got) != 0 || strcmp(got, sha) != 0) {
         worker_log(w, "download %s: sha256 %s, not the manifest's %s; discarded", url, got, sha);
-        unlink(part);
+        truncate(part, 0);
         return HONE_EIO;
     }
     if (rename(part, out) != 0)
         return HONE_EIO;
     return HONE_OK;
+}
+
+/* Downloads url (a file of the manifest: bytes, sha256) into <cache>/<sha256>, resuming
+ * <sha256>.part; nothing when the cache has it already (*hit = 1). Retries a broken transfer
+ * with backoff until the worker stops; a hash mismatch empties the part and fails. Workers that
+ * share one --cache-dir take turns on a file (a lock on its .part): the others then find it
+ * cached. */
+int worker_cache_fetch(hone_worker *w, const char *url, long long bytes, const char *sha, char *out,
+                       size_t cap, int *hit)
+{
+    char part[4096 + 128];
+    int rc, lock;
+
+    *hit = 0;
+    if (!sha_ok(sha) || bytes < 0)
+        return HONE_EINVAL;
+    snprintf(out, cap, "%s/%s", w->cache_dir, sha);
+    snprintf(part, sizeof part, "%s/%s.part", w->cache_dir, sha);
+    if (file_size(out) == bytes) {
+        *hit = 1;
+        return HONE_OK;
+    }
+    lock = open(part, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lock < 0 || flock(lock, LOCK_EX) != 0) {
+        if (lock >= 0)
+            close(lock);
+        return HONE_EIO;
+    }
+    rc = cache_fetch_locked(w, url, bytes, sha, out, part, hit);
+    close(lock); /* releases the lock */
+    return rc;
 }
 
 /* Copies src to dst (a cache on another file system than the work dir). */

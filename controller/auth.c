@@ -26,6 +26,7 @@ static const char *const worker_routes[] = {
     "/api/v1/jobs/{id}/report",           "/api/v1/jobs/{id}/complete",
     "/api/v1/jobs/{id}/artifacts/{name}", "/api/v1/datasets/{id}/files",
     "/api/v1/datasets/{id}/files/{name}", "/api/v1/datasets/{id}/packed/{name}",
+    "/api/v1/jobs/{id}/artifacts",        "/api/v1/jobs/{id}/artifacts/{dir}/{name}",
 };
 
 static void hex(const unsigned char *in, size_t n, char *out)

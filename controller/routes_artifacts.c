@@ -16,6 +16,7 @@
 #include "ctl.h"
 #include "jobs.h"
 #include "routes.h"
+#include "store.h"
 #include "util.h"
 
 static int name_ok(const char *s)
@@ -36,6 +37,23 @@ static int job_exists(hone_controller *c, hone_http_res *res, const char *id)
     return rc;
 }
 
+/* Whether worker wid runs an evaluate, inference or export job on job id's model. */
+static int action_parent_of(hone_controller *c, const char *wid, const char *id)
+{
+    json_t *rows = NULL, *r;
+    size_t i;
+    int yes = 0;
+    if (store_worker_actions_running(c->db, wid, &rows) == HONE_OK)
+        json_array_foreach(rows, i, r)
+        {
+            json_t *cfg = jparse(jstr(r, "config"));
+            yes |= jstr(cfg, "parent_job_id") && !strcmp(jstr(cfg, "parent_job_id"), id);
+            json_decref(cfg);
+        }
+    json_decref(rows);
+    return yes;
+}
+
 /* A worker credential reads artifacts of a job it holds only (a resumed trial's checkpoint); the
  * admin (or anyone without auth) reads them all. Answers and returns non-zero otherwise. */
 static int worker_read_allowed(hone_controller *c, hone_http_req *req, hone_http_res *res,
@@ -48,8 +66,10 @@ static int worker_read_allowed(hone_controller *c, hone_http_req *req, hone_http
     if (ctl_auth_worker_any(c, req, res, wid, sizeof wid))
         return HONE_EPERM;
     int rc = ctl_job_row_res(c, res, id, &job);
-    if (rc == HONE_OK && (!jstr(job, "worker_id") || strcmp(jstr(job, "worker_id"), wid) != 0 ||
-                          strcmp(jstr(job, "status"), "running") != 0)) {
+    if (rc == HONE_OK &&
+        (!jstr(job, "worker_id") || strcmp(jstr(job, "worker_id"), wid) != 0 ||
+         strcmp(jstr(job, "status"), "running") != 0) &&
+        !action_parent_of(c, wid, id)) {
         hone_http_res_error(res, 403, "Authorization", "job %s is not leased to worker %s", id,
                             wid);
         rc = HONE_EPERM;
@@ -88,7 +108,7 @@ static void a_list(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
     const char *id = hone_http_req_param(req, "id");
-    if (job_exists(c, res, id))
+    if (job_exists(c, res, id) || worker_read_allowed(c, req, res, id))
         return;
     char *dir = ctl_job_dir(c, id);
     json_t *arr = json_array();

@@ -217,6 +217,9 @@ int store_dataset_file_put(ctl_db *db, const char *dataset_id, const char *kind,
 /* HONE_OK when worker_id runs a job that reads the dataset (a job of an experiment that uses it,
  * or its convert job); HONE_ENOENT when not. */
 int store_dataset_leased_to(ctl_db *db, const char *dataset_id, const char *worker_id);
+/* {id, config} of the evaluate, inference and export jobs leased to worker_id and running (their
+ * parent's model is theirs to read). */
+int store_worker_actions_running(ctl_db *db, const char *worker_id, json_t **rows);
 /* {id, config} of the running convert jobs of the dataset leased to worker_id. */
 int store_dataset_convert_leased(ctl_db *db, const char *dataset_id, const char *worker_id,
                                  json_t **rows);

@@ -41,3 +41,11 @@ int store_dataset_convert_leased(ctl_db *db, const char *dataset_id, const char 
                    "worker_id=? AND status='running'",
                    "ss", dataset_id, worker_id);
 }
+
+int store_worker_actions_running(ctl_db *db, const char *worker_id, json_t **rows)
+{
+    return db_rows(db, rows,
+                   "SELECT id,config FROM jobs WHERE worker_id=? AND status='running' AND "
+                   "action IN ('evaluate','inference','export')",
+                   "s", worker_id);
+}

@@ -619,3 +619,75 @@ void worker_ckpt_up_stop(worker_ckpt_up *u)
     pthread_cond_destroy(&u->cv);
     free(u);
 }
+
+int worker_fetch_model(hone_worker *w, const char *job_id, const char *parent, const char *subdir,
+                       const char *dir, char *msg, size_t msglen)
+{
+    char path[512], err[512];
+    hone_rest_resp resp;
+    json_t *f;
+    size_t i, sl = subdir ? strlen(subdir) : 0;
+    int rc = HONE_EIO, n = 0;
+    char *ep = hone_rest_escape(parent);
+
+    snprintf(path, sizeof path, "/api/v1/jobs/%s/artifacts", ep);
+    if (worker_mkdirs(dir, 0) != 0 ||
+        hone_rest_call(w->rest, "GET", path, NULL, 60, &resp, err, sizeof err) != 0) {
+        snprintf(msg, msglen, "hone-worker: cannot list the model of job %s", parent);
+        free(ep);
+        return HONE_EIO;
+    }
+    if (resp.status != 200) {
+        hone_rest_error_text(&resp, err, sizeof err);
+        snprintf(msg, msglen, "hone-worker: the model of job %s: %s", parent, err);
+        goto fail;
+    }
+    json_array_foreach(json_object_get(resp.json, "files"), i, f)
+    {
+        const char *name = json_string_value(json_object_get(f, "name")), *base;
+        char url[1024], file[4096 + 600];
+        hone_rest_resp r2;
+        if (!name)
+            continue;
+        if (sl) { /* best_model/x of an AutoML job */
+            if (strncmp(name, subdir, sl) != 0 || name[sl] != '/')
+                continue;
+            base = name + sl + 1;
+        } else {
+            base = name;
+        }
+        /* what hone-train opens: the model, its description and spec; not the checkpoint */
+        if (strchr(base, '/') || base[0] == '.' || !strcmp(base, "checkpoint.bin"))
+            continue;
+        char *eb = hone_rest_escape(base);
+        snprintf(url, sizeof url, "/api/v1/jobs/%s/artifacts/%s%s%s", ep, sl ? subdir : "",
+                 sl ? "/" : "", eb);
+        free(eb);
+        snprintf(file, sizeof file, "%s/%s", dir, base);
+        FILE *out = fopen(file, "wb");
+        if (!out) {
+            snprintf(msg, msglen, "hone-worker: cannot write %s", file);
+            goto fail;
+        }
+        int r = hone_rest_download(w->rest, url, out, 600, &r2, err, sizeof err);
+        if (fclose(out) != 0 && r == 0)
+            r = HONE_EIO;
+        if (r == 0 && r2.status != 200) {
+            hone_rest_error_text(&r2, err, sizeof err);
+            r = HONE_EIO;
+        }
+        hone_rest_resp_clear(&r2);
+        if (r) {
+            snprintf(msg, msglen, "hone-worker: cannot download %s: %s", url, err);
+            goto fail;
+        }
+        n++;
+    }
+    worker_log(w, "job %s: model of job %s%s%s fetched (%d file(s))", job_id, parent, sl ? "/" : "",
+               sl ? subdir : "", n);
+    rc = HONE_OK;
+fail:
+    free(ep);
+    hone_rest_resp_clear(&resp);
+    return rc;
+}

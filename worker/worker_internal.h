@@ -83,6 +83,10 @@ int worker_cache_fetch(hone_worker *w, const char *url, long long bytes, const c
  * of links <work-dir>/data/<job id>/ with the original names) and data.packed. A message for the
  * job's log in msg on failure. */
 int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *sets, char *msg, size_t msglen);
+/* Downloads the model files (not the checkpoint) of job parent's artifacts (subdir "best_model"
+ * of an AutoML job, or "") into dir. A message in msg on failure. */
+int worker_fetch_model(hone_worker *w, const char *job_id, const char *parent, const char *subdir,
+                       const char *dir, char *msg, size_t msglen);
 /* Removes the job's folder of links (<work-dir>/data/<job id>/); the cache stays. */
 void worker_drop_dataset(hone_worker *w, const char *job_id);
 /* PUTs a convert job's packed file to /datasets/{id}/packed/{its name}. */

@@ -21,7 +21,9 @@ their own files.
   4. a download of a file whose bytes were changed after the manifest was made is refused (hash
      mismatch): nothing lands in the cache under that hash;
   5. an image-folder experiment: its convert job runs on an http worker (folder downloaded, packed
-     there, the packed file uploaded), then the train job downloads that packed file alone.
+     there, the packed file uploaded), then the train job downloads that packed file alone;
+  6. evaluate and export on an http worker (the parent's model downloaded, outputs uploaded: the
+     evaluation equals the train job's test accuracy); inference is refused, saying why.
 
 usage: test_storage_http.py HONE-CONTROLLER HONE-WORKER HONE-TRAIN"""
 import gzip
@@ -273,6 +275,10 @@ def main():
         assert re.search(r"sha256 [0-9a-f]{64}, not the manifest's %s; discarded" % want,
                          d.text()), d.text()
         assert not os.path.exists(os.path.join(d.dir, "cache", want))
+        with open(lab, "r+b") as fh:  # put it back as it was (the hash cached is right again)
+            fh.seek(12)
+            fh.write(byte)
+        os.utime(lab, ns=(old.st_atime_ns, old.st_mtime_ns))
         # 5. An image-folder experiment: its convert job runs on an http worker (the folder is
         # downloaded, packed there, the packed file uploaded to the controller's packed folder);
         # the train job then downloads that one packed file and trains on it.
@@ -296,6 +302,24 @@ def main():
         mine = open(os.path.join(d.dir, "jobs", cid, packed_name), "rb").read()
         assert open(cv["config"]["out"], "rb").read() == mine
         assert not os.path.exists(os.path.join(d.dir, "data", pj["id"])), "links left behind"
+        # 6. Evaluate and export on an http worker: the parent's model comes over HTTP (and the
+        # dataset for evaluate), the outputs go back; inference is refused, saying why.
+        jobs = "/api/v1/experiments/%s/jobs" % exp
+        ev = ok(ctl, "POST", jobs, {"action": "evaluate", "parent_job_id": j1})["id"]
+        ex = ok(ctl, "POST", jobs, {"action": "export", "parent_job_id": j1})["id"]
+        train1 = ok(ctl, "GET", "/api/v1/jobs/" + j1)
+        r = wait_job(ctl, ev, want=("done", "failed"))
+        assert r["status"] == "done", (r, d.text())
+        assert abs(r["result"]["accuracy"] - train1["result"]["test_accuracy"]) < 1e-6, r
+        assert wait_job(ctl, ex, want=("done", "failed"))["status"] == "done", d.text()
+        assert "job %s: model of job %s fetched" % (ev, j1) in d.text(), d.text()
+        st, onnx = call(ctl, "GET", "/api/v1/jobs/%s/artifacts/model.onnx" % ex, raw=True)
+        assert st == 200 and onnx == open(os.path.join(d.dir, "jobs", ex, "out", "model.onnx"),
+                                          "rb").read()
+        inf = ok(ctl, "POST", jobs, {"action": "inference", "parent_job_id": j1,
+                                     "folder": png_dir})["id"]
+        r = wait_job(ctl, inf, want=("done", "failed"))
+        assert r["status"] == "failed" and "--storage shared" in (r.get("error") or ""), r
         ok_exit = True
         if os.environ.get("HONE_TEST_VERBOSE"):
             print("killed at epoch", killed_at)

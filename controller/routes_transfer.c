@@ -6,7 +6,9 @@
  * XFER_CHUNK bytes (206 with Content-Range when that is not the whole file): a client asks again
  * from where the last answer ended. Names are confined to the dataset's folder (no '..', no dot
  * files, no absolute paths, nothing outside it once symlinks are resolved). A convert job's packed
- * file comes back the other way (PUT /datasets/{id}/packed/{name}, its lease holder only). */
+ * file comes back the other way (PUT /datasets/{id}/packed/{name}, its lease holder only). An
+ * inference job's image folder is served the same way (GET /jobs/{id}/input[/{name}]), to the
+ * worker holding its lease, without the hash cache. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +21,7 @@
 
 #include "auth.h"
 #include "ctl.h"
+#include "jobs.h"
 #include "routes.h"
 #include "store.h"
 #include "util.h"
@@ -89,6 +92,7 @@ typedef struct xfer_list {
     char root[PATH_MAX];          /* the dataset's folder */
     char packed[PATH_MAX];        /* its packed files' folder */
     char real[PATH_MAX];          /* the folder being walked, symlinks resolved */
+    int job_input;                /* an inference job's folder: no hash cache, no packed files */
     json_t *cached;               /* rows of dataset_files before (loop-owned until queued) */
     json_t *files, *packed_files; /* [{name, bytes, sha256}] built off the loop */
     json_t *fresh;                /* [{kind, name, bytes, mtime, sha256}] to store */
@@ -175,6 +179,8 @@ static void list_run(uv_work_t *w)
         l->status = 500;
         snprintf(l->msg, sizeof l->msg, "cannot read the dataset's folder: %s", strerror(errno));
     }
+    if (l->job_input)
+        return;
     if (!realpath(l->packed, l->real))
         snprintf(l->real, sizeof l->real, "%s", l->packed);
     if (!l->status && list_walk(l, "packed", l->packed, "", 0, 0, l->packed_files) && !l->status) {
@@ -198,7 +204,7 @@ static void list_done(uv_work_t *w, int status)
     if (l->res)
         hone_http_res_on_abort(l->res, NULL, NULL);
     /* New hashes are kept even when the client left: the next manifest needs no hashing. */
-    if (!status && json_array_size(l->fresh) && db_begin(c->db) == HONE_OK) {
+    if (!status && !l->job_input && json_array_size(l->fresh) && db_begin(c->db) == HONE_OK) {
         int rc = HONE_OK;
         json_array_foreach(l->fresh, i, r) rc |=
             store_dataset_file_put(c->db, l->id, jstr(r, "kind"), jstr(r, "name"), jint(r, "bytes"),
@@ -212,6 +218,8 @@ static void list_done(uv_work_t *w, int status)
         hone_http_res_error(l->res, 503, NULL, "manifest canceled");
     else if (l->status)
         hone_http_res_error(l->res, l->status, NULL, "%s", l->msg);
+    else if (l->job_input)
+        hone_http_res_json(l->res, 200, json_pack("{s:s,s:O}", "job_id", l->id, "files", l->files));
     else
         hone_http_res_json(l->res, 200,
                            json_pack("{s:s,s:O,s:O}", "dataset_id", l->id, "files", l->files,
@@ -224,21 +232,19 @@ done:
     free(l);
 }
 
-static void x_manifest(hone_http_req *req, hone_http_res *res, void *ud)
+/* Walks root (and, for a dataset, its packed folder) on the thread pool and answers. */
+static void list_start(hone_controller *c, hone_http_res *res, const char *id, const char *root,
+                       int job_input)
 {
-    hone_controller *c = ud;
-    const char *id = hone_http_req_param(req, "id");
-    json_t *row = NULL;
-    if (xfer_allowed(c, req, res, id, &row))
-        return;
     xfer_list *l = hone_xcalloc(1, sizeof *l);
     l->c = c;
     l->res = res;
+    l->job_input = job_input;
     snprintf(l->id, sizeof l->id, "%s", id);
-    snprintf(l->root, sizeof l->root, "%s", jstr(row, "path"));
-    xfer_packed_dir(c, id, l->packed, sizeof l->packed);
-    json_decref(row);
-    if (store_dataset_files_list(c->db, id, &l->cached))
+    snprintf(l->root, sizeof l->root, "%s", root);
+    if (!job_input)
+        xfer_packed_dir(c, id, l->packed, sizeof l->packed);
+    if (job_input || store_dataset_files_list(c->db, id, &l->cached))
         l->cached = json_array();
     l->files = json_array();
     l->packed_files = json_array();
@@ -251,6 +257,61 @@ static void x_manifest(hone_http_req *req, hone_http_res *res, void *ud)
         hone_http_res_error(res, 503, NULL, "cannot list the files now");
         list_done(&l->w, 0);
     }
+}
+
+static void x_manifest(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    const char *id = hone_http_req_param(req, "id");
+    json_t *row = NULL;
+    if (xfer_allowed(c, req, res, id, &row))
+        return;
+    list_start(c, res, id, jstr(row, "path"), 0);
+    json_decref(row);
+}
+
+/* An inference job's image folder: the admin, or the worker holding its running lease. Writes
+ * the folder; answers and returns non-zero otherwise. */
+static int input_allowed(hone_controller *c, hone_http_req *req, hone_http_res *res, const char *id,
+                         char *folder, size_t cap)
+{
+    json_t *job = NULL, *cfg = NULL;
+    char wid[64];
+    int rc = ctl_job_row_res(c, res, id, &job);
+    if (rc)
+        return rc;
+    cfg = jparse(jstr(job, "config"));
+    rc = HONE_EPERM;
+    if (strcmp(jstr(job, "action"), "inference") != 0 || !jstr(cfg, "folder")) {
+        hone_http_res_error(res, 404, "id", "job %s is not an inference job: it has no input", id);
+        goto fail;
+    }
+    if (c->cfg.auth_token && !ctl_auth_is_admin(c, req)) {
+        if (ctl_auth_worker_any(c, req, res, wid, sizeof wid))
+            goto fail;
+        if (!jstr(job, "worker_id") || strcmp(jstr(job, "worker_id"), wid) != 0 ||
+            strcmp(jstr(job, "status"), "running") != 0) {
+            hone_http_res_error(res, 403, "Authorization", "job %s is not leased to worker %s", id,
+                                wid);
+            goto fail;
+        }
+    }
+    snprintf(folder, cap, "%s", jstr(cfg, "folder"));
+    rc = HONE_OK;
+fail:
+    json_decref(cfg);
+    json_decref(job);
+    return rc;
+}
+
+static void x_input_manifest(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    const char *id = hone_http_req_param(req, "id");
+    char folder[PATH_MAX];
+    if (input_allowed(c, req, res, id, folder, sizeof folder))
+        return;
+    list_start(c, res, id, folder, 1);
 }
 
 /* ---- one file's bytes ---- */
@@ -393,14 +454,16 @@ done:
     free(x);
 }
 
-static void x_file(hone_http_req *req, hone_http_res *res, void *ud, int packed)
+/* kind: 0 a dataset's file, 1 its packed file, 2 an inference job's input. */
+static void x_file(hone_http_req *req, hone_http_res *res, void *ud, int kind)
 {
     hone_controller *c = ud;
     const char *id = hone_http_req_param(req, "id"), *name = hone_http_req_param(req, "name");
     const char *range = hone_http_req_header(req, "Range");
     json_t *row = NULL;
     uint64_t from = 0, until = UINT64_MAX;
-    if (!xfer_name_ok(name) || (packed && strchr(name, '/'))) {
+    char folder[PATH_MAX];
+    if (!xfer_name_ok(name) || (kind == 1 && strchr(name, '/'))) {
         hone_http_res_error(res, 422, "name", "bad file name");
         return;
     }
@@ -408,7 +471,8 @@ static void x_file(hone_http_req *req, hone_http_res *res, void *ud, int packed)
         hone_http_res_error(res, 416, "Range", "Range must be bytes=N- or bytes=N-M");
         return;
     }
-    if (xfer_allowed(c, req, res, id, &row))
+    if (kind == 2 ? input_allowed(c, req, res, id, folder, sizeof folder)
+                  : xfer_allowed(c, req, res, id, &row))
         return;
     xfer_read *x = hone_xcalloc(1, sizeof *x);
     x->c = c;
@@ -417,10 +481,10 @@ static void x_file(hone_http_req *req, hone_http_res *res, void *ud, int packed)
     x->until = until;
     x->ranged = range != NULL;
     snprintf(x->name, sizeof x->name, "%s", name);
-    if (packed)
+    if (kind == 1)
         xfer_packed_dir(c, id, x->root, sizeof x->root);
     else
-        snprintf(x->root, sizeof x->root, "%s", jstr(row, "path"));
+        snprintf(x->root, sizeof x->root, "%s", kind == 2 ? folder : jstr(row, "path"));
     json_decref(row);
     snprintf(x->path, sizeof x->path, "%.3000s/%.1024s", x->root, name);
     x->w.data = x;
@@ -440,6 +504,11 @@ static void x_dataset_file(hone_http_req *req, hone_http_res *res, void *ud)
 static void x_packed_file(hone_http_req *req, hone_http_res *res, void *ud)
 {
     x_file(req, res, ud, 1);
+}
+
+static void x_input_file(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    x_file(req, res, ud, 2);
 }
 
 /* ---- a convert job's packed file, uploaded by the worker that packed it ---- */
@@ -510,6 +579,8 @@ int ctl_routes_transfer(hone_controller *c)
     rc |= hone_http_route(c->http, "GET", "/api/v1/datasets/{id}/files", x_manifest, c);
     rc |= hone_http_route(c->http, "GET", "/api/v1/datasets/{id}/files/{name}", x_dataset_file, c);
     rc |= hone_http_route(c->http, "GET", "/api/v1/datasets/{id}/packed/{name}", x_packed_file, c);
+    rc |= hone_http_route(c->http, "GET", "/api/v1/jobs/{id}/input", x_input_manifest, c);
+    rc |= hone_http_route(c->http, "GET", "/api/v1/jobs/{id}/input/{name}", x_input_file, c);
     rc |= hone_http_route_upload(c->http, "PUT", "/api/v1/datasets/{id}/packed/{name}",
                                  c->cfg.max_upload_bytes, packed_put_begin, packed_put, c);
     return rc ? HONE_EINVAL : HONE_OK;

@@ -3,9 +3,8 @@
  * artifact folder (inference writes labels.jsonl there), or --export into that folder's
  * model.onnx, stops it on cancel, and completes the job with its result line ({"event":
  * "evaluate",...}, {"event":"inference",...} or {"event":"export",...}) as the final. With
- * --storage http the parent's model (and evaluate's dataset) are downloaded first and the out
- * folder is uploaded before completing; inference's image folder is not served over HTTP yet, so
- * such a worker fails inference jobs, saying so. */
+ * --storage http the parent's model (and evaluate's dataset, inference's image folder) are
+ * downloaded first and the out folder is uploaded before completing. */
 #include "worker_internal.h"
 
 #include <stdio.h>
@@ -47,18 +46,10 @@ void worker_action_run(hone_worker *w, const json_t *job)
 
     worker_set_job(w, id);
     char **argv = NULL;
-    if (w->http_storage && action && !strcmp(action, "inference")) {
-        /* inference's image folder is a path of the controller's; it is not served over HTTP
-         * yet. Say so rather than fail reading it. */
-        res.log_tail = hone_xstrdup("hone-worker: inference jobs need a worker that shares the "
-                                    "controller's disk (--storage shared)");
-        worker_log(w, "job %s: %s", id, res.log_tail);
-        worker_job_complete(w, id, "failed", &res);
-        goto fail;
-    }
     if (w->http_storage) {
-        /* The parent's model comes over HTTP, evaluate's dataset into the cache; the trainer
-         * writes into our own out folder, uploaded before the job completes. */
+        /* The parent's model comes over HTTP, evaluate's dataset and inference's image folder
+         * into the cache; the trainer writes into our own out folder, uploaded before the job
+         * completes. */
         char msg[4096 + 256], model[4096 + 64];
         snprintf(model, sizeof model, "%s/jobs/%s/model", w->work_dir, id);
         snprintf(out_dir, sizeof out_dir, "%s/jobs/%s/out", w->work_dir, id);
@@ -74,6 +65,12 @@ void worker_action_run(hone_worker *w, const json_t *job)
             rc = worker_fetch_model(w, id, json_string_value(json_object_get(job, "parent_job_id")),
                                     json_string_value(json_object_get(job, "model_subdir")), model,
                                     msg, sizeof msg);
+        if (!rc && action && !strcmp(action, "inference")) {
+            char folder[4096 + 256];
+            rc = worker_fetch_input(w, id, folder, sizeof folder, msg, sizeof msg);
+            if (!rc)
+                json_object_set_new(local, "folder", json_string(folder));
+        }
         if (!rc && action && !strcmp(action, "evaluate")) {
             json_t *sets = json_object();
             rc = worker_fetch_dataset(w, job, sets, msg, sizeof msg);

@@ -241,6 +241,84 @@ static int name_ok(const char *s)
     return 1;
 }
 
+/* Downloads every file of a manifest (prefix + the escaped name: its URL) into the cache and
+ * links it under its name in <work-dir>/data/<id>/ (written to folder); counts what came from
+ * the cache and what was downloaded. */
+static int fetch_folder(hone_worker *w, const char *id, const json_t *files, const char *prefix,
+                        char *folder, size_t fcap, int *n_hit, int *n_got, long long *got_bytes,
+                        char *msg, size_t msglen)
+{
+    const json_t *f;
+    size_t i;
+    int rc;
+
+    snprintf(folder, fcap, "%s/data/%s", w->work_dir, id);
+    if (worker_mkdirs(folder, 0) != 0) {
+        snprintf(msg, msglen, "hone-worker: cannot make %s: %s", folder, strerror(errno));
+        return HONE_EIO;
+    }
+    json_array_foreach(files, i, f)
+    {
+        const char *name = json_string_value(json_object_get(f, "name"));
+        char url[2048], link[4096 + 1400], cached[4096 + 128];
+        int hit;
+        if (!name_ok(name)) {
+            snprintf(msg, msglen, "hone-worker: the manifest names a file %s", name ? name : "?");
+            return HONE_EINVAL;
+        }
+        char *en = hone_rest_escape(name);
+        snprintf(url, sizeof url, "%s%s", prefix, en);
+        free(en);
+        rc = worker_cache_fetch(w, url, json_integer_value(json_object_get(f, "bytes")),
+                                json_string_value(json_object_get(f, "sha256")), cached,
+                                sizeof cached, &hit);
+        if (rc) {
+            snprintf(msg, msglen, "hone-worker: could not download %s", url);
+            return rc;
+        }
+        *n_hit += hit;
+        *n_got += !hit;
+        *got_bytes += hit ? 0 : json_integer_value(json_object_get(f, "bytes"));
+        snprintf(link, sizeof link, "%s/%s", folder, name);
+        if (link_into(link, cached) != 0) {
+            snprintf(msg, msglen, "hone-worker: cannot link %s: %s", link, strerror(errno));
+            return HONE_EIO;
+        }
+    }
+    return HONE_OK;
+}
+
+int worker_fetch_input(hone_worker *w, const char *job_id, char *folder, size_t fcap, char *msg,
+                       size_t msglen)
+{
+    char path[512], prefix[512], err[512];
+    hone_rest_resp resp;
+    int n_hit = 0, n_got = 0, rc;
+    long long got_bytes = 0;
+    char *ej = hone_rest_escape(job_id);
+
+    snprintf(path, sizeof path, "/api/v1/jobs/%s/input", ej);
+    snprintf(prefix, sizeof prefix, "/api/v1/jobs/%s/input/", ej);
+    free(ej);
+    if (hone_rest_call(w->rest, "GET", path, NULL, 600, &resp, err, sizeof err) != 0) {
+        snprintf(msg, msglen, "hone-worker: the input folder's manifest: %s", err);
+        return HONE_EIO;
+    }
+    if (resp.status != 200 || !json_is_array(json_object_get(resp.json, "files"))) {
+        hone_rest_error_text(&resp, err, sizeof err);
+        snprintf(msg, msglen, "hone-worker: the input folder's manifest: %s", err);
+        hone_rest_resp_clear(&resp);
+        return HONE_EIO;
+    }
+    rc = fetch_folder(w, job_id, json_object_get(resp.json, "files"), prefix, folder, fcap, &n_hit,
+                      &n_got, &got_bytes, msg, msglen);
+    if (!rc)
+        worker_log(w, "job %s: input folder: %d file(s) downloaded (%lld bytes), %d from the cache",
+                   job_id, n_got, got_bytes, n_hit);
+    hone_rest_resp_clear(&resp);
+    return rc;
+}
+
 int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *sets, char *msg, size_t msglen)
 {
     const char *ds = json_string_value(json_object_get(job, "dataset_id"));
@@ -313,45 +391,18 @@ int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *sets, char *
     }
     /* The folder: every file, linked under its own name (the trainer's data.path). A packed
      * image folder is read from the packed file alone; its folder still names the dataset. */
-    snprintf(folder, sizeof folder, "%s/data/%s", w->work_dir, id);
-    if (worker_mkdirs(folder, 0) != 0) {
-        snprintf(msg, msglen, "hone-worker: cannot make %s: %s", folder, strerror(errno));
-        rc = HONE_EIO;
-        goto fail;
-    }
-    json_array_foreach(json_object_get(resp.json, "files"), i, f)
-    {
-        const char *name = json_string_value(json_object_get(f, "name"));
-        char url[2048], link[4096 + 1400];
-        int hit;
-        if (packed && packed[0])
-            break;
-        if (!name_ok(name)) {
-            snprintf(msg, msglen, "hone-worker: dataset %s names a file %s", ds, name ? name : "?");
-            rc = HONE_EINVAL;
-            goto fail;
-        }
-        char *en = hone_rest_escape(name);
+    if (!(packed && packed[0])) {
+        char prefix[512];
         e = hone_rest_escape(ds);
-        snprintf(url, sizeof url, "/api/v1/datasets/%s/files/%s", e, en);
+        snprintf(prefix, sizeof prefix, "/api/v1/datasets/%s/files/", e);
         free(e);
-        free(en);
-        rc = worker_cache_fetch(w, url, json_integer_value(json_object_get(f, "bytes")),
-                                json_string_value(json_object_get(f, "sha256")), cached,
-                                sizeof cached, &hit);
-        if (rc) {
-            snprintf(msg, msglen, "hone-worker: could not download %s", url);
+        rc = fetch_folder(w, id, json_object_get(resp.json, "files"), prefix, folder, sizeof folder,
+                          &n_hit, &n_got, &got_bytes, msg, msglen);
+        if (rc)
             goto fail;
-        }
-        n_hit += hit;
-        n_got += !hit;
-        got_bytes += hit ? 0 : json_integer_value(json_object_get(f, "bytes"));
-        snprintf(link, sizeof link, "%s/%s", folder, name);
-        if (link_into(link, cached) != 0) {
-            snprintf(msg, msglen, "hone-worker: cannot link %s: %s", link, strerror(errno));
-            rc = HONE_EIO;
-            goto fail;
-        }
+    } else {
+        snprintf(folder, sizeof folder, "%s/data/%s", w->work_dir, id);
+        worker_mkdirs(folder, 0);
     }
     json_object_set_new(sets, "data.path", json_string(folder));
     worker_log(w, "job %s: dataset %s: %d file(s) downloaded (%lld bytes), %d from the cache", id,

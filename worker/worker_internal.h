@@ -87,6 +87,10 @@ int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *sets, char *
  * of an AutoML job, or "") into dir. A message in msg on failure. */
 int worker_fetch_model(hone_worker *w, const char *job_id, const char *parent, const char *subdir,
                        const char *dir, char *msg, size_t msglen);
+/* Downloads an inference job's image folder (GET /jobs/{id}/input) into the cache, linked under
+ * <work-dir>/data/<job id>/ (written to folder). */
+int worker_fetch_input(hone_worker *w, const char *job_id, char *folder, size_t fcap, char *msg,
+                       size_t msglen);
 /* Removes the job's folder of links (<work-dir>/data/<job id>/); the cache stays. */
 void worker_drop_dataset(hone_worker *w, const char *job_id);
 /* PUTs a convert job's packed file to /datasets/{id}/packed/{its name}. */

@@ -194,9 +194,34 @@ def main():
         st, js = c.req("PUT", up + name, raw=blob, headers=hdr)
         assert st == 403, (st, js)
 
+        # An inference job's image folder: its lease holder (or the admin) reads it; not another
+        # worker, and a job that is not an inference job has no input.
+        for f in ("model.bin", "model.json", "spec.yaml"):  # a model for the done train job
+            open(os.path.join(job_dir, f), "w").write("x")
+        inf = c.ok("POST", "/api/v1/experiments/%s/jobs" % exp,
+                   {"action": "inference", "parent_job_id": job["id"],
+                    "folder": os.path.join(root, "pngs")}, headers=ADMIN)["id"]
+        st, js = c.req("GET", "/api/v1/jobs/%s/input" % inf, headers=w.headers)
+        assert st == 403, (st, js)
+        lease = w.lease()
+        assert lease and lease["id"] == inf and lease["parent_job_id"] == job["id"], lease
+        st, js = c.req("GET", "/api/v1/jobs/%s/input" % inf, headers=w.headers)
+        assert st == 200 and len(js["files"]) == 8 and js["job_id"] == inf, (st, js)
+        one = js["files"][0]
+        st, body = c.req("GET", "/api/v1/jobs/%s/input/%s" % (inf, urllib.parse.quote(
+            one["name"], safe="")), headers=dict(w.headers, Range="bytes=0-"))
+        assert st == 206 and hashlib.sha256(body).hexdigest() == one["sha256"], st
+        st, js = c.req("GET", "/api/v1/jobs/%s/input" % inf,
+                       headers={"Authorization": w2["Authorization"]})
+        assert st == 403, (st, js)
+        st, js = c.req("GET", "/api/v1/jobs/%s/input" % job["id"], headers=ADMIN)
+        assert st == 404 and js["error"]["field"] == "id", (st, js)
+        st, js = c.req("GET", "/api/v1/jobs/%s/artifacts/model.bin" % job["id"], headers=w.headers)
+        assert st == 200, (st, js)  # the parent's model, while its inference job runs here
+
         metrics = c.req("GET", "/metrics", headers=ADMIN)[1].decode()
         reads = [ln for ln in metrics.splitlines() if ln.startswith("hone_dataset_file_reads")]
-        assert reads and int(reads[0].split()[1]) == 7, reads
+        assert reads and int(reads[0].split()[1]) == 8, reads
     finally:
         if c.alive():
             c.stop()

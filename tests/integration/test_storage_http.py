@@ -22,8 +22,9 @@ their own files.
      mismatch): nothing lands in the cache under that hash;
   5. an image-folder experiment: its convert job runs on an http worker (folder downloaded, packed
      there, the packed file uploaded), then the train job downloads that packed file alone;
-  6. evaluate and export on an http worker (the parent's model downloaded, outputs uploaded: the
-     evaluation equals the train job's test accuracy); inference is refused, saying why.
+  6. evaluate, export and inference on an http worker (the parent's model, the dataset and the
+     image folder downloaded, outputs uploaded: the evaluation equals the train job's test
+     accuracy, labels.jsonl has a line per image).
 
 usage: test_storage_http.py HONE-CONTROLLER HONE-WORKER HONE-TRAIN"""
 import gzip
@@ -302,8 +303,8 @@ def main():
         mine = open(os.path.join(d.dir, "jobs", cid, packed_name), "rb").read()
         assert open(cv["config"]["out"], "rb").read() == mine
         assert not os.path.exists(os.path.join(d.dir, "data", pj["id"])), "links left behind"
-        # 6. Evaluate and export on an http worker: the parent's model comes over HTTP (and the
-        # dataset for evaluate), the outputs go back; inference is refused, saying why.
+        # 6. Evaluate, export and inference on an http worker: the parent's model comes over
+        # HTTP (the dataset for evaluate, the image folder for inference), the outputs go back.
         jobs = "/api/v1/experiments/%s/jobs" % exp
         ev = ok(ctl, "POST", jobs, {"action": "evaluate", "parent_job_id": j1})["id"]
         ex = ok(ctl, "POST", jobs, {"action": "export", "parent_job_id": j1})["id"]
@@ -316,10 +317,18 @@ def main():
         st, onnx = call(ctl, "GET", "/api/v1/jobs/%s/artifacts/model.onnx" % ex, raw=True)
         assert st == 200 and onnx == open(os.path.join(d.dir, "jobs", ex, "out", "model.onnx"),
                                           "rb").read()
-        inf = ok(ctl, "POST", jobs, {"action": "inference", "parent_job_id": j1,
-                                     "folder": png_dir})["id"]
+        # inference on the PNG model (j: the image-folder train job) over its own folder
+        inf = ok(ctl, "POST", "/api/v1/experiments/%s/jobs" % pexp,
+                 {"action": "inference", "parent_job_id": pj["id"], "folder": png_dir})["id"]
         r = wait_job(ctl, inf, want=("done", "failed"))
-        assert r["status"] == "failed" and "--storage shared" in (r.get("error") or ""), r
+        assert r["status"] == "done" and r["result"]["images"] == n_png, (r, d.text())
+        # the same PNGs came with the convert job: by content hash they are in the cache already
+        assert "job %s: input folder: 0 file(s) downloaded (0 bytes), %d from the cache" % (
+            inf, n_png) in d.text(), d.text()
+        st, labels = call(ctl, "GET", "/api/v1/jobs/%s/artifacts/labels.jsonl" % inf, raw=True)
+        assert st == 200 and len(labels.splitlines()) == n_png, labels[:200]
+        st, js = call(ctl, "GET", "/api/v1/jobs/%s/input" % inf)  # admin: the manifest
+        assert st == 200 and len(js["files"]) == n_png, js
         ok_exit = True
         if os.environ.get("HONE_TEST_VERBOSE"):
             print("killed at epoch", killed_at)

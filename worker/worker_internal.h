@@ -71,7 +71,8 @@ void worker_convert_run(hone_worker *w, const json_t *job);
  * --export), completes it. */
 void worker_action_run(hone_worker *w, const json_t *job);
 
-/* ---- storage.c: --storage http (datasets downloaded into the cache, outputs uploaded) ---- */
+/* ---- storage.c, uploads.c: --storage http (datasets downloaded into the cache, outputs
+ * uploaded) ---- */
 /* SHA-256 of a file, lower-case hex. */
 int worker_sha256_file(const char *path, char out[65]);
 /* Downloads url (bytes, sha256 from a manifest) into <cache>/<sha256> (written to out), resuming

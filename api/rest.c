@@ -16,6 +16,7 @@ struct hone_rest {
     volatile sig_atomic_t *abort_flag;
     hone_rest_progress_fn progress;
     void *progress_user;
+    char extra[128]; /* one more header for the call in progress (Range, X-Hone-Sha256), or "" */
 };
 
 typedef struct rest_buf {
@@ -160,6 +161,8 @@ static int rest_perform(hone_rest *r, const char *method, const char *path, cons
     hdrs = curl_slist_append(hdrs, "Accept: application/json");
     if (r->auth)
         hdrs = curl_slist_append(hdrs, r->auth);
+    if (r->extra[0])
+        hdrs = curl_slist_append(hdrs, r->extra);
     if (upload) {
         char ct[128];
         snprintf(ct, sizeof ct, "Content-Type: %s", upload_type);
@@ -217,6 +220,25 @@ int hone_rest_download(hone_rest *r, const char *path, FILE *out, long timeout_s
                        hone_rest_resp *resp, char *err, size_t errlen)
 {
     return rest_perform(r, "GET", path, NULL, NULL, NULL, 0, out, timeout_s, resp, err, errlen);
+}
+
+int hone_rest_download_from(hone_rest *r, const char *path, uint64_t from, FILE *out,
+                            long timeout_s, hone_rest_resp *resp, char *err, size_t errlen)
+{
+    snprintf(r->extra, sizeof r->extra, "Range: bytes=%llu-", (unsigned long long)from);
+    int rc = rest_perform(r, "GET", path, NULL, NULL, NULL, 0, out, timeout_s, resp, err, errlen);
+    r->extra[0] = '\0';
+    return rc;
+}
+
+int hone_rest_upload_checked(hone_rest *r, const char *method, const char *path, const char *file,
+                             const char *content_type, const char *sha256, long timeout_s,
+                             hone_rest_resp *resp, char *err, size_t errlen)
+{
+    snprintf(r->extra, sizeof r->extra, "X-Hone-Sha256: %.64s", sha256);
+    int rc = hone_rest_upload(r, method, path, file, content_type, timeout_s, resp, err, errlen);
+    r->extra[0] = '\0';
+    return rc;
 }
 
 int hone_rest_upload(hone_rest *r, const char *method, const char *path, const char *file,

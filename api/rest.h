@@ -46,6 +46,11 @@ int hone_rest_call(hone_rest *r, const char *method, const char *path, const jso
  */
 int hone_rest_download(hone_rest *r, const char *path, FILE *out, long timeout_s,
                        hone_rest_resp *resp, char *err, size_t errlen);
+/* The same with "Range: bytes=<from>-": a 206 (or 200) answer's bytes are appended to out; a
+ * server may send fewer than the rest of the file (Content-Range says which), so a caller loops
+ * until it has them all. */
+int hone_rest_download_from(hone_rest *r, const char *path, uint64_t from, FILE *out,
+                            long timeout_s, hone_rest_resp *resp, char *err, size_t errlen);
 
 /* Called by curl about every second and whenever bytes move, during each call of r: bytes sent and
  * to send (0 when unknown), bytes received and to receive. fn NULL: none. */
@@ -58,6 +63,12 @@ void hone_rest_set_progress(hone_rest *r, hone_rest_progress_fn fn, void *user);
 int hone_rest_upload(hone_rest *r, const char *method, const char *path, const char *file,
                      const char *content_type, long timeout_s, hone_rest_resp *resp, char *err,
                      size_t errlen);
+
+/* The same with "X-Hone-Sha256: <sha256>" (64 hex digits): a server that knows the header stores
+ * the body only when it hashes to that (hone-controller answers 422 naming X-Hone-Sha256). */
+int hone_rest_upload_checked(hone_rest *r, const char *method, const char *path, const char *file,
+                             const char *content_type, const char *sha256, long timeout_s,
+                             hone_rest_resp *resp, char *err, size_t errlen);
 
 /* Writes "message (field: x)" from an error body, or "HTTP <status>" when the body has none. */
 void hone_rest_error_text(const hone_rest_resp *resp, char *buf, size_t len);

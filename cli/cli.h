@@ -204,6 +204,7 @@ typedef struct cli_stack_opts {
     const char *bin_dir;
     int quiet;               /* children's logs go to DATA_DIR/logs only */
     const char *extra_roots; /* extra data root for the controller config (e.g. the demo data) */
+    const char *storage;     /* the workers' --storage: shared (NULL) or http */
 } cli_stack_opts;
 
 /* Starts hone-controller and N hone-workers as children and waits for /readyz. Binaries are

@@ -32,6 +32,11 @@ int cli_local_stack_opts(cli_ctx *c, cli_stack_opts *so, int default_workers, in
     so->port = (int)port;
     so->threads = (int)threads;
     so->bin_dir = c->bin_dir;
+    so->storage = cli_arg(c->a, "storage");
+    if (so->storage && strcmp(so->storage, "shared") != 0 && strcmp(so->storage, "http") != 0) {
+        fprintf(stderr, "usage error: --storage must be shared or http (got '%s')\n", so->storage);
+        return 2;
+    }
     return 0;
 }
 
@@ -85,6 +90,8 @@ static const cli_opt local_opts[] = {
     {"workers", CLI_VALUE, "N  workers to start (default 1)", 0},
     {"device", CLI_VALUE, "DEV  cpu, cuda or auto (default auto)", 0},
     {"threads", CLI_VALUE, "N  CPU threads per trainer (default: all cores)", 0},
+    {"storage", CLI_VALUE,
+     "MODE  shared (default) or http: workers download datasets and upload outputs", 0},
 };
 
 static const cli_opt demo_opts[] = {

@@ -257,19 +257,11 @@ int cli_stack_start(const cli_stack_opts *o, cli_stack **out, char *err, size_t 
         snprintf(wdir, sizeof(wdir), "%s/workers/%s", data, name);
         snprintf(threads, sizeof(threads), "%d", o->threads);
         snprintf(log, sizeof(log), "%s/worker-%d.log", s->logdir, i + 1);
-        char *argv[] = {wrk_bin,
-                        "--controller",
-                        s->url,
-                        "--name",
-                        name,
-                        "--work-dir",
-                        wdir,
-                        "--device",
-                        (char *)(o->device ? o->device : "auto"),
-                        "--trainer",
-                        trn_bin,
-                        "--threads",
-                        threads,
+        char *argv[] = {wrk_bin,     "--controller", s->url,
+                        "--name",    name,           "--work-dir",
+                        wdir,        "--device",     (char *)(o->device ? o->device : "auto"),
+                        "--trainer", trn_bin,        "--threads",
+                        threads,     "--storage",    (char *)(o->storage ? o->storage : "shared"),
                         NULL};
         s->workers[s->nworkers] = stack_spawn(argv, log);
         if (s->workers[s->nworkers] > 0)

@@ -198,6 +198,25 @@ json_t *ctl_action_lease_job(hone_controller *c, const json_t *job)
                           "out_dir", dir, "attempts", (json_int_t)jint(job, "attempts"),
                           "lease_seconds", (json_int_t)c->cfg.lease_seconds, "epoch", (json_int_t)0,
                           "epochs_until", (json_int_t)0, "resume", 0);
+    /* For a worker that shares no disk: whose artifacts hold the model (best_model/ of an AutoML
+     * job), and the dataset evaluate reads (the one given, or the experiment's). */
+    const char *md = jstr(cfg, "model_dir");
+    size_t ml = md ? strlen(md) : 0;
+    json_object_set_new(j, "parent_job_id",
+                        json_string(jstr(cfg, "parent_job_id") ? jstr(cfg, "parent_job_id") : ""));
+    json_object_set_new(
+        j, "model_subdir",
+        json_string(ml > 11 && !strcmp(md + ml - 11, "/best_model") ? "best_model" : ""));
+    if (jstr(job, "dataset_id")) {
+        json_object_set_new(j, "dataset_id", json_string(jstr(job, "dataset_id")));
+    } else if (!strcmp(jstr(job, "action"), "evaluate")) {
+        json_t *exp = NULL, *tds = NULL;
+        if (store_experiment_get(c->db, jstr(job, "experiment_id"), NULL, &exp) == HONE_OK &&
+            (tds = jparse(jstr(exp, "train_datasets"))) && json_is_string(json_array_get(tds, 0)))
+            json_object_set(j, "dataset_id", json_array_get(tds, 0));
+        json_decref(tds);
+        json_decref(exp);
+    }
     free(dir);
     json_decref(cfg);
     return j;

@@ -28,9 +28,18 @@ enum { SECRET_BYTES = 32 };
 
 /* Routes that only a worker (for itself) may call; the handlers check which worker. */
 static const char *const worker_routes[] = {
-    "/api/v1/workers/{id}/heartbeat",     "/api/v1/workers/{id}/lease",
-    "/api/v1/jobs/{id}/report",           "/api/v1/jobs/{id}/complete",
+    "/api/v1/workers/{id}/heartbeat",
+    "/api/v1/workers/{id}/lease",
+    "/api/v1/jobs/{id}/report",
+    "/api/v1/jobs/{id}/complete",
     "/api/v1/jobs/{id}/artifacts/{name}",
+    "/api/v1/datasets/{id}/files",
+    "/api/v1/datasets/{id}/files/{name}",
+    "/api/v1/datasets/{id}/packed/{name}",
+    "/api/v1/jobs/{id}/artifacts",
+    "/api/v1/jobs/{id}/artifacts/{dir}/{name}",
+    "/api/v1/jobs/{id}/input",
+    "/api/v1/jobs/{id}/input/{name}",
 };
 
 static void hex(const unsigned char *in, size_t n, char *out)

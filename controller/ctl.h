@@ -25,7 +25,8 @@ struct hone_controller {
     int ready;
     int closing;
     uint64_t id_state;
-    uint64_t n_reports, n_leases, n_expired;
+    uint64_t n_reports, n_leases, n_expired, n_released;
+    uint64_t n_file_reads, n_file_bytes; /* routes_transfer.c: dataset file answers, bytes */
     uv_check_t batch_check; /* batch.c: commits the open report batch after each poll */
     int batch_open, check_open;
     void *pending, *pending_tail;                  /* replies held until the batch commits */

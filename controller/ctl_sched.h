@@ -16,6 +16,10 @@ int ctl_sched_start(hone_controller *c);
 void ctl_sched_stop(hone_controller *c);
 /* Something may have become leasable: answer parked lease requests that can now get a job. */
 void ctl_sched_kick(hone_controller *c);
+/* Inside the caller's transaction: the worker holding job hands its lease back (it is shutting
+ * down): the job is queued again at once, resuming from its last checkpoint, as when a lease
+ * lapses; one told to stop or pause, or canceled, ends as a lapsed one would. */
+int ctl_sched_release(hone_controller *c, const json_t *job);
 /* Tries to lease a job to the worker: 0 with *reply set, HONE_ENOENT when nothing queued. */
 int ctl_sched_try_lease(hone_controller *c, const char *worker_id, json_t **reply);
 void ctl_sched_park(hone_controller *c, const char *worker_id, hone_http_res *res, int wait_s);

@@ -14,7 +14,18 @@ int ctl_routes_experiments(hone_controller *c);
 int ctl_routes_jobs(hone_controller *c);
 int ctl_routes_workers(hone_controller *c);
 int ctl_routes_artifacts(hone_controller *c);
-int ctl_routes_users(hone_controller *c); /* routes_users.c: login, users, API keys */
+int ctl_routes_users(hone_controller *c);    /* routes_users.c: login, users, API keys */
+int ctl_routes_transfer(hone_controller *c); /* routes_transfer.c: dataset files over HTTP */
+
+/* routes_artifacts.c, for every upload route: in an upload's first half, X-Hone-Sha256 (when
+ * sent) must be 64 lower-case hex digits (422 naming it: answers, returns non-zero). */
+int ctl_upload_sha_header_ok(hone_http_req *req, hone_http_res *res);
+/* Answers and returns non-zero when the writer may no longer store the upload. */
+typedef int (*ctl_upload_recheck)(hone_controller *c, hone_http_req *req, hone_http_res *res);
+/* An upload route's handler: recheck, then (with X-Hone-Sha256, after hashing the spooled body on
+ * the thread pool: 422 on a mismatch) rename the body to dst and answer 201 {name, bytes}. */
+void ctl_upload_store(hone_controller *c, hone_http_req *req, hone_http_res *res, const char *dst,
+                      ctl_upload_recheck recheck);
 /* routes_jobs.c: the job row a route is about (*row, new reference), or its answer: 404 naming
  * the id when there is no such job or owner (a user id; NULL: anyone) does not own it, 500 on a
  * store error; returns the store's code. */

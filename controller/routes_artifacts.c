@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include "ctl.h"
 #include "jobs.h"
 #include "routes.h"
+#include "store.h"
 #include "util.h"
 
 static int name_ok(const char *s)
@@ -33,6 +35,49 @@ static int job_exists(hone_controller *c, hone_http_req *req, hone_http_res *res
     char ob[64];
     int rc = ctl_job_row_res(c, res, id, ctl_auth_owner(c, req, ob), &row);
     json_decref(row);
+    return rc;
+}
+
+/* Whether worker wid runs an evaluate, inference or export job on job id's model. */
+static int action_parent_of(hone_controller *c, const char *wid, const char *id)
+{
+    json_t *rows = NULL, *r;
+    size_t i;
+    int yes = 0;
+    if (store_worker_actions_running(c->db, wid, &rows) == HONE_OK)
+        json_array_foreach(rows, i, r)
+        {
+            json_t *cfg = jparse(jstr(r, "config"));
+            yes |= jstr(cfg, "parent_job_id") && !strcmp(jstr(cfg, "parent_job_id"), id);
+            json_decref(cfg);
+        }
+    json_decref(rows);
+    return yes;
+}
+
+/* A worker credential reads artifacts of a job it holds only (a resumed trial's checkpoint); the
+ * admin (or anyone without auth) reads them all. Answers and returns non-zero otherwise. */
+static int worker_read_allowed(hone_controller *c, hone_http_req *req, hone_http_res *res,
+                               const char *id)
+{
+    json_t *job = NULL;
+    char wid[64], ob[64];
+    if (!c->cfg.auth_token || ctl_auth_is_admin(c, req))
+        return HONE_OK;
+    if (ctl_auth_owner(c, req, ob))
+        return HONE_OK; /* a user, whose job it is: job_exists looked it up by owner */
+    if (ctl_auth_worker_any(c, req, res, wid, sizeof wid))
+        return HONE_EPERM;
+    int rc = ctl_job_row_res(c, res, id, NULL, &job);
+    if (rc == HONE_OK &&
+        (!jstr(job, "worker_id") || strcmp(jstr(job, "worker_id"), wid) != 0 ||
+         strcmp(jstr(job, "status"), "running") != 0) &&
+        !action_parent_of(c, wid, id)) {
+        hone_http_res_error(res, 403, "Authorization", "job %s is not leased to worker %s", id,
+                            wid);
+        rc = HONE_EPERM;
+    }
+    json_decref(job);
     return rc;
 }
 
@@ -66,7 +111,7 @@ static void a_list(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
     const char *id = hone_http_req_param(req, "id");
-    if (job_exists(c, req, res, id))
+    if (job_exists(c, req, res, id) || worker_read_allowed(c, req, res, id))
         return;
     char *dir = ctl_job_dir(c, id);
     json_t *arr = json_array();
@@ -84,7 +129,7 @@ static void a_get(hone_http_req *req, hone_http_res *res, void *ud)
         hone_http_res_error(res, 422, "name", "bad artifact name");
         return;
     }
-    if (job_exists(c, req, res, id))
+    if (job_exists(c, req, res, id) || worker_read_allowed(c, req, res, id))
         return;
     char *dir = ctl_job_dir(c, id), p[4096];
     snprintf(p, sizeof p, "%s/%s%s%s", dir, sub ? sub : "", sub ? "/" : "", name);
@@ -149,6 +194,8 @@ static int a_put_begin(hone_http_req *req, hone_http_res *res, void *ud, char *d
         hone_http_res_error(res, 422, "name", "bad artifact name");
         return HONE_EINVAL;
     }
+    if (ctl_upload_sha_header_ok(req, res))
+        return HONE_EINVAL;
     if (upload_allowed(c, req, res, id))
         return HONE_EPERM;
     char *jd = ctl_job_dir(c, id);
@@ -159,27 +206,131 @@ static int a_put_begin(hone_http_req *req, hone_http_res *res, void *ud, char *d
     return HONE_OK;
 }
 
-/* The body is whole, fsynced, in its own temp file: rename it into place (atomic; two uploads of
- * one name never share a temp file). The lease may have changed hands while the body came in, so
- * the writer is checked again first; a refused or failed file is unlinked by the server. */
-static void a_put(hone_http_req *req, hone_http_res *res, void *ud)
+/* Rename the spooled body into place (atomic; two uploads of one name never share a temp file)
+ * and answer 201. */
+static int put_rename(hone_http_req *req, hone_http_res *res, const char *tmp, const char *dst)
 {
-    hone_controller *c = ud;
-    const char *id = hone_http_req_param(req, "id"), *name = hone_http_req_param(req, "name");
-    if (upload_allowed(c, req, res, id))
-        return;
+    const char *name = hone_http_req_param(req, "name");
     uint64_t len = hone_http_req_body_file_size(req);
-    const char *tmp = hone_http_req_body_file(req);
-    char *dir = ctl_job_dir(c, id), dst[4096];
-    snprintf(dst, sizeof dst, "%s/%s", dir, name);
-    free(dir);
     if (!tmp || rename(tmp, dst)) {
         hone_http_res_error(res, 500, NULL, "could not store %s: %s", name,
                             tmp ? strerror(errno) : "no file");
+        return HONE_EIO;
+    }
+    hone_http_res_json(res, 201, json_pack("{s:s,s:I}", "name", name, "bytes", (json_int_t)len));
+    return HONE_OK;
+}
+
+/* An upload that names its SHA-256: the file is hashed on the thread pool, then stored only when
+ * the hash matches (422 naming X-Hone-Sha256 otherwise: the client sends it again). */
+typedef struct put_check {
+    uv_work_t w;
+    hone_controller *c;
+    hone_http_req *req;
+    hone_http_res *res;
+    ctl_upload_recheck recheck;
+    char *file; /* taken from the server: unlinked here unless renamed */
+    char dst[4096];
+    char want[65], got[65];
+    int rc;
+} put_check;
+
+static void put_check_run(uv_work_t *w)
+{
+    put_check *p = w->data;
+    p->rc = ctl_sha256_file(p->file, p->got);
+}
+
+static void put_check_abort(hone_http_res *res, void *ud)
+{
+    (void)res;
+    ((put_check *)ud)->res = NULL;
+}
+
+static void put_check_done(uv_work_t *w, int status)
+{
+    put_check *p = w->data;
+    hone_http_res *res = p->res;
+    if (!res)
+        goto done;
+    hone_http_res_on_abort(res, NULL, NULL);
+    if (status || p->rc)
+        hone_http_res_error(res, 500, NULL, "could not hash the upload");
+    else if (strcmp(p->got, p->want) != 0)
+        hone_http_res_error(res, 422, "X-Hone-Sha256",
+                            "the body's SHA-256 is %s, not %s: nothing stored", p->got, p->want);
+    else if (!p->recheck(p->c, p->req, res) && put_rename(p->req, res, p->file, p->dst) == 0) {
+        free(p->file); /* renamed into place */
+        p->file = NULL;
+    }
+done:
+    if (p->file)
+        unlink(p->file);
+    free(p->file);
+    free(p);
+}
+
+/* The body is whole, fsynced, in its own temp file. The writer may have lost its right while the
+ * body came in, so recheck runs first (and again after hashing); a refused or failed file is
+ * unlinked. */
+void ctl_upload_store(hone_controller *c, hone_http_req *req, hone_http_res *res, const char *dst,
+                      ctl_upload_recheck recheck)
+{
+    const char *sha = hone_http_req_header(req, "X-Hone-Sha256");
+    if (recheck(c, req, res))
+        return;
+    if (!sha) {
+        if (put_rename(req, res, hone_http_req_body_file(req), dst) == HONE_OK)
+            free(hone_http_req_body_file_take(req)); /* renamed: nothing left to unlink */
         return;
     }
-    free(hone_http_req_body_file_take(req)); /* renamed: nothing left for the server to unlink */
-    hone_http_res_json(res, 201, json_pack("{s:s,s:I}", "name", name, "bytes", (json_int_t)len));
+    put_check *p = hone_xcalloc(1, sizeof *p);
+    p->c = c;
+    p->req = req;
+    p->res = res;
+    p->recheck = recheck;
+    p->file = hone_http_req_body_file_take(req);
+    snprintf(p->dst, sizeof p->dst, "%s", dst);
+    snprintf(p->want, sizeof p->want, "%s", sha);
+    p->w.data = p;
+    if (!p->file) {
+        free(p);
+        hone_http_res_error(res, 500, NULL, "no file");
+        return;
+    }
+    hone_http_res_on_abort(res, put_check_abort, p);
+    if (uv_queue_work(c->loop, &p->w, put_check_run, put_check_done)) {
+        hone_http_res_on_abort(res, NULL, NULL);
+        hone_http_res_error(res, 503, NULL, "cannot check the upload now");
+        unlink(p->file);
+        free(p->file);
+        free(p);
+    }
+}
+
+int ctl_upload_sha_header_ok(hone_http_req *req, hone_http_res *res)
+{
+    const char *h = hone_http_req_header(req, "X-Hone-Sha256");
+    int ok = !h || strlen(h) == 64;
+    for (const char *q = h; ok && q && *q; q++)
+        ok = (*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'f');
+    if (!ok)
+        hone_http_res_error(res, 422, "X-Hone-Sha256", "X-Hone-Sha256 must be 64 hex digits");
+    return ok ? HONE_OK : HONE_EINVAL;
+}
+
+static int a_put_recheck(hone_controller *c, hone_http_req *req, hone_http_res *res)
+{
+    return upload_allowed(c, req, res, hone_http_req_param(req, "id"));
+}
+
+static void a_put(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    char *dir = ctl_job_dir(c, hone_http_req_param(req, "id")), dst[4096];
+    snprintf(dst, sizeof dst, "%s/%s", dir, hone_http_req_param(req, "name"));
+    free(dir);
+    ctl_upload_store(c, req, res, dst, a_put_recheck);
 }
 
 int ctl_routes_artifacts(hone_controller *c)

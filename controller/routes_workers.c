@@ -19,7 +19,7 @@
 #include "store.h"
 #include "util.h"
 
-static const char *const end_states[] = {"done", "failed", "paused", "stopped", NULL};
+static const char *const end_states[] = {"done", "failed", "paused", "stopped", "released", NULL};
 
 static int worker_touch(hone_controller *c, hone_http_res *res, const char *wid)
 {
@@ -416,7 +416,10 @@ static void j_complete(hone_http_req *req, hone_http_res *res, void *ud)
         goto fail;
     }
     const char *tail = jstr(body, "log_tail") ? jstr(body, "log_tail") : jstr(body, "error");
-    int rc = ctl_job_finish(c, job, jstr(body, "status"), tail, json_object_get(body, "final"));
+    int rc =
+        !strcmp(jstr(body, "status"), "released")
+            ? ctl_sched_release(c, job) /* shutting down: queued again at once */
+            : ctl_job_finish(c, job, jstr(body, "status"), tail, json_object_get(body, "final"));
     if (rc || db_commit(c->db)) {
         ctl_res_store_error(c, res);
         if (jstr(job, "parent_id"))

@@ -52,6 +52,13 @@ static json_t *lease_reply(hone_controller *c, const json_t *job, const json_t *
                           jstr(flat, "data.path"), "attempts", (json_int_t)jint(job, "attempts"),
                           "lease_seconds", (json_int_t)c->cfg.lease_seconds);
     free(dir);
+    /* The dataset data.path names, for a worker that downloads it (GET /datasets/{id}/files). */
+    json_t *exp = NULL, *tds = NULL;
+    if (store_experiment_get(c->db, jstr(job, "experiment_id"), NULL, &exp) == HONE_OK &&
+        (tds = jparse(jstr(exp, "train_datasets"))) && json_is_string(json_array_get(tds, 0)))
+        json_object_set(j, "dataset_id", json_array_get(tds, 0));
+    json_decref(tds);
+    json_decref(exp);
     return json_pack("{s:o}", "job", j);
 }
 
@@ -207,6 +214,15 @@ static void expire_one(hone_controller *c, const json_t *job)
                       (json_int_t)jint(job, "epoch")));
     if (jstr(job, "parent_id"))
         ctl_automl_step(c, jstr(job, "parent_id"));
+}
+
+int ctl_sched_release(hone_controller *c, const json_t *job)
+{
+    const char *dec = jstr(job, "last_decision"), *ctl = jstr(job, "control");
+    if ((dec && strcmp(dec, "continue") != 0) || (ctl && !strcmp(ctl, "cancel")))
+        return ctl_job_finish(c, job, "stopped", "lease handed back", NULL);
+    c->n_released++;
+    return store_lease_expire(c->db, jstr(job, "id"), ctl_now());
 }
 
 static void tick(uv_timer_t *t)

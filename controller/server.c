@@ -117,6 +117,9 @@ static void metrics(hone_http_req *req, hone_http_res *res, void *ud)
             (unsigned long long)c->n_reports);
     fprintf(f, "hone_leases_total %llu\nhone_leases_expired_total %llu\n",
             (unsigned long long)c->n_leases, (unsigned long long)c->n_expired);
+    fprintf(f, "hone_leases_released_total %llu\n", (unsigned long long)c->n_released);
+    fprintf(f, "hone_dataset_file_reads_total %llu\nhone_dataset_file_bytes_total %llu\n",
+            (unsigned long long)c->n_file_reads, (unsigned long long)c->n_file_bytes);
     fprintf(f, "hone_workers_live %d\n", ctl_live_workers(c));
     fprintf(f, "hone_automl_asks_offloop_total %llu\nhone_requests_deferred_total %llu\n",
             (unsigned long long)c->n_asks_offloop, (unsigned long long)c->n_deferred);
@@ -169,6 +172,7 @@ static int routes(hone_controller *c)
     rc |= ctl_routes_workers(c);
     rc |= ctl_routes_artifacts(c);
     rc |= ctl_routes_users(c);
+    rc |= ctl_routes_transfer(c);
     /* answered on the HTTP server's reserve slots when a flood holds every other one */
     static const char *const priority[][2] = {{"GET", "/healthz"},
                                               {"GET", "/readyz"},

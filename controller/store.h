@@ -217,6 +217,22 @@ int store_dataset_exists(ctl_db *db, const char *id, const char *owner);
 int store_dataset_used_by(ctl_db *db, const char *id, json_t **row);
 int store_dataset_delete(ctl_db *db, const char *id); /* rows changed: 0 for an unknown id */
 
+/* ---- store_dataset_files.c: table dataset_files (served files' hashes) ---- */
+/* {kind, name, bytes, mtime, sha256} of every hashed file of the dataset. */
+int store_dataset_files_list(ctl_db *db, const char *dataset_id, json_t **rows);
+/* Inserts or replaces one file's hash (kind "file" or "packed"). */
+int store_dataset_file_put(ctl_db *db, const char *dataset_id, const char *kind, const char *name,
+                           int64_t bytes, double mtime, const char *sha256);
+/* HONE_OK when worker_id runs a job that reads the dataset (a job of an experiment that uses it,
+ * or its convert job); HONE_ENOENT when not. */
+int store_dataset_leased_to(ctl_db *db, const char *dataset_id, const char *worker_id);
+/* {id, config} of the evaluate, inference and export jobs leased to worker_id and running (their
+ * parent's model is theirs to read). */
+int store_worker_actions_running(ctl_db *db, const char *worker_id, json_t **rows);
+/* {id, config} of the running convert jobs of the dataset leased to worker_id. */
+int store_dataset_convert_leased(ctl_db *db, const char *dataset_id, const char *worker_id,
+                                 json_t **rows);
+
 /* ---- store_experiments.c: tables experiments and experiment_datasets ---- */
 /* JSON members (train_datasets, specs, automl_settings) as JSON text. */
 int store_experiment_insert(ctl_db *db, const char *id, const char *name, const char *network,

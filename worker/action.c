@@ -2,8 +2,9 @@
  * --evaluate or --infer on the lease's model folder (argv: trainer_argv.c) with --out the job's
  * artifact folder (inference writes labels.jsonl there), or --export into that folder's
  * model.onnx, stops it on cancel, and completes the job with its result line ({"event":
- * "evaluate",...}, {"event":"inference",...} or {"event":"export",...}) as the final. Like a train
- * job, the folders are the controller's: a worker that does not share its disk needs issue 10. */
+ * "evaluate",...}, {"event":"inference",...} or {"event":"export",...}) as the final. With
+ * --storage http the parent's model (and evaluate's dataset, inference's image folder) are
+ * downloaded first and the out folder is uploaded before completing. */
 #include "worker_internal.h"
 
 #include <stdio.h>
@@ -40,9 +41,60 @@ void worker_action_run(hone_worker *w, const json_t *job)
     hone_trun_opts topts = {.grace_s = w->o->grace_s};
     hone_trun_result res = {0};
     const char *status;
+    json_t *local = NULL; /* http storage: the lease with our own paths */
+    char out_dir[4096 + 64];
 
     worker_set_job(w, id);
-    char **argv = hone_worker_action_argv(w->o, w->trainer, job);
+    char **argv = NULL;
+    if (w->http_storage) {
+        /* The parent's model comes over HTTP, evaluate's dataset and inference's image folder
+         * into the cache; the trainer writes into our own out folder, uploaded before the job
+         * completes. */
+        char msg[4096 + 256], model[4096 + 64];
+        snprintf(model, sizeof model, "%s/jobs/%s/model", w->work_dir, id);
+        snprintf(out_dir, sizeof out_dir, "%s/jobs/%s/out", w->work_dir, id);
+        local = json_deep_copy(job);
+        json_object_set_new(local, "model_dir", json_string(model));
+        json_object_set_new(local, "out_dir", json_string(out_dir));
+        if (!json_is_array(json_object_get(local, "sets")))
+            json_object_set_new(local, "sets", json_array());
+        int rc = worker_mkdirs(out_dir, 0) != 0;
+        if (rc)
+            snprintf(msg, sizeof msg, "hone-worker: cannot make %s", out_dir);
+        else
+            rc = worker_fetch_model(w, id, json_string_value(json_object_get(job, "parent_job_id")),
+                                    json_string_value(json_object_get(job, "model_subdir")), model,
+                                    msg, sizeof msg);
+        if (!rc && action && !strcmp(action, "inference")) {
+            char folder[4096 + 256];
+            rc = worker_fetch_input(w, id, folder, sizeof folder, msg, sizeof msg);
+            if (!rc)
+                json_object_set_new(local, "folder", json_string(folder));
+        }
+        if (!rc && action && !strcmp(action, "evaluate")) {
+            json_t *sets = json_object();
+            rc = worker_fetch_dataset(w, job, sets, msg, sizeof msg);
+            if (!rc) {
+                char kv[4096 + 64];
+                json_t *arr = json_object_get(local, "sets");
+                snprintf(kv, sizeof kv, "data.path=%s",
+                         json_string_value(json_object_get(sets, "data.path")));
+                json_array_append_new(arr, json_string(kv));
+                json_array_append_new(arr, json_string("data.packed="));
+            }
+            json_decref(sets);
+        }
+        if (rc) {
+            if (*w->stop)
+                goto fail;
+            res.log_tail = hone_xstrdup(msg);
+            worker_log(w, "job %s: %s", id, msg);
+            worker_job_complete(w, id, "failed", &res);
+            goto fail;
+        }
+        job = local;
+    }
+    argv = hone_worker_action_argv(w->o, w->trainer, job);
     if (!argv) {
         res.log_tail = hone_xstrdup("hone-worker: bad lease: no model_dir, out_dir or folder");
         worker_log(w, "job %s: %s", id, res.log_tail);
@@ -59,6 +111,9 @@ void worker_action_run(hone_worker *w, const json_t *job)
         status = res.outcome == HONE_TRUN_DONE && ctx.result ? "done" : "failed";
     worker_log(w, "job %s: %s %s, exit %d", id, action, status ? status : "abandoned",
                res.exit_code);
+    if (local && status && !strcmp(status, "done") &&
+        worker_upload_outputs(w, id, out_dir) != HONE_OK)
+        status = *w->stop ? NULL : "failed";
     /* Shutting down: the lease expires and another worker runs it again. */
     if (status) {
         json_decref(res.done);
@@ -66,6 +121,9 @@ void worker_action_run(hone_worker *w, const json_t *job)
         worker_job_complete(w, id, status, &res);
     }
 fail:
+    if (local)
+        worker_drop_dataset(w, id);
+    json_decref(local);
     hone_worker_argv_free(argv);
     json_decref(ctx.result);
     hone_trun_result_clear(&res);

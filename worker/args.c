@@ -11,10 +11,13 @@ const char *hone_worker_usage(void)
     return "usage: hone-worker --controller URL [--name N] [--work-dir DIR]\n"
            "                   [--device cpu|cuda|auto] [--threads N] [--token T]\n"
            "                   [--trainer PATH] [--packer PATH] [--lease-wait S] [--grace S]\n"
-           "                   [--max-jobs N] [-v]\n"
+           "                   [--max-jobs N] [--storage shared|http] [--cache-dir DIR] [-v]\n"
            "Registers with the controller at URL, leases jobs and runs hone-train for each\n"
            "(hone-pack for a convert job).\n"
-           "Environment: HONE_URL (default for --controller), HONE_TOKEN.\n";
+           "--storage shared: the controller's data dir is mounted here (default);\n"
+           "--storage http: datasets are downloaded into --cache-dir (default\n"
+           "<work-dir>/cache, by content hash) and outputs uploaded to the controller.\n"
+           "Environment: HONE_URL (default for --controller), HONE_TOKEN, HONE_STORAGE.\n";
 }
 
 static int args_int(const char *v, int lo, int hi, int *out)
@@ -35,6 +38,9 @@ int hone_worker_args_parse(int argc, char **argv, hone_worker_opts *o, char *err
     o->grace_s = 10.0;
     o->controller = getenv("HONE_URL");
     o->token = getenv("HONE_TOKEN");
+    o->storage = getenv("HONE_STORAGE");
+    if (!o->storage || !o->storage[0])
+        o->storage = "shared";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         const char *eq;
@@ -104,6 +110,14 @@ int hone_worker_args_parse(int argc, char **argv, hone_worker_opts *o, char *err
                 snprintf(err, errlen, "--grace must be a number of seconds in (0, 3600]");
                 return HONE_EINVAL;
             }
+        } else if (strcmp(name, "--storage") == 0) {
+            o->storage = v;
+        } else if (strcmp(name, "--cache-dir") == 0) {
+            if (!v[0]) {
+                snprintf(err, errlen, "--cache-dir needs a folder");
+                return HONE_EINVAL;
+            }
+            o->cache_dir = v;
         } else if (strcmp(name, "--max-jobs") == 0) {
             if (args_int(v, 0, 1000000, &o->max_jobs) != 0) {
                 snprintf(err, errlen, "--max-jobs must be a non-negative integer");
@@ -113,6 +127,11 @@ int hone_worker_args_parse(int argc, char **argv, hone_worker_opts *o, char *err
             snprintf(err, errlen, "unknown option %s (see hone-worker --help)", name);
             return HONE_EINVAL;
         }
+    }
+    if (strcmp(o->storage, "shared") != 0 && strcmp(o->storage, "http") != 0) {
+        snprintf(err, errlen, "--storage (or HONE_STORAGE) must be shared or http (got '%s')",
+                 o->storage);
+        return HONE_EINVAL;
     }
     if (!o->controller || !o->controller[0]) {
         snprintf(err, errlen, "missing --controller URL (or set HONE_URL)");

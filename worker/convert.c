@@ -117,13 +117,32 @@ void worker_convert_run(hone_worker *w, const json_t *job)
         .on_event = convert_on_event, .should_stop = convert_should_stop, .arg = &ctx};
     hone_trun_opts topts = {.grace_s = w->o->grace_s};
     hone_trun_result res = {0};
-    char sz[64], th[32];
+    char sz[64], th[32], local_out[4096 + 512];
     const char *status;
+    json_t *sets = NULL; /* http storage: where the downloaded folder is */
 
     worker_set_job(w, id);
+    if (w->http_storage && out && out[0]) {
+        /* The folder comes over HTTP into the cache; the packed file is written here and
+         * uploaded to the controller once whole. */
+        char msg[1024];
+        const char *base = strrchr(out, '/') ? strrchr(out, '/') + 1 : out;
+        sets = json_object();
+        if (worker_fetch_dataset(w, job, sets, msg, sizeof msg)) {
+            if (*w->stop)
+                goto fail;
+            res.log_tail = hone_xstrdup(msg);
+            worker_log(w, "job %s: %s", id, msg);
+            worker_job_complete(w, id, "failed", &res);
+            goto fail;
+        }
+        src = json_string_value(json_object_get(sets, "data.path"));
+        snprintf(local_out, sizeof local_out, "%s/jobs/%s/%s", w->work_dir, id, base);
+        out = local_out;
+    }
     if (!src || !src[0] || !out || !out[0] || size < 1 || (ch != 1 && ch != 3) ||
         worker_mkdirs(out, 1) != 0) {
-        char msg[4400];
+        char msg[4400 + 512];
         snprintf(msg, sizeof(msg),
                  "hone-worker: bad convert lease or cannot create the folder of %s: %s",
                  out ? out : "(none)", strerror(errno));
@@ -146,12 +165,21 @@ void worker_convert_run(hone_worker *w, const json_t *job)
         status = ctx.stop || atomic_load(&w->cancel) ? "stopped" : NULL;
     else
         status = res.outcome == HONE_TRUN_DONE ? "done" : "failed";
+    if (sets && status && !strcmp(status, "done") && !ctx.lost &&
+        worker_upload_packed(w, id, json_string_value(json_object_get(job, "dataset_id")), out)) {
+        free(res.log_tail);
+        res.log_tail = hone_xstrdup("hone-worker: the packed file could not be uploaded");
+        status = *w->stop ? NULL : "failed";
+    }
     worker_log(w, "job %s: convert %s after %d report(s), exit %d", id,
                status ? status : "abandoned", ctx.seq, res.exit_code);
     /* Lost: not ours anymore. Shutting down: the lease expires and another worker packs again. */
     if (status && !ctx.lost)
         worker_job_complete(w, id, status, &res);
 fail:
+    if (sets)
+        worker_drop_dataset(w, id);
+    json_decref(sets);
     hone_trun_result_clear(&res);
     worker_set_job(w, NULL);
 }

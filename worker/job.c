@@ -21,6 +21,7 @@ typedef struct job_ctx {
     int next;      /* the epoch expected next from the trainer */
     int check_gap; /* resumed from our own checkpoint: the first epoch line must be `next` */
     int gap;       /* it was not: an epoch between is lost from the checkpoint's run */
+    worker_ckpt_up *up; /* http storage: uploads each epoch's checkpoint, off the report path */
 } job_ctx;
 
 static int job_write_file(const char *path, const char *text)
@@ -45,7 +46,15 @@ int worker_post(hone_worker *w, const char *path, json_t *body, int patient, hon
     char err[512];
 
     for (;;) {
-        if (hone_rest_call(w->rest, "POST", path, body, 30, resp, err, sizeof(err)) == 0) {
+        /* While stopping, the stop flag would cut every call short: calls run without it, with
+         * a short timeout instead. */
+        int stopping = *w->stop != 0, rc;
+        if (stopping)
+            hone_rest_set_abort(w->rest, NULL);
+        rc = hone_rest_call(w->rest, "POST", path, body, stopping ? 5 : 30, resp, err, sizeof(err));
+        if (stopping)
+            hone_rest_set_abort(w->rest, w->stop);
+        if (rc == 0) {
             if (resp->status < 500 || resp->status == 501)
                 return HONE_OK;
             hone_rest_resp_clear(resp);
@@ -54,14 +63,12 @@ int worker_post(hone_worker *w, const char *path, json_t *body, int patient, hon
             worker_log(w, "%s: controller unreachable (%s); retrying", path, err);
         if (*w->stop && !patient)
             return HONE_EIO;
-        /* While stopping, try a few more times without the abort flag, then give up: the
-         * lease will expire and the controller requeues the job from its checkpoint. */
+        /* While stopping, try a few more times, then give up: the lease will expire and the
+         * controller requeues the job from its checkpoint. */
         if (*w->stop) {
             if (++tries > 5)
                 return HONE_EIO;
-            hone_rest_set_abort(w->rest, NULL);
             usleep(500000);
-            hone_rest_set_abort(w->rest, w->stop);
             continue;
         }
         worker_sleep(w, worker_backoff(w, &delay));
@@ -123,6 +130,7 @@ static hone_wdecision job_on_epoch(void *arg, int epoch, json_t *line)
     json_decref(body);
     if (resp.status == 200) {
         c->acked = epoch;
+        worker_ckpt_up_kick(c->up);
         d = hone_wdecision_parse(json_string_value(json_object_get(resp.json, "decision")));
         if (w->o->verbose || d != HONE_WDECISION_CONTINUE)
             worker_log(w, "job %s: epoch %d reported, decision %s", c->id, epoch,
@@ -259,6 +267,7 @@ void worker_job_run(hone_worker *w, const json_t *job)
     char out_dir[4096 + 256], spec_path[4096 + 400], specs_dir[4096 + 16];
     job_ctx ctx = {0};
     hone_trun_result res = {0};
+    json_t *local = NULL; /* http storage: the lease with our own paths */
     const char *status;
     int rc;
 
@@ -279,7 +288,7 @@ void worker_job_run(hone_worker *w, const json_t *job)
         return;
     }
     worker_set_job(w, id);
-    if (out && out[0])
+    if (out && out[0] && !w->http_storage)
         snprintf(out_dir, sizeof(out_dir), "%s", out);
     else
         snprintf(out_dir, sizeof(out_dir), "%s/jobs/%s", w->work_dir, id);
@@ -294,6 +303,32 @@ void worker_job_run(hone_worker *w, const json_t *job)
         worker_log(w, "job %s: %s", id, msg);
         worker_job_complete(w, id, "failed", &res);
         goto fail;
+    }
+    if (w->http_storage) {
+        /* Nothing of the controller's disk is read or written: the dataset comes into the
+         * cache, an uploaded checkpoint into our own out folder, and the trainer is told so. */
+        char msg[1024];
+        local = json_deep_copy(job);
+        if (!json_is_object(json_object_get(local, "overrides")))
+            json_object_set_new(local, "overrides", json_object());
+        if (worker_fetch_dataset(w, job, json_object_get(local, "overrides"), msg, sizeof msg)) {
+            if (*w->stop)
+                goto fail; /* the lease lapses; the job is leased again */
+            res.log_tail = hone_xstrdup(msg);
+            worker_log(w, "job %s: %s", id, msg);
+            worker_job_complete(w, id, "failed", &res);
+            goto fail;
+        }
+        if (json_is_true(json_object_get(job, "resume"))) {
+            char have[4096 + 300];
+            snprintf(have, sizeof have, "%s/checkpoint.bin", out_dir);
+            if (access(have, R_OK) != 0 && worker_fetch_checkpoint(w, id, out_dir) == HONE_ENOENT)
+                json_object_set_new(local, "resume", json_false());
+            json_object_set_new(local, "checkpoint", json_string(out_dir));
+            ck = out_dir;
+        }
+        job = local;
+        ctx.up = worker_ckpt_up_start(w, id, out_dir);
     }
     ctx.w = w;
     ctx.id = id;
@@ -344,8 +379,9 @@ void worker_job_run(hone_worker *w, const json_t *job)
         status = "paused";
         break;
     case HONE_TRUN_ABORTED:
-        /* Canceled: the controller already knows. Shutting down: leave the lease to expire so
-         * the controller requeues the job from its last checkpoint. Lost: not ours anymore. */
+        /* Canceled: the controller already knows. Shutting down: hand the lease back (below)
+         * so the controller requeues the job from its last checkpoint at once; if that cannot
+         * be said, the lease lapses to the same end. Lost: not ours anymore. */
         status = NULL;
         break;
     default:
@@ -355,11 +391,27 @@ void worker_job_run(hone_worker *w, const json_t *job)
     worker_log(w, "job %s: %s after %d epoch line(s), exit %d", id,
                status ? status : (atomic_load(&w->cancel) ? "canceled" : "abandoned"),
                res.epochs_seen, res.exit_code);
+    if (ctx.up) {
+        /* The outputs reach the controller before the job is completed (a done job's model,
+         * a paused one's checkpoint); a worker shutting down leaves its last checkpoint there
+         * for whoever gets the job next. Not for a job that is no longer ours. */
+        worker_ckpt_up_stop(ctx.up);
+        ctx.up = NULL;
+        if (!ctx.lost && !atomic_load(&w->cancel) &&
+            worker_upload_outputs(w, id, out_dir) == HONE_EPERM)
+            ctx.lost = 1;
+    }
     if (status)
         worker_job_complete(w, id, status, &res);
     else if (atomic_load(&w->cancel) && !ctx.lost)
         worker_job_complete(w, id, "stopped", &res);
+    else if (*w->stop && !ctx.lost && !ctx.abandoned)
+        worker_job_complete(w, id, "released", &res);
 fail:
+    worker_ckpt_up_stop(ctx.up);
+    if (local)
+        worker_drop_dataset(w, id);
+    json_decref(local);
     hone_trun_result_clear(&res);
     worker_set_job(w, NULL);
 }

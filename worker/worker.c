@@ -322,6 +322,15 @@ static int worker_setup(hone_worker *w, const hone_worker_opts *o, volatile sig_
         if (realpath(w->work_dir, abs))
             snprintf(w->work_dir, sizeof(w->work_dir), "%s", abs);
     }
+    w->http_storage = o->storage && !strcmp(o->storage, "http");
+    if (o->cache_dir)
+        snprintf(w->cache_dir, sizeof(w->cache_dir), "%s", o->cache_dir);
+    else
+        snprintf(w->cache_dir, sizeof(w->cache_dir), "%s/cache", w->work_dir);
+    if (w->http_storage && worker_mkdirs(w->cache_dir, 0) != 0) {
+        worker_log(w, "cannot create cache dir %s: %s", w->cache_dir, strerror(errno));
+        return HONE_EIO;
+    }
     worker_find_trainer(w);
     worker_find_packer(w);
     if (hone_rest_new(o->controller, o->token, &w->rest) != 0 ||
@@ -375,8 +384,9 @@ int hone_worker_run(const hone_worker_opts *o, volatile sig_atomic_t *stop)
     rc = worker_setup(&w, o, stop);
     if (rc != 0)
         goto fail;
-    worker_log(&w, "controller %s, trainer %s, packer %s, work dir %s", o->controller, w.trainer,
-               w.packer, w.work_dir);
+    worker_log(&w, "controller %s, trainer %s, packer %s, work dir %s, storage %s%s%s",
+               o->controller, w.trainer, w.packer, w.work_dir, w.http_storage ? "http" : "shared",
+               w.http_storage ? ", cache " : "", w.http_storage ? w.cache_dir : "");
     while (!*stop) {
         rc = worker_register(&w, w.rest);
         if (rc == 0)

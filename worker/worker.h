@@ -87,6 +87,11 @@ typedef struct hone_worker_opts {
     double grace_s;      /* trainer stop grace (default 10) */
     int max_jobs;        /* exit after this many jobs (0 = never; for tests) */
     int verbose;
+    /* How datasets reach the trainer and outputs reach the controller: "shared" (the controller's
+     * data dir is this machine's too: the lease's paths are used as they are) or "http" (datasets
+     * are downloaded into cache_dir, outputs uploaded). Default shared (env HONE_STORAGE). */
+    const char *storage;
+    const char *cache_dir; /* http storage's download cache (default <work-dir>/cache) */
 } hone_worker_opts;
 
 /* Parses hone-worker's command line (argv[0] is skipped). Returns 0, HONE_EINVAL with a message

@@ -14,7 +14,9 @@ typedef struct hone_worker {
     char name[256];
     char work_dir[4096];
     char trainer[4096 + 256];
-    char packer[4096 + 512]; /* hone-pack, for convert jobs */
+    char packer[4096 + 512];   /* hone-pack, for convert jobs */
+    int http_storage;          /* --storage http: datasets downloaded, outputs uploaded */
+    char cache_dir[4096 + 16]; /* http storage's download cache (absolute) */
     volatile sig_atomic_t *stop;
 
     pthread_mutex_t mu; /* guards id, token, job_id, registered */
@@ -68,5 +70,44 @@ void worker_convert_run(hone_worker *w, const json_t *job);
 /* action.c: runs an evaluate, inference or export job (hone-train --evaluate / --infer /
  * --export), completes it. */
 void worker_action_run(hone_worker *w, const json_t *job);
+
+/* ---- storage.c, uploads.c: --storage http (datasets downloaded into the cache, outputs
+ * uploaded) ---- */
+/* SHA-256 of a file, lower-case hex. */
+int worker_sha256_file(const char *path, char out[65]);
+/* Downloads url (bytes, sha256 from a manifest) into <cache>/<sha256> (written to out), resuming
+ * its .part file and verifying the hash; *hit = 1 when the cache had it (nothing downloaded). */
+int worker_cache_fetch(hone_worker *w, const char *url, long long bytes, const char *sha, char *out,
+                       size_t cap, int *hit);
+/* Downloads the lease's dataset (its packed file alone when the spec names one) into the cache
+ * and sets in sets what the trainer reads instead of the controller's paths: data.path (a folder
+ * of links <work-dir>/data/<job id>/ with the original names) and data.packed. A message for the
+ * job's log in msg on failure. */
+int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *sets, char *msg, size_t msglen);
+/* Downloads the model files (not the checkpoint) of job parent's artifacts (subdir "best_model"
+ * of an AutoML job, or "") into dir. A message in msg on failure. */
+int worker_fetch_model(hone_worker *w, const char *job_id, const char *parent, const char *subdir,
+                       const char *dir, char *msg, size_t msglen);
+/* Downloads an inference job's image folder (GET /jobs/{id}/input) into the cache, linked under
+ * <work-dir>/data/<job id>/ (written to folder). */
+int worker_fetch_input(hone_worker *w, const char *job_id, char *folder, size_t fcap, char *msg,
+                       size_t msglen);
+/* Removes the job's folder of links (<work-dir>/data/<job id>/); the cache stays. */
+void worker_drop_dataset(hone_worker *w, const char *job_id);
+/* PUTs a convert job's packed file to /datasets/{id}/packed/{its name}. */
+int worker_upload_packed(hone_worker *w, const char *job_id, const char *dataset_id,
+                         const char *file);
+/* Fetches an uploaded checkpoint.bin (and metrics.jsonl) of the job into out_dir; HONE_ENOENT
+ * when the controller has none. */
+int worker_fetch_checkpoint(hone_worker *w, const char *job_id, const char *out_dir);
+/* PUTs every file of out_dir (temp and dot files left out) as the job's artifacts; HONE_EPERM
+ * when the controller refused one (the lease is gone). */
+int worker_upload_outputs(hone_worker *w, const char *job_id, const char *out_dir);
+/* A thread that uploads checkpoint.bin and metrics.jsonl after each kick, newest wins: the epoch
+ * report never waits for it. stop: joins it (after the upload in flight), frees. */
+typedef struct worker_ckpt_up worker_ckpt_up;
+worker_ckpt_up *worker_ckpt_up_start(hone_worker *w, const char *job_id, const char *out_dir);
+void worker_ckpt_up_kick(worker_ckpt_up *u);
+void worker_ckpt_up_stop(worker_ckpt_up *u);
 
 #endif

@@ -29,6 +29,33 @@ static void test_defaults_and_values(void)
     CHECK(strcmp(o.work_dir, "/tmp/x") == 0);
     CHECK(o.grace_s > 0.49 && o.grace_s < 0.51);
     CHECK(o.lease_wait_s == 20);
+    CHECK(strcmp(o.storage, "shared") == 0 && o.cache_dir == NULL);
+}
+
+/* --storage and --cache-dir; HONE_STORAGE is the default, the flag wins over it. */
+static void test_storage(void)
+{
+    hone_worker_opts o;
+    char err[1024];
+    char *a1[] = {"hone-worker", "--controller", "http://x", "--storage",
+                  "http",        "--cache-dir",  "/tmp/c"};
+    char *a2[] = {"hone-worker", "--controller", "http://x", "--storage=s3"};
+    char *a3[] = {"hone-worker", "--controller", "http://x"};
+    char *a4[] = {"hone-worker", "--controller", "http://x", "--storage", "shared"};
+    char *a5[] = {"hone-worker", "--help"};
+
+    unsetenv("HONE_STORAGE");
+    CHECK(parse(&o, err, sizeof(err), 7, a1) == 0 && strcmp(o.storage, "http") == 0 &&
+          strcmp(o.cache_dir, "/tmp/c") == 0);
+    CHECK(parse(&o, err, sizeof(err), 4, a2) == HONE_EINVAL && strstr(err, "shared or http"));
+    setenv("HONE_STORAGE", "http", 1);
+    CHECK(parse(&o, err, sizeof(err), 3, a3) == 0 && strcmp(o.storage, "http") == 0);
+    CHECK(parse(&o, err, sizeof(err), 5, a4) == 0 && strcmp(o.storage, "shared") == 0);
+    setenv("HONE_STORAGE", "ftp", 1);
+    CHECK(parse(&o, err, sizeof(err), 3, a3) == HONE_EINVAL && strstr(err, "HONE_STORAGE"));
+    unsetenv("HONE_STORAGE");
+    CHECK(parse(&o, err, sizeof(err), 2, a5) == 1 && strstr(err, "--storage") &&
+          strstr(err, "--cache-dir"));
 }
 
 static void test_errors(void)
@@ -224,6 +251,7 @@ int main(void)
 {
     test_defaults_and_values();
     test_errors();
+    test_storage();
     test_trainer_argv();
     test_action_argv();
     test_unreported_epochs();

@@ -284,10 +284,6 @@ static int input_allowed(hone_controller *c, hone_http_req *req, hone_http_res *
         return rc;
     cfg = jparse(jstr(job, "config"));
     rc = HONE_EPERM;
-    if (strcmp(jstr(job, "action"), "inference") != 0 || !jstr(cfg, "folder")) {
-        hone_http_res_error(res, 404, "id", "job %s is not an inference job: it has no input", id);
-        goto fail;
-    }
     if (c->cfg.auth_token && !ctl_auth_is_admin(c, req) && !owner) {
         if (ctl_auth_worker_any(c, req, res, wid, sizeof wid))
             goto fail;
@@ -297,6 +293,10 @@ static int input_allowed(hone_controller *c, hone_http_req *req, hone_http_res *
                                 wid);
             goto fail;
         }
+    }
+    if (strcmp(jstr(job, "action"), "inference") != 0 || !jstr(cfg, "folder")) {
+        hone_http_res_error(res, 404, "id", "job %s is not an inference job: it has no input", id);
+        goto fail;
     }
     snprintf(folder, cap, "%s", jstr(cfg, "folder"));
     rc = HONE_OK;

@@ -20,9 +20,17 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 ADMIN = "admin-key-0123456789"
 ENROL = "enrol-me-0123456789"
 PUBLIC = {"/", "/ui/{name}", "/healthz", "/readyz", "/api/v1/openapi.yaml", "/api/v1/login"}
-WORKER_ROUTES = {"/api/v1/workers/{id}/heartbeat", "/api/v1/workers/{id}/lease",
-                 "/api/v1/jobs/{id}/report", "/api/v1/jobs/{id}/complete",
-                 "/api/v1/jobs/{id}/artifacts/{name}"}
+# Operations only a worker (for its own lease) may call: (method, path).
+WORKER_ROUTES = {("POST", "/api/v1/workers/{id}/heartbeat"), ("POST", "/api/v1/workers/{id}/lease"),
+                 ("POST", "/api/v1/jobs/{id}/report"), ("POST", "/api/v1/jobs/{id}/complete"),
+                 ("PUT", "/api/v1/jobs/{id}/artifacts/{name}"),
+                 ("PUT", "/api/v1/datasets/{id}/packed/{name}")}
+# Routes a worker may also read, for the job it holds a lease on (or a dataset that job reads):
+# a worker holding no such lease gets 403 (404 for an id that does not exist at all).
+WORKER_READS = {"/api/v1/datasets/{id}/files", "/api/v1/datasets/{id}/files/{name}",
+                "/api/v1/datasets/{id}/packed/{name}", "/api/v1/jobs/{id}/artifacts",
+                "/api/v1/jobs/{id}/artifacts/{name}", "/api/v1/jobs/{id}/artifacts/{dir}/{name}",
+                "/api/v1/jobs/{id}/input", "/api/v1/jobs/{id}/input/{name}"}
 
 
 def operations():
@@ -72,7 +80,7 @@ def ids_for(path, own):
     return None
 
 
-def ownership(ctl, d, ta, tb, adm, alice, bob):
+def ownership(ctl, d, ta, tb, adm, alice, bob, wcred):
     """Alice's rows: 404 to Bob on every route naming them, absent from his lists, listed for the
     admin with their owner; reachable by Alice."""
     root = os.path.join(d, "data", "idx")
@@ -116,22 +124,26 @@ def ownership(ctl, d, ta, tb, adm, alice, bob):
     n = 0
     for method, path in operations():
         ids = ids_for(path, own)
-        if path in WORKER_ROUTES or not ids or "{" not in path:
+        if (method, path) in WORKER_ROUTES or not ids or "{" not in path:
             continue
         body = BODIES.get(path, {}) if method in ("POST", "PUT", "PATCH") else None
         st, js = status(ctl, method, fill(path, ids), body, tb)
         check(st == 404 or (st == 405 and method == "POST" and path == "/api/v1/jobs/{id}"),
               ("bob on alice's", method, path, st, js))
+        if path in WORKER_READS and "{name}" not in path:  # a worker leasing none of hers
+            st, js = status(ctl, method, fill(path, ids), body, wcred)
+            check(st == 403, ("worker without a lease on alice's", method, path, st, js))
         n += 1
     # Alice reaches her own (deletes last, after every other route was tried)
     ops = sorted(operations(), key=lambda o: o[0] == "DELETE")
     for method, path in ops:
         ids = ids_for(path, own)
-        if path in WORKER_ROUTES or not ids or "{" not in path:
+        if (method, path) in WORKER_ROUTES or not ids or "{" not in path:
             continue
         body = BODIES.get(path, {}) if method in ("POST", "PUT", "PATCH") else None
         st, js = status(ctl, method, fill(path, ids), body, ta)
-        named = "{name}" in path or "{key_id}" in path
+        # a named file, key or input need not exist (alice's job here is no inference job)
+        named = "{name}" in path or "{key_id}" in path or path.endswith("/input")
         check(st not in (401, 403) and (named or st != 404), ("alice on hers", method, path, st,
                                                             js))
     return n
@@ -222,7 +234,10 @@ def main():
             st, js = ctl.req(method, url, body, headers=bearer(ENROL))
             want_enrol = path == "/api/v1/workers" and method == "POST"
             check((st != 403) if want_enrol else st == 403, ("enrolment", method, path, st, js))
-            if path not in WORKER_ROUTES:
+            if path in WORKER_READS and method == "GET":
+                st, js = ctl.req(method, url, body, headers=wcred)
+                check(st in (403, 404), ("worker credential", method, path, st, js))
+            elif (method, path) not in WORKER_ROUTES:
                 st, js = ctl.req(method, url, body, headers=wcred)
                 check(st == 403, ("worker credential", method, path, st, js))
             for name, h in (("admin key", adm), ("admin token", bearer(tok_admin["token"]))):
@@ -230,7 +245,7 @@ def main():
                 check(st not in (401, 403), (name, method, path, st, js))
         check(n > 30, "only %d operations found in api/openapi.yaml" % n)
 
-        n_own = ownership(ctl, d, ta, tb, adm, alice, bob)
+        n_own = ownership(ctl, d, ta, tb, adm, alice, bob, wcred)
         check(n_own > 20, "only %d routes named ids" % n_own)
 
         # the store holds hashes only

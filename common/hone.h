@@ -1,6 +1,6 @@
 /* Shared error codes and allocation helpers for every Hone module.
  * Functions return 0 or a negative HONE_E* code; out-of-memory aborts (redis style) instead of
- * being threaded through every caller. No I/O beyond the abort message. */
+ * being threaded through every caller. No I/O beyond the abort message and hone_sha256_file. */
 #ifndef HONE_COMMON_H
 #define HONE_COMMON_H
 
@@ -32,6 +32,10 @@ void *hone_xmalloc(size_t n);
 void *hone_xcalloc(size_t count, size_t size);
 void *hone_xrealloc(void *p, size_t n);
 char *hone_xstrdup(const char *s);
+
+/* SHA-256 of the file at path as 64 lower-case hex digits and a NUL (transfers are verified by it);
+ * HONE_EIO when it cannot be read. */
+int hone_sha256_file(const char *path, char out[65]);
 
 #define HONE_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

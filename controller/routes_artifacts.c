@@ -238,7 +238,7 @@ typedef struct put_check {
 static void put_check_run(uv_work_t *w)
 {
     put_check *p = w->data;
-    p->rc = ctl_sha256_file(p->file, p->got);
+    p->rc = hone_sha256_file(p->file, p->got);
 }
 
 static void put_check_abort(hone_http_res *res, void *ud)

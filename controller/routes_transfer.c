@@ -121,7 +121,7 @@ static int list_one(xfer_list *l, const char *kind, const char *path, const char
         strlen(jstr(r, "sha256")) == 64) {
         snprintf(sha, sizeof sha, "%s", jstr(r, "sha256"));
     } else {
-        if (ctl_sha256_file(path, sha)) {
+        if (hone_sha256_file(path, sha)) {
             l->status = 500;
             snprintf(l->msg, sizeof l->msg, "cannot read %.300s: %s", name, strerror(errno));
             return HONE_EIO;

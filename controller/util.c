@@ -5,11 +5,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <errno.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <openssl/evp.h>
 
 #include "batch.h"
 #include "ctl.h"
@@ -115,35 +112,4 @@ void ctl_res_store_error(hone_controller *c, hone_http_res *res)
     else
         db_rollback(c->db);
     hone_http_res_error(res, 500, NULL, "store error: %s", db_errmsg(c->db));
-}
-
-int ctl_sha256_file(const char *path, char out[65])
-{
-    unsigned char buf[1 << 16], md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC), rc = HONE_EIO;
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    if (fd < 0 || !ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL))
-        goto fail;
-    for (;;) {
-        ssize_t r = read(fd, buf, sizeof buf);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            goto fail;
-        if (r == 0)
-            break;
-        if (!EVP_DigestUpdate(ctx, buf, (size_t)r))
-            goto fail;
-    }
-    if (!EVP_DigestFinal_ex(ctx, md, &n) || n != 32)
-        goto fail;
-    for (unsigned i = 0; i < 32; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
-    rc = HONE_OK;
-fail:
-    if (fd >= 0)
-        close(fd);
-    EVP_MD_CTX_free(ctx);
-    return rc;
 }

@@ -22,7 +22,5 @@ void ctl_new_id(hone_controller *c, const char *prefix, char *buf, size_t n);
 void ctl_log(hone_controller *c, const char *level, const char *event, json_t *fields /* stolen */);
 /* Answers 500 for a store failure and logs it (undoing the request's changes). */
 void ctl_res_store_error(hone_controller *c, hone_http_res *res);
-/* SHA-256 of a file, lower-case hex; blocking (call it off the loop). HONE_EIO when unreadable. */
-int ctl_sha256_file(const char *path, char out[65]);
 
 #endif

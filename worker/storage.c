@@ -18,39 +18,6 @@
 #include <unistd.h>
 #include <dirent.h>
 
-#include <openssl/evp.h>
-
-int worker_sha256_file(const char *path, char out[65])
-{
-    unsigned char buf[1 << 16], md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC), rc = HONE_EIO;
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    if (fd < 0 || !ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL))
-        goto fail;
-    for (;;) {
-        ssize_t r = read(fd, buf, sizeof buf);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0)
-            goto fail;
-        if (r == 0)
-            break;
-        if (!EVP_DigestUpdate(ctx, buf, (size_t)r))
-            goto fail;
-    }
-    if (!EVP_DigestFinal_ex(ctx, md, &n) || n != 32)
-        goto fail;
-    for (unsigned i = 0; i < 32; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
-    rc = HONE_OK;
-fail:
-    if (fd >= 0)
-        close(fd);
-    EVP_MD_CTX_free(ctx);
-    return rc;
-}
-
 static int sha_ok(const char *s)
 {
     if (!s || strlen(s) != 64)
@@ -124,7 +91,7 @@ static int cache_fetch_locked(hone_worker *w, const char *url, long long bytes, 
             worker_log(w, "download %s broke off (%s); resuming", url, err);
         worker_sleep(w, worker_backoff(w, &delay));
     }
-    if (worker_sha256_file(part, got) != 0 || strcmp(got, sha) != 0) {
+    if (hone_sha256_file(part, got) != 0 || strcmp(got, sha) != 0) {
         worker_log(w, "download %s: sha256 %s, not the manifest's %s; discarded", url, got, sha);
         truncate(part, 0);
         return HONE_EIO;

@@ -37,7 +37,7 @@ static int upload_to(hone_worker *w, const char *path, const char *file, const c
         if (stopping)
             hone_rest_set_abort(w->rest, NULL);
         char sha[65];
-        int rc = worker_sha256_file(file, sha);
+        int rc = hone_sha256_file(file, sha);
         if (rc)
             snprintf(err, sizeof err, "cannot read %s", file);
         else
@@ -155,7 +155,7 @@ static int ckpt_put(worker_ckpt_up *u, const char *name)
     snprintf(path, sizeof path, "/api/v1/jobs/%s/artifacts/%s", ej, name);
     free(ej);
     char sha[65];
-    int rc = worker_sha256_file(file, sha);
+    int rc = hone_sha256_file(file, sha);
     if (rc) {
         hone_rest_resp_clear(&resp);
         return rc;

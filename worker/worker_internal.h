@@ -73,8 +73,6 @@ void worker_action_run(hone_worker *w, const json_t *job);
 
 /* ---- storage.c, uploads.c: --storage http (datasets downloaded into the cache, outputs
  * uploaded) ---- */
-/* SHA-256 of a file, lower-case hex. */
-int worker_sha256_file(const char *path, char out[65]);
 /* Downloads url (bytes, sha256 from a manifest) into <cache>/<sha256> (written to out), resuming
  * its .part file and verifying the hash; *hit = 1 when the cache had it (nothing downloaded). */
 int worker_cache_fetch(hone_worker *w, const char *url, long long bytes, const char *sha, char *out,

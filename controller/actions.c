@@ -210,12 +210,9 @@ json_t *ctl_action_lease_job(hone_controller *c, const json_t *job)
     if (jstr(job, "dataset_id")) {
         json_object_set_new(j, "dataset_id", json_string(jstr(job, "dataset_id")));
     } else if (!strcmp(jstr(job, "action"), "evaluate")) {
-        json_t *exp = NULL, *tds = NULL;
-        if (store_experiment_get(c->db, jstr(job, "experiment_id"), NULL, &exp) == HONE_OK &&
-            (tds = jparse(jstr(exp, "train_datasets"))) && json_is_string(json_array_get(tds, 0)))
-            json_object_set(j, "dataset_id", json_array_get(tds, 0));
-        json_decref(tds);
-        json_decref(exp);
+        json_t *ds = ctl_job_dataset_id(c, job);
+        if (ds)
+            json_object_set_new(j, "dataset_id", ds);
     }
     free(dir);
     json_decref(cfg);

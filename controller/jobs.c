@@ -314,3 +314,14 @@ int ctl_job_finish(hone_controller *c, const json_t *job, const char *status, co
         return ctl_automl_end(c, job, failed || !strcmp(st, "canceled"));
     return HONE_OK;
 }
+
+json_t *ctl_job_dataset_id(hone_controller *c, const json_t *job)
+{
+    json_t *exp = NULL, *tds = NULL, *id = NULL;
+    if (store_experiment_get(c->db, jstr(job, "experiment_id"), NULL, &exp) == HONE_OK &&
+        (tds = jparse(jstr(exp, "train_datasets"))) && json_is_string(json_array_get(tds, 0)))
+        id = json_incref(json_array_get(tds, 0));
+    json_decref(tds);
+    json_decref(exp);
+    return id;
+}

@@ -18,6 +18,9 @@ int ctl_job_create(hone_controller *c, const json_t *exp, const char *action, co
 int ctl_job_spec(hone_controller *c, const json_t *job, json_t **flat);
 /* The job's artifact folder (malloc'd). */
 char *ctl_job_dir(hone_controller *c, const char *job_id);
+/* The id of the dataset a job of an experiment reads (its experiment's first training dataset), as
+ * a new JSON string reference, or NULL: a worker that shares no disk downloads it. */
+json_t *ctl_job_dataset_id(hone_controller *c, const json_t *job);
 /* Ends a train job (inside the caller's transaction): complete, or lease lost after stop/pause.
  * A convert job goes to ctl_convert_finish (convert.h). */
 int ctl_job_finish(hone_controller *c, const json_t *job, const char *status, const char *log_tail,

@@ -53,12 +53,9 @@ static json_t *lease_reply(hone_controller *c, const json_t *job, const json_t *
                           "lease_seconds", (json_int_t)c->cfg.lease_seconds);
     free(dir);
     /* The dataset data.path names, for a worker that downloads it (GET /datasets/{id}/files). */
-    json_t *exp = NULL, *tds = NULL;
-    if (store_experiment_get(c->db, jstr(job, "experiment_id"), NULL, &exp) == HONE_OK &&
-        (tds = jparse(jstr(exp, "train_datasets"))) && json_is_string(json_array_get(tds, 0)))
-        json_object_set(j, "dataset_id", json_array_get(tds, 0));
-    json_decref(tds);
-    json_decref(exp);
+    json_t *ds = ctl_job_dataset_id(c, job);
+    if (ds)
+        json_object_set_new(j, "dataset_id", ds);
     return json_pack("{s:o}", "job", j);
 }
 

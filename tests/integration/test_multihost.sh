@@ -67,24 +67,7 @@ for i in 1 2 3; do host "w$i" "$net.1$i"; done
 
 # --- a small IDX dataset inside the controller's data dir, which only root may read
 mkdir -p "$tmp/ctl/data/datasets"
-python3 - "$tmp/ctl/data/datasets/tiny" <<'PY'
-import gzip, os, struct, sys
-d = sys.argv[1]
-os.makedirs(d)
-for split, n in (("train", 1200), ("t10k", 200)):
-    labels = bytes((i * 7 + i // 3) % 10 for i in range(n))
-    px = bytearray()
-    for i in range(n):
-        c = labels[i]
-        for y in range(28):
-            for x in range(28):
-                v = 200 if abs(x - 3 - 2 * c) < 3 and abs(y - 14) < 10 else 0
-                px.append((v + (x * 31 + y * 17 + i * 13) % 50) % 256)
-    with gzip.open(os.path.join(d, "%s-images-idx3-ubyte.gz" % split), "wb") as f:
-        f.write(struct.pack(">IIII", 0x803, n, 28, 28) + bytes(px))
-    with gzip.open(os.path.join(d, "%s-labels-idx1-ubyte.gz" % split), "wb") as f:
-        f.write(struct.pack(">II", 0x801, n) + labels)
-PY
+python3 "$(dirname "$0")/../lib/blob_idx.py" "$tmp/ctl/data/datasets/tiny" 1200 200
 chmod 700 "$tmp/ctl/data"
 if setpriv --reuid=65534 --regid=65534 --clear-groups cat "$tmp/ctl/data/datasets/tiny/t10k-labels-idx1-ubyte.gz" >/dev/null 2>&1; then
   fail "user nobody can read the controller's data dir"

@@ -27,12 +27,10 @@ their own files.
      accuracy, labels.jsonl has a line per image).
 
 usage: test_storage_http.py HONE-CONTROLLER HONE-WORKER HONE-TRAIN"""
-import gzip
 import json
 import os
 import re
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
@@ -42,6 +40,7 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from honeproc import ControllerProcess, WorkerProcess  # noqa: E402
+from blob_idx import write_blob_idx  # noqa: E402
 from pngfolder import write_folder  # noqa: E402
 
 ADMIN = {"Authorization": "Bearer adm1n"}
@@ -66,23 +65,6 @@ def ok(ctl, method, path, body=None):
     st, js = call(ctl, method, path, body)
     assert st in (200, 201), (method, path, st, js)
     return js
-
-
-def write_idx(d, n_train, n_test):
-    os.makedirs(d)
-    for split, n in (("train", n_train), ("t10k", n_test)):
-        labels = bytes((i * 7 + i // 3) % 10 for i in range(n))
-        px = bytearray()
-        for i in range(n):  # a class-dependent blob plus noise: learnable, not trivial
-            c = labels[i]
-            for y in range(28):
-                for x in range(28):
-                    v = 200 if abs(x - 3 - 2 * c) < 3 and abs(y - 14) < 10 else 0
-                    px.append((v + (x * 31 + y * 17 + i * 13) % 50) % 256)
-        with gzip.open(os.path.join(d, "%s-images-idx3-ubyte.gz" % split), "wb") as f:
-            f.write(struct.pack(">IIII", 0x803, n, 28, 28) + bytes(px))
-        with gzip.open(os.path.join(d, "%s-labels-idx1-ubyte.gz" % split), "wb") as f:
-            f.write(struct.pack(">II", 0x801, n) + labels)
 
 
 class HttpWorker(WorkerProcess):
@@ -130,7 +112,7 @@ def main():
     data_dir = os.path.join(root, "ctl")
     ds_dir = os.path.join(data_dir, "datasets", "tiny")
     os.makedirs(os.path.dirname(ds_dir))
-    write_idx(ds_dir, 1200, 200)
+    write_blob_idx(ds_dir, 1200, 200)
     png_dir = os.path.join(data_dir, "datasets", "pngs")
     n_png = write_folder(png_dir, classes=2, per_class=20, size=24)
     cfg = os.path.join(root, "controller.yaml")

@@ -11,13 +11,18 @@ const char *hone_worker_usage(void)
     return "usage: hone-worker --controller URL [--name N] [--work-dir DIR]\n"
            "                   [--device cpu|cuda|auto] [--threads N] [--token T]\n"
            "                   [--trainer PATH] [--packer PATH] [--lease-wait S] [--grace S]\n"
-           "                   [--max-jobs N] [--storage shared|http] [--cache-dir DIR] [-v]\n"
+           "                   [--max-jobs N] [--storage shared|http] [--cache-dir DIR]\n"
+           "                   [--gpu INDEX] [-v]\n"
            "Registers with the controller at URL, leases jobs and runs hone-train for each\n"
            "(hone-pack for a convert job).\n"
            "--storage shared: the controller's data dir is mounted here (default);\n"
            "--storage http: datasets are downloaded into --cache-dir (default\n"
            "<work-dir>/cache, by content hash) and outputs uploaded to the controller.\n"
-           "Environment: HONE_URL (default for --controller), HONE_TOKEN, HONE_STORAGE.\n";
+           "--gpu INDEX: use only that GPU (of those hone-train --list-devices reports, or\n"
+           "of CUDA_VISIBLE_DEVICES when set): trainers get CUDA_VISIBLE_DEVICES and\n"
+           "--device cuda, and only that GPU is registered. One worker per GPU.\n"
+           "Environment: HONE_URL (default for --controller), HONE_TOKEN, HONE_STORAGE,\n"
+           "HONE_GPU (default for --gpu).\n";
 }
 
 static int args_int(const char *v, int lo, int hi, int *out)
@@ -41,6 +46,12 @@ int hone_worker_args_parse(int argc, char **argv, hone_worker_opts *o, char *err
     o->storage = getenv("HONE_STORAGE");
     if (!o->storage || !o->storage[0])
         o->storage = "shared";
+    const char *env_gpu = getenv("HONE_GPU");
+    if (env_gpu && env_gpu[0] && args_int(env_gpu, 0, 63, &o->gpu) != 0) {
+        snprintf(err, errlen, "HONE_GPU must be a GPU index from 0 to 63 (got '%s')", env_gpu);
+        return HONE_EINVAL;
+    }
+    o->pin_gpu = env_gpu && env_gpu[0];
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         const char *eq;
@@ -118,6 +129,12 @@ int hone_worker_args_parse(int argc, char **argv, hone_worker_opts *o, char *err
                 return HONE_EINVAL;
             }
             o->cache_dir = v;
+        } else if (strcmp(name, "--gpu") == 0) {
+            if (args_int(v, 0, 63, &o->gpu) != 0) {
+                snprintf(err, errlen, "--gpu must be a GPU index from 0 to 63 (got '%s')", v);
+                return HONE_EINVAL;
+            }
+            o->pin_gpu = 1;
         } else if (strcmp(name, "--max-jobs") == 0) {
             if (args_int(v, 0, 1000000, &o->max_jobs) != 0) {
                 snprintf(err, errlen, "--max-jobs must be a non-negative integer");
@@ -133,6 +150,12 @@ int hone_worker_args_parse(int argc, char **argv, hone_worker_opts *o, char *err
                  o->storage);
         return HONE_EINVAL;
     }
+    if (o->pin_gpu && strcmp(o->device, "cpu") == 0) {
+        snprintf(err, errlen, "--gpu (or HONE_GPU) needs --device cuda or auto, not cpu");
+        return HONE_EINVAL;
+    }
+    if (o->pin_gpu)
+        o->device = "cuda"; /* a pinned worker trains on its GPU, never quietly on the CPU */
     if (!o->controller || !o->controller[0]) {
         snprintf(err, errlen, "missing --controller URL (or set HONE_URL)");
         return HONE_EINVAL;

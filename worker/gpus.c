@@ -1,6 +1,7 @@
 /* gpus: which GPUs this host can train on, asked of hone-train (`--list-devices`) so that the
  * worker itself links no CUDA. Asked once per registration; a trainer that fails, hangs (over
- * 30 s) or answers garbage means no GPUs, never a stuck worker. */
+ * 30 s) or answers garbage means no GPUs, never a stuck worker. Also pins a worker to its one GPU
+ * (--gpu) and picks the GPUs whose NVML telemetry its heartbeats carry. */
 #include "worker_internal.h"
 
 #include <errno.h>
@@ -95,11 +96,88 @@ json_t *worker_gpus(hone_worker *w)
         json_t *mem = json_object_get(g, "memory_bytes");
         if (!name || !json_is_integer(mem))
             continue;
-        json_array_append_new(gpus, json_pack("{s:s,s:O}", "name", name, "memory_bytes", mem));
+        /* A pinned worker's trainer sees its GPU alone, as CUDA device 0: register the host's
+         * index, the one heartbeats and `hone local` name it by. */
+        int index = w->o->pin_gpu ? w->o->gpu : (int)i;
+        json_array_append_new(
+            gpus, json_pack("{s:i,s:s,s:O}", "index", index, "name", name, "memory_bytes", mem));
+        if (w->o->pin_gpu)
+            break;
     }
     if (!text)
         worker_log(w, "could not list GPUs with %s --list-devices; registering none", w->trainer);
     json_decref(doc);
     free(text);
     return gpus;
+}
+
+/* Splits CUDA_VISIBLE_DEVICES ("0,2", "GPU-uuid,...") into at most cap entries of buf. */
+static int gpus_visible(const char *env, char buf[][96], int cap)
+{
+    int n = 0;
+    while (env && *env && n < cap) {
+        size_t len = strcspn(env, ",");
+        snprintf(buf[n++], sizeof(buf[0]), "%.*s", (int)(len < 95 ? len : 95), env);
+        env += len + (env[len] == ',');
+    }
+    return n;
+}
+
+int worker_gpu_setup(hone_worker *w)
+{
+    enum { MAXG = 16 };
+    char vis[MAXG][96];
+    const char *sel[MAXG];
+    int index[MAXG], n = 0;
+    const char *env = getenv("CUDA_VISIBLE_DEVICES");
+    const char *order = getenv("CUDA_DEVICE_ORDER");
+    int nvis = env ? gpus_visible(env, vis, MAXG) : -1;
+
+    if (strcmp(w->o->device, "cpu") == 0)
+        return HONE_OK;
+    /* NVML numbers GPUs by PCI bus id; CUDA's default order is fastest first. With CUDA told to
+     * use PCI order too (children inherit it), CUDA index K and NVML index K are one GPU. */
+    if (!order || !order[0])
+        setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+    int numbered_ok = !order || !order[0] || strcmp(order, "PCI_BUS_ID") == 0;
+    if (w->o->pin_gpu) {
+        char one[96];
+        if (nvis >= 0 && w->o->gpu >= nvis) {
+            worker_log(w, "--gpu %d: CUDA_VISIBLE_DEVICES=%s lists %d GPU(s)", w->o->gpu, env,
+                       nvis);
+            return HONE_EINVAL;
+        }
+        /* Inside a CUDA_VISIBLE_DEVICES the worker was given, --gpu K is its K-th entry. */
+        if (nvis >= 0)
+            snprintf(one, sizeof(one), "%s", vis[w->o->gpu]);
+        else
+            snprintf(one, sizeof(one), "%d", w->o->gpu);
+        setenv("CUDA_VISIBLE_DEVICES", one, 1);
+        snprintf(vis[0], sizeof(vis[0]), "%s", one);
+        sel[0] = vis[0];
+        index[0] = w->o->gpu;
+        n = 1;
+    } else if (nvis >= 0) {
+        for (int i = 0; i < nvis; i++) {
+            sel[n] = vis[i];
+            index[n++] = i;
+        }
+    } else {
+        for (int i = 0; i < MAXG; i++) { /* NVML skips the indices it does not have */
+            snprintf(vis[i], sizeof(vis[i]), "%d", i);
+            sel[n] = vis[i];
+            index[n++] = i;
+        }
+    }
+    /* A numbered GPU under another CUDA_DEVICE_ORDER may be a different board in NVML: no
+     * numbers beat wrong numbers. UUIDs ("GPU-...") name one board in both. */
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (numbered_ok || strspn(sel[i], "0123456789") != strlen(sel[i])) {
+            sel[k] = sel[i];
+            index[k++] = index[i];
+        }
+    if (worker_nvml_open(NULL, sel, index, k, &w->nvml) != 0)
+        worker_log(w, "no GPU telemetry (NVML, libnvidia-ml.so.1, not available)");
+    return HONE_OK;
 }

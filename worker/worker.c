@@ -167,6 +167,8 @@ static void *worker_heartbeat_main(void *arg)
         if (job[0])
             json_array_append_new(jobs, json_string(job));
         json_object_set_new(body, "jobs", jobs);
+        if (w->nvml) /* without telemetry the field is left out: the controller shows null */
+            json_object_set_new(body, "gpus", worker_nvml_sample(w->nvml));
         snprintf(path, sizeof(path), "/api/v1/workers/%s/heartbeat", id);
         if (hone_rest_call(w->hb_rest, "POST", path, body, 10, &resp, err, sizeof(err)) != 0) {
             if (!warned++)
@@ -331,6 +333,8 @@ static int worker_setup(hone_worker *w, const hone_worker_opts *o, volatile sig_
         worker_log(w, "cannot create cache dir %s: %s", w->cache_dir, strerror(errno));
         return HONE_EIO;
     }
+    if (worker_gpu_setup(w) != 0)
+        return HONE_EINVAL;
     worker_find_trainer(w);
     worker_find_packer(w);
     if (hone_rest_new(o->controller, o->token, &w->rest) != 0 ||
@@ -387,6 +391,8 @@ int hone_worker_run(const hone_worker_opts *o, volatile sig_atomic_t *stop)
     worker_log(&w, "controller %s, trainer %s, packer %s, work dir %s, storage %s%s%s",
                o->controller, w.trainer, w.packer, w.work_dir, w.http_storage ? "http" : "shared",
                w.http_storage ? ", cache " : "", w.http_storage ? w.cache_dir : "");
+    if (o->pin_gpu)
+        worker_log(&w, "GPU %d (CUDA_VISIBLE_DEVICES=%s)", o->gpu, getenv("CUDA_VISIBLE_DEVICES"));
     while (!*stop) {
         rc = worker_register(&w, w.rest);
         if (rc == 0)
@@ -428,6 +434,7 @@ fail:
     }
     hone_rest_free(w.rest);
     hone_rest_free(w.hb_rest);
+    worker_nvml_free(w.nvml);
     pthread_mutex_destroy(&w.mu);
     return rc;
 }

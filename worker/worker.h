@@ -92,6 +92,11 @@ typedef struct hone_worker_opts {
      * are downloaded into cache_dir, outputs uploaded). Default shared (env HONE_STORAGE). */
     const char *storage;
     const char *cache_dir; /* http storage's download cache (default <work-dir>/cache) */
+    /* --gpu INDEX (env HONE_GPU): this worker uses that one GPU (its trainers see it alone, as
+     * CUDA_VISIBLE_DEVICES) and registers only it. Implies --device cuda. pin_gpu 0 (the zero
+     * value): unpinned, every GPU the trainer sees. */
+    int pin_gpu;
+    int gpu;
 } hone_worker_opts;
 
 /* Parses hone-worker's command line (argv[0] is skipped). Returns 0, HONE_EINVAL with a message

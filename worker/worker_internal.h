@@ -9,6 +9,8 @@
 #include "rest.h"
 #include "worker.h"
 
+typedef struct worker_nvml worker_nvml;
+
 typedef struct hone_worker {
     const hone_worker_opts *o;
     char name[256];
@@ -30,6 +32,7 @@ typedef struct hone_worker {
 
     hone_rest *rest;    /* main thread's handle */
     hone_rest *hb_rest; /* heartbeat thread's handle */
+    worker_nvml *nvml;  /* GPU telemetry for heartbeats (NULL: none; nvml.c) */
 } hone_worker;
 
 /* Logs one line to stderr: "hone-worker[name] <text>". */
@@ -53,6 +56,23 @@ void worker_id_auth(hone_worker *w, hone_rest *rest, char *buf, size_t len);
 /* The GPUs hone-train can use here ([] for --device cpu or when it cannot tell), for registering
  * (gpus.c). */
 json_t *worker_gpus(hone_worker *w);
+/* gpus.c: before anything runs, pins the worker to --gpu INDEX (CUDA_VISIBLE_DEVICES, indexing
+ * into a CUDA_VISIBLE_DEVICES the worker was given) and sets CUDA_DEVICE_ORDER=PCI_BUS_ID unless
+ * set, so that CUDA's numbering is NVML's; then opens NVML for the GPUs this worker uses (w->nvml,
+ * NULL when absent). HONE_EINVAL (logged) when --gpu names a GPU CUDA_VISIBLE_DEVICES lacks. */
+int worker_gpu_setup(hone_worker *w);
+
+/* ---- nvml.c: GPU telemetry through libnvidia-ml.so.1, loaded at run time ---- */
+/* Opens NVML from lib (NULL: "libnvidia-ml.so.1") for n GPUs, each named by sel[i] (an NVML index
+ * as digits, else a UUID "GPU-...") and reported as index[i]. HONE_ENOENT when the library, a
+ * symbol, nvmlInit or every GPU is missing: no telemetry, not an error. Free with
+ * worker_nvml_free. */
+int worker_nvml_open(const char *lib, const char *const *sel, const int *index, int n,
+                     worker_nvml **out);
+/* [{index, util (0..100), mem_used, mem_total (bytes)}] now; a GPU NVML cannot read is left out.
+ * New reference; [] for NULL. */
+json_t *worker_nvml_sample(worker_nvml *nv);
+void worker_nvml_free(worker_nvml *nv);
 
 /* Runs one leased job to the end and completes it with the controller (job.c); a convert job
  * goes to worker_convert_run. */

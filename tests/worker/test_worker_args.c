@@ -32,6 +32,32 @@ static void test_defaults_and_values(void)
     CHECK(strcmp(o.storage, "shared") == 0 && o.cache_dir == NULL);
 }
 
+/* --gpu INDEX pins the worker (and implies --device cuda); HONE_GPU is the default; bad values and
+ * --device cpu are refused, naming the option. */
+static void test_gpu(void)
+{
+    hone_worker_opts o;
+    char err[1024];
+    char *a1[] = {"hone-worker", "--controller", "http://x", "--gpu", "1"};
+    char *a2[] = {"hone-worker", "--controller", "http://x"};
+    char *a3[] = {"hone-worker", "--controller", "http://x", "--gpu", "x"};
+    char *a4[] = {"hone-worker", "--controller", "http://x", "--gpu=0", "--device", "cpu"};
+
+    unsetenv("HONE_GPU");
+    CHECK(parse(&o, err, sizeof(err), 5, a1) == 0 && o.pin_gpu && o.gpu == 1 &&
+          strcmp(o.device, "cuda") == 0);
+    CHECK(parse(&o, err, sizeof(err), 3, a2) == 0 && !o.pin_gpu && strcmp(o.device, "auto") == 0);
+    CHECK(parse(&o, err, sizeof(err), 5, a3) == HONE_EINVAL && strstr(err, "--gpu"));
+    CHECK(parse(&o, err, sizeof(err), 6, a4) == HONE_EINVAL && strstr(err, "--gpu") &&
+          strstr(err, "cpu"));
+    setenv("HONE_GPU", "3", 1);
+    CHECK(parse(&o, err, sizeof(err), 3, a2) == 0 && o.pin_gpu && o.gpu == 3);
+    CHECK(parse(&o, err, sizeof(err), 5, a1) == 0 && o.gpu == 1); /* the flag wins */
+    setenv("HONE_GPU", "-1", 1);
+    CHECK(parse(&o, err, sizeof(err), 3, a2) == HONE_EINVAL && strstr(err, "HONE_GPU"));
+    unsetenv("HONE_GPU");
+}
+
 /* --storage and --cache-dir; HONE_STORAGE is the default, the flag wins over it. */
 static void test_storage(void)
 {
@@ -252,6 +278,7 @@ int main(void)
     test_defaults_and_values();
     test_errors();
     test_storage();
+    test_gpu();
     test_trainer_argv();
     test_action_argv();
     test_unreported_epochs();

@@ -1,6 +1,8 @@
 /* test_worker_gpus: the GPUs a worker registers come from `hone-train --list-devices`: a trainer
  * that lists two GPUs gives both, one that fails or prints garbage gives none, and --device cpu
- * never asks. Fake trainers are small shell scripts written here. */
+ * never asks; a worker pinned by --gpu registers its one GPU under the host's index and sets
+ * CUDA_VISIBLE_DEVICES for its trainers; the NVML loader answers "absent" cleanly without a
+ * driver. Fake trainers are small shell scripts written here. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,15 +20,73 @@ static void fake_trainer(const char *path, const char *body)
     chmod(path, 0755);
 }
 
-static json_t *gpus_with(const char *trainer, const char *device)
+static json_t *gpus_pinned(const char *trainer, const char *device, int pin, int gpu)
 {
-    hone_worker_opts o = {.device = device};
+    hone_worker_opts o = {.device = device, .pin_gpu = pin, .gpu = gpu};
     hone_worker w;
     memset(&w, 0, sizeof w);
     w.o = &o;
     snprintf(w.name, sizeof w.name, "t");
     snprintf(w.trainer, sizeof w.trainer, "%s", trainer);
     return worker_gpus(&w);
+}
+
+static json_t *gpus_with(const char *trainer, const char *device)
+{
+    return gpus_pinned(trainer, device, 0, 0);
+}
+
+/* worker_gpu_setup's CUDA_VISIBLE_DEVICES for a worker pinned to gpu, given the env it started
+ * with (NULL: unset); "" when it refused. */
+static void pin_env(int gpu, const char *given, char *out, size_t cap)
+{
+    hone_worker_opts o = {.device = "cuda", .pin_gpu = 1, .gpu = gpu};
+    hone_worker w;
+    memset(&w, 0, sizeof w);
+    w.o = &o;
+    snprintf(w.name, sizeof w.name, "t");
+    if (given)
+        setenv("CUDA_VISIBLE_DEVICES", given, 1);
+    else
+        unsetenv("CUDA_VISIBLE_DEVICES");
+    int rc = worker_gpu_setup(&w);
+    const char *v = getenv("CUDA_VISIBLE_DEVICES");
+    snprintf(out, cap, "%s", rc == 0 && v ? v : "");
+    CHECK(w.nvml == NULL); /* no driver here */
+    worker_nvml_free(w.nvml);
+}
+
+static void test_pin_and_nvml(void)
+{
+    char v[128];
+    unsetenv("CUDA_DEVICE_ORDER");
+    pin_env(1, NULL, v, sizeof v);
+    CHECK(!strcmp(v, "1"));
+    CHECK(getenv("CUDA_DEVICE_ORDER") && !strcmp(getenv("CUDA_DEVICE_ORDER"), "PCI_BUS_ID"));
+    pin_env(1, "4,6", v, sizeof v); /* --gpu indexes into the worker's own list */
+    CHECK(!strcmp(v, "6"));
+    pin_env(0, "GPU-8f3c,GPU-11aa", v, sizeof v);
+    CHECK(!strcmp(v, "GPU-8f3c"));
+    pin_env(2, "4,6", v, sizeof v); /* not in the list: refused */
+    CHECK(!strcmp(v, ""));
+    unsetenv("CUDA_VISIBLE_DEVICES");
+
+    /* The loader: no driver, a missing file, a library without NVML's symbols: absent, cleanly. */
+    const char *sel[] = {"0"};
+    int index[] = {0};
+    worker_nvml *nv = (worker_nvml *)1;
+    if (access("/dev/nvidiactl", F_OK) != 0) {
+        CHECK(worker_nvml_open(NULL, sel, index, 1, &nv) == HONE_ENOENT && nv == NULL);
+    }
+    nv = (worker_nvml *)1;
+    CHECK(worker_nvml_open("/nonexistent/libnvidia-ml.so.1", sel, index, 1, &nv) == HONE_ENOENT &&
+          nv == NULL);
+    nv = (worker_nvml *)1;
+    CHECK(worker_nvml_open("libm.so.6", sel, index, 1, &nv) == HONE_ENOENT && nv == NULL);
+    json_t *s = worker_nvml_sample(NULL);
+    CHECK(json_is_array(s) && json_array_size(s) == 0);
+    json_decref(s);
+    worker_nvml_free(NULL);
 }
 
 int main(void)
@@ -63,6 +123,16 @@ int main(void)
     g = gpus_with("/nonexistent/hone-train", "auto");
     CHECK(json_array_size(g) == 0);
     json_decref(g);
+
+    /* Pinned to GPU 1, the trainer sees that one GPU as its device 0: registered as index 1. */
+    fake_trainer(path, "echo '{\"gpus\":[{\"index\":0,\"name\":\"NVIDIA H200\",\"memory_bytes\":"
+                       "150000000000}]}'");
+    g = gpus_pinned(path, "cuda", 1, 1);
+    CHECK(json_array_size(g) == 1);
+    CHECK(json_integer_value(json_object_get(json_array_get(g, 0), "index")) == 1);
+    json_decref(g);
+
+    test_pin_and_nvml();
 
     unlink(path);
     rmdir(dir);

@@ -83,12 +83,45 @@ static int reattach(hone_controller *c, const json_t *job, const char *wid)
                : HONE_ESTATE;
 }
 
+/* A heartbeat's gpus: at most 16 {index, util, mem_used, mem_total}, each in its range (mem_used
+ * at most mem_total). 422 naming the field (gpus[i].util) otherwise. */
+static int check_gpus(const json_t *gpus, hone_http_res *res)
+{
+    static const hone_json_field fields[] = {
+        {.name = "index", .type = HONE_JSON_INT, .required = 1, .has_range = 1, .max = 63},
+        {.name = "util", .type = HONE_JSON_NUMBER, .required = 1, .has_range = 1, .max = 100},
+        {.name = "mem_used", .type = HONE_JSON_INT, .required = 1, .has_range = 1, .max = 1e15},
+        {.name = "mem_total", .type = HONE_JSON_INT, .required = 1, .has_range = 1, .max = 1e15},
+    };
+    json_t *g;
+    size_t i;
+    char prefix[64];
+    json_array_foreach(gpus, i, g)
+    {
+        snprintf(prefix, sizeof prefix, "gpus[%zu]", i);
+        if (!json_is_object(g)) {
+            hone_http_res_error(res, 422, prefix, "must be an object");
+            return HONE_EINVAL;
+        }
+        if (hone_json_check_prefix(g, prefix, fields, HONE_ARRAY_LEN(fields), res))
+            return HONE_EINVAL;
+        if (jint(g, "mem_used") > jint(g, "mem_total")) {
+            snprintf(prefix, sizeof prefix, "gpus[%zu].mem_used", i);
+            hone_http_res_error(res, 422, prefix, "must be at most mem_total");
+            return HONE_EINVAL;
+        }
+    }
+    return HONE_OK;
+}
+
 static void w_heartbeat(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
     static const hone_json_field fields[] = {
         {.name = "jobs", .type = HONE_JSON_ARRAY, .nullable = 1, .max_len = 1024},
+        {.name = "gpus", .type = HONE_JSON_ARRAY, .nullable = 1, .max_len = 16},
     };
+    char *gpus = NULL;
     const char *wid = hone_http_req_param(req, "id");
     json_t *body = hone_http_req_json(req, res), *cancel = json_array(), *pause = json_array();
     json_t *v, *job = NULL;
@@ -97,14 +130,23 @@ static void w_heartbeat(hone_http_req *req, hone_http_res *res, void *ud)
     if (!body)
         goto fail;
     if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res) ||
+        check_gpus(json_object_get(body, "gpus"), res) ||
         ctl_auth_worker(c, req, res, wid, "worker_id"))
         goto fail;
+    if (json_is_array(json_object_get(body, "gpus")))
+        gpus = jdump(json_object_get(body, "gpus"));
     if (db_begin(c->db)) {
         ctl_res_store_error(c, res);
         goto fail;
     }
     if (worker_touch(c, res, wid)) {
         db_rollback(c->db);
+        goto fail;
+    }
+    /* The latest telemetry replaces the last; a heartbeat without it means none now. */
+    if (store_worker_gpus_set(c->db, wid, gpus, ctl_now()) < 0) {
+        db_rollback(c->db);
+        ctl_res_store_error(c, res);
         goto fail;
     }
     json_array_foreach(json_object_get(body, "jobs"), i, v)
@@ -140,6 +182,7 @@ static void w_heartbeat(hone_http_req *req, hone_http_res *res, void *ud)
                 json_pack("{s:s,s:i}", "worker", wid, "jobs", reattached));
     hone_http_res_json(res, 200, json_pack("{s:O,s:O}", "cancel", cancel, "pause", pause));
 fail:
+    free(gpus);
     json_decref(cancel);
     json_decref(pause);
     json_decref(body);
@@ -452,6 +495,8 @@ static void w_list(hone_http_req *req, hone_http_res *res, void *ud)
     json_array_foreach(rows, i, r)
     {
         json_object_set_new(r, "resources", jparse(jstr(r, "resources")));
+        json_t *g = jstr(r, "gpus") ? jparse(jstr(r, "gpus")) : NULL;
+        json_object_set_new(r, "gpus", g ? g : json_null());
         json_object_set_new(r, "alive",
                             json_boolean(jnum(r, "last_seen") > now - c->cfg.lease_seconds));
     }

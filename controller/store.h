@@ -50,9 +50,12 @@ int store_worker_insert(ctl_db *db, const char *id, const char *name, const char
                         const char *artifact_dir, double now, const char *secret_hash);
 /* last_seen = now; rows changed: 0 for an unknown worker. */
 int store_worker_touch(ctl_db *db, const char *id, double now);
+/* The worker's latest heartbeat telemetry (gpus: JSON text, NULL = none) at now. */
+int store_worker_gpus_set(ctl_db *db, const char *id, const char *gpus, double now);
 /* {secret_hash} of a worker (auth.c). */
 int store_worker_secret(ctl_db *db, const char *id, json_t **row);
-/* Every worker without its credential: id, name, resources, artifact_dir, registered, last_seen. */
+/* Every worker without its credential: id, name, resources, artifact_dir, registered, last_seen,
+ * gpus (JSON text or null), gpus_at. */
 int store_workers_list(ctl_db *db, json_t **rows);
 /* Workers seen after `since`. */
 int store_workers_count_live(ctl_db *db, double since, int *n);

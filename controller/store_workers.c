@@ -1,5 +1,5 @@
-/* The store's statements on table workers: registration, last-seen, the credential's hash and the
- * list. Statements only: transactions are the caller's (store.h). */
+/* The store's statements on table workers: registration, last-seen, the latest GPU telemetry, the
+ * credential's hash and the list. Statements only: transactions are the caller's (store.h). */
 #include "store.h"
 
 int store_worker_insert(ctl_db *db, const char *id, const char *name, const char *resources,
@@ -16,6 +16,11 @@ int store_worker_touch(ctl_db *db, const char *id, double now)
     return db_run(db, "UPDATE workers SET last_seen=? WHERE id=?", "ds", now, id);
 }
 
+int store_worker_gpus_set(ctl_db *db, const char *id, const char *gpus, double now)
+{
+    return db_run(db, "UPDATE workers SET gpus=?, gpus_at=? WHERE id=?", "sds", gpus, now, id);
+}
+
 int store_worker_secret(ctl_db *db, const char *id, json_t **row)
 {
     return db_row(db, row, "SELECT secret_hash FROM workers WHERE id=?", "s", id);
@@ -24,7 +29,8 @@ int store_worker_secret(ctl_db *db, const char *id, json_t **row)
 int store_workers_list(ctl_db *db, json_t **rows)
 {
     return db_rows(db, rows,
-                   "SELECT id, name, resources, artifact_dir, registered, last_seen FROM workers "
+                   "SELECT id, name, resources, artifact_dir, registered, last_seen, gpus, gpus_at "
+                   "FROM workers "
                    "ORDER BY registered",
                    NULL);
 }

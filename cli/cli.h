@@ -205,6 +205,10 @@ typedef struct cli_stack_opts {
     int quiet;               /* children's logs go to DATA_DIR/logs only */
     const char *extra_roots; /* extra data root for the controller config (e.g. the demo data) */
     const char *storage;     /* the workers' --storage: shared (NULL) or http */
+    const char *trainer;     /* hone-train for the workers (NULL: found as the other binaries) */
+    /* GPUs `trainer --list-devices` reported (0: none, or --device cpu): worker i then runs with
+     * --gpu i % gpus, so one worker per GPU by default and --workers N spread over them. */
+    int gpus;
 } cli_stack_opts;
 
 /* Starts hone-controller and N hone-workers as children and waits for /readyz. Binaries are
@@ -219,8 +223,14 @@ void cli_stack_stop(cli_stack *s);
 int cli_find_binary(const char *bin_dir, const char *name, const char *const *rel_dirs, char *out,
                     size_t outlen);
 
+/* How many GPUs `trainer --list-devices` reports (its {"gpus": [...]}); 0 when it fails, hangs
+ * (30 s) or answers something else. */
+int cli_count_gpus(const char *trainer);
+
 /* `hone local` / `hone demo` option handling shared by cmd_local.c and demo.c; 2 on a usage
  * error (printed). */
+/* With --device cuda or auto, one worker per GPU that hone-train lists (so->gpus) unless --workers
+ * is given, which wins: its workers share the GPUs round-robin. */
 int cli_local_stack_opts(cli_ctx *c, cli_stack_opts *so, int default_workers, int default_port);
 int cli_demo_run(cli_ctx *c);
 

@@ -37,6 +37,18 @@ int cli_local_stack_opts(cli_ctx *c, cli_stack_opts *so, int default_workers, in
         fprintf(stderr, "usage error: --storage must be shared or http (got '%s')\n", so->storage);
         return 2;
     }
+    so->trainer = cli_arg(c->a, "trainer");
+    if (strcmp(so->device, "cpu") != 0) {
+        static const char *const trn_rel[] = {"../train", ".", NULL};
+        char trn[PATH_MAX];
+        const char *t = so->trainer;
+        if (!t && cli_find_binary(c->bin_dir, "hone-train", trn_rel, trn, sizeof(trn)) == 0)
+            t = trn;
+        so->gpus = t ? cli_count_gpus(t) : 0;
+        /* One worker per GPU unless --workers says how many (they then share the GPUs). */
+        if (so->gpus > 0 && !cli_arg(c->a, "workers"))
+            so->workers = so->gpus > 64 ? 64 : so->gpus;
+    }
     return 0;
 }
 
@@ -57,17 +69,20 @@ static int local_run(cli_ctx *c)
         return 1;
     }
     if (c->json) {
-        json_t *o = json_pack("{s:s,s:s,s:i}", "url", cli_stack_url(s), "data_dir", so.data_dir,
-                              "workers", so.workers);
+        json_t *o = json_pack("{s:s,s:s,s:i,s:i}", "url", cli_stack_url(s), "data_dir", so.data_dir,
+                              "workers", so.workers, "gpus", so.gpus);
         char *t = json_dumps(o, JSON_COMPACT);
         printf("%s\n", t);
         free(t);
         json_decref(o);
     } else {
-        printf("hone local: controller at %s with %d worker(s); data in %s (logs in %s/logs)\n"
+        printf("hone local: controller at %s with %d worker(s)", cli_stack_url(s), so.workers);
+        if (so.gpus > 0)
+            printf(" on %d GPU(s)", so.gpus);
+        printf("; data in %s (logs in %s/logs)\n"
                "  try: HONE_URL=%s hone worker list\n"
                "Press Ctrl-C to stop.\n",
-               cli_stack_url(s), so.workers, so.data_dir, so.data_dir, cli_stack_url(s));
+               so.data_dir, so.data_dir, cli_stack_url(s));
     }
     fflush(stdout);
     while (!*c->stop) {
@@ -87,8 +102,12 @@ static int local_run(cli_ctx *c)
 static const cli_opt local_opts[] = {
     {"data-dir", CLI_VALUE, "DIR  database, artifacts and logs (default ./hone-data)", 0},
     {"port", CLI_VALUE, "N  controller port (default 8080; 0 picks a free one)", 0},
-    {"workers", CLI_VALUE, "N  workers to start (default 1)", 0},
+    {"workers", CLI_VALUE,
+     "N  workers to start (default: one per GPU with --device cuda/auto, else 1; with GPUs, "
+     "worker i uses GPU i mod GPUs)",
+     0},
     {"device", CLI_VALUE, "DEV  cpu, cuda or auto (default auto)", 0},
+    {"trainer", CLI_VALUE, "PATH  hone-train for the workers (default: beside hone)", 0},
     {"threads", CLI_VALUE, "N  CPU threads per trainer (default: all cores)", 0},
     {"storage", CLI_VALUE,
      "MODE  shared (default) or http: workers download datasets and upload outputs", 0},
@@ -99,7 +118,10 @@ static const cli_opt demo_opts[] = {
     {"budget-minutes", CLI_VALUE, "N  time budget for the whole run (default 12)", 0},
     {"algorithm", CLI_VALUE,
      "ALGO  hyperband, bayesian, asha or bohb (default: chosen for the budget)", 0},
-    {"workers", CLI_VALUE, "N  workers (default: one per 1-2 cores, at most 4)", 0},
+    {"workers", CLI_VALUE,
+     "N  workers (default: one per GPU with --device cuda/auto, else one per 1-2 cores, at most 4)",
+     0},
+    {"trainer", CLI_VALUE, "PATH  hone-train for the workers (default: beside hone)", 0},
     {"device", CLI_VALUE, "DEV  cpu, cuda or auto (default auto)", 0},
     {"port", CLI_VALUE, "N  controller port (default 0: any free port)", 0},
     {"threads", CLI_VALUE, "N  CPU threads per trainer (default: cores / workers)", 0},

@@ -1,12 +1,14 @@
 /* stack: the local deployment that `hone local` and `hone demo` run: one hone-controller and N
- * hone-workers as child processes, logs under DATA_DIR/logs, stopped in order (workers first, so
- * they can report, then the controller). Children die with us (PR_SET_PDEATHSIG). */
+ * hone-workers as child processes (each pinned to one GPU with --gpu when there are GPUs), logs
+ * under DATA_DIR/logs, stopped in order (workers first, so they can report, then the controller).
+ * Children die with us (PR_SET_PDEATHSIG). */
 #define _GNU_SOURCE
 #include "cli.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +58,67 @@ found:
     if (!realpath(cand, out))
         snprintf(out, outlen, "%s", cand);
     return HONE_OK;
+}
+
+int cli_count_gpus(const char *trainer)
+{
+    enum { CAP = 65536 };
+    int fds[2], st = 0, n = 0;
+    size_t got = 0;
+    double deadline = cli_now() + 30;
+    char *buf;
+    pid_t pid;
+
+    if (pipe(fds) != 0)
+        return 0;
+    pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return 0;
+    }
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(fds[1], 1);
+        if (devnull >= 0)
+            dup2(devnull, 2);
+        close(fds[0]);
+        close(fds[1]);
+        execlp(trainer, trainer, "--list-devices", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    buf = hone_xmalloc(CAP + 1);
+    for (;;) {
+        struct pollfd p = {.fd = fds[0], .events = POLLIN};
+        int left = (int)((deadline - cli_now()) * 1000);
+        int r = left > 0 ? poll(&p, 1, left) : 0;
+        if (r < 0 && errno == EINTR)
+            continue;
+        ssize_t k = r > 0 ? read(fds[0], buf + got, CAP - got) : -1;
+        if (k < 0 && r > 0 && errno == EINTR)
+            continue;
+        if (r <= 0 || (k > 0 && got + (size_t)k == CAP)) { /* hung, or far too much */
+            kill(pid, SIGKILL);
+            got = 0;
+            break;
+        }
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    close(fds[0]);
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    buf[got] = '\0';
+    if (got && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+        json_t *doc = json_loads(buf, 0, NULL);
+        json_t *g = json_object_get(doc, "gpus");
+        n = json_is_array(g) ? (int)json_array_size(g) : 0;
+        json_decref(doc);
+    }
+    free(buf);
+    return n;
 }
 
 static int stack_mkdirs(const char *path)
@@ -210,9 +273,14 @@ int cli_stack_start(const cli_stack_opts *o, cli_stack **out, char *err, size_t 
     int rc;
 
     *out = NULL;
-    if (cli_find_binary(o->bin_dir, "hone-controller", ctl_rel, ctl_bin, sizeof(ctl_bin)) != 0 ||
-        cli_find_binary(o->bin_dir, "hone-worker", wrk_rel, wrk_bin, sizeof(wrk_bin)) != 0 ||
-        cli_find_binary(o->bin_dir, "hone-train", trn_rel, trn_bin, sizeof(trn_bin)) != 0) {
+    int found =
+        cli_find_binary(o->bin_dir, "hone-controller", ctl_rel, ctl_bin, sizeof(ctl_bin)) == 0 &&
+        cli_find_binary(o->bin_dir, "hone-worker", wrk_rel, wrk_bin, sizeof(wrk_bin)) == 0;
+    if (o->trainer) /* hone local --trainer */
+        snprintf(trn_bin, sizeof(trn_bin), "%s", o->trainer);
+    else if (found)
+        found = cli_find_binary(o->bin_dir, "hone-train", trn_rel, trn_bin, sizeof(trn_bin)) == 0;
+    if (!found) {
         snprintf(err, errlen,
                  "cannot find hone-controller, hone-worker and hone-train (looked in "
                  "$HONE_BIN_DIR, the build tree beside %s, and PATH); build them first",
@@ -252,17 +320,22 @@ int cli_stack_start(const cli_stack_opts *o, cli_stack **out, char *err, size_t 
         return rc;
     }
     for (int i = 0; i < o->workers && i < STACK_MAX_WORKERS; i++) {
-        char name[32], wdir[PATH_MAX + 64], threads[16];
+        char name[32], wdir[PATH_MAX + 64], threads[16], gpu[16];
         snprintf(name, sizeof(name), "local-%d", i + 1);
         snprintf(wdir, sizeof(wdir), "%s/workers/%s", data, name);
         snprintf(threads, sizeof(threads), "%d", o->threads);
+        snprintf(gpu, sizeof(gpu), "%d", o->gpus > 0 ? i % o->gpus : 0);
         snprintf(log, sizeof(log), "%s/worker-%d.log", s->logdir, i + 1);
         char *argv[] = {wrk_bin,     "--controller", s->url,
                         "--name",    name,           "--work-dir",
                         wdir,        "--device",     (char *)(o->device ? o->device : "auto"),
                         "--trainer", trn_bin,        "--threads",
                         threads,     "--storage",    (char *)(o->storage ? o->storage : "shared"),
-                        NULL};
+                        NULL,        NULL,           NULL};
+        if (o->gpus > 0) { /* one GPU each: the worker sets CUDA_VISIBLE_DEVICES for its trainers */
+            argv[HONE_ARRAY_LEN(argv) - 3] = "--gpu";
+            argv[HONE_ARRAY_LEN(argv) - 2] = gpu;
+        }
         s->workers[s->nworkers] = stack_spawn(argv, log);
         if (s->workers[s->nworkers] > 0)
             s->nworkers++;

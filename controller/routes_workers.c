@@ -2,7 +2,8 @@
  * leases, re-attaches jobs after a controller restart, lists jobs to cancel), lease by long-poll,
  * per-epoch reports answered with continue / stop / pause, and completion. Every call after
  * registration must carry that worker's credential (auth.c); reports are checked against the job
- * (report_check.c). Each acknowledged change is committed before the reply. */
+ * (report_check.c). Each acknowledged change is committed before the reply. A job its worker
+ * released (shutting down) is never re-attached to that worker. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -459,10 +460,15 @@ static void j_complete(hone_http_req *req, hone_http_res *res, void *ud)
         goto fail;
     }
     const char *tail = jstr(body, "log_tail") ? jstr(body, "log_tail") : jstr(body, "error");
-    int rc =
-        !strcmp(jstr(body, "status"), "released")
-            ? ctl_sched_release(c, job) /* shutting down: queued again at once */
-            : ctl_job_finish(c, job, jstr(body, "status"), tail, json_object_get(body, "final"));
+    int rc;
+    if (!strcmp(jstr(body, "status"), "released")) {
+        /* Shutting down: queued again at once (any action). The lease ends as `released`, so a
+         * heartbeat of this worker that still names the job does not take it back. */
+        rc = store_lease_end(c->db, jid, ctl_now(), "released") ? HONE_ESQL
+                                                                : ctl_sched_release(c, job);
+    } else {
+        rc = ctl_job_finish(c, job, jstr(body, "status"), tail, json_object_get(body, "final"));
+    }
     if (rc || db_commit(c->db)) {
         ctl_res_store_error(c, res);
         if (jstr(job, "parent_id"))

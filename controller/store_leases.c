@@ -29,7 +29,9 @@ int store_lease_reattach(ctl_db *db, const char *job_id, const char *worker_id,
 {
     return db_run(db,
                   "UPDATE jobs SET status='running', worker_id=?, lease_expires=? WHERE id=? AND "
-                  "status='queued' AND last_worker_id=?",
+                  "status='queued' AND last_worker_id=? AND COALESCE((SELECT end_reason FROM "
+                  "leases WHERE leases.job_id=jobs.id ORDER BY rowid DESC LIMIT 1),'') != "
+                  "'released'",
                   "sdss", worker_id, lease_expires, job_id, worker_id);
 }
 

@@ -4,11 +4,13 @@
  * model.onnx, stops it on cancel, and completes the job with its result line ({"event":
  * "evaluate",...}, {"event":"inference",...} or {"event":"export",...}) as the final. With
  * --storage http the parent's model (and evaluate's dataset, inference's image folder) are
- * downloaded first and the out folder is uploaded before completing. */
+ * downloaded first and the out folder is uploaded before completing. A worker told to shut down
+ * stops hone-train, removes its half-written output and hands the lease back (`released`). */
 #include "worker_internal.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct action_ctx {
     hone_worker *w;
@@ -25,6 +27,29 @@ static void action_on_event(void *arg, json_t *line)
     }
 }
 
+/* Shutting down: removes what a killed hone-train left half-written in the out folder (its
+ * outputs are written as NAME.tmp and renamed) and completes the job as `released` (the
+ * controller queues it again at once; a later worker runs it from the start). */
+static void action_release(hone_worker *w, const char *id, const char *out_dir,
+                           hone_trun_result *res, const char *what)
+{
+    static const char *const temps[] = {"evaluate.json.tmp", "labels.jsonl.tmp", "model.onnx.tmp"};
+    char msg[256], path[4096 + 64];
+    for (size_t i = 0; out_dir && out_dir[0] && i < HONE_ARRAY_LEN(temps); i++)
+        if (snprintf(path, sizeof path, "%s/%s", out_dir, temps[i]) < (int)sizeof path &&
+            unlink(path) == 0)
+            worker_log(w, "job %s: removed %s, left by the stopped trainer", id, path);
+    snprintf(msg, sizeof msg, "hone-worker: shutting down; %s was stopped and the job handed back",
+             what);
+    if (!res->log_tail)
+        res->log_tail = hone_xstrdup(msg);
+    worker_log(w, "job %s: %s", id, msg + strlen("hone-worker: "));
+    json_decref(res->done);
+    res->done = NULL;
+    worker_set_job(w, NULL); /* no heartbeat after this takes the queued job back */
+    worker_job_complete(w, id, "released", res);
+}
+
 static int action_should_stop(void *arg)
 {
     action_ctx *a = arg;
@@ -38,7 +63,8 @@ void worker_action_run(hone_worker *w, const json_t *job)
     action_ctx ctx = {.w = w};
     hone_trun_hooks hooks = {
         .on_event = action_on_event, .should_stop = action_should_stop, .arg = &ctx};
-    hone_trun_opts topts = {.grace_s = w->o->grace_s};
+    /* SIGKILL at half the grace, leaving the rest of it for handing the lease back */
+    hone_trun_opts topts = {.grace_s = w->o->grace_s / 2};
     hone_trun_result res = {0};
     const char *status;
     json_t *local = NULL; /* http storage: the lease with our own paths */
@@ -85,8 +111,10 @@ void worker_action_run(hone_worker *w, const json_t *job)
             json_decref(sets);
         }
         if (rc) {
-            if (*w->stop)
+            if (*w->stop) {
+                action_release(w, id, NULL, &res, "the download of its inputs");
                 goto fail;
+            }
             res.log_tail = hone_xstrdup(msg);
             worker_log(w, "job %s: %s", id, msg);
             worker_job_complete(w, id, "failed", &res);
@@ -109,16 +137,21 @@ void worker_action_run(hone_worker *w, const json_t *job)
         status = atomic_load(&w->cancel) ? "stopped" : NULL;
     else
         status = res.outcome == HONE_TRUN_DONE && ctx.result ? "done" : "failed";
-    worker_log(w, "job %s: %s %s, exit %d", id, action, status ? status : "abandoned",
+    worker_log(w, "job %s: %s %s, exit %d", id, action,
+               status     ? status
+               : *w->stop ? "stopped (shutting down)"
+                          : "abandoned",
                res.exit_code);
     if (local && status && !strcmp(status, "done") &&
         worker_upload_outputs(w, id, out_dir) != HONE_OK)
         status = *w->stop ? NULL : "failed";
-    /* Shutting down: the lease expires and another worker runs it again. */
     if (status) {
         json_decref(res.done);
         res.done = ctx.result ? json_incref(ctx.result) : NULL;
         worker_job_complete(w, id, status, &res);
+    } else if (*w->stop && !atomic_load(&w->cancel)) {
+        action_release(w, id, json_string_value(json_object_get(job, "out_dir")), &res,
+                       "hone-train");
     }
 fail:
     if (local)

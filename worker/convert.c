@@ -2,8 +2,9 @@
  * into the lease's packed file (hone-pack writes a temp file and renames it, so the file at its
  * name is whole even when this worker dies mid-way), relays progress lines as reports (the first
  * at once, then at most one a second), stops on cancel, and completes the job with hone-pack's
- * final line. Like a train job, the packed path is the controller's: a worker that does not share
- * its disk needs the upload of issue 10. */
+ * final line. A worker told to shut down stops hone-pack, removes its partial output and hands
+ * the lease back (status `released`). With --storage http the folder is downloaded first and the
+ * packed file uploaded to the controller once whole. */
 #include "worker_internal.h"
 
 #include <errno.h>
@@ -43,6 +44,19 @@ static void convert_sweep_temps(hone_worker *w, const char *out)
         globfree(&g);
     }
     free(pat);
+}
+
+/* Shutting down: completes the job as `released` (the controller queues it again at once). */
+static void convert_release(hone_worker *w, const char *id, hone_trun_result *res, const char *what)
+{
+    char msg[256];
+    snprintf(msg, sizeof msg, "hone-worker: shutting down; %s was stopped and the job handed back",
+             what);
+    if (!res->log_tail)
+        res->log_tail = hone_xstrdup(msg);
+    worker_log(w, "job %s: %s", id, msg + strlen("hone-worker: "));
+    worker_set_job(w, NULL); /* no heartbeat after this takes the queued job back */
+    worker_job_complete(w, id, "released", res);
 }
 
 static void convert_report(convert_ctx *c, const json_t *line)
@@ -115,7 +129,9 @@ void worker_convert_run(hone_worker *w, const json_t *job)
     convert_ctx ctx = {.w = w, .id = id};
     hone_trun_hooks hooks = {
         .on_event = convert_on_event, .should_stop = convert_should_stop, .arg = &ctx};
-    hone_trun_opts topts = {.grace_s = w->o->grace_s};
+    /* hone-pack dies at SIGTERM; SIGKILL comes at half the grace, leaving the rest of it for
+     * handing the lease back. */
+    hone_trun_opts topts = {.grace_s = w->o->grace_s / 2};
     hone_trun_result res = {0};
     char sz[64], th[32], local_out[4096 + 512];
     const char *status;
@@ -129,8 +145,10 @@ void worker_convert_run(hone_worker *w, const json_t *job)
         const char *base = strrchr(out, '/') ? strrchr(out, '/') + 1 : out;
         sets = json_object();
         if (worker_fetch_dataset(w, job, sets, msg, sizeof msg)) {
-            if (*w->stop)
+            if (*w->stop) {
+                convert_release(w, id, &res, "the download of the folder");
                 goto fail;
+            }
             res.log_tail = hone_xstrdup(msg);
             worker_log(w, "job %s: %s", id, msg);
             worker_job_complete(w, id, "failed", &res);
@@ -171,11 +189,25 @@ void worker_convert_run(hone_worker *w, const json_t *job)
         res.log_tail = hone_xstrdup("hone-worker: the packed file could not be uploaded");
         status = *w->stop ? NULL : "failed";
     }
+    if (!status && !ctx.lost) {
+        /* Killed mid-pack, hone-pack left its temp file; with http storage a whole file that
+         * never reached the controller is ours alone. Neither is of use to the next worker.
+         * (Still our lease: no other packer writes beside that file.) */
+        convert_sweep_temps(w, out);
+        if (sets)
+            unlink(out);
+    }
     worker_log(w, "job %s: convert %s after %d report(s), exit %d", id,
-               status ? status : "abandoned", ctx.seq, res.exit_code);
-    /* Lost: not ours anymore. Shutting down: the lease expires and another worker packs again. */
+               status     ? status
+               : *w->stop ? "stopped (shutting down)"
+                          : "abandoned",
+               ctx.seq, res.exit_code);
+    /* Lost: not ours anymore. Shutting down: the lease is handed back (queued again at once, a
+     * later worker packs from the start); if that cannot be said, it lapses to the same end. */
     if (status && !ctx.lost)
         worker_job_complete(w, id, status, &res);
+    else if (!status && *w->stop && !ctx.lost && !ctx.abandoned)
+        convert_release(w, id, &res, "hone-pack");
 fail:
     if (sets)
         worker_drop_dataset(w, id);

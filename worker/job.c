@@ -312,8 +312,11 @@ void worker_job_run(hone_worker *w, const json_t *job)
         if (!json_is_object(json_object_get(local, "overrides")))
             json_object_set_new(local, "overrides", json_object());
         if (worker_fetch_dataset(w, job, json_object_get(local, "overrides"), msg, sizeof msg)) {
-            if (*w->stop)
-                goto fail; /* the lease lapses; the job is leased again */
+            if (*w->stop) { /* shutting down: handed back, queued again at once */
+                worker_set_job(w, NULL);
+                worker_job_complete(w, id, "released", &res);
+                goto fail;
+            }
             res.log_tail = hone_xstrdup(msg);
             worker_log(w, "job %s: %s", id, msg);
             worker_job_complete(w, id, "failed", &res);

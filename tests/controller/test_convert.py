@@ -8,6 +8,8 @@
    done) and its spec carries data.packed; a second experiment at that size reuses it;
 4. a failed or canceled convert fails the jobs waiting for it (a train job, an AutoML job and its
    trials) with a message naming the convert job;
+4b. a convert job its worker releases (shutting down) is queued again at once, not failed, the
+   job waiting for it still waiting; that worker's heartbeat does not take it back;
 5. kill -9 of the controller loses nothing: the waiting job still waits, then runs;
 6. migration 003 rebuilds the jobs table of an older store without losing its metrics."""
 import os
@@ -179,6 +181,45 @@ def route_and_reuse(c, root, w):
     return ds
 
 
+def released(c, ds, w):
+    # A worker shutting down hands its convert job back: queued again at once, attempts not
+    # counted, the train job waiting for it still waits; a heartbeat of that worker naming the
+    # job is told to drop it (not re-attached); another worker leases it from the start.
+    exp = experiment(c, ds, {"model": {"input_size": 28}, "train": {"epochs": 1},
+                             "data": {"val_size": 1}})
+    tj = c.ok("POST", "/api/v1/experiments/%s/jobs" % exp, {"action": "train"})
+    cid = tj["convert_job_id"]
+    lease = w.lease()
+    assert lease["id"] == cid, lease
+    st, js = w.report(lease, 1, {"images_done": 2, "images_total": 6})
+    assert st == 200 and js["decision"] == "continue", (st, js)
+    r = w.complete(lease, "released")
+    assert r["status"] == "queued", r
+    cv = job(c, cid)
+    assert cv["status"] == "queued" and not cv["worker_id"] and cv["attempts"] == 0, cv
+    assert job(c, tj["id"])["status"] == "queued"
+    st, js = w.req("POST", "/api/v1/workers/%s/heartbeat" % w.id, {"jobs": [cid]})
+    assert st == 200 and js["cancel"] == [cid], (st, js)
+    assert job(c, cid)["status"] == "queued", "the released job went back to its worker"
+    st, js = w.report(lease, 2, {"images_done": 4, "images_total": 6})
+    assert st == 409, (st, js)
+    st, js = w.req("POST", "/api/v1/jobs/%s/complete" % cid,
+                   {"worker_id": w.id, "status": "released", "log_tail": ""})
+    assert st == 409 and job(c, cid)["status"] == "queued", (st, js)
+    w2 = FakeWorker(c, "other")
+    w2.register()
+    again = w2.lease()
+    assert again["id"] == cid and again["out_path"] == lease["out_path"], again
+    st, js = w2.report(again, 1, {"images_done": 1, "images_total": 6})
+    assert st == 200, (st, js)
+    w2.complete(again, "done", {"event": "done", "images": 6})
+    cv = job(c, cid)
+    assert cv["status"] == "done" and cv["attempts"] == 0, cv
+    tl = w2.lease()
+    assert tl["id"] == tj["id"] and again["out_path"] in tl["spec_yaml"], tl
+    w2.complete(tl, "stopped")
+
+
 def failures(c, ds, w):
     # A failed convert fails the train job waiting for it, with a message naming it.
     exp = experiment(c, ds, {"model": {"input_size": 24}, "train": {"epochs": 1},
@@ -298,6 +339,7 @@ def main():
         w = FakeWorker(c)
         w.register()
         ds = route_and_reuse(c, root, w)
+        released(c, ds, w)
         failures(c, ds, w)
         c = restart(binary, c, root, ds)
     finally:

@@ -146,6 +146,59 @@ static void test_round_trip(void)
     }
 }
 
+/* Random round trips: boxes of 2 classes, at least 2 cells wide and high (so each contains its own
+ * centre cell's centre and keeps that cell), disjoint within a class, random coverage shapes. */
+static void test_round_trip_random(void)
+{
+    srand(12);
+    int trials = 0, boxes_total = 0;
+    for (int t = 0; t < 300; t++) {
+        hone_det_grid_opts o;
+        hone_det_grid_defaults(&o);
+        o.cov_shape = rand() % 2;
+        o.cov_radius_x = 0.3f + 0.7f * (float)rand() / RAND_MAX;
+        o.cov_radius_y = 0.3f + 0.7f * (float)rand() / RAND_MAX;
+        hone_det_gt gts[6];
+        int n = 0;
+        for (int tries = 0; tries < 40 && n < 1 + t % 6; tries++) {
+            float w = 32 + rand() % 60, h = 32 + rand() % 60;
+            float x = (float)(rand() % (int)(GW * 16 - w)) + 0.25f * (rand() % 4);
+            float y = (float)(rand() % (int)(GH * 16 - h)) + 0.25f * (rand() % 4);
+            hone_det_gt g = {B(x, y, x + w, y + h), rand() % NC, 0};
+            int ok = 1;
+            for (int i = 0; i < n && ok; i++)
+                ok = gts[i].cls != g.cls || hone_det_iou(&gts[i].box, &g.box, 0) == 0.0;
+            if (ok)
+                gts[n++] = g;
+        }
+        REQUIRE(hone_det_encode(&o, NC, GH, GW, gts, n, cov, bbox, weight) == 0);
+        /* each box's weights sum to 1 (normalised by its cell count) */
+        double wsum = 0;
+        for (int i = 0; i < NC * GH * GW; i++)
+            wsum += weight[i];
+        CHECK(near(wsum, n, 1e-4));
+        hone_det_cand cands[NC * GH * GW], out[NC * GH * GW];
+        int nc = 0, k = 0;
+        REQUIRE(hone_det_decode(&o, NC, GH, GW, cov, bbox, 0.5f, cands, NC * GH * GW, &nc) == 0);
+        hone_det_cluster_opts co;
+        hone_det_cluster_defaults(&co);
+        REQUIRE(hone_det_cluster(&co, cands, nc, out, &k) == 0);
+        CHECK(k == n);
+        for (int g = 0; g < n; g++) {
+            int found = 0;
+            for (int i = 0; i < k; i++)
+                found += out[i].cls == gts[g].cls && fabsf(out[i].box.x1 - gts[g].box.x1) < 1 &&
+                         fabsf(out[i].box.y1 - gts[g].box.y1) < 1 &&
+                         fabsf(out[i].box.x2 - gts[g].box.x2) < 1 &&
+                         fabsf(out[i].box.y2 - gts[g].box.y2) < 1;
+            CHECK(found == 1);
+        }
+        trials++;
+        boxes_total += n;
+    }
+    CHECK(trials == 300 && boxes_total > 600);
+}
+
 static void test_nms(void)
 {
     hone_det_cand in[5] = {
@@ -273,6 +326,7 @@ int main(void)
     test_iou();
     test_encode();
     test_round_trip();
+    test_round_trip_random();
     test_nms();
     test_cluster();
     test_map();

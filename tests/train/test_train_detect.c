@@ -156,8 +156,8 @@ static void test_round_trip_random(void)
         hone_det_grid_opts o;
         hone_det_grid_defaults(&o);
         o.cov_shape = rand() % 2;
-        o.cov_radius_x = 0.3f + 0.7f * (float)rand() / RAND_MAX;
-        o.cov_radius_y = 0.3f + 0.7f * (float)rand() / RAND_MAX;
+        o.cov_radius_x = 0.3f + 0.7f * (float)(rand() % 1000) / 1000.0f;
+        o.cov_radius_y = 0.3f + 0.7f * (float)(rand() % 1000) / 1000.0f;
         hone_det_gt gts[6];
         int n = 0;
         for (int tries = 0; tries < 40 && n < 1 + t % 6; tries++) {

@@ -1,0 +1,65 @@
+/* detect_map_tool.c: hone_det_map over a text file, for test_train_map_ref.py to compare with an
+ * independent implementation. Reads stdin: "classes N" first, then per image a line "image"
+ * followed by its "g CLS X1 Y1 X2 Y2" (ground truth) and "p CLS SCORE X1 Y1 X2 Y2" (prediction)
+ * lines. Writes "ap CLS AP NGT" per class and "map MAP" (%.17g). Exit 1 on malformed input. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "detect.h"
+#include "hone.h"
+
+int main(void)
+{
+    char line[512];
+    int n_classes = 0, rc = 1;
+    int n_gt = 0, n_pred = 0, cap = 4096, open = 0;
+    hone_det_gt *gts = hone_xmalloc((size_t)cap * sizeof *gts);
+    hone_det_cand *preds = hone_xmalloc((size_t)cap * sizeof *preds);
+    hone_det_map *m = NULL;
+    double *ap = NULL;
+    int *ngt = NULL;
+    while (fgets(line, sizeof line, stdin)) {
+        hone_det_gt g = {{0, 0, 0, 0}, 0, 0};
+        hone_det_cand p = {{0, 0, 0, 0}, 0, 0};
+        if (sscanf(line, "classes %d", &n_classes) == 1) {
+            m = hone_det_map_new(n_classes, 0.5f, 0);
+            if (!m)
+                goto fail;
+        } else if (strncmp(line, "image", 5) == 0 && m) {
+            if (open && hone_det_map_add_image(m, gts, n_gt, preds, n_pred) != 0)
+                goto fail;
+            open = 1;
+            n_gt = n_pred = 0;
+        } else if (sscanf(line, "g %d %f %f %f %f", &g.cls, &g.box.x1, &g.box.y1, &g.box.x2,
+                          &g.box.y2) == 5 &&
+                   open && n_gt < cap) {
+            gts[n_gt++] = g;
+        } else if (sscanf(line, "p %d %f %f %f %f %f", &p.cls, &p.score, &p.box.x1, &p.box.y1,
+                          &p.box.x2, &p.box.y2) == 6 &&
+                   open && n_pred < cap) {
+            preds[n_pred++] = p;
+        } else {
+            fprintf(stderr, "detect_map_tool: bad line: %s", line);
+            goto fail;
+        }
+    }
+    if (!m || (open && hone_det_map_add_image(m, gts, n_gt, preds, n_pred) != 0))
+        goto fail;
+    ap = hone_xcalloc((size_t)n_classes, sizeof *ap);
+    ngt = hone_xcalloc((size_t)n_classes, sizeof *ngt);
+    double map = 0;
+    if (hone_det_map_compute(m, ap, ngt, &map) != 0)
+        goto fail;
+    for (int c = 0; c < n_classes; c++)
+        printf("ap %d %.17g %d\n", c, ap[c], ngt[c]);
+    printf("map %.17g\n", map);
+    rc = 0;
+fail:
+    hone_det_map_free(m);
+    free(gts);
+    free(preds);
+    free(ap);
+    free(ngt);
+    return rc;
+}

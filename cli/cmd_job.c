@@ -59,7 +59,8 @@ void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len)
         const json_t *best = json_object_get(a, "best_metric");
         const json_t *left = json_object_get(a, "epochs_remaining");
         double e = json_number_value(json_object_get(a, "eta_seconds"));
-        char bestbuf[64], leftbuf[32];
+        char bestbuf[64], leftbuf[32], gpu[32] = "";
+        const json_t *gu = json_object_get(a, "gpu_util_mean");
 
         if (json_is_number(json_object_get(a, "eta_seconds")))
             cli_fmt_seconds(e, eta, sizeof(eta));
@@ -73,9 +74,11 @@ void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len)
             snprintf(leftbuf, sizeof(leftbuf), "%lld", (long long)json_number_value(left));
         else
             snprintf(leftbuf, sizeof(leftbuf), "?");
+        if (json_is_number(gu)) /* GPU telemetry from the workers' NVML, when they have it */
+            snprintf(gpu, sizeof(gpu), " | GPU %.0f%%", json_number_value(gu));
         snprintf(buf, len,
                  "%s | trials %lld done, %lld running, %lld halted at a rung, %lld stopped early | "
-                 "best %s %s | %s epochs left | ETA %s | %s",
+                 "best %s %s | %s epochs left | ETA %s%s | %s",
                  st ? st : "?", (long long)json_integer_value(json_object_get(a, "trials_done")),
                  (long long)json_integer_value(json_object_get(a, "trials_running")),
                  (long long)json_integer_value(json_object_get(a, "trials_paused")),
@@ -83,7 +86,7 @@ void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len)
                  json_string_value(json_object_get(a, "metric"))
                      ? json_string_value(json_object_get(a, "metric"))
                      : "metric",
-                 bestbuf, leftbuf, eta, el);
+                 bestbuf, leftbuf, eta, gpu, el);
         return;
     }
     if (json_string_value(json_object_get(job, "action")) &&

@@ -84,6 +84,14 @@ ctl_search *ctl_automl_find(hone_controller *c, const char *job_id)
     return NULL;
 }
 
+void ctl_automl_gpu_sample(hone_controller *c, double util)
+{
+    for (ctl_search *s = c->searches; s; s = s->next) {
+        s->gpu_util_sum += util;
+        s->gpu_util_n++;
+    }
+}
+
 void ctl_automl_search_free(ctl_search *s)
 {
     hone_search_free(s->search);

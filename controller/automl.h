@@ -25,8 +25,10 @@ typedef struct ctl_search {
     int full_epochs; /* a trial's whole budget: below it, a stop is an early stop */
     int model_based; /* bayesian / bohb: asks past the random start fit a model */
     int busy, step_again;
-    int orphan;     /* dropped while busy: freed when the ask is back */
-    long remaining; /* epochs_remaining as of the last time the loop could read the search */
+    int orphan;          /* dropped while busy: freed when the ask is back */
+    long remaining;      /* epochs_remaining as of the last time the loop could read the search */
+    double gpu_util_sum; /* GPU utilisation samples (% per heartbeat) while the search is live */
+    long gpu_util_n;
     uv_work_t work;
     hone_ask ask;
     int ask_rc;
@@ -42,6 +44,10 @@ typedef struct ctl_deferred ctl_deferred; /* a request held for a busy search (a
 int ctl_automl_space_json(const char *network, const json_t *settings, json_t **space, char *field,
                           size_t fieldlen, char *msg, size_t msglen);
 ctl_search *ctl_automl_find(hone_controller *c, const char *job_id);
+/* One worker's heartbeat telemetry (the mean utilisation of its GPUs, in %) counts toward every
+ * live search's gpu_util_mean: a GPU idle between trials counts as idle. In memory only (a
+ * restarted controller starts the mean again). */
+void ctl_automl_gpu_sample(hone_controller *c, double util);
 /* Inside the caller's transaction: fixes a new automl job's space and search options (stored in
  * jobs.automl, from which the search is built and rebuilt) and marks it running. Then, after the
  * commit, call ctl_automl_step. */

@@ -406,6 +406,9 @@ json_t *ctl_automl_status(hone_controller *c, const json_t *job)
     if (remaining == 0)
         eta = 0;
     json_object_set_new(o, "eta_seconds", isnan(eta) ? json_null() : json_real(eta));
+    json_object_set_new(o, "gpu_util_mean",
+                        s && s->gpu_util_n ? json_real(s->gpu_util_sum / (double)s->gpu_util_n)
+                                           : json_null());
     json_t *best = NULL;
     if (store_trial_best(c->db, id, maximize, &best) == HONE_OK) {
         json_object_set(o, "best_metric", json_object_get(best, "best_metric"));

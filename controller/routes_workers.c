@@ -178,6 +178,12 @@ static void w_heartbeat(hone_http_req *req, hone_http_res *res, void *ud)
         ctl_res_store_error(c, res);
         goto fail;
     }
+    json_t *g, *gs = json_object_get(body, "gpus");
+    if (json_array_size(gs)) {
+        double sum = 0;
+        json_array_foreach(gs, i, g) sum += json_number_value(json_object_get(g, "util"));
+        ctl_automl_gpu_sample(c, sum / (double)json_array_size(gs));
+    }
     if (reattached)
         ctl_log(c, "info", "jobs_reattached",
                 json_pack("{s:s,s:i}", "worker", wid, "jobs", reattached));

@@ -5,7 +5,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hone_test import Controller, FakeWorker, binary_from_argv, tempdir  # noqa: E402
+from hone_test import Controller, FakeWorker, binary_from_argv, tempdir, write_idx  # noqa: E402
 
 
 def gpus_of(c, wid):
@@ -54,8 +54,29 @@ def main():
     assert gpus_of(c, w.id)[0] is None
     c.ok("POST", hb, {"jobs": [], "gpus": []}, headers=w.headers)
     assert gpus_of(c, w.id)[0] == []
+
+    # An AutoML job's gpu_util_mean: every heartbeat with telemetry while its search is live,
+    # an idle GPU (0 %) counting too; null before the first.
+    d = os.path.join(c.data_dir, "idx")
+    write_idx(d)
+    ds = c.ok("POST", "/api/v1/datasets", {"name": "d", "type": "image_classification",
+                                           "format": "idx", "path": d})
+    exp = c.ok("POST", "/api/v1/experiments", {
+        "name": "g", "network_arch": "mlp", "train_datasets": [ds["id"]],
+        "specs": {"train": {"epochs": 3}},
+        "automl_settings": {"automl_enabled": True, "automl_algorithm": "random",
+                            "automl_max_recommendations": 2}})
+    aj = c.ok("POST", "/api/v1/experiments/%s/jobs" % exp["id"], {"action": "train"})
+    automl = c.ok("GET", "/api/v1/jobs/" + aj["id"])["automl"]
+    assert automl["gpu_util_mean"] is None, automl
+    for sample in (two, [dict(two[0], util=0)], [two[1]]):  # means 49.75, 0, 12.5
+        c.ok("POST", hb, {"jobs": [], "gpus": sample}, headers=w.headers)
+    c.ok("POST", hb, {"jobs": []}, headers=w.headers)  # no telemetry: not a sample
+    automl = c.ok("GET", "/api/v1/jobs/" + aj["id"])["automl"]
+    want = (49.75 + 0 + 12.5) / 3
+    assert abs(automl["gpu_util_mean"] - want) < 1e-9, (automl["gpu_util_mean"], want)
     c.stop()
-    print("ok: heartbeat GPU telemetry checked, kept and listed")
+    print("ok: heartbeat GPU telemetry checked, kept and listed; gpu_util_mean of an AutoML job")
 
 
 if __name__ == "__main__":

@@ -196,6 +196,99 @@ const char *hone_data_folder_skipped_example(const hone_data_folder *f);
 /* Image i in the order above: its path (borrowed), split and class. */
 const char *hone_data_folder_image(const hone_data_folder *f, size_t i, int *split, int *cls);
 
+/* ------------------------------------------------------------------ KITTI detection datasets */
+
+/* A KITTI object-detection dataset as TAO reads it:
+ *   <root>/images/<stem>.png|.jpg|.jpeg      one split, "train"
+ *   <root>/labels/<stem>.txt                 one label file per image (empty: no objects)
+ * or <root>/train/{images,labels}/ with val/ and/or test/ of the same form beside it.
+ * A label file holds one object a line, fields separated by spaces or tabs:
+ *   class truncation occlusion alpha x1 y1 x2 y2 h w l x y z ry [score]
+ * 15 fields, or 16 with a detector's score. Every field after the class must be a finite number
+ * (the 3-D ones and truncation, occlusion, alpha, score are parsed and ignored). Blank lines are
+ * skipped; "\r\n" line ends are accepted. The box is in the image's pixel coordinates, edges at
+ * 0 and the image's width/height: 0 <= x1 < x2 <= width and 0 <= y1 < y2 <= height.
+ * Class names are printable UTF-8 of at most 255 bytes and are matched case-insensitively
+ * against the dataset's class map; "DontCare" (any case) is kept as an ignore region with class
+ * HONE_DATA_DONTCARE whether or not the map names it. Without a class map, the classes are the
+ * names found, lowercased, sorted bytewise.
+ * The check does not stop at the first problem: every problem (an image without a label file, a
+ * label file without an image, an unparsable line, a box inverted or outside the image, an
+ * unknown class, more than HONE_DATA_KITTI_MAX_BOXES objects in one image, an unreadable or
+ * broken image) is counted and the first HONE_DATA_KITTI_MAX_PROBLEMS are kept, each naming the
+ * file and, for a label, the line ("labels/000012.txt:3: ..."). Any problem refuses the dataset. */
+
+#define HONE_DATA_DONTCARE (-1)
+#define HONE_DATA_KITTI_MAX_BOXES 500
+#define HONE_DATA_KITTI_MAX_PROBLEMS 100
+#define HONE_DATA_KITTI_MAX_LABEL_BYTES (1 << 20) /* a bigger label file is a problem */
+
+/* A box in an image's pixel coordinates; cls is a class index or HONE_DATA_DONTCARE. */
+typedef struct hone_data_box {
+    int32_t cls;
+    float x1, y1, x2, y2;
+} hone_data_box;
+
+/* Problems found by a check: all counted, the first HONE_DATA_KITTI_MAX_PROBLEMS kept (each a
+ * malloc'd one-line message). Zero-initialise; release with hone_data_kitti_problems_clear. */
+typedef struct hone_data_kitti_problems {
+    size_t count;
+    size_t kept;
+    char *msg[HONE_DATA_KITTI_MAX_PROBLEMS];
+} hone_data_kitti_problems;
+
+void hone_data_kitti_problems_clear(hone_data_kitti_problems *p);
+/* The first problems joined with "; " into buf (at most n bytes), "N problems: ..." first. */
+void hone_data_kitti_problems_join(const hone_data_kitti_problems *p, char *buf, size_t n);
+
+/* One object of a label file; name points into the parsed buffer (not NUL-terminated). */
+typedef struct hone_data_kitti_obj {
+    const char *name;
+    size_t name_len;
+    float x1, y1, x2, y2;
+    int line; /* 1-based */
+} hone_data_kitti_obj;
+
+/* Parses a label file held in memory (name prefixes the problems). width, height > 0: boxes
+ * must lie inside that image; 0: only x1 >= 0, y1 >= 0 and x1 < x2, y1 < y2 are checked. Every
+ * broken line is added to probs (may be NULL). HONE_OK with *objs (malloc'd, free() it; NULL when
+ * *n is 0) when the file has no problem; HONE_EPARSE with *objs NULL otherwise. Safe on
+ * arbitrary bytes (fuzzed). */
+int hone_data_kitti_parse(const uint8_t *buf, size_t len, const char *name, int width, int height,
+                          hone_data_kitti_obj **objs, size_t *n, hone_data_kitti_problems *probs);
+
+typedef struct hone_data_kitti hone_data_kitti;
+
+typedef struct hone_data_kitti_opts {
+    const hone_data_limits *limits; /* NULL: the defaults */
+    const char *const *classes;     /* the class map (nclasses names); NULL: the classes found */
+    int nclasses;
+    hone_data_kitti_problems *problems; /* NULL: only err says the first problems */
+} hone_data_kitti_opts;
+
+typedef struct hone_data_kitti_stats {
+    int split_layout; /* 1: <root>/train/... */
+    int classes;
+    size_t images, split_images[HONE_DATA_NSPLITS];
+    size_t boxes, dontcare; /* boxes in all (DontCare included), DontCare regions */
+    size_t png, jpeg, grey, colour;
+    int min_width, min_height, max_width, max_height;
+    size_t skipped; /* files skipped as neither images nor labels */
+} hone_data_kitti_stats;
+
+/* Walks and checks root (opts may be NULL). HONE_ENOENT when root is missing; HONE_EPARSE when
+ * the layout is wrong or any problem was found: err names the first problems, opts->problems
+ * receives them all (bounded), and *out is NULL. */
+int hone_data_kitti_open(const char *root, const hone_data_kitti_opts *opts, hone_data_kitti **out,
+                         char *err, size_t errlen);
+void hone_data_kitti_free(hone_data_kitti *k);
+void hone_data_kitti_get_stats(const hone_data_kitti *k, hone_data_kitti_stats *st);
+const char *hone_data_kitti_class_name(const hone_data_kitti *k, int i); /* borrowed */
+size_t hone_data_kitti_class_boxes(const hone_data_kitti *k, int i);
+/* Image i (split order, then file name): its path (borrowed), split, size and boxes (borrowed). */
+const char *hone_data_kitti_image(const hone_data_kitti *k, size_t i, int *split, int *width,
+                                  int *height, const hone_data_box **boxes, size_t *nboxes);
+
 /* ------------------------------------------------------------------ the packed dataset file */
 
 /* A packed dataset: every image decoded once, resized to one size and stored as uint8 pixels

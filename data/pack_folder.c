@@ -100,8 +100,9 @@ static void *pack_worker(void *arg)
     return NULL;
 }
 
-static int pack_run(job *j, const char *path, hone_data_pack_info *info, const char **names,
-                    char *err, size_t errlen);
+static int pack_run(const hone_data_folder *f, const hone_data_kitti *k,
+                    const hone_data_pack_opts *o, const char *path, hone_data_pack_info *info,
+                    const char **names, char *err, size_t errlen);
 
 int hone_data_folder_pack(const hone_data_folder *f, const char *path, const hone_data_pack_opts *o,
                           char *err, size_t errlen)
@@ -124,8 +125,7 @@ int hone_data_folder_pack(const hone_data_folder *f, const char *path, const hon
     const char **names = hone_xcalloc((size_t)st.classes, sizeof(char *));
     for (int i = 0; i < st.classes; i++)
         names[i] = hone_data_folder_class_name(f, i);
-    job j = {.f = f, .o = o, .channels = info.channels, .n = st.images};
-    return pack_run(&j, path, &info, names, err, errlen);
+    return pack_run(f, NULL, o, path, &info, names, err, errlen);
 }
 
 int hone_data_kitti_pack(const hone_data_kitti *k, const char *path, const hone_data_pack_opts *o,
@@ -150,16 +150,16 @@ int hone_data_kitti_pack(const hone_data_kitti *k, const char *path, const hone_
     const char **names = hone_xcalloc((size_t)st.classes, sizeof(char *));
     for (int i = 0; i < st.classes; i++)
         names[i] = hone_data_kitti_class_name(k, i);
-    job j = {.k = k, .o = o, .channels = info.channels, .n = st.images};
-    return pack_run(&j, path, &info, names, err, errlen);
+    return pack_run(NULL, k, o, path, &info, names, err, errlen);
 }
 
-/* Takes names (freed here); the writer, the threads, the progress, the finish. */
-static int pack_run(job *jp, const char *path, hone_data_pack_info *info, const char **names,
-                    char *err, size_t errlen)
+/* One of f and k, packed into path: the writer, the threads, the progress, the finish. Takes
+ * names (freed here). */
+static int pack_run(const hone_data_folder *f, const hone_data_kitti *k,
+                    const hone_data_pack_opts *o, const char *path, hone_data_pack_info *info,
+                    const char **names, char *err, size_t errlen)
 {
-    job j = *jp;
-    const hone_data_pack_opts *o = j.o;
+    job j = {.f = f, .k = k, .o = o, .channels = info->channels, .n = info->n};
     int rc = hone_data_pack_writer_new(path, info, names, &j.w, err, errlen);
     free(names);
     if (rc < 0)

@@ -36,12 +36,22 @@ void data__kitti_problem(hone_data_kitti_problems *p, const char *fmt, ...)
     p->count++;
     if (p->kept == HONE_DATA_KITTI_MAX_PROBLEMS)
         return;
-    char b[600];
+    char b[600], shown[600];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(b, sizeof b, fmt, ap);
     va_end(ap);
-    p->msg[p->kept++] = hone_xstrdup(b);
+    /* file and class names are bytes from the disk: anything but printable ASCII is shown as
+     * \xNN, so a message is valid UTF-8 (JSON) however it is cut short */
+    size_t o = 0;
+    for (const unsigned char *c = (const unsigned char *)b; *c && o + 5 < sizeof shown; c++) {
+        if (*c >= 0x20 && *c < 0x7f)
+            shown[o++] = (char)*c;
+        else
+            o += (size_t)snprintf(shown + o, sizeof shown - o, "\\x%02x", *c);
+    }
+    shown[o] = 0;
+    p->msg[p->kept++] = hone_xstrdup(shown);
 }
 
 /* Printable UTF-8 (well-formed, no control bytes), 1..255 bytes: names go into JSON and the

@@ -78,6 +78,14 @@ static void test_parse_broken(void)
     expect_line("car 0 0 0 -1 1 5 5 0 0 0 0 0 0 0", 10, 10, "outside");
     expect_line("car 0 0 0 1 1 5 12 0 0 0 0 0 0 0", 10, 10, "outside");
     expect_line("c\x01r 0 0 0 1 1 5 5 0 0 0 0 0 0 0", 10, 10, "not printable UTF-8");
+    /* names from the disk are shown as \xNN in problems: a message is always valid UTF-8 */
+    hone_data_kitti_obj *o0;
+    size_t n0;
+    hone_data_kitti_problems p0 = {0};
+    CHECK(hone_data_kitti_parse((const uint8_t *)"x", 1, "caf\xc3\xa9\xff.txt", 0, 0, &o0, &n0,
+                                &p0) == HONE_EPARSE);
+    CHECK(p0.kept == 1 && !strncmp(p0.msg[0], "caf\\xc3\\xa9\\xff.txt:1: 1 field", 30));
+    hone_data_kitti_problems_clear(&p0);
     /* a box reaching the far edges is inside; with no size given only the order is checked */
     hone_data_kitti_obj *o;
     size_t n;

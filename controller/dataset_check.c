@@ -1,6 +1,7 @@
 /* Dataset paths and files: a path is accepted only when it resolves (realpath, symlinks followed)
  * inside a configured data root and names no '..' component; IDX files (magic, dims, counts,
- * streamed) and image folders (every image's header read) are checked through data/.
+ * streamed), image folders (every image's header read) and KITTI folders (every label line
+ * parsed) are checked through data/.
  * Reads files; writes nothing. */
 #include <errno.h>
 #include <limits.h>
@@ -164,6 +165,48 @@ static int folder_inspect(const char *dir, json_t **stats, char *msg, size_t msg
     return HONE_OK;
 }
 
+/* kitti: data/'s checks (data/data.h: images/ and labels/ paired, every label line parsed, every
+ * problem listed with file and line: the message names the first ones), and the stats: images
+ * per split, boxes per class, image sizes. classes (a JSON array of names, or NULL: the classes
+ * found) is the dataset's class map. */
+int ctl_dataset_inspect_kitti(const char *dir, const json_t *classes, json_t **stats, char *msg,
+                              size_t msglen)
+{
+    *stats = NULL;
+    size_t n = json_array_size(classes);
+    const char **names = hone_xcalloc(n ? n : 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        names[i] = json_string_value(json_array_get(classes, i));
+    hone_data_kitti_opts o = {.classes = classes ? names : NULL, .nclasses = (int)n};
+    hone_data_kitti *k;
+    int rc = hone_data_kitti_open(dir, &o, &k, msg, msglen);
+    free(names);
+    if (rc < 0)
+        return rc == HONE_EINVAL ? HONE_EINVAL : rc == HONE_ENOENT ? rc : HONE_EPARSE;
+    hone_data_kitti_stats st;
+    hone_data_kitti_get_stats(k, &st);
+    json_t *o2 = json_pack(
+        "{s:I,s:I,s:I,s:I,s:i,s:I,s:I,s:s,s:{s:I,s:I},s:{s:I,s:I},s:[i,i],s:[i,i],s:I}", "images",
+        (json_int_t)st.images, "train_images", (json_int_t)st.split_images[HONE_DATA_TRAIN],
+        "val_images", (json_int_t)st.split_images[HONE_DATA_VAL], "test_images",
+        (json_int_t)st.split_images[HONE_DATA_TEST], "classes", st.classes, "boxes",
+        (json_int_t)st.boxes, "dontcare_boxes", (json_int_t)st.dontcare, "layout",
+        st.split_layout ? "splits" : "flat", "formats", "png", (json_int_t)st.png, "jpeg",
+        (json_int_t)st.jpeg, "channels", "grey", (json_int_t)st.grey, "rgb", (json_int_t)st.colour,
+        "min_size", st.min_width, st.min_height, "max_size", st.max_width, st.max_height,
+        "skipped_files", (json_int_t)st.skipped);
+    json_t *names_j = json_array(), *boxes_j = json_array();
+    for (int i = 0; i < st.classes; i++) {
+        json_array_append_new(names_j, json_string(hone_data_kitti_class_name(k, i)));
+        json_array_append_new(boxes_j, json_integer((json_int_t)hone_data_kitti_class_boxes(k, i)));
+    }
+    json_object_set_new(o2, "class_names", names_j);
+    json_object_set_new(o2, "class_boxes", boxes_j);
+    hone_data_kitti_free(k);
+    *stats = o2;
+    return HONE_OK;
+}
+
 int ctl_dataset_inspect(const char *format, const char *dir, json_t **stats, char *msg,
                         size_t msglen)
 {
@@ -193,6 +236,8 @@ int ctl_dataset_inspect(const char *format, const char *dir, json_t **stats, cha
     }
     if (!strcmp(format, "image_folder"))
         return folder_inspect(dir, stats, msg, msglen);
+    if (!strcmp(format, "kitti"))
+        return ctl_dataset_inspect_kitti(dir, NULL, stats, msg, msglen);
     snprintf(msg, msglen, "format %s cannot be checked yet", format);
     return HONE_ENOTSUP;
 }

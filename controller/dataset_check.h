@@ -17,5 +17,9 @@ int ctl_path_private(const char *data_dir, const char *resolved, char *msg, size
 /* Checks the dataset files and returns their stats (new reference). */
 int ctl_dataset_inspect(const char *format, const char *dir, json_t **stats, char *msg,
                         size_t msglen);
+/* A KITTI dataset with its class map (a JSON array of names; NULL: the classes found, sorted).
+ * HONE_EPARSE with msg naming the folder and its first problems (file:line: why). */
+int ctl_dataset_inspect_kitti(const char *dir, const json_t *classes, json_t **stats, char *msg,
+                              size_t msglen);
 
 #endif

@@ -63,7 +63,11 @@ static void ds_check(uv_work_t *w)
     if (!d->rc_path && d->user)
         d->rc_path = ctl_path_private(d->c->cfg.data_dir, d->real, d->msg, sizeof d->msg);
     if (!d->rc_path)
-        d->rc_inspect = ctl_dataset_inspect(d->format, d->real, &d->stats, d->msg, sizeof d->msg);
+        d->rc_inspect =
+            !strcmp(d->format, "kitti")
+                ? ctl_dataset_inspect_kitti(d->real, json_object_get(d->body, "classes"), &d->stats,
+                                            d->msg, sizeof d->msg)
+                : ctl_dataset_inspect(d->format, d->real, &d->stats, d->msg, sizeof d->msg);
 }
 
 static void ds_checked(uv_work_t *w, int status)
@@ -77,6 +81,10 @@ static void ds_checked(uv_work_t *w, int status)
     hone_http_res_on_abort(res, NULL, NULL);
     if (status) {
         hone_http_res_error(res, 503, NULL, "dataset check canceled");
+        goto fail;
+    }
+    if (!d->rc_path && d->rc_inspect == HONE_EINVAL && json_object_get(d->body, "classes")) {
+        hone_http_res_error(res, 422, "classes", "classes: %s", d->msg);
         goto fail;
     }
     if (d->rc_path || d->rc_inspect) {
@@ -104,6 +112,35 @@ fail:
     free(d);
 }
 
+/* classes (kitti only): 1..1000 names, each a string of 1..255 bytes; null is as if absent. The
+ * rest (printable, unique regardless of case, not DontCare) is data/'s check. */
+static int ds_classes_check(json_t *body, hone_http_res *res)
+{
+    json_t *cl = json_object_get(body, "classes"), *v;
+    size_t i;
+    if (json_is_null(cl)) {
+        json_object_del(body, "classes");
+        return 0;
+    }
+    if (!cl)
+        return 0;
+    const char *fmt = jstr(body, "format");
+    if (!fmt || strcmp(fmt, "kitti") != 0) {
+        hone_http_res_error(res, 422, "classes", "classes is a kitti dataset's class map");
+        return -1;
+    }
+    json_array_foreach(cl, i, v)
+    {
+        size_t n = json_is_string(v) ? strlen(json_string_value(v)) : 0;
+        if (n < 1 || n > 255) {
+            hone_http_res_error(res, 422, "classes", "classes[%zu] must be a name of 1..255 bytes",
+                                i);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static void ds_create(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
@@ -113,11 +150,12 @@ static void ds_create(hone_http_req *req, hone_http_res *res, void *ud)
         {.name = "format", .type = HONE_JSON_STRING, .enum_values = ds_formats},
         {.name = "path", .type = HONE_JSON_STRING, .required = 1, .min_len = 1, .max_len = 4000},
         {.name = "description", .type = HONE_JSON_STRING, .nullable = 1, .max_len = 10000},
+        {.name = "classes", .type = HONE_JSON_ARRAY, .nullable = 1, .min_len = 1, .max_len = 1000},
     };
     json_t *body = hone_http_req_json(req, res);
     if (!body)
         return;
-    if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res)) {
+    if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res) || ds_classes_check(body, res)) {
         json_decref(body);
         return;
     }

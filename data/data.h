@@ -196,14 +196,109 @@ const char *hone_data_folder_skipped_example(const hone_data_folder *f);
 /* Image i in the order above: its path (borrowed), split and class. */
 const char *hone_data_folder_image(const hone_data_folder *f, size_t i, int *split, int *cls);
 
+/* ------------------------------------------------------------------ KITTI detection datasets */
+
+/* A KITTI object-detection dataset as TAO reads it:
+ *   <root>/images/<stem>.png|.jpg|.jpeg      one split, "train"
+ *   <root>/labels/<stem>.txt                 one label file per image (empty: no objects)
+ * or <root>/train/{images,labels}/ with val/ and/or test/ of the same form beside it.
+ * A label file holds one object a line, fields separated by spaces or tabs:
+ *   class truncation occlusion alpha x1 y1 x2 y2 h w l x y z ry [score]
+ * 15 fields, or 16 with a detector's score. Every field after the class must be a finite number
+ * (the 3-D ones and truncation, occlusion, alpha, score are parsed and ignored). Blank lines are
+ * skipped; "\r\n" line ends are accepted. The box is in the image's pixel coordinates, edges at
+ * 0 and the image's width/height: 0 <= x1 < x2 <= width and 0 <= y1 < y2 <= height.
+ * Class names are printable UTF-8 of at most 255 bytes and are matched case-insensitively
+ * against the dataset's class map; "DontCare" (any case) is kept as an ignore region with class
+ * HONE_DATA_DONTCARE whether or not the map names it. Without a class map, the classes are the
+ * names found, lowercased, sorted bytewise.
+ * The check does not stop at the first problem: every problem (an image without a label file, a
+ * label file without an image, an unparsable line, a box inverted or outside the image, an
+ * unknown class, more than HONE_DATA_KITTI_MAX_BOXES objects in one image, an unreadable or
+ * broken image) is counted and the first HONE_DATA_KITTI_MAX_PROBLEMS are kept, each naming the
+ * file and, for a label, the line ("labels/000012.txt:3: ..."). Any problem refuses the dataset. */
+
+#define HONE_DATA_DONTCARE (-1)
+#define HONE_DATA_KITTI_MAX_BOXES 500
+#define HONE_DATA_KITTI_MAX_PROBLEMS 100
+#define HONE_DATA_KITTI_MAX_LABEL_BYTES (1 << 20) /* a bigger label file is a problem */
+
+/* A box in an image's pixel coordinates; cls is a class index or HONE_DATA_DONTCARE. */
+typedef struct hone_data_box {
+    int32_t cls;
+    float x1, y1, x2, y2;
+} hone_data_box;
+
+/* Problems found by a check: all counted, the first HONE_DATA_KITTI_MAX_PROBLEMS kept (each a
+ * malloc'd one-line message). Zero-initialise; release with hone_data_kitti_problems_clear. */
+typedef struct hone_data_kitti_problems {
+    size_t count;
+    size_t kept;
+    char *msg[HONE_DATA_KITTI_MAX_PROBLEMS];
+} hone_data_kitti_problems;
+
+void hone_data_kitti_problems_clear(hone_data_kitti_problems *p);
+/* The first problems joined with "; " into buf (at most n bytes), "N problems: ..." first. */
+void hone_data_kitti_problems_join(const hone_data_kitti_problems *p, char *buf, size_t n);
+
+/* One object of a label file; name points into the parsed buffer (not NUL-terminated). */
+typedef struct hone_data_kitti_obj {
+    const char *name;
+    size_t name_len;
+    float x1, y1, x2, y2;
+    int line; /* 1-based */
+} hone_data_kitti_obj;
+
+/* Parses a label file held in memory (name prefixes the problems). width, height > 0: boxes
+ * must lie inside that image; 0: only x1 >= 0, y1 >= 0 and x1 < x2, y1 < y2 are checked. Every
+ * broken line is added to probs (may be NULL). HONE_OK with *objs (malloc'd, free() it; NULL when
+ * *n is 0) when the file has no problem; HONE_EPARSE with *objs NULL otherwise. Safe on
+ * arbitrary bytes (fuzzed). */
+int hone_data_kitti_parse(const uint8_t *buf, size_t len, const char *name, int width, int height,
+                          hone_data_kitti_obj **objs, size_t *n, hone_data_kitti_problems *probs);
+
+typedef struct hone_data_kitti hone_data_kitti;
+
+typedef struct hone_data_kitti_opts {
+    const hone_data_limits *limits; /* NULL: the defaults */
+    const char *const *classes;     /* the class map (nclasses names); NULL: the classes found */
+    int nclasses;
+    hone_data_kitti_problems *problems; /* NULL: only err says the first problems */
+} hone_data_kitti_opts;
+
+typedef struct hone_data_kitti_stats {
+    int split_layout; /* 1: <root>/train/... */
+    int classes;
+    size_t images, split_images[HONE_DATA_NSPLITS];
+    size_t boxes, dontcare; /* boxes in all (DontCare included), DontCare regions */
+    size_t png, jpeg, grey, colour;
+    int min_width, min_height, max_width, max_height;
+    size_t skipped; /* files skipped as neither images nor labels */
+} hone_data_kitti_stats;
+
+/* Walks and checks root (opts may be NULL). HONE_ENOENT when root is missing; HONE_EPARSE when
+ * the layout is wrong or any problem was found: err names the first problems, opts->problems
+ * receives them all (bounded), and *out is NULL. */
+int hone_data_kitti_open(const char *root, const hone_data_kitti_opts *opts, hone_data_kitti **out,
+                         char *err, size_t errlen);
+void hone_data_kitti_free(hone_data_kitti *k);
+void hone_data_kitti_get_stats(const hone_data_kitti *k, hone_data_kitti_stats *st);
+const char *hone_data_kitti_class_name(const hone_data_kitti *k, int i); /* borrowed */
+size_t hone_data_kitti_class_boxes(const hone_data_kitti *k, int i);
+/* Image i (split order, then file name): its path (borrowed), split, size and boxes (borrowed). */
+const char *hone_data_kitti_image(const hone_data_kitti *k, size_t i, int *split, int *width,
+                                  int *height, const hone_data_box **boxes, size_t *nboxes);
+
 /* ------------------------------------------------------------------ the packed dataset file */
 
 /* A packed dataset: every image decoded once, resized to one size and stored as uint8 pixels
- * that training maps into memory. Version 1, little-endian, sections 64-byte aligned:
+ * that training maps into memory. Version 2 (with a boxes section; version 1 is the same file
+ * without one, and is still what a file without boxes is written as, so that older readers keep
+ * reading image-folder packs), little-endian, sections 64-byte aligned:
  *
  *   offset size  field
  *        0    8  magic "HONEPAK\0"
- *        8    4  version (1)
+ *        8    4  version (1: no boxes; 2: boxes)
  *       12    4  header_bytes: the header with its class map, a multiple of 64 (pixels start here)
  *       16    8  n: images
  *       24    4  height      28  4  width      32  4  channels (1 or 3)      36  4  classes
@@ -215,20 +310,32 @@ const char *hone_data_folder_image(const hone_data_folder *f, size_t i, int *spl
  *       88    4  payload_crc: CRC-32 (zlib's crc32, the PNG/gzip polynomial) of the payload,
  *                every byte from header_bytes to the end of the file
  *       92    4  header_crc: CRC-32 of bytes [0, header_bytes) with this field zero
- *       96   32  zero (reserved)
+ *       96    8  box_offset (version 2): label_offset + 4n rounded up to 64; version 1: ignored
+ *      104    8  total_boxes (version 2); version 1: ignored
+ *      112   16  zero (reserved)
  *      128       class map: per class a u16 length and that many bytes of UTF-8 (class i is
  *                label i), then zeros up to header_bytes
  *   pixel_offset pixels: n images of h*w*c bytes, rows top to bottom, HWC
- *   label_offset labels: n int32 class indices (0 <= label < classes); the file ends here.
+ *   label_offset labels: n int32 class indices (0 <= label < classes); a version 1 file ends here.
+ *                For a detection set the label is the class of the image's largest box (0 when
+ *                it has none): kept so that every reader of labels still works.
+ *   box_offset   (version 2) n+1 u64: image i's boxes are records [start[i], start[i+1]),
+ *                start[0] = 0, start[n] = total_boxes; then total_boxes records of 20 bytes
+ *                (hone_data_box): int32 class (HONE_DATA_DONTCARE = -1 for an ignore region),
+ *                float32 x1, y1, x2, y2 in the packed (resized) image's pixel coordinates,
+ *                0 <= x1 < x2 <= width, 0 <= y1 < y2 <= height. The file ends there.
  *
  * The writer fills a temp file beside the target and renames it into place once complete, so a
  * packed file at its name is whole. The reader maps it and refuses a file that is truncated, or
- * whose header or payload checksum does not match, with a message naming the file. */
+ * whose header or payload checksum does not match, or whose boxes break the rules above, with a
+ * message naming the file. */
 
 typedef struct hone_data_pack_info {
     uint64_t n;
     int height, width, channels, classes;
     uint64_t split[HONE_DATA_NSPLITS]; /* images per split, stored in split order */
+    int has_boxes;                     /* a boxes section (version 2) */
+    uint64_t boxes;                    /* reader: boxes in all */
 } hone_data_pack_info;
 
 typedef struct hone_data_pack_writer hone_data_pack_writer;
@@ -241,8 +348,13 @@ int hone_data_pack_writer_new(const char *path, const hone_data_pack_info *info,
 /* Stores image i (h*w*c bytes) and its label. Thread-safe for distinct i (positioned writes). */
 int hone_data_pack_writer_put(hone_data_pack_writer *w, uint64_t i, const uint8_t *pixels,
                               int32_t label, char *err, size_t errlen);
-/* Once every image is in: the labels, the checksums and the header; fsync; renamed into place.
- * HONE_ESTATE when an image is missing. */
+/* Stores image i's boxes (copied; only with info->has_boxes), already in the packed image's
+ * coordinates: each must satisfy the rules above. Thread-safe for distinct i. An image whose
+ * boxes are never put has none. */
+int hone_data_pack_writer_put_boxes(hone_data_pack_writer *w, uint64_t i, const hone_data_box *b,
+                                    size_t n, char *err, size_t errlen);
+/* Once every image is in: the labels, the boxes, the checksums and the header; fsync; renamed into
+ * place. HONE_ESTATE when an image is missing. */
 int hone_data_pack_writer_finish(hone_data_pack_writer *w, char *err, size_t errlen);
 /* Frees the writer; before a successful finish it removes the temp file. */
 void hone_data_pack_writer_free(hone_data_pack_writer *w);
@@ -262,6 +374,8 @@ void hone_data_pack_get_info(const hone_data_pack *p, hone_data_pack_info *info)
 const uint8_t *hone_data_pack_pixels(const hone_data_pack *p);
 const int32_t *hone_data_pack_labels(const hone_data_pack *p);
 const char *hone_data_pack_class_name(const hone_data_pack *p, int i); /* borrowed */
+/* Image i's boxes (mapped; NULL and *n = 0 when it has none or the file has no boxes section). */
+const hone_data_box *hone_data_pack_boxes(const hone_data_pack *p, uint64_t i, size_t *n);
 
 /* Packing an image folder: every image decoded, converted to `channels` and resized to
  * width x height (hone_data_resize), on `threads` threads (0: every core). progress, when set,
@@ -280,5 +394,12 @@ typedef struct hone_data_pack_opts {
 
 int hone_data_folder_pack(const hone_data_folder *f, const char *path, const hone_data_pack_opts *o,
                           char *err, size_t errlen);
+
+/* Packing a KITTI dataset the same way, with its boxes (a version 2 file). Images are resized
+ * plainly to width x height (stretched, as hone_data_resize does; no letterbox), so a box edge at
+ * x maps to x * width / image_width (y likewise): the same mapping as the pixels', whose edges
+ * sit at 0 and the side. Class indices are k's class map's. */
+int hone_data_kitti_pack(const hone_data_kitti *k, const char *path, const hone_data_pack_opts *o,
+                         char *err, size_t errlen);
 
 #endif

@@ -23,6 +23,9 @@ int data__jpeg_decode(const uint8_t *buf, size_t len, const hone_data_limits *li
 int data__check_limits(const hone_data_limits *lim, uint64_t w, uint64_t h, char *why, size_t n);
 /* A new image of w x h x c, pixels uninitialised. */
 hone_data_image *data__image_new(int w, int h, int c);
+/* Counts a KITTI check problem and keeps its message while there is room (kitti.c). */
+void data__kitti_problem(hone_data_kitti_problems *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* Converts img in place to `want` channels (0: keep). RGB to grey is Pillow's L24 luma. */
 void data__image_convert(hone_data_image *img, int want);
 

@@ -17,8 +17,11 @@
 #include "data_internal.h"
 
 #define PACK_MAGIC "HONEPAK"
-#define PACK_VERSION 1u
-#define PACK_FIXED 128 /* the fixed part of the header; the class map follows */
+#define PACK_VERSION 1u       /* no boxes */
+#define PACK_VERSION_BOXES 2u /* with a boxes section */
+#define PACK_FIXED 128        /* the fixed part of the header; the class map follows */
+
+_Static_assert(sizeof(hone_data_box) == 20, "a box record is 20 bytes: int32 and 4 float32");
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the packed format is little-endian and mapped as is: a big-endian host needs byte swaps"
@@ -64,7 +67,7 @@ static uint32_t crc_more(uint32_t crc, const uint8_t *p, uint64_t n)
 
 /* The sizes a header implies; HONE_EPARSE (with why) when they overflow or disagree. */
 typedef struct layout {
-    uint64_t header_bytes, image_bytes, pixel_offset, label_offset, file_bytes;
+    uint64_t header_bytes, image_bytes, pixel_offset, label_offset, box_offset, file_bytes;
 } layout;
 
 static int layout_of(const hone_data_pack_info *in, uint64_t classmap_bytes, layout *l, char *why,
@@ -94,6 +97,14 @@ static int layout_of(const hone_data_pack_info *in, uint64_t classmap_bytes, lay
     l->pixel_offset = l->header_bytes;
     l->label_offset = align64(l->pixel_offset + in->n * l->image_bytes);
     l->file_bytes = l->label_offset + 4 * in->n;
+    l->box_offset = 0;
+    if (in->has_boxes) {
+        if (in->boxes > (1ull << 40))
+            return data__fail(why, n, HONE_EPARSE, "%llu boxes: too many",
+                              (unsigned long long)in->boxes);
+        l->box_offset = align64(l->file_bytes);
+        l->file_bytes = l->box_offset + 8 * (in->n + 1) + sizeof(hone_data_box) * in->boxes;
+    }
     return HONE_OK;
 }
 
@@ -106,7 +117,9 @@ struct hone_data_pack_writer {
     layout l;
     uint8_t *header; /* l.header_bytes, class map filled in */
     int32_t *labels;
-    uint8_t *have; /* [n]: image i put */
+    uint8_t *have;         /* [n]: image i put */
+    hone_data_box **boxes; /* [n] (has_boxes): image i's boxes, malloc'd */
+    size_t *nboxes;        /* [n] */
 };
 
 int hone_data_pack_writer_new(const char *path, const hone_data_pack_info *info,
@@ -158,6 +171,10 @@ int hone_data_pack_writer_new(const char *path, const hone_data_pack_info *info,
     }
     w->labels = hone_xcalloc(info->n, sizeof(int32_t));
     w->have = hone_xcalloc(info->n, 1);
+    if (info->has_boxes) {
+        w->boxes = hone_xcalloc(info->n, sizeof(hone_data_box *));
+        w->nboxes = hone_xcalloc(info->n, sizeof(size_t));
+    }
     *out = w;
     return HONE_OK;
 fail:
@@ -193,6 +210,63 @@ int hone_data_pack_writer_put(hone_data_pack_writer *w, uint64_t i, const uint8_
     return HONE_OK;
 }
 
+/* A box the reader accepts: a known class or DontCare, finite, inside a w x h image. */
+static int box_ok(const hone_data_box *b, int classes, int w, int h)
+{
+    return b->cls >= HONE_DATA_DONTCARE && b->cls < classes && b->x1 >= 0 && b->y1 >= 0 &&
+           b->x1 < b->x2 && b->y1 < b->y2 && b->x2 <= (float)w && b->y2 <= (float)h;
+}
+
+int hone_data_pack_writer_put_boxes(hone_data_pack_writer *w, uint64_t i, const hone_data_box *b,
+                                    size_t n, char *err, size_t errlen)
+{
+    if (!w->boxes || i >= w->info.n || n > (1u << 24))
+        return data__fail(err, errlen, HONE_EINVAL, "%s: boxes of image %llu: not expected",
+                          w->path, (unsigned long long)i);
+    for (size_t k = 0; k < n; k++)
+        if (!box_ok(&b[k], w->info.classes, w->info.width, w->info.height))
+            return data__fail(err, errlen, HONE_EINVAL,
+                              "%s: image %llu box %zu (class %d, %g %g %g %g) breaks the rules",
+                              w->path, (unsigned long long)i, k, b[k].cls, b[k].x1, b[k].y1,
+                              b[k].x2, b[k].y2);
+    free(w->boxes[i]);
+    w->boxes[i] = NULL;
+    if (n) {
+        w->boxes[i] = hone_xmalloc(n * sizeof(hone_data_box));
+        memcpy(w->boxes[i], b, n * sizeof(hone_data_box));
+    }
+    w->nboxes[i] = n;
+    return HONE_OK;
+}
+
+/* The boxes section: its start index, then the records (the layout grows to hold them). */
+static int write_boxes(hone_data_pack_writer *w)
+{
+    uint64_t total = 0, n = w->info.n;
+    for (uint64_t i = 0; i < n; i++)
+        total += w->nboxes[i];
+    w->info.boxes = total;
+    char why[200];
+    if (layout_of(&w->info, w->l.header_bytes - PACK_FIXED, &w->l, why, sizeof why) < 0)
+        return -1;
+    uint64_t *start = hone_xmalloc((n + 1) * sizeof(uint64_t));
+    start[0] = 0;
+    for (uint64_t i = 0; i < n; i++)
+        start[i + 1] = start[i] + w->nboxes[i];
+    int rc = pwrite_all(w->fd, (const uint8_t *)start, 8 * (n + 1), w->l.box_offset);
+    uint64_t off = w->l.box_offset + 8 * (n + 1);
+    for (uint64_t i = 0; rc == 0 && i < n; i++) {
+        rc = pwrite_all(w->fd, (const uint8_t *)w->boxes[i], w->nboxes[i] * sizeof(hone_data_box),
+                        off);
+        off += w->nboxes[i] * sizeof(hone_data_box);
+    }
+    free(start);
+    /* the zero padding between the labels and the boxes must exist even with no boxes */
+    if (rc == 0 && ftruncate(w->fd, (off_t)w->l.file_bytes) != 0)
+        rc = -1;
+    return rc;
+}
+
 int hone_data_pack_writer_finish(hone_data_pack_writer *w, char *err, size_t errlen)
 {
     for (uint64_t i = 0; i < w->info.n; i++)
@@ -201,6 +275,8 @@ int hone_data_pack_writer_finish(hone_data_pack_writer *w, char *err, size_t err
                               (unsigned long long)i);
     if (pwrite_all(w->fd, (const uint8_t *)w->labels, 4 * w->info.n, w->l.label_offset))
         return data__fail(err, errlen, HONE_EIO, "%s: %s", w->tmp, strerror(errno));
+    if (w->info.has_boxes && write_boxes(w) != 0)
+        return data__fail(err, errlen, HONE_EIO, "%s: boxes: %s", w->tmp, strerror(errno));
     /* the payload's CRC, read back from the file (pixels were written by many threads) */
     uint64_t payload = w->l.file_bytes - w->l.header_bytes;
     uint8_t *map = mmap(NULL, w->l.file_bytes, PROT_READ, MAP_SHARED, w->fd, 0);
@@ -210,7 +286,7 @@ int hone_data_pack_writer_finish(hone_data_pack_writer *w, char *err, size_t err
     munmap(map, w->l.file_bytes);
     uint8_t *h = w->header;
     memcpy(h, PACK_MAGIC, 8);
-    put32(h + 8, PACK_VERSION);
+    put32(h + 8, w->info.has_boxes ? PACK_VERSION_BOXES : PACK_VERSION);
     put32(h + 12, (uint32_t)w->l.header_bytes);
     put64(h + 16, w->info.n);
     put32(h + 24, (uint32_t)w->info.height);
@@ -223,6 +299,8 @@ int hone_data_pack_writer_finish(hone_data_pack_writer *w, char *err, size_t err
     put64(h + 72, w->l.label_offset);
     put64(h + 80, payload);
     put32(h + 88, pcrc);
+    put64(h + 96, w->l.box_offset);
+    put64(h + 104, w->info.has_boxes ? w->info.boxes : 0);
     put32(h + 92, 0);
     put32(h + 92, (uint32_t)crc32(crc32(0, NULL, 0), h, (uInt)w->l.header_bytes));
     if (pwrite_all(w->fd, h, w->l.header_bytes, 0) || fsync(w->fd) != 0)
@@ -253,6 +331,10 @@ void hone_data_pack_writer_free(hone_data_pack_writer *w)
     free(w->header);
     free(w->labels);
     free(w->have);
+    for (uint64_t i = 0; w->boxes && i < w->info.n; i++)
+        free(w->boxes[i]);
+    free(w->boxes);
+    free(w->nboxes);
     free(w);
 }
 
@@ -271,9 +353,11 @@ static int open_check(hone_data_pack *p, int flags, char *why, size_t n)
     const uint8_t *h = p->map;
     if (p->size < PACK_FIXED || memcmp(h, PACK_MAGIC, 8) != 0)
         return data__fail(why, n, HONE_EPARSE, "not a Hone packed dataset (wrong magic)");
-    if (get32(h + 8) != PACK_VERSION)
-        return data__fail(why, n, HONE_ENOTSUP, "packed format version %u, this build reads %u",
-                          get32(h + 8), PACK_VERSION);
+    uint32_t version = get32(h + 8);
+    if (version != PACK_VERSION && version != PACK_VERSION_BOXES)
+        return data__fail(why, n, HONE_ENOTSUP,
+                          "packed format version %u, this build reads %u and %u", version,
+                          PACK_VERSION, PACK_VERSION_BOXES);
     uint64_t hb = get32(h + 12);
     if (hb < PACK_FIXED || hb % 64 || hb > p->size)
         return data__fail(why, n, HONE_EPARSE, "header of %llu bytes in a %zu-byte file",
@@ -293,6 +377,8 @@ static int open_check(hone_data_pack *p, int flags, char *why, size_t n)
     in->classes = (int)get32(h + 36);
     for (int s = 0; s < HONE_DATA_NSPLITS; s++)
         in->split[s] = get64(h + 40 + 8 * s);
+    in->has_boxes = version == PACK_VERSION_BOXES;
+    in->boxes = in->has_boxes ? get64(h + 104) : 0;
     if (get32(h + 24) > 65535 || get32(h + 28) > 65535 || get32(h + 36) > HONE_DATA_MAX_CLASSES)
         return data__fail(why, n, HONE_EPARSE, "header out of range");
     /* the class map, inside the header */
@@ -316,7 +402,8 @@ static int open_check(hone_data_pack *p, int flags, char *why, size_t n)
     if (rc < 0)
         return rc;
     if (p->l.header_bytes != hb || get64(h + 64) != p->l.pixel_offset ||
-        get64(h + 72) != p->l.label_offset || get64(h + 80) != p->l.file_bytes - hb)
+        get64(h + 72) != p->l.label_offset || get64(h + 80) != p->l.file_bytes - hb ||
+        (in->has_boxes && get64(h + 96) != p->l.box_offset))
         return data__fail(why, n, HONE_EPARSE, "header offsets disagree with its sizes");
     if (p->size != p->l.file_bytes)
         return data__fail(why, n, HONE_EPARSE, "%s: %zu bytes, the header says %llu",
@@ -333,6 +420,21 @@ static int open_check(hone_data_pack *p, int flags, char *why, size_t n)
         if (lab[i] < 0 || lab[i] >= in->classes)
             return data__fail(why, n, HONE_EPARSE, "image %llu has label %d of %d classes",
                               (unsigned long long)i, lab[i], in->classes);
+    if (in->has_boxes) {
+        const uint64_t *start = (const uint64_t *)(const void *)(p->map + p->l.box_offset);
+        if (start[0] != 0 || start[in->n] != in->boxes)
+            return data__fail(why, n, HONE_EPARSE, "box index does not span the %llu boxes",
+                              (unsigned long long)in->boxes);
+        for (uint64_t i = 0; i < in->n; i++)
+            if (start[i + 1] < start[i])
+                return data__fail(why, n, HONE_EPARSE, "box index of image %llu goes backwards",
+                                  (unsigned long long)i);
+        const hone_data_box *b = (const hone_data_box *)(const void *)(start + in->n + 1);
+        for (uint64_t i = 0; i < in->boxes; i++)
+            if (!box_ok(&b[i], in->classes, in->width, in->height))
+                return data__fail(why, n, HONE_EPARSE, "box %llu breaks the rules (class %d)",
+                                  (unsigned long long)i, b[i].cls);
+    }
     return HONE_OK;
 }
 
@@ -403,4 +505,14 @@ const int32_t *hone_data_pack_labels(const hone_data_pack *p)
 const char *hone_data_pack_class_name(const hone_data_pack *p, int i)
 {
     return i >= 0 && i < p->info.classes ? p->names[i] : NULL;
+}
+
+const hone_data_box *hone_data_pack_boxes(const hone_data_pack *p, uint64_t i, size_t *n)
+{
+    *n = 0;
+    if (!p->info.has_boxes || i >= p->info.n)
+        return NULL;
+    const uint64_t *start = (const uint64_t *)(const void *)(p->map + p->l.box_offset);
+    *n = (size_t)(start[i + 1] - start[i]);
+    return *n ? (const hone_data_box *)(const void *)(start + p->info.n + 1) + start[i] : NULL;
 }

@@ -1,4 +1,5 @@
-/* data/pack_folder.c: packing an image folder (hone_data_folder_pack): worker threads take the
+/* data/pack_folder.c: packing an image folder (hone_data_folder_pack) or a KITTI dataset with its
+ * boxes (hone_data_kitti_pack): worker threads take the
  * next image index, decode, convert and resize it and put it into the pack writer at its place,
  * so the file's order is the folder's whatever the threads do. The calling thread reports
  * progress. The first failure stops every thread; the writer then removes its temp file. */
@@ -13,7 +14,8 @@
 #include "data_internal.h"
 
 typedef struct job {
-    const hone_data_folder *f;
+    const hone_data_folder *f; /* one of f and k */
+    const hone_data_kitti *k;
     hone_data_pack_writer *w;
     const hone_data_pack_opts *o;
     int channels;
@@ -36,6 +38,26 @@ static void job_fail(job *j, int rc, const char *msg)
     atomic_store(&j->failed, 1);
 }
 
+/* A KITTI image's boxes mapped onto the packed size (plain resize: edges at 0 and the side map to
+ * 0 and the new side), and its label: the class of its largest box, 0 when it has none. */
+static int32_t kitti_boxes(const hone_data_box *b, size_t n, int iw, int ih, int w, int h,
+                           hone_data_box *out)
+{
+    double sx = (double)w / iw, sy = (double)h / ih, best = -1;
+    int32_t label = 0;
+    for (size_t k = 0; k < n; k++) {
+        double x1 = b[k].x1 * sx, y1 = b[k].y1 * sy, x2 = b[k].x2 * sx, y2 = b[k].y2 * sy;
+        out[k] = (hone_data_box){b[k].cls, (float)x1, (float)y1, (float)(x2 > w ? w : x2),
+                                 (float)(y2 > h ? h : y2)};
+        double area = (x2 - x1) * (y2 - y1);
+        if (b[k].cls >= 0 && area > best) {
+            best = area;
+            label = b[k].cls;
+        }
+    }
+    return label;
+}
+
 static void *pack_worker(void *arg)
 {
     job *j = arg;
@@ -46,15 +68,28 @@ static void *pack_worker(void *arg)
         uint64_t i = atomic_fetch_add(&j->next, 1);
         if (i >= j->n || atomic_load(&j->failed))
             break;
-        int cls;
-        const char *path = hone_data_folder_image(j->f, i, NULL, &cls);
-        hone_data_image *img;
+        int cls = 0, iw = 0, ih = 0;
+        const hone_data_box *b = NULL;
+        size_t nb = 0;
+        const char *path = j->k ? hone_data_kitti_image(j->k, i, NULL, &iw, &ih, &b, &nb)
+                                : hone_data_folder_image(j->f, i, NULL, &cls);
+        hone_data_image *img = NULL;
         int rc = hone_data_image_read_file(path, c, j->o->limits, &img, err, sizeof err);
+        if (rc == HONE_OK && j->k && (img->width != iw || img->height != ih))
+            rc = data__fail(err, sizeof err, HONE_EPARSE, "%s: changed since it was checked", path);
         if (rc == HONE_OK) {
             hone_data_resize(img->pixels, img->width, img->height, c, buf, w, h);
-            hone_data_image_free(img);
-            rc = hone_data_pack_writer_put(j->w, i, buf, cls, err, sizeof err);
+            if (j->k) {
+                hone_data_box *mapped = hone_xmalloc((nb ? nb : 1) * sizeof(hone_data_box));
+                cls = kitti_boxes(b, nb, iw, ih, w, h, mapped);
+                rc = hone_data_pack_writer_put_boxes(j->w, i, mapped, nb, err, sizeof err);
+                free(mapped);
+            }
         }
+        if (img)
+            hone_data_image_free(img);
+        if (rc == HONE_OK)
+            rc = hone_data_pack_writer_put(j->w, i, buf, cls, err, sizeof err);
         if (rc < 0) {
             job_fail(j, rc, err);
             break;
@@ -64,6 +99,10 @@ static void *pack_worker(void *arg)
     free(buf);
     return NULL;
 }
+
+static int pack_run(const hone_data_folder *f, const hone_data_kitti *k,
+                    const hone_data_pack_opts *o, const char *path, hone_data_pack_info *info,
+                    const char **names, char *err, size_t errlen);
 
 int hone_data_folder_pack(const hone_data_folder *f, const char *path, const hone_data_pack_opts *o,
                           char *err, size_t errlen)
@@ -86,8 +125,42 @@ int hone_data_folder_pack(const hone_data_folder *f, const char *path, const hon
     const char **names = hone_xcalloc((size_t)st.classes, sizeof(char *));
     for (int i = 0; i < st.classes; i++)
         names[i] = hone_data_folder_class_name(f, i);
-    job j = {.f = f, .o = o, .channels = info.channels, .n = st.images};
-    int rc = hone_data_pack_writer_new(path, &info, names, &j.w, err, errlen);
+    return pack_run(f, NULL, o, path, &info, names, err, errlen);
+}
+
+int hone_data_kitti_pack(const hone_data_kitti *k, const char *path, const hone_data_pack_opts *o,
+                         char *err, size_t errlen)
+{
+    hone_data_kitti_stats st;
+    hone_data_kitti_get_stats(k, &st);
+    if (o->width < 1 || o->height < 1 || o->width > 65535 || o->height > 65535 ||
+        (o->channels != 0 && o->channels != 1 && o->channels != 3))
+        return data__fail(err, errlen, HONE_EINVAL, "%s: size %dx%d, %d channels: out of range",
+                          path, o->width, o->height, o->channels);
+    hone_data_pack_info info = {.n = st.images,
+                                .height = o->height,
+                                .width = o->width,
+                                .channels = o->channels ? o->channels
+                                            : st.colour ? 3
+                                                        : 1,
+                                .classes = st.classes,
+                                .has_boxes = 1};
+    for (int s = 0; s < HONE_DATA_NSPLITS; s++)
+        info.split[s] = st.split_images[s];
+    const char **names = hone_xcalloc((size_t)st.classes, sizeof(char *));
+    for (int i = 0; i < st.classes; i++)
+        names[i] = hone_data_kitti_class_name(k, i);
+    return pack_run(NULL, k, o, path, &info, names, err, errlen);
+}
+
+/* One of f and k, packed into path: the writer, the threads, the progress, the finish. Takes
+ * names (freed here). */
+static int pack_run(const hone_data_folder *f, const hone_data_kitti *k,
+                    const hone_data_pack_opts *o, const char *path, hone_data_pack_info *info,
+                    const char **names, char *err, size_t errlen)
+{
+    job j = {.f = f, .k = k, .o = o, .channels = info->channels, .n = info->n};
+    int rc = hone_data_pack_writer_new(path, info, names, &j.w, err, errlen);
     free(names);
     if (rc < 0)
         return rc;

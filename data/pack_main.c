@@ -1,8 +1,9 @@
-/* data/pack_main.c: hone-pack, an image folder to a packed dataset file (and --verify, which
- * checks one and prints what it holds). A shell over data/: the checks, the packing and the
- * messages are the library's; this file parses arguments and prints. With --json (the convert
- * job: hone-worker relays it) stdout is one JSON object a line: {"event":"progress",...} per
- * progress callback, then {"event":"done",...} or {"event":"error",...}; stderr keeps the text. */
+/* data/pack_main.c: hone-pack, an image folder or (--kitti) a KITTI dataset to a packed dataset
+ * file (and --verify, which checks one and prints what it holds). A shell over data/: the checks,
+ * the packing and the messages are the library's; this file parses arguments and prints. With
+ * --json (the convert job: hone-worker relays it) stdout is one JSON object a line:
+ * {"event":"progress",...} per progress callback, then {"event":"done",...} or
+ * {"event":"error",...}; stderr keeps the text. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,13 +15,16 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: hone-pack FOLDER OUT --size WxH [--grey | --rgb] [--threads N] [--quiet]\n"
-               "                 [--json]\n"
+               "                 [--json] [--kitti [--classes a,b,...]]\n"
                "       hone-pack --verify FILE\n"
                "FOLDER is <root>/<class>/<image> or <root>/train|val|test/<class>/<image>\n"
                "(PNG and JPEG). Every image is decoded, resized to WxH (area when shrinking,\n"
                "bilinear when growing) and written to OUT, a packed dataset file (data/data.h).\n"
                "Channels: 1 when every image is grey, else 3, unless --grey or --rgb.\n"
                "--threads: 0 (the default) uses every core.\n"
+               "--kitti: FOLDER is a KITTI set (images/ and labels/, or train|val|test/ of\n"
+               "them); its boxes are packed too, scaled with the plain resize (no letterbox).\n"
+               "--classes: its class map, comma-separated (default: the classes found).\n"
                "--json: JSON lines on stdout (progress, then done or error), for hone-worker.\n");
 }
 
@@ -92,6 +96,8 @@ static int verify(const char *path)
     for (int i = 0; i < in.classes; i++)
         printf(" %s", hone_data_pack_class_name(p, i));
     printf("\n");
+    if (in.has_boxes)
+        printf("boxes: %llu\n", (unsigned long long)in.boxes);
     hone_data_pack_free(p);
     return 0;
 }
@@ -99,7 +105,8 @@ static int verify(const char *path)
 int main(int argc, char **argv)
 {
     const char *pos[2] = {NULL, NULL};
-    int npos = 0, w = 0, h = 0, channels = 0, threads = 0, quiet = 0, json = 0;
+    int npos = 0, w = 0, h = 0, channels = 0, threads = 0, quiet = 0, json = 0, kitti = 0;
+    const char *classes = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--verify") && i + 1 < argc && argc == 3)
@@ -126,6 +133,10 @@ int main(int argc, char **argv)
             quiet = 1;
         } else if (!strcmp(a, "--json")) {
             json = 1;
+        } else if (!strcmp(a, "--kitti")) {
+            kitti = 1;
+        } else if (!strcmp(a, "--classes") && i + 1 < argc) {
+            classes = argv[++i];
         } else if (a[0] != '-' && npos < 2) {
             pos[npos++] = a;
         } else {
@@ -139,8 +150,18 @@ int main(int argc, char **argv)
     }
     char err[1024];
     double t0 = now();
-    hone_data_folder *f;
-    if (hone_data_folder_open(pos[0], NULL, &f, err, sizeof err) < 0) {
+    hone_data_folder *f = NULL;
+    hone_data_kitti *k = NULL;
+    char *cl = classes ? strdup(classes) : NULL;
+    const char *names[1024];
+    int nnames = 0;
+    for (char *tok = cl ? strtok(cl, ",") : NULL; tok && nnames < 1024; tok = strtok(NULL, ","))
+        names[nnames++] = tok;
+    hone_data_kitti_opts ko = {.classes = cl ? names : NULL, .nclasses = nnames};
+    int orc = kitti ? hone_data_kitti_open(pos[0], &ko, &k, err, sizeof err)
+                    : hone_data_folder_open(pos[0], NULL, &f, err, sizeof err);
+    free(cl);
+    if (orc < 0) {
         fprintf(stderr, "hone-pack: %s\n", err);
         if (json) {
             printf("{\"event\":\"error\",\"error\":");
@@ -149,8 +170,20 @@ int main(int argc, char **argv)
         }
         return 1;
     }
-    hone_data_folder_stats st;
-    hone_data_folder_get_stats(f, &st);
+    hone_data_folder_stats st = {0};
+    if (k) { /* the fields this tool prints */
+        hone_data_kitti_stats ks;
+        hone_data_kitti_get_stats(k, &ks);
+        st.images = ks.images;
+        memcpy(st.split_images, ks.split_images, sizeof st.split_images);
+        st.classes = ks.classes;
+        st.png = ks.png;
+        st.jpeg = ks.jpeg;
+        st.colour = ks.colour;
+        st.skipped = ks.skipped;
+    } else {
+        hone_data_folder_get_stats(f, &st);
+    }
     if (!quiet)
         fprintf(stderr,
                 "hone-pack: %s: %zu images (train %zu, val %zu, test %zu), %d classes, %zu PNG, "
@@ -164,7 +197,9 @@ int main(int argc, char **argv)
                              .threads = threads,
                              .progress = on_progress,
                              .user = &pr};
-    int rc = hone_data_folder_pack(f, pos[1], &o, err, sizeof err);
+    int rc = k ? hone_data_kitti_pack(k, pos[1], &o, err, sizeof err)
+               : hone_data_folder_pack(f, pos[1], &o, err, sizeof err);
+    hone_data_kitti_free(k);
     double dt = now() - pr.t0;
     if (rc < 0) {
         fprintf(stderr, "\nhone-pack: %s\n", err);

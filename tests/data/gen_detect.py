@@ -1,0 +1,186 @@
+#!/usr/bin/python3
+"""Writes a KITTI object-detection set: Fashion-MNIST items on real photographs (Debian's
+python3-pil, no numpy). Each image is a SIZE x SIZE crop of a photograph (the skimage/sklearn
+sample photos scripts/bootstrap.sh puts in .cache/photos) with 1 to 4 items pasted on it: a
+Fashion-MNIST image scaled to 20..80 px (capped at half the image), tinted with a random colour
+and blended in by its grey level, at a random position; about a third of the images place an item
+overlapping another (box IoU 0.1..0.4). Labels are the tight boxes of the pasted items' visible
+pixels (grey level > 0 after scaling), edges in pixel units, so x2 = last column + 1. Image i
+draws from random.Random(seed * 1000003 + i) alone, so every file is the same on every run and
+one image can be rebuilt by itself (render()). Layout:
+  ROOT/train/images/<i>.png  ROOT/train/labels/<i>.txt   (--count images)
+  ROOT/val/images/...        ROOT/val/labels/...          (a tenth as many, from t10k)
+  ROOT/classes.txt           the class names, one a line (the Fashion-MNIST classes)
+--tiny: 300 images at 128x128; the default: 5000 at 160x160.
+Photographs: --photos, $HONE_PHOTOS_DIR, <repo>/.cache/photos (of this checkout or the main
+one), or python3-skimage's data folder; none found is a clear error (exit 2).
+"""
+import argparse
+import os
+import random
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fmnist_folder  # noqa: E402
+
+CLASSES = [c.lower() for c in fmnist_folder.CLASSES]
+MIN_SCALE, MAX_SCALE = 20, 80
+
+
+def find_photos(given=None):
+    """The photograph folder, or None."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    cands = [given, os.environ.get("HONE_PHOTOS_DIR"),
+             os.path.join(here, "..", "..", ".cache", "photos")]
+    try:  # a worktree: the main checkout's cache
+        common = subprocess.run(["git", "-C", here, "rev-parse", "--path-format=absolute",
+                                 "--git-common-dir"], capture_output=True, text=True).stdout
+        if common.strip():
+            cands.append(os.path.join(os.path.dirname(common.strip()), ".cache", "photos"))
+    except OSError:
+        pass
+    cands.append("/usr/lib/python3/dist-packages/skimage/data")
+    for c in cands:
+        if c and os.path.isdir(c) and load_photo_paths(c):
+            return c
+    return None
+
+
+def load_photo_paths(folder):
+    out = []
+    for dp, _, fs in os.walk(folder):
+        out += [os.path.join(dp, f) for f in fs if f.lower().endswith((".png", ".jpg", ".jpeg"))]
+    return sorted(out)
+
+
+def load_photos(folder, size):
+    """RGB photographs at least size/2 a side (smaller ones are icons, not scenes)."""
+    from PIL import Image
+    photos = []
+    for p in load_photo_paths(folder):
+        try:
+            im = Image.open(p)
+            im.load()
+        except Exception:  # noqa: BLE001 - a file Pillow cannot read is no background
+            continue
+        if min(im.size) >= max(64, size // 2):
+            photos.append(im.convert("RGB"))
+    return photos
+
+
+def iou(a, b):
+    ix = max(0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union else 0.0
+
+
+def render(i, seed, size, photos, items, draw=True):
+    """Image i: (PIL RGB image, [(class index, x1, y1, x2, y2)]). items: (n, pixels, labels) of
+    an IDX split. draw=False returns the bare background with the same boxes (for tests)."""
+    from PIL import Image
+    rng = random.Random(seed * 1000003 + i)
+    photo = photos[rng.randrange(len(photos))]
+    w, h = photo.size
+    side = rng.randint(min(w, h) // 2, min(w, h))
+    x0, y0 = rng.randint(0, w - side), rng.randint(0, h - side)
+    img = photo.crop((x0, y0, x0 + side, y0 + side)).resize((size, size), Image.BILINEAR)
+    if rng.random() < 0.5:
+        img = img.transpose(Image.FLIP_LEFT_RIGHT)
+    n, pixels, labels = items
+    boxes = []
+    want = rng.randint(1, 4)
+    overlap = rng.random() < 0.35
+    for _ in range(want):
+        for _try in range(20):
+            k = rng.randrange(n)
+            s = rng.randint(MIN_SCALE, min(MAX_SCALE, size // 2))
+            if overlap and boxes:  # beside the last item, partly over it
+                b = boxes[-1]
+                x = min(max(0, b[1] + rng.randint(-s // 2, s // 2)), size - s)
+                y = min(max(0, b[2] + rng.randint(-s // 2, s // 2)), size - s)
+            else:
+                x, y = rng.randint(0, size - s), rng.randint(0, size - s)
+            tint = tuple(rng.randint(0, 255) for _ in range(3))
+            g = Image.frombytes("L", (28, 28), pixels[k * 784:(k + 1) * 784]).resize(
+                (s, s), Image.BILINEAR)
+            bb = g.getbbox()
+            if not bb:
+                continue
+            box = (x + bb[0], y + bb[1], x + bb[2], y + bb[3])
+            worst = max([iou(box, o[1:]) for o in boxes] or [0.0])
+            if worst > 0.4 or (overlap and boxes and worst < 0.1):
+                continue
+            if draw:
+                img.paste(Image.new("RGB", (s, s), tint), (x, y), g)
+            boxes.append((labels[k],) + box)
+            break
+    return img, boxes
+
+
+def label_text(boxes):
+    return "".join("%s 0.00 0 0.00 %.2f %.2f %.2f %.2f 0.00 0.00 0.00 0.00 0.00 0.00 0.00\n"
+                   % ((CLASSES[c],) + tuple(float(v) for v in b)) for c, *b in boxes)
+
+
+def read_items(fm, stem):
+    (n, h, w), px = fmnist_folder.read_idx(fm, stem + "-images-idx3-ubyte")
+    _, labels = fmnist_folder.read_idx(fm, stem + "-labels-idx1-ubyte")
+    assert (h, w) == (28, 28)
+    return n, px, labels
+
+
+def write(root, count, size, seed, fm, photos_dir, val=None):
+    """Writes the set; returns {split: images}."""
+    photos = load_photos(photos_dir, size)
+    if not photos:
+        raise SystemExit("gen_detect: no usable photographs in %s" % photos_dir)
+    val = count // 10 if val is None else val
+    out = {}
+    for split, stem, n, off in (("train", "train", count, 0), ("val", "t10k", val, 10 ** 7)):
+        items = read_items(fm, stem)
+        for sub in ("images", "labels"):
+            os.makedirs(os.path.join(root, split, sub), exist_ok=True)
+        for i in range(n):
+            img, boxes = render(off + i, seed, size, photos, items)
+            img.save(os.path.join(root, split, "images", "%06d.png" % i))
+            with open(os.path.join(root, split, "labels", "%06d.txt" % i), "w") as f:
+                f.write(label_text(boxes))
+        out[split] = n
+    with open(os.path.join(root, "classes.txt"), "w") as f:
+        f.write("".join(c + "\n" for c in CLASSES))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("root")
+    ap.add_argument("--tiny", action="store_true", help="300 images at 128x128")
+    ap.add_argument("--count", type=int, help="training images (default 5000, tiny 300)")
+    ap.add_argument("--size", type=int, help="image side (default 160, tiny 128; at least 128)")
+    ap.add_argument("--seed", type=int, default=12)
+    ap.add_argument("--photos", help="folder of photographs (default: see above)")
+    a = ap.parse_args()
+    count = a.count if a.count is not None else 300 if a.tiny else 5000
+    size = a.size or (128 if a.tiny else 160)
+    if size < 128:
+        ap.error("--size must be at least 128")
+    fm = fmnist_folder.find_fmnist()
+    if not fm:
+        print("gen_detect: Fashion-MNIST not found (set HONE_FMNIST_DIR)", file=sys.stderr)
+        return 2
+    photos = find_photos(a.photos)
+    if not photos:
+        print("gen_detect: no photographs found: run scripts/bootstrap.sh (it fetches them into "
+              ".cache/photos), or set HONE_PHOTOS_DIR or --photos", file=sys.stderr)
+        return 2
+    n = write(a.root, count, size, a.seed, fm, photos)
+    print("gen_detect: %s: %d train, %d val images at %dx%d" % (a.root, n["train"], n["val"],
+                                                              size, size))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "cache.h"
 #include "checkpoint.h"
 #include "dataset.h"
 #include "net.h"
@@ -35,6 +36,10 @@ struct hone_trainer {
     size_t nopt;
     float *lr_host;     /* this epoch's lr per step, on the host */
     hone_kgraph *graph; /* the captured step; NULL: eager (hone_train_opts.eager) */
+    /* 1: k (shared_ctx), or ds and the parts' device copies (shared_data), belong to a
+     * hone_train_cache */
+    int shared_ctx, shared_data;
+    volatile sig_atomic_t *cancel; /* hone_train_opts.cancel */
 };
 
 /* One optimisation step; only enqueues kernel ops (it is captured as a graph on CUDA). */
@@ -253,16 +258,21 @@ void hone_trainer_free(hone_trainer *t)
         return;
     hone_kctx *k = t->k;
     if (k) {
+        hone_k_sync(k); /* nothing of this job may still run when the next one starts */
         hone_kgraph_free(t->graph);
-        void *bufs[] = {t->train_x, t->val_x,    t->test_x,   t->train_y, t->val_y, t->test_y,
-                        t->perm,    t->base_dev, t->t_dev,    t->lr_dev,  t->acc,   t->xb,
-                        t->yb,      t->opt,      t->lr_sched, t->norm};
+        void *bufs[] = {t->perm, t->base_dev, t->t_dev, t->lr_dev, t->acc,
+                        t->xb,   t->yb,       t->opt,   t->norm,   t->lr_sched};
         for (size_t i = 0; i < HONE_ARRAY_LEN(bufs); i++)
             hone_k_free(k, bufs[i]);
+        void *data[] = {t->train_x, t->val_x, t->test_x, t->train_y, t->val_y, t->test_y};
+        for (size_t i = 0; !t->shared_data && i < HONE_ARRAY_LEN(data); i++)
+            hone_k_free(k, data[i]);
         net_free(t->net);
-        hone_kctx_free(k);
+        if (!t->shared_ctx)
+            hone_kctx_free(k);
     }
-    dataset_free(&t->ds);
+    if (!t->shared_data)
+        dataset_free(&t->ds);
     free(t->lr_host);
     free(t);
 }
@@ -373,7 +383,16 @@ static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_di
         snprintf(err, errlen, "--device: '%s' is not one of cpu, cuda, auto", o->device);
         return HONE_EINVAL;
     }
-    if ((rc = hone_kctx_new(dev, o->threads, &t->k)) < 0) {
+    const cache_entry *ce = NULL;
+    if (o->cache && with_data == 1 && !model_dir) { /* a resident trainer's train job */
+        if ((rc = train_cache_ctx(o->cache, dev, o->threads, &t->k, err, errlen)) < 0)
+            return rc;
+        t->shared_ctx = 1;
+        rc = train_cache_data(o->cache, s, &ce, err, errlen);
+        if (rc < 0 && rc != HONE_ENOTSUP)
+            return rc;
+        t->shared_data = ce != NULL;
+    } else if ((rc = hone_kctx_new(dev, o->threads, &t->k)) < 0) {
         snprintf(err, errlen, "device %s: %s", dev == HONE_DEV_CUDA ? "cuda" : "cpu",
                  hone_strerror(rc));
         return rc;
@@ -381,7 +400,9 @@ static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_di
     hone_k_set_math(t->k, strcmp(s->train.math, "tf32") == 0   ? HONE_MATH_TF32
                           : strcmp(s->train.math, "bf16") == 0 ? HONE_MATH_BF16
                                                                : HONE_MATH_FP32);
-    if (with_data && (rc = dataset_load(s, with_data == 2, &t->ds, err, errlen)) < 0)
+    if (ce)
+        t->ds = ce->ds; /* borrowed: read only */
+    else if (with_data && (rc = dataset_load(s, with_data == 2, &t->ds, err, errlen)) < 0)
         return rc;
     if (model_dir && (rc = model_info_read(t, model_dir, with_data, err, errlen)) < 0)
         return rc;
@@ -398,9 +419,21 @@ static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_di
     }
     hone_kctx *k = t->k;
     size_t fb = sizeof(float);
-    t->train_x = dev_copy(k, d->train.x, (size_t)d->train.n * t->row);
-    t->val_x = dev_copy(k, d->val.x, (size_t)d->val.n * t->row);
-    t->test_x = dev_copy(k, d->test.x, (size_t)d->test.n * t->row);
+    if (ce) {
+        t->train_x = ce->x[0];
+        t->val_x = ce->x[1];
+        t->test_x = ce->x[2];
+        t->train_y = ce->y[0];
+        t->val_y = ce->y[1];
+        t->test_y = ce->y[2];
+    } else {
+        t->train_x = dev_copy(k, d->train.x, (size_t)d->train.n * t->row);
+        t->val_x = dev_copy(k, d->val.x, (size_t)d->val.n * t->row);
+        t->test_x = dev_copy(k, d->test.x, (size_t)d->test.n * t->row);
+        t->train_y = dev_copy(k, d->train.y, (size_t)d->train.n * 4);
+        t->val_y = dev_copy(k, d->val.y, (size_t)d->val.n * 4);
+        t->test_y = dev_copy(k, d->test.y, (size_t)d->test.n * 4);
+    }
     float norm[6];
     for (int ch = 0; ch < d->c; ch++) {
         norm[ch] = d->mean[ch];
@@ -414,9 +447,6 @@ static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_di
                              .cutout = sp->augment.cutout,
                              .seed = sp->train.seed ^ 0xA06ULL};
     t->augment = t->aug.flip || t->aug.crop_padding > 0 || t->aug.jitter > 0 || t->aug.cutout > 0;
-    t->train_y = dev_copy(k, d->train.y, (size_t)d->train.n * 4);
-    t->val_y = dev_copy(k, d->val.y, (size_t)d->val.n * 4);
-    t->test_y = dev_copy(k, d->test.y, (size_t)d->test.n * 4);
     t->perm = hone_k_alloc(k, (size_t)(d->train.n + 1) * 4);
     int32_t zero = 0;
     t->base_dev = dev_copy(k, &zero, 4);
@@ -441,6 +471,7 @@ int hone_trainer_new(const hone_train_opts *o, hone_trainer **out, char *err, si
         return rc;
     hone_trainer *t = hone_xcalloc(1, sizeof(*t));
     t->spec = o->spec;
+    t->cancel = o->cancel;
     if ((rc = setup(t, o, NULL, 1, err, errlen)) < 0)
         goto fail;
     if (!o->eager && (rc = hone_kgraph_capture(t->k, train_step, t, &t->graph)) < 0) {
@@ -471,6 +502,10 @@ int hone_trainer_epoch(hone_trainer *t, int epoch, int max_steps, hone_train_epo
     hone_k_fill(k, t->acc, 0.0f, 2);
     double t0 = now();
     for (int i = 0; i < steps && rc == 0; i++) {
+        if (t->cancel && *t->cancel) {
+            rc = HONE_ESTATE;
+            break;
+        }
         rc = hone_k_copy(k, t->lr_dev, t->lr_sched + i, sizeof(float));
         if (rc == 0 && t->graph)
             rc = hone_kgraph_launch(k, t->graph);
@@ -693,8 +728,13 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
     int e;
     for (e = start; e < last; e++) {
         hone_train_epoch ep;
-        if ((rc = hone_trainer_epoch(t, e, 0, &ep)) < 0) {
-            snprintf(err, errlen, "epoch %d: %s", e + 1, hone_strerror(rc));
+        if ((rc = hone_trainer_epoch(t, e, 0, &ep)) < 0 || (o->cancel && *o->cancel)) {
+            if (o->cancel && *o->cancel) {
+                snprintf(err, errlen, "epoch %d: cancelled", e + 1);
+                rc = HONE_ESTATE;
+            } else {
+                snprintf(err, errlen, "epoch %d: %s", e + 1, hone_strerror(rc));
+            }
             goto fail;
         }
         if (!isfinite(ep.train_loss)) {

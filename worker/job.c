@@ -237,7 +237,8 @@ static int job_run_trainer(hone_worker *w, job_ctx *ctx, const json_t *job, cons
         worker_log(w, "job %s: starting %s (epochs until %lld%s)", ctx->id, w->trainer,
                    json_is_integer(eu) ? (long long)json_integer_value(eu) : 0LL,
                    json_is_true(json_object_get(lease, "resume")) ? ", resumed" : "");
-        rc = hone_trun_run(argv, &topts, &hooks, res);
+        rc = w->resident ? hone_trun_run_resident(&w->server, argv, &topts, &hooks, res)
+                         : hone_trun_run(argv, &topts, &hooks, res);
         hone_worker_argv_free(argv);
         if (!ctx->gap || fresh)
             break;

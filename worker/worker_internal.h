@@ -28,8 +28,10 @@ typedef struct hone_worker {
     atomic_int quit_hb; /* tells the heartbeat thread to end */
     unsigned int seed;  /* jitter for backoff (per worker, not global) */
 
-    hone_rest *rest;    /* main thread's handle */
-    hone_rest *hb_rest; /* heartbeat thread's handle */
+    hone_rest *rest;          /* main thread's handle */
+    hone_rest *hb_rest;       /* heartbeat thread's handle */
+    int resident;             /* train jobs go to server (opts.resident resolved) */
+    hone_trun_server *server; /* the resident trainer, NULL until a job starts it */
 } hone_worker;
 
 /* Logs one line to stderr: "hone-worker[name] <text>". */

@@ -5,6 +5,7 @@
  * Tests and benches drive the same epoch. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -177,9 +178,9 @@ static void emit(const hone_train_opts *o, FILE *metrics, const char *line)
     }
 }
 
-/* Gathers the device state into a checkpoint (host copies) and writes it. */
-static int save_state(hone_trainer *t, const char *path, int epoch, double best_val, int with_opt,
-                      char *err, size_t errlen)
+/* Gathers the device state into c (host copies; ckpt_free releases them). */
+static int gather_state(hone_trainer *t, ckpt *out, int epoch, double best_val, int with_opt,
+                        char *err, size_t errlen)
 {
     hone_net *net = t->net;
     ckpt c = {0};
@@ -206,12 +207,84 @@ static int save_state(hone_trainer *t, const char *path, int epoch, double best_
         rc = hone_k_download(k, c.counters, net->counters, sizeof(uint64_t) * c.ncounters);
     if (rc == 0)
         rc = hone_k_download(k, &c.t, t->t_dev, sizeof(int32_t));
-    if (rc < 0)
+    if (rc < 0) {
         snprintf(err, errlen, "checkpoint: reading device state: %s", hone_strerror(rc));
-    else
+        ckpt_free(&c);
+        return rc;
+    }
+    *out = c;
+    return HONE_OK;
+}
+
+/* Gathers the device state into a checkpoint and writes it. */
+static int save_state(hone_trainer *t, const char *path, int epoch, double best_val, int with_opt,
+                      char *err, size_t errlen)
+{
+    ckpt c;
+    int rc = gather_state(t, &c, epoch, best_val, with_opt, err, errlen);
+    if (rc == 0)
         rc = ckpt_write(path, &c, err, errlen);
     ckpt_free(&c);
     return rc;
+}
+
+/* The epoch checkpoints, off the training path: hone_train_run hands the host copy of an epoch's
+ * state and its line to a thread that writes the file (temp + rename: whole or absent) and only
+ * then prints the line, so an epoch's line still means its checkpoint is on disk (the worker
+ * pauses and resumes on that); the next epoch trains meanwhile. One write at a time: the next
+ * hand-off, and the end of the run, wait for the previous write. */
+typedef struct ckpt_writer {
+    pthread_t th;
+    int running;
+    const hone_train_opts *o;
+    FILE *metrics;
+    char path[1100], line[512];
+    ckpt c;
+    int rc;
+    char err[512];
+} ckpt_writer;
+
+static void *writer_main(void *arg)
+{
+    ckpt_writer *w = arg;
+    w->rc = ckpt_write(w->path, &w->c, w->err, sizeof(w->err));
+    if (w->rc == 0)
+        emit(w->o, w->metrics, w->line);
+    ckpt_free(&w->c);
+    return NULL;
+}
+
+/* Waits for the write in flight; its error, if it failed. */
+static int writer_join(ckpt_writer *w, char *err, size_t errlen)
+{
+    if (!w->running)
+        return HONE_OK;
+    pthread_join(w->th, NULL);
+    w->running = 0;
+    if (w->rc < 0)
+        snprintf(err, errlen, "%s", w->err);
+    return w->rc;
+}
+
+/* Writes c (owned from here) to path and then prints line, on the writer thread. */
+static int writer_start(ckpt_writer *w, const char *path, ckpt *c, const char *line, char *err,
+                        size_t errlen)
+{
+    int rc = writer_join(w, err, errlen);
+    if (rc < 0) {
+        ckpt_free(c);
+        return rc;
+    }
+    snprintf(w->path, sizeof(w->path), "%s", path);
+    snprintf(w->line, sizeof(w->line), "%s", line);
+    w->c = *c;
+    memset(c, 0, sizeof(*c));
+    if (pthread_create(&w->th, NULL, writer_main, w) != 0) { /* write it here then */
+        writer_main(w);
+        return w->rc < 0 ? (snprintf(err, errlen, "%s", w->err), w->rc) : HONE_OK;
+    }
+    w->running = 1;
+    return HONE_OK;
 }
 
 static int load_state(hone_trainer *t, const char *path, int *epoch, double *best_val, char *err,
@@ -703,6 +776,7 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
 {
     hone_trainer *t = NULL;
     FILE *metrics = NULL;
+    ckpt_writer wr = {.o = o};
     char line[512], ckpath[1100];
     int rc, start = 0, epochs = o->spec->train.epochs;
     double best_val = NAN;
@@ -726,6 +800,7 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
         write_spec(o);
         snprintf(line, sizeof(line), "%s/metrics.jsonl", o->out_dir);
         metrics = fopen(line, o->resume_path ? "a" : "w");
+        wr.metrics = metrics;
     }
     fprintf(stderr,
             "hone-train: %s on %s, %zu parameters, %d train / %d val / %d test images, batch %d, "
@@ -754,7 +829,8 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
         }
         if (isfinite(ep.val_accuracy) && !(ep.val_accuracy <= best_val))
             best_val = ep.val_accuracy;
-        if (o->out_dir && (rc = save_state(t, ckpath, e + 1, best_val, 1, err, errlen)) < 0)
+        ckpt c = {0};
+        if (o->out_dir && (rc = gather_state(t, &c, e + 1, best_val, 1, err, errlen)) < 0)
             goto fail;
         char n[6][32];
         fmt_num(n[0], 32, ep.train_loss);
@@ -768,12 +844,17 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
                  "\"val_loss\":%s,\"val_accuracy\":%s,\"lr\":%s,\"seconds\":%.3f,"
                  "\"images_per_second\":%s}",
                  ep.epoch, epochs, n[0], n[1], n[2], n[3], n[4], ep.seconds, n[5]);
-        emit(o, metrics, line);
+        if (!o->out_dir)
+            emit(o, metrics, line);
+        else if ((rc = writer_start(&wr, ckpath, &c, line, err, errlen)) < 0)
+            goto fail;
         if (o->on_epoch && o->on_epoch(&ep, o->user)) {
             e++;
             break;
         }
     }
+    if ((rc = writer_join(&wr, err, errlen)) < 0)
+        goto fail;
     res->epochs_trained = e;
     res->best_val_accuracy = best_val;
     if (e >= epochs) {
@@ -805,6 +886,8 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
     emit(o, metrics, line);
     rc = HONE_OK;
 fail:
+    if (rc < 0) /* the epoch before the failure is still written and reported */
+        writer_join(&wr, line, sizeof(line));
     if (metrics)
         fclose(metrics);
     hone_trainer_free(t);

@@ -52,7 +52,7 @@ def resident(i):
     srv.stdin.flush()
     while True:
         d = json.loads(srv.stdout.readline())
-        if d.get("event") == "exit":
+        if d.get("event") == "exit":  # ("accepted" and "alive" lines come before)
             break
     assert d["code"] == 0, open(err.name).read()[-2000:]
     err.flush()

@@ -166,10 +166,12 @@ static void fmt_num(char *out, size_t len, double v)
 
 static void emit(const hone_train_opts *o, FILE *metrics, const char *line)
 {
-    if (o->print_json) {
+    if (o->print_json) { /* one line whole (hone-train --serve writes from another thread too) */
+        flockfile(stdout);
         fputs(line, stdout);
         fputc('\n', stdout);
         fflush(stdout);
+        funlockfile(stdout);
     }
     if (metrics) {
         fputs(line, metrics);

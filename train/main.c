@@ -13,9 +13,15 @@
  * SIGTERM or SIGINT ends the job running at the time, not the server: training stops before its
  * next step, nothing more is written (the job's last checkpoint stands) and its exit line says
  * code 143, as for a hone-train killed by SIGTERM; a signal while no job runs is ignored. A
- * request that is not such a line gets code 2; a job that fails (code 1) drops the cache. */
+ * request that is not such a line gets code 2; a job that fails (code 1) drops the cache.
+ * Two more stdout lines are the server's own, for whoever drives it (hone-worker --resident):
+ * {"event":"accepted"} as soon as a request is read, and {"event":"alive"} every
+ * --serve-alive-ms (default 2000) while a job runs, so that a server that stops answering can be
+ * told from a long epoch. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +43,8 @@ static void usage(FILE *f)
           "                  (MODEL: a --out folder with model.bin, model.json and spec.yaml)\n"
           "       hone-train --print-spec [--spec FILE] [--set key=value]...\n"
           "       hone-train --list-devices   (JSON: the GPUs this build can train on)\n"
-          "       hone-train --serve [--serve-cache N]   (resident: one {\"run\": [ARGS]} a line "
-          "on stdin)\n",
+          "       hone-train --serve [--serve-cache N] [--serve-alive-ms MS]\n"
+          "                  (resident: one {\"run\": [ARGS]} a line on stdin)\n",
           f);
 }
 
@@ -46,6 +52,7 @@ static void usage(FILE *f)
 static int list_devices(void)
 {
     int n = hone_cuda_device_count();
+    flockfile(stdout); /* one line whole under --serve */
     printf("{\"gpus\":[");
     for (int i = 0; i < n; i++) {
         char name[256] = "";
@@ -58,7 +65,9 @@ static int list_devices(void)
         printf("%s{\"index\":%d,\"name\":\"%s\",\"memory_bytes\":%zu}", i ? "," : "", i, name, mem);
     }
     printf("]}\n");
-    return fflush(stdout) == 0 ? 0 : 1;
+    int rc = fflush(stdout) == 0 ? 0 : 1;
+    funlockfile(stdout);
+    return rc;
 }
 
 /* --evaluate (folder NULL) or --infer. Without --out the result goes to stdout; with --out DIR,
@@ -258,6 +267,24 @@ static int run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig
 }
 
 static volatile sig_atomic_t serve_cancel;
+static atomic_int serve_busy;
+static int serve_alive_ms = 2000;
+
+/* {"event":"alive"} every serve_alive_ms while a job runs (whole lines: stdout's lock). */
+static void *serve_alive(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        usleep((useconds_t)serve_alive_ms * 1000);
+        if (!atomic_load(&serve_busy))
+            continue;
+        flockfile(stdout);
+        fputs("{\"event\":\"alive\"}\n", stdout);
+        fflush(stdout);
+        funlockfile(stdout);
+    }
+    return NULL;
+}
 
 static void serve_signal(int sig)
 {
@@ -306,6 +333,12 @@ static int serve(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--serve") == 0)
             continue;
+        if (strcmp(argv[i], "--serve-alive-ms") == 0 && i + 1 < argc) {
+            if (parse_int(argv[i], argv[i + 1], 10, &serve_alive_ms) < 0)
+                return 2;
+            i++;
+            continue;
+        }
         if (strcmp(argv[i], "--serve-cache") == 0 && i + 1 < argc) {
             if (parse_int(argv[i], argv[i + 1], 0, &ncache) < 0 || ncache > 64) {
                 fprintf(stderr, "hone-train: --serve-cache: at most 64\n");
@@ -314,7 +347,9 @@ static int serve(int argc, char **argv)
             i++;
             continue;
         }
-        fprintf(stderr, "hone-train: --serve takes only --serve-cache N, not %s\n", argv[i]);
+        fprintf(stderr,
+                "hone-train: --serve takes only --serve-cache N and --serve-alive-ms MS, not %s\n",
+                argv[i]);
         return 2;
     }
     struct sigaction sa;
@@ -327,6 +362,9 @@ static int serve(int argc, char **argv)
     hone_train_cache *cache;
     if (hone_train_cache_new(ncache, &cache) < 0)
         return 1;
+    pthread_t alive;
+    if (pthread_create(&alive, NULL, serve_alive, NULL) == 0)
+        pthread_detach(alive);
     fprintf(stderr, "hone-train: serving (cache: %d datasets)\n", ncache);
     char *line = NULL;
     size_t cap = 0;
@@ -334,13 +372,22 @@ static int serve(int argc, char **argv)
         if (strspn(line, " \t\r\n") == strlen(line))
             continue;
         serve_cancel = 0;
+        flockfile(stdout);
+        fputs("{\"event\":\"accepted\"}\n", stdout);
+        fflush(stdout);
+        funlockfile(stdout);
+        atomic_store(&serve_busy, 1);
         int code = serve_one(line, cache);
+        atomic_store(&serve_busy, 0);
         long hits, misses;
         hone_train_cache_stats(cache, &hits, &misses);
         fprintf(stderr, "hone-train: serve: job exit %d (dataset cache: %ld hits, %ld misses)\n",
                 code, hits, misses);
+        flockfile(stdout);
         printf("{\"event\":\"exit\",\"code\":%d}\n", code);
-        if (fflush(stdout) != 0)
+        int bad = fflush(stdout) != 0;
+        funlockfile(stdout);
+        if (bad)
             break;
     }
     free(line);

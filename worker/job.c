@@ -230,6 +230,11 @@ static int job_run_trainer(hone_worker *w, job_ctx *ctx, const json_t *job, cons
     int rc;
 
     topts.grace_s = w->o->grace_s;
+    if (w->resident) { /* a resident trainer says it is alive every 2 s while a job runs */
+        pthread_mutex_lock(&w->mu);
+        topts.silence_s = w->heartbeat_s * 3 > 10 ? w->heartbeat_s * 3 : 10;
+        pthread_mutex_unlock(&w->mu);
+    }
     topts.last_epoch = json_is_integer(eu) ? (int)json_integer_value(eu) : 0;
     for (;;) {
         const json_t *lease = fresh ? fresh : job;

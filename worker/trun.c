@@ -45,6 +45,7 @@ typedef struct trun_state {
     int natural_end; /* stop/pause came on the last epoch: let it exit */
     int resident;    /* the child is hone-train --serve: its exit line ends the job */
     int exit_seen, exit_code;
+    double last_io; /* monotonic time of the last bytes read from the child */
 } trun_state;
 
 struct hone_trun_server {
@@ -198,6 +199,10 @@ static void trun_stdout_line(trun_state *s, const hone_trun_opts *o, const hone_
         json_t *code = json_object_get(j, "code");
         s->exit_seen = 1;
         s->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : 1;
+    } else if (s->resident && json_is_string(ev) &&
+               (strcmp(json_string_value(ev), "accepted") == 0 ||
+                strcmp(json_string_value(ev), "alive") == 0)) {
+        /* the server's own: it took the request, it still runs (last_io has it) */
     } else if (json_is_string(ev)) {
         if (strcmp(json_string_value(ev), "done") == 0) {
             json_decref(res->done);
@@ -237,6 +242,7 @@ static int trun_drain(trun_state *s, int fd, int is_err, const hone_trun_opts *o
 
     if (n < 0)
         return (errno == EAGAIN || errno == EINTR) ? 1 : 0;
+    s->last_io = hone_trun_now();
     if (n == 0) {
         if (L->len > 0) { /* a last line without '\n' */
             L->buf[L->len] = '\0';
@@ -340,6 +346,16 @@ static void trun_pump(trun_state *s, int out_fd, int err_fd, int *out_open, int 
             trun_begin_stop(s, grace);
         }
         if (s->killing && !s->killed_hard && hone_trun_now() >= s->kill_at) {
+            s->killed_hard = 1;
+            trun_signal(s, SIGKILL);
+        }
+        if (s->resident && o->silence_s > 0 && !s->killed_hard &&
+            hone_trun_now() - s->last_io > o->silence_s) {
+            char msg[160];
+            int n = snprintf(msg, sizeof(msg),
+                             "hone-worker: the resident trainer wrote nothing for %.0f s; killed",
+                             o->silence_s);
+            trun_ring_push(s, msg, (size_t)n);
             s->killed_hard = 1;
             trun_signal(s, SIGKILL);
         }
@@ -593,6 +609,7 @@ int hone_trun_run_resident(hone_trun_server **srv, char *const argv[], const hon
         }
     }
     s.pid = v->pid;
+    s.last_io = hone_trun_now();
     s.out = v->out;
     s.err = v->err;
     trun_pump(&s, v->out_fd, v->err_fd, &out_open, &err_open, &o, h, res, grace);

@@ -53,6 +53,9 @@ typedef struct hone_trun_opts {
      * on that epoch lets it finish (and print its test accuracy) instead of killing it. */
     int last_epoch;
     int log_lines; /* stderr lines kept for log_tail (0 = 50) */
+    /* hone_trun_run_resident: a server that writes nothing (no line, not even its
+     * {"event":"accepted"} or {"event":"alive"}) for this many seconds is killed (0 = never) */
+    double silence_s;
 } hone_trun_opts;
 
 typedef struct hone_trun_result {

@@ -64,6 +64,8 @@ class Server:
             d = json.loads(line)
             if d.get("event") == "exit":
                 return out, d["code"]
+            if d.get("event") in ("accepted", "alive"):  # the server's own lines
+                continue
             out.append(line.rstrip("\n"))
             if on_line:
                 on_line(d)

@@ -2,7 +2,8 @@
  * subset (CPU): one server runs job after job; a pause, a stop and an abort end their job (SIGTERM)
  * and leave the same server ready for the next, which trains to the numbers of a job run on a
  * fresh server; kill -9 of the server mid-job fails that job (exit 137) and the next job, resumed
- * from the checkpoint on a new server, ends with the epochs of an uninterrupted run.
+ * from the checkpoint on a new server, ends with the epochs of an uninterrupted run; a server that
+ * stops answering (SIGSTOP) is killed once it has said nothing for silence_s and replaced.
  * Usage: test_trun_resident HONE-TRAIN (skips, 77, without Fashion-MNIST). */
 #include <signal.h>
 #include <stdio.h>
@@ -19,8 +20,10 @@ typedef struct relay {
     int n, last;
     int answer_at; /* epoch at which to answer `answer` */
     hone_wdecision answer;
-    int abort_at; /* should_stop once this epoch is seen (0 = never) */
-    int kill_at;  /* kill -9 the server at this epoch (0 = never) */
+    int abort_at;     /* should_stop once this epoch is seen (0 = never) */
+    int kill_at;      /* kill -9 the server at this epoch (0 = never) */
+    int freeze_at;    /* SIGSTOP the server at this epoch (0 = never) */
+    double silence_s; /* hone_trun_opts.silence_s */
     int server_pid;
 } relay;
 
@@ -33,6 +36,8 @@ static hone_wdecision on_epoch(void *arg, int epoch, json_t *line)
     r->last = epoch;
     if (r->kill_at && epoch == r->kill_at)
         kill(r->server_pid, SIGKILL);
+    if (r->freeze_at && epoch == r->freeze_at)
+        kill(r->server_pid, SIGSTOP);
     return epoch == r->answer_at ? r->answer : HONE_WDECISION_CONTINUE;
 }
 
@@ -78,7 +83,7 @@ static int job(hone_trun_server **srv, const char *out, int epochs, relay *r, ho
                     extra ? "auto" : NULL,
                     NULL};
     hone_trun_hooks h = {on_epoch, NULL, should_stop, r};
-    hone_trun_opts o = {.grace_s = 20};
+    hone_trun_opts o = {.grace_s = 20, .silence_s = r->silence_s};
     r->server_pid = hone_trun_server_pid(*srv);
     return hone_trun_run_resident(srv, argv, &o, &h, res);
 }
@@ -154,6 +159,23 @@ int main(int argc, char **argv)
         CHECK(resumed.loss[e] == full.loss[e]);
     if (res.outcome != HONE_TRUN_DONE)
         fprintf(stderr, "resumed: %s\n", res.log_tail);
+    hone_trun_result_clear(&res);
+
+    /* 5. a server that stops answering mid-job is killed after silence_s, the next job gets a
+     * new one */
+    int before = hone_trun_server_pid(srv);
+    relay frozen = {.freeze_at = 1, .silence_s = 5};
+    double t0 = hone_trun_now();
+    CHECK(job(&srv, "frozen", 40, &frozen, &res, NULL) == 0);
+    CHECK(res.outcome == HONE_TRUN_FAILED && res.exit_code == 128 + SIGKILL);
+    CHECK(hone_trun_now() - t0 < 60);
+    CHECK(res.log_tail && strstr(res.log_tail, "wrote nothing for 5 s"));
+    CHECK(srv == NULL);
+    hone_trun_result_clear(&res);
+    relay after = {.silence_s = 5};
+    CHECK(job(&srv, "after", 2, &after, &res, NULL) == 0);
+    CHECK(res.outcome == HONE_TRUN_DONE && after.n == 2);
+    CHECK(srv && hone_trun_server_pid(srv) != before);
     hone_trun_result_clear(&res);
     hone_trun_server_free(srv);
 

@@ -61,6 +61,11 @@ void hone_train_cache_clear(hone_train_cache *c)
     c->k = NULL;
 }
 
+int hone_train_cache_cuda(const hone_train_cache *c)
+{
+    return c->k && c->dev == HONE_DEV_CUDA;
+}
+
 void hone_train_cache_stats(const hone_train_cache *c, long *hits, long *misses)
 {
     *hits = c->hits;
@@ -132,7 +137,8 @@ static int data_key(const hone_train_spec *s, char *key, size_t len)
         }
         if (d)
             closedir(d);
-        qsort(names, n, sizeof(char *), by_name);
+        if (n > 1)
+            qsort(names, n, sizeof(char *), by_name);
         for (size_t i = 0; i < n; i++) {
             size_t kl = strlen(key);
             snprintf(key + kl, len - kl, "|%s", names[i]);

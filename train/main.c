@@ -13,7 +13,9 @@
  * SIGTERM or SIGINT ends the job running at the time, not the server: training stops before its
  * next step, nothing more is written (the job's last checkpoint stands) and its exit line says
  * code 143, as for a hone-train killed by SIGTERM; a signal while no job runs is ignored. A
- * request that is not such a line gets code 2; a job that fails (code 1) drops the cache.
+ * request that is not such a line gets code 2; a job that fails (code 1) drops the cache, and on
+ * a GPU (whose context may be broken for the process's life) ends the server: its exit line then
+ * says "restart": true.
  * Two more stdout lines are the server's own, for whoever drives it (hone-worker --resident):
  * {"event":"accepted"} as soon as a request is read, and {"event":"alive"} every
  * --serve-alive-ms (default 2000) while a job runs, so that a server that stops answering can be
@@ -292,8 +294,9 @@ static void serve_signal(int sig)
     serve_cancel = 1;
 }
 
-/* One request line: the job's exit status (2 for a malformed request). */
-static int serve_one(const char *line, hone_train_cache *cache)
+/* One request line: the job's exit status (2 for a malformed request). *restart: the job failed on
+ * a GPU, whose context may be broken for good: the server must end. */
+static int serve_one(const char *line, hone_train_cache *cache, int *restart)
 {
     json_error_t je;
     json_t *j = json_loads(line, 0, &je), *args = json_object_get(j, "run");
@@ -319,6 +322,7 @@ static int serve_one(const char *line, hone_train_cache *cache)
         fprintf(stderr, "hone-train: serve: job cancelled by a signal\n");
         code = 128 + SIGTERM;
     } else if (code == 1) {
+        *restart = hone_train_cache_cuda(cache);
         hone_train_cache_clear(cache); /* the device may be in an error state */
     }
 fail:
@@ -377,17 +381,17 @@ static int serve(int argc, char **argv)
         fflush(stdout);
         funlockfile(stdout);
         atomic_store(&serve_busy, 1);
-        int code = serve_one(line, cache);
+        int restart = 0, code = serve_one(line, cache, &restart);
         atomic_store(&serve_busy, 0);
         long hits, misses;
         hone_train_cache_stats(cache, &hits, &misses);
         fprintf(stderr, "hone-train: serve: job exit %d (dataset cache: %ld hits, %ld misses)\n",
                 code, hits, misses);
         flockfile(stdout);
-        printf("{\"event\":\"exit\",\"code\":%d}\n", code);
+        printf("{\"event\":\"exit\",\"code\":%d%s}\n", code, restart ? ",\"restart\":true" : "");
         int bad = fflush(stdout) != 0;
         funlockfile(stdout);
-        if (bad)
+        if (bad || restart)
             break;
     }
     free(line);

@@ -64,6 +64,8 @@ int hone_train_cache_new(int max_datasets, hone_train_cache **out);
 void hone_train_cache_free(hone_train_cache *c);
 /* Drops the context and the datasets (after a job failed: its device may be in an error state). */
 void hone_train_cache_clear(hone_train_cache *c);
+/* 1 when the cache holds a CUDA context. */
+int hone_train_cache_cuda(const hone_train_cache *c);
 /* Datasets found in the cache and loaded, over the cache's life. */
 void hone_train_cache_stats(const hone_train_cache *c, long *hits, long *misses);
 

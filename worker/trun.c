@@ -44,8 +44,8 @@ typedef struct trun_state {
     int aborted;
     int natural_end; /* stop/pause came on the last epoch: let it exit */
     int resident;    /* the child is hone-train --serve: its exit line ends the job */
-    int exit_seen, exit_code;
-    double last_io; /* monotonic time of the last bytes read from the child */
+    int exit_seen, exit_code, restart; /* restart: the server ends after this job */
+    double last_io;                    /* monotonic time of the last bytes read from the child */
 } trun_state;
 
 struct hone_trun_server {
@@ -199,6 +199,7 @@ static void trun_stdout_line(trun_state *s, const hone_trun_opts *o, const hone_
         json_t *code = json_object_get(j, "code");
         s->exit_seen = 1;
         s->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : 1;
+        s->restart = json_is_true(json_object_get(j, "restart"));
     } else if (s->resident && json_is_string(ev) &&
                (strcmp(json_string_value(ev), "accepted") == 0 ||
                 strcmp(json_string_value(ev), "alive") == 0)) {
@@ -624,6 +625,10 @@ int hone_trun_run_resident(hone_trun_server **srv, char *const argv[], const hon
     s.out = s.err = (trun_line){0};
     if (s.exit_seen) {
         trun_outcome(&s, res, s.exit_code);
+        if (s.restart) { /* it is ending (a failure on a GPU): the next job starts a new one */
+            hone_trun_server_free(v);
+            v = NULL;
+        }
     } else { /* the server died (or was killed past the grace): reap it, the next job replaces it */
         trun_reap(&s, h, grace, &status);
         v->pid = -1;

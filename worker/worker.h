@@ -81,7 +81,7 @@ void hone_trun_result_clear(hone_trun_result *res);
  * (exit code 143) and not the server; SIGKILL after the grace ends the server too. The job ends
  * at the server's {"event":"exit","code"} line. When the server dies mid-job (crash, kill -9),
  * the job is FAILED with 128 + the signal, as a hone-train child's would be, and *srv becomes
- * NULL: the next job starts a new one. */
+ * NULL: the next job starts a new one; the same after an exit line with "restart": true. */
 typedef struct hone_trun_server hone_trun_server;
 int hone_trun_run_resident(hone_trun_server **srv, char *const argv[], const hone_trun_opts *o,
                            const hone_trun_hooks *h, hone_trun_result *res);

@@ -8,7 +8,8 @@
 2. The dataset cache: the second and third jobs report a hit on the first job's data; a job on a
    copy of the data is a miss, the next on it a hit, and after one of the copy's files changes
    (its modification time) a miss again. With --serve-cache 1, alternating two datasets misses.
-3. Control: SIGTERM during a long job ends that job (exit line code 143, checkpoint of its last
+3. Control: a job that fails (missing data) gets code 1 and the server (on the CPU) goes on;
+   SIGTERM during a long job ends that job (exit line code 143, checkpoint of its last
    whole epoch kept) and not the server, which then runs job 1 again to the same numbers; a SIGTERM
    while no job runs is ignored. A malformed request gets code 2 and the server goes on.
 Usage: test_train_serve.py HONE_TRAIN
@@ -162,6 +163,9 @@ def main():
     s.p.stdin.flush()
     out, code = s.lines()
     check(code == 2 and not out, "malformed request: code %s, lines %s" % (code, out))
+    bad = at(BASE + sets({"data.path": os.path.join(TMP, "nowhere")}) + sets(SMALL), "serve")
+    out, code = s.job(bad)
+    check(code == 1 and not out, "a job on missing data: code %s, lines %s" % (code, out))
     s.p.send_signal(signal.SIGTERM)
     time.sleep(0.5)
     check(s.p.poll() is None, "SIGTERM while idle ended the server")

@@ -5,6 +5,7 @@
  * Tests and benches drive the same epoch. */
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "cache.h"
 #include "checkpoint.h"
 #include "dataset.h"
 #include "net.h"
@@ -35,6 +37,11 @@ struct hone_trainer {
     size_t nopt;
     float *lr_host;     /* this epoch's lr per step, on the host */
     hone_kgraph *graph; /* the captured step; NULL: eager (hone_train_opts.eager) */
+    /* 1: k (shared_ctx), or ds and the parts' device copies (shared_data), belong to a
+     * hone_train_cache */
+    int shared_ctx, shared_data;
+    volatile sig_atomic_t *cancel; /* hone_train_opts.cancel */
+    int first_step_pending;        /* hone_train_run: log the end of the run's first step */
 };
 
 /* One optimisation step; only enqueues kernel ops (it is captured as a graph on CUDA). */
@@ -159,10 +166,12 @@ static void fmt_num(char *out, size_t len, double v)
 
 static void emit(const hone_train_opts *o, FILE *metrics, const char *line)
 {
-    if (o->print_json) {
+    if (o->print_json) { /* one line whole (hone-train --serve writes from another thread too) */
+        flockfile(stdout);
         fputs(line, stdout);
         fputc('\n', stdout);
         fflush(stdout);
+        funlockfile(stdout);
     }
     if (metrics) {
         fputs(line, metrics);
@@ -171,9 +180,9 @@ static void emit(const hone_train_opts *o, FILE *metrics, const char *line)
     }
 }
 
-/* Gathers the device state into a checkpoint (host copies) and writes it. */
-static int save_state(hone_trainer *t, const char *path, int epoch, double best_val, int with_opt,
-                      char *err, size_t errlen)
+/* Gathers the device state into c (host copies; ckpt_free releases them). */
+static int gather_state(hone_trainer *t, ckpt *out, int epoch, double best_val, int with_opt,
+                        char *err, size_t errlen)
 {
     hone_net *net = t->net;
     ckpt c = {0};
@@ -200,12 +209,84 @@ static int save_state(hone_trainer *t, const char *path, int epoch, double best_
         rc = hone_k_download(k, c.counters, net->counters, sizeof(uint64_t) * c.ncounters);
     if (rc == 0)
         rc = hone_k_download(k, &c.t, t->t_dev, sizeof(int32_t));
-    if (rc < 0)
+    if (rc < 0) {
         snprintf(err, errlen, "checkpoint: reading device state: %s", hone_strerror(rc));
-    else
+        ckpt_free(&c);
+        return rc;
+    }
+    *out = c;
+    return HONE_OK;
+}
+
+/* Gathers the device state into a checkpoint and writes it. */
+static int save_state(hone_trainer *t, const char *path, int epoch, double best_val, int with_opt,
+                      char *err, size_t errlen)
+{
+    ckpt c;
+    int rc = gather_state(t, &c, epoch, best_val, with_opt, err, errlen);
+    if (rc == 0)
         rc = ckpt_write(path, &c, err, errlen);
     ckpt_free(&c);
     return rc;
+}
+
+/* The epoch checkpoints, off the training path: hone_train_run hands the host copy of an epoch's
+ * state and its line to a thread that writes the file (temp + rename: whole or absent) and only
+ * then prints the line, so an epoch's line still means its checkpoint is on disk (the worker
+ * pauses and resumes on that); the next epoch trains meanwhile. One write at a time: the next
+ * hand-off, and the end of the run, wait for the previous write. */
+typedef struct ckpt_writer {
+    pthread_t th;
+    int running;
+    const hone_train_opts *o;
+    FILE *metrics;
+    char path[1100], line[512];
+    ckpt c;
+    int rc;
+    char err[512];
+} ckpt_writer;
+
+static void *writer_main(void *arg)
+{
+    ckpt_writer *w = arg;
+    w->rc = ckpt_write(w->path, &w->c, w->err, sizeof(w->err));
+    if (w->rc == 0)
+        emit(w->o, w->metrics, w->line);
+    ckpt_free(&w->c);
+    return NULL;
+}
+
+/* Waits for the write in flight; its error, if it failed. */
+static int writer_join(ckpt_writer *w, char *err, size_t errlen)
+{
+    if (!w->running)
+        return HONE_OK;
+    pthread_join(w->th, NULL);
+    w->running = 0;
+    if (w->rc < 0)
+        snprintf(err, errlen, "%s", w->err);
+    return w->rc;
+}
+
+/* Writes c (owned from here) to path and then prints line, on the writer thread. */
+static int writer_start(ckpt_writer *w, const char *path, ckpt *c, const char *line, char *err,
+                        size_t errlen)
+{
+    int rc = writer_join(w, err, errlen);
+    if (rc < 0) {
+        ckpt_free(c);
+        return rc;
+    }
+    snprintf(w->path, sizeof(w->path), "%s", path);
+    snprintf(w->line, sizeof(w->line), "%s", line);
+    w->c = *c;
+    memset(c, 0, sizeof(*c));
+    if (pthread_create(&w->th, NULL, writer_main, w) != 0) { /* write it here then */
+        writer_main(w);
+        return w->rc < 0 ? (snprintf(err, errlen, "%s", w->err), w->rc) : HONE_OK;
+    }
+    w->running = 1;
+    return HONE_OK;
 }
 
 static int load_state(hone_trainer *t, const char *path, int *epoch, double *best_val, char *err,
@@ -253,16 +334,21 @@ void hone_trainer_free(hone_trainer *t)
         return;
     hone_kctx *k = t->k;
     if (k) {
+        hone_k_sync(k); /* nothing of this job may still run when the next one starts */
         hone_kgraph_free(t->graph);
-        void *bufs[] = {t->train_x, t->val_x,    t->test_x,   t->train_y, t->val_y, t->test_y,
-                        t->perm,    t->base_dev, t->t_dev,    t->lr_dev,  t->acc,   t->xb,
-                        t->yb,      t->opt,      t->lr_sched, t->norm};
+        void *bufs[] = {t->perm, t->base_dev, t->t_dev, t->lr_dev, t->acc,
+                        t->xb,   t->yb,       t->opt,   t->norm,   t->lr_sched};
         for (size_t i = 0; i < HONE_ARRAY_LEN(bufs); i++)
             hone_k_free(k, bufs[i]);
+        void *data[] = {t->train_x, t->val_x, t->test_x, t->train_y, t->val_y, t->test_y};
+        for (size_t i = 0; !t->shared_data && i < HONE_ARRAY_LEN(data); i++)
+            hone_k_free(k, data[i]);
         net_free(t->net);
-        hone_kctx_free(k);
+        if (!t->shared_ctx)
+            hone_kctx_free(k);
     }
-    dataset_free(&t->ds);
+    if (!t->shared_data)
+        dataset_free(&t->ds);
     free(t->lr_host);
     free(t);
 }
@@ -373,7 +459,16 @@ static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_di
         snprintf(err, errlen, "--device: '%s' is not one of cpu, cuda, auto", o->device);
         return HONE_EINVAL;
     }
-    if ((rc = hone_kctx_new(dev, o->threads, &t->k)) < 0) {
+    const cache_entry *ce = NULL;
+    if (o->cache && with_data == 1 && !model_dir) { /* a resident trainer's train job */
+        if ((rc = train_cache_ctx(o->cache, dev, o->threads, &t->k, err, errlen)) < 0)
+            return rc;
+        t->shared_ctx = 1;
+        rc = train_cache_data(o->cache, s, &ce, err, errlen);
+        if (rc < 0 && rc != HONE_ENOTSUP)
+            return rc;
+        t->shared_data = ce != NULL;
+    } else if ((rc = hone_kctx_new(dev, o->threads, &t->k)) < 0) {
         snprintf(err, errlen, "device %s: %s", dev == HONE_DEV_CUDA ? "cuda" : "cpu",
                  hone_strerror(rc));
         return rc;
@@ -381,7 +476,9 @@ static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_di
     hone_k_set_math(t->k, strcmp(s->train.math, "tf32") == 0   ? HONE_MATH_TF32
                           : strcmp(s->train.math, "bf16") == 0 ? HONE_MATH_BF16
                                                                : HONE_MATH_FP32);
-    if (with_data && (rc = dataset_load(s, with_data == 2, &t->ds, err, errlen)) < 0)
+    if (ce)
+        t->ds = ce->ds; /* borrowed: read only */
+    else if (with_data && (rc = dataset_load(s, with_data == 2, &t->ds, err, errlen)) < 0)
         return rc;
     if (model_dir && (rc = model_info_read(t, model_dir, with_data, err, errlen)) < 0)
         return rc;
@@ -398,9 +495,21 @@ static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_di
     }
     hone_kctx *k = t->k;
     size_t fb = sizeof(float);
-    t->train_x = dev_copy(k, d->train.x, (size_t)d->train.n * t->row);
-    t->val_x = dev_copy(k, d->val.x, (size_t)d->val.n * t->row);
-    t->test_x = dev_copy(k, d->test.x, (size_t)d->test.n * t->row);
+    if (ce) {
+        t->train_x = ce->x[0];
+        t->val_x = ce->x[1];
+        t->test_x = ce->x[2];
+        t->train_y = ce->y[0];
+        t->val_y = ce->y[1];
+        t->test_y = ce->y[2];
+    } else {
+        t->train_x = dev_copy(k, d->train.x, (size_t)d->train.n * t->row);
+        t->val_x = dev_copy(k, d->val.x, (size_t)d->val.n * t->row);
+        t->test_x = dev_copy(k, d->test.x, (size_t)d->test.n * t->row);
+        t->train_y = dev_copy(k, d->train.y, (size_t)d->train.n * 4);
+        t->val_y = dev_copy(k, d->val.y, (size_t)d->val.n * 4);
+        t->test_y = dev_copy(k, d->test.y, (size_t)d->test.n * 4);
+    }
     float norm[6];
     for (int ch = 0; ch < d->c; ch++) {
         norm[ch] = d->mean[ch];
@@ -414,9 +523,6 @@ static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_di
                              .cutout = sp->augment.cutout,
                              .seed = sp->train.seed ^ 0xA06ULL};
     t->augment = t->aug.flip || t->aug.crop_padding > 0 || t->aug.jitter > 0 || t->aug.cutout > 0;
-    t->train_y = dev_copy(k, d->train.y, (size_t)d->train.n * 4);
-    t->val_y = dev_copy(k, d->val.y, (size_t)d->val.n * 4);
-    t->test_y = dev_copy(k, d->test.y, (size_t)d->test.n * 4);
     t->perm = hone_k_alloc(k, (size_t)(d->train.n + 1) * 4);
     int32_t zero = 0;
     t->base_dev = dev_copy(k, &zero, 4);
@@ -441,6 +547,7 @@ int hone_trainer_new(const hone_train_opts *o, hone_trainer **out, char *err, si
         return rc;
     hone_trainer *t = hone_xcalloc(1, sizeof(*t));
     t->spec = o->spec;
+    t->cancel = o->cancel;
     if ((rc = setup(t, o, NULL, 1, err, errlen)) < 0)
         goto fail;
     if (!o->eager && (rc = hone_kgraph_capture(t->k, train_step, t, &t->graph)) < 0) {
@@ -471,11 +578,23 @@ int hone_trainer_epoch(hone_trainer *t, int epoch, int max_steps, hone_train_epo
     hone_k_fill(k, t->acc, 0.0f, 2);
     double t0 = now();
     for (int i = 0; i < steps && rc == 0; i++) {
+        if (t->cancel && *t->cancel) {
+            rc = HONE_ESTATE;
+            break;
+        }
         rc = hone_k_copy(k, t->lr_dev, t->lr_sched + i, sizeof(float));
         if (rc == 0 && t->graph)
             rc = hone_kgraph_launch(k, t->graph);
         else if (rc == 0)
             train_step(t);
+        if (rc == 0 && t->first_step_pending) { /* bench/resident.sh times start to here */
+            struct timespec ts;
+            t->first_step_pending = 0;
+            rc = hone_k_sync(k);
+            clock_gettime(CLOCK_REALTIME, &ts);
+            fprintf(stderr, "hone-train: first step done at %lld.%06ld\n", (long long)ts.tv_sec,
+                    ts.tv_nsec / 1000);
+        }
     }
     float acc[2] = {0, 0};
     if (rc == 0)
@@ -659,6 +778,7 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
 {
     hone_trainer *t = NULL;
     FILE *metrics = NULL;
+    ckpt_writer wr = {.o = o};
     char line[512], ckpath[1100];
     int rc, start = 0, epochs = o->spec->train.epochs;
     double best_val = NAN;
@@ -677,10 +797,12 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
         goto fail;
     if (o->resume_path && (rc = load_state(t, o->resume_path, &start, &best_val, err, errlen)) < 0)
         goto fail;
+    t->first_step_pending = 1;
     if (o->out_dir) {
         write_spec(o);
         snprintf(line, sizeof(line), "%s/metrics.jsonl", o->out_dir);
         metrics = fopen(line, o->resume_path ? "a" : "w");
+        wr.metrics = metrics;
     }
     fprintf(stderr,
             "hone-train: %s on %s, %zu parameters, %d train / %d val / %d test images, batch %d, "
@@ -693,8 +815,13 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
     int e;
     for (e = start; e < last; e++) {
         hone_train_epoch ep;
-        if ((rc = hone_trainer_epoch(t, e, 0, &ep)) < 0) {
-            snprintf(err, errlen, "epoch %d: %s", e + 1, hone_strerror(rc));
+        if ((rc = hone_trainer_epoch(t, e, 0, &ep)) < 0 || (o->cancel && *o->cancel)) {
+            if (o->cancel && *o->cancel) {
+                snprintf(err, errlen, "epoch %d: cancelled", e + 1);
+                rc = HONE_ESTATE;
+            } else {
+                snprintf(err, errlen, "epoch %d: %s", e + 1, hone_strerror(rc));
+            }
             goto fail;
         }
         if (!isfinite(ep.train_loss)) {
@@ -704,7 +831,8 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
         }
         if (isfinite(ep.val_accuracy) && !(ep.val_accuracy <= best_val))
             best_val = ep.val_accuracy;
-        if (o->out_dir && (rc = save_state(t, ckpath, e + 1, best_val, 1, err, errlen)) < 0)
+        ckpt c = {0};
+        if (o->out_dir && (rc = gather_state(t, &c, e + 1, best_val, 1, err, errlen)) < 0)
             goto fail;
         char n[6][32];
         fmt_num(n[0], 32, ep.train_loss);
@@ -718,12 +846,17 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
                  "\"val_loss\":%s,\"val_accuracy\":%s,\"lr\":%s,\"seconds\":%.3f,"
                  "\"images_per_second\":%s}",
                  ep.epoch, epochs, n[0], n[1], n[2], n[3], n[4], ep.seconds, n[5]);
-        emit(o, metrics, line);
+        if (!o->out_dir)
+            emit(o, metrics, line);
+        else if ((rc = writer_start(&wr, ckpath, &c, line, err, errlen)) < 0)
+            goto fail;
         if (o->on_epoch && o->on_epoch(&ep, o->user)) {
             e++;
             break;
         }
     }
+    if ((rc = writer_join(&wr, err, errlen)) < 0)
+        goto fail;
     res->epochs_trained = e;
     res->best_val_accuracy = best_val;
     if (e >= epochs) {
@@ -755,6 +888,8 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
     emit(o, metrics, line);
     rc = HONE_OK;
 fail:
+    if (rc < 0) /* the epoch before the failure is still written and reported */
+        writer_join(&wr, line, sizeof(line));
     if (metrics)
         fclose(metrics);
     hone_trainer_free(t);

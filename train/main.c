@@ -2,8 +2,28 @@
  * calls hone_train_run, or with --evaluate / --infer / --export hone_train_evaluate /
  * hone_train_infer / hone_train_export on a trained model (its spec.yaml is the spec unless --spec
  * names one). Exit 0 on success (also when paused by --epochs-until), 2 for a bad spec or usage, 1
- * for any other failure. Metrics go to stdout as JSON lines, logs to stderr. */
+ * for any other failure. Metrics go to stdout as JSON lines, logs to stderr.
+ *
+ * hone-train --serve [--serve-cache N]: the resident trainer. It reads one request a line on
+ * stdin, {"run": ["--spec", "FILE", "--set", "k=v", ...]} (the arguments of one hone-train run,
+ * without the program name), runs it in this process exactly as `hone-train ARGS` would (the same
+ * stdout lines and files), then writes {"event":"exit","code":N} with the exit status that run
+ * would have had, and waits for the next request; it ends at the end of stdin. Between jobs it
+ * keeps the kernel context and the last N datasets (default 2) on the device (hone_train_cache).
+ * SIGTERM or SIGINT ends the job running at the time, not the server: training stops before its
+ * next step, nothing more is written (the job's last checkpoint stands) and its exit line says
+ * code 143, as for a hone-train killed by SIGTERM; a signal while no job runs is ignored. A
+ * request that is not such a line gets code 2; a job that fails (code 1) drops the cache, and on
+ * a GPU (whose context may be broken for the process's life) ends the server: its exit line then
+ * says "restart": true.
+ * Two more stdout lines are the server's own, for whoever drives it (hone-worker --resident):
+ * {"event":"accepted"} as soon as a request is read, and {"event":"alive"} every
+ * --serve-alive-ms (default 2000) while a job runs, so that a server that stops answering can be
+ * told from a long epoch. */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +44,9 @@ static void usage(FILE *f)
           "       hone-train --export MODEL OUT.onnx [--device D]   (ONNX, opset 17)\n"
           "                  (MODEL: a --out folder with model.bin, model.json and spec.yaml)\n"
           "       hone-train --print-spec [--spec FILE] [--set key=value]...\n"
-          "       hone-train --list-devices   (JSON: the GPUs this build can train on)\n",
+          "       hone-train --list-devices   (JSON: the GPUs this build can train on)\n"
+          "       hone-train --serve [--serve-cache N] [--serve-alive-ms MS]\n"
+          "                  (resident: one {\"run\": [ARGS]} a line on stdin)\n",
           f);
 }
 
@@ -32,6 +54,7 @@ static void usage(FILE *f)
 static int list_devices(void)
 {
     int n = hone_cuda_device_count();
+    flockfile(stdout); /* one line whole under --serve */
     printf("{\"gpus\":[");
     for (int i = 0; i < n; i++) {
         char name[256] = "";
@@ -44,7 +67,9 @@ static int list_devices(void)
         printf("%s{\"index\":%d,\"name\":\"%s\",\"memory_bytes\":%zu}", i ? "," : "", i, name, mem);
     }
     printf("]}\n");
-    return fflush(stdout) == 0 ? 0 : 1;
+    int rc = fflush(stdout) == 0 ? 0 : 1;
+    funlockfile(stdout);
+    return rc;
 }
 
 /* --evaluate (folder NULL) or --infer. Without --out the result goes to stdout; with --out DIR,
@@ -108,11 +133,13 @@ static int parse_int(const char *flag, const char *v, int lo, int *out)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* One hone-train run of argv; its exit status. cache and cancel: hone_train_opts's (--serve). */
+static int run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig_atomic_t *cancel)
 {
     hone_train_spec spec;
     hone_train_spec_defaults(&spec);
-    hone_train_opts o = {.spec = &spec, .device = "auto", .print_json = 1};
+    hone_train_opts o = {
+        .spec = &spec, .device = "auto", .print_json = 1, .cache = cache, .cancel = cancel};
     char err[512] = "", autopath[1100];
     char model_spec[1100];
     const char *spec_path = NULL, *model = NULL, *folder = NULL, *onnx = NULL;
@@ -239,4 +266,143 @@ int main(int argc, char **argv)
         return 1;
     }
     return 0;
+}
+
+static volatile sig_atomic_t serve_cancel;
+static atomic_int serve_busy;
+static int serve_alive_ms = 2000;
+
+/* {"event":"alive"} every serve_alive_ms while a job runs (whole lines: stdout's lock). */
+static void *serve_alive(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        usleep((useconds_t)serve_alive_ms * 1000);
+        if (!atomic_load(&serve_busy))
+            continue;
+        flockfile(stdout);
+        fputs("{\"event\":\"alive\"}\n", stdout);
+        fflush(stdout);
+        funlockfile(stdout);
+    }
+    return NULL;
+}
+
+static void serve_signal(int sig)
+{
+    (void)sig;
+    serve_cancel = 1;
+}
+
+/* One request line: the job's exit status (2 for a malformed request). *restart: the job failed on
+ * a GPU, whose context may be broken for good: the server must end. */
+static int serve_one(const char *line, hone_train_cache *cache, int *restart)
+{
+    json_error_t je;
+    json_t *j = json_loads(line, 0, &je), *args = json_object_get(j, "run");
+    size_t n = json_array_size(args);
+    int code = 2;
+    char **argv = NULL;
+    if (!json_is_object(j) || !json_is_array(args) || json_object_size(j) != 1 || n > 4096) {
+        fprintf(stderr, "hone-train: serve: want {\"run\": [ARGS]}, got: %.200s\n", line);
+        goto fail;
+    }
+    argv = hone_xcalloc(n + 2, sizeof(char *));
+    argv[0] = "hone-train";
+    for (size_t i = 0; i < n; i++) {
+        const char *a = json_string_value(json_array_get(args, i));
+        if (!a || strncmp(a, "--serve", 7) == 0) {
+            fprintf(stderr, "hone-train: serve: argument %zu: want a string, not --serve\n", i);
+            goto fail;
+        }
+        argv[i + 1] = (char *)a;
+    }
+    code = run_argv((int)n + 1, argv, cache, &serve_cancel);
+    if (code != 0 && serve_cancel) {
+        fprintf(stderr, "hone-train: serve: job cancelled by a signal\n");
+        code = 128 + SIGTERM;
+    } else if (code == 1) {
+        *restart = hone_train_cache_cuda(cache);
+        hone_train_cache_clear(cache); /* the device may be in an error state */
+    }
+fail:
+    free(argv);
+    json_decref(j);
+    return code;
+}
+
+static int serve(int argc, char **argv)
+{
+    int ncache = 2;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--serve") == 0)
+            continue;
+        if (strcmp(argv[i], "--serve-alive-ms") == 0 && i + 1 < argc) {
+            if (parse_int(argv[i], argv[i + 1], 10, &serve_alive_ms) < 0)
+                return 2;
+            i++;
+            continue;
+        }
+        if (strcmp(argv[i], "--serve-cache") == 0 && i + 1 < argc) {
+            if (parse_int(argv[i], argv[i + 1], 0, &ncache) < 0 || ncache > 64) {
+                fprintf(stderr, "hone-train: --serve-cache: at most 64\n");
+                return 2;
+            }
+            i++;
+            continue;
+        }
+        fprintf(stderr,
+                "hone-train: --serve takes only --serve-cache N and --serve-alive-ms MS, not %s\n",
+                argv[i]);
+        return 2;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = serve_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    hone_train_cache *cache;
+    if (hone_train_cache_new(ncache, &cache) < 0)
+        return 1;
+    pthread_t alive;
+    if (pthread_create(&alive, NULL, serve_alive, NULL) == 0)
+        pthread_detach(alive);
+    fprintf(stderr, "hone-train: serving (cache: %d datasets)\n", ncache);
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, stdin) >= 0) {
+        if (strspn(line, " \t\r\n") == strlen(line))
+            continue;
+        serve_cancel = 0;
+        flockfile(stdout);
+        fputs("{\"event\":\"accepted\"}\n", stdout);
+        fflush(stdout);
+        funlockfile(stdout);
+        atomic_store(&serve_busy, 1);
+        int restart = 0, code = serve_one(line, cache, &restart);
+        atomic_store(&serve_busy, 0);
+        long hits, misses;
+        hone_train_cache_stats(cache, &hits, &misses);
+        fprintf(stderr, "hone-train: serve: job exit %d (dataset cache: %ld hits, %ld misses)\n",
+                code, hits, misses);
+        flockfile(stdout);
+        printf("{\"event\":\"exit\",\"code\":%d%s}\n", code, restart ? ",\"restart\":true" : "");
+        int bad = fflush(stdout) != 0;
+        funlockfile(stdout);
+        if (bad || restart)
+            break;
+    }
+    free(line);
+    hone_train_cache_free(cache);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--serve") == 0)
+            return serve(argc, argv);
+    return run_argv(argc, argv, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #ifndef HONE_TRAIN_H
 #define HONE_TRAIN_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -54,6 +55,20 @@ typedef struct hone_train_result {
     double test_accuracy, test_loss, best_val_accuracy;
 } hone_train_result;
 
+/* What a resident trainer (hone-train --serve) keeps between the jobs it runs: the kernel context
+ * and the last max_datasets datasets on its device (train/cache.h says how they are keyed). A
+ * job borrows them through hone_train_opts.cache and leaves them as it found them; nothing of a
+ * job's own state (weights, optimiser, RNG counters, batch-norm statistics) outlives it. */
+typedef struct hone_train_cache hone_train_cache;
+int hone_train_cache_new(int max_datasets, hone_train_cache **out);
+void hone_train_cache_free(hone_train_cache *c);
+/* Drops the context and the datasets (after a job failed: its device may be in an error state). */
+void hone_train_cache_clear(hone_train_cache *c);
+/* 1 when the cache holds a CUDA context. */
+int hone_train_cache_cuda(const hone_train_cache *c);
+/* Datasets found in the cache and loaded, over the cache's life. */
+void hone_train_cache_stats(const hone_train_cache *c, long *hits, long *misses);
+
 /* Return nonzero to stop training after this epoch (the checkpoint is still written). */
 typedef int (*hone_train_epoch_cb)(const hone_train_epoch *e, void *user);
 
@@ -68,6 +83,11 @@ typedef struct hone_train_opts {
     int eager; /* 1: launch each step's ops directly instead of replaying the captured step */
     hone_train_epoch_cb on_epoch;
     void *user;
+    hone_train_cache *cache; /* NULL: context and data are the job's own (hone_trainer_new) */
+    /* When not NULL and it becomes nonzero (a signal handler sets it), training stops before the
+     * next step and hone_train_run returns HONE_ESTATE ("cancelled") without writing the epoch's
+     * checkpoint: the job ends as a killed hone-train would, from its last checkpoint. */
+    volatile sig_atomic_t *cancel;
 } hone_train_opts;
 
 /* Trains as the options say. err receives a one-line reason on failure. */

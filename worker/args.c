@@ -12,9 +12,12 @@ const char *hone_worker_usage(void)
            "                   [--device cpu|cuda|auto] [--threads N] [--token T]\n"
            "                   [--trainer PATH] [--packer PATH] [--lease-wait S] [--grace S]\n"
            "                   [--max-jobs N] [--storage shared|http] [--cache-dir DIR]\n"
-           "                   [--gpu INDEX] [-v]\n"
+           "                   [--gpu INDEX] [--resident | --no-resident] [-v]\n"
            "Registers with the controller at URL, leases jobs and runs hone-train for each\n"
            "(hone-pack for a convert job).\n"
+           "--resident: train jobs go to one resident hone-train --serve kept between leases\n"
+           "(its CUDA context and datasets stay loaded); default on with --device cuda, off\n"
+           "otherwise.\n"
            "--storage shared: the controller's data dir is mounted here (default);\n"
            "--storage http: datasets are downloaded into --cache-dir (default\n"
            "<work-dir>/cache, by content hash) and outputs uploaded to the controller.\n"
@@ -41,6 +44,7 @@ int hone_worker_args_parse(int argc, char **argv, hone_worker_opts *o, char *err
     o->device = "auto";
     o->lease_wait_s = 20;
     o->grace_s = 10.0;
+    o->resident = -1;
     o->controller = getenv("HONE_URL");
     o->token = getenv("HONE_TOKEN");
     o->storage = getenv("HONE_STORAGE");
@@ -63,6 +67,10 @@ int hone_worker_args_parse(int argc, char **argv, hone_worker_opts *o, char *err
         }
         if (strcmp(a, "-v") == 0 || strcmp(a, "--verbose") == 0) {
             o->verbose = 1;
+            continue;
+        }
+        if (strcmp(a, "--resident") == 0 || strcmp(a, "--no-resident") == 0) {
+            o->resident = a[2] == 'r';
             continue;
         }
         if (strncmp(a, "--", 2) != 0) {

@@ -230,6 +230,11 @@ static int job_run_trainer(hone_worker *w, job_ctx *ctx, const json_t *job, cons
     int rc;
 
     topts.grace_s = w->o->grace_s;
+    if (w->resident) { /* a resident trainer says it is alive every 2 s while a job runs */
+        pthread_mutex_lock(&w->mu);
+        topts.silence_s = w->heartbeat_s * 3 > 10 ? w->heartbeat_s * 3 : 10;
+        pthread_mutex_unlock(&w->mu);
+    }
     topts.last_epoch = json_is_integer(eu) ? (int)json_integer_value(eu) : 0;
     for (;;) {
         const json_t *lease = fresh ? fresh : job;
@@ -237,7 +242,8 @@ static int job_run_trainer(hone_worker *w, job_ctx *ctx, const json_t *job, cons
         worker_log(w, "job %s: starting %s (epochs until %lld%s)", ctx->id, w->trainer,
                    json_is_integer(eu) ? (long long)json_integer_value(eu) : 0LL,
                    json_is_true(json_object_get(lease, "resume")) ? ", resumed" : "");
-        rc = hone_trun_run(argv, &topts, &hooks, res);
+        rc = w->resident ? hone_trun_run_resident(&w->server, argv, &topts, &hooks, res)
+                         : hone_trun_run(argv, &topts, &hooks, res);
         hone_worker_argv_free(argv);
         if (!ctx->gap || fresh)
             break;

@@ -1,6 +1,10 @@
 /* trun: runs one hone-train child, relays its stdout JSON lines to hooks and keeps the tail of
  * its stderr. The child gets its own process group so stop/kill reaches everything it started.
- * It must never leave a child behind: every path out of hone_trun_run waits for it. */
+ * It must never leave a child behind: every path out of hone_trun_run waits for it.
+ * hone_trun_run_resident sends the job instead to a resident `hone-train --serve` (started on
+ * first use, kept between jobs) and relays its lines the same way, up to the job's
+ * {"event":"exit"} line; a stop is the same SIGTERM (it ends the job, not the server), and a
+ * server that dies or outlives the grace is reaped and replaced by the next job. */
 #define _GNU_SOURCE /* pipe2 */
 #include "worker.h"
 
@@ -39,7 +43,16 @@ typedef struct trun_state {
     hone_wdecision decided;
     int aborted;
     int natural_end; /* stop/pause came on the last epoch: let it exit */
+    int resident;    /* the child is hone-train --serve: its exit line ends the job */
+    int exit_seen, exit_code, restart; /* restart: the server ends after this job */
+    double last_io;                    /* monotonic time of the last bytes read from the child */
 } trun_state;
+
+struct hone_trun_server {
+    pid_t pid;
+    int in_fd, out_fd, err_fd;
+    trun_line out, err; /* partial lines carried from one job to the next */
+};
 
 hone_wdecision hone_wdecision_parse(const char *s)
 {
@@ -182,7 +195,16 @@ static void trun_stdout_line(trun_state *s, const hone_trun_opts *o, const hone_
     }
     ev = json_object_get(j, "event");
     ep = json_object_get(j, "epoch");
-    if (json_is_string(ev)) {
+    if (s->resident && json_is_string(ev) && strcmp(json_string_value(ev), "exit") == 0) {
+        json_t *code = json_object_get(j, "code");
+        s->exit_seen = 1;
+        s->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : 1;
+        s->restart = json_is_true(json_object_get(j, "restart"));
+    } else if (s->resident && json_is_string(ev) &&
+               (strcmp(json_string_value(ev), "accepted") == 0 ||
+                strcmp(json_string_value(ev), "alive") == 0)) {
+        /* the server's own: it took the request, it still runs (last_io has it) */
+    } else if (json_is_string(ev)) {
         if (strcmp(json_string_value(ev), "done") == 0) {
             json_decref(res->done);
             res->done = json_incref(j);
@@ -221,6 +243,7 @@ static int trun_drain(trun_state *s, int fd, int is_err, const hone_trun_opts *o
 
     if (n < 0)
         return (errno == EAGAIN || errno == EINTR) ? 1 : 0;
+    s->last_io = hone_trun_now();
     if (n == 0) {
         if (L->len > 0) { /* a last line without '\n' */
             L->buf[L->len] = '\0';
@@ -256,7 +279,7 @@ static int trun_drain(trun_state *s, int fd, int is_err, const hone_trun_opts *o
     return 1;
 }
 
-static pid_t trun_spawn(char *const argv[], int out_fd, int err_fd, int *exec_fail_fd)
+static pid_t trun_spawn(char *const argv[], int in_fd, int out_fd, int err_fd, int *exec_fail_fd)
 {
     int probe[2];
     pid_t pid;
@@ -277,7 +300,7 @@ static pid_t trun_spawn(char *const argv[], int out_fd, int err_fd, int *exec_fa
         signal(SIGPIPE, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         signal(SIGINT, SIG_DFL);
-        int devnull = open("/dev/null", O_RDONLY);
+        int devnull = in_fd >= 0 ? in_fd : open("/dev/null", O_RDONLY);
         if (devnull >= 0)
             dup2(devnull, 0);
         dup2(out_fd, 1);
@@ -293,6 +316,90 @@ static pid_t trun_spawn(char *const argv[], int out_fd, int err_fd, int *exec_fa
     close(probe[1]);
     *exec_fail_fd = probe[0];
     return pid;
+}
+
+/* Polls the child's pipes and dispatches their lines until both close (or, resident, until the
+ * job's exit line or the end of stdout), sending SIGTERM and then SIGKILL as decided. */
+static void trun_pump(trun_state *s, int out_fd, int err_fd, int *out_open, int *err_open,
+                      const hone_trun_opts *o, const hone_trun_hooks *h, hone_trun_result *res,
+                      double grace)
+{
+    while (s->resident ? *out_open && !s->exit_seen : *out_open || *err_open) {
+        struct pollfd p[2];
+        int np = 0;
+
+        if (*out_open)
+            p[np++] = (struct pollfd){.fd = out_fd, .events = POLLIN};
+        if (*err_open)
+            p[np++] = (struct pollfd){.fd = err_fd, .events = POLLIN};
+        if (poll(p, (nfds_t)np, 200) > 0) {
+            for (int i = 0; i < np; i++) {
+                if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                    continue;
+                if (p[i].fd == out_fd)
+                    *out_open = trun_drain(s, out_fd, 0, o, h, res, grace);
+                else
+                    *err_open = trun_drain(s, err_fd, 1, o, h, res, grace);
+            }
+        }
+        if (!s->aborted && h->should_stop && h->should_stop(h->arg)) {
+            s->aborted = 1;
+            trun_begin_stop(s, grace);
+        }
+        if (s->killing && !s->killed_hard && hone_trun_now() >= s->kill_at) {
+            s->killed_hard = 1;
+            trun_signal(s, SIGKILL);
+        }
+        if (s->resident && o->silence_s > 0 && !s->killed_hard &&
+            hone_trun_now() - s->last_io > o->silence_s) {
+            char msg[160];
+            int n = snprintf(msg, sizeof(msg),
+                             "hone-worker: the resident trainer wrote nothing for %.0f s; killed",
+                             o->silence_s);
+            trun_ring_push(s, msg, (size_t)n);
+            s->killed_hard = 1;
+            trun_signal(s, SIGKILL);
+        }
+    }
+}
+
+/* The pipes closed: the child (and its group) is exiting; waits for it, keeping the kill
+ * deadline. */
+static void trun_reap(trun_state *s, const hone_trun_hooks *h, double grace, int *status)
+{
+    while (waitpid(s->pid, status, WNOHANG) == 0) {
+        if (!s->aborted && h->should_stop && h->should_stop(h->arg)) {
+            s->aborted = 1;
+            trun_begin_stop(s, grace);
+        }
+        if (s->killing && !s->killed_hard && hone_trun_now() >= s->kill_at) {
+            s->killed_hard = 1;
+            trun_signal(s, SIGKILL);
+        }
+        usleep(20000);
+    }
+    s->pid = -1;
+}
+
+static void trun_outcome(trun_state *s, hone_trun_result *res, int exit_code)
+{
+    res->exit_code = exit_code;
+    if (s->decided == HONE_WDECISION_STOP)
+        res->outcome = HONE_TRUN_STOPPED;
+    else if (s->decided == HONE_WDECISION_PAUSE)
+        res->outcome = HONE_TRUN_PAUSED;
+    else if (s->aborted)
+        res->outcome = HONE_TRUN_ABORTED;
+    else if (exit_code == 0)
+        res->outcome = HONE_TRUN_DONE;
+    else
+        res->outcome = HONE_TRUN_FAILED;
+    if (res->outcome == HONE_TRUN_FAILED) {
+        char msg[128];
+        int n = snprintf(msg, sizeof(msg), "hone-worker: trainer exited with status %d",
+                         res->exit_code);
+        trun_ring_push(s, msg, (size_t)n);
+    }
 }
 
 int hone_trun_run(char *const argv[], const hone_trun_opts *opts, const hone_trun_hooks *h,
@@ -312,7 +419,7 @@ int hone_trun_run(char *const argv[], const hone_trun_opts *opts, const hone_tru
         trun_ring_push(&s, "hone-worker: pipe failed", 24);
         goto fail;
     }
-    s.pid = trun_spawn(argv, outp[1], errp[1], &probe);
+    s.pid = trun_spawn(argv, -1, outp[1], errp[1], &probe);
     close(outp[1]);
     close(errp[1]);
     outp[1] = errp[1] = -1;
@@ -332,64 +439,9 @@ int hone_trun_run(char *const argv[], const hone_trun_opts *opts, const hone_tru
     }
     fcntl(outp[0], F_SETFL, O_NONBLOCK);
     fcntl(errp[0], F_SETFL, O_NONBLOCK);
-
-    while (out_open || err_open) {
-        struct pollfd p[2];
-        int np = 0;
-
-        if (out_open)
-            p[np++] = (struct pollfd){.fd = outp[0], .events = POLLIN};
-        if (err_open)
-            p[np++] = (struct pollfd){.fd = errp[0], .events = POLLIN};
-        if (poll(p, (nfds_t)np, 200) > 0) {
-            for (int i = 0; i < np; i++) {
-                if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
-                    continue;
-                if (p[i].fd == outp[0])
-                    out_open = trun_drain(&s, outp[0], 0, &o, h, res, grace);
-                else
-                    err_open = trun_drain(&s, errp[0], 1, &o, h, res, grace);
-            }
-        }
-        if (!s.aborted && h->should_stop && h->should_stop(h->arg)) {
-            s.aborted = 1;
-            trun_begin_stop(&s, grace);
-        }
-        if (s.killing && !s.killed_hard && hone_trun_now() >= s.kill_at) {
-            s.killed_hard = 1;
-            trun_signal(&s, SIGKILL);
-        }
-    }
-    /* Both pipes closed: the child (and its group) is exiting; keep the kill deadline. */
-    while (waitpid(s.pid, &status, WNOHANG) == 0) {
-        if (!s.aborted && h->should_stop && h->should_stop(h->arg)) {
-            s.aborted = 1;
-            trun_begin_stop(&s, grace);
-        }
-        if (s.killing && !s.killed_hard && hone_trun_now() >= s.kill_at) {
-            s.killed_hard = 1;
-            trun_signal(&s, SIGKILL);
-        }
-        usleep(20000);
-    }
-    s.pid = -1;
-    res->exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    if (s.decided == HONE_WDECISION_STOP)
-        res->outcome = HONE_TRUN_STOPPED;
-    else if (s.decided == HONE_WDECISION_PAUSE)
-        res->outcome = HONE_TRUN_PAUSED;
-    else if (s.aborted)
-        res->outcome = HONE_TRUN_ABORTED;
-    else if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        res->outcome = HONE_TRUN_DONE;
-    else
-        res->outcome = HONE_TRUN_FAILED;
-    if (res->outcome == HONE_TRUN_FAILED) {
-        char msg[128];
-        int n = snprintf(msg, sizeof(msg), "hone-worker: trainer exited with status %d",
-                         res->exit_code);
-        trun_ring_push(&s, msg, (size_t)n);
-    }
+    trun_pump(&s, outp[0], errp[0], &out_open, &err_open, &o, h, res, grace);
+    trun_reap(&s, h, grace, &status);
+    trun_outcome(&s, res, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 fail:
     if (rc != HONE_OK)
         res->outcome = HONE_TRUN_FAILED;
@@ -417,4 +469,188 @@ void hone_trun_result_clear(hone_trun_result *res)
     json_decref(res->done);
     free(res->log_tail);
     memset(res, 0, sizeof(*res));
+}
+
+/* Ends a resident trainer: closes its stdin (it exits after its job), and kills it when it is
+ * still there after a moment. */
+void hone_trun_server_free(hone_trun_server *v)
+{
+    int status;
+
+    if (!v)
+        return;
+    if (v->in_fd >= 0)
+        close(v->in_fd);
+    for (int i = 0; v->pid > 0 && i < 100; i++) {
+        if (waitpid(v->pid, &status, WNOHANG) != 0) {
+            v->pid = -1;
+            break;
+        }
+        usleep(20000);
+    }
+    if (v->pid > 0) {
+        kill(-v->pid, SIGKILL);
+        kill(v->pid, SIGKILL);
+        waitpid(v->pid, &status, 0);
+    }
+    if (v->out_fd >= 0)
+        close(v->out_fd);
+    if (v->err_fd >= 0)
+        close(v->err_fd);
+    free(v->out.buf);
+    free(v->err.buf);
+    free(v);
+}
+
+/* Starts `trainer --serve`; NULL with a line in s's ring when it could not. */
+static hone_trun_server *trun_server_start(trun_state *s, const char *trainer)
+{
+    int inp[2] = {-1, -1}, outp[2] = {-1, -1}, errp[2] = {-1, -1}, probe = -1, e = 0, status;
+    char *argv[] = {(char *)trainer, "--serve", NULL};
+    hone_trun_server *v = NULL;
+
+    if (pipe2(inp, O_CLOEXEC) != 0 || pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
+        trun_ring_push(s, "hone-worker: pipe failed", 24);
+        goto fail;
+    }
+    pid_t pid = trun_spawn(argv, inp[0], outp[1], errp[1], &probe);
+    if (pid < 0) {
+        trun_ring_push(s, "hone-worker: fork failed", 24);
+        goto fail;
+    }
+    if (read(probe, &e, sizeof(e)) == (ssize_t)sizeof(e)) {
+        char msg[512];
+        int n = snprintf(msg, sizeof(msg), "hone-worker: cannot run %s: %s", trainer, strerror(e));
+        trun_ring_push(s, msg, (size_t)n);
+        waitpid(pid, &status, 0);
+        goto fail;
+    }
+    v = hone_xcalloc(1, sizeof(*v));
+    v->pid = pid;
+    v->in_fd = inp[1];
+    v->out_fd = outp[0];
+    v->err_fd = errp[0];
+    inp[1] = outp[0] = errp[0] = -1;
+    fcntl(v->out_fd, F_SETFL, O_NONBLOCK);
+    fcntl(v->err_fd, F_SETFL, O_NONBLOCK);
+fail:
+    for (int i = 0; i < 2; i++) {
+        int *fds[] = {inp, outp, errp};
+        for (int k = 0; k < 3; k++)
+            if (fds[k][i] >= 0)
+                close(fds[k][i]);
+    }
+    if (probe >= 0)
+        close(probe);
+    return v;
+}
+
+/* Writes the whole request line; 0 or -1 (the server is gone). */
+static int trun_write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int hone_trun_run_resident(hone_trun_server **srv, char *const argv[], const hone_trun_opts *opts,
+                           const hone_trun_hooks *h, hone_trun_result *res)
+{
+    hone_trun_opts o = opts ? *opts : (hone_trun_opts){0};
+    trun_state s = {0};
+    int status = 0, out_open = 1, err_open = 1, rc = HONE_OK;
+    double grace = o.grace_s > 0 ? o.grace_s : 10.0;
+    hone_trun_server *v = *srv;
+    json_t *req = json_array();
+    char *line = NULL;
+
+    memset(res, 0, sizeof(*res));
+    s.resident = 1;
+    s.ring_cap = o.log_lines > 0 ? o.log_lines : 50;
+    s.ring = hone_xcalloc((size_t)s.ring_cap, sizeof(char *));
+    for (int i = 1; argv[i]; i++)
+        json_array_append_new(req, json_string(argv[i]));
+    json_t *obj = json_pack("{s:o}", "run", req);
+    char *dump = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    json_decref(obj);
+    if (!dump) {
+        rc = HONE_EINVAL;
+        trun_ring_push(&s, "hone-worker: arguments are not UTF-8", 36);
+        goto fail;
+    }
+    line = hone_xmalloc(strlen(dump) + 2);
+    sprintf(line, "%s\n", dump);
+    free(dump);
+    /* a server that died between jobs is replaced; one that cannot take the request too, once */
+    for (int attempt = 0;; attempt++) {
+        if (v && waitpid(v->pid, &status, WNOHANG) != 0) {
+            v->pid = -1;
+            hone_trun_server_free(v);
+            v = NULL;
+        }
+        if (!v && !(v = trun_server_start(&s, argv[0]))) {
+            rc = HONE_EIO;
+            goto fail;
+        }
+        if (trun_write_all(v->in_fd, line, strlen(line)) == 0)
+            break;
+        hone_trun_server_free(v);
+        v = NULL;
+        if (attempt == 1) {
+            trun_ring_push(&s, "hone-worker: the resident trainer does not take requests", 56);
+            rc = HONE_EIO;
+            goto fail;
+        }
+    }
+    s.pid = v->pid;
+    s.last_io = hone_trun_now();
+    s.out = v->out;
+    s.err = v->err;
+    trun_pump(&s, v->out_fd, v->err_fd, &out_open, &err_open, &o, h, res, grace);
+    for (int i = 0; i < 20 && err_open; i++) { /* the job's last stderr lines, if any yet */
+        struct pollfd p = {.fd = v->err_fd, .events = POLLIN};
+        if (poll(&p, 1, i == 0 ? 20 : 0) <= 0)
+            break;
+        err_open = trun_drain(&s, v->err_fd, 1, &o, h, res, grace);
+    }
+    v->out = s.out;
+    v->err = s.err;
+    s.out = s.err = (trun_line){0};
+    if (s.exit_seen) {
+        trun_outcome(&s, res, s.exit_code);
+        if (s.restart) { /* it is ending (a failure on a GPU): the next job starts a new one */
+            hone_trun_server_free(v);
+            v = NULL;
+        }
+    } else { /* the server died (or was killed past the grace): reap it, the next job replaces it */
+        trun_reap(&s, h, grace, &status);
+        v->pid = -1;
+        hone_trun_server_free(v);
+        v = NULL;
+        trun_outcome(&s, res, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    }
+fail:
+    *srv = v;
+    if (rc != HONE_OK)
+        res->outcome = HONE_TRUN_FAILED;
+    res->log_tail = trun_ring_join(&s);
+    for (int i = 0; i < s.ring_n; i++)
+        free(s.ring[i]);
+    free(s.ring);
+    free(s.out.buf);
+    free(s.err.buf);
+    free(line);
+    return rc;
+}
+
+int hone_trun_server_pid(const hone_trun_server *v)
+{
+    return v ? (int)v->pid : -1;
 }

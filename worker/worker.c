@@ -388,6 +388,9 @@ int hone_worker_run(const hone_worker_opts *o, volatile sig_atomic_t *stop)
     rc = worker_setup(&w, o, stop);
     if (rc != 0)
         goto fail;
+    w.resident = o->resident >= 0 ? o->resident : o->device && strcmp(o->device, "cuda") == 0;
+    if (w.resident)
+        worker_log(&w, "train jobs run on a resident %s --serve", w.trainer);
     worker_log(&w, "controller %s, trainer %s, packer %s, work dir %s, storage %s%s%s",
                o->controller, w.trainer, w.packer, w.work_dir, w.http_storage ? "http" : "shared",
                w.http_storage ? ", cache " : "", w.http_storage ? w.cache_dir : "");
@@ -432,6 +435,7 @@ fail:
         atomic_store(&w.quit_hb, 1);
         pthread_join(hb, NULL);
     }
+    hone_trun_server_free(w.server);
     hone_rest_free(w.rest);
     hone_rest_free(w.hb_rest);
     worker_nvml_free(w.nvml);

@@ -53,6 +53,9 @@ typedef struct hone_trun_opts {
      * on that epoch lets it finish (and print its test accuracy) instead of killing it. */
     int last_epoch;
     int log_lines; /* stderr lines kept for log_tail (0 = 50) */
+    /* hone_trun_run_resident: a server that writes nothing (no line, not even its
+     * {"event":"accepted"} or {"event":"alive"}) for this many seconds is killed (0 = never) */
+    double silence_s;
 } hone_trun_opts;
 
 typedef struct hone_trun_result {
@@ -70,6 +73,22 @@ typedef struct hone_trun_result {
 int hone_trun_run(char *const argv[], const hone_trun_opts *o, const hone_trun_hooks *h,
                   hone_trun_result *res);
 void hone_trun_result_clear(hone_trun_result *res);
+
+/* A resident trainer: one `hone-train --serve` kept between jobs (train/main.c says its
+ * protocol). hone_trun_run_resident runs argv (argv[0]: hone-train; the rest: one job's
+ * arguments) on *srv, starting it when *srv is NULL or has died, with the same hooks, options and
+ * result as hone_trun_run: a stop or abort sends the server's group SIGTERM, which ends the job
+ * (exit code 143) and not the server; SIGKILL after the grace ends the server too. The job ends
+ * at the server's {"event":"exit","code"} line. When the server dies mid-job (crash, kill -9),
+ * the job is FAILED with 128 + the signal, as a hone-train child's would be, and *srv becomes
+ * NULL: the next job starts a new one; the same after an exit line with "restart": true. */
+typedef struct hone_trun_server hone_trun_server;
+int hone_trun_run_resident(hone_trun_server **srv, char *const argv[], const hone_trun_opts *o,
+                           const hone_trun_hooks *h, hone_trun_result *res);
+/* Closes the server's stdin (it exits after its job), waits up to 2 s, then kills it. */
+void hone_trun_server_free(hone_trun_server *s);
+/* The server's process id (its process group's too). */
+int hone_trun_server_pid(const hone_trun_server *s);
 
 /* ---------------------------------------------------------------- the daemon (worker.c, job.c) */
 
@@ -97,6 +116,9 @@ typedef struct hone_worker_opts {
      * value): unpinned, every GPU the trainer sees. */
     int pin_gpu;
     int gpu;
+    /* 1: train jobs run on a resident hone-train --serve kept between leases
+     * (hone_trun_run_resident); 0: a new hone-train per job; -1 (default): 1 with --device cuda */
+    int resident;
 } hone_worker_opts;
 
 /* Parses hone-worker's command line (argv[0] is skipped). Returns 0, HONE_EINVAL with a message

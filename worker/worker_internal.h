@@ -30,9 +30,11 @@ typedef struct hone_worker {
     atomic_int quit_hb; /* tells the heartbeat thread to end */
     unsigned int seed;  /* jitter for backoff (per worker, not global) */
 
-    hone_rest *rest;    /* main thread's handle */
-    hone_rest *hb_rest; /* heartbeat thread's handle */
-    worker_nvml *nvml;  /* GPU telemetry for heartbeats (NULL: none; nvml.c) */
+    hone_rest *rest;          /* main thread's handle */
+    hone_rest *hb_rest;       /* heartbeat thread's handle */
+    worker_nvml *nvml;        /* GPU telemetry for heartbeats (NULL: none; nvml.c) */
+    int resident;             /* train jobs go to server (opts.resident resolved) */
+    hone_trun_server *server; /* the resident trainer, NULL until a job starts it */
 } hone_worker;
 
 /* Logs one line to stderr: "hone-worker[name] <text>". */

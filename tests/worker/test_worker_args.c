@@ -30,6 +30,21 @@ static void test_defaults_and_values(void)
     CHECK(o.grace_s > 0.49 && o.grace_s < 0.51);
     CHECK(o.lease_wait_s == 20);
     CHECK(strcmp(o.storage, "shared") == 0 && o.cache_dir == NULL);
+    CHECK(o.resident == -1); /* the worker resolves it: on with --device cuda */
+}
+
+/* --resident / --no-resident, the last one wins; --help names them. */
+static void test_resident(void)
+{
+    hone_worker_opts o;
+    char err[1024];
+    char *a1[] = {"hone-worker", "--controller", "http://x", "--resident"};
+    char *a2[] = {"hone-worker", "--controller", "http://x", "--resident", "--no-resident"};
+    char *a3[] = {"hone-worker", "--help"};
+
+    CHECK(parse(&o, err, sizeof(err), 4, a1) == 0 && o.resident == 1);
+    CHECK(parse(&o, err, sizeof(err), 5, a2) == 0 && o.resident == 0);
+    CHECK(parse(&o, err, sizeof(err), 2, a3) == 1 && strstr(err, "--resident"));
 }
 
 /* --gpu INDEX pins the worker (and implies --device cuda); HONE_GPU is the default; bad values and
@@ -279,6 +294,7 @@ int main(void)
     test_errors();
     test_storage();
     test_gpu();
+    test_resident();
     test_trainer_argv();
     test_action_argv();
     test_unreported_epochs();

@@ -218,6 +218,16 @@ static int demo_report(demo_state *d, const char *job_id, const cli_demo_plan *p
         "stopped_early", early, "seconds", round(seconds * 10) / 10, "best_config",
         json_object_get(a, "best_config") ? json_object_get(a, "best_config") : json_null(),
         "algorithm", plan->algorithm, "max_epochs", plan->epochs, "budget_seconds", budget_s);
+    /* what the run did with its hardware: epochs trained per second of wall time, and the GPU's
+     * mean utilisation while the search ran (workers' NVML; null without) */
+    long epochs = (long)json_integer_value(json_object_get(a, "epochs_done"));
+    json_object_set_new(out, "epochs_done", json_integer(epochs));
+    json_object_set_new(out, "epochs_per_second",
+                        json_real(seconds > 0 ? round(epochs / seconds * 1000) / 1000 : 0));
+    json_object_set(out, "gpu_util_mean",
+                    json_is_number(json_object_get(a, "gpu_util_mean"))
+                        ? json_object_get(a, "gpu_util_mean")
+                        : json_null());
     if (d->c->json) {
         char *s = json_dumps(out, JSON_COMPACT | JSON_REAL_PRECISION(6));
         printf("%s\n", s);
@@ -235,6 +245,11 @@ static int demo_report(demo_state *d, const char *job_id, const cli_demo_plan *p
                                : (snprintf(buf, sizeof(buf), "%.4f", test_acc), buf));
         printf("trials: %d (%d stopped early), algorithm %s, %.0f s in all\n", n, early,
                plan->algorithm, seconds);
+        printf("epochs trained: %ld (%.2f a second)", epochs, seconds > 0 ? epochs / seconds : 0);
+        if (json_is_number(json_object_get(out, "gpu_util_mean")))
+            printf(", GPU busy %.0f%% on average",
+                   json_number_value(json_object_get(out, "gpu_util_mean")));
+        printf("\n");
         if (best_id)
             printf("its weights: hone job download %s --file best_model/model.bin (while the "
                    "stack runs; artifacts stay under the data dir)\n",

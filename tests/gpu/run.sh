@@ -52,7 +52,8 @@ TARGETS="test_gpu_ops test_gpu_train bench_train_gpu"
 BIN_OPS= BIN_TRAIN= BIN_BENCH= BIN_TRAIN_CLI=
 if cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release "${CMAKE_EXTRA[@]}" >"$LOG/configure.log" 2>&1; then
   for t in test_kernels_dense test_kernels_conv test_kernels_pool_norm test_kernels_optim_data \
-           test_kernels_augment test_kernels_graph test_kernels_fused hone-train hone-pack; do
+           test_kernels_augment test_kernels_graph test_kernels_fused hone-train hone-pack \
+           hone-controller hone-worker hone; do
     grep -q "^$t:" <(cmake --build "$BUILD" --target help 2>/dev/null | sed 's/^\.\.\. //;s/$/:/') &&
       TARGETS="$TARGETS $t"
   done

@@ -188,6 +188,9 @@ static int finish(hone_controller *c, ctl_search *s)
     } else {
         result = json_object();
     }
+    if (s->gpu_util_n) /* kept in the result: the search (and its samples) ends here */
+        json_object_set_new(result, "gpu_util_mean",
+                            json_real(s->gpu_util_sum / (double)s->gpu_util_n));
     char *rs = jdump(result);
     json_decref(result);
     int rc = HONE_ESQL;
@@ -406,9 +409,13 @@ json_t *ctl_automl_status(hone_controller *c, const json_t *job)
     if (remaining == 0)
         eta = 0;
     json_object_set_new(o, "eta_seconds", isnan(eta) ? json_null() : json_real(eta));
+    json_t *ended = s ? NULL : jparse(jstr(job, "result")); /* an ended search's, kept there */
     json_object_set_new(o, "gpu_util_mean",
                         s && s->gpu_util_n ? json_real(s->gpu_util_sum / (double)s->gpu_util_n)
-                                           : json_null());
+                        : json_is_number(json_object_get(ended, "gpu_util_mean"))
+                            ? json_incref(json_object_get(ended, "gpu_util_mean"))
+                            : json_null());
+    json_decref(ended);
     json_t *best = NULL;
     if (store_trial_best(c->db, id, maximize, &best) == HONE_OK) {
         json_object_set(o, "best_metric", json_object_get(best, "best_metric"));

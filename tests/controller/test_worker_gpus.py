@@ -6,6 +6,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hone_test import Controller, FakeWorker, binary_from_argv, tempdir, write_idx  # noqa: E402
+from test_automl import drive  # noqa: E402
 
 
 def gpus_of(c, wid):
@@ -75,6 +76,10 @@ def main():
     automl = c.ok("GET", "/api/v1/jobs/" + aj["id"])["automl"]
     want = (49.75 + 0 + 12.5) / 3
     assert abs(automl["gpu_util_mean"] - want) < 1e-9, (automl["gpu_util_mean"], want)
+    # kept once the search has ended (the job's result holds it)
+    _, fin = drive(c, [w], aj["id"])
+    assert fin["status"] == "done", fin
+    assert abs(fin["automl"]["gpu_util_mean"] - want) < 1e-9, fin["automl"]
     c.stop()
     print("ok: heartbeat GPU telemetry checked, kept and listed; gpu_util_mean of an AutoML job")
 

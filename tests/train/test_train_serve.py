@@ -172,6 +172,10 @@ def main():
         rc = s.p.wait(timeout=30)
         check(rc == 0, "the server after a failed job on a GPU: exit %s, want 0" % rc)
         s = Server()
+        for _ in range(300):  # its signal handlers are in once it says it is serving
+            if "hone-train: serving" in s.stderr():
+                break
+            time.sleep(0.1)
     s.p.send_signal(signal.SIGTERM)
     time.sleep(0.5)
     check(s.p.poll() is None, "SIGTERM while idle ended the server")

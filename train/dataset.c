@@ -322,6 +322,9 @@ fail:
 int dataset_load(const hone_train_spec *spec, int test_only, dataset *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
+    if (!strcmp(spec->data.format, "kitti")) /* detectnet_v2's loader is not in hone-train yet */
+        return snprintf(err, errlen, "data.format: kitti datasets cannot be trained yet"),
+               HONE_ENOTSUP;
     int rc = !strcmp(spec->data.format, "image_folder")
                  ? load_folder(spec, test_only, out, err, errlen)
                  : load_idx(spec, out, err, errlen);

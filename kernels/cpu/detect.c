@@ -5,30 +5,28 @@
 
 #include "par.h"
 
-int cpu_detect_loss(hone_kctx *k, const float *pred, const float *cov, const float *bbox,
-                    const float *weight, int n, int classes, int hw, float cov_weight,
-                    float bbox_weight, float *dpred, float *loss_sum)
+int cpu_detect_loss(hone_kctx *k, const float *pred, const float *target, int n, int classes,
+                    int hw, float cov_weight, float bbox_weight, float *dpred, float *loss_sum)
 {
     (void)k;
     double loss = 0.0;
     float inv_n = 1.0f / (float)n;
     size_t plane = (size_t)hw, kc = (size_t)classes;
     for (size_t i = 0; i < (size_t)n; i++) {
-        const float *p = pred + i * 5 * kc * plane;
+        const float *p = pred + i * 5 * kc * plane, *t = target + i * 6 * kc * plane;
         float *dp = dpred ? dpred + i * 5 * kc * plane : NULL;
         for (size_t c = 0; c < kc; c++)
             for (size_t q = 0; q < plane; q++) {
-                size_t t = (i * kc + c) * plane + q;
                 float z = p[c * plane + q];
                 float s = 1.0f / (1.0f + expf(-z));
-                float d = s - cov[t];
+                float d = s - t[c * plane + q];
                 loss += (double)cov_weight * (double)d * (double)d;
                 if (dp)
                     dp[c * plane + q] = cov_weight * 2.0f * d * s * (1.0f - s) * inv_n;
-                float w = weight[t];
+                float w = t[(5 * kc + c) * plane + q];
                 for (size_t j = 0; j < 4; j++) {
                     size_t o = (kc + 4 * c + j) * plane + q;
-                    float e = p[o] - bbox[((i * kc + c) * 4 + j) * plane + q];
+                    float e = p[o] - t[o];
                     loss += (double)bbox_weight * (double)w * fabs((double)e);
                     if (dp)
                         dp[o] = e > 0.0f   ? bbox_weight * w * inv_n

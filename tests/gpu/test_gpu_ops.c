@@ -692,26 +692,26 @@ static void check_fused_vs_cpu(hone_kctx *k, hone_kctx *cpu, int n, int c, int h
  * gradient elementwise to float rounding; the loss, summed in another order, to 1e-5). */
 static void check_detect_vs_cpu(hone_kctx *k, hone_kctx *cpu, int n, int classes, int hw)
 {
-    size_t np = (size_t)n * 5 * classes * hw, nc = (size_t)n * classes * hw;
-    float *pred = rnd(np, -4, 4), *u = rnd(nc, 0, 1), *w = rnd(nc, 0, 0.25f);
-    float *bbox = rnd(nc * 4, -3, 3), *cov = malloc(sizeof(float) * nc);
-    for (size_t t = 0; t < nc; t++) {
-        cov[t] = u[t] < 0.2f ? 1.0f : 0.0f;
-        w[t] *= cov[t];
-    }
+    size_t np = (size_t)n * 5 * classes * hw, nc = (size_t)classes * hw, nt = (size_t)n * 6 * nc;
+    float *pred = rnd(np, -4, 4), *tg = rnd(nt, -3, 3), *u = rnd((size_t)n * nc, 0, 1);
+    for (size_t i = 0; i < (size_t)n; i++) /* coverage 0/1, weights 0..0.25 where covered */
+        for (size_t cq = 0; cq < nc; cq++) {
+            float *t = tg + i * 6 * nc, on = u[i * nc + cq] < 0.2f ? 1.0f : 0.0f;
+            t[cq] = on;
+            t[5 * nc + cq] = on * fabsf(t[5 * nc + cq]) / 12.0f;
+        }
     float *grad[2], loss[2];
     hone_kctx *ks[2] = {k, cpu};
     for (int b = 0; b < 2; b++) {
         float z = 0.f;
-        float *dp = tk_dev(ks[b], pred, np), *dc = tk_dev(ks[b], cov, nc);
-        float *db = tk_dev(ks[b], bbox, nc * 4), *dw = tk_dev(ks[b], w, nc);
+        float *dp = tk_dev(ks[b], pred, np), *dt = tk_dev(ks[b], tg, nt);
         float *dd = tk_poisoned(ks[b], np), *acc = tk_dev(ks[b], &z, 1), *l;
-        TK_OK(hone_k_detect_loss(ks[b], dp, dc, db, dw, n, classes, hw, 1.0f, 10.0f, dd, acc));
+        TK_OK(hone_k_detect_loss(ks[b], dp, dt, n, classes, hw, 1.0f, 10.0f, dd, acc));
         grad[b] = tk_get(ks[b], dd, np);
         loss[b] = *(l = tk_get(ks[b], acc, 1));
         free(l);
-        hone_k_free(ks[b], dp), hone_k_free(ks[b], dc), hone_k_free(ks[b], db);
-        hone_k_free(ks[b], dw), hone_k_free(ks[b], dd), hone_k_free(ks[b], acc);
+        hone_k_free(ks[b], dp), hone_k_free(ks[b], dt), hone_k_free(ks[b], dd);
+        hone_k_free(ks[b], acc);
     }
     double *ref = malloc(sizeof(double) * np);
     for (size_t i = 0; i < np; i++)
@@ -720,7 +720,7 @@ static void check_detect_vs_cpu(hone_kctx *k, hone_kctx *cpu, int n, int classes
     TK_EXPECT(fabs(loss[0] - loss[1]) <= 1e-5 * fabs(loss[1]));
     if (fabs(loss[0] - loss[1]) > 1e-5 * fabs(loss[1]))
         fprintf(stderr, "detect_loss loss cuda %g cpu %g\n", loss[0], loss[1]);
-    free(pred), free(u), free(w), free(bbox), free(cov), free(grad[0]), free(grad[1]), free(ref);
+    free(pred), free(tg), free(u), free(grad[0]), free(grad[1]), free(ref);
 }
 
 static void check_resnet_vs_cpu(hone_kctx *k, hone_kctx *cpu, int n)

@@ -414,30 +414,27 @@ void ref_permutation(int32_t *idx, int n, uint64_t seed, uint64_t epoch)
     free(used);
 }
 
-void ref_detect_loss(const float *pred, const float *cov, const float *bbox, const float *weight,
-                     int n, int classes, int hw, double cov_weight, double bbox_weight,
-                     double *dpred, double *loss_sum)
+void ref_detect_loss(const float *pred, const float *target, int n, int classes, int hw,
+                     double cov_weight, double bbox_weight, double *dpred, double *loss_sum)
 {
     *loss_sum = 0.0;
     for (int i = 0; i < n; i++)
         for (int c = 0; c < classes; c++)
             for (int q = 0; q < hw; q++) {
-                size_t t = ((size_t)i * classes + c) * hw + q;
+                const float *t = target + (size_t)i * 6 * classes * hw;
                 size_t pc = ((size_t)i * 5 * classes + c) * hw + q;
-                double s = 1.0 / (1.0 + exp(-(double)pred[pc])), d = s - cov[t];
+                double w = t[(size_t)(5 * classes + c) * hw + q];
+                double s = 1.0 / (1.0 + exp(-(double)pred[pc])), d = s - t[(size_t)c * hw + q];
                 *loss_sum += cov_weight * d * d;
                 if (dpred)
                     dpred[pc] = cov_weight * 2.0 * d * s * (1.0 - s) / n;
                 for (int j = 0; j < 4; j++) {
-                    size_t pb = ((size_t)i * 5 * classes + classes + 4 * c + j) * hw + q;
-                    size_t tb = (((size_t)i * classes + c) * 4 + j) * hw + q;
-                    double e = (double)pred[pb] - bbox[tb];
-                    *loss_sum += bbox_weight * weight[t] * fabs(e);
+                    size_t o = (size_t)(classes + 4 * c + j) * hw + q;
+                    size_t pb = (size_t)i * 5 * classes * hw + o;
+                    double e = (double)pred[pb] - t[o];
+                    *loss_sum += bbox_weight * w * fabs(e);
                     if (dpred)
-                        dpred[pb] = (e > 0   ? 1.0
-                                     : e < 0 ? -1.0
-                                             : 0.0) *
-                                    bbox_weight * weight[t] / n;
+                        dpred[pb] = (e > 0 ? 1.0 : e < 0 ? -1.0 : 0.0) * bbox_weight * w / n;
                 }
             }
 }

@@ -300,7 +300,7 @@ HONE_HD void hone_aug_pixel(const uint8_t *p, int c, const hone_aug_draw *d, int
     /* detect.{c,cu}: the DetectNet_v2 grid head's loss */                                         \
     X(P, int, detect_loss,                                                                         \
       (hone_kctx * k, const float *pred, const float *target, int n, int classes, int hw,          \
-       float cov_weight, float bbox_weight, float *dpred, float *loss_sum))                        \
+       float cov_weight, float bg_weight, float bbox_weight, float *dpred, float *loss_sum))       \
     /* data.{c,cu}: data on the device */                                                          \
     X(P, int, gather_rows,                                                                         \
       (hone_kctx * k, const float *src, const int32_t *src_labels, const int32_t *idx,             \

@@ -179,6 +179,10 @@ static const hone_spec_key keys[] = {
      F(loss.bbox_weight)},
     {"loss.cov_weight", NUM(0, 1000), .def = "1", .networks = DET, .user = 1,
      .doc = "detectnet_v2: weight of the L2 loss on coverage", F(loss.cov_weight)},
+    {"loss.cov_background_weight", NUM(0, 1), .def = "0.1", .networks = DET, .user = 1,
+     .doc = "detectnet_v2: weight of an uncovered cell's coverage loss relative to a covered "
+            "one's (the many background cells would drown the few objects)",
+     F(loss.cov_background_weight)},
 };
 
 _Static_assert(HONE_ARRAY_LEN(keys) <= 64, "hone_spec.given has one bit per key");

@@ -93,6 +93,7 @@ typedef struct hone_spec {
     } detect;
     struct {
         double bbox_weight, cov_weight; /* detectnet_v2 */
+        double cov_background_weight;   /* uncovered cells' coverage loss, relative */
     } loss;
     /* Keys whose default depends on the network (train.lr, model.hidden) that were set
      * explicitly: bit i for key i. The others follow `network` when it changes. */

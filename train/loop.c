@@ -15,6 +15,7 @@
 
 #include "checkpoint.h"
 #include "dataset.h"
+#include "detect_train.h"
 #include "net.h"
 
 struct hone_trainer {
@@ -35,6 +36,7 @@ struct hone_trainer {
     size_t nopt;
     float *lr_host;     /* this epoch's lr per step, on the host */
     hone_kgraph *graph; /* the captured step; NULL: eager (hone_train_opts.eager) */
+    detect_train *det;  /* detectnet_v2: its targets, loss and mAP (detect_train.c); else NULL */
 };
 
 /* One optimisation step; only enqueues kernel ops (it is captured as a graph on CUDA). */
@@ -52,7 +54,11 @@ static void train_step(void *arg)
                          t->norm, t->norm + d->c, t->augment ? &t->aug : NULL,
                          net->counters + net->ncounters - 1, t->xb, t->yb);
     const float *logits = net_forward(net, t->xb, B, 1);
-    hone_k_softmax_xent(k, logits, t->yb, B, t->ds.classes, net_dlogits(net), t->acc, t->acc + 1);
+    if (t->det) /* before base_dev moves on: the targets of the same rows */
+        detect_train_step(t->det, logits, t->perm, t->base_dev, B, net_dlogits(net), t->acc);
+    else
+        hone_k_softmax_xent(k, logits, t->yb, B, t->ds.classes, net_dlogits(net), t->acc,
+                            t->acc + 1);
     net_backward(net, t->xb, B);
     hone_k_counter_add(k, t->t_dev, 1);
     size_t nd = net->ndecay, nb = net->nparams - net->ndecay;
@@ -101,10 +107,14 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Mean loss and accuracy over n samples, in batches, with inference-mode layers. */
+/* Mean loss and accuracy over n samples, in batches, with inference-mode layers (detectnet_v2:
+ * mean loss and mAP, detect_train.c). */
 static int evaluate(hone_trainer *t, const uint8_t *x, const int32_t *y, int n, double *loss,
                     double *acc)
 {
+    if (t->det)
+        return detect_train_evaluate(t->det, x == t->test_x ? &t->ds.test : &t->ds.val, x, t->norm,
+                                     t->xb, loss, acc);
     if (n == 0) {
         *loss = *acc = NAN;
         return HONE_OK;
@@ -259,6 +269,7 @@ void hone_trainer_free(hone_trainer *t)
                         t->yb,      t->opt,      t->lr_sched, t->norm};
         for (size_t i = 0; i < HONE_ARRAY_LEN(bufs); i++)
             hone_k_free(k, bufs[i]);
+        detect_train_free(t->det);
         net_free(t->net);
         hone_kctx_free(k);
     }
@@ -430,6 +441,9 @@ static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_di
     t->opt = hone_k_alloc(k, t->nopt * fb);
     hone_k_fill(k, t->opt, 0.0f, t->nopt);
     t->lr_host = hone_xmalloc(sizeof(float) * (size_t)(t->steps + 1));
+    if (with_data && d->detect &&
+        (rc = detect_train_new(k, s, d, t->net, t->batch, &t->det, err, errlen)) < 0)
+        return rc;
     return hone_k_sync(k);
 }
 
@@ -537,6 +551,12 @@ int hone_trainer_open_model(const hone_train_opts *o, const char *model_dir, int
     int rc = hone_train_spec_validate(o->spec, err, errlen);
     if (rc < 0)
         return rc;
+    if (!strcmp(o->spec->network, "detectnet_v2")) { /* its actions are still to come */
+        snprintf(err, errlen,
+                 "network: detectnet_v2 models cannot be evaluated, used for "
+                 "inference or exported yet");
+        return HONE_ENOTSUP;
+    }
     hone_trainer *t = hone_xcalloc(1, sizeof(*t));
     t->spec = o->spec;
     if ((rc = setup(t, o, model_dir, with_data, err, errlen)) < 0)
@@ -713,11 +733,17 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
         fmt_num(n[3], 32, ep.val_accuracy);
         fmt_num(n[4], 32, ep.lr);
         fmt_num(n[5], 32, ep.images_per_second);
-        snprintf(line, sizeof(line),
-                 "{\"epoch\":%d,\"epochs\":%d,\"train_loss\":%s,\"train_accuracy\":%s,"
-                 "\"val_loss\":%s,\"val_accuracy\":%s,\"lr\":%s,\"seconds\":%.3f,"
-                 "\"images_per_second\":%s}",
-                 ep.epoch, epochs, n[0], n[1], n[2], n[3], n[4], ep.seconds, n[5]);
+        if (t->det) /* detection: the accuracy fields hold the mAP (train.h) */
+            snprintf(line, sizeof(line),
+                     "{\"epoch\":%d,\"epochs\":%d,\"train_loss\":%s,\"val_loss\":%s,"
+                     "\"val_map\":%s,\"lr\":%s,\"seconds\":%.3f,\"images_per_second\":%s}",
+                     ep.epoch, epochs, n[0], n[2], n[3], n[4], ep.seconds, n[5]);
+        else
+            snprintf(line, sizeof(line),
+                     "{\"epoch\":%d,\"epochs\":%d,\"train_loss\":%s,\"train_accuracy\":%s,"
+                     "\"val_loss\":%s,\"val_accuracy\":%s,\"lr\":%s,\"seconds\":%.3f,"
+                     "\"images_per_second\":%s}",
+                     ep.epoch, epochs, n[0], n[1], n[2], n[3], n[4], ep.seconds, n[5]);
         emit(o, metrics, line);
         if (o->on_epoch && o->on_epoch(&ep, o->user)) {
             e++;
@@ -743,8 +769,10 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
         fmt_num(n[1], 32, res->test_loss);
         fmt_num(n[2], 32, best_val);
         snprintf(line, sizeof(line),
-                 "{\"event\":\"done\",\"test_accuracy\":%s,\"test_loss\":%s,"
-                 "\"best_val_accuracy\":%s,\"epochs_trained\":%d}",
+                 t->det ? "{\"event\":\"done\",\"test_map\":%s,\"test_loss\":%s,"
+                          "\"best_val_map\":%s,\"epochs_trained\":%d}"
+                        : "{\"event\":\"done\",\"test_accuracy\":%s,\"test_loss\":%s,"
+                          "\"best_val_accuracy\":%s,\"epochs_trained\":%d}",
                  n[0], n[1], n[2], e);
     } else {
         char n[32];

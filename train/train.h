@@ -40,6 +40,9 @@ int hone_train_spec_write(const hone_train_spec *s, FILE *f);
 
 /* ------------------------------------------------------------------ training */
 
+/* detectnet_v2: the accuracy fields (val_accuracy, test_accuracy, best_val_accuracy) hold the
+ * mAP at IoU 0.5, train_accuracy is 0, and the JSON lines name them val_map, test_map and
+ * best_val_map (no train_accuracy). */
 typedef struct hone_train_epoch {
     int epoch, epochs; /* 1-based epoch just finished, total planned */
     double train_loss, train_accuracy, val_loss, val_accuracy;

@@ -6,7 +6,8 @@
 #include "par.h"
 
 int cpu_detect_loss(hone_kctx *k, const float *pred, const float *target, int n, int classes,
-                    int hw, float cov_weight, float bbox_weight, float *dpred, float *loss_sum)
+                    int hw, float cov_weight, float bg_weight, float bbox_weight, float *dpred,
+                    float *loss_sum)
 {
     (void)k;
     double loss = 0.0;
@@ -19,10 +20,11 @@ int cpu_detect_loss(hone_kctx *k, const float *pred, const float *target, int n,
             for (size_t q = 0; q < plane; q++) {
                 float z = p[c * plane + q];
                 float s = 1.0f / (1.0f + expf(-z));
-                float d = s - t[c * plane + q];
-                loss += (double)cov_weight * (double)d * (double)d;
+                float tc = t[c * plane + q], d = s - tc,
+                      m = tc > 0.0f ? cov_weight : cov_weight * bg_weight;
+                loss += (double)m * (double)d * (double)d;
                 if (dp)
-                    dp[c * plane + q] = cov_weight * 2.0f * d * s * (1.0f - s) * inv_n;
+                    dp[c * plane + q] = m * 2.0f * d * s * (1.0f - s) * inv_n;
                 float w = t[(5 * kc + c) * plane + q];
                 for (size_t j = 0; j < 4; j++) {
                     size_t o = (kc + 4 * c + j) * plane + q;

@@ -4,8 +4,8 @@
 #include "common.cuh"
 
 __global__ static void k_detect_loss(const float *pred, const float *target, int n, int classes,
-                                     int hw, float cov_weight, float bbox_weight, float *dpred,
-                                     float *loss_sum)
+                                     int hw, float cov_weight, float bg_weight, float bbox_weight,
+                                     float *dpred, float *loss_sum)
 {
     int total = n * classes * hw, kc = classes; /* < 2^31: dispatch.c checks */
     float inv_n = 1.f / (float)n, part = 0.f;
@@ -16,10 +16,10 @@ __global__ static void k_detect_loss(const float *pred, const float *target, int
         float *dp = dpred ? dpred + (size_t)i * 5 * kc * hw : NULL;
         float z = p[c * hw + q];
         float s = 1.f / (1.f + expf(-z));
-        float d = s - t[c * hw + q];
-        part += cov_weight * d * d;
+        float tc = t[c * hw + q], d = s - tc, m = tc > 0.f ? cov_weight : cov_weight * bg_weight;
+        part += m * d * d;
         if (dp)
-            dp[c * hw + q] = cov_weight * 2.f * d * s * (1.f - s) * inv_n;
+            dp[c * hw + q] = m * 2.f * d * s * (1.f - s) * inv_n;
         float w = t[(5 * kc + c) * hw + q];
         for (int j = 0; j < 4; j++) {
             int o = (kc + 4 * c + j) * hw + q;
@@ -37,12 +37,12 @@ __global__ static void k_detect_loss(const float *pred, const float *target, int
 }
 
 extern "C" int cuda_detect_loss(hone_kctx *k, const float *pred, const float *target, int n,
-                                int classes, int hw, float cov_weight, float bbox_weight,
-                                float *dpred, float *loss_sum)
+                                int classes, int hw, float cov_weight, float bg_weight,
+                                float bbox_weight, float *dpred, float *loss_sum)
 {
     size_t total = (size_t)n * classes * hw;
     k_detect_loss<<<hc_blocks(k, total), HC_THREADS, 0, hc_stream(k)>>>(
-        pred, target, n, classes, hw, cov_weight, bbox_weight, dpred, loss_sum);
+        pred, target, n, classes, hw, cov_weight, bg_weight, bbox_weight, dpred, loss_sum);
     HC_LAUNCHED();
     return HONE_OK;
 }

@@ -706,7 +706,7 @@ static void check_detect_vs_cpu(hone_kctx *k, hone_kctx *cpu, int n, int classes
         float z = 0.f;
         float *dp = tk_dev(ks[b], pred, np), *dt = tk_dev(ks[b], tg, nt);
         float *dd = tk_poisoned(ks[b], np), *acc = tk_dev(ks[b], &z, 1), *l;
-        TK_OK(hone_k_detect_loss(ks[b], dp, dt, n, classes, hw, 1.0f, 10.0f, dd, acc));
+        TK_OK(hone_k_detect_loss(ks[b], dp, dt, n, classes, hw, 1.0f, 0.1f, 10.0f, dd, acc));
         grad[b] = tk_get(ks[b], dd, np);
         loss[b] = *(l = tk_get(ks[b], acc, 1));
         free(l);

@@ -415,7 +415,8 @@ void ref_permutation(int32_t *idx, int n, uint64_t seed, uint64_t epoch)
 }
 
 void ref_detect_loss(const float *pred, const float *target, int n, int classes, int hw,
-                     double cov_weight, double bbox_weight, double *dpred, double *loss_sum)
+                     double cov_weight, double bg_weight, double bbox_weight, double *dpred,
+                     double *loss_sum)
 {
     *loss_sum = 0.0;
     for (int i = 0; i < n; i++)
@@ -424,10 +425,11 @@ void ref_detect_loss(const float *pred, const float *target, int n, int classes,
                 const float *t = target + (size_t)i * 6 * classes * hw;
                 size_t pc = ((size_t)i * 5 * classes + c) * hw + q;
                 double w = t[(size_t)(5 * classes + c) * hw + q];
-                double s = 1.0 / (1.0 + exp(-(double)pred[pc])), d = s - t[(size_t)c * hw + q];
-                *loss_sum += cov_weight * d * d;
+                double tc = t[(size_t)c * hw + q], m = tc > 0 ? cov_weight : cov_weight * bg_weight;
+                double s = 1.0 / (1.0 + exp(-(double)pred[pc])), d = s - tc;
+                *loss_sum += m * d * d;
                 if (dpred)
-                    dpred[pc] = cov_weight * 2.0 * d * s * (1.0 - s) / n;
+                    dpred[pc] = m * 2.0 * d * s * (1.0 - s) / n;
                 for (int j = 0; j < 4; j++) {
                     size_t o = (size_t)(classes + 4 * c + j) * hw + q;
                     size_t pb = (size_t)i * 5 * classes * hw + o;

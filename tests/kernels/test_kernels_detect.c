@@ -36,7 +36,7 @@ static float *targets(int n, int classes, int hw, uint64_t seed)
     return t;
 }
 
-static void check_loss(hone_kctx *k, int n, int classes, int hw, float cw, float bw)
+static void check_loss(hone_kctx *k, int n, int classes, int hw, float cw, float bg, float bw)
 {
     size_t np = (size_t)n * 5 * classes * hw, nt = (size_t)n * 6 * classes * hw;
     uint64_t seed = 1000u * (uint64_t)n + (uint64_t)classes * 7u + (uint64_t)hw;
@@ -48,13 +48,13 @@ static void check_loss(hone_kctx *k, int n, int classes, int hw, float cw, float
             pred[(size_t)i * 5 * classes * hw + o] = tg[(size_t)i * 6 * classes * hw + o];
         }
     double *rd = malloc(sizeof(double) * np), rloss;
-    ref_detect_loss(pred, tg, n, classes, hw, cw, bw, rd, &rloss);
+    ref_detect_loss(pred, tg, n, classes, hw, cw, bg, bw, rd, &rloss);
 
     float acc0 = 2.5f;
     float *dp = tk_dev(k, pred, np), *dt = tk_dev(k, tg, nt);
     float *dd = tk_poisoned(k, np), *dacc = tk_dev(k, &acc0, 1);
-    TK_OK(hone_k_detect_loss(k, dp, dt, n, classes, hw, cw, bw, dd, dacc));
-    TK_OK(hone_k_detect_loss(k, dp, dt, n, classes, hw, cw, bw, NULL, dacc)); /* eval form */
+    TK_OK(hone_k_detect_loss(k, dp, dt, n, classes, hw, cw, bg, bw, dd, dacc));
+    TK_OK(hone_k_detect_loss(k, dp, dt, n, classes, hw, cw, bg, bw, NULL, dacc)); /* eval form */
     float *out = tk_get(k, dd, np), *acc = tk_get(k, dacc, 1);
     char name[96];
     snprintf(name, sizeof name, "detect_loss dpred n=%d classes=%d hw=%d", n, classes, hw);
@@ -78,15 +78,15 @@ static void check_reference_gradient(void)
     size_t np = (size_t)n * 5 * classes * hw;
     float *pred = rnd(np, 77, -2, 2), *tg = targets(n, classes, hw, 78);
     double *rd = malloc(sizeof(double) * np), l0, lp, lm, worst = 0;
-    ref_detect_loss(pred, tg, n, classes, hw, 1.5, 4.0, rd, &l0);
+    ref_detect_loss(pred, tg, n, classes, hw, 1.5, 0.2, 4.0, rd, &l0);
     for (size_t i = 0; i < np; i++) {
         float keep = pred[i], h = 1e-2f;
         pred[i] = keep + h;
         double up = pred[i];
-        ref_detect_loss(pred, tg, n, classes, hw, 1.5, 4.0, NULL, &lp);
+        ref_detect_loss(pred, tg, n, classes, hw, 1.5, 0.2, 4.0, NULL, &lp);
         pred[i] = keep - h;
         double down = pred[i];
-        ref_detect_loss(pred, tg, n, classes, hw, 1.5, 4.0, NULL, &lm);
+        ref_detect_loss(pred, tg, n, classes, hw, 1.5, 0.2, 4.0, NULL, &lm);
         pred[i] = keep;
         double fd = (lp - lm) / (up - down) / n;
         double e = fabs(fd - rd[i]) / (fabs(rd[i]) + 1e-3);
@@ -103,12 +103,13 @@ int main(int argc, char **argv)
 {
     hone_kctx *k = tk_ctx(argc, argv);
     check_reference_gradient();
-    check_loss(k, 1, 1, 1, 1.0f, 10.0f);
-    check_loss(k, 3, 10, 64, 1.0f, 10.0f); /* 128 px at stride 16, Fashion-MNIST classes */
-    check_loss(k, 5, 4, 81, 0.5f, 2.0f);
-    check_loss(k, 2, 3, 300, 0.0f, 1.0f);
+    check_loss(k, 1, 1, 1, 1.0f, 1.0f, 10.0f);
+    check_loss(k, 3, 10, 64, 1.0f, 0.1f, 10.0f); /* 128 px at stride 16, Fashion-MNIST classes */
+    check_loss(k, 5, 4, 81, 0.5f, 1.0f, 2.0f);
+    check_loss(k, 4, 2, 50, 2.0f, 0.0f, 1.0f);
+    check_loss(k, 2, 3, 300, 0.0f, 0.5f, 1.0f);
     float z = 0.f, *acc = tk_dev(k, &z, 1);
-    TK_EXPECT(hone_k_detect_loss(k, acc, acc, 0, 1, 1, 1, 1, NULL, acc) == HONE_EINVAL);
+    TK_EXPECT(hone_k_detect_loss(k, acc, acc, 0, 1, 1, 1, 1, 1, NULL, acc) == HONE_EINVAL);
     hone_k_free(k, acc);
     return tk_finish(k, "test_kernels_detect");
 }

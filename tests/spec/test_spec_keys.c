@@ -171,6 +171,7 @@ static void detection(void)
     hone_spec_defaults(&s, "detectnet_v2");
     CHECK(!strcmp(s.model.backbone, "resnet18") && s.detect.stride == 16);
     CHECK(s.detect.bbox_norm == 35 && s.detect.eps == 0.3 && s.detect.min_samples == 0.05);
+    CHECK(s.loss.cov_background_weight == 0.1);
     CHECK(!strcmp(s.detect.cluster, "dbscan") && s.loss.bbox_weight == 10 &&
           s.loss.cov_weight == 1);
     CHECK(!s.augment.flip && !s.augment.crop_padding && s.train.lr == 0.02);

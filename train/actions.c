@@ -1,5 +1,6 @@
 /* train/actions.c: what hone-train does with a trained model besides training it: --evaluate
- * (loss, accuracy, per-class accuracy and the confusion matrix on the spec's test part) and
+ * (loss, accuracy, per-class accuracy and the confusion matrix on the spec's test part; for
+ * detectnet_v2 the mAP and per-class AP at IoU 0.5) and
  * --infer (a folder of images, decoded and resized through data/, labelled one JSON line each).
  * Both open the model through hone_trainer_open_model, so they run on the CPU or the GPU as
  * training does. */
@@ -32,7 +33,7 @@ static int data_mode(const char *model_dir, hone_train_spec *s)
     int c = (int)json_integer_value(json_object_get(m, "channels"));
     int h = (int)json_integer_value(json_object_get(m, "height"));
     json_decref(m);
-    if (!strcmp(s->data.format, "image_folder")) {
+    if (!strcmp(s->data.format, "image_folder") || !strcmp(s->data.format, "kitti")) {
         char kv[64];
         if (s->model.input_size == 0 && h > 0) {
             snprintf(kv, sizeof(kv), "model.input_size=%d", h);
@@ -44,6 +45,49 @@ static int data_mode(const char *model_dir, hone_train_spec *s)
         }
     }
     return 2;
+}
+
+/* --evaluate of a detectnet_v2 model: mAP and per-class AP on the test part (train.h). */
+static int evaluate_detect(hone_trainer *t, FILE *out, char *err, size_t errlen)
+{
+    int c, h, w, k, n = 0;
+    hone_trainer_shape(t, &c, &h, &w, &k);
+    double loss, map, *ap = hone_xcalloc((size_t)k, sizeof(double));
+    int *ngt = hone_xcalloc((size_t)k, sizeof(int));
+    int rc = hone_trainer_test_map(t, &n, &loss, &map, ap, ngt);
+    if (rc < 0) {
+        snprintf(err, errlen, "evaluation: %s", hone_strerror(rc));
+        goto fail;
+    }
+    if (n == 0) {
+        snprintf(err, errlen, "data: no test images to evaluate on");
+        rc = HONE_EINVAL;
+        goto fail;
+    }
+    json_t *names = json_array(), *aps = json_array(), *gts = json_array();
+    for (int i = 0; i < k; i++) {
+        const char *name = hone_trainer_class_name(t, i);
+        char num[16];
+        snprintf(num, sizeof(num), "%d", i);
+        json_array_append_new(names, json_string(name ? name : num));
+        json_array_append_new(aps, ap[i] >= 0 ? json_real(ap[i]) : json_null());
+        json_array_append_new(gts, json_integer(ngt[i]));
+    }
+    json_t *j = json_pack("{s:s, s:i, s:o, s:o, s:o, s:o, s:o}", "event", "evaluate", "images", n,
+                          "loss", isfinite(loss) ? json_real(loss) : json_null(), "map",
+                          isfinite(map) ? json_real(map) : json_null(), "classes", names, "ap", aps,
+                          "gt_boxes", gts);
+    char *line = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    if (!line || fprintf(out, "%s\n", line) < 0 || fflush(out) != 0) {
+        snprintf(err, errlen, "writing the result failed");
+        rc = HONE_EIO;
+    }
+    free(line);
+    json_decref(j);
+fail:
+    free(ap);
+    free(ngt);
+    return rc;
 }
 
 int hone_train_evaluate(const hone_train_opts *o, const char *model_dir, FILE *out, char *err,
@@ -63,6 +107,10 @@ int hone_train_evaluate(const hone_train_opts *o, const char *model_dir, FILE *o
     if (rc < 0)
         goto fail;
     hone_trainer_shape(t, &c, &h, &w, &k);
+    if (!strcmp(spec.network, "detectnet_v2")) {
+        rc = evaluate_detect(t, out, err, errlen);
+        goto fail;
+    }
     if ((rc = hone_trainer_test(t, &loss, &acc)) < 0 ||
         (rc = hone_trainer_test_predictions(t, &pred, &label, &n)) < 0) {
         snprintf(err, errlen, "evaluation: %s", hone_strerror(rc));

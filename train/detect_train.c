@@ -132,7 +132,8 @@ int detect_train_boxes(const detect_train *dt, const float *pred, hone_det_cand 
 }
 
 int detect_train_evaluate(detect_train *dt, const data_part *p, const uint8_t *x_dev,
-                          const float *norm, float *xb, double *loss, double *map)
+                          const float *norm, float *xb, double *loss, double *map, double *ap,
+                          int *n_gt)
 {
     if (p->n == 0) {
         *loss = *map = NAN;
@@ -183,7 +184,7 @@ int detect_train_evaluate(detect_train *dt, const data_part *p, const uint8_t *x
         rc = hone_k_download(k, &sum, dt->acc, sizeof(float));
     *loss = sum / p->n;
     if (rc == 0)
-        rc = hone_det_map_compute(m, NULL, NULL, map);
+        rc = hone_det_map_compute(m, ap, n_gt, map);
     hone_det_map_free(m);
     return rc;
 }

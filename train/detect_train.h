@@ -27,9 +27,11 @@ void detect_train_step(detect_train *dt, const float *pred, const int32_t *perm,
 /* Part p of d (its pixels x_dev on the device) in inference mode: *loss the mean loss an image,
  * *map the mAP at IoU 0.5 of its boxes, decoded (detect.cov_threshold) and clustered
  * (detect.cluster: dbscan with detect.eps and detect.min_samples, or NMS at detect.nms_iou).
- * NaN for both when p is empty. xb: the trainer's batch buffer, norm its normalisation. */
+ * NaN for both when p is empty. xb: the trainer's batch buffer, norm its normalisation.
+ * ap[classes], n_gt[classes] (may be NULL): hone_det_map_compute's per-class AP and counts. */
 int detect_train_evaluate(detect_train *dt, const data_part *p, const uint8_t *x_dev,
-                          const float *norm, float *xb, double *loss, double *map);
+                          const float *norm, float *xb, double *loss, double *map, double *ap,
+                          int *n_gt);
 
 /* The boxes of one image's head output (host, [5 * classes, grid]): decoded and clustered as
  * above into out (cap: classes * grid cells), their count in *n. */

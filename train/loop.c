@@ -114,7 +114,7 @@ static int evaluate(hone_trainer *t, const uint8_t *x, const int32_t *y, int n, 
 {
     if (t->det)
         return detect_train_evaluate(t->det, x == t->test_x ? &t->ds.test : &t->ds.val, x, t->norm,
-                                     t->xb, loss, acc);
+                                     t->xb, loss, acc, NULL, NULL);
     if (n == 0) {
         *loss = *acc = NAN;
         return HONE_OK;
@@ -516,6 +516,16 @@ int hone_trainer_test(hone_trainer *t, double *loss, double *acc)
     return evaluate(t, t->test_x, t->test_y, t->ds.test.n, loss, acc);
 }
 
+int hone_trainer_test_map(hone_trainer *t, int *images, double *loss, double *map, double *ap,
+                          int *n_gt)
+{
+    if (!t->det)
+        return HONE_EINVAL;
+    *images = t->ds.test.n;
+    return detect_train_evaluate(t->det, &t->ds.test, t->test_x, t->norm, t->xb, loss, map, ap,
+                                 n_gt);
+}
+
 int hone_trainer_params(hone_trainer *t, float **out, size_t *n)
 {
     hone_net *net = t->net;
@@ -551,10 +561,9 @@ int hone_trainer_open_model(const hone_train_opts *o, const char *model_dir, int
     int rc = hone_train_spec_validate(o->spec, err, errlen);
     if (rc < 0)
         return rc;
-    if (!strcmp(o->spec->network, "detectnet_v2")) { /* its actions are still to come */
+    if (!with_data && !strcmp(o->spec->network, "detectnet_v2")) { /* still to come */
         snprintf(err, errlen,
-                 "network: detectnet_v2 models cannot be evaluated, used for "
-                 "inference or exported yet");
+                 "network: detectnet_v2 models cannot be used for inference or exported yet");
         return HONE_ENOTSUP;
     }
     hone_trainer *t = hone_xcalloc(1, sizeof(*t));

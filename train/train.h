@@ -92,8 +92,13 @@ void hone_trainer_free(hone_trainer *t);
  * floor(train images / batch) steps, or the first max_steps of them if max_steps > 0, then
  * evaluates the validation part; fills *e (val fields NaN without validation images). */
 int hone_trainer_epoch(hone_trainer *t, int epoch, int max_steps, hone_train_epoch *e);
-/* Mean loss and accuracy on the test part, inference mode. */
+/* Mean loss and accuracy on the test part, inference mode (detectnet_v2: accuracy is the mAP). */
 int hone_trainer_test(hone_trainer *t, double *loss, double *accuracy);
+/* detectnet_v2: the test part's images, mean loss, mAP at IoU 0.5 and, when not NULL, per-class
+ * AP (ap[classes], -1 for a class without ground truth) and ground-truth counts (n_gt[classes]).
+ * HONE_EINVAL for a classifier. */
+int hone_trainer_test_map(hone_trainer *t, int *images, double *loss, double *map, double *ap,
+                          int *n_gt);
 /* Host copy of the parameters, in the network's flat order (*n floats; caller frees *out). */
 int hone_trainer_params(hone_trainer *t, float **out, size_t *n);
 
@@ -124,7 +129,9 @@ int hone_trainer_test_predictions(hone_trainer *t, int32_t **pred, int32_t **lab
  * [n, classes]. */
 int hone_trainer_predict(hone_trainer *t, const uint8_t *x, int n, float *probs);
 
-/* hone-train --evaluate: model_dir's model on o->spec's test part: writes one JSON line to out,
+/* hone-train --evaluate: model_dir's model on o->spec's test part: writes one JSON line to out
+ * (detectnet_v2: {"event":"evaluate", "images", "loss", "map", "classes": [names], "ap": [per
+ * class, null without ground truth], "gt_boxes": [per class]}, mAP at IoU 0.5; otherwise)
  * {"event":"evaluate", "images", "loss", "accuracy", "classes": [names], "per_class_accuracy":
  * [null when the class has no test image], "confusion_matrix": [[count of label i predicted
  * j]]}. loss and accuracy are hone_trainer_test's (the train job's own test numbers on the same

@@ -188,3 +188,29 @@ int detect_train_evaluate(detect_train *dt, const data_part *p, const uint8_t *x
     hone_det_map_free(m);
     return rc;
 }
+
+int detect_train_predict(detect_train *dt, const uint8_t *x_dev, int n, const float *norm,
+                         float *xb, hone_det_cand **boxes, int *counts)
+{
+    const dataset *d = dt->d;
+    size_t cells = (size_t)dt->classes * dt->gh * dt->gw, out_row = 5 * cells;
+    int rc = HONE_OK;
+    for (int i = 0; i < n; i++)
+        boxes[i] = NULL, counts[i] = 0;
+    for (int i = 0; i < n && rc == 0; i += dt->batch) {
+        int b = n - i < dt->batch ? n - i : dt->batch;
+        rc = hone_k_gather_images(dt->k, x_dev, NULL, NULL, NULL, i, b, d->c, d->h, d->w, norm,
+                                  norm + d->c, NULL, NULL, xb, NULL);
+        const float *pred = net_forward(dt->net, xb, b, 0);
+        if (rc == 0)
+            rc = hone_k_sync(dt->k);
+        if (rc == 0)
+            rc = hone_k_download(dt->k, dt->host, pred, sizeof(float) * out_row * (size_t)b);
+        for (int j = 0; j < b && rc == 0; j++) {
+            boxes[i + j] = hone_xmalloc(sizeof(hone_det_cand) * cells);
+            rc = detect_train_boxes(dt, dt->host + out_row * (size_t)j, boxes[i + j], (int)cells,
+                                    &counts[i + j]);
+        }
+    }
+    return rc;
+}

@@ -33,6 +33,11 @@ int detect_train_evaluate(detect_train *dt, const data_part *p, const uint8_t *x
                           const float *norm, float *xb, double *loss, double *map, double *ap,
                           int *n_gt);
 
+/* The boxes of n images (x_dev: uint8 HWC on the device), inference mode: boxes[i] (malloc'd, the
+ * caller frees) holds counts[i] of them, as detect_train_boxes gives. */
+int detect_train_predict(detect_train *dt, const uint8_t *x_dev, int n, const float *norm,
+                         float *xb, hone_det_cand **boxes, int *counts);
+
 /* The boxes of one image's head output (host, [5 * classes, grid]): decoded and clustered as
  * above into out (cap: classes * grid cells), their count in *n. */
 int detect_train_boxes(const detect_train *dt, const float *pred, hone_det_cand *out, int cap,

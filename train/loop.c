@@ -441,8 +441,12 @@ static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_di
     t->opt = hone_k_alloc(k, t->nopt * fb);
     hone_k_fill(k, t->opt, 0.0f, t->nopt);
     t->lr_host = hone_xmalloc(sizeof(float) * (size_t)(t->steps + 1));
-    if (with_data && d->detect &&
-        (rc = detect_train_new(k, s, d, t->net, t->batch, &t->det, err, errlen)) < 0)
+    if (!with_data && !strcmp(s->network, "detectnet_v2")) { /* inference: model.json's shape */
+        d->detect = 1;
+        d->grid_h = d->h / s->detect.stride;
+        d->grid_w = d->w / s->detect.stride;
+    }
+    if (d->detect && (rc = detect_train_new(k, s, d, t->net, t->batch, &t->det, err, errlen)) < 0)
         return rc;
     return hone_k_sync(k);
 }
@@ -561,11 +565,6 @@ int hone_trainer_open_model(const hone_train_opts *o, const char *model_dir, int
     int rc = hone_train_spec_validate(o->spec, err, errlen);
     if (rc < 0)
         return rc;
-    if (!with_data && !strcmp(o->spec->network, "detectnet_v2")) { /* still to come */
-        snprintf(err, errlen,
-                 "network: detectnet_v2 models cannot be used for inference or exported yet");
-        return HONE_ENOTSUP;
-    }
     hone_trainer *t = hone_xcalloc(1, sizeof(*t));
     t->spec = o->spec;
     if ((rc = setup(t, o, model_dir, with_data, err, errlen)) < 0)
@@ -649,6 +648,18 @@ int hone_trainer_test_predictions(hone_trainer *t, int32_t **pred, int32_t **lab
         (*label)[i] = d->test.y[i];
     }
     free(logits);
+    return rc;
+}
+
+int hone_trainer_detect(hone_trainer *t, const uint8_t *x, int n, hone_det_cand **boxes,
+                        int *counts)
+{
+    if (!t->det)
+        return HONE_EINVAL;
+    const dataset *d = &t->ds;
+    uint8_t *x_dev = dev_copy(t->k, x, (size_t)n * d->c * d->h * d->w);
+    int rc = detect_train_predict(t->det, x_dev, n, t->norm, t->xb, boxes, counts);
+    hone_k_free(t->k, x_dev);
     return rc;
 }
 

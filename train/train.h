@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "data.h"
+#include "detect.h"
 #include "hone.h"
 #include "kernels.h"
 #include "spec.h"
@@ -129,6 +130,12 @@ int hone_trainer_test_predictions(hone_trainer *t, int32_t **pred, int32_t **lab
  * [n, classes]. */
 int hone_trainer_predict(hone_trainer *t, const uint8_t *x, int n, float *probs);
 
+/* detectnet_v2: the boxes of n images x (uint8 HWC at hone_trainer_shape), in their pixels,
+ * decoded and clustered as the spec says: boxes[i] (malloc'd; the caller frees each) holds
+ * counts[i] boxes by descending score. HONE_EINVAL for a classifier. */
+int hone_trainer_detect(hone_trainer *t, const uint8_t *x, int n, hone_det_cand **boxes,
+                        int *counts);
+
 /* hone-train --evaluate: model_dir's model on o->spec's test part: writes one JSON line to out
  * (detectnet_v2: {"event":"evaluate", "images", "loss", "map", "classes": [names], "ap": [per
  * class, null without ground truth], "gt_boxes": [per class]}, mAP at IoU 0.5; otherwise)
@@ -140,11 +147,13 @@ int hone_trainer_predict(hone_trainer *t, const uint8_t *x, int n, float *probs)
  * the model's size and channels where the spec leaves them to the data (0). */
 int hone_train_evaluate(const hone_train_opts *o, const char *model_dir, FILE *out, char *err,
                         size_t errlen);
-/* hone-train --infer: every image file under folder (walked in name order, sub-folders too),
- * decoded and resized through data/ to the model's input as packing does, one JSON line each on
- * out: {"file": path relative to folder, "class": name, "class_index", "score": probability}.
- * A file that is not an image is skipped with a line on stderr; no image at all is an error.
- * *images (when not NULL): the number labelled. */
+/* hone-train --infer (detectnet_v2: each line is {"file", "boxes": [{"class", "class_index",
+ * "score", "x1", "y1", "x2", "y2"}], "kitti": the same as KITTI label lines}, boxes in the image's
+ * own pixels, clipped to it): every image file under folder (walked in name order, sub-folders
+ * too), decoded and resized through data/ to the model's input as packing does, one JSON line each
+ * on out: {"file": path relative to folder, "class": name, "class_index", "score": probability}. A
+ * file that is not an image is skipped with a line on stderr; no image at all is an error. *images
+ * (when not NULL): the number labelled. */
 int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char *folder, FILE *out,
                      int *images, char *err, size_t errlen);
 /* hone-train --export: model_dir's model as an ONNX file at path (written to path.tmp, then

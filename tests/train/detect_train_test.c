@@ -4,7 +4,7 @@
  * untrained, 0.034 after 12 epochs; asserted: trained >= 0.012 and >= 10x untrained
  * + 0.005), the loss falls, the network's parameters are spec/'s estimate, the JSON lines of
  * hone_train_run name val_map and test_map, --evaluate gives the run's test mAP with per-class
- * AP, and --infer refuses detection models (still to come).
+ * AP, --infer writes each image's boxes (JSON and KITTI lines), and --export refuses them.
  * argv: python3 gen_detect.py. Exits 77 when the generator has no Fashion-MNIST or photographs. */
 #include <math.h>
 #include <stdio.h>
@@ -122,11 +122,43 @@ int main(int argc, char **argv)
     CHECK(counted > 0 && fabs(sum / counted - map) < 1e-9 && fabs(map - test_map) < 1e-5);
     if (fabs(map - test_map) >= 1e-5)
         fprintf(stderr, "evaluate map %g, the run's test_map %g\n", map, test_map);
-    json_decref(j);
     free(ev);
-    /* inference and export of detection models are still to come: refused, naming the network */
-    CHECK(hone_train_infer(&o, out, root, stdout, NULL, err, sizeof err) == HONE_ENOTSUP &&
+    /* --infer: a JSON line an image with its boxes, in its pixels, and the same as KITTI lines */
+    char folder[700];
+    snprintf(folder, sizeof folder, "%s/set/val/images", root);
+    f = open_memstream(&ev, &evn);
+    int images = 0;
+    REQUIRE(hone_train_infer(&o, out, folder, f, &images, err, sizeof err) == HONE_OK);
+    fclose(f);
+    CHECK(images == 30);
+    int lines = 0, boxes = 0;
+    for (char *ln = strtok(ev, "\n"); ln; ln = strtok(NULL, "\n"), lines++) {
+        json_t *r = json_loads(ln, 0, NULL), *bx = json_object_get(r, "boxes");
+        const char *kt = json_string_value(json_object_get(r, "kitti"));
+        CHECK(json_is_string(json_object_get(r, "file")) && json_is_array(bx) && kt);
+        int kl = 0;
+        for (const char *q = kt; q && *q; q++)
+            kl += *q == '\n';
+        CHECK(kl == (int)json_array_size(bx));
+        for (size_t b = 0; b < json_array_size(bx); b++, boxes++) {
+            json_t *x = json_array_get(bx, b);
+            double x1 = json_number_value(json_object_get(x, "x1"));
+            double x2 = json_number_value(json_object_get(x, "x2"));
+            double y1 = json_number_value(json_object_get(x, "y1"));
+            double y2 = json_number_value(json_object_get(x, "y2"));
+            CHECK(0 <= x1 && x1 < x2 && x2 <= 128 && 0 <= y1 && y1 < y2 && y2 <= 128);
+            CHECK(json_integer_value(json_object_get(x, "class_index")) <
+                  (json_int_t)json_array_size(ap));
+        }
+        json_decref(r);
+    }
+    free(ev);
+    CHECK(lines == 30 && boxes > 0);
+    /* export of detection models is still to come: refused, naming the network */
+    snprintf(path, sizeof path, "%s/model.onnx", root);
+    CHECK(hone_train_export(&o, out, path, NULL, err, sizeof err) == HONE_ENOTSUP &&
           !strncmp(err, "network:", 8));
+    json_decref(j);
     rm_out(out);
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);
     CHECK(system(cmd) == 0);

@@ -297,6 +297,10 @@ HONE_HD void hone_aug_pixel(const uint8_t *p, int c, const hone_aug_draw *d, int
       (hone_kctx * k, const float *logits, const int32_t *labels, int n, int classes,              \
        float *dlogits, float *loss_sum, float *correct))                                           \
     X(P, int, sum, (hone_kctx * k, const float *x, size_t n, float *out))                          \
+    /* detect.{c,cu}: the DetectNet_v2 grid head's loss */                                         \
+    X(P, int, detect_loss,                                                                         \
+      (hone_kctx * k, const float *pred, const float *target, int n, int classes, int hw,          \
+       float cov_weight, float bg_weight, float bbox_weight, float *dpred, float *loss_sum))       \
     /* data.{c,cu}: data on the device */                                                          \
     X(P, int, gather_rows,                                                                         \
       (hone_kctx * k, const float *src, const int32_t *src_labels, const int32_t *idx,             \

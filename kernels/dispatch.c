@@ -502,6 +502,16 @@ int hone_k_softmax_xent(hone_kctx *k, const float *logits, const int32_t *labels
     return k->ops->softmax_xent(k, logits, labels, n, classes, dlogits, loss_sum, correct);
 }
 
+int hone_k_detect_loss(hone_kctx *k, const float *pred, const float *target, int n, int classes,
+                       int hw, float cov_weight, float bg_weight, float bbox_weight, float *dpred,
+                       float *loss_sum)
+{
+    CHECK(n > 0 && classes > 0 && hw > 0 && pred && target && loss_sum);
+    CHECK((size_t)n * 6 * classes * hw <= (size_t)INT32_MAX);
+    return k->ops->detect_loss(k, pred, target, n, classes, hw, cov_weight, bg_weight, bbox_weight,
+                               dpred, loss_sum);
+}
+
 /* ------------------------------------------------------------------ data on the device */
 
 int hone_k_gather_rows(hone_kctx *k, const float *src, const int32_t *src_labels,

@@ -183,6 +183,20 @@ int hone_k_batchnorm_relu_bwd(hone_kctx *k, int n, int c, int hw, const float *x
 int hone_k_softmax_xent(hone_kctx *k, const float *logits, const int32_t *labels, int n,
                         int classes, float *dlogits, float *loss_sum, float *correct);
 
+/* The DetectNet_v2 grid head's loss (train/detect.h has the targets). pred [n, 5 * classes, hw]
+ * is the head's output: planes [0, classes) the coverage logits, then 4 box offsets a class
+ * (plane classes + 4c + j). target [n, 6 * classes, hw] holds hone_det_encode's planes in the
+ * same order, then the weights: cov (planes [0, classes)), bbox ([classes, 5 * classes)), weight
+ * ([5 * classes, 6 * classes)). With s = sigmoid(coverage logit), image i's loss is
+ *   cov_weight * sum over (c, cell) of m * (s - cov)^2, m = 1 where cov > 0, else bg_weight
+ *   + bbox_weight * sum over (c, j, cell) of weight[c, cell] * |pred box - bbox|,
+ * whose sum over the n images is ADDED to loss_sum[0]; dpred (may be NULL: evaluation) gets its
+ * gradient divided by n (the batch mean), sign(0) = 0 for the L1 part. bg_weight < 1 keeps the
+ * many background cells from drowning the few covered ones. */
+int hone_k_detect_loss(hone_kctx *k, const float *pred, const float *target, int n, int classes,
+                       int hw, float cov_weight, float bg_weight, float bbox_weight, float *dpred,
+                       float *loss_sum);
+
 /* ------------------------------------------------------------------ data on the device */
 
 /* dst[i, :] = src[idx[base + i], :] for i < n rows of `row` floats; labels likewise

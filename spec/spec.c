@@ -10,30 +10,38 @@
 
 #include "spec_internal.h"
 
-const char *const hone_spec_networks[HONE_SPEC_NNETS + 1] = {"mlp", "cnn", "resnet18", "resnet34",
-                                                             NULL};
+const char *const hone_spec_networks[HONE_SPEC_NNETS + 1] = {"mlp",      "cnn",          "resnet18",
+                                                             "resnet34", "detectnet_v2", NULL};
 
-static const char *const networks[] = {"mlp", "cnn", "resnet18", "resnet34", NULL};
-static const char *const formats[] = {"idx", "image_folder", NULL}; /* what hone-train loads */
+static const char *const networks[] = {"mlp", "cnn", "resnet18", "resnet34", "detectnet_v2", NULL};
+/* what hone-train loads; kitti only with detectnet_v2 */
+static const char *const formats[] = {"idx", "image_folder", "kitti", NULL};
+static const char *const backbones[] = {"resnet18", "resnet34", NULL};
+static const char *const clusters[] = {"dbscan", "nms", NULL};
 static const char *const optimizers[] = {"sgd", "adamw", NULL};
 static const char *const schedules[] = {"cosine", "step", "constant", NULL};
 static const char *const maths[] = {"fp32", "tf32", "bf16", NULL};
 
-#define ALL 15u /* every network */
+#define ALL 31u /* every network */
+#define CLS 15u /* the classifiers: mlp, cnn, resnet18, resnet34 */
 #define MLP 1u
 #define MLP_CNN 3u
 #define RESNET 12u /* resnet18, resnet34 */
+#define DET 16u    /* detectnet_v2 */
 #define F(field) .off = offsetof(hone_spec, field), .size = sizeof(((hone_spec *)0)->field)
 #define INT(lo, hi) .type = HONE_SPEC_INT, .imin = (lo), .imax = (hi)
 #define NUM(lo, hi) .type = HONE_SPEC_NUM, .min = (lo), .max = (hi)
 #define ENUM(c) .type = HONE_SPEC_ENUM, .choices = (c)
-/* sweep ranges per network: mlp, cnn, and one for both resnets */
-#define SWEEP(t, lo_mlp, hi_mlp, lo_cnn, hi_cnn, lo_res, hi_res, lg, sw)                           \
+/* sweep ranges per network: mlp, cnn, one for both resnets and one for detectnet_v2 (SWEEP: the
+ * resnets' range, whose backbone it is) */
+#define SWEEP_D(t, lo_mlp, hi_mlp, lo_cnn, hi_cnn, lo_res, hi_res, lo_det, hi_det, lg, sw)         \
     .sweep = {(t),                                                                                 \
-              {(lo_mlp), (lo_cnn), (lo_res), (lo_res)},                                            \
-              {(hi_mlp), (hi_cnn), (hi_res), (hi_res)},                                            \
+              {(lo_mlp), (lo_cnn), (lo_res), (lo_res), (lo_det)},                                  \
+              {(hi_mlp), (hi_cnn), (hi_res), (hi_res), (hi_det)},                                  \
               (lg),                                                                                \
               (sw)}
+#define SWEEP(t, lo_mlp, hi_mlp, lo_cnn, hi_cnn, lo_res, hi_res, lg, sw)                           \
+    SWEEP_D(t, lo_mlp, hi_mlp, lo_cnn, hi_cnn, lo_res, hi_res, lo_res, hi_res, lg, sw)
 
 /* Ranges are what hone-train can really train with: beyond them it diverges (lr > 10, momentum 1
  * never decays), does nothing useful (weight_decay > 1 dominates every gradient) or cannot load
@@ -69,8 +77,9 @@ static const hone_spec_key keys[] = {
     {"train.optimizer", ENUM(optimizers), .def = "sgd", .networks = ALL, .user = 1, .combo = 1,
      SWEEP("categorical", 0, 0, 0, 0, 0, 0, 0, MLP_CNN), .doc = "sgd (momentum) or adamw",
      F(train.optimizer)},
-    {"train.lr", NUM(0, 10), .def = "0.1", .def_net = {NULL, "0.05"}, .networks = ALL, .user = 1,
-     .combo = 1, SWEEP("float", 1e-3, 0.3, 1e-3, 0.3, 5e-3, 0.4, 1, ALL),
+    {"train.lr", NUM(0, 10), .def = "0.1", .def_net = {NULL, "0.05", NULL, NULL, "0.02"},
+     .networks = ALL, .user = 1, .combo = 1,
+     SWEEP_D("float", 1e-3, 0.3, 1e-3, 0.3, 5e-3, 0.4, 1e-3, 0.1, 1, ALL),
      .doc = "peak learning rate", F(train.lr)},
     {"train.momentum", NUM(0, 0.9999), .def = "0.9", .networks = ALL, .user = 1,
      SWEEP("float", 0.5, 0.99, 0.5, 0.99, 0.8, 0.95, 0, ALL), .doc = "SGD momentum",
@@ -78,7 +87,7 @@ static const hone_spec_key keys[] = {
     {"train.nesterov", .type = HONE_SPEC_BOOL, .def = "true", .networks = ALL, .user = 1,
      SWEEP("bool", 0, 0, 0, 0, 0, 0, 0, 0), .doc = "Nesterov momentum", F(train.nesterov)},
     {"train.weight_decay", NUM(0, 1), .def = "5e-4", .networks = ALL, .user = 1,
-     SWEEP("float", 1e-6, 1e-2, 1e-6, 1e-2, 1e-5, 5e-3, 1, ALL),
+     SWEEP_D("float", 1e-6, 1e-2, 1e-6, 1e-2, 1e-5, 5e-3, 1e-6, 1e-3, 1, ALL),
      .doc = "L2 (sgd) or decoupled (adamw) decay", F(train.weight_decay)},
     {"train.beta1", NUM(0, 0.9999), .def = "0.9", .networks = ALL, .user = 1,
      .doc = "AdamW first-moment decay", F(train.beta1)},
@@ -107,15 +116,20 @@ static const hone_spec_key keys[] = {
      .doc = "mlp: hidden width; cnn: fully-connected width", F(model.hidden)},
     {"model.depth", INT(1, 64), .def = "1", .networks = MLP, .user = 1, .combo = 1,
      .doc = "mlp: hidden layers", F(model.depth)},
-    {"model.width", INT(8, 256), .def = "64", .networks = RESNET, .user = 1, .combo = 1,
-     SWEEP("int", 0, 0, 0, 0, 16, 64, 1, RESNET),
-     .doc = "resnet: channels of the first stage (doubled at each of the next three)",
+    {"model.width", INT(8, 256), .def = "64", .networks = RESNET | DET, .user = 1, .combo = 1,
+     SWEEP("int", 0, 0, 0, 0, 16, 64, 1, RESNET | DET),
+     .doc = "resnet, detectnet_v2's backbone: channels of the first stage (doubled at each next "
+            "one)",
      F(model.width)},
+    {"model.backbone", ENUM(backbones), .def = "resnet18", .networks = DET, .user = 1, .combo = 1,
+     SWEEP("categorical", 0, 0, 0, 0, 0, 0, 0, 0),
+     .doc = "detectnet_v2: its ResNet backbone, truncated after the third stage (stride 16)",
+     F(model.backbone)},
     {"model.input_size", INT(0, 512), .def = "0", .networks = ALL, .user = 1, .combo = 1,
      .doc = "side of the square images trained on; 0: the data's own (28 for idx, 32 for an "
             "image folder). Image folders are resized to it when packed; idx data is not resized",
      F(model.input_size)},
-    {"model.dropout", NUM(0, 0.95), .def = "0", .networks = ALL, .user = 1, .combo = 1,
+    {"model.dropout", NUM(0, 0.95), .def = "0", .networks = CLS, .user = 1, .combo = 1,
      SWEEP("float", 0, 0.5, 0, 0.5, 0, 0.5, 0, 0), .doc = "dropout before the last dense layer(s)",
      F(model.dropout)},
     {"model.batchnorm", .type = HONE_SPEC_BOOL, .def = "false", .networks = MLP_CNN, .user = 1,
@@ -123,10 +137,10 @@ static const hone_spec_key keys[] = {
      .doc = "mlp, cnn: batch normalisation after each layer (resnets always have it)",
      F(model.batchnorm)},
     {"augment.flip", .type = HONE_SPEC_BOOL, .def = "false",
-     .def_net = {NULL, NULL, "true", "true"}, .networks = ALL, .user = 1,
+     .def_net = {NULL, NULL, "true", "true", "false"}, .networks = CLS, .user = 1,
      .doc = "random horizontal flips (half the images)", F(augment.flip)},
-    {"augment.crop_padding", INT(0, 32), .def = "0", .def_net = {NULL, NULL, "4", "4"},
-     .networks = ALL, .user = 1,
+    {"augment.crop_padding", INT(0, 32), .def = "0", .def_net = {NULL, NULL, "4", "4", "0"},
+     .networks = CLS, .user = 1,
      .doc = "random crops of the image size from the image zero-padded by this many pixels",
      F(augment.crop_padding)},
     {"augment.jitter", NUM(0, 1), .def = "0", .networks = ALL, .user = 1,
@@ -134,9 +148,41 @@ static const hone_spec_key keys[] = {
      .doc = "colour jitter strength j: brightness, contrast and saturation scaled by factors "
             "drawn from [1-j, 1+j]",
      F(augment.jitter)},
-    {"augment.cutout", INT(0, 512), .def = "0", .networks = ALL, .user = 1,
+    {"augment.cutout", INT(0, 512), .def = "0", .networks = CLS, .user = 1,
      .doc = "side of a square, at a random centre, set to the mean (0 after normalisation); 0: off",
      F(augment.cutout)},
+    /* detectnet_v2 (train/detect.h has the meaning of each; defaults are its TAO-like ones) */
+    {"detect.stride", INT(16, 16), .def = "16", .networks = DET, .user = 1, .combo = 1,
+     .doc = "detectnet_v2: pixels per output grid cell (the backbone's stride)", F(detect.stride)},
+    {"detect.bbox_norm", NUM(1, 1000), .def = "35", .networks = DET, .user = 1,
+     .doc = "detectnet_v2: box offsets from a cell's centre are divided by it",
+     F(detect.bbox_norm)},
+    {"detect.cov_threshold", NUM(0, 1), .def = "0.005", .networks = DET, .user = 1,
+     SWEEP_D("float", 0, 0, 0, 0, 0, 0, 0.001, 0.3, 1, DET),
+     .doc = "detectnet_v2: cells whose coverage is at least this give candidate boxes",
+     F(detect.cov_threshold)},
+    {"detect.cluster", ENUM(clusters), .def = "dbscan", .networks = DET, .user = 1,
+     SWEEP("categorical", 0, 0, 0, 0, 0, 0, 0, 0),
+     .doc = "detectnet_v2: candidates merged by DBSCAN clustering (TAO) or per-class NMS",
+     F(detect.cluster)},
+    {"detect.eps", NUM(0.01, 1), .def = "0.3", .networks = DET, .user = 1,
+     SWEEP_D("float", 0, 0, 0, 0, 0, 0, 0.1, 0.6, 0, DET),
+     .doc = "detectnet_v2, dbscan: 1 - IoU within which candidates are neighbours", F(detect.eps)},
+    {"detect.min_samples", NUM(0, 100), .def = "0.05", .networks = DET, .user = 1,
+     .doc = "detectnet_v2, dbscan: summed coverage a core candidate needs", F(detect.min_samples)},
+    {"detect.nms_iou", NUM(0, 1), .def = "0.5", .networks = DET, .user = 1,
+     .doc = "detectnet_v2, nms: IoU above which a lower-scored box of the class is dropped",
+     F(detect.nms_iou)},
+    {"loss.bbox_weight", NUM(0, 1000), .def = "10", .networks = DET, .user = 1,
+     SWEEP_D("float", 0, 0, 0, 0, 0, 0, 1, 50, 1, DET),
+     .doc = "detectnet_v2: weight of the coverage-weighted L1 loss on box offsets",
+     F(loss.bbox_weight)},
+    {"loss.cov_weight", NUM(0, 1000), .def = "1", .networks = DET, .user = 1,
+     .doc = "detectnet_v2: weight of the L2 loss on coverage", F(loss.cov_weight)},
+    {"loss.cov_background_weight", NUM(0, 1), .def = "0.1", .networks = DET, .user = 1,
+     .doc = "detectnet_v2: weight of an uncovered cell's coverage loss relative to a covered "
+            "one's (the many background cells would drown the few objects)",
+     F(loss.cov_background_weight)},
 };
 
 _Static_assert(HONE_ARRAY_LEN(keys) <= 64, "hone_spec.given has one bit per key");

@@ -22,8 +22,11 @@
  *   cuBLAS workspaces and allocator slack. A CPU worker needs the same in RAM.
  *
  * Other cross-key rules: train.min_lr <= train.lr; train.warmup_epochs <= train.epochs; a key the
- * network does not use keeps its default (model.depth is mlp only); data.val_size below the images
- * in the training file (when the data is known); data.path set. */
+ * network does not use keeps its default (model.depth is mlp only; augment.flip, crop_padding and
+ * cutout are the classifiers': detectnet_v2 has no box augmentation yet); data.val_size below the
+ * images in the training file (when the data is known); data.path set; network detectnet_v2 if and
+ * only if data.format kitti (blamed on `network`); detectnet_v2's input side a multiple of
+ * detect.stride, at least 64 (model.input_size; 0 for kitti is 128). */
 #ifndef HONE_SPEC_H
 #define HONE_SPEC_H
 
@@ -39,7 +42,7 @@
 #define HONE_SPEC_MAX_BYTES (12ULL << 30)
 
 /* The networks, in a fixed order (a key's `networks` bit i is hone_spec_networks[i]). */
-#define HONE_SPEC_NNETS 4
+#define HONE_SPEC_NNETS 5
 extern const char *const hone_spec_networks[HONE_SPEC_NNETS + 1]; /* NULL-terminated */
 /* Index of a network in hone_spec_networks, or -1. */
 int hone_spec_network_index(const char *network);
@@ -47,9 +50,9 @@ int hone_spec_network_index(const char *network);
 /* ------------------------------------------------------------------ the resolved spec */
 
 typedef struct hone_spec {
-    char network[16]; /* mlp | cnn | resnet18 | resnet34 */
+    char network[16]; /* mlp | cnn | resnet18 | resnet34 | detectnet_v2 */
     struct {
-        char format[16];   /* idx | image_folder */
+        char format[16];   /* idx | image_folder | kitti (detectnet_v2 only) */
         char path[1024];   /* idx: folder with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz];
                               image_folder: <root>/[train|val|test/]<class>/<image> */
         char packed[1024]; /* image_folder: its packed file ("": hone-train packs it) */
@@ -71,15 +74,27 @@ typedef struct hone_spec {
     } train;
     struct {
         int hidden, depth; /* mlp: hidden width and number of hidden layers; cnn: fc width */
-        int width;         /* resnet: channels of the first stage */
+        int width;         /* resnet, detectnet_v2: channels of the first stage */
+        char backbone[16]; /* detectnet_v2: resnet18 | resnet34 */
         int input_size;    /* 0: the data's own */
         double dropout;    /* before the last dense layer(s) */
         int batchnorm;     /* mlp, cnn */
     } model;
     struct {
-        int flip, crop_padding, cutout;
+        int flip, crop_padding, cutout; /* classifiers only (no box augmentation yet) */
         double jitter;
     } augment;
+    struct {                  /* detectnet_v2 (train/detect.h) */
+        int stride;           /* 16 */
+        double bbox_norm;     /* box offsets divided by it */
+        double cov_threshold; /* cells below it give no candidate */
+        char cluster[16];     /* dbscan | nms */
+        double eps, min_samples, nms_iou;
+    } detect;
+    struct {
+        double bbox_weight, cov_weight; /* detectnet_v2 */
+        double cov_background_weight;   /* uncovered cells' coverage loss, relative */
+    } loss;
     /* Keys whose default depends on the network (train.lr, model.hidden) that were set
      * explicitly: bit i for key i. The others follow `network` when it changes. */
     uint64_t given;
@@ -174,7 +189,8 @@ typedef struct hone_spec_cost {
 } hone_spec_cost;
 
 /* The [c, h, w] of what the network sees: data.channels and model.input_size where set, else the
- * data's own (d may be NULL; unknown: 1x28x28 for idx, 3x32x32 for an image folder). */
+ * data's own (d may be NULL; unknown: 1x28x28 for idx, 3x32x32 for an image folder); kitti images
+ * vary in size: 128x128 unless model.input_size says, 3 channels unless known. */
 void hone_spec_input_shape(const hone_spec *s, const hone_spec_data *d, int *c, int *h, int *w);
 /* Estimates without checking; the counts saturate instead of overflowing. d may be NULL. */
 void hone_spec_estimate(const hone_spec *s, const hone_spec_data *d, hone_spec_cost *out);

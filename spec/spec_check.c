@@ -1,7 +1,7 @@
 /* spec/spec_check.c: the cross-key rules and the size limits of spec.h: what a spec costs to
  * train (parameters and device memory, mirroring what train/net.c and train/loop.c allocate) and
  * whether a worker can train it. Must stay in step with train/net.c: tests/train checks the
- * parameter count against the network it builds (mlp, cnn, resnet18, resnet34). */
+ * parameter count against the network it builds (mlp, cnn, resnet18, resnet34, detectnet_v2). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -134,12 +134,33 @@ static void resnet(walk *k, const int blocks[4], uint64_t width, double drop, ui
     dense(k, classes);
 }
 
+/* detectnet_v2 as train/net.c's add_detectnet: the ResNet's ImageNet stem (7x7 stride 2, BN, ReLU,
+ * 3x3 stride-2 max-pool) whatever the input size, its first three stages (stride 16), then one
+ * 1x1 convolution with bias giving the coverage (classes) and box (4 x classes) channels, and the
+ * loss's gradient buffer (the layer's dout holds it already). */
+static void detectnet(walk *k, const int blocks[4], uint64_t width, uint64_t classes)
+{
+    conv_ex(k, width, 7, 2, 3, 0);
+    batchnorm(k);
+    layer_out(k, 0);
+    k->h = (k->h + 2 - 3) / 2 + 1;
+    k->w = (k->w + 2 - 3) / 2 + 1;
+    layer_out(k, 4);
+    for (int s = 0; s < 3; s++)
+        for (int i = 0; i < blocks[s]; i++)
+            block(k, width << s, s > 0 && i == 0 ? 2 : 1);
+    conv_ex(k, mul(5, classes), 1, 1, 0, 1);
+}
+
 void hone_spec_input_shape(const hone_spec *s, const hone_spec_data *d, int *c, int *h, int *w)
 {
     int folder = !strcmp(s->data.format, "image_folder");
-    *c = s->data.channels > 0 ? s->data.channels : d && d->c > 0 ? d->c : folder ? 3 : 1;
+    int kitti = !strcmp(s->data.format, "kitti");
+    *c = s->data.channels > 0 ? s->data.channels : d && d->c > 0 ? d->c : folder || kitti ? 3 : 1;
     if (s->model.input_size > 0) {
         *h = *w = s->model.input_size;
+    } else if (kitti) {
+        *h = *w = 128; /* KITTI images vary in size: packed at a fixed one */
     } else if (folder) {
         *h = *w = 32;
     } else {
@@ -173,6 +194,7 @@ void hone_spec_estimate(const hone_spec *s, const hone_spec_data *d, hone_spec_c
     out->batch = batch;
 
     walk k = {.c = c, .h = h, .w = w, .batch = (uint64_t)batch};
+    uint64_t grid = 0; /* detectnet_v2: target floats an image */
     int bn = s->model.batchnorm;
     uint64_t hidden = s->model.hidden > 0 ? (uint64_t)s->model.hidden : 1;
     if (!strcmp(s->network, "cnn")) {
@@ -194,6 +216,12 @@ void hone_spec_estimate(const hone_spec *s, const hone_spec_data *d, hone_spec_c
         static const int r18[4] = {2, 2, 2, 2}, r34[4] = {3, 4, 6, 3};
         uint64_t width = s->model.width > 0 ? (uint64_t)s->model.width : 1;
         resnet(&k, s->network[6] == '1' ? r18 : r34, width, s->model.dropout, classes);
+    } else if (!strcmp(s->network, "detectnet_v2")) {
+        static const int r18[4] = {2, 2, 2, 2}, r34[4] = {3, 4, 6, 3};
+        uint64_t width = s->model.width > 0 ? (uint64_t)s->model.width : 1;
+        detectnet(&k, strcmp(s->model.backbone, "resnet34") ? r18 : r34, width, classes);
+        /* the batch's targets: coverage, weights (classes each) and boxes (4 x classes) a cell */
+        grid = mul(mul(6, classes), mul(k.h, k.w));
     } else {
         for (int i = 0; i < s->model.depth; i++) {
             dense(&k, hidden);
@@ -210,6 +238,7 @@ void hone_spec_estimate(const hone_spec *s, const hone_spec_data *d, hone_spec_c
     /* + the batch's images and labels (gathered each step) and the step's lr schedule */
     uint64_t row = mul(c, mul(h, w));
     uint64_t act = add(add(k.act, k.ws), mul((uint64_t)batch, add(mul(row, 4), 4)));
+    act = add(act, mul((uint64_t)batch, mul(grid, 4)));
     if (ntrain > 0)
         act = add(act, mul((uint64_t)(ntrain / batch), 4));
     out->act_bytes = act;
@@ -217,7 +246,7 @@ void hone_spec_estimate(const hone_spec *s, const hone_spec_data *d, hone_spec_c
         /* train/val/test images (uint8 pixels: normalised batch by batch) and labels on the
          * device, and the epoch's permutation */
         uint64_t n = (uint64_t)ntrain + (uint64_t)s->data.val_size + (uint64_t)ntest;
-        out->data_bytes = add(mul(n, add(row, 4)), mul((uint64_t)ntrain, 4));
+        out->data_bytes = add(mul(n, add(add(row, 4), mul(grid, 4))), mul((uint64_t)ntrain, 4));
     }
 }
 
@@ -250,7 +279,8 @@ static int check_size(const hone_spec *s, const hone_spec_data *d, char *field, 
                     s->data.val_size, d->train_images);
     hone_spec_cost c;
     hone_spec_estimate(s, d, &c);
-    int res = !strncmp(s->network, "resnet", 6); /* sized by model.width, not model.hidden */
+    /* sized by model.width, not model.hidden */
+    int res = !strncmp(s->network, "resnet", 6) || !strcmp(s->network, "detectnet_v2");
     if (c.params > HONE_SPEC_MAX_PARAMS && res)
         return fail(field, fieldlen, "model.width", err, errlen,
                     "model.width: this %s (model.width %d) has %llu parameters, above the limit "
@@ -324,6 +354,24 @@ int hone_spec_check(const hone_spec *s, const hone_spec_data *d, char *field, si
         if (s->data.channels == 3)
             return fail(field, fieldlen, "data.channels", err, errlen,
                         "data.channels: idx images are grey (leave it at 0 or 1)");
+    }
+    int det = !strcmp(s->network, "detectnet_v2"), kitti = !strcmp(s->data.format, "kitti");
+    if (det && !kitti)
+        return fail(field, fieldlen, "network", err, errlen,
+                    "network: detectnet_v2 detects objects and trains on a kitti dataset, not %s",
+                    s->data.format);
+    if (kitti && !det)
+        return fail(field, fieldlen, "network", err, errlen,
+                    "network: %s classifies images; a kitti dataset trains detectnet_v2",
+                    s->network);
+    if (det) {
+        int c, h, w;
+        hone_spec_input_shape(s, d, &c, &h, &w);
+        if (h < 64 || w < 64 || h % s->detect.stride || w % s->detect.stride)
+            return fail(field, fieldlen, "model.input_size", err, errlen,
+                        "model.input_size: detectnet_v2 needs a multiple of detect.stride (%d) of "
+                        "at least 64, got %dx%d",
+                        s->detect.stride, h, w);
     }
     if (!strcmp(s->network, "cnn")) {
         int c, h, w;

@@ -1,5 +1,6 @@
 /* train/actions.c: what hone-train does with a trained model besides training it: --evaluate
- * (loss, accuracy, per-class accuracy and the confusion matrix on the spec's test part) and
+ * (loss, accuracy, per-class accuracy and the confusion matrix on the spec's test part; for
+ * detectnet_v2 the mAP and per-class AP at IoU 0.5) and
  * --infer (a folder of images, decoded and resized through data/, labelled one JSON line each).
  * Both open the model through hone_trainer_open_model, so they run on the CPU or the GPU as
  * training does. */
@@ -32,7 +33,7 @@ static int data_mode(const char *model_dir, hone_train_spec *s)
     int c = (int)json_integer_value(json_object_get(m, "channels"));
     int h = (int)json_integer_value(json_object_get(m, "height"));
     json_decref(m);
-    if (!strcmp(s->data.format, "image_folder")) {
+    if (!strcmp(s->data.format, "image_folder") || !strcmp(s->data.format, "kitti")) {
         char kv[64];
         if (s->model.input_size == 0 && h > 0) {
             snprintf(kv, sizeof(kv), "model.input_size=%d", h);
@@ -44,6 +45,49 @@ static int data_mode(const char *model_dir, hone_train_spec *s)
         }
     }
     return 2;
+}
+
+/* --evaluate of a detectnet_v2 model: mAP and per-class AP on the test part (train.h). */
+static int evaluate_detect(hone_trainer *t, FILE *out, char *err, size_t errlen)
+{
+    int c, h, w, k, n = 0;
+    hone_trainer_shape(t, &c, &h, &w, &k);
+    double loss, map, *ap = hone_xcalloc((size_t)k, sizeof(double));
+    int *ngt = hone_xcalloc((size_t)k, sizeof(int));
+    int rc = hone_trainer_test_map(t, &n, &loss, &map, ap, ngt);
+    if (rc < 0) {
+        snprintf(err, errlen, "evaluation: %s", hone_strerror(rc));
+        goto fail;
+    }
+    if (n == 0) {
+        snprintf(err, errlen, "data: no test images to evaluate on");
+        rc = HONE_EINVAL;
+        goto fail;
+    }
+    json_t *names = json_array(), *aps = json_array(), *gts = json_array();
+    for (int i = 0; i < k; i++) {
+        const char *name = hone_trainer_class_name(t, i);
+        char num[16];
+        snprintf(num, sizeof(num), "%d", i);
+        json_array_append_new(names, json_string(name ? name : num));
+        json_array_append_new(aps, ap[i] >= 0 ? json_real(ap[i]) : json_null());
+        json_array_append_new(gts, json_integer(ngt[i]));
+    }
+    json_t *j = json_pack("{s:s, s:i, s:o, s:o, s:o, s:o, s:o}", "event", "evaluate", "images", n,
+                          "loss", isfinite(loss) ? json_real(loss) : json_null(), "map",
+                          isfinite(map) ? json_real(map) : json_null(), "classes", names, "ap", aps,
+                          "gt_boxes", gts);
+    char *line = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    if (!line || fprintf(out, "%s\n", line) < 0 || fflush(out) != 0) {
+        snprintf(err, errlen, "writing the result failed");
+        rc = HONE_EIO;
+    }
+    free(line);
+    json_decref(j);
+fail:
+    free(ap);
+    free(ngt);
+    return rc;
 }
 
 int hone_train_evaluate(const hone_train_opts *o, const char *model_dir, FILE *out, char *err,
@@ -63,6 +107,10 @@ int hone_train_evaluate(const hone_train_opts *o, const char *model_dir, FILE *o
     if (rc < 0)
         goto fail;
     hone_trainer_shape(t, &c, &h, &w, &k);
+    if (!strcmp(spec.network, "detectnet_v2")) {
+        rc = evaluate_detect(t, out, err, errlen);
+        goto fail;
+    }
     if ((rc = hone_trainer_test(t, &loss, &acc)) < 0 ||
         (rc = hone_trainer_test_predictions(t, &pred, &label, &n)) < 0) {
         snprintf(err, errlen, "evaluation: %s", hone_strerror(rc));
@@ -166,6 +214,70 @@ static int walk(const char *root, const char *rel, int depth, list *files, char 
     return rc;
 }
 
+/* detectnet_v2: the boxes of files[0, n) whose pixels are in x, scaled back to each image's own
+ * size (iw[i] x ih[i]; the model saw it stretched to its input) and clipped to it, one JSON
+ * line an image: {"file",
+ * "boxes": [{"class", "class_index", "score", "x1", "y1", "x2", "y2"}], "kitti": the same boxes as
+ * KITTI label lines (type, truncation 0, occlusion 0, alpha 0, the box, 3-D fields 0, score)}. */
+static int detect_batch(hone_trainer *t, const list *files, int n, const uint8_t *x, const int *iw,
+                        const int *ih, FILE *out, char *err, size_t errlen)
+{
+    int c, h, w, k;
+    hone_trainer_shape(t, &c, &h, &w, &k);
+    hone_det_cand **boxes = hone_xcalloc((size_t)n, sizeof(*boxes));
+    int *counts = hone_xcalloc((size_t)n, sizeof(int));
+    int rc = hone_trainer_detect(t, x, n, boxes, counts);
+    if (rc < 0)
+        snprintf(err, errlen, "inference: %s", hone_strerror(rc));
+    for (int i = 0; i < n && rc == 0; i++) {
+        json_t *arr = json_array();
+        char *kitti = NULL;
+        size_t klen = 0;
+        FILE *kf = open_memstream(&kitti, &klen);
+        double sx = (double)iw[i] / w, sy = (double)ih[i] / h;
+        for (int b = 0; b < counts[i]; b++) {
+            const hone_det_cand *d = &boxes[i][b];
+            const char *name = hone_trainer_class_name(t, d->cls);
+            char num[16];
+            snprintf(num, sizeof(num), "%d", d->cls);
+            double x1 = fmin(fmax(d->box.x1 * sx, 0), iw[i]),
+                   y1 = fmin(fmax(d->box.y1 * sy, 0), ih[i]);
+            double x2 = fmin(fmax(d->box.x2 * sx, 0), iw[i]),
+                   y2 = fmin(fmax(d->box.y2 * sy, 0), ih[i]);
+            if (!(x2 > x1 && y2 > y1)) /* wholly outside the image */
+                continue;
+            json_array_append_new(arr, json_pack("{s:s, s:i, s:f, s:f, s:f, s:f, s:f}", "class",
+                                                 name ? name : num, "class_index", d->cls, "score",
+                                                 (double)d->score, "x1", x1, "y1", y1, "x2", x2,
+                                                 "y2", y2));
+            if (kf)
+                fprintf(kf,
+                        "%s 0.00 0 0.00 %.2f %.2f %.2f %.2f 0.00 0.00 0.00 0.00 0.00 0.00 0.00 "
+                        "%.4f\n",
+                        name ? name : num, x1, y1, x2, y2, (double)d->score);
+        }
+        if (kf)
+            fclose(kf);
+        json_t *j = json_pack("{s:s, s:o, s:s}", "file", files->v[i], "boxes", arr, "kitti",
+                              kitti ? kitti : "");
+        free(kitti);
+        char *line = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        if (!line || fprintf(out, "%s\n", line) < 0) {
+            snprintf(err, errlen, "writing the labels failed");
+            rc = HONE_EIO;
+        }
+        free(line);
+    }
+    for (int i = 0; i < n; i++)
+        free(boxes[i]);
+    free(boxes);
+    free(counts);
+    if (rc == 0 && fflush(out) != 0)
+        rc = HONE_EIO;
+    return rc;
+}
+
 /* Labels files[first, first + n) whose pixels are in x (ok[i]: decoded). */
 static int label_batch(hone_trainer *t, const list *files, size_t first, int n, const uint8_t *x,
                        float *probs, FILE *out, char *err, size_t errlen)
@@ -215,6 +327,7 @@ int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char
         goto fail;
     hone_trainer_shape(t, &c, &h, &w, &k);
     size_t row = (size_t)c * h * w;
+    int detect = !strcmp(o->spec->network, "detectnet_v2"), iw[INFER_BATCH], ih[INFER_BATCH];
     x = hone_xmalloc(row * INFER_BATCH);
     probs = hone_xmalloc(sizeof(float) * (size_t)k * INFER_BATCH);
     for (size_t i = 0; i < files.n; i++) {
@@ -227,10 +340,14 @@ int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char
             continue;
         }
         hone_data_resize(img->pixels, img->width, img->height, c, x + row * batch.n, w, h);
+        iw[batch.n] = img->width;
+        ih[batch.n] = img->height;
         hone_data_image_free(img);
         list_add(&batch, files.v[i]);
         if (batch.n == INFER_BATCH) {
-            if ((rc = label_batch(t, &batch, 0, (int)batch.n, x, probs, out, err, errlen)) < 0)
+            rc = detect ? detect_batch(t, &batch, (int)batch.n, x, iw, ih, out, err, errlen)
+                        : label_batch(t, &batch, 0, (int)batch.n, x, probs, out, err, errlen);
+            if (rc < 0)
                 goto fail;
             labelled += (int)batch.n;
             list_free(&batch);
@@ -238,7 +355,9 @@ int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char
         }
     }
     if (batch.n > 0) {
-        if ((rc = label_batch(t, &batch, 0, (int)batch.n, x, probs, out, err, errlen)) < 0)
+        rc = detect ? detect_batch(t, &batch, (int)batch.n, x, iw, ih, out, err, errlen)
+                    : label_batch(t, &batch, 0, (int)batch.n, x, probs, out, err, errlen);
+        if (rc < 0)
             goto fail;
         labelled += (int)batch.n;
     }

@@ -1,7 +1,8 @@
 /* train/dataset.c: loads the spec's dataset as uint8 images into host memory (dataset.h says
  * where each part comes from): MNIST-family IDX files (plain or gzipped), or an image folder
  * through its packed file (data.packed, or packed here into a temp file that never outlives the
- * mapping). Checks that the spec fits the data (spec/'s size limits, data.val_size, the packed
+ * mapping), or a KITTI set the same way with its boxes and grid targets (detect_data.c). Checks
+ * that the spec fits the data (spec/'s size limits, data.val_size, the packed
  * file's shape) before the parts are filled, and measures the training part's per-channel mean
  * and deviation. Never normalises: the trainer does that on the device, batch by batch. */
 #include <math.h>
@@ -165,10 +166,11 @@ static uint32_t *shuffled(uint32_t first, uint32_t n, uint64_t stream)
     return out;
 }
 
-/* Packs the folder at data.path into a private temp folder, maps the result and removes both:
- * nothing is left behind, whatever happens. */
-static int pack_folder(const hone_data_folder *f, const hone_data_pack_opts *po,
-                       hone_data_pack **out, char *err, size_t errlen)
+/* Packs the folder (or the KITTI set, kt) at data.path into a private temp folder, maps the
+ * result and removes both: nothing is left behind, whatever happens. */
+static int pack_folder(const hone_data_folder *f, const hone_data_kitti *kt,
+                       const hone_data_pack_opts *po, hone_data_pack **out, char *err,
+                       size_t errlen)
 {
     const char *tmp = getenv("TMPDIR");
     char dir[1024], path[1100], e[512];
@@ -179,7 +181,8 @@ static int pack_folder(const hone_data_folder *f, const hone_data_pack_opts *po,
         return HONE_EIO;
     }
     snprintf(path, sizeof path, "%s/data.pack", dir);
-    int rc = hone_data_folder_pack(f, path, po, e, sizeof e);
+    int rc = kt ? hone_data_kitti_pack(kt, path, po, e, sizeof e)
+                : hone_data_folder_pack(f, path, po, e, sizeof e);
     if (rc == HONE_OK)
         rc = hone_data_pack_open(path, HONE_DATA_PACK_NO_VERIFY, out, e, sizeof e);
     if (rc < 0)
@@ -193,6 +196,8 @@ static int load_folder(const hone_train_spec *spec, int test_only, dataset *out,
                        size_t errlen)
 {
     hone_data_folder *f = NULL;
+    hone_data_kitti *kt = NULL;
+    int kitti = !strcmp(spec->data.format, "kitti");
     hone_data_pack *pk = NULL;
     uint32_t *pool = NULL, *test = NULL;
     char e[512];
@@ -206,6 +211,12 @@ static int load_folder(const hone_train_spec *spec, int test_only, dataset *out,
             goto fail;
         }
         hone_data_pack_get_info(pk, &in);
+        if (kitti && !in.has_boxes) {
+            snprintf(err, errlen, "data.packed: %s has no boxes (not a packed KITTI set)",
+                     spec->data.packed);
+            rc = HONE_EINVAL;
+            goto fail;
+        }
         facts.c = in.channels;
         hone_spec_input_shape(spec, &facts, &c, &h, &w);
         if (in.channels != c || in.height != h || in.width != w) {
@@ -217,6 +228,23 @@ static int load_folder(const hone_train_spec *spec, int test_only, dataset *out,
             rc = HONE_EINVAL;
             goto fail;
         }
+    } else if (kitti) {
+        rc = hone_data_kitti_open(spec->data.path, NULL, &kt, e, sizeof e);
+        if (rc < 0) {
+            snprintf(err, errlen, "data.path: %s", e);
+            goto fail;
+        }
+        hone_data_kitti_stats st;
+        hone_data_kitti_get_stats(kt, &st);
+        facts.c = st.colour ? 3 : 1;
+        hone_spec_input_shape(spec, &facts, &c, &h, &w);
+        in.n = st.images;
+        in.classes = st.classes;
+        in.channels = c;
+        in.height = h;
+        in.width = w;
+        for (int s = 0; s < HONE_DATA_NSPLITS; s++)
+            in.split[s] = st.split_images[s];
     } else {
         rc = hone_data_folder_open(spec->data.path, NULL, &f, e, sizeof e);
         if (rc < 0) {
@@ -268,12 +296,15 @@ static int load_folder(const hone_train_spec *spec, int test_only, dataset *out,
         fprintf(stderr, "hone-train: packing %llu images of %s at %dx%d, %d channel%s\n",
                 (unsigned long long)in.n, spec->data.path, w, h, c, c == 1 ? "" : "s");
         hone_data_pack_opts po = {.width = w, .height = h, .channels = c, .threads = 0};
-        if ((rc = pack_folder(f, &po, &pk, err, errlen)) < 0)
+        if ((rc = pack_folder(f, kt, &po, &pk, err, errlen)) < 0)
             goto fail;
     }
     const uint8_t *px = hone_data_pack_pixels(pk);
     const int32_t *lab = hone_data_pack_labels(pk);
     size_t row = (size_t)c * h * w;
+    out->detect = kitti;
+    out->grid_h = kitti ? h / spec->detect.stride : 0;
+    out->grid_w = kitti ? w / spec->detect.stride : 0;
     out->names = hone_xcalloc((size_t)in.classes, sizeof(char *));
     for (int i = 0; i < in.classes; i++) {
         const char *name = hone_data_pack_class_name(pk, i);
@@ -288,7 +319,12 @@ static int load_folder(const hone_train_spec *spec, int test_only, dataset *out,
         if (spec->data.test_limit > 0 && (uint32_t)spec->data.test_limit < n)
             n = (uint32_t)spec->data.test_limit;
         fill_part(px, lab, NULL, row, NULL, first, (int)n, &out->test);
-        rc = HONE_OK;
+        if (kitti) {
+            detect_part_boxes(pk, NULL, first, &out->test);
+            rc = detect_part_targets(spec, in.classes, h, w, &out->test, err, errlen);
+        } else {
+            rc = HONE_OK;
+        }
         goto fail; /* done: only the cleanup is left */
     }
     pool = shuffled(0, ntr, 0);
@@ -311,18 +347,27 @@ static int load_folder(const hone_train_spec *spec, int test_only, dataset *out,
         fill_part(px, lab, NULL, row, pool + carve, 0, nval, &out->val);
     fill_part(px, lab, NULL, row, pool + carve + (nv ? 0 : nval), 0, ntrain, &out->train);
     rc = HONE_OK;
+    if (kitti) { /* the same picks' boxes, then their targets */
+        detect_part_boxes(pk, test ? test : pool, 0, &out->test);
+        detect_part_boxes(pk, nv ? NULL : pool + carve, ntr, &out->val);
+        detect_part_boxes(pk, pool + carve + (nv ? 0 : nval), 0, &out->train);
+        data_part *parts[3] = {&out->train, &out->val, &out->test};
+        for (int i = 0; i < 3 && rc == HONE_OK; i++)
+            rc = detect_part_targets(spec, in.classes, h, w, parts[i], err, errlen);
+    }
 fail:
     free(pool);
     free(test);
     hone_data_pack_free(pk);
     hone_data_folder_free(f);
+    hone_data_kitti_free(kt);
     return rc;
 }
 
 int dataset_load(const hone_train_spec *spec, int test_only, dataset *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
-    int rc = !strcmp(spec->data.format, "image_folder")
+    int rc = !strcmp(spec->data.format, "image_folder") || !strcmp(spec->data.format, "kitti")
                  ? load_folder(spec, test_only, out, err, errlen)
                  : load_idx(spec, out, err, errlen);
     if (rc < 0) {
@@ -341,6 +386,7 @@ void dataset_free(dataset *d)
         free(parts[p]->y);
         parts[p]->x = NULL;
         parts[p]->y = NULL;
+        detect_part_free(parts[p]);
     }
     for (int i = 0; d->names && i < d->classes; i++)
         free(d->names[i]);

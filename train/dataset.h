@@ -19,6 +19,10 @@
  *     data.test_limit keeps the first images of the test part, which is in a random order too.
  *   Every random pick comes from one fixed seed (DATASET_SPLIT_SEED), never from train.seed: each
  *   trial of a search trains and validates on the same images, whatever its seed.
+ * - data.format kitti (detectnet_v2): as an image folder, packed with its boxes
+ *   (hone_data_kitti_pack, plain resize to the spec's input shape) or data.packed when it has a
+ *   boxes section; each part keeps its images' boxes, and their grid targets are encoded once
+ *   (detect_data.c). No box augmentation: the spec keeps flip, crop and cutout off.
  * The mean and deviation are those of pixel/255 over the training part, per channel. */
 #ifndef HONE_TRAIN_DATASET_H
 #define HONE_TRAIN_DATASET_H
@@ -31,10 +35,19 @@ typedef struct {
     uint8_t *x; /* [n, h*w*c], HWC; owned */
     int32_t *y; /* [n]; owned */
     int n;
+    /* kitti only (NULL otherwise), owned: image i's boxes are boxes[box_start[i] ..
+     * box_start[i + 1]) in the packed image's pixels (DontCare regions included); targets
+     * [n, 6 * classes * grid_h * grid_w] its grid targets as hone_k_detect_loss reads them
+     * (coverage, box offsets, weights: train/detect.h), encoded once at load time */
+    hone_data_box *boxes;
+    uint32_t *box_start;
+    float *targets;
 } data_part;
 
 typedef struct {
     int c, h, w, classes;
+    int detect;            /* kitti: the parts carry boxes and grid targets */
+    int grid_h, grid_w;    /* kitti: h / detect.stride, w / detect.stride */
     float mean[3], std[3]; /* per channel, of pixel/255 over the training part */
     char **names;          /* [classes] class names of an image folder (owned); NULL for idx */
     data_part train, val, test;
@@ -48,5 +61,14 @@ typedef struct {
 int dataset_load(const hone_train_spec *spec, int test_only, dataset *out, char *err,
                  size_t errlen);
 void dataset_free(dataset *d);
+
+/* detect_data.c: a kitti part's boxes, copied from the packed file for its images (rows[i], or
+ * from + i when rows is NULL), then its grid targets (the spec's detect.stride and
+ * detect.bbox_norm, detect.h's other defaults). HONE_EINVAL (err says) for a box whose class is
+ * out of range. */
+void detect_part_boxes(const hone_data_pack *pk, const uint32_t *rows, size_t from, data_part *p);
+int detect_part_targets(const hone_train_spec *spec, int classes, int h, int w, data_part *p,
+                        char *err, size_t errlen);
+void detect_part_free(data_part *p);
 
 #endif

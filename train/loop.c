@@ -17,6 +17,7 @@
 #include "cache.h"
 #include "checkpoint.h"
 #include "dataset.h"
+#include "detect_train.h"
 #include "net.h"
 
 struct hone_trainer {
@@ -42,6 +43,7 @@ struct hone_trainer {
     int shared_ctx, shared_data;
     volatile sig_atomic_t *cancel; /* hone_train_opts.cancel */
     int first_step_pending;        /* hone_train_run: log the end of the run's first step */
+    detect_train *det;  /* detectnet_v2: its targets, loss and mAP (detect_train.c); else NULL */
 };
 
 /* One optimisation step; only enqueues kernel ops (it is captured as a graph on CUDA). */
@@ -59,7 +61,11 @@ static void train_step(void *arg)
                          t->norm, t->norm + d->c, t->augment ? &t->aug : NULL,
                          net->counters + net->ncounters - 1, t->xb, t->yb);
     const float *logits = net_forward(net, t->xb, B, 1);
-    hone_k_softmax_xent(k, logits, t->yb, B, t->ds.classes, net_dlogits(net), t->acc, t->acc + 1);
+    if (t->det) /* before base_dev moves on: the targets of the same rows */
+        detect_train_step(t->det, logits, t->perm, t->base_dev, B, net_dlogits(net), t->acc);
+    else
+        hone_k_softmax_xent(k, logits, t->yb, B, t->ds.classes, net_dlogits(net), t->acc,
+                            t->acc + 1);
     net_backward(net, t->xb, B);
     hone_k_counter_add(k, t->t_dev, 1);
     size_t nd = net->ndecay, nb = net->nparams - net->ndecay;
@@ -108,10 +114,14 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Mean loss and accuracy over n samples, in batches, with inference-mode layers. */
+/* Mean loss and accuracy over n samples, in batches, with inference-mode layers (detectnet_v2:
+ * mean loss and mAP, detect_train.c). */
 static int evaluate(hone_trainer *t, const uint8_t *x, const int32_t *y, int n, double *loss,
                     double *acc)
 {
+    if (t->det)
+        return detect_train_evaluate(t->det, x == t->test_x ? &t->ds.test : &t->ds.val, x, t->norm,
+                                     t->xb, loss, acc, NULL, NULL);
     if (n == 0) {
         *loss = *acc = NAN;
         return HONE_OK;
@@ -343,6 +353,7 @@ void hone_trainer_free(hone_trainer *t)
         void *data[] = {t->train_x, t->val_x, t->test_x, t->train_y, t->val_y, t->test_y};
         for (size_t i = 0; !t->shared_data && i < HONE_ARRAY_LEN(data); i++)
             hone_k_free(k, data[i]);
+        detect_train_free(t->det);
         net_free(t->net);
         if (!t->shared_ctx)
             hone_kctx_free(k);
@@ -536,6 +547,13 @@ static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_di
     t->opt = hone_k_alloc(k, t->nopt * fb);
     hone_k_fill(k, t->opt, 0.0f, t->nopt);
     t->lr_host = hone_xmalloc(sizeof(float) * (size_t)(t->steps + 1));
+    if (!with_data && !strcmp(s->network, "detectnet_v2")) { /* inference: model.json's shape */
+        d->detect = 1;
+        d->grid_h = d->h / s->detect.stride;
+        d->grid_w = d->w / s->detect.stride;
+    }
+    if (d->detect && (rc = detect_train_new(k, s, d, t->net, t->batch, &t->det, err, errlen)) < 0)
+        return rc;
     return hone_k_sync(k);
 }
 
@@ -619,6 +637,16 @@ int hone_trainer_epoch(hone_trainer *t, int epoch, int max_steps, hone_train_epo
 int hone_trainer_test(hone_trainer *t, double *loss, double *acc)
 {
     return evaluate(t, t->test_x, t->test_y, t->ds.test.n, loss, acc);
+}
+
+int hone_trainer_test_map(hone_trainer *t, int *images, double *loss, double *map, double *ap,
+                          int *n_gt)
+{
+    if (!t->det)
+        return HONE_EINVAL;
+    *images = t->ds.test.n;
+    return detect_train_evaluate(t->det, &t->ds.test, t->test_x, t->norm, t->xb, loss, map, ap,
+                                 n_gt);
 }
 
 int hone_trainer_params(hone_trainer *t, float **out, size_t *n)
@@ -742,6 +770,18 @@ int hone_trainer_test_predictions(hone_trainer *t, int32_t **pred, int32_t **lab
     return rc;
 }
 
+int hone_trainer_detect(hone_trainer *t, const uint8_t *x, int n, hone_det_cand **boxes,
+                        int *counts)
+{
+    if (!t->det)
+        return HONE_EINVAL;
+    const dataset *d = &t->ds;
+    uint8_t *x_dev = dev_copy(t->k, x, (size_t)n * d->c * d->h * d->w);
+    int rc = detect_train_predict(t->det, x_dev, n, t->norm, t->xb, boxes, counts);
+    hone_k_free(t->k, x_dev);
+    return rc;
+}
+
 int hone_trainer_predict(hone_trainer *t, const uint8_t *x, int n, float *probs)
 {
     const dataset *d = &t->ds;
@@ -841,11 +881,17 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
         fmt_num(n[3], 32, ep.val_accuracy);
         fmt_num(n[4], 32, ep.lr);
         fmt_num(n[5], 32, ep.images_per_second);
-        snprintf(line, sizeof(line),
-                 "{\"epoch\":%d,\"epochs\":%d,\"train_loss\":%s,\"train_accuracy\":%s,"
-                 "\"val_loss\":%s,\"val_accuracy\":%s,\"lr\":%s,\"seconds\":%.3f,"
-                 "\"images_per_second\":%s}",
-                 ep.epoch, epochs, n[0], n[1], n[2], n[3], n[4], ep.seconds, n[5]);
+        if (t->det) /* detection: the accuracy fields hold the mAP (train.h) */
+            snprintf(line, sizeof(line),
+                     "{\"epoch\":%d,\"epochs\":%d,\"train_loss\":%s,\"val_loss\":%s,"
+                     "\"val_map\":%s,\"lr\":%s,\"seconds\":%.3f,\"images_per_second\":%s}",
+                     ep.epoch, epochs, n[0], n[2], n[3], n[4], ep.seconds, n[5]);
+        else
+            snprintf(line, sizeof(line),
+                     "{\"epoch\":%d,\"epochs\":%d,\"train_loss\":%s,\"train_accuracy\":%s,"
+                     "\"val_loss\":%s,\"val_accuracy\":%s,\"lr\":%s,\"seconds\":%.3f,"
+                     "\"images_per_second\":%s}",
+                     ep.epoch, epochs, n[0], n[1], n[2], n[3], n[4], ep.seconds, n[5]);
         if (!o->out_dir)
             emit(o, metrics, line);
         else if ((rc = writer_start(&wr, ckpath, &c, line, err, errlen)) < 0)
@@ -876,8 +922,10 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
         fmt_num(n[1], 32, res->test_loss);
         fmt_num(n[2], 32, best_val);
         snprintf(line, sizeof(line),
-                 "{\"event\":\"done\",\"test_accuracy\":%s,\"test_loss\":%s,"
-                 "\"best_val_accuracy\":%s,\"epochs_trained\":%d}",
+                 t->det ? "{\"event\":\"done\",\"test_map\":%s,\"test_loss\":%s,"
+                          "\"best_val_map\":%s,\"epochs_trained\":%d}"
+                        : "{\"event\":\"done\",\"test_accuracy\":%s,\"test_loss\":%s,"
+                          "\"best_val_accuracy\":%s,\"epochs_trained\":%d}",
                  n[0], n[1], n[2], e);
     } else {
         char n[32];

@@ -166,6 +166,22 @@ static void add_resnet(builder *b, const int blocks[4], int width, double dropou
     add_dense(b, classes);
 }
 
+/* DetectNet_v2 (train/detect.h): the ResNet above with the ImageNet stem whatever the input size,
+ * cut after its third stage (stride 16: stem 4, stages 2 and 3 halve again), then one 1x1 conv
+ * with bias giving per cell the coverage logits (classes channels) and the 4 box offsets a class
+ * (4 x classes): the two heads of DetectNet_v2 as one layer, as hone_k_detect_loss reads them. */
+static void add_detectnet(builder *b, const int blocks[4], int width, int classes)
+{
+    add_conv_ex(b, width, 7, 2, 3, 0);
+    add_same(b, L_BN);
+    add_same(b, L_RELU);
+    add_pool_pad(b, 3, 2, 1);
+    for (int s = 0; s < 3; s++)
+        for (int i = 0; i < blocks[s]; i++)
+            add_block(b, width << s, s > 0 && i == 0 ? 2 : 1);
+    add_conv_ex(b, 5 * classes, 1, 1, 0, 1);
+}
+
 /* Marks the layers whose backward must add to their input's gradient: walking backward, the
  * first layer to reach a producer writes its dout, later ones add. Only convs can add (their
  * col2im does it in the same pass), and a join must be the first to reach its skip input; the
@@ -275,6 +291,10 @@ int net_new(hone_kctx *k, const hone_train_spec *spec, int batch, int c, int h, 
         static const int r18[4] = {2, 2, 2, 2}, r34[4] = {3, 4, 6, 3};
         add_resnet(&b, spec->network[6] == '1' ? r18 : r34, spec->model.width, spec->model.dropout,
                    classes);
+    } else if (strcmp(spec->network, "detectnet_v2") == 0) {
+        static const int r18[4] = {2, 2, 2, 2}, r34[4] = {3, 4, 6, 3};
+        add_detectnet(&b, strcmp(spec->model.backbone, "resnet34") ? r18 : r34, spec->model.width,
+                      classes);
     } else {
         return HONE_EINVAL;
     }

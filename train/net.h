@@ -47,8 +47,9 @@ typedef struct hone_net {
     uint64_t seed;
 } hone_net;
 
-/* Builds the network the spec names (mlp, cnn, resnet18, resnet34) for [batch, c, h, w] inputs;
- * initialises parameters (He) from spec->train.seed. HONE_EINVAL for an unknown network. */
+/* Builds the network the spec names (mlp, cnn, resnet18, resnet34, detectnet_v2) for
+ * [batch, c, h, w] inputs; initialises parameters (He) from spec->train.seed. HONE_EINVAL for an
+ * unknown network. detectnet_v2's output is [batch, 5 * classes, h / 16, w / 16] (net.c). */
 int net_new(hone_kctx *k, const hone_train_spec *spec, int batch, int c, int h, int w, int classes,
             hone_net **out);
 void net_free(hone_net *n);

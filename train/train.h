@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "data.h"
+#include "detect.h"
 #include "hone.h"
 #include "kernels.h"
 #include "spec.h"
@@ -41,6 +42,9 @@ int hone_train_spec_write(const hone_train_spec *s, FILE *f);
 
 /* ------------------------------------------------------------------ training */
 
+/* detectnet_v2: the accuracy fields (val_accuracy, test_accuracy, best_val_accuracy) hold the
+ * mAP at IoU 0.5, train_accuracy is 0, and the JSON lines name them val_map, test_map and
+ * best_val_map (no train_accuracy). */
 typedef struct hone_train_epoch {
     int epoch, epochs; /* 1-based epoch just finished, total planned */
     double train_loss, train_accuracy, val_loss, val_accuracy;
@@ -109,8 +113,13 @@ void hone_trainer_free(hone_trainer *t);
  * floor(train images / batch) steps, or the first max_steps of them if max_steps > 0, then
  * evaluates the validation part; fills *e (val fields NaN without validation images). */
 int hone_trainer_epoch(hone_trainer *t, int epoch, int max_steps, hone_train_epoch *e);
-/* Mean loss and accuracy on the test part, inference mode. */
+/* Mean loss and accuracy on the test part, inference mode (detectnet_v2: accuracy is the mAP). */
 int hone_trainer_test(hone_trainer *t, double *loss, double *accuracy);
+/* detectnet_v2: the test part's images, mean loss, mAP at IoU 0.5 and, when not NULL, per-class
+ * AP (ap[classes], -1 for a class without ground truth) and ground-truth counts (n_gt[classes]).
+ * HONE_EINVAL for a classifier. */
+int hone_trainer_test_map(hone_trainer *t, int *images, double *loss, double *map, double *ap,
+                          int *n_gt);
 /* Host copy of the parameters, in the network's flat order (*n floats; caller frees *out). */
 int hone_trainer_params(hone_trainer *t, float **out, size_t *n);
 
@@ -141,7 +150,15 @@ int hone_trainer_test_predictions(hone_trainer *t, int32_t **pred, int32_t **lab
  * [n, classes]. */
 int hone_trainer_predict(hone_trainer *t, const uint8_t *x, int n, float *probs);
 
-/* hone-train --evaluate: model_dir's model on o->spec's test part: writes one JSON line to out,
+/* detectnet_v2: the boxes of n images x (uint8 HWC at hone_trainer_shape), in their pixels,
+ * decoded and clustered as the spec says: boxes[i] (malloc'd; the caller frees each) holds
+ * counts[i] boxes by descending score. HONE_EINVAL for a classifier. */
+int hone_trainer_detect(hone_trainer *t, const uint8_t *x, int n, hone_det_cand **boxes,
+                        int *counts);
+
+/* hone-train --evaluate: model_dir's model on o->spec's test part: writes one JSON line to out
+ * (detectnet_v2: {"event":"evaluate", "images", "loss", "map", "classes": [names], "ap": [per
+ * class, null without ground truth], "gt_boxes": [per class]}, mAP at IoU 0.5; otherwise)
  * {"event":"evaluate", "images", "loss", "accuracy", "classes": [names], "per_class_accuracy":
  * [null when the class has no test image], "confusion_matrix": [[count of label i predicted
  * j]]}. loss and accuracy are hone_trainer_test's (the train job's own test numbers on the same
@@ -150,11 +167,13 @@ int hone_trainer_predict(hone_trainer *t, const uint8_t *x, int n, float *probs)
  * the model's size and channels where the spec leaves them to the data (0). */
 int hone_train_evaluate(const hone_train_opts *o, const char *model_dir, FILE *out, char *err,
                         size_t errlen);
-/* hone-train --infer: every image file under folder (walked in name order, sub-folders too),
- * decoded and resized through data/ to the model's input as packing does, one JSON line each on
- * out: {"file": path relative to folder, "class": name, "class_index", "score": probability}.
- * A file that is not an image is skipped with a line on stderr; no image at all is an error.
- * *images (when not NULL): the number labelled. */
+/* hone-train --infer (detectnet_v2: each line is {"file", "boxes": [{"class", "class_index",
+ * "score", "x1", "y1", "x2", "y2"}], "kitti": the same as KITTI label lines}, boxes in the image's
+ * own pixels, clipped to it): every image file under folder (walked in name order, sub-folders
+ * too), decoded and resized through data/ to the model's input as packing does, one JSON line each
+ * on out: {"file": path relative to folder, "class": name, "class_index", "score": probability}. A
+ * file that is not an image is skipped with a line on stderr; no image at all is an error. *images
+ * (when not NULL): the number labelled. */
 int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char *folder, FILE *out,
                      int *images, char *err, size_t errlen);
 /* hone-train --export: model_dir's model as an ONNX file at path (written to path.tmp, then

@@ -688,6 +688,41 @@ static void check_fused_vs_cpu(hone_kctx *k, hone_kctx *cpu, int n, int c, int h
  * the join (add + ReLU, exact both ways), the stem's padded pool (exact), and the conv backward
  * that adds to dx for a stage's strided 3x3, the 1x1 projection and the 7x7 stem in each math
  * mode (bf16 and tf32 within their GEMM tolerances). */
+/* The DetectNet_v2 head loss: CUDA against the CPU backend on the same head and targets (the
+ * gradient elementwise to float rounding; the loss, summed in another order, to 1e-5). */
+static void check_detect_vs_cpu(hone_kctx *k, hone_kctx *cpu, int n, int classes, int hw)
+{
+    size_t np = (size_t)n * 5 * classes * hw, nc = (size_t)classes * hw, nt = (size_t)n * 6 * nc;
+    float *pred = rnd(np, -4, 4), *tg = rnd(nt, -3, 3), *u = rnd((size_t)n * nc, 0, 1);
+    for (size_t i = 0; i < (size_t)n; i++) /* coverage 0/1, weights 0..0.25 where covered */
+        for (size_t cq = 0; cq < nc; cq++) {
+            float *t = tg + i * 6 * nc, on = u[i * nc + cq] < 0.2f ? 1.0f : 0.0f;
+            t[cq] = on;
+            t[5 * nc + cq] = on * fabsf(t[5 * nc + cq]) / 12.0f;
+        }
+    float *grad[2], loss[2];
+    hone_kctx *ks[2] = {k, cpu};
+    for (int b = 0; b < 2; b++) {
+        float z = 0.f;
+        float *dp = tk_dev(ks[b], pred, np), *dt = tk_dev(ks[b], tg, nt);
+        float *dd = tk_poisoned(ks[b], np), *acc = tk_dev(ks[b], &z, 1), *l;
+        TK_OK(hone_k_detect_loss(ks[b], dp, dt, n, classes, hw, 1.0f, 0.1f, 10.0f, dd, acc));
+        grad[b] = tk_get(ks[b], dd, np);
+        loss[b] = *(l = tk_get(ks[b], acc, 1));
+        free(l);
+        hone_k_free(ks[b], dp), hone_k_free(ks[b], dt), hone_k_free(ks[b], dd);
+        hone_k_free(ks[b], acc);
+    }
+    double *ref = malloc(sizeof(double) * np);
+    for (size_t i = 0; i < np; i++)
+        ref[i] = grad[1][i];
+    TK_CLOSE("detect_loss dpred cuda vs cpu", grad[0], ref, np, 1e-6);
+    TK_EXPECT(fabs(loss[0] - loss[1]) <= 1e-5 * fabs(loss[1]));
+    if (fabs(loss[0] - loss[1]) > 1e-5 * fabs(loss[1]))
+        fprintf(stderr, "detect_loss loss cuda %g cpu %g\n", loss[0], loss[1]);
+    free(pred), free(tg), free(u), free(grad[0]), free(grad[1]), free(ref);
+}
+
 static void check_resnet_vs_cpu(hone_kctx *k, hone_kctx *cpu, int n)
 {
     hone_kctx *ks[2] = {k, cpu};
@@ -854,6 +889,8 @@ int main(int argc, char **argv)
     check_fused_vs_cpu(k, cpu, 128, 32, 28, 28);
     check_fused_vs_cpu(k, cpu, 3, 8, 10, 14);
     check_resnet_vs_cpu(k, cpu, 8);
+    check_detect_vs_cpu(k, cpu, 64, 10, 64);
+    check_detect_vs_cpu(k, cpu, 3, 2, 99);
     hone_kctx_free(cpu);
     return tk_finish(k, "test_gpu_ops");
 }

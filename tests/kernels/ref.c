@@ -413,3 +413,30 @@ void ref_permutation(int32_t *idx, int n, uint64_t seed, uint64_t epoch)
     }
     free(used);
 }
+
+void ref_detect_loss(const float *pred, const float *target, int n, int classes, int hw,
+                     double cov_weight, double bg_weight, double bbox_weight, double *dpred,
+                     double *loss_sum)
+{
+    *loss_sum = 0.0;
+    for (int i = 0; i < n; i++)
+        for (int c = 0; c < classes; c++)
+            for (int q = 0; q < hw; q++) {
+                const float *t = target + (size_t)i * 6 * classes * hw;
+                size_t pc = ((size_t)i * 5 * classes + c) * hw + q;
+                double w = t[(size_t)(5 * classes + c) * hw + q];
+                double tc = t[(size_t)c * hw + q], m = tc > 0 ? cov_weight : cov_weight * bg_weight;
+                double s = 1.0 / (1.0 + exp(-(double)pred[pc])), d = s - tc;
+                *loss_sum += m * d * d;
+                if (dpred)
+                    dpred[pc] = m * 2.0 * d * s * (1.0 - s) / n;
+                for (int j = 0; j < 4; j++) {
+                    size_t o = (size_t)(classes + 4 * c + j) * hw + q;
+                    size_t pb = (size_t)i * 5 * classes * hw + o;
+                    double e = (double)pred[pb] - t[o];
+                    *loss_sum += bbox_weight * w * fabs(e);
+                    if (dpred)
+                        dpred[pb] = (e > 0 ? 1.0 : e < 0 ? -1.0 : 0.0) * bbox_weight * w / n;
+                }
+            }
+}

@@ -49,6 +49,12 @@ void ref_batchnorm_bwd(int n, int c, int hw, const float *x, const float *dy, co
 void ref_softmax_xent(const float *logits, const int32_t *labels, int n, int classes,
                       double *dlogits, double *loss_sum, int *correct);
 
+/* ---- DetectNet_v2 head loss (kernels.h, hone_k_detect_loss): *loss_sum = the summed loss of the
+ * n images, dpred (may be NULL) its gradient / n */
+void ref_detect_loss(const float *pred, const float *target, int n, int classes, int hw,
+                     double cov_weight, double bg_weight, double bbox_weight, double *dpred,
+                     double *loss_sum);
+
 /* ---- optimisers (one step, in double, on copies) */
 void ref_sgd_step(double *w, const float *grad, double *v, size_t n, double lr, double mu,
                   double wd, int nesterov);

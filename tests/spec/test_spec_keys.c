@@ -11,6 +11,8 @@
 #include "check.h"
 
 static const hone_spec_data fmnist = {60000, 10000, 1, 28, 28, 10};
+/* a KITTI set as far as the spec sees it: image counts and sizes unknown, 10 classes */
+static const hone_spec_data kitti = {-1, -1, 3, 0, 0, 10};
 
 /* text and JSON verdicts on one value must agree, and be `want` */
 static void expect(const char *key, const char *text, json_t *j, int want)
@@ -69,7 +71,7 @@ static void walk_bounds(void)
         case HONE_SPEC_ENUM:
             for (int c = 0; k->choices[c]; c++)
                 expect(k->name, k->choices[c], json_string(k->choices[c]), 1);
-            expect(k->name, "kitti", json_string("kitti"), 0);
+            expect(k->name, "nope", json_string("nope"), 0);
             expect(k->name, "1", json_integer(1), 0);
             break;
         case HONE_SPEC_STR:
@@ -136,6 +138,67 @@ static void rules(void)
     expect_rule("cnn", s13, &unknown, NULL);
 }
 
+/* detectnet_v2: only with kitti data, which only it trains on (blamed on `network`); its input
+ * side; the classifiers' augmentation is refused; its parameters and its AutoML sweep. */
+static void detection(void)
+{
+    const char *k0[] = {"data.format", "kitti", NULL};
+    expect_rule("detectnet_v2", k0, &kitti, NULL);
+    expect_rule("detectnet_v2", k0, NULL, NULL);
+    const char *k1[] = {NULL};
+    expect_rule("detectnet_v2", k1, &fmnist, "network"); /* idx data */
+    expect_rule("mlp", k0, &kitti, "network");
+    expect_rule("resnet18", k0, NULL, "network");
+    const char *k2[] = {"data.format", "kitti", "model.input_size", "120", NULL};
+    expect_rule("detectnet_v2", k2, &kitti, "model.input_size");
+    const char *k3[] = {"data.format", "kitti", "model.input_size", "48", NULL};
+    expect_rule("detectnet_v2", k3, &kitti, "model.input_size");
+    const char *k4[] = {"data.format", "kitti", "model.input_size", "64", NULL};
+    expect_rule("detectnet_v2", k4, &kitti, NULL);
+    const char *k5[] = {"data.format", "kitti", "augment.flip", "true", NULL};
+    expect_rule("detectnet_v2", k5, &kitti, "augment.flip");
+    const char *k6[] = {"data.format", "kitti", "model.hidden", "64", NULL};
+    expect_rule("detectnet_v2", k6, &kitti, "model.hidden");
+    const char *k7[] = {
+        "data.format",      "kitti", "model.width", "64", "model.backbone", "resnet34",
+        "train.batch_size", "4096",  NULL};
+    expect_rule("detectnet_v2", k7, &kitti, "train.batch_size");
+    const char *k8[] = {"network", "resnet18", "detect.eps", "0.2", NULL};
+    expect_rule("resnet18", k8, NULL, "detect.eps");
+
+    hone_spec s;
+    hone_spec_cost c;
+    hone_spec_defaults(&s, "detectnet_v2");
+    CHECK(!strcmp(s.model.backbone, "resnet18") && s.detect.stride == 16);
+    CHECK(s.detect.bbox_norm == 35 && s.detect.eps == 0.3 && s.detect.min_samples == 0.05);
+    CHECK(s.loss.cov_background_weight == 0.1);
+    CHECK(!strcmp(s.detect.cluster, "dbscan") && s.loss.bbox_weight == 10 &&
+          s.loss.cov_weight == 1);
+    CHECK(!s.augment.flip && !s.augment.crop_padding && s.train.lr == 0.02);
+    snprintf(s.data.format, sizeof s.data.format, "kitti");
+    s.model.width = 16;
+    int ic, ih, iw;
+    hone_spec_input_shape(&s, &kitti, &ic, &ih, &iw);
+    CHECK(ic == 3 && ih == 128 && iw == 128);
+    hone_spec_estimate(&s, &kitti, &c);
+    /* stem 7x7 + BN, stages of 16, 32, 64 channels (2 blocks each, projections at 2 and 3), the
+     * 1x1 head of 5 x 10 channels with bias (worked out by hand) */
+    CHECK(c.params == 179778);
+    snprintf(s.model.backbone, sizeof s.model.backbone, "resnet34");
+    hone_spec_cost c34;
+    hone_spec_estimate(&s, &kitti, &c34);
+    CHECK(c34.params > c.params);
+
+    json_t *sp = hone_spec_space("detectnet_v2", 0);
+    static const char *const swept[] = {"train.lr",         "train.weight_decay",
+                                        "loss.bbox_weight", "detect.cov_threshold",
+                                        "detect.eps",       "model.width"};
+    for (size_t i = 0; i < sizeof swept / sizeof swept[0]; i++)
+        CHECK(json_object_get(sp, swept[i]) != NULL);
+    CHECK(!json_object_get(sp, "model.hidden") && !json_object_get(sp, "augment.jitter"));
+    json_decref(sp);
+}
+
 static void defaults(void)
 {
     for (int n = 0; hone_spec_networks[n]; n++) {
@@ -143,7 +206,10 @@ static void defaults(void)
         char err[256] = "", f[64];
         hone_spec_defaults(&s, hone_spec_networks[n]);
         CHECK(!strcmp(s.network, hone_spec_networks[n]));
-        CHECK(hone_spec_check(&s, &fmnist, f, sizeof f, err, sizeof err) == HONE_OK);
+        int det = !strcmp(s.network, "detectnet_v2");
+        if (det) /* the format comes from the dataset */
+            snprintf(s.data.format, sizeof s.data.format, "kitti");
+        CHECK(hone_spec_check(&s, det ? &kitti : &fmnist, f, sizeof f, err, sizeof err) == HONE_OK);
         for (size_t i = 0; i < hone_spec_nkeys(); i++) {
             const hone_spec_key *k = hone_spec_key_at(i);
             json_t *v = hone_spec_get_json(&s, k->name);
@@ -176,9 +242,12 @@ static void defaults(void)
           HONE_EPARSE);
     CHECK(hone_spec_set_text(&s, "nope", "1", 0, err, sizeof err) == HONE_EPARSE &&
           strstr(err, "nope: unknown key"));
-    json_t *fmt = json_string("kitti"); /* a dataset format, but no classifier trains on it */
+    json_t *fmt = json_string("kitti"); /* a dataset format; only detectnet_v2 trains on it */
+    CHECK(hone_spec_check_json("data.format", fmt, err, sizeof err) == HONE_OK);
+    json_decref(fmt);
+    fmt = json_string("coco");
     CHECK(hone_spec_check_json("data.format", fmt, err, sizeof err) == HONE_EINVAL &&
-          strstr(err, "data.format: 'kitti' is not one of: idx, image_folder"));
+          strstr(err, "data.format: 'coco' is not one of: idx, image_folder, kitti"));
     json_decref(fmt);
     fmt = json_string("image_folder");
     CHECK(hone_spec_check_json("data.format", fmt, err, sizeof err) == HONE_OK);
@@ -246,6 +315,7 @@ int main(void)
     walk_bounds();
     rules();
     defaults();
+    detection();
     schema_and_spaces();
     if (failures)
         fprintf(stderr, "test_spec_keys: %d failure(s)\n", failures);

@@ -1,0 +1,115 @@
+/* tests/kernels/test_kernels_detect.c: the DetectNet_v2 head loss (hone_k_detect_loss) against the
+ * double-precision reference: gradient and loss on random heads and targets shaped as
+ * hone_det_encode writes them (coverage 0/1, weights 1/area on covered cells, offsets there), the
+ * loss added to the accumulator, the evaluation form (no gradient), a zero box error giving a zero
+ * gradient, and the reference's gradient against central differences of its own loss. Runs on the
+ * CPU, or on CUDA with the argument "cuda" (tests/gpu). */
+#include <math.h>
+
+#include "tk.h"
+
+static float *rnd(size_t n, uint64_t seed, float lo, float hi)
+{
+    float *x = malloc(sizeof(float) * (n ? n : 1));
+    ref_fill_uniform(x, n, seed, lo, hi);
+    return x;
+}
+
+/* Targets [n, 6 * classes, hw] as the encoder makes them: a cell of class c is covered with
+ * probability ~1/4, its box offsets and weight (1/area) set there, zero elsewhere. */
+static float *targets(int n, int classes, int hw, uint64_t seed)
+{
+    size_t nc = (size_t)classes * hw, per = 6 * nc;
+    float *u = rnd((size_t)n * nc, seed, 0, 1), *b = rnd((size_t)n * 4 * nc, seed + 1, -2, 2);
+    float *t = calloc((size_t)n * per, sizeof(float));
+    for (size_t i = 0; i < (size_t)n; i++)
+        for (size_t cq = 0; cq < nc; cq++) {
+            if (u[i * nc + cq] >= 0.25f)
+                continue;
+            size_t c = cq / hw, q = cq % hw;
+            t[i * per + cq] = 1.0f;
+            t[i * per + 5 * nc + cq] = 1.0f / (1.0f + (float)(cq % 5));
+            for (size_t j = 0; j < 4; j++)
+                t[i * per + nc + (4 * c + j) * hw + q] = b[(i * nc + cq) * 4 + j];
+        }
+    free(u), free(b);
+    return t;
+}
+
+static void check_loss(hone_kctx *k, int n, int classes, int hw, float cw, float bg, float bw)
+{
+    size_t np = (size_t)n * 5 * classes * hw, nt = (size_t)n * 6 * classes * hw;
+    uint64_t seed = 1000u * (uint64_t)n + (uint64_t)classes * 7u + (uint64_t)hw;
+    float *pred = rnd(np, seed, -3, 3), *tg = targets(n, classes, hw, seed + 3);
+    /* one box prediction a class plane exactly on its target: L1's gradient there is 0 */
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < 4; j++) {
+            size_t o = (size_t)(classes + j) * hw;
+            pred[(size_t)i * 5 * classes * hw + o] = tg[(size_t)i * 6 * classes * hw + o];
+        }
+    double *rd = malloc(sizeof(double) * np), rloss;
+    ref_detect_loss(pred, tg, n, classes, hw, cw, bg, bw, rd, &rloss);
+
+    float acc0 = 2.5f;
+    float *dp = tk_dev(k, pred, np), *dt = tk_dev(k, tg, nt);
+    float *dd = tk_poisoned(k, np), *dacc = tk_dev(k, &acc0, 1);
+    TK_OK(hone_k_detect_loss(k, dp, dt, n, classes, hw, cw, bg, bw, dd, dacc));
+    TK_OK(hone_k_detect_loss(k, dp, dt, n, classes, hw, cw, bg, bw, NULL, dacc)); /* eval form */
+    float *out = tk_get(k, dd, np), *acc = tk_get(k, dacc, 1);
+    char name[96];
+    snprintf(name, sizeof name, "detect_loss dpred n=%d classes=%d hw=%d", n, classes, hw);
+    TK_CLOSE(name, out, rd, np, 1e-5);
+    double want = 2.5 + 2 * rloss;
+    TK_EXPECT(fabs(acc[0] - want) <= 1e-4 * fabs(want));
+    if (fabs(acc[0] - want) > 1e-4 * fabs(want))
+        fprintf(stderr, "%s: loss %g want %g\n", name, acc[0], want);
+    for (int i = 0; i < n; i++) /* the exact box predictions */
+        for (int j = 0; j < 4; j++)
+            TK_EXPECT(out[(size_t)i * 5 * classes * hw + (size_t)(classes + j) * hw] == 0.0f);
+    free(out), free(acc);
+    hone_k_free(k, dp), hone_k_free(k, dt), hone_k_free(k, dd), hone_k_free(k, dacc);
+    free(pred), free(tg), free(rd);
+}
+
+/* The reference's gradient is the derivative of its loss / n (so the kernels' is too). */
+static void check_reference_gradient(void)
+{
+    int n = 2, classes = 3, hw = 6;
+    size_t np = (size_t)n * 5 * classes * hw;
+    float *pred = rnd(np, 77, -2, 2), *tg = targets(n, classes, hw, 78);
+    double *rd = malloc(sizeof(double) * np), l0, lp, lm, worst = 0;
+    ref_detect_loss(pred, tg, n, classes, hw, 1.5, 0.2, 4.0, rd, &l0);
+    for (size_t i = 0; i < np; i++) {
+        float keep = pred[i], h = 1e-2f;
+        pred[i] = keep + h;
+        double up = pred[i];
+        ref_detect_loss(pred, tg, n, classes, hw, 1.5, 0.2, 4.0, NULL, &lp);
+        pred[i] = keep - h;
+        double down = pred[i];
+        ref_detect_loss(pred, tg, n, classes, hw, 1.5, 0.2, 4.0, NULL, &lm);
+        pred[i] = keep;
+        double fd = (lp - lm) / (up - down) / n;
+        double e = fabs(fd - rd[i]) / (fabs(rd[i]) + 1e-3);
+        if (e > worst)
+            worst = e;
+    }
+    TK_EXPECT(worst < 2e-2);
+    if (worst >= 2e-2)
+        fprintf(stderr, "detect_loss reference gradient vs differences: rel err %g\n", worst);
+    free(pred), free(tg), free(rd);
+}
+
+int main(int argc, char **argv)
+{
+    hone_kctx *k = tk_ctx(argc, argv);
+    check_reference_gradient();
+    check_loss(k, 1, 1, 1, 1.0f, 1.0f, 10.0f);
+    check_loss(k, 3, 10, 64, 1.0f, 0.1f, 10.0f); /* 128 px at stride 16, Fashion-MNIST classes */
+    check_loss(k, 5, 4, 81, 0.5f, 1.0f, 2.0f);
+    check_loss(k, 4, 2, 50, 2.0f, 0.0f, 1.0f);
+    check_loss(k, 2, 3, 300, 0.0f, 0.5f, 1.0f);
+    float z = 0.f, *acc = tk_dev(k, &z, 1);
+    TK_EXPECT(hone_k_detect_loss(k, acc, acc, 0, 1, 1, 1, 1, 1, NULL, acc) == HONE_EINVAL);
+    hone_k_free(k, acc);
+    return tk_finish(k, "test_kernels_detect");
+}

@@ -1,0 +1,216 @@
+/* train/detect_train.c: detectnet_v2 inside the trainer (detect_train.h): the grid targets of the
+ * three parts uploaded once, a batch's targets gathered with the same shuffled rows as its images,
+ * the head's loss (hone_k_detect_loss), and evaluation: the head's output decoded into boxes,
+ * clustered (DBSCAN or NMS, detect.h) and scored by mAP at IoU 0.5 against the part's boxes.
+ * Never touches the pixels' path or the optimiser. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "detect_train.h"
+
+/* The coverage logits' initial bias: sigmoid(-4) = 0.018, so an untrained head predicts almost no
+ * coverage instead of 0.5 everywhere (the prior of focal-loss detectors, Lin et al. 2017). */
+#define DETECT_COV_PRIOR (-2.0f)
+
+struct detect_train {
+    hone_kctx *k;
+    const hone_train_spec *spec; /* borrowed */
+    const dataset *d;            /* borrowed */
+    hone_net *net;               /* borrowed */
+    int classes, gh, gw, batch;
+    size_t row;   /* target floats an image: 6 * classes * gh * gw */
+    float *tg[3]; /* device: train, val, test targets */
+    float *tb;    /* device: the batch's targets */
+    float *acc;   /* device: the evaluation's loss sum */
+    float *host;  /* host: a batch of head outputs */
+    float *cov;   /* host: one image's coverage after the sigmoid */
+    hone_det_cand *cand, *kept;
+    hone_det_gt *gts;
+    size_t gts_cap;
+    hone_det_grid_opts grid;
+};
+
+int detect_train_new(hone_kctx *k, const hone_train_spec *s, const dataset *d, hone_net *net,
+                     int batch, detect_train **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!d->detect || d->grid_h < 1 || d->grid_w < 1) {
+        snprintf(err, errlen, "data.format: detectnet_v2 trains on a kitti dataset");
+        return HONE_EINVAL;
+    }
+    const layer *head = &net->layers[net->nlayers - 1];
+    if (head->kind != L_CONV || head->oc != 5 * d->classes || head->oh != d->grid_h ||
+        head->ow != d->grid_w) {
+        snprintf(err, errlen, "network: the head's output is not %d x %d x %d", 5 * d->classes,
+                 d->grid_h, d->grid_w);
+        return HONE_EINVAL;
+    }
+    detect_train *dt = hone_xcalloc(1, sizeof(*dt));
+    dt->k = k;
+    dt->spec = s;
+    dt->d = d;
+    dt->net = net;
+    dt->classes = d->classes;
+    dt->gh = d->grid_h;
+    dt->gw = d->grid_w;
+    dt->batch = batch;
+    dt->row = (size_t)6 * d->classes * d->grid_h * d->grid_w;
+    const data_part *parts[3] = {&d->train, &d->val, &d->test};
+    for (int i = 0; i < 3; i++) {
+        size_t bytes = sizeof(float) * dt->row * (size_t)parts[i]->n;
+        dt->tg[i] = hone_k_alloc(k, bytes ? bytes : 4);
+        if (bytes)
+            hone_k_upload(k, dt->tg[i], parts[i]->targets, bytes);
+    }
+    dt->tb = hone_k_alloc(k, sizeof(float) * dt->row * (size_t)batch);
+    dt->acc = hone_k_alloc(k, sizeof(float));
+    size_t cells = (size_t)d->classes * d->grid_h * d->grid_w;
+    dt->host = hone_xmalloc(sizeof(float) * 5 * cells * (size_t)batch);
+    dt->cov = hone_xmalloc(sizeof(float) * cells);
+    dt->cand = hone_xmalloc(sizeof(hone_det_cand) * cells);
+    dt->kept = hone_xmalloc(sizeof(hone_det_cand) * cells);
+    hone_det_grid_defaults(&dt->grid);
+    dt->grid.stride = s->detect.stride;
+    dt->grid.bbox_norm = (float)s->detect.bbox_norm;
+    float *prior = hone_xmalloc(sizeof(float) * (size_t)d->classes);
+    for (int c = 0; c < d->classes; c++)
+        prior[c] = DETECT_COV_PRIOR;
+    hone_k_upload(k, net->params + head->b_off, prior, sizeof(float) * (size_t)d->classes);
+    free(prior);
+    *out = dt;
+    return hone_k_sync(k);
+}
+
+void detect_train_free(detect_train *dt)
+{
+    if (!dt)
+        return;
+    for (int i = 0; i < 3; i++)
+        hone_k_free(dt->k, dt->tg[i]);
+    hone_k_free(dt->k, dt->tb);
+    hone_k_free(dt->k, dt->acc);
+    free(dt->host);
+    free(dt->cov);
+    free(dt->cand);
+    free(dt->kept);
+    free(dt->gts);
+    free(dt);
+}
+
+void detect_train_step(detect_train *dt, const float *pred, const int32_t *perm,
+                       const int32_t *base_dev, int n, float *dpred, float *loss_sum)
+{
+    const hone_train_spec *s = dt->spec;
+    hone_k_gather_rows(dt->k, dt->tg[0], NULL, perm, base_dev, 0, n, (int)dt->row, dt->tb, NULL);
+    hone_k_detect_loss(dt->k, pred, dt->tb, n, dt->classes, dt->gh * dt->gw,
+                       (float)s->loss.cov_weight, (float)s->loss.cov_background_weight,
+                       (float)s->loss.bbox_weight, dpred, loss_sum);
+}
+
+int detect_train_boxes(const detect_train *dt, const float *pred, hone_det_cand *out, int cap,
+                       int *n)
+{
+    const hone_train_spec *s = dt->spec;
+    size_t cells = (size_t)dt->classes * dt->gh * dt->gw;
+    for (size_t i = 0; i < cells; i++)
+        dt->cov[i] = 1.0f / (1.0f + expf(-pred[i]));
+    int nc = 0;
+    int rc = hone_det_decode(&dt->grid, dt->classes, dt->gh, dt->gw, dt->cov, pred + cells,
+                             (float)s->detect.cov_threshold, dt->cand, (int)cells, &nc);
+    if (rc < 0)
+        return rc;
+    if (nc > cap)
+        nc = cap;
+    if (!strcmp(s->detect.cluster, "nms"))
+        return hone_det_nms(dt->cand, nc, (float)s->detect.nms_iou, out, n);
+    hone_det_cluster_opts co;
+    hone_det_cluster_defaults(&co);
+    co.eps = (float)s->detect.eps;
+    co.min_samples = (float)s->detect.min_samples;
+    return hone_det_cluster(&co, dt->cand, nc, out, n);
+}
+
+int detect_train_evaluate(detect_train *dt, const data_part *p, const uint8_t *x_dev,
+                          const float *norm, float *xb, double *loss, double *map, double *ap,
+                          int *n_gt)
+{
+    if (p->n == 0) {
+        *loss = *map = NAN;
+        return HONE_OK;
+    }
+    hone_kctx *k = dt->k;
+    const dataset *d = dt->d;
+    const hone_train_spec *s = dt->spec;
+    const float *tg = p == &d->train ? dt->tg[0] : p == &d->val ? dt->tg[1] : dt->tg[2];
+    size_t cells = (size_t)dt->classes * dt->gh * dt->gw, out_row = 5 * cells;
+    hone_det_map *m = hone_det_map_new(dt->classes, 0.5f, 0);
+    int rc = hone_k_fill(k, dt->acc, 0.0f, 1);
+    for (int i = 0; i < p->n && rc == 0; i += dt->batch) {
+        int b = p->n - i < dt->batch ? p->n - i : dt->batch;
+        rc = hone_k_gather_images(k, x_dev, NULL, NULL, NULL, i, b, d->c, d->h, d->w, norm,
+                                  norm + d->c, NULL, NULL, xb, NULL);
+        const float *pred = net_forward(dt->net, xb, b, 0);
+        if (rc == 0)
+            rc = hone_k_detect_loss(k, pred, tg + dt->row * (size_t)i, b, dt->classes,
+                                    dt->gh * dt->gw, (float)s->loss.cov_weight,
+                                    (float)s->loss.cov_background_weight,
+                                    (float)s->loss.bbox_weight, NULL, dt->acc);
+        if (rc == 0)
+            rc = hone_k_sync(k);
+        if (rc == 0)
+            rc = hone_k_download(k, dt->host, pred, sizeof(float) * out_row * (size_t)b);
+        for (int j = 0; j < b && rc == 0; j++) {
+            int img = i + j, nk = 0;
+            rc = detect_train_boxes(dt, dt->host + out_row * (size_t)j, dt->kept, (int)cells, &nk);
+            uint32_t b0 = p->box_start[img], nb = p->box_start[img + 1] - b0;
+            if (nb > dt->gts_cap) {
+                dt->gts_cap = nb;
+                dt->gts = hone_xrealloc(dt->gts, sizeof(hone_det_gt) * nb);
+            }
+            for (uint32_t q = 0; q < nb; q++) {
+                const hone_data_box *x = &p->boxes[b0 + q];
+                dt->gts[q] =
+                    (hone_det_gt){{x->x1, x->y1, x->x2, x->y2},
+                                  x->cls == HONE_DATA_DONTCARE ? HONE_DET_DONTCARE : x->cls,
+                                  0};
+            }
+            if (rc == 0)
+                rc = hone_det_map_add_image(m, dt->gts, (int)nb, dt->kept, nk);
+        }
+    }
+    float sum = 0;
+    if (rc == 0)
+        rc = hone_k_download(k, &sum, dt->acc, sizeof(float));
+    *loss = sum / p->n;
+    if (rc == 0)
+        rc = hone_det_map_compute(m, ap, n_gt, map);
+    hone_det_map_free(m);
+    return rc;
+}
+
+int detect_train_predict(detect_train *dt, const uint8_t *x_dev, int n, const float *norm,
+                         float *xb, hone_det_cand **boxes, int *counts)
+{
+    const dataset *d = dt->d;
+    size_t cells = (size_t)dt->classes * dt->gh * dt->gw, out_row = 5 * cells;
+    int rc = HONE_OK;
+    for (int i = 0; i < n; i++)
+        boxes[i] = NULL, counts[i] = 0;
+    for (int i = 0; i < n && rc == 0; i += dt->batch) {
+        int b = n - i < dt->batch ? n - i : dt->batch;
+        rc = hone_k_gather_images(dt->k, x_dev, NULL, NULL, NULL, i, b, d->c, d->h, d->w, norm,
+                                  norm + d->c, NULL, NULL, xb, NULL);
+        const float *pred = net_forward(dt->net, xb, b, 0);
+        if (rc == 0)
+            rc = hone_k_sync(dt->k);
+        if (rc == 0)
+            rc = hone_k_download(dt->k, dt->host, pred, sizeof(float) * out_row * (size_t)b);
+        for (int j = 0; j < b && rc == 0; j++) {
+            boxes[i + j] = hone_xmalloc(sizeof(hone_det_cand) * cells);
+            rc = detect_train_boxes(dt, dt->host + out_row * (size_t)j, boxes[i + j], (int)cells,
+                                    &counts[i + j]);
+        }
+    }
+    return rc;
+}

@@ -46,9 +46,8 @@ static int experiment_create(cli_ctx *c)
     json_object_set_new(body, "train_datasets", ds);
     if (cli_arg(c->a, "eval-dataset"))
         json_object_set_new(body, "eval_dataset", json_string(cli_arg(c->a, "eval-dataset")));
-    json_object_set_new(
-        body, "metric",
-        json_string(cli_arg(c->a, "metric") ? cli_arg(c->a, "metric") : "val_accuracy"));
+    if (cli_arg(c->a, "metric")) /* else the server's default: the network's own (kpi) */
+        json_object_set_new(body, "metric", json_string(cli_arg(c->a, "metric")));
     rc = exp_specs(c, &specs);
     if (rc != 0) {
         json_decref(body);
@@ -296,10 +295,13 @@ fail:
 
 static const cli_opt create_opts[] = {
     {"name", CLI_VALUE, "NAME  experiment name", 1},
-    {"network", CLI_VALUE, "ARCH  mlp or cnn", 1},
+    {"network", CLI_VALUE, "ARCH  mlp, cnn, resnet18, resnet34 or detectnet_v2", 1},
     {"train-dataset", CLI_MULTI, "ID  training dataset (repeatable)", 1},
     {"eval-dataset", CLI_VALUE, "ID  evaluation dataset (default: the train set's test split)", 0},
-    {"metric", CLI_VALUE, "METRIC  val_accuracy (default), val_loss or kpi", 0},
+    {"metric", CLI_VALUE,
+     "METRIC  kpi (default: val_map for detectnet_v2, else val_accuracy), val_accuracy, val_loss, "
+     "train_loss, val_map or map",
+     0},
     {"spec", CLI_MULTI, "KEY=VALUE  base spec override, e.g. train.epochs=10 (repeatable)", 0},
 };
 
@@ -411,7 +413,7 @@ static const cli_opt automl_opts[] = {
 
 const cli_command cli_experiment_commands[] = {
     {"experiment", "create", experiment_create, create_opts, (int)HONE_ARRAY_LEN(create_opts), 0, 0,
-     "--name N --network mlp|cnn --train-dataset ID [--spec k=v ...]", "create an experiment", 0},
+     "--name N --network ARCH --train-dataset ID [--spec k=v ...]", "create an experiment", 0},
     {"experiment", "list", experiment_list, NULL, 0, 0, 0, "", "list experiments", 0},
     {"experiment", "get", experiment_get, NULL, 0, 1, 1, "ID", "show one experiment", 0},
     {"experiment", "update", experiment_update, update_opts, (int)HONE_ARRAY_LEN(update_opts), 1, 1,

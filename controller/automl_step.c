@@ -301,7 +301,11 @@ static void tao_fields(json_t *o, const char *metric, long newest, long remainin
                        const json_t *eta)
 {
     char key[128];
-    snprintf(key, sizeof key, "best_%s", metric && *metric ? metric : "metric");
+    /* TAO names a detector's best_map (its metric is "map"), a classifier's best_val_accuracy */
+    snprintf(key, sizeof key, "best_%s",
+             metric && !strcmp(metric, "val_map") ? "map"
+             : metric && *metric                  ? metric
+                                                  : "metric");
     json_object_set(o, key, json_object_get(o, "best_metric"));
     json_object_set_new(o, "Current experiment number",
                         newest >= 0 ? json_integer(newest) : json_null());

@@ -33,6 +33,9 @@ static const metric_rule rules[] = {
     {"train_accuracy", 0, 1, 0, TRAIN},
     {"val_accuracy", 0, 1, 0, TRAIN},
     {"test_accuracy", 0, 1, 0, TRAIN},
+    {"val_map", 0, 1, 0, TRAIN}, /* detectnet_v2: mAP at IoU 0.5 in place of the accuracies */
+    {"test_map", 0, 1, 0, TRAIN},
+    {"best_val_map", 0, 1, 0, TRAIN},
     {"lr", 0, 100, 0, TRAIN},
     {"seconds", 0, 1e9, 0, TRAIN | CONVERT},
     {"images_per_second", 0, 1e12, 0, TRAIN | CONVERT},

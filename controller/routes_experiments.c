@@ -13,7 +13,8 @@
 #include "store.h"
 #include "util.h"
 
-static const char *const metrics[] = {"val_accuracy", "val_loss", "train_loss", "kpi", NULL};
+static const char *const metrics[] = {"val_accuracy", "val_loss", "train_loss", "val_map",
+                                      "map",          "kpi",      NULL};
 static const char *const algos[] = {"bayesian", "hyperband", "asha", "bohb",
                                     "random",   "b",         "h",    NULL};
 
@@ -137,9 +138,20 @@ static int exp_validate(hone_controller *c, const char *owner, json_t *body, hon
     }
     json_decref(ds);
     ds = NULL;
-    const char *metric = jstr(body, "metric") ? jstr(body, "metric") : "val_accuracy";
+    /* kpi (TAO's "the network's own measure") and the default: val_map for a detector, else
+     * val_accuracy; map is TAO's name for val_map */
+    int detector = !strcmp(jstr(body, "network_arch"), "detectnet_v2");
+    const char *metric = jstr(body, "metric") ? jstr(body, "metric") : "kpi";
     if (!strcmp(metric, "kpi"))
-        metric = "val_accuracy";
+        metric = detector ? "val_map" : "val_accuracy";
+    if (!strcmp(metric, "map"))
+        metric = "val_map";
+    if (detector != !strcmp(metric, "val_map") && strstr(metric, "loss") == NULL) {
+        hone_http_res_error(res, 422, "metric", "%s does not report %s (it reports %s)",
+                            jstr(body, "network_arch"), metric,
+                            detector ? "val_map" : "val_accuracy");
+        goto fail;
+    }
     const char *desc = jstr(body, "description");
     *clean = json_pack("{s:s,s:s,s:O,s:o,s:s,s:o,s:o,s:s}", "name", jstr(body, "name"),
                        "network_arch", jstr(body, "network_arch"), "train_datasets", tds,

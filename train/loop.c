@@ -43,7 +43,7 @@ struct hone_trainer {
     int shared_ctx, shared_data;
     volatile sig_atomic_t *cancel; /* hone_train_opts.cancel */
     int first_step_pending;        /* hone_train_run: log the end of the run's first step */
-    detect_train *det;  /* detectnet_v2: its targets, loss and mAP (detect_train.c); else NULL */
+    detect_train *det; /* detectnet_v2: its targets, loss and mAP (detect_train.c); else NULL */
 };
 
 /* One optimisation step; only enqueues kernel ops (it is captured as a graph on CUDA). */

@@ -192,6 +192,24 @@ static int pack_folder(const hone_data_folder *f, const hone_data_kitti *kt,
     return rc;
 }
 
+/* What a walked folder (image folder or KITTI set) will pack into: its counts, and the spec's input
+ * shape over its native channels (any colour image makes it RGB). */
+static void walked_shape(const hone_train_spec *spec, hone_spec_data *facts, size_t colour,
+                         size_t images, int classes, const size_t *split_images,
+                         hone_data_pack_info *in)
+{
+    int c, h, w;
+    facts->c = colour ? 3 : 1;
+    hone_spec_input_shape(spec, facts, &c, &h, &w);
+    in->n = images;
+    in->classes = classes;
+    in->channels = c;
+    in->height = h;
+    in->width = w;
+    for (int s = 0; s < HONE_DATA_NSPLITS; s++)
+        in->split[s] = split_images[s];
+}
+
 static int load_folder(const hone_train_spec *spec, int test_only, dataset *out, char *err,
                        size_t errlen)
 {
@@ -236,15 +254,7 @@ static int load_folder(const hone_train_spec *spec, int test_only, dataset *out,
         }
         hone_data_kitti_stats st;
         hone_data_kitti_get_stats(kt, &st);
-        facts.c = st.colour ? 3 : 1;
-        hone_spec_input_shape(spec, &facts, &c, &h, &w);
-        in.n = st.images;
-        in.classes = st.classes;
-        in.channels = c;
-        in.height = h;
-        in.width = w;
-        for (int s = 0; s < HONE_DATA_NSPLITS; s++)
-            in.split[s] = st.split_images[s];
+        walked_shape(spec, &facts, st.colour, st.images, st.classes, st.split_images, &in);
     } else {
         rc = hone_data_folder_open(spec->data.path, NULL, &f, e, sizeof e);
         if (rc < 0) {
@@ -253,16 +263,11 @@ static int load_folder(const hone_train_spec *spec, int test_only, dataset *out,
         }
         hone_data_folder_stats st;
         hone_data_folder_get_stats(f, &st);
-        facts.c = st.colour ? 3 : 1;
-        hone_spec_input_shape(spec, &facts, &c, &h, &w);
-        in.n = st.images;
-        in.classes = st.classes;
-        in.channels = c;
-        in.height = h;
-        in.width = w;
-        for (int s = 0; s < HONE_DATA_NSPLITS; s++)
-            in.split[s] = st.split_images[s];
+        walked_shape(spec, &facts, st.colour, st.images, st.classes, st.split_images, &in);
     }
+    c = in.channels;
+    h = in.height;
+    w = in.width;
     if (in.n > (uint64_t)INT32_MAX) {
         snprintf(err, errlen, "data.path: %llu images, more than hone-train takes",
                  (unsigned long long)in.n);

@@ -45,8 +45,12 @@ int cli_local_stack_opts(cli_ctx *c, cli_stack_opts *so, int default_workers, in
         if (!t && cli_find_binary(c->bin_dir, "hone-train", trn_rel, trn, sizeof(trn)) == 0)
             t = trn;
         so->gpus = t ? cli_count_gpus(t) : 0;
-        /* One worker per GPU unless --workers says how many (they then share the GPUs). */
-        if (so->gpus > 0 && !cli_arg(c->a, "workers"))
+        /* At least one worker per GPU unless --workers says how many; a caller's larger default
+         * (the demo's several workers) stays, the workers sharing the GPUs round-robin: until
+         * trials are packed into one process, several workers are what keeps a GPU busy with
+         * small trials (the demo on one H100 keeps its 4 workers, as it had before GPUs were
+         * counted). */
+        if (so->gpus > 0 && !cli_arg(c->a, "workers") && so->workers < so->gpus)
             so->workers = so->gpus > 64 ? 64 : so->gpus;
     }
     return 0;
@@ -119,7 +123,8 @@ static const cli_opt demo_opts[] = {
     {"algorithm", CLI_VALUE,
      "ALGO  hyperband, bayesian, asha or bohb (default: chosen for the budget)", 0},
     {"workers", CLI_VALUE,
-     "N  workers (default: one per GPU with --device cuda/auto, else one per 1-2 cores, at most 4)",
+     "N  workers (default: one per 1-2 cores, at most 4, and at least one per GPU with --device "
+     "cuda/auto; worker i uses GPU i mod GPUs)",
      0},
     {"trainer", CLI_VALUE, "PATH  hone-train for the workers (default: beside hone)", 0},
     {"device", CLI_VALUE, "DEV  cpu, cuda or auto (default auto)", 0},

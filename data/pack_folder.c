@@ -104,24 +104,39 @@ static int pack_run(const hone_data_folder *f, const hone_data_kitti *k,
                     const hone_data_pack_opts *o, const char *path, hone_data_pack_info *info,
                     const char **names, char *err, size_t errlen);
 
-int hone_data_folder_pack(const hone_data_folder *f, const char *path, const hone_data_pack_opts *o,
-                          char *err, size_t errlen)
+/* The packed file a walked folder or KITTI set makes at o's size: its counts, and its channels
+ * (o's, or RGB when any image is colour). HONE_EINVAL naming path for a size or channel count out
+ * of range. */
+static int walked_info(const hone_data_pack_opts *o, const char *path, size_t images, int classes,
+                       size_t colour, const size_t *split_images, hone_data_pack_info *info,
+                       char *err, size_t errlen)
 {
-    hone_data_folder_stats st;
-    hone_data_folder_get_stats(f, &st);
     if (o->width < 1 || o->height < 1 || o->width > 65535 || o->height > 65535 ||
         (o->channels != 0 && o->channels != 1 && o->channels != 3))
         return data__fail(err, errlen, HONE_EINVAL, "%s: size %dx%d, %d channels: out of range",
                           path, o->width, o->height, o->channels);
-    hone_data_pack_info info = {.n = st.images,
-                                .height = o->height,
-                                .width = o->width,
-                                .channels = o->channels ? o->channels
-                                            : st.colour ? 3
-                                                        : 1,
-                                .classes = st.classes};
+    *info = (hone_data_pack_info){.n = images,
+                                  .height = o->height,
+                                  .width = o->width,
+                                  .channels = o->channels ? o->channels
+                                              : colour    ? 3
+                                                          : 1,
+                                  .classes = classes};
     for (int s = 0; s < HONE_DATA_NSPLITS; s++)
-        info.split[s] = st.split_images[s];
+        info->split[s] = split_images[s];
+    return HONE_OK;
+}
+
+int hone_data_folder_pack(const hone_data_folder *f, const char *path, const hone_data_pack_opts *o,
+                          char *err, size_t errlen)
+{
+    hone_data_folder_stats st;
+    hone_data_pack_info info;
+    hone_data_folder_get_stats(f, &st);
+    int rc =
+        walked_info(o, path, st.images, st.classes, st.colour, st.split_images, &info, err, errlen);
+    if (rc)
+        return rc;
     const char **names = hone_xcalloc((size_t)st.classes, sizeof(char *));
     for (int i = 0; i < st.classes; i++)
         names[i] = hone_data_folder_class_name(f, i);
@@ -132,21 +147,13 @@ int hone_data_kitti_pack(const hone_data_kitti *k, const char *path, const hone_
                          char *err, size_t errlen)
 {
     hone_data_kitti_stats st;
+    hone_data_pack_info info;
     hone_data_kitti_get_stats(k, &st);
-    if (o->width < 1 || o->height < 1 || o->width > 65535 || o->height > 65535 ||
-        (o->channels != 0 && o->channels != 1 && o->channels != 3))
-        return data__fail(err, errlen, HONE_EINVAL, "%s: size %dx%d, %d channels: out of range",
-                          path, o->width, o->height, o->channels);
-    hone_data_pack_info info = {.n = st.images,
-                                .height = o->height,
-                                .width = o->width,
-                                .channels = o->channels ? o->channels
-                                            : st.colour ? 3
-                                                        : 1,
-                                .classes = st.classes,
-                                .has_boxes = 1};
-    for (int s = 0; s < HONE_DATA_NSPLITS; s++)
-        info.split[s] = st.split_images[s];
+    int rc =
+        walked_info(o, path, st.images, st.classes, st.colour, st.split_images, &info, err, errlen);
+    if (rc)
+        return rc;
+    info.has_boxes = 1;
     const char **names = hone_xcalloc((size_t)st.classes, sizeof(char *));
     for (int i = 0; i < st.classes; i++)
         names[i] = hone_data_kitti_class_name(k, i);

@@ -212,9 +212,32 @@ static int name_ok(const char *s)
 /* Downloads every file of a manifest (prefix + the escaped name: its URL) into the cache and
  * links it under its name in <work-dir>/data/<id>/ (written to folder); counts what came from
  * the cache and what was downloaded. */
+/* What a job's downloads came to: files from the cache, files downloaded and their bytes. */
+typedef struct fetch_tally {
+    int hit, got;
+    long long bytes;
+} fetch_tally;
+
+/* One manifest entry ({bytes, sha256}) at url into the cache (its path in cached), counted in t. */
+static int fetch_listed(hone_worker *w, const char *url, const json_t *entry, char *cached,
+                        size_t cap, fetch_tally *t, char *msg, size_t msglen)
+{
+    json_int_t bytes = json_integer_value(json_object_get(entry, "bytes"));
+    int hit,
+        rc = worker_cache_fetch(w, url, bytes, json_string_value(json_object_get(entry, "sha256")),
+                                cached, cap, &hit);
+    if (rc) {
+        snprintf(msg, msglen, "hone-worker: could not download %s", url);
+        return rc;
+    }
+    t->hit += hit;
+    t->got += !hit;
+    t->bytes += hit ? 0 : bytes;
+    return HONE_OK;
+}
+
 static int fetch_folder(hone_worker *w, const char *id, const json_t *files, const char *prefix,
-                        char *folder, size_t fcap, int *n_hit, int *n_got, long long *got_bytes,
-                        char *msg, size_t msglen)
+                        char *folder, size_t fcap, fetch_tally *t, char *msg, size_t msglen)
 {
     const json_t *f;
     size_t i;
@@ -229,7 +252,6 @@ static int fetch_folder(hone_worker *w, const char *id, const json_t *files, con
     {
         const char *name = json_string_value(json_object_get(f, "name"));
         char url[2048], link[4096 + 1400], cached[4096 + 128];
-        int hit;
         if (!name_ok(name)) {
             snprintf(msg, msglen, "hone-worker: the manifest names a file %s", name ? name : "?");
             return HONE_EINVAL;
@@ -237,16 +259,9 @@ static int fetch_folder(hone_worker *w, const char *id, const json_t *files, con
         char *en = hone_rest_escape(name);
         snprintf(url, sizeof url, "%s%s", prefix, en);
         free(en);
-        rc = worker_cache_fetch(w, url, json_integer_value(json_object_get(f, "bytes")),
-                                json_string_value(json_object_get(f, "sha256")), cached,
-                                sizeof cached, &hit);
-        if (rc) {
-            snprintf(msg, msglen, "hone-worker: could not download %s", url);
+        rc = fetch_listed(w, url, f, cached, sizeof cached, t, msg, msglen);
+        if (rc)
             return rc;
-        }
-        *n_hit += hit;
-        *n_got += !hit;
-        *got_bytes += hit ? 0 : json_integer_value(json_object_get(f, "bytes"));
         snprintf(link, sizeof link, "%s/%s", folder, name);
         if (link_into(link, cached) != 0) {
             snprintf(msg, msglen, "hone-worker: cannot link %s: %s", link, strerror(errno));
@@ -261,8 +276,8 @@ int worker_fetch_input(hone_worker *w, const char *job_id, char *folder, size_t 
 {
     char path[512], prefix[512], err[512];
     hone_rest_resp resp;
-    int n_hit = 0, n_got = 0, rc;
-    long long got_bytes = 0;
+    fetch_tally t = {0};
+    int rc;
     char *ej = hone_rest_escape(job_id);
 
     snprintf(path, sizeof path, "/api/v1/jobs/%s/input", ej);
@@ -278,11 +293,11 @@ int worker_fetch_input(hone_worker *w, const char *job_id, char *folder, size_t 
         hone_rest_resp_clear(&resp);
         return HONE_EIO;
     }
-    rc = fetch_folder(w, job_id, json_object_get(resp.json, "files"), prefix, folder, fcap, &n_hit,
-                      &n_got, &got_bytes, msg, msglen);
+    rc = fetch_folder(w, job_id, json_object_get(resp.json, "files"), prefix, folder, fcap, &t, msg,
+                      msglen);
     if (!rc)
         worker_log(w, "job %s: input folder: %d file(s) downloaded (%lld bytes), %d from the cache",
-                   job_id, n_got, got_bytes, n_hit);
+                   job_id, t.got, t.bytes, t.hit);
     hone_rest_resp_clear(&resp);
     return rc;
 }
@@ -297,8 +312,8 @@ int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *sets, char *
     hone_rest_resp resp;
     json_t *f;
     size_t i;
-    int rc = HONE_EIO, n_hit = 0, n_got = 0, delay = 0;
-    long long got_bytes = 0;
+    int rc = HONE_EIO, delay = 0;
+    fetch_tally t = {0};
 
     if (!ds || !id) {
         snprintf(msg, msglen, "hone-worker: the lease names no dataset_id to download");
@@ -340,21 +355,13 @@ int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *sets, char *
         }
         char *eb = hone_rest_escape(base);
         char url[1024];
-        int hit;
         e = hone_rest_escape(ds);
         snprintf(url, sizeof url, "/api/v1/datasets/%s/packed/%s", e, eb);
         free(e);
         free(eb);
-        rc = worker_cache_fetch(w, url, json_integer_value(json_object_get(hitf, "bytes")),
-                                json_string_value(json_object_get(hitf, "sha256")), cached,
-                                sizeof cached, &hit);
-        if (rc) {
-            snprintf(msg, msglen, "hone-worker: could not download %s", url);
+        rc = fetch_listed(w, url, hitf, cached, sizeof cached, &t, msg, msglen);
+        if (rc)
             goto fail;
-        }
-        n_hit += hit;
-        n_got += !hit;
-        got_bytes += hit ? 0 : json_integer_value(json_object_get(hitf, "bytes"));
         json_object_set_new(sets, "data.packed", json_string(cached));
     }
     /* The folder: every file, linked under its own name (the trainer's data.path). A packed
@@ -365,7 +372,7 @@ int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *sets, char *
         snprintf(prefix, sizeof prefix, "/api/v1/datasets/%s/files/", e);
         free(e);
         rc = fetch_folder(w, id, json_object_get(resp.json, "files"), prefix, folder, sizeof folder,
-                          &n_hit, &n_got, &got_bytes, msg, msglen);
+                          &t, msg, msglen);
         if (rc)
             goto fail;
     } else {
@@ -374,7 +381,7 @@ int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *sets, char *
     }
     json_object_set_new(sets, "data.path", json_string(folder));
     worker_log(w, "job %s: dataset %s: %d file(s) downloaded (%lld bytes), %d from the cache", id,
-               ds, n_got, got_bytes, n_hit);
+               ds, t.got, t.bytes, t.hit);
     rc = HONE_OK;
 fail:
     hone_rest_resp_clear(&resp);

@@ -318,6 +318,20 @@ static pid_t trun_spawn(char *const argv[], int in_fd, int out_fd, int err_fd, i
     return pid;
 }
 
+/* What a pass of the wait loops owes the child: the hooks' stop asked for (a graceful stop, once)
+ * and the SIGKILL once the grace is up. */
+static void trun_tick(trun_state *s, const hone_trun_hooks *h, double grace)
+{
+    if (!s->aborted && h->should_stop && h->should_stop(h->arg)) {
+        s->aborted = 1;
+        trun_begin_stop(s, grace);
+    }
+    if (s->killing && !s->killed_hard && hone_trun_now() >= s->kill_at) {
+        s->killed_hard = 1;
+        trun_signal(s, SIGKILL);
+    }
+}
+
 /* Polls the child's pipes and dispatches their lines until both close (or, resident, until the
  * job's exit line or the end of stdout), sending SIGTERM and then SIGKILL as decided. */
 static void trun_pump(trun_state *s, int out_fd, int err_fd, int *out_open, int *err_open,
@@ -342,14 +356,7 @@ static void trun_pump(trun_state *s, int out_fd, int err_fd, int *out_open, int 
                     *err_open = trun_drain(s, err_fd, 1, o, h, res, grace);
             }
         }
-        if (!s->aborted && h->should_stop && h->should_stop(h->arg)) {
-            s->aborted = 1;
-            trun_begin_stop(s, grace);
-        }
-        if (s->killing && !s->killed_hard && hone_trun_now() >= s->kill_at) {
-            s->killed_hard = 1;
-            trun_signal(s, SIGKILL);
-        }
+        trun_tick(s, h, grace);
         if (s->resident && o->silence_s > 0 && !s->killed_hard &&
             hone_trun_now() - s->last_io > o->silence_s) {
             char msg[160];
@@ -368,14 +375,7 @@ static void trun_pump(trun_state *s, int out_fd, int err_fd, int *out_open, int 
 static void trun_reap(trun_state *s, const hone_trun_hooks *h, double grace, int *status)
 {
     while (waitpid(s->pid, status, WNOHANG) == 0) {
-        if (!s->aborted && h->should_stop && h->should_stop(h->arg)) {
-            s->aborted = 1;
-            trun_begin_stop(s, grace);
-        }
-        if (s->killing && !s->killed_hard && hone_trun_now() >= s->kill_at) {
-            s->killed_hard = 1;
-            trun_signal(s, SIGKILL);
-        }
+        trun_tick(s, h, grace);
         usleep(20000);
     }
     s->pid = -1;

@@ -51,12 +51,14 @@ fi
 TARGETS="test_gpu_ops test_gpu_train bench_train_gpu"
 BIN_OPS= BIN_TRAIN= BIN_BENCH= BIN_TRAIN_CLI=
 if cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release "${CMAKE_EXTRA[@]}" >"$LOG/configure.log" 2>&1; then
-  for t in test_kernels_dense test_kernels_conv test_kernels_pool_norm test_kernels_optim_data \
-           test_kernels_augment test_kernels_graph test_kernels_fused hone-train hone-pack \
-           hone-controller hone-worker hone; do
+  # every executable a `gpu`-labelled test runs, and the programs the benches drive
+  GPU_EXES=$(cd "$BUILD" && ctest -L gpu -N -V 2>/dev/null |
+             sed -n 's/^[0-9]*: Test command: \([^ ]*\).*/\1/p' | xargs -r -n1 basename | sort -u)
+  for t in $GPU_EXES hone-train hone-pack hone-controller hone-worker hone; do
     grep -q "^$t:" <(cmake --build "$BUILD" --target help 2>/dev/null | sed 's/^\.\.\. //;s/$/:/') &&
       TARGETS="$TARGETS $t"
   done
+  echo "run.sh: building $TARGETS"
   cmake --build "$BUILD" --target $TARGETS -j"$(nproc)" >"$LOG/build.log" 2>&1 ||
     { tail -40 "$LOG/build.log"; echo "run.sh: build failed"; exit 1; }
   CUDNN_LIB=$(sed -n 's/^HONE_CUDNN_LIB:FILEPATH=//p' "$BUILD/CMakeCache.txt")

@@ -39,6 +39,8 @@ ENV = dict(os.environ, OPENBLAS_NUM_THREADS="1")
 BASE = ["--device", DEVICE, "--threads", "1"]
 SMALL = {"network": "cnn", "data.train_limit": 512, "data.val_size": 128, "data.test_limit": 128,
          "train.epochs": 3, "train.batch_size": 64}
+if DEVICE == "cuda":  # trials long enough on a GPU to overlap
+    SMALL.update({"data.train_limit": 16384, "data.val_size": 1000, "data.test_limit": 1000})
 TRIALS = [{"train.lr": 0.02, "train.seed": 1}, {"train.lr": 0.05, "train.seed": 2},
           {"train.lr": 0.01, "train.seed": 3, "train.optimizer": "adamw"},
           {"train.lr": 0.03, "train.seed": 4}]

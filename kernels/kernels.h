@@ -29,7 +29,10 @@ int hone_cuda_available(void);
 int hone_cuda_device_count(void);
 int hone_cuda_device_name(int i, char *buf, size_t len, size_t *mem_bytes);
 
-/* Memory on the context's device. alloc aborts on exhaustion (like hone_xmalloc). */
+/* Memory on the context's device. alloc aborts on exhaustion (like hone_xmalloc). The memory
+ * belongs to the device, not to the context: any context on the same device may read, write and
+ * free it (alloc and free never touch a context's stream). Contexts are independent: each may be
+ * used by its own thread at the same time as the others (a resident trainer's packed jobs). */
 void *hone_k_alloc(hone_kctx *k, size_t bytes);
 void hone_k_free(hone_kctx *k, void *p);
 int hone_k_upload(hone_kctx *k, void *dst, const void *host_src, size_t bytes);

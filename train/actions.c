@@ -336,7 +336,7 @@ int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char
         snprintf(path, sizeof(path), "%s/%s", folder, files.v[i]);
         /* decoded at the model's channels and resized as hone_data_folder_pack does */
         if (hone_data_image_read_file(path, c, NULL, &img, e, sizeof(e)) < 0) {
-            fprintf(stderr, "hone-train: skipped %s\n", e);
+            fprintf(o->log ? o->log : stderr, "hone-train: skipped %s\n", e);
             continue;
         }
         hone_data_resize(img->pixels, img->width, img->height, c, x + row * batch.n, w, h);
@@ -366,8 +366,8 @@ int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char
         rc = HONE_EINVAL;
         goto fail;
     }
-    fprintf(stderr, "hone-train: labelled %d image%s of %s\n", labelled, labelled == 1 ? "" : "s",
-            folder);
+    fprintf(o->log ? o->log : stderr, "hone-train: labelled %d image%s of %s\n", labelled,
+            labelled == 1 ? "" : "s", folder);
     if (images)
         *images = labelled;
     rc = HONE_OK;

@@ -210,8 +210,8 @@ static void walked_shape(const hone_train_spec *spec, hone_spec_data *facts, siz
         in->split[s] = split_images[s];
 }
 
-static int load_folder(const hone_train_spec *spec, int test_only, dataset *out, char *err,
-                       size_t errlen)
+static int load_folder(const hone_train_spec *spec, int test_only, FILE *log, dataset *out,
+                       char *err, size_t errlen)
 {
     hone_data_folder *f = NULL;
     hone_data_kitti *kt = NULL;
@@ -298,7 +298,7 @@ static int load_folder(const hone_train_spec *spec, int test_only, dataset *out,
         goto fail;
     }
     if (!pk) {
-        fprintf(stderr, "hone-train: packing %llu images of %s at %dx%d, %d channel%s\n",
+        fprintf(log, "hone-train: packing %llu images of %s at %dx%d, %d channel%s\n",
                 (unsigned long long)in.n, spec->data.path, w, h, c, c == 1 ? "" : "s");
         hone_data_pack_opts po = {.width = w, .height = h, .channels = c, .threads = 0};
         if ((rc = pack_folder(f, kt, &po, &pk, err, errlen)) < 0)
@@ -371,9 +371,15 @@ fail:
 
 int dataset_load(const hone_train_spec *spec, int test_only, dataset *out, char *err, size_t errlen)
 {
+    return dataset_load_log(spec, test_only, stderr, out, err, errlen);
+}
+
+int dataset_load_log(const hone_train_spec *spec, int test_only, FILE *log, dataset *out, char *err,
+                     size_t errlen)
+{
     memset(out, 0, sizeof(*out));
     int rc = !strcmp(spec->data.format, "image_folder") || !strcmp(spec->data.format, "kitti")
-                 ? load_folder(spec, test_only, out, err, errlen)
+                 ? load_folder(spec, test_only, log, out, err, errlen)
                  : load_idx(spec, out, err, errlen);
     if (rc < 0) {
         dataset_free(out);

@@ -60,6 +60,9 @@ typedef struct {
  * the first), train and val are empty and no training limit is checked; idx loads as usual. */
 int dataset_load(const hone_train_spec *spec, int test_only, dataset *out, char *err,
                  size_t errlen);
+/* dataset_load with its one message (packing a folder) on log instead of stderr. */
+int dataset_load_log(const hone_train_spec *spec, int test_only, FILE *log, dataset *out, char *err,
+                     size_t errlen);
 void dataset_free(dataset *d);
 
 /* detect_data.c: a kitti part's boxes, copied from the packed file for its images (rows[i], or

@@ -38,9 +38,12 @@ struct hone_trainer {
     size_t nopt;
     float *lr_host;     /* this epoch's lr per step, on the host */
     hone_kgraph *graph; /* the captured step; NULL: eager (hone_train_opts.eager) */
-    /* 1: k (shared_ctx), or ds and the parts' device copies (shared_data), belong to a
-     * hone_train_cache */
+    /* 1: k (shared_ctx), or ds and the parts' device copies (shared_data: ce), are lent by
+     * cache, given back by hone_trainer_free */
     int shared_ctx, shared_data;
+    hone_train_cache *cache;
+    const cache_entry *ce;
+    FILE *log;                     /* hone_train_opts.log, or stderr */
     volatile sig_atomic_t *cancel; /* hone_train_opts.cancel */
     int first_step_pending;        /* hone_train_run: log the end of the run's first step */
     detect_train *det; /* detectnet_v2: its targets, loss and mAP (detect_train.c); else NULL */
@@ -177,11 +180,12 @@ static void fmt_num(char *out, size_t len, double v)
 static void emit(const hone_train_opts *o, FILE *metrics, const char *line)
 {
     if (o->print_json) { /* one line whole (hone-train --serve writes from another thread too) */
-        flockfile(stdout);
-        fputs(line, stdout);
-        fputc('\n', stdout);
-        fflush(stdout);
-        funlockfile(stdout);
+        FILE *out = o->out ? o->out : stdout;
+        flockfile(out);
+        fputs(line, out);
+        fputc('\n', out);
+        fflush(out);
+        funlockfile(out);
     }
     if (metrics) {
         fputs(line, metrics);
@@ -355,7 +359,11 @@ void hone_trainer_free(hone_trainer *t)
             hone_k_free(k, data[i]);
         detect_train_free(t->det);
         net_free(t->net);
-        if (!t->shared_ctx)
+        if (t->shared_data)
+            train_cache_data_release(t->cache, t->ce);
+        if (t->shared_ctx)
+            train_cache_ctx_release(t->cache, k);
+        else
             hone_kctx_free(k);
     }
     if (!t->shared_data)
@@ -471,14 +479,17 @@ static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_di
         return HONE_EINVAL;
     }
     const cache_entry *ce = NULL;
+    t->log = o->log ? o->log : stderr;
     if (o->cache && with_data == 1 && !model_dir) { /* a resident trainer's train job */
         if ((rc = train_cache_ctx(o->cache, dev, o->threads, &t->k, err, errlen)) < 0)
             return rc;
+        t->cache = o->cache;
         t->shared_ctx = 1;
-        rc = train_cache_data(o->cache, s, &ce, err, errlen);
+        rc = train_cache_data(o->cache, t->k, s, t->log, &ce, err, errlen);
         if (rc < 0 && rc != HONE_ENOTSUP)
             return rc;
         t->shared_data = ce != NULL;
+        t->ce = ce;
     } else if ((rc = hone_kctx_new(dev, o->threads, &t->k)) < 0) {
         snprintf(err, errlen, "device %s: %s", dev == HONE_DEV_CUDA ? "cuda" : "cpu",
                  hone_strerror(rc));
@@ -489,7 +500,8 @@ static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_di
                                                                : HONE_MATH_FP32);
     if (ce)
         t->ds = ce->ds; /* borrowed: read only */
-    else if (with_data && (rc = dataset_load(s, with_data == 2, &t->ds, err, errlen)) < 0)
+    else if (with_data &&
+             (rc = dataset_load_log(s, with_data == 2, t->log, &t->ds, err, errlen)) < 0)
         return rc;
     if (model_dir && (rc = model_info_read(t, model_dir, with_data, err, errlen)) < 0)
         return rc;
@@ -610,7 +622,7 @@ int hone_trainer_epoch(hone_trainer *t, int epoch, int max_steps, hone_train_epo
             t->first_step_pending = 0;
             rc = hone_k_sync(k);
             clock_gettime(CLOCK_REALTIME, &ts);
-            fprintf(stderr, "hone-train: first step done at %lld.%06ld\n", (long long)ts.tv_sec,
+            fprintf(t->log, "hone-train: first step done at %lld.%06ld\n", (long long)ts.tv_sec,
                     ts.tv_nsec / 1000);
         }
     }
@@ -844,7 +856,7 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
         metrics = fopen(line, o->resume_path ? "a" : "w");
         wr.metrics = metrics;
     }
-    fprintf(stderr,
+    fprintf(t->log,
             "hone-train: %s on %s, %zu parameters, %d train / %d val / %d test images, batch %d, "
             "epochs %d..%d\n",
             o->spec->network, hone_kctx_device(t->k) == HONE_DEV_CUDA ? "cuda" : "cpu",

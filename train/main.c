@@ -19,7 +19,11 @@
  * Two more stdout lines are the server's own, for whoever drives it (hone-worker --resident):
  * {"event":"accepted"} as soon as a request is read, and {"event":"alive"} every
  * --serve-alive-ms (default 2000) while a job runs, so that a server that stops answering can be
- * told from a long epoch. */
+ * told from a long epoch.
+ *
+ * hone-train --serve --listen PATH [--idle-exit S]: the same requests over the connections of a
+ * unix socket, each connection served by its own thread, so that the jobs of several connections
+ * train at the same time in this one process (packed trials; serve_listen.c says how). */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -33,6 +37,7 @@
 #include <jansson.h>
 
 #include "kernels.h"
+#include "serve.h"
 #include "train.h"
 
 static void usage(FILE *f)
@@ -46,16 +51,18 @@ static void usage(FILE *f)
           "       hone-train --print-spec [--spec FILE] [--set key=value]...\n"
           "       hone-train --list-devices   (JSON: the GPUs this build can train on)\n"
           "       hone-train --serve [--serve-cache N] [--serve-alive-ms MS]\n"
-          "                  (resident: one {\"run\": [ARGS]} a line on stdin)\n",
+          "                  (resident: one {\"run\": [ARGS]} a line on stdin)\n"
+          "       hone-train --serve --listen SOCKET [--idle-exit S] [--serve-cache N]\n"
+          "                  [--serve-alive-ms MS]   (packed: one job per connection, at once)\n",
           f);
 }
 
 /* {"gpus": [{"index", "name", "memory_bytes"}]}: what hone-worker registers (it links no CUDA). */
-static int list_devices(void)
+static int list_devices(FILE *out)
 {
     int n = hone_cuda_device_count();
-    flockfile(stdout); /* one line whole under --serve */
-    printf("{\"gpus\":[");
+    flockfile(out); /* one line whole under --serve */
+    fprintf(out, "{\"gpus\":[");
     for (int i = 0; i < n; i++) {
         char name[256] = "";
         size_t mem = 0;
@@ -64,11 +71,12 @@ static int list_devices(void)
         for (char *p = name; *p; p++) /* names are plain ASCII; keep the JSON valid whatever */
             if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
                 *p = ' ';
-        printf("%s{\"index\":%d,\"name\":\"%s\",\"memory_bytes\":%zu}", i ? "," : "", i, name, mem);
+        fprintf(out, "%s{\"index\":%d,\"name\":\"%s\",\"memory_bytes\":%zu}", i ? "," : "", i, name,
+                mem);
     }
-    printf("]}\n");
-    int rc = fflush(stdout) == 0 ? 0 : 1;
-    funlockfile(stdout);
+    fprintf(out, "]}\n");
+    int rc = fflush(out) == 0 ? 0 : 1;
+    funlockfile(out);
     return rc;
 }
 
@@ -79,9 +87,10 @@ static int action(const hone_train_opts *o, const char *model, const char *folde
                   size_t errlen)
 {
     char path[1200], tmp[1210];
+    FILE *out = o->out ? o->out : stdout;
     if (!o->out_dir)
-        return folder ? hone_train_infer(o, model, folder, stdout, NULL, err, errlen)
-                      : hone_train_evaluate(o, model, stdout, err, errlen);
+        return folder ? hone_train_infer(o, model, folder, out, NULL, err, errlen)
+                      : hone_train_evaluate(o, model, out, err, errlen);
     if (mkdir(o->out_dir, 0755) < 0 && errno != EEXIST) {
         snprintf(err, errlen, "--out %.400s: %s", o->out_dir, strerror(errno));
         return HONE_EIO;
@@ -109,37 +118,42 @@ static int action(const hone_train_opts *o, const char *model, const char *folde
         return rc;
     }
     if (folder) {
-        printf("{\"event\":\"inference\",\"images\":%d,\"labels\":\"labels.jsonl\"}\n", n);
+        fprintf(out, "{\"event\":\"inference\",\"images\":%d,\"labels\":\"labels.jsonl\"}\n", n);
     } else { /* the one line, to stdout as well */
         char line[1 << 16];
         FILE *r = fopen(path, "r");
         while (r && fgets(line, sizeof(line), r))
-            fputs(line, stdout);
+            fputs(line, out);
         if (r)
             fclose(r);
     }
-    return fflush(stdout) == 0 ? 0 : HONE_EIO;
+    return fflush(out) == 0 ? 0 : HONE_EIO;
 }
 
-static int parse_int(const char *flag, const char *v, int lo, int *out)
+static int parse_int(FILE *log, const char *flag, const char *v, int lo, int *out)
 {
     char *end;
     long x = strtol(v, &end, 10);
     if (!*v || *end || x < lo || x > 1000000) {
-        fprintf(stderr, "hone-train: %s: expected an integer >= %d, got '%s'\n", flag, lo, v);
+        fprintf(log, "hone-train: %s: expected an integer >= %d, got '%s'\n", flag, lo, v);
         return -1;
     }
     *out = (int)x;
     return 0;
 }
 
-/* One hone-train run of argv; its exit status. cache and cancel: hone_train_opts's (--serve). */
-static int run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig_atomic_t *cancel)
+int train_run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig_atomic_t *cancel,
+                   FILE *out, FILE *log)
 {
     hone_train_spec spec;
     hone_train_spec_defaults(&spec);
-    hone_train_opts o = {
-        .spec = &spec, .device = "auto", .print_json = 1, .cache = cache, .cancel = cancel};
+    hone_train_opts o = {.spec = &spec,
+                         .device = "auto",
+                         .print_json = 1,
+                         .cache = cache,
+                         .cancel = cancel,
+                         .out = out,
+                         .log = log};
     char err[512] = "", autopath[1100];
     char model_spec[1100];
     const char *spec_path = NULL, *model = NULL, *folder = NULL, *onnx = NULL;
@@ -158,13 +172,13 @@ static int run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig
         spec_path = model_spec;
     }
     if (spec_path && hone_train_spec_load_file(&spec, spec_path, err, sizeof(err)) < 0) {
-        fprintf(stderr, "hone-train: %s\n", err);
+        fprintf(log, "hone-train: %s\n", err);
         return 2;
     }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            usage(stdout);
+            usage(out);
             return 0;
         }
         if (strcmp(a, "--print-spec") == 0) {
@@ -172,11 +186,11 @@ static int run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig
             continue;
         }
         if (strcmp(a, "--list-devices") == 0)
-            return list_devices();
+            return list_devices(out);
         if (strcmp(a, "--infer") == 0 || strcmp(a, "--export") == 0) {
             int inf = a[2] == 'i';
             if (i + 2 >= argc) {
-                fprintf(stderr, "hone-train: %s: want MODEL %s\n", a, inf ? "FOLDER" : "OUT.onnx");
+                fprintf(log, "hone-train: %s: want MODEL %s\n", a, inf ? "FOLDER" : "OUT.onnx");
                 return 2;
             }
             *(inf ? &folder : &onnx) = argv[i + 2];
@@ -184,8 +198,8 @@ static int run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig
             continue;
         }
         if (!v) {
-            fprintf(stderr, "hone-train: %s: missing value or unknown option\n", a);
-            usage(stderr);
+            fprintf(log, "hone-train: %s: missing value or unknown option\n", a);
+            usage(log);
             return 2;
         }
         i++;
@@ -193,7 +207,7 @@ static int run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig
             continue;
         if (strcmp(a, "--set") == 0) {
             if (hone_train_spec_set(&spec, v, err, sizeof(err)) < 0) {
-                fprintf(stderr, "hone-train: %s\n", err);
+                fprintf(log, "hone-train: %s\n", err);
                 return 2;
             }
         } else if (strcmp(a, "--out") == 0) {
@@ -203,26 +217,26 @@ static int run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig
         } else if (strcmp(a, "--device") == 0) {
             o.device = v;
         } else if (strcmp(a, "--threads") == 0) {
-            if (parse_int(a, v, 0, &o.threads) < 0)
+            if (parse_int(log, a, v, 0, &o.threads) < 0)
                 return 2;
         } else if (strcmp(a, "--epochs-until") == 0) {
-            if (parse_int(a, v, 1, &o.epochs_until) < 0)
+            if (parse_int(log, a, v, 1, &o.epochs_until) < 0)
                 return 2;
         } else {
-            fprintf(stderr, "hone-train: unknown option %s\n", a);
-            usage(stderr);
+            fprintf(log, "hone-train: unknown option %s\n", a);
+            usage(log);
             return 2;
         }
     }
     if (hone_train_spec_validate(&spec, err, sizeof(err)) < 0) {
-        fprintf(stderr, "hone-train: %s\n", err);
+        fprintf(log, "hone-train: %s\n", err);
         return 2;
     }
     if (print_spec)
-        return hone_train_spec_write(&spec, stdout) < 0;
+        return hone_train_spec_write(&spec, out) < 0;
     if (o.device && strcmp(o.device, "cpu") && strcmp(o.device, "cuda") &&
         strcmp(o.device, "auto")) {
-        fprintf(stderr, "hone-train: --device: '%s' is not one of cpu, cuda, auto\n", o.device);
+        fprintf(log, "hone-train: --device: '%s' is not one of cpu, cuda, auto\n", o.device);
         return 2;
     }
     /* --resume auto: continue from --out's checkpoint when there is one, else start fresh */
@@ -239,14 +253,14 @@ static int run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig
         size_t bytes = 0;
         int rc = hone_train_export(&o, model, onnx, &bytes, err, sizeof(err));
         if (rc < 0) {
-            fprintf(stderr, "hone-train: %s\n", err[0] ? err : hone_strerror(rc));
+            fprintf(log, "hone-train: %s\n", err[0] ? err : hone_strerror(rc));
             return 1;
         }
         const char *base = strrchr(onnx, '/') ? strrchr(onnx, '/') + 1 : onnx;
         json_t *j = json_pack("{s:s, s:s, s:I, s:i}", "event", "export", "file", base, "bytes",
                               (json_int_t)bytes, "opset", 17);
         char *line = j ? json_dumps(j, JSON_COMPACT) : NULL;
-        int ok = line && printf("%s\n", line) > 0 && fflush(stdout) == 0;
+        int ok = line && fprintf(out, "%s\n", line) > 0 && fflush(out) == 0;
         free(line);
         json_decref(j);
         return ok ? 0 : 1;
@@ -254,7 +268,7 @@ static int run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig
     if (model) {
         int rc = action(&o, model, folder, err, sizeof(err));
         if (rc < 0) {
-            fprintf(stderr, "hone-train: %s\n", err[0] ? err : hone_strerror(rc));
+            fprintf(log, "hone-train: %s\n", err[0] ? err : hone_strerror(rc));
             return 1;
         }
         return 0;
@@ -262,7 +276,7 @@ static int run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig
     hone_train_result res;
     int rc = hone_train_run(&o, &res, err, sizeof(err));
     if (rc < 0) {
-        fprintf(stderr, "hone-train: %s\n", err[0] ? err : hone_strerror(rc));
+        fprintf(log, "hone-train: %s\n", err[0] ? err : hone_strerror(rc));
         return 1;
     }
     return 0;
@@ -294,30 +308,47 @@ static void serve_signal(int sig)
     serve_cancel = 1;
 }
 
-/* One request line: the job's exit status (2 for a malformed request). *restart: the job failed on
- * a GPU, whose context may be broken for good: the server must end. */
-static int serve_one(const char *line, hone_train_cache *cache, int *restart)
+int train_serve_parse(const char *line, FILE *log, json_t **req, char ***argv, int *argc)
 {
     json_error_t je;
     json_t *j = json_loads(line, 0, &je), *args = json_object_get(j, "run");
     size_t n = json_array_size(args);
-    int code = 2;
-    char **argv = NULL;
+    *req = NULL;
+    *argv = NULL;
+    *argc = 0;
     if (!json_is_object(j) || !json_is_array(args) || json_object_size(j) != 1 || n > 4096) {
-        fprintf(stderr, "hone-train: serve: want {\"run\": [ARGS]}, got: %.200s\n", line);
-        goto fail;
+        fprintf(log, "hone-train: serve: want {\"run\": [ARGS]}, got: %.200s\n", line);
+        json_decref(j);
+        return HONE_EPARSE;
     }
-    argv = hone_xcalloc(n + 2, sizeof(char *));
-    argv[0] = "hone-train";
+    char **v = hone_xcalloc(n + 2, sizeof(char *));
+    v[0] = "hone-train";
     for (size_t i = 0; i < n; i++) {
         const char *a = json_string_value(json_array_get(args, i));
         if (!a || strncmp(a, "--serve", 7) == 0) {
-            fprintf(stderr, "hone-train: serve: argument %zu: want a string, not --serve\n", i);
-            goto fail;
+            fprintf(log, "hone-train: serve: argument %zu: want a string, not --serve\n", i);
+            free(v);
+            json_decref(j);
+            return HONE_EPARSE;
         }
-        argv[i + 1] = (char *)a;
+        v[i + 1] = (char *)a;
     }
-    code = run_argv((int)n + 1, argv, cache, &serve_cancel);
+    *req = j;
+    *argv = v;
+    *argc = (int)n + 1;
+    return HONE_OK;
+}
+
+/* One request line: the job's exit status (2 for a malformed request). *restart: the job failed on
+ * a GPU, whose context may be broken for good: the server must end. */
+static int serve_one(const char *line, hone_train_cache *cache, int *restart)
+{
+    json_t *j;
+    char **argv;
+    int argc;
+    if (train_serve_parse(line, stderr, &j, &argv, &argc) < 0)
+        return 2;
+    int code = train_run_argv(argc, argv, cache, &serve_cancel, stdout, stderr);
     if (code != 0 && serve_cancel) {
         fprintf(stderr, "hone-train: serve: job cancelled by a signal\n");
         code = 128 + SIGTERM;
@@ -325,7 +356,6 @@ static int serve_one(const char *line, hone_train_cache *cache, int *restart)
         *restart = hone_train_cache_cuda(cache);
         hone_train_cache_clear(cache); /* the device may be in an error state */
     }
-fail:
     free(argv);
     json_decref(j);
     return code;
@@ -333,29 +363,49 @@ fail:
 
 static int serve(int argc, char **argv)
 {
-    int ncache = 2;
+    int ncache = 2, idle_exit = -1;
+    const char *listen_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--serve") == 0)
             continue;
+        if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
+            listen_path = argv[++i];
+            continue;
+        }
+        if (strcmp(argv[i], "--idle-exit") == 0 && i + 1 < argc) {
+            if (parse_int(stderr, argv[i], argv[i + 1], 0, &idle_exit) < 0)
+                return 2;
+            i++;
+            continue;
+        }
         if (strcmp(argv[i], "--serve-alive-ms") == 0 && i + 1 < argc) {
-            if (parse_int(argv[i], argv[i + 1], 10, &serve_alive_ms) < 0)
+            if (parse_int(stderr, argv[i], argv[i + 1], 10, &serve_alive_ms) < 0)
                 return 2;
             i++;
             continue;
         }
         if (strcmp(argv[i], "--serve-cache") == 0 && i + 1 < argc) {
-            if (parse_int(argv[i], argv[i + 1], 0, &ncache) < 0 || ncache > 64) {
+            if (parse_int(stderr, argv[i], argv[i + 1], 0, &ncache) < 0 || ncache > 64) {
                 fprintf(stderr, "hone-train: --serve-cache: at most 64\n");
                 return 2;
             }
             i++;
             continue;
         }
-        fprintf(stderr,
-                "hone-train: --serve takes only --serve-cache N and --serve-alive-ms MS, not %s\n",
-                argv[i]);
+        fprintf(
+            stderr,
+            "hone-train: --serve takes only --serve-cache N, --serve-alive-ms MS, --listen PATH "
+            "and --idle-exit S, not %s\n",
+            argv[i]);
         return 2;
     }
+    if (idle_exit >= 0 && !listen_path) {
+        fprintf(stderr, "hone-train: --idle-exit needs --listen\n");
+        return 2;
+    }
+    if (listen_path)
+        return train_serve_listen(listen_path, ncache, serve_alive_ms,
+                                  idle_exit > 0 ? idle_exit : 0);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = serve_signal;
@@ -404,5 +454,5 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--serve") == 0)
             return serve(argc, argv);
-    return run_argv(argc, argv, NULL, NULL);
+    return train_run_argv(argc, argv, NULL, NULL, stdout, stderr);
 }

@@ -59,19 +59,21 @@ typedef struct hone_train_result {
     double test_accuracy, test_loss, best_val_accuracy;
 } hone_train_result;
 
-/* What a resident trainer (hone-train --serve) keeps between the jobs it runs: the kernel context
- * and the last max_datasets datasets on its device (train/cache.h says how they are keyed). A
- * job borrows them through hone_train_opts.cache and leaves them as it found them; nothing of a
- * job's own state (weights, optimiser, RNG counters, batch-norm statistics) outlives it. */
+/* What a resident trainer (hone-train --serve) keeps between the jobs it runs and shares between
+ * the jobs it runs at once (--listen): kernel contexts (one lent to each running job) and the last
+ * max_datasets datasets on its device, read by every job on that data (train/cache.h says how they
+ * are keyed). A job borrows them through hone_train_opts.cache and gives them back as it found
+ * them; nothing of a job's own state (weights, optimiser, RNG counters, batch-norm statistics)
+ * outlives it. Thread safe: concurrent jobs may share one cache. */
 typedef struct hone_train_cache hone_train_cache;
 int hone_train_cache_new(int max_datasets, hone_train_cache **out);
 void hone_train_cache_free(hone_train_cache *c);
 /* Drops the context and the datasets (after a job failed: its device may be in an error state). */
 void hone_train_cache_clear(hone_train_cache *c);
 /* 1 when the cache holds a CUDA context. */
-int hone_train_cache_cuda(const hone_train_cache *c);
+int hone_train_cache_cuda(hone_train_cache *c);
 /* Datasets found in the cache and loaded, over the cache's life. */
-void hone_train_cache_stats(const hone_train_cache *c, long *hits, long *misses);
+void hone_train_cache_stats(hone_train_cache *c, long *hits, long *misses);
 
 /* Return nonzero to stop training after this epoch (the checkpoint is still written). */
 typedef int (*hone_train_epoch_cb)(const hone_train_epoch *e, void *user);
@@ -92,6 +94,9 @@ typedef struct hone_train_opts {
      * next step and hone_train_run returns HONE_ESTATE ("cancelled") without writing the epoch's
      * checkpoint: the job ends as a killed hone-train would, from its last checkpoint. */
     volatile sig_atomic_t *cancel;
+    /* Where the job writes: its JSON lines (print_json) to out, its messages to log; NULL: stdout
+     * and stderr. Concurrent jobs of one resident trainer each have their own. */
+    FILE *out, *log;
 } hone_train_opts;
 
 /* Trains as the options say. err receives a one-line reason on failure. */

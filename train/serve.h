@@ -1,0 +1,27 @@
+/* train/serve.h (private to hone-train): what the resident trainer's two front ends share. main.c
+ * runs one hone-train command line (train_run_argv) and serves requests on stdin; serve_listen.c
+ * serves them over a unix socket, one thread a connection, jobs running at the same time. */
+#ifndef HONE_TRAIN_SERVE_H
+#define HONE_TRAIN_SERVE_H
+
+#include <signal.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "train.h"
+
+/* One hone-train run of argv (argv[0] is the program name); its exit status (0, 1, 2). cache and
+ * cancel: hone_train_opts's (NULL outside --serve); the run's stdout lines go to out, its messages
+ * to log. */
+int train_run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig_atomic_t *cancel,
+                   FILE *out, FILE *log);
+/* One request line {"run": [ARGS]} as argv (argv[0] "hone-train", the strings borrowed from *req:
+ * free(*argv) and json_decref(*req) when done). HONE_EPARSE, with the reason on log, for anything
+ * else (also an argument that is not a string or starts with --serve). */
+int train_serve_parse(const char *line, FILE *log, json_t **req, char ***argv, int *argc);
+/* hone-train --serve --listen PATH: serves until SIGTERM/SIGINT, a job failing on a GPU, or
+ * idle_exit_s seconds without a connection (0: never); its exit status. */
+int train_serve_listen(const char *path, int ncache, int alive_ms, int idle_exit_s);
+
+#endif

@@ -150,7 +150,8 @@ static int sock_spawn_server(hone_trun_sock *c, trun_state *s, const char *train
     return 0;
 }
 
-/* Reads the server's {"event":"hello","pid":P} line. 0, or -1 (with a line in s's ring). */
+/* Reads the server's {"event":"hello","pid":P} line. 0; -2 when the connection ended first (a
+ * server dying as we connected: try again); -1 (with a line in s's ring) for anything else. */
 static int sock_read_hello(hone_trun_sock *c, trun_state *s)
 {
     double deadline = hone_trun_now() + SOCK_HELLO_WAIT_S;
@@ -165,7 +166,9 @@ static int sock_read_hello(hone_trun_sock *c, trun_state *s)
         ssize_t n = read(c->fd, buf + len, 1); /* byte by byte: nothing after it is ours */
         if (n < 0 && errno == EINTR)
             continue;
-        if (n <= 0)
+        if (n == 0 || (n < 0 && errno == ECONNRESET))
+            return -2;
+        if (n < 0)
             break;
         if (buf[len] == '\n') {
             json_t *j = json_loadb(buf, len, 0, NULL);
@@ -188,9 +191,8 @@ static int sock_read_hello(hone_trun_sock *c, trun_state *s)
     return -1;
 }
 
-/* Connects to the server at c->path, starting it when nobody listens there. 0 (c->fd and c->pid
- * set), or -1 with a line in s's ring. */
-static int sock_connect(hone_trun_sock *c, trun_state *s, const char *trainer)
+/* One try of sock_connect: 0, -1, or -2 when the connection ended before the hello. */
+static int sock_connect_try(hone_trun_sock *c, trun_state *s, const char *trainer)
 {
     char lock_path[4200], msg[4600];
     int lock, n;
@@ -230,12 +232,31 @@ static int sock_connect(hone_trun_sock *c, trun_state *s, const char *trainer)
         if (c->fd < 0)
             return -1;
     }
-    if (sock_read_hello(c, s) != 0) {
+    int rc = sock_read_hello(c, s);
+    if (rc != 0) {
         sock_close(c);
-        return -1;
+        return rc;
     }
     fcntl(c->fd, F_SETFL, O_NONBLOCK);
     return 0;
+}
+
+/* Connects to the server at c->path, starting it when nobody listens there. 0 (c->fd and c->pid
+ * set), or -1 with a line in s's ring. A server that was dying as we connected (its socket still
+ * took the connection, then reset it: just after a kill) is tried again a few times. */
+static int sock_connect(hone_trun_sock *c, trun_state *s, const char *trainer)
+{
+    for (int i = 0; i < 20; i++) {
+        int rc = sock_connect_try(c, s, trainer);
+        if (rc != -2)
+            return rc;
+        usleep(100000);
+    }
+    char msg[4400];
+    int n = snprintf(msg, sizeof(msg),
+                     "hone-worker: the trainer server at %s closes every connection", c->path);
+    trun_ring_push(s, msg, (size_t)n);
+    return -1;
 }
 
 /* A kept connection the server closed (it ended, idle or killed) or wrote to out of turn is not

@@ -4,7 +4,8 @@
  * the cancel line (exit 143) and leave the server and the connection for the next job, which
  * trains to the numbers of the first; kill -9 of the server mid-job fails the job and the next one,
  * resumed from the checkpoint, starts a new server and ends with the epochs of the uninterrupted
- * run; a server that stops answering (SIGSTOP) is killed once silent for silence_s.
+ * run; a server that stops answering (SIGSTOP) is killed once silent for silence_s; a stop not
+ * carried out within the grace closes the connection and leaves the server alone.
  * Usage: test_trun_socket HONE-TRAIN (skips, 77, without Fashion-MNIST or while hone-train refuses
  * --listen). */
 #include <pthread.h>
@@ -27,6 +28,7 @@ typedef struct relay {
     int kill_at;      /* kill -9 the server at this epoch (0 = never) */
     int freeze_at;    /* SIGSTOP the server at this epoch (0 = never) */
     double silence_s; /* hone_trun_opts.silence_s */
+    double grace_s;   /* hone_trun_opts.grace_s (0: 20) */
     int server_pid;
     hone_trun_sock *c;
 } relay;
@@ -88,7 +90,7 @@ static int job(hone_trun_sock *c, const char *out, int epochs, relay *r, hone_tr
                     extra ? "auto" : NULL,
                     NULL};
     hone_trun_hooks h = {on_epoch, NULL, should_stop, r};
-    hone_trun_opts o = {.grace_s = 20, .silence_s = r->silence_s};
+    hone_trun_opts o = {.grace_s = r->grace_s > 0 ? r->grace_s : 20, .silence_s = r->silence_s};
     r->c = c;
     return hone_trun_run_socket(c, argv, &o, &h, res);
 }
@@ -107,10 +109,10 @@ static void *side_main(void *arg)
     return NULL;
 }
 
-/* Whether process pid is dead within 5 s (gone, or a zombie: it is not our child). */
-static int gone(int pid)
+/* Whether process pid is dead within tries x 50 ms (gone, or a zombie: it is not our child). */
+static int gone(int pid, int tries)
 {
-    for (int i = 0; i < 100; i++) {
+    for (int i = 0; i < tries; i++) {
         char path[64], buf[512];
         snprintf(path, sizeof(path), "/proc/%d/stat", pid);
         FILE *f = fopen(path, "r");
@@ -251,11 +253,28 @@ int main(int argc, char **argv)
     CHECK(res.log_tail && strstr(res.log_tail, "wrote nothing for 5 s"));
     CHECK(hone_trun_sock_pid(c) == -1);
     hone_trun_result_clear(&res);
-    CHECK(gone(before));
+    CHECK(gone(before, 100));
     relay after = {.silence_s = 5};
     CHECK(job(c, "after", 2, &after, &res, NULL) == 0);
     CHECK(res.outcome == HONE_TRUN_DONE && after.n == 2);
     CHECK(hone_trun_sock_pid(c) > 0 && hone_trun_sock_pid(c) != before);
+    hone_trun_result_clear(&res);
+
+    /* 6. a stop the server does not carry out within the grace (it is stopped, SIGSTOP): the
+     * connection is closed and the job ends as stopped, the server left alone; once it runs
+     * again the next job finds it */
+    int live = hone_trun_sock_pid(c), starts = hone_trun_sock_started(c);
+    relay held = {.freeze_at = 1, .answer_at = 1, .answer = HONE_WDECISION_STOP, .grace_s = 2};
+    CHECK(job(c, "held", 40, &held, &res, NULL) == 0);
+    CHECK(res.outcome == HONE_TRUN_STOPPED && res.exit_code == 128 + SIGTERM);
+    CHECK(res.log_tail && strstr(res.log_tail, "did not end the job within 2 s"));
+    CHECK(hone_trun_sock_pid(c) == -1);
+    hone_trun_result_clear(&res);
+    CHECK(live > 0 && kill(live, SIGCONT) == 0 && !gone(live, 1));
+    relay back = {0};
+    CHECK(job(c, "back", 2, &back, &res, NULL) == 0);
+    CHECK(res.outcome == HONE_TRUN_DONE && back.n == 2);
+    CHECK(hone_trun_sock_pid(c) == live && hone_trun_sock_started(c) == starts);
     hone_trun_result_clear(&res);
 
     int last = hone_trun_sock_pid(c);

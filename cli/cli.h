@@ -209,6 +209,10 @@ typedef struct cli_stack_opts {
     /* GPUs `trainer --list-devices` reported (0: none, or --device cpu): worker i then runs with
      * --gpu i % gpus, so one worker per GPU by default and --workers N spread over them. */
     int gpus;
+    /* Trials sharing each GPU (--pack): with gpus > 0 and pack > 1 the workers of GPU i share one
+     * trainer server, --trainer-socket DATA_DIR/trainer-gpu<i>.sock; 1: each worker its own
+     * trainer (as before packing). */
+    int pack;
 } cli_stack_opts;
 
 /* Starts hone-controller and N hone-workers as children and waits for /readyz. Binaries are
@@ -229,8 +233,9 @@ int cli_count_gpus(const char *trainer);
 
 /* `hone local` / `hone demo` option handling shared by cmd_local.c and demo.c; 2 on a usage
  * error (printed). */
-/* With --device cuda or auto, one worker per GPU that hone-train lists (so->gpus) unless --workers
- * is given, which wins: its workers share the GPUs round-robin. */
+/* With --device cuda or auto, --pack N workers per GPU that hone-train lists (so->gpus; N default
+ * 4, and 1 on the CPU) unless --workers is given, which wins: its workers share the GPUs
+ * round-robin. */
 int cli_local_stack_opts(cli_ctx *c, cli_stack_opts *so, int default_workers, int default_port);
 int cli_demo_run(cli_ctx *c);
 

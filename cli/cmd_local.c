@@ -11,7 +11,7 @@
 
 int cli_local_stack_opts(cli_ctx *c, cli_stack_opts *so, int default_workers, int default_port)
 {
-    long workers = default_workers, port = default_port, threads = 0;
+    long workers = default_workers, port = default_port, threads = 0, pack = 0;
     char err[256];
 
     memset(so, 0, sizeof(*so));
@@ -24,7 +24,8 @@ int cli_local_stack_opts(cli_ctx *c, cli_stack_opts *so, int default_workers, in
     }
     if (cli_arg_int(c->a, "workers", 1, 64, &workers, err, sizeof(err)) != 0 ||
         cli_arg_int(c->a, "port", 0, 65535, &port, err, sizeof(err)) != 0 ||
-        cli_arg_int(c->a, "threads", 0, 1024, &threads, err, sizeof(err)) != 0) {
+        cli_arg_int(c->a, "threads", 0, 1024, &threads, err, sizeof(err)) != 0 ||
+        cli_arg_int(c->a, "pack", 1, 64, &pack, err, sizeof(err)) != 0) {
         fprintf(stderr, "usage error: %s\n", err);
         return 2;
     }
@@ -45,14 +46,19 @@ int cli_local_stack_opts(cli_ctx *c, cli_stack_opts *so, int default_workers, in
         if (!t && cli_find_binary(c->bin_dir, "hone-train", trn_rel, trn, sizeof(trn)) == 0)
             t = trn;
         so->gpus = t ? cli_count_gpus(t) : 0;
-        /* At least one worker per GPU unless --workers says how many; a caller's larger default
-         * (the demo's several workers) stays, the workers sharing the GPUs round-robin: until
-         * trials are packed into one process, several workers are what keeps a GPU busy with
-         * small trials (the demo on one H100 keeps its 4 workers, as it had before GPUs were
-         * counted). */
-        if (so->gpus > 0 && !cli_arg(c->a, "workers") && so->workers < so->gpus)
-            so->workers = so->gpus > 64 ? 64 : so->gpus;
+        /* --pack N workers per GPU (default 4), the workers of a GPU sharing one trainer server
+         * so that their trials overlap on it; --pack 1: at least one worker per GPU, a caller's
+         * larger default (the demo's several workers) staying, each worker with its own
+         * trainer. --workers N wins on the count: worker i on GPU i mod GPUs. */
+        if (so->gpus > 0 && !pack)
+            pack = 4;
+        if (so->gpus > 0 && !cli_arg(c->a, "workers")) {
+            long want = pack > 1 ? (long)so->gpus * pack : so->gpus;
+            if (pack > 1 || so->workers < want)
+                so->workers = want > 64 ? 64 : (int)want;
+        }
     }
+    so->pack = so->gpus > 0 && pack > 1 ? (int)pack : 1;
     return 0;
 }
 
@@ -73,8 +79,8 @@ static int local_run(cli_ctx *c)
         return 1;
     }
     if (c->json) {
-        json_t *o = json_pack("{s:s,s:s,s:i,s:i}", "url", cli_stack_url(s), "data_dir", so.data_dir,
-                              "workers", so.workers, "gpus", so.gpus);
+        json_t *o = json_pack("{s:s,s:s,s:i,s:i,s:i}", "url", cli_stack_url(s), "data_dir",
+                              so.data_dir, "workers", so.workers, "gpus", so.gpus, "pack", so.pack);
         char *t = json_dumps(o, JSON_COMPACT);
         printf("%s\n", t);
         free(t);
@@ -83,6 +89,8 @@ static int local_run(cli_ctx *c)
         printf("hone local: controller at %s with %d worker(s)", cli_stack_url(s), so.workers);
         if (so.gpus > 0)
             printf(" on %d GPU(s)", so.gpus);
+        if (so.pack > 1)
+            printf(", trials packed %d to a GPU", so.pack);
         printf("; data in %s (logs in %s/logs)\n"
                "  try: HONE_URL=%s hone worker list\n"
                "Press Ctrl-C to stop.\n",
@@ -107,8 +115,12 @@ static const cli_opt local_opts[] = {
     {"data-dir", CLI_VALUE, "DIR  database, artifacts and logs (default ./hone-data)", 0},
     {"port", CLI_VALUE, "N  controller port (default 8080; 0 picks a free one)", 0},
     {"workers", CLI_VALUE,
-     "N  workers to start (default: one per GPU with --device cuda/auto, else 1; with GPUs, "
-     "worker i uses GPU i mod GPUs)",
+     "N  workers to start, in all (default: --pack per GPU with --device cuda/auto, else 1; "
+     "with GPUs, worker i uses GPU i mod GPUs)",
+     0},
+    {"pack", CLI_VALUE,
+     "N  trials sharing each GPU: N workers per GPU on one shared trainer server (default 4 "
+     "with GPUs; 1: each worker its own trainer; no effect on the CPU)",
      0},
     {"device", CLI_VALUE, "DEV  cpu, cuda or auto (default auto)", 0},
     {"trainer", CLI_VALUE, "PATH  hone-train for the workers (default: beside hone)", 0},
@@ -123,8 +135,12 @@ static const cli_opt demo_opts[] = {
     {"algorithm", CLI_VALUE,
      "ALGO  hyperband, bayesian, asha or bohb (default: chosen for the budget)", 0},
     {"workers", CLI_VALUE,
-     "N  workers (default: one per 1-2 cores, at most 4, and at least one per GPU with --device "
-     "cuda/auto; worker i uses GPU i mod GPUs)",
+     "N  workers in all (default: one per 1-2 cores, at most 4; with --device cuda/auto --pack "
+     "per GPU; worker i uses GPU i mod GPUs)",
+     0},
+    {"pack", CLI_VALUE,
+     "N  trials sharing each GPU on one shared trainer server (default 4 with GPUs; 1: each "
+     "worker its own trainer)",
      0},
     {"trainer", CLI_VALUE, "PATH  hone-train for the workers (default: beside hone)", 0},
     {"device", CLI_VALUE, "DEV  cpu, cuda or auto (default auto)", 0},
@@ -138,10 +154,10 @@ static const cli_opt demo_opts[] = {
 
 const cli_command cli_local_commands[] = {
     {"local", NULL, local_run, local_opts, (int)HONE_ARRAY_LEN(local_opts), 0, 0,
-     "[--data-dir DIR] [--port N] [--workers N] [--device D]",
+     "[--data-dir DIR] [--port N] [--workers N] [--pack N] [--device D]",
      "run a controller and workers on this machine until Ctrl-C", 1},
     {"demo", NULL, cli_demo_run, demo_opts, (int)HONE_ARRAY_LEN(demo_opts), 0, 0,
-     "[--data-dir DIR] [--budget-minutes N] [--algorithm A] [--workers N] [--json]",
+     "[--data-dir DIR] [--budget-minutes N] [--algorithm A] [--workers N] [--pack N] [--json]",
      "AutoML on Fashion-MNIST on a local stack, within a time budget", 1},
 };
 const int cli_nlocal_commands = (int)HONE_ARRAY_LEN(cli_local_commands);

@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -26,6 +28,8 @@ struct cli_stack {
     int nworkers;
     char url[128];
     char logdir[PATH_MAX + 16];
+    char data[PATH_MAX];
+    int servers; /* GPUs with a shared trainer server (--pack > 1): trainer-gpu<i>.sock */
 };
 
 int cli_find_binary(const char *bin_dir, const char *name, const char *const *rel_dirs, char *out,
@@ -291,8 +295,19 @@ int cli_stack_start(const cli_stack_opts *o, cli_stack **out, char *err, size_t 
         snprintf(err, errlen, "cannot create data dir %s: %s", o->data_dir, strerror(errno));
         return HONE_EIO;
     }
+    if (o->gpus > 0 && o->pack > 1 &&
+        strlen(data) + sizeof("/trainer-gpu00.sock") >
+            sizeof(((struct sockaddr_un *)0)->sun_path)) {
+        snprintf(err, errlen,
+                 "the data dir %s is too long a path for the trainer servers' unix sockets; pass "
+                 "a shorter --data-dir, or --pack 1",
+                 data);
+        return HONE_EINVAL;
+    }
     s = hone_xcalloc(1, sizeof(*s));
     snprintf(s->logdir, sizeof(s->logdir), "%s/logs", data);
+    snprintf(s->data, sizeof(s->data), "%s", data);
+    s->servers = o->gpus > 0 && o->pack > 1 ? o->gpus : 0;
     stack_mkdirs(s->logdir);
     snprintf(cfg, sizeof(cfg), "%s/controller.yaml", data);
     snprintf(port_file, sizeof(port_file), "%s/controller.port", data);
@@ -320,21 +335,40 @@ int cli_stack_start(const cli_stack_opts *o, cli_stack **out, char *err, size_t 
         return rc;
     }
     for (int i = 0; i < o->workers && i < STACK_MAX_WORKERS; i++) {
-        char name[32], wdir[PATH_MAX + 64], threads[16], gpu[16];
+        char name[32], wdir[PATH_MAX + 64], threads[16], gpu[16], sock[PATH_MAX + 32];
         snprintf(name, sizeof(name), "local-%d", i + 1);
         snprintf(wdir, sizeof(wdir), "%s/workers/%s", data, name);
         snprintf(threads, sizeof(threads), "%d", o->threads);
         snprintf(gpu, sizeof(gpu), "%d", o->gpus > 0 ? i % o->gpus : 0);
         snprintf(log, sizeof(log), "%s/worker-%d.log", s->logdir, i + 1);
-        char *argv[] = {wrk_bin,     "--controller", s->url,
-                        "--name",    name,           "--work-dir",
-                        wdir,        "--device",     (char *)(o->device ? o->device : "auto"),
-                        "--trainer", trn_bin,        "--threads",
-                        threads,     "--storage",    (char *)(o->storage ? o->storage : "shared"),
-                        NULL,        NULL,           NULL};
+        char *argv[] = {wrk_bin,
+                        "--controller",
+                        s->url,
+                        "--name",
+                        name,
+                        "--work-dir",
+                        wdir,
+                        "--device",
+                        (char *)(o->device ? o->device : "auto"),
+                        "--trainer",
+                        trn_bin,
+                        "--threads",
+                        threads,
+                        "--storage",
+                        (char *)(o->storage ? o->storage : "shared"),
+                        NULL,
+                        NULL,
+                        NULL,
+                        NULL,
+                        NULL};
         if (o->gpus > 0) { /* one GPU each: the worker sets CUDA_VISIBLE_DEVICES for its trainers */
-            argv[HONE_ARRAY_LEN(argv) - 3] = "--gpu";
-            argv[HONE_ARRAY_LEN(argv) - 2] = gpu;
+            argv[HONE_ARRAY_LEN(argv) - 5] = "--gpu";
+            argv[HONE_ARRAY_LEN(argv) - 4] = gpu;
+        }
+        if (o->gpus > 0 && o->pack > 1) { /* the workers of a GPU share its trainer server */
+            snprintf(sock, sizeof(sock), "%s/trainer-gpu%d.sock", data, i % o->gpus);
+            argv[HONE_ARRAY_LEN(argv) - 3] = "--trainer-socket";
+            argv[HONE_ARRAY_LEN(argv) - 2] = sock;
         }
         s->workers[s->nworkers] = stack_spawn(argv, log);
         if (s->workers[s->nworkers] > 0)
@@ -405,11 +439,50 @@ static void stack_stop_pids(pid_t *pids, int n, double grace)
     }
 }
 
+/* The shared trainer servers the workers started (--pack): detached from us, they would end only
+ * when idle for a minute, holding their GPU; once the workers are gone they run nothing, so each
+ * one found listening (its pid from the socket's peer credentials, our own user only) is ended. */
+static void stack_stop_servers(cli_stack *s)
+{
+    pid_t pids[STACK_MAX_WORKERS];
+    int n = 0;
+
+    for (int i = 0; i < s->servers && n < STACK_MAX_WORKERS; i++) {
+        struct sockaddr_un a = {.sun_family = AF_UNIX};
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        char path[PATH_MAX + 32];
+        int fd;
+
+        snprintf(path, sizeof(path), "%s/trainer-gpu%d.sock", s->data, i);
+        if (strlen(path) >= sizeof(a.sun_path))
+            continue;
+        memcpy(a.sun_path, path, strlen(path) + 1);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+            getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.pid > 0 &&
+            cred.uid == getuid())
+            pids[n++] = cred.pid;
+        if (fd >= 0)
+            close(fd);
+    }
+    double deadline = cli_now() + 1; /* SIGTERM cancels its jobs (none now), SIGKILL ends it */
+    for (int i = 0; i < n; i++)
+        kill(pids[i], SIGTERM);
+    for (int i = 0; i < n; i++) {
+        while (kill(pids[i], 0) == 0 && cli_now() < deadline)
+            usleep(50000);
+        if (kill(pids[i], 0) == 0)
+            kill(pids[i], SIGKILL);
+    }
+}
+
 void cli_stack_stop(cli_stack *s)
 {
     if (!s)
         return;
     stack_stop_pids(s->workers, s->nworkers, 20);
+    stack_stop_servers(s);
     stack_stop_pids(&s->ctl, 1, 10);
     free(s);
 }

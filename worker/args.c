@@ -12,20 +12,27 @@ const char *hone_worker_usage(void)
            "                   [--device cpu|cuda|auto] [--threads N] [--token T]\n"
            "                   [--trainer PATH] [--packer PATH] [--lease-wait S] [--grace S]\n"
            "                   [--max-jobs N] [--storage shared|http] [--cache-dir DIR]\n"
-           "                   [--gpu INDEX] [--resident | --no-resident] [-v]\n"
+           "                   [--gpu INDEX] [--resident | --no-resident]\n"
+           "                   [--trainer-socket PATH] [-v]\n"
            "Registers with the controller at URL, leases jobs and runs hone-train for each\n"
            "(hone-pack for a convert job).\n"
            "--resident: train jobs go to one resident hone-train --serve kept between leases\n"
            "(its CUDA context and datasets stay loaded); default on with --device cuda, off\n"
            "otherwise.\n"
+           "--trainer-socket PATH: train jobs run on one shared hone-train --serve --listen\n"
+           "PATH (started by the first worker that needs it, ended when idle), so that the\n"
+           "trials of several workers overlap on one GPU. The server sees the GPU of the\n"
+           "worker that started it: workers sharing a socket must share a GPU (one socket\n"
+           "per GPU). Default: none.\n"
            "--storage shared: the controller's data dir is mounted here (default);\n"
            "--storage http: datasets are downloaded into --cache-dir (default\n"
            "<work-dir>/cache, by content hash) and outputs uploaded to the controller.\n"
            "--gpu INDEX: use only that GPU (of those hone-train --list-devices reports, or\n"
            "of CUDA_VISIBLE_DEVICES when set): trainers get CUDA_VISIBLE_DEVICES and\n"
-           "--device cuda, and only that GPU is registered. One worker per GPU.\n"
+           "--device cuda, and only that GPU is registered. One worker per GPU, or several\n"
+           "sharing one --trainer-socket.\n"
            "Environment: HONE_URL (default for --controller), HONE_TOKEN, HONE_STORAGE,\n"
-           "HONE_GPU (default for --gpu).\n";
+           "HONE_GPU (default for --gpu), HONE_TRAINER_SOCKET (for --trainer-socket).\n";
 }
 
 static int args_int(const char *v, int lo, int hi, int *out)
@@ -56,6 +63,7 @@ int hone_worker_args_parse(int argc, char **argv, hone_worker_opts *o, char *err
         return HONE_EINVAL;
     }
     o->pin_gpu = env_gpu && env_gpu[0];
+    o->trainer_socket = getenv("HONE_TRAINER_SOCKET");
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         const char *eq;
@@ -143,6 +151,8 @@ int hone_worker_args_parse(int argc, char **argv, hone_worker_opts *o, char *err
                 return HONE_EINVAL;
             }
             o->pin_gpu = 1;
+        } else if (strcmp(name, "--trainer-socket") == 0) {
+            o->trainer_socket = v;
         } else if (strcmp(name, "--max-jobs") == 0) {
             if (args_int(v, 0, 1000000, &o->max_jobs) != 0) {
                 snprintf(err, errlen, "--max-jobs must be a non-negative integer");
@@ -160,6 +170,14 @@ int hone_worker_args_parse(int argc, char **argv, hone_worker_opts *o, char *err
     }
     if (o->pin_gpu && strcmp(o->device, "cpu") == 0) {
         snprintf(err, errlen, "--gpu (or HONE_GPU) needs --device cuda or auto, not cpu");
+        return HONE_EINVAL;
+    }
+    if (o->trainer_socket && !o->trainer_socket[0])
+        o->trainer_socket = NULL;
+    if (o->trainer_socket && o->resident == 0) {
+        snprintf(err, errlen,
+                 "--trainer-socket runs train jobs on a resident server; it cannot "
+                 "go with --no-resident");
         return HONE_EINVAL;
     }
     if (o->pin_gpu)

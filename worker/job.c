@@ -230,7 +230,7 @@ static int job_run_trainer(hone_worker *w, job_ctx *ctx, const json_t *job, cons
     int rc;
 
     topts.grace_s = w->o->grace_s;
-    if (w->resident) { /* a resident trainer says it is alive every 2 s while a job runs */
+    if (w->resident || w->sock) { /* a resident trainer says it is alive every 2 s in a job */
         pthread_mutex_lock(&w->mu);
         topts.silence_s = w->heartbeat_s * 3 > 10 ? w->heartbeat_s * 3 : 10;
         pthread_mutex_unlock(&w->mu);
@@ -242,8 +242,19 @@ static int job_run_trainer(hone_worker *w, job_ctx *ctx, const json_t *job, cons
         worker_log(w, "job %s: starting %s (epochs until %lld%s)", ctx->id, w->trainer,
                    json_is_integer(eu) ? (long long)json_integer_value(eu) : 0LL,
                    json_is_true(json_object_get(lease, "resume")) ? ", resumed" : "");
-        rc = w->resident ? hone_trun_run_resident(&w->server, argv, &topts, &hooks, res)
-                         : hone_trun_run(argv, &topts, &hooks, res);
+        if (w->sock) {
+            int started = hone_trun_sock_started(w->sock);
+            rc = hone_trun_run_socket(w->sock, argv, &topts, &hooks, res);
+            if (hone_trun_sock_started(w->sock) > started)
+                worker_log(w, "job %s: started the trainer server at %s", ctx->id,
+                           w->o->trainer_socket);
+            if (hone_trun_sock_pid(w->sock) > 0)
+                worker_log(w, "job %s: ran on the trainer server pid %d", ctx->id,
+                           hone_trun_sock_pid(w->sock));
+        } else {
+            rc = w->resident ? hone_trun_run_resident(&w->server, argv, &topts, &hooks, res)
+                             : hone_trun_run(argv, &topts, &hooks, res);
+        }
         hone_worker_argv_free(argv);
         if (!ctx->gap || fresh)
             break;

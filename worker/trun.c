@@ -6,11 +6,12 @@
  * {"event":"exit"} line; a stop is the same SIGTERM (it ends the job, not the server), and a
  * server that dies or outlives the grace is reaped and replaced by the next job. */
 #define _GNU_SOURCE /* pipe2 */
-#include "worker.h"
+#include "trun_internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,34 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define TRUN_LINE_MAX 65536
-#define TRUN_LOG_LINE_MAX 400
 /* The stderr lines an epoch report carries: those since the previous report, at most this many
  * (the newest), within this many bytes. The controller refuses more (report_check.h). */
 #define TRUN_REPORT_LINES 50
 #define TRUN_REPORT_BYTES 8192
-
-typedef struct trun_line {
-    char *buf;
-    size_t len, cap;
-} trun_line;
-
-typedef struct trun_state {
-    char **ring; /* stderr lines, oldest at ring_head once full */
-    int ring_n, ring_cap, ring_head;
-    int ring_fresh; /* lines pushed since the last epoch line (not yet reported) */
-    trun_line out, err;
-    pid_t pid;
-    int killing;     /* 0 none, 1 SIGTERM sent */
-    double kill_at;  /* monotonic time of SIGKILL */
-    int killed_hard; /* SIGKILL sent */
-    hone_wdecision decided;
-    int aborted;
-    int natural_end; /* stop/pause came on the last epoch: let it exit */
-    int resident;    /* the child is hone-train --serve: its exit line ends the job */
-    int exit_seen, exit_code, restart; /* restart: the server ends after this job */
-    double last_io;                    /* monotonic time of the last bytes read from the child */
-} trun_state;
 
 struct hone_trun_server {
     pid_t pid;
@@ -87,7 +64,7 @@ double hone_trun_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void trun_ring_push(trun_state *s, const char *line, size_t len)
+void trun_ring_push(trun_state *s, const char *line, size_t len)
 {
     char *copy;
 
@@ -106,7 +83,7 @@ static void trun_ring_push(trun_state *s, const char *line, size_t len)
     s->ring_head = (s->ring_head + 1) % s->ring_cap;
 }
 
-static char *trun_ring_join(trun_state *s)
+char *trun_ring_join(trun_state *s)
 {
     size_t total = 1;
     char *o, *p;
@@ -162,8 +139,16 @@ static json_t *trun_ring_fresh(trun_state *s)
     return a;
 }
 
+/* A signal to the child's group; on a shared server's socket a stop is the cancel line instead
+ * (SIGKILL there only marks the job given up: the server is not ours to kill for one job). */
 static void trun_signal(trun_state *s, int sig)
 {
+    if (s->on_socket) {
+        static const char cancel[] = "{\"cancel\":true}\n";
+        if (sig == SIGTERM && s->sock_fd >= 0)
+            trun_write_all(s->sock_fd, cancel, sizeof(cancel) - 1);
+        return;
+    }
     if (s->pid > 0 && kill(-s->pid, sig) != 0)
         kill(s->pid, sig);
 }
@@ -178,8 +163,8 @@ static void trun_begin_stop(trun_state *s, double grace)
 }
 
 /* One complete stdout line: JSON lines go to the hooks, anything else into the log ring. */
-static void trun_stdout_line(trun_state *s, const hone_trun_opts *o, const hone_trun_hooks *h,
-                             hone_trun_result *res, char *line, size_t len, double grace)
+void trun_stdout_line(trun_state *s, const hone_trun_opts *o, const hone_trun_hooks *h,
+                      hone_trun_result *res, char *line, size_t len, double grace)
 {
     json_t *j, *ep, *ev;
 
@@ -200,9 +185,15 @@ static void trun_stdout_line(trun_state *s, const hone_trun_opts *o, const hone_
         s->exit_seen = 1;
         s->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : 1;
         s->restart = json_is_true(json_object_get(j, "restart"));
+    } else if (s->resident && json_is_string(ev) && strcmp(json_string_value(ev), "log") == 0) {
+        /* a shared server's stderr line of this job (what a child would have written) */
+        const char *l = json_string_value(json_object_get(j, "line"));
+        if (l)
+            trun_ring_push(s, l, strlen(l));
     } else if (s->resident && json_is_string(ev) &&
                (strcmp(json_string_value(ev), "accepted") == 0 ||
-                strcmp(json_string_value(ev), "alive") == 0)) {
+                strcmp(json_string_value(ev), "alive") == 0 ||
+                strcmp(json_string_value(ev), "hello") == 0)) {
         /* the server's own: it took the request, it still runs (last_io has it) */
     } else if (json_is_string(ev)) {
         if (strcmp(json_string_value(ev), "done") == 0) {
@@ -234,8 +225,8 @@ static void trun_stdout_line(trun_state *s, const hone_trun_opts *o, const hone_
 
 /* Reads what is there from fd into the line buffer and dispatches complete lines. Returns 0 at
  * EOF, 1 otherwise. */
-static int trun_drain(trun_state *s, int fd, int is_err, const hone_trun_opts *o,
-                      const hone_trun_hooks *h, hone_trun_result *res, double grace)
+int trun_drain(trun_state *s, int fd, int is_err, const hone_trun_opts *o, const hone_trun_hooks *h,
+               hone_trun_result *res, double grace)
 {
     trun_line *L = is_err ? &s->err : &s->out;
     char chunk[8192];
@@ -320,7 +311,7 @@ static pid_t trun_spawn(char *const argv[], int in_fd, int out_fd, int err_fd, i
 
 /* What a pass of the wait loops owes the child: the hooks' stop asked for (a graceful stop, once)
  * and the SIGKILL once the grace is up. */
-static void trun_tick(trun_state *s, const hone_trun_hooks *h, double grace)
+void trun_tick(trun_state *s, const hone_trun_hooks *h, double grace)
 {
     if (!s->aborted && h->should_stop && h->should_stop(h->arg)) {
         s->aborted = 1;
@@ -381,7 +372,7 @@ static void trun_reap(trun_state *s, const hone_trun_hooks *h, double grace, int
     s->pid = -1;
 }
 
-static void trun_outcome(trun_state *s, hone_trun_result *res, int exit_code)
+void trun_outcome(trun_state *s, hone_trun_result *res, int exit_code)
 {
     res->exit_code = exit_code;
     if (s->decided == HONE_WDECISION_STOP)
@@ -545,11 +536,45 @@ fail:
     return v;
 }
 
+char *trun_request_line(trun_state *s, char *const argv[])
+{
+    json_t *req = json_array();
+    char *dump, *line;
+
+    for (int i = 1; argv[i]; i++)
+        json_array_append_new(req, json_string(argv[i]));
+    json_t *obj = json_pack("{s:o}", "run", req);
+    dump = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
+    json_decref(obj);
+    if (!dump) {
+        trun_ring_push(s, "hone-worker: arguments are not UTF-8", 36);
+        return NULL;
+    }
+    line = hone_xmalloc(strlen(dump) + 2);
+    sprintf(line, "%s\n", dump);
+    free(dump);
+    return line;
+}
+
+void trun_state_clear(trun_state *s)
+{
+    for (int i = 0; i < s->ring_n; i++)
+        free(s->ring[i]);
+    free(s->ring);
+    free(s->out.buf);
+    free(s->err.buf);
+    s->ring = NULL;
+    s->ring_n = 0;
+    s->out = s->err = (trun_line){0};
+}
+
 /* Writes the whole request line; 0 or -1 (the server is gone). */
-static int trun_write_all(int fd, const char *buf, size_t len)
+int trun_write_all(int fd, const char *buf, size_t len)
 {
     while (len > 0) {
-        ssize_t n = write(fd, buf, len);
+        ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+        if (n < 0 && errno == ENOTSOCK)
+            n = write(fd, buf, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -568,26 +593,16 @@ int hone_trun_run_resident(hone_trun_server **srv, char *const argv[], const hon
     int status = 0, out_open = 1, err_open = 1, rc = HONE_OK;
     double grace = o.grace_s > 0 ? o.grace_s : 10.0;
     hone_trun_server *v = *srv;
-    json_t *req = json_array();
     char *line = NULL;
 
     memset(res, 0, sizeof(*res));
     s.resident = 1;
     s.ring_cap = o.log_lines > 0 ? o.log_lines : 50;
     s.ring = hone_xcalloc((size_t)s.ring_cap, sizeof(char *));
-    for (int i = 1; argv[i]; i++)
-        json_array_append_new(req, json_string(argv[i]));
-    json_t *obj = json_pack("{s:o}", "run", req);
-    char *dump = obj ? json_dumps(obj, JSON_COMPACT) : NULL;
-    json_decref(obj);
-    if (!dump) {
+    if (!(line = trun_request_line(&s, argv))) {
         rc = HONE_EINVAL;
-        trun_ring_push(&s, "hone-worker: arguments are not UTF-8", 36);
         goto fail;
     }
-    line = hone_xmalloc(strlen(dump) + 2);
-    sprintf(line, "%s\n", dump);
-    free(dump);
     /* a server that died between jobs is replaced; one that cannot take the request too, once */
     for (int attempt = 0;; attempt++) {
         if (v && waitpid(v->pid, &status, WNOHANG) != 0) {

@@ -389,6 +389,13 @@ int hone_worker_run(const hone_worker_opts *o, volatile sig_atomic_t *stop)
     if (rc != 0)
         goto fail;
     w.resident = o->resident >= 0 ? o->resident : o->device && strcmp(o->device, "cuda") == 0;
+    if (o->trainer_socket) {
+        char log[4096 + 32];
+        snprintf(log, sizeof(log), "%s/trainer-server.log", w.work_dir);
+        w.sock = hone_trun_sock_new(o->trainer_socket, log);
+        w.resident = 0;
+        worker_log(&w, "train jobs run on the shared trainer server at %s", o->trainer_socket);
+    }
     if (w.resident)
         worker_log(&w, "train jobs run on a resident %s --serve", w.trainer);
     worker_log(&w, "controller %s, trainer %s, packer %s, work dir %s, storage %s%s%s",
@@ -436,6 +443,7 @@ fail:
         pthread_join(hb, NULL);
     }
     hone_trun_server_free(w.server);
+    hone_trun_sock_free(w.sock);
     hone_rest_free(w.rest);
     hone_rest_free(w.hb_rest);
     worker_nvml_free(w.nvml);

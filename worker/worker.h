@@ -90,6 +90,31 @@ void hone_trun_server_free(hone_trun_server *s);
 /* The server's process id (its process group's too). */
 int hone_trun_server_pid(const hone_trun_server *s);
 
+/* A shared trainer server (trun_socket.c): one `hone-train --serve --listen PATH` that several
+ * workers reach over the unix socket PATH, each connection running one job at a time (train/main.c
+ * says its protocol), so that the trials of workers sharing a GPU overlap on it. The server sees
+ * the GPUs of the worker that started it (its CUDA_VISIBLE_DEVICES): workers that share a socket
+ * must share a GPU. hone_trun_sock_new names the socket and the log file of a server this worker
+ * starts; nothing is connected yet. */
+typedef struct hone_trun_sock hone_trun_sock;
+hone_trun_sock *hone_trun_sock_new(const char *path, const char *log_path);
+/* Runs argv (argv[0]: hone-train; the rest: one job's arguments) on the server at the socket,
+ * with the same hooks, options and result as hone_trun_run_resident. It connects when not yet
+ * connected (the connection is kept between jobs); when nobody listens it starts
+ * `argv[0] --serve --listen PATH --idle-exit 60` detached (under flock(PATH.lock): workers starting
+ * at once start one), stdio to log_path. A stop or abort writes {"cancel":true} (the job ends with
+ * exit code 143); past the grace the connection is closed (which cancels the job too) and the
+ * server left alone. A connection that ends mid-job fails the job (as a dead trainer's); a server
+ * silent for silence_s is killed (SIGKILL to the pid of its hello) and the job failed. */
+int hone_trun_run_socket(hone_trun_sock *c, char *const argv[], const hone_trun_opts *o,
+                         const hone_trun_hooks *h, hone_trun_result *res);
+/* The connected server's pid (from its hello), -1 when not connected. */
+int hone_trun_sock_pid(const hone_trun_sock *c);
+/* How many servers this client has started (it starts one only when nobody listens). */
+int hone_trun_sock_started(const hone_trun_sock *c);
+/* Closes the connection (the server cancels a job it still runs, and stays); frees. */
+void hone_trun_sock_free(hone_trun_sock *c);
+
 /* ---------------------------------------------------------------- the daemon (worker.c, job.c) */
 
 typedef struct hone_worker_opts {
@@ -119,6 +144,10 @@ typedef struct hone_worker_opts {
     /* 1: train jobs run on a resident hone-train --serve kept between leases
      * (hone_trun_run_resident); 0: a new hone-train per job; -1 (default): 1 with --device cuda */
     int resident;
+    /* --trainer-socket PATH (env HONE_TRAINER_SOCKET): train jobs run on the shared trainer
+     * server at this unix socket (hone_trun_run_socket), started by the first worker that needs
+     * it; NULL (default): not shared. Workers that share a socket must share a GPU. */
+    const char *trainer_socket;
 } hone_worker_opts;
 
 /* Parses hone-worker's command line (argv[0] is skipped). Returns 0, HONE_EINVAL with a message

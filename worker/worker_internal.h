@@ -35,6 +35,7 @@ typedef struct hone_worker {
     worker_nvml *nvml;        /* GPU telemetry for heartbeats (NULL: none; nvml.c) */
     int resident;             /* train jobs go to server (opts.resident resolved) */
     hone_trun_server *server; /* the resident trainer, NULL until a job starts it */
+    hone_trun_sock *sock;     /* --trainer-socket: the shared trainer server (NULL: none) */
 } hone_worker;
 
 /* Logs one line to stderr: "hone-worker[name] <text>". */

@@ -47,6 +47,34 @@ static void test_resident(void)
     CHECK(parse(&o, err, sizeof(err), 2, a3) == 1 && strstr(err, "--resident"));
 }
 
+/* --trainer-socket PATH (HONE_TRAINER_SOCKET the default; none unless given, even with --gpu);
+ * refused beside --no-resident; --help names it. */
+static void test_trainer_socket(void)
+{
+    hone_worker_opts o;
+    char err[4096];
+    char *a1[] = {"hone-worker", "--controller", "http://x", "--trainer-socket", "/tmp/t.sock"};
+    char *a2[] = {"hone-worker", "--controller", "http://x", "--gpu", "1"};
+    char *a3[] = {"hone-worker", "--controller", "http://x", "--trainer-socket=/tmp/t.sock",
+                  "--no-resident"};
+    char *a4[] = {"hone-worker", "--help"};
+
+    unsetenv("HONE_TRAINER_SOCKET");
+    CHECK(parse(&o, err, sizeof(err), 5, a1) == 0 && o.trainer_socket &&
+          strcmp(o.trainer_socket, "/tmp/t.sock") == 0);
+    CHECK(parse(&o, err, sizeof(err), 5, a2) == 0 && o.trainer_socket == NULL);
+    CHECK(parse(&o, err, sizeof(err), 5, a3) == HONE_EINVAL && strstr(err, "--trainer-socket"));
+    CHECK(parse(&o, err, sizeof(err), 2, a4) == 1 && strstr(err, "--trainer-socket") &&
+          strstr(err, "HONE_TRAINER_SOCKET"));
+    setenv("HONE_TRAINER_SOCKET", "/tmp/env.sock", 1);
+    CHECK(parse(&o, err, sizeof(err), 5, a2) == 0 && o.trainer_socket &&
+          strcmp(o.trainer_socket, "/tmp/env.sock") == 0);
+    CHECK(parse(&o, err, sizeof(err), 5, a1) == 0 && strcmp(o.trainer_socket, "/tmp/t.sock") == 0);
+    setenv("HONE_TRAINER_SOCKET", "", 1);
+    CHECK(parse(&o, err, sizeof(err), 5, a2) == 0 && o.trainer_socket == NULL);
+    unsetenv("HONE_TRAINER_SOCKET");
+}
+
 /* --gpu INDEX pins the worker (and implies --device cuda); HONE_GPU is the default; bad values and
  * --device cpu are refused, naming the option. */
 static void test_gpu(void)
@@ -295,6 +323,7 @@ int main(void)
     test_storage();
     test_gpu();
     test_resident();
+    test_trainer_socket();
     test_trainer_argv();
     test_action_argv();
     test_unreported_epochs();

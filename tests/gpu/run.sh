@@ -18,6 +18,8 @@ LOG=${OUT:-$BUILD}
 mkdir -p "$BUILD" "$LOG"
 export PATH=/usr/local/cuda/bin:$PATH
 [ -z "${HONE_FMNIST_DIR:-}" ] && [ -d "$ROOT/.data" ] && export HONE_FMNIST_DIR=$ROOT/.data
+# the Python-driven GPU tests (gpu_listen) read it under this name
+[ -n "${HONE_FMNIST_DIR:-}" ] && export HONE_FASHION_MNIST=${HONE_FASHION_MNIST:-$HONE_FMNIST_DIR}
 
 # ---- system libraries the whole tree's configure wants (yaml, uv, jansson, sqlite, openblas ...)
 CMAKE_EXTRA=()
@@ -51,13 +53,9 @@ fi
 TARGETS="test_gpu_ops test_gpu_train bench_train_gpu"
 BIN_OPS= BIN_TRAIN= BIN_BENCH= BIN_TRAIN_CLI=
 if cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release "${CMAKE_EXTRA[@]}" >"$LOG/configure.log" 2>&1; then
-  # every executable a `gpu`-labelled test runs, and the programs the benches drive
-  GPU_EXES=$(cd "$BUILD" && ctest -L gpu -N -V 2>/dev/null |
-             sed -n 's/^[0-9]*: Test command: \([^ ]*\).*/\1/p' | xargs -r -n1 basename | sort -u)
-  for t in $GPU_EXES hone-train hone-pack hone-controller hone-worker hone; do
-    grep -q "^$t:" <(cmake --build "$BUILD" --target help 2>/dev/null | sed 's/^\.\.\. //;s/$/:/') &&
-      TARGETS="$TARGETS $t"
-  done
+  # the whole tree: every executable a `gpu`-labelled test runs (kernel tests, trainer tests, the
+  # programs the integration-style GPU tests start) and the benches' programs
+  TARGETS=all
   echo "run.sh: building $TARGETS"
   cmake --build "$BUILD" --target $TARGETS -j"$(nproc)" >"$LOG/build.log" 2>&1 ||
     { tail -40 "$LOG/build.log"; echo "run.sh: build failed"; exit 1; }

@@ -3,7 +3,9 @@
  * stored, and moved by the affine map of hone_kaugment.affine (flip, shift, zoom; boxes clipped
  * and dropped as backend.h says); the moved targets decoded (hone_det_decode) back to the boxes
  * moved by an independent double-precision map, within a pixel; the warped image's bright
- * rectangle where its moved box is; a flip alone giving exactly the classifier's flipped images.
+ * rectangle where its moved box is; a flip alone giving exactly the classifier's flipped images;
+ * RGB images with colour jitter on the warp (a zoom of at most 0.7 and a shift of at most 0.1
+ * leave the corners outside the image: the mean).
  * With the argument "cuda" the CUDA backend's targets and images are compared with the CPU
  * backend's, bit for bit (exit 77 without a GPU: tests/gpu registers it). */
 #include <math.h>
@@ -336,6 +338,55 @@ static void images(hone_kctx *k, hone_kctx *cpu)
     free(img);
 }
 
+/* RGB images with colour jitter on top of the warp: finite, the out-of-image pixels (a zoom
+ * below 1 leaves a border) the mean without jitter; on CUDA the CPU backend's, bit for bit. */
+static void rgb(hone_kctx *k, hone_kctx *cpu)
+{
+    enum { N = 8, C = 3 };
+    size_t hw = (size_t)H * W, px = hw * C * N;
+    uint8_t *img = malloc(px);
+    for (size_t i = 0; i < px; i++)
+        img[i] = (uint8_t)(unit() * 256);
+    float norm[6] = {0.4f, 0.5f, 0.6f, 4.0f, 3.5f, 3.0f};
+    for (int jit = 0; jit < 2; jit++) {
+        hone_kaugment a = {.flip = 1,
+                           .jitter = jit ? 0.4f : 0.0f,
+                           .seed = 11,
+                           .affine = 1,
+                           .translate = 0.1f,
+                           .zoom_min = 0.5f,
+                           .zoom_max = 0.7f};
+        hone_kctx *ks[2] = {k, cpu};
+        float *outs[2] = {NULL, NULL};
+        for (int b = 0; b < (cpu ? 2 : 1); b++) {
+            uint8_t *dx = hone_k_alloc(ks[b], px);
+            float *dn = hone_k_alloc(ks[b], sizeof norm);
+            float *dd = hone_k_alloc(ks[b], sizeof(float) * hw * C * N);
+            uint64_t ctr = 3, *dc = hone_k_alloc(ks[b], sizeof ctr);
+            hone_k_upload(ks[b], dx, img, px);
+            hone_k_upload(ks[b], dn, norm, sizeof norm);
+            hone_k_upload(ks[b], dc, &ctr, sizeof ctr);
+            CHECK(hone_k_gather_images(ks[b], dx, NULL, NULL, NULL, 0, N, C, H, W, dn, dn + C, &a,
+                                       dc, dd, NULL) == HONE_OK);
+            outs[b] = malloc(sizeof(float) * hw * C * N);
+            CHECK(hone_k_sync(ks[b]) == HONE_OK);
+            hone_k_download(ks[b], outs[b], dd, sizeof(float) * hw * C * N);
+            hone_k_free(ks[b], dx), hone_k_free(ks[b], dn), hone_k_free(ks[b], dd);
+            hone_k_free(ks[b], dc);
+        }
+        int finite = 1, border = 1;
+        for (size_t i = 0; i < hw * C * N; i++)
+            finite &= isfinite(outs[0][i]);
+        for (size_t i = 0; i < N * C && !jit; i++) /* the corner pixel of every channel */
+            border &= outs[0][i * hw] == 0.0f;
+        CHECK(finite && border);
+        if (cpu)
+            CHECK(memcmp(outs[0], outs[1], sizeof(float) * hw * C * N) == 0);
+        free(outs[0]), free(outs[1]);
+    }
+    free(img);
+}
+
 int main(int argc, char **argv)
 {
     int cuda = argc > 1 && !strcmp(argv[1], "cuda");
@@ -350,6 +401,7 @@ int main(int argc, char **argv)
         REQUIRE(hone_kctx_new(HONE_DEV_CPU, 2, &cpu) == HONE_OK);
     targets(k, cpu);
     images(k, cpu);
+    rgb(k, cpu);
     hone_kctx_free(k);
     if (cpu)
         hone_kctx_free(cpu);

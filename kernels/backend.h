@@ -6,6 +6,7 @@
 #ifndef HONE_KERNELS_BACKEND_H
 #define HONE_KERNELS_BACKEND_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -66,6 +67,22 @@ struct hone_kgraph {
  *   - normalise: out = (v - mean[ch]) * inv_std[ch].
  *   - cutout s > 0: cy = u_4 % h, cx = u_5 % w; output pixels with cy - s/2 <= y < cy - s/2 + s
  *     and cx - s/2 <= x < cx - s/2 + s are 0 in every channel (the mean, after normalisation).
+ *   - affine (detection; crop and cutout are 0): flip as above; with S = seed ^
+ *     HONE_AUG_AFFINE_SALT and g_s = hone_rng_unit(S, c0, 8*i + s): zoom z = zoom_min +
+ *     (zoom_max - zoom_min) * g_0, izoom = 1.0f / z, shift tx = (2 g_1 - 1) * (translate * w),
+ *     ty = (2 g_2 - 1) * (translate * h). With (cx, cy) = (w/2, h/2), a point (X, Y) of the
+ *     source goes to (cx + (F(X) - cx) * z + tx, cy + (Y - cy) * z + ty), F(X) = w - X when
+ *     flipped, else X. Output pixel (y, x) samples the source at (sx, sy): sx = cx + ((x + 0.5)
+ *     - cx - tx) * izoom, then sx = w - sx when flipped; sy = cy + ((y + 0.5) - cy - ty) * izoom.
+ *     Outside 0 <= sx < w, 0 <= sy < h the pixel is the mean (v = mean[ch] before jitter: 0
+ *     after normalisation without jitter); else bilinear: fx = sx - 0.5, x0 = floorf(fx), ax =
+ *     fx - x0 (y likewise), neighbours x0, x0 + 1 clamped to the image, v = ((p00 (1 - ax) + p01
+ *     ax) (1 - ay) + (p10 (1 - ax) + p11 ax) ay) * (1.0f / 255.0f). The contrast mean m is the
+ *     unwarped source image's (its integer luma summed over all its pixels). Zoom 1, no shift:
+ *     sx = x + 0.5 exactly, so a flip alone gives exactly the images of the non-affine flip.
+ *     A box goes through the same map (hone_aug_box): corners (F(x2), F(x1)) when flipped, then
+ *     clipped to [0, w] x [0, h]; kept when its clipped width and height are >= 2 pixels and its
+ *     clipped area is >= 30% of its mapped area (HONE_AUG_BOX_MIN, HONE_AUG_BOX_KEEP).
  * permutation(seed, epoch): key[i] = hone_rng_u32(seed, epoch, i); idx = 0..n-1 sorted by
  *   (key ascending, i ascending) -- a stable radix sort of (key, i) pairs gives the same answer. */
 #define HONE_RNG_A 0x9E3779B97F4A7C15ULL
@@ -99,15 +116,25 @@ HONE_HD float hone_rng_unit(uint64_t seed, uint64_t ctr, uint64_t i)
 #ifdef __CUDA_ARCH__
 #define HONE_FMUL(a, b) __fmul_rn((a), (b))
 #define HONE_FADD(a, b) __fadd_rn((a), (b))
+#define HONE_DMUL(a, b) __dmul_rn((a), (b))
+#define HONE_DADD(a, b) __dadd_rn((a), (b))
 #else
 #define HONE_FMUL(a, b) ((float)((a) * (b)))
 #define HONE_FADD(a, b) ((float)((a) + (b)))
+#define HONE_DMUL(a, b) ((double)((a) * (b)))
+#define HONE_DADD(a, b) ((double)((a) + (b)))
 #endif
+
+#define HONE_AUG_AFFINE_SALT 0xAFF1DE7EC7ULL /* the affine draws' own stream */
+#define HONE_AUG_BOX_KEEP 0.3f /* a mapped box is dropped below this visible fraction */
+#define HONE_AUG_BOX_MIN 2.0f  /* ... or below this width or height, in pixels */
 
 typedef struct hone_aug_draw {
     int flip, dx, dy;    /* mirror, crop offset */
     int y0, x0, cut;     /* cutout square: rows [y0, y0+cut), columns [x0, x0+cut); cut 0: none */
     float a_b, a_c, a_s; /* brightness, contrast, saturation factors (jitter) */
+    int affine;          /* detection's warp: zoom (and its inverse) and shift, with flip */
+    float zoom, izoom, tx, ty;
 } hone_aug_draw;
 
 HONE_HD void hone_aug_draw_image(const hone_kaugment *a, int h, int w, uint64_t c0, int i,
@@ -135,6 +162,82 @@ HONE_HD void hone_aug_draw_image(const hone_kaugment *a, int h, int w, uint64_t 
         d->y0 = (int)(hone_rng_u32(s, c0, j + 4) % (uint32_t)h) - d->cut / 2;
         d->x0 = (int)(hone_rng_u32(s, c0, j + 5) % (uint32_t)w) - d->cut / 2;
     }
+    d->affine = a->affine;
+    d->zoom = d->izoom = 1.0f;
+    d->tx = d->ty = 0.0f;
+    if (a->affine) {
+        uint64_t s2 = s ^ HONE_AUG_AFFINE_SALT;
+        float span = HONE_FADD(a->zoom_max, -a->zoom_min);
+        d->zoom = HONE_FADD(a->zoom_min, HONE_FMUL(span, hone_rng_unit(s2, c0, j)));
+        d->izoom = 1.0f / d->zoom;
+        float mx = HONE_FMUL(a->translate, (float)w), my = HONE_FMUL(a->translate, (float)h);
+        d->tx = HONE_FMUL(HONE_FADD(HONE_FMUL(2.0f, hone_rng_unit(s2, c0, j + 1)), -1.0f), mx);
+        d->ty = HONE_FMUL(HONE_FADD(HONE_FMUL(2.0f, hone_rng_unit(s2, c0, j + 2)), -1.0f), my);
+    }
+}
+
+/* The affine warp's value of output pixel (y, x), channels 0..1 into v[c] (the mean where its
+ * source lies outside the image). img: the source image, HWC. */
+HONE_HD void hone_aug_warp(const uint8_t *img, int c, int h, int w, const hone_aug_draw *d, int y,
+                           int x, const float *mean, float *v)
+{
+    float cx = HONE_FMUL((float)w, 0.5f), cy = HONE_FMUL((float)h, 0.5f);
+    float qx = HONE_FADD((float)x, 0.5f), qy = HONE_FADD((float)y, 0.5f);
+    float sx = HONE_FADD(cx, HONE_FMUL(HONE_FADD(HONE_FADD(qx, -cx), -d->tx), d->izoom));
+    float sy = HONE_FADD(cy, HONE_FMUL(HONE_FADD(HONE_FADD(qy, -cy), -d->ty), d->izoom));
+    if (d->flip)
+        sx = HONE_FADD((float)w, -sx);
+    if (!(sx >= 0.0f && sx < (float)w && sy >= 0.0f && sy < (float)h)) {
+        for (int ch = 0; ch < c; ch++)
+            v[ch] = mean[ch];
+        return;
+    }
+    float fx = HONE_FADD(sx, -0.5f), fy = HONE_FADD(sy, -0.5f);
+    float flx = floorf(fx), fly = floorf(fy);
+    float ax = HONE_FADD(fx, -flx), ay = HONE_FADD(fy, -fly);
+    float bx = HONE_FADD(1.0f, -ax), by = HONE_FADD(1.0f, -ay);
+    int x0 = (int)flx, y0 = (int)fly;
+    int xa = x0 < 0 ? 0 : x0, xb = x0 + 1 > w - 1 ? w - 1 : x0 + 1;
+    int ya = y0 < 0 ? 0 : y0, yb = y0 + 1 > h - 1 ? h - 1 : y0 + 1;
+    const uint8_t *p00 = img + ((size_t)ya * w + xa) * c, *p01 = img + ((size_t)ya * w + xb) * c;
+    const uint8_t *p10 = img + ((size_t)yb * w + xa) * c, *p11 = img + ((size_t)yb * w + xb) * c;
+    for (int ch = 0; ch < c; ch++) {
+        float top = HONE_FADD(HONE_FMUL((float)p00[ch], bx), HONE_FMUL((float)p01[ch], ax));
+        float bot = HONE_FADD(HONE_FMUL((float)p10[ch], bx), HONE_FMUL((float)p11[ch], ax));
+        v[ch] = HONE_FMUL(HONE_FADD(HONE_FMUL(top, by), HONE_FMUL(bot, ay)), 1.0f / 255.0f);
+    }
+}
+
+/* Box (x1, y1, x2, y2) through the affine map of d, clipped to the h x w image: 1 and its
+ * corners in o[4] when kept (see above), else 0. */
+HONE_HD int hone_aug_box(const hone_aug_draw *d, int h, int w, float x1, float y1, float x2,
+                         float y2, float *o)
+{
+    float cx = HONE_FMUL((float)w, 0.5f), cy = HONE_FMUL((float)h, 0.5f);
+    if (d->flip) {
+        float t = HONE_FADD((float)w, -x2);
+        x2 = HONE_FADD((float)w, -x1);
+        x1 = t;
+    }
+    float X1 = HONE_FADD(HONE_FADD(cx, HONE_FMUL(HONE_FADD(x1, -cx), d->zoom)), d->tx);
+    float X2 = HONE_FADD(HONE_FADD(cx, HONE_FMUL(HONE_FADD(x2, -cx), d->zoom)), d->tx);
+    float Y1 = HONE_FADD(HONE_FADD(cy, HONE_FMUL(HONE_FADD(y1, -cy), d->zoom)), d->ty);
+    float Y2 = HONE_FADD(HONE_FADD(cy, HONE_FMUL(HONE_FADD(y2, -cy), d->zoom)), d->ty);
+    float tw = HONE_FADD(X2, -X1), th = HONE_FADD(Y2, -Y1);
+    if (!(tw > 0.0f && th > 0.0f))
+        return 0;
+    float c1 = X1 < 0.0f ? 0.0f : X1, c2 = X2 > (float)w ? (float)w : X2;
+    float d1 = Y1 < 0.0f ? 0.0f : Y1, d2 = Y2 > (float)h ? (float)h : Y2;
+    float cw = HONE_FADD(c2, -c1), ch = HONE_FADD(d2, -d1);
+    if (!(cw >= HONE_AUG_BOX_MIN && ch >= HONE_AUG_BOX_MIN))
+        return 0;
+    if (HONE_FMUL(cw, ch) < HONE_FMUL(HONE_AUG_BOX_KEEP, HONE_FMUL(tw, th)))
+        return 0;
+    o[0] = c1;
+    o[1] = d1;
+    o[2] = c2;
+    o[3] = d2;
+    return 1;
 }
 
 /* Offset of output (y, x)'s source pixel inside its image (in pixels), or -1 for padding. */
@@ -159,15 +262,12 @@ HONE_HD float hone_aug_clamp01(float v)
     return v < 0.0f ? 0.0f : v > 1.0f ? 1.0f : v;
 }
 
-/* One output pixel's c values into out[ch * plane]: p is the source pixel (NULL: padding), m the
- * image's contrast mean (used when jitter), mean/inv_std the normalisation. */
-HONE_HD void hone_aug_pixel(const uint8_t *p, int c, const hone_aug_draw *d, int jitter, float m,
-                            int cut, const float *mean, const float *inv_std, float *out,
-                            size_t plane)
+/* One output pixel's c values v (0..1, changed in place) jittered and normalised into
+ * out[ch * plane]: m the image's contrast mean (used when jitter), mean/inv_std the
+ * normalisation. */
+HONE_HD void hone_aug_finish(float *v, int c, const hone_aug_draw *d, int jitter, float m, int cut,
+                             const float *mean, const float *inv_std, float *out, size_t plane)
 {
-    float v[4];
-    for (int ch = 0; ch < c; ch++)
-        v[ch] = p ? HONE_FMUL((float)p[ch], 1.0f / 255.0f) : 0.0f;
     if (jitter) {
         for (int ch = 0; ch < c; ch++) {
             float t = HONE_FADD(m, HONE_FMUL(d->a_c, HONE_FADD(v[ch], -m)));
@@ -182,6 +282,149 @@ HONE_HD void hone_aug_pixel(const uint8_t *p, int c, const hone_aug_draw *d, int
     }
     for (int ch = 0; ch < c; ch++)
         out[(size_t)ch * plane] = cut ? 0.0f : HONE_FMUL(HONE_FADD(v[ch], -mean[ch]), inv_std[ch]);
+}
+
+/* One output pixel's c values into out[ch * plane]: p is the source pixel (NULL: padding), the
+ * rest as hone_aug_finish. */
+HONE_HD void hone_aug_pixel(const uint8_t *p, int c, const hone_aug_draw *d, int jitter, float m,
+                            int cut, const float *mean, const float *inv_std, float *out,
+                            size_t plane)
+{
+    float v[4];
+    for (int ch = 0; ch < c; ch++)
+        v[ch] = p ? HONE_FMUL((float)p[ch], 1.0f / 255.0f) : 0.0f;
+    hone_aug_finish(v, c, d, jitter, m, cut, mean, inv_std, out, plane);
+}
+
+/* ------------------------------------------------------------------ detect_targets, shared
+ * hone_k_detect_targets encodes each image as train/detect.h's hone_det_encode does, without its
+ * sort: a cell of class c belongs to the covering box of class c that hone_det_encode draws
+ * last, the one of smallest area (double, (x2 - x1) * (y2 - y1)), the later one in the image's
+ * list on ties. Both backends run, per image: (1) every cell's owner (its index + 1, 0 for none)
+ * into the coverage planes, the other planes zeroed; (2) for each box, the cells it owns counted
+ * in its scanned range and their weights written; (3) each owned cell's box offsets, its coverage
+ * set to 1. The arithmetic below is cover_cells's in detect_boxes.c, step for step, in double. */
+typedef struct hone_kdet_geom {
+    double cx, cy, rx, ry;  /* the coverage region's centre and half-axes */
+    int gx0, gx1, gy0, gy1; /* the cells scanned, clamped to the grid */
+    int mx, my;             /* the cell holding the centre (may lie off the grid) */
+} hone_kdet_geom;
+
+HONE_HD int hone_kdet_clampi(int v, int lo, int hi)
+{
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+HONE_HD void hone_kdet_geom_of(const hone_kdet_grid *g, const float *b, hone_kdet_geom *q)
+{
+    double w = (double)b[2] - b[0], h = (double)b[3] - b[1];
+    q->cx = HONE_DADD((double)b[0], HONE_DMUL((double)g->cov_center_x, w));
+    q->cy = HONE_DADD((double)b[1], HONE_DMUL((double)g->cov_center_y, h));
+    q->rx = fmax(HONE_DMUL((double)g->cov_radius_x, w) / 2, (double)g->min_radius);
+    q->ry = fmax(HONE_DMUL((double)g->cov_radius_y, h) / 2, (double)g->min_radius);
+    double half = g->stride / 2.0, st = (double)g->stride;
+    q->gx0 = hone_kdet_clampi((int)floor((q->cx - q->rx - half) / st), 0, g->grid_w - 1);
+    q->gx1 = hone_kdet_clampi((int)ceil((q->cx + q->rx - half) / st), 0, g->grid_w - 1);
+    q->gy0 = hone_kdet_clampi((int)floor((q->cy - q->ry - half) / st), 0, g->grid_h - 1);
+    q->gy1 = hone_kdet_clampi((int)ceil((q->cy + q->ry - half) / st), 0, g->grid_h - 1);
+    q->mx = (int)floor(q->cx / st);
+    q->my = (int)floor(q->cy / st);
+}
+
+/* Whether the box of geometry q covers grid cell (gx, gy). */
+HONE_HD int hone_kdet_covers(const hone_kdet_grid *g, const hone_kdet_geom *q, int gx, int gy)
+{
+    if (gx == q->mx && gy == q->my)
+        return 1;
+    if (gx < q->gx0 || gx > q->gx1 || gy < q->gy0 || gy > q->gy1)
+        return 0;
+    double half = g->stride / 2.0;
+    double px = HONE_DADD(HONE_DMUL((double)gx, (double)g->stride), half);
+    double py = HONE_DADD(HONE_DMUL((double)gy, (double)g->stride), half);
+    double dx = (px - q->cx) / q->rx, dy = (py - q->cy) / q->ry;
+    if (g->cov_shape == 1)
+        return HONE_DADD(HONE_DMUL(dx, dx), HONE_DMUL(dy, dy)) <= 1.0;
+    return fabs(dx) <= 1.0 && fabs(dy) <= 1.0;
+}
+
+/* Box bx as the encoder sees it: 1 when it writes targets (a class below classes, kept by the
+ * affine map of d when d is non-NULL and affine, not empty), its corners in o[4]. */
+HONE_HD int hone_kdet_box(const hone_kbox *bx, const hone_aug_draw *d, int h, int w, int classes,
+                          float *o)
+{
+    if (bx->cls < 0 || bx->cls >= classes)
+        return 0;
+    o[0] = bx->x1;
+    o[1] = bx->y1;
+    o[2] = bx->x2;
+    o[3] = bx->y2;
+    if (d && d->affine && !hone_aug_box(d, h, w, bx->x1, bx->y1, bx->x2, bx->y2, o))
+        return 0;
+    return o[2] > o[0] && o[3] > o[1];
+}
+
+/* The owner (box index + 1, 0: none) of cell (gx, gy) of class c among the image's nb boxes. */
+HONE_HD int hone_kdet_owner(const hone_kdet_grid *g, const hone_kbox *bx, int nb,
+                            const hone_aug_draw *d, int h, int w, int c, int gx, int gy)
+{
+    int best = 0;
+    double best_area = 0.0;
+    for (int j = 0; j < nb; j++) {
+        float o[4];
+        if (bx[j].cls != c || !hone_kdet_box(&bx[j], d, h, w, g->classes, o))
+            continue;
+        hone_kdet_geom q;
+        hone_kdet_geom_of(g, o, &q);
+        if (!hone_kdet_covers(g, &q, gx, gy))
+            continue;
+        double area = ((double)o[2] - o[0]) * ((double)o[3] - o[1]);
+        if (!best || area <= best_area) {
+            best = j + 1;
+            best_area = area;
+        }
+    }
+    return best;
+}
+
+/* Step (2) for box j of class c (o: its corners): counts the cells of plane cov (coverage of its
+ * class) that it owns and writes their weights into plane weight. */
+HONE_HD void hone_kdet_weights(const hone_kdet_grid *g, const float *o, int j, const float *cov,
+                               float *weight)
+{
+    hone_kdet_geom q;
+    hone_kdet_geom_of(g, o, &q);
+    float id = (float)(j + 1);
+    int count = 0, gw = g->grid_w;
+    int centre_out = q.mx >= 0 && q.mx < gw && q.my >= 0 && q.my < g->grid_h &&
+                     (q.mx < q.gx0 || q.mx > q.gx1 || q.my < q.gy0 || q.my > q.gy1);
+    for (int gy = q.gy0; gy <= q.gy1; gy++)
+        for (int gx = q.gx0; gx <= q.gx1; gx++)
+            count += cov[gy * gw + gx] == id;
+    if (centre_out)
+        count += cov[q.my * gw + q.mx] == id;
+    if (!count)
+        return;
+    float wv = g->normalise_by_area ? 1.0f / (float)count : 1.0f;
+    for (int gy = q.gy0; gy <= q.gy1; gy++)
+        for (int gx = q.gx0; gx <= q.gx1; gx++)
+            if (cov[gy * gw + gx] == id)
+                weight[gy * gw + gx] = wv;
+    if (centre_out && cov[q.my * gw + q.mx] == id)
+        weight[q.my * gw + q.mx] = wv;
+}
+
+/* Step (3) for owned cell (gx, gy) of class plane c: its 4 box offsets from box o into bbox (the
+ * class's first offset plane; the others follow at plane strides). */
+HONE_HD void hone_kdet_offsets(const hone_kdet_grid *g, const float *o, int gx, int gy, float *bbox,
+                               size_t plane)
+{
+    float px = HONE_FADD(HONE_FMUL((float)gx, (float)g->stride), g->offset);
+    float py = HONE_FADD(HONE_FMUL((float)gy, (float)g->stride), g->offset);
+    size_t at = (size_t)gy * g->grid_w + gx;
+    bbox[at] = HONE_FADD(px, -o[0]) / g->bbox_norm;
+    bbox[plane + at] = HONE_FADD(py, -o[1]) / g->bbox_norm;
+    bbox[2 * plane + at] = HONE_FADD(o[2], -px) / g->bbox_norm;
+    bbox[3 * plane + at] = HONE_FADD(o[3], -py) / g->bbox_norm;
 }
 
 /* ------------------------------------------------------------------ op semantics both backends
@@ -297,10 +540,14 @@ HONE_HD void hone_aug_pixel(const uint8_t *p, int c, const hone_aug_draw *d, int
       (hone_kctx * k, const float *logits, const int32_t *labels, int n, int classes,              \
        float *dlogits, float *loss_sum, float *correct))                                           \
     X(P, int, sum, (hone_kctx * k, const float *x, size_t n, float *out))                          \
-    /* detect.{c,cu}: the DetectNet_v2 grid head's loss */                                         \
+    /* detect.{c,cu}: the DetectNet_v2 grid head's loss and targets */                             \
     X(P, int, detect_loss,                                                                         \
       (hone_kctx * k, const float *pred, const float *target, int n, int classes, int hw,          \
        float cov_weight, float bg_weight, float bbox_weight, float *dpred, float *loss_sum))       \
+    X(P, int, detect_targets,                                                                      \
+      (hone_kctx * k, const hone_kbox *boxes, const uint32_t *box_start, const int32_t *idx,       \
+       const int32_t *base_dev, int base, int n, int h, int w, const hone_kdet_grid *g,            \
+       const hone_kaugment *aug, const uint64_t *counter, float *dst))                             \
     /* data.{c,cu}: data on the device */                                                          \
     X(P, int, gather_rows,                                                                         \
       (hone_kctx * k, const float *src, const int32_t *src_labels, const int32_t *idx,             \

@@ -512,6 +512,29 @@ int hone_k_detect_loss(hone_kctx *k, const float *pred, const float *target, int
                                dpred, loss_sum);
 }
 
+int hone_k_detect_targets(hone_kctx *k, const hone_kbox *boxes, const uint32_t *box_start,
+                          const int32_t *idx, const int32_t *base_dev, int base, int n, int h,
+                          int w, const hone_kdet_grid *g, const hone_kaugment *aug,
+                          const uint64_t *counter, float *dst)
+{
+    CHECK(n >= 0 && base >= 0 && h > 0 && w > 0 && boxes && box_start && g && dst);
+    CHECK(g->classes > 0 && g->grid_h > 0 && g->grid_w > 0 && g->stride > 0);
+    CHECK(g->bbox_norm > 0.0f && g->cov_radius_x > 0.0f && g->cov_radius_y > 0.0f);
+    CHECK(g->min_radius >= 0.0f && (g->cov_shape == 0 || g->cov_shape == 1));
+    CHECK((size_t)n * 6 * g->classes * g->grid_h * g->grid_w <= (size_t)INT32_MAX);
+    if (aug && aug->affine) {
+        CHECK(counter && aug->crop_padding == 0 && aug->cutout == 0);
+        CHECK(aug->translate >= 0.0f && aug->translate <= 1.0f);
+        CHECK(aug->zoom_min > 0.0f && aug->zoom_min <= aug->zoom_max && aug->zoom_max <= 16.0f);
+    } else {
+        aug = NULL;
+    }
+    if (n == 0)
+        return HONE_OK;
+    return k->ops->detect_targets(k, boxes, box_start, idx, base_dev, base, n, h, w, g, aug,
+                                  counter, dst);
+}
+
 /* ------------------------------------------------------------------ data on the device */
 
 int hone_k_gather_rows(hone_kctx *k, const float *src, const int32_t *src_labels,
@@ -551,6 +574,11 @@ int hone_k_gather_images(hone_kctx *k, const uint8_t *src, const int32_t *src_la
         CHECK(counter && aug->crop_padding >= 0 && aug->crop_padding <= 65535);
         CHECK(aug->jitter >= 0.0f && aug->jitter <= 1.0f);
         CHECK(aug->cutout >= 0 && aug->cutout <= 65535);
+        if (aug->affine) {
+            CHECK(aug->crop_padding == 0 && aug->cutout == 0);
+            CHECK(aug->translate >= 0.0f && aug->translate <= 1.0f);
+            CHECK(aug->zoom_min > 0.0f && aug->zoom_min <= aug->zoom_max && aug->zoom_max <= 16.0f);
+        }
     }
     return k->ops->gather_images(k, src, src_labels, idx, base_dev, base, n, c, h, w, mean, inv_std,
                                  aug, counter, dst, dst_labels);

@@ -220,6 +220,14 @@ typedef struct hone_kaugment {
     float jitter;     /* 0..1: contrast, brightness and (RGB) saturation factors in [1-j, 1+j] */
     int cutout;       /* side of a square at a random centre set to 0 (the mean); 0: off */
     uint64_t seed;
+    /* detection (affine != 0): the image is warped by an affine map drawn per image, zoom by s
+     * in [zoom_min, zoom_max] about the image centre, a shift of up to translate * side in each
+     * axis and, with flip, a mirror, sampled bilinearly; pixels whose source falls outside the
+     * image take the mean. crop_padding and cutout must be 0. hone_k_detect_targets moves the
+     * boxes by the same map (backend.h defines both). */
+    int affine;
+    float translate;          /* 0..1: the largest shift, as a fraction of the image side */
+    float zoom_min, zoom_max; /* 0 < zoom_min <= zoom_max */
 } hone_kaugment;
 
 /* A mini-batch from images kept as uint8 on the device. For i < n, source image r = idx[base + i]
@@ -233,6 +241,39 @@ int hone_k_gather_images(hone_kctx *k, const uint8_t *src, const int32_t *src_la
                          const int32_t *idx, const int32_t *base_dev, int base, int n, int c, int h,
                          int w, const float *mean, const float *inv_std, const hone_kaugment *aug,
                          uint64_t *counter, float *dst, int32_t *dst_labels);
+
+/* A detection box as the packed dataset stores it (data.h's hone_data_box, same layout): class
+ * index (< 0: no class, a DontCare region) and corners in pixels, [x1, x2) x [y1, y2). */
+typedef struct hone_kbox {
+    int32_t cls;
+    float x1, y1, x2, y2;
+} hone_kbox;
+
+/* The DetectNet_v2 grid (train/detect.h's hone_det_grid_opts, whose meaning each field has) and
+ * the planes' shape: classes, grid_h x grid_w cells. */
+typedef struct hone_kdet_grid {
+    int stride;
+    float offset, bbox_norm;
+    int cov_shape; /* 0: rectangle, 1: ellipse */
+    float cov_center_x, cov_center_y, cov_radius_x, cov_radius_y, min_radius;
+    int normalise_by_area;
+    int classes, grid_h, grid_w;
+} hone_kdet_grid;
+
+/* The grid targets of a batch, encoded on the device from its boxes: for i < n, source image
+ * r = idx[base + i] (idx NULL: base + i; base read from *base_dev when non-NULL) has the boxes
+ * boxes[box_start[r] .. box_start[r + 1]); dst[i] gets their 6 * classes planes of
+ * grid_h * grid_w floats (coverage, box offsets, weights), exactly as train/detect.h's
+ * hone_det_encode writes them for those boxes (DontCare boxes, boxes with a class >= classes
+ * and empty boxes write nothing). aug (NULL: the boxes as stored) with aug->affine: each box
+ * first goes through the image's affine map, drawn from (aug->seed, *counter) exactly as
+ * hone_k_gather_images draws it, then is clipped to the h x w image and dropped when it keeps
+ * less than 30% of its area or becomes narrower or lower than 2 pixels (backend.h). The counter
+ * is read, not advanced: call this before the hone_k_gather_images of the same batch. */
+int hone_k_detect_targets(hone_kctx *k, const hone_kbox *boxes, const uint32_t *box_start,
+                          const int32_t *idx, const int32_t *base_dev, int base, int n, int h,
+                          int w, const hone_kdet_grid *g, const hone_kaugment *aug,
+                          const uint64_t *counter, float *dst);
 
 /* --------------------------------------------------------------- optimisers (fused, in place) */
 

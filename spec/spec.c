@@ -137,8 +137,9 @@ static const hone_spec_key keys[] = {
      .doc = "mlp, cnn: batch normalisation after each layer (resnets always have it)",
      F(model.batchnorm)},
     {"augment.flip", .type = HONE_SPEC_BOOL, .def = "false",
-     .def_net = {NULL, NULL, "true", "true", "false"}, .networks = CLS, .user = 1,
-     .doc = "random horizontal flips (half the images)", F(augment.flip)},
+     .def_net = {NULL, NULL, "true", "true", "true"}, .networks = ALL, .user = 1,
+     .doc = "random horizontal flips (half the images; detectnet_v2: their boxes too)",
+     F(augment.flip)},
     {"augment.crop_padding", INT(0, 32), .def = "0", .def_net = {NULL, NULL, "4", "4", "0"},
      .networks = CLS, .user = 1,
      .doc = "random crops of the image size from the image zero-padded by this many pixels",
@@ -151,6 +152,21 @@ static const hone_spec_key keys[] = {
     {"augment.cutout", INT(0, 512), .def = "0", .networks = CLS, .user = 1,
      .doc = "side of a square, at a random centre, set to the mean (0 after normalisation); 0: off",
      F(augment.cutout)},
+    {"augment.translate", NUM(0, 0.5), .def = "0", .def_net = {NULL, NULL, NULL, NULL, "0.1"},
+     .networks = DET, .user = 1, SWEEP_D("float", 0, 0, 0, 0, 0, 0, 0, 0.3, 0, DET),
+     .doc = "detectnet_v2: random shift of the image and its boxes, at most this fraction of the "
+            "side in each direction (out-of-image pixels are the mean)",
+     F(augment.translate)},
+    {"augment.zoom_min", NUM(0.25, 1), .def = "1", .def_net = {NULL, NULL, NULL, NULL, "0.8"},
+     .networks = DET, .user = 1, SWEEP_D("float", 0, 0, 0, 0, 0, 0, 0.5, 1, 0, DET),
+     .doc = "detectnet_v2: smallest random scale of the image and its boxes about the centre "
+            "(1 with zoom_max 1: no zoom)",
+     F(augment.zoom_min)},
+    {"augment.zoom_max", NUM(1, 4), .def = "1", .def_net = {NULL, NULL, NULL, NULL, "1.2"},
+     .networks = DET, .user = 1, SWEEP_D("float", 0, 0, 0, 0, 0, 0, 1, 1.6, 0, DET),
+     .doc = "detectnet_v2: largest random scale of the image and its boxes about the centre; a "
+            "box less than 30% inside the image, or under 2 pixels, is dropped",
+     F(augment.zoom_max)},
     /* detectnet_v2 (train/detect.h has the meaning of each; defaults are its TAO-like ones) */
     {"detect.stride", INT(16, 16), .def = "16", .networks = DET, .user = 1, .combo = 1,
      .doc = "detectnet_v2: pixels per output grid cell (the backbone's stride)", F(detect.stride)},

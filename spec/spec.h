@@ -22,8 +22,9 @@
  *   cuBLAS workspaces and allocator slack. A CPU worker needs the same in RAM.
  *
  * Other cross-key rules: train.min_lr <= train.lr; train.warmup_epochs <= train.epochs; a key the
- * network does not use keeps its default (model.depth is mlp only; augment.flip, crop_padding and
- * cutout are the classifiers': detectnet_v2 has no box augmentation yet); data.val_size below the
+ * network does not use keeps its default (model.depth is mlp only; augment.crop_padding and
+ * cutout are the classifiers', augment.translate, zoom_min and zoom_max detectnet_v2's: it moves
+ * the boxes with the image); data.val_size below the
  * images in the training file (when the data is known); data.path set; network detectnet_v2 if and
  * only if data.format kitti (blamed on `network`); detectnet_v2's input side a multiple of
  * detect.stride, at least 64 (model.input_size; 0 for kitti is 128). */
@@ -81,8 +82,10 @@ typedef struct hone_spec {
         int batchnorm;     /* mlp, cnn */
     } model;
     struct {
-        int flip, crop_padding, cutout; /* classifiers only (no box augmentation yet) */
+        int flip;                 /* every network (detectnet_v2: its boxes flipped too) */
+        int crop_padding, cutout; /* classifiers only */
         double jitter;
+        double translate, zoom_min, zoom_max; /* detectnet_v2 only: its affine warp */
     } augment;
     struct {                  /* detectnet_v2 (train/detect.h) */
         int stride;           /* 16 */

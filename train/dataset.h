@@ -22,7 +22,8 @@
  * - data.format kitti (detectnet_v2): as an image folder, packed with its boxes
  *   (hone_data_kitti_pack, plain resize to the spec's input shape) or data.packed when it has a
  *   boxes section; each part keeps its images' boxes, and their grid targets are encoded once
- *   (detect_data.c). No box augmentation: the spec keeps flip, crop and cutout off.
+ *   (detect_data.c); with spatial augmentation the training targets are encoded each step
+ *   from the boxes instead (detect_train.c). The spec keeps crop and cutout off.
  * The mean and deviation are those of pixel/255 over the training part, per channel. */
 #ifndef HONE_TRAIN_DATASET_H
 #define HONE_TRAIN_DATASET_H

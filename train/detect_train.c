@@ -1,13 +1,22 @@
 /* train/detect_train.c: detectnet_v2 inside the trainer (detect_train.h): the grid targets of the
- * three parts uploaded once, a batch's targets gathered with the same shuffled rows as its images,
- * the head's loss (hone_k_detect_loss), and evaluation: the head's output decoded into boxes,
- * clustered (DBSCAN or NMS, detect.h) and scored by mAP at IoU 0.5 against the part's boxes.
- * Never touches the pixels' path or the optimiser. */
+ * three parts uploaded once, a batch's targets gathered with the same shuffled rows as its images
+ * or, with spatial augmentation, encoded on the device from the training part's boxes moved as
+ * its images are (hone_k_detect_targets), the head's loss (hone_k_detect_loss), and evaluation:
+ * the head's output decoded into boxes, clustered (DBSCAN or NMS, detect.h) and scored by mAP at
+ * IoU 0.5 against the part's boxes. Never touches the pixels' path or the optimiser. */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "detect_train.h"
+
+/* the packed file's boxes go to the device as they are: hone_kbox is hone_data_box's layout */
+_Static_assert(sizeof(hone_kbox) == sizeof(hone_data_box) &&
+                   offsetof(hone_kbox, cls) == offsetof(hone_data_box, cls) &&
+                   offsetof(hone_kbox, x1) == offsetof(hone_data_box, x1) &&
+                   offsetof(hone_kbox, y2) == offsetof(hone_data_box, y2),
+               "hone_kbox and hone_data_box differ");
 
 /* The coverage logits' initial bias: sigmoid(-4) = 0.018, so an untrained head predicts almost no
  * coverage instead of 0.5 everywhere (the prior of focal-loss detectors, Lin et al. 2017). */
@@ -21,10 +30,15 @@ struct detect_train {
     int classes, gh, gw, batch;
     size_t row;   /* target floats an image: 6 * classes * gh * gw */
     float *tg[3]; /* device: train, val, test targets */
-    float *tb;    /* device: the batch's targets */
-    float *acc;   /* device: the evaluation's loss sum */
-    float *host;  /* host: a batch of head outputs */
-    float *cov;   /* host: one image's coverage after the sigmoid */
+    /* spatial augmentation (detect_train_spatial): the training part's boxes and their per-image
+     * starts on the device, and the grid as hone_k_detect_targets takes it; else NULL */
+    hone_kbox *boxes;
+    uint32_t *box_start;
+    hone_kdet_grid kgrid;
+    float *tb;   /* device: the batch's targets */
+    float *acc;  /* device: the evaluation's loss sum */
+    float *host; /* host: a batch of head outputs */
+    float *cov;  /* host: one image's coverage after the sigmoid */
     hone_det_cand *cand, *kept;
     hone_det_gt *gts;
     size_t gts_cap;
@@ -63,6 +77,18 @@ int detect_train_new(hone_kctx *k, const hone_train_spec *s, const dataset *d, h
         if (bytes)
             hone_k_upload(k, dt->tg[i], parts[i]->targets, bytes);
     }
+    if (detect_train_spatial(s)) {
+        const data_part *p = &d->train;
+        size_t nb = p->box_start ? p->box_start[p->n] : 0;
+        dt->boxes = hone_k_alloc(k, sizeof(hone_kbox) * (nb ? nb : 1));
+        if (nb)
+            hone_k_upload(k, dt->boxes, p->boxes, sizeof(hone_kbox) * nb);
+        dt->box_start = hone_k_alloc(k, sizeof(uint32_t) * ((size_t)p->n + 1));
+        if (p->box_start)
+            hone_k_upload(k, dt->box_start, p->box_start, sizeof(uint32_t) * ((size_t)p->n + 1));
+        else
+            hone_k_fill(k, (float *)dt->box_start, 0.0f, (size_t)p->n + 1); /* no boxes at all */
+    }
     dt->tb = hone_k_alloc(k, sizeof(float) * dt->row * (size_t)batch);
     dt->acc = hone_k_alloc(k, sizeof(float));
     size_t cells = (size_t)d->classes * d->grid_h * d->grid_w;
@@ -73,6 +99,20 @@ int detect_train_new(hone_kctx *k, const hone_train_spec *s, const dataset *d, h
     hone_det_grid_defaults(&dt->grid);
     dt->grid.stride = s->detect.stride;
     dt->grid.bbox_norm = (float)s->detect.bbox_norm;
+    const hone_det_grid_opts *o = &dt->grid;
+    dt->kgrid = (hone_kdet_grid){.stride = o->stride,
+                                 .offset = o->offset,
+                                 .bbox_norm = o->bbox_norm,
+                                 .cov_shape = o->cov_shape == HONE_DET_COV_ELLIPSE,
+                                 .cov_center_x = o->cov_center_x,
+                                 .cov_center_y = o->cov_center_y,
+                                 .cov_radius_x = o->cov_radius_x,
+                                 .cov_radius_y = o->cov_radius_y,
+                                 .min_radius = o->min_radius,
+                                 .normalise_by_area = o->normalise_by_area,
+                                 .classes = d->classes,
+                                 .grid_h = d->grid_h,
+                                 .grid_w = d->grid_w};
     float *prior = hone_xmalloc(sizeof(float) * (size_t)d->classes);
     for (int c = 0; c < d->classes; c++)
         prior[c] = DETECT_COV_PRIOR;
@@ -88,6 +128,8 @@ void detect_train_free(detect_train *dt)
         return;
     for (int i = 0; i < 3; i++)
         hone_k_free(dt->k, dt->tg[i]);
+    hone_k_free(dt->k, dt->boxes);
+    hone_k_free(dt->k, dt->box_start);
     hone_k_free(dt->k, dt->tb);
     hone_k_free(dt->k, dt->acc);
     free(dt->host);
@@ -98,11 +140,26 @@ void detect_train_free(detect_train *dt)
     free(dt);
 }
 
-void detect_train_step(detect_train *dt, const float *pred, const int32_t *perm,
-                       const int32_t *base_dev, int n, float *dpred, float *loss_sum)
+int detect_train_spatial(const hone_train_spec *s)
+{
+    return s->augment.flip || s->augment.translate > 0 || s->augment.zoom_min != 1 ||
+           s->augment.zoom_max != 1;
+}
+
+void detect_train_targets(detect_train *dt, const int32_t *perm, const int32_t *base_dev, int n,
+                          const hone_kaugment *aug, const uint64_t *counter)
+{
+    if (dt->boxes)
+        hone_k_detect_targets(dt->k, dt->boxes, dt->box_start, perm, base_dev, 0, n, dt->d->h,
+                              dt->d->w, &dt->kgrid, aug, counter, dt->tb);
+    else
+        hone_k_gather_rows(dt->k, dt->tg[0], NULL, perm, base_dev, 0, n, (int)dt->row, dt->tb,
+                           NULL);
+}
+
+void detect_train_step(detect_train *dt, const float *pred, int n, float *dpred, float *loss_sum)
 {
     const hone_train_spec *s = dt->spec;
-    hone_k_gather_rows(dt->k, dt->tg[0], NULL, perm, base_dev, 0, n, (int)dt->row, dt->tb, NULL);
     hone_k_detect_loss(dt->k, pred, dt->tb, n, dt->classes, dt->gh * dt->gw,
                        (float)s->loss.cov_weight, (float)s->loss.cov_background_weight,
                        (float)s->loss.bbox_weight, dpred, loss_sum);

@@ -18,11 +18,22 @@ int detect_train_new(hone_kctx *k, const hone_train_spec *s, const dataset *d, h
                      int batch, detect_train **out, char *err, size_t errlen);
 void detect_train_free(detect_train *dt);
 
-/* In the training step (captured): gathers the targets of the batch's rows (perm, from base_dev,
- * as the images were) and adds the loss of pred [n, 5 * classes, grid] to loss_sum[0], writing
- * its gradient to dpred. */
-void detect_train_step(detect_train *dt, const float *pred, const int32_t *perm,
-                       const int32_t *base_dev, int n, float *dpred, float *loss_sum);
+/* Whether the spec moves boxes (augment.flip, translate, zoom_min / zoom_max not 1): then the
+ * trainer's augmentation is affine (hone_kaugment.affine) and the training targets are encoded
+ * each step from the moved boxes instead of gathered from those encoded at load time. */
+int detect_train_spatial(const hone_train_spec *s);
+
+/* In the training step (captured), before the batch's images are gathered: the targets of the
+ * batch's rows (perm, from base_dev, as its images will be): gathered from the part's encoded
+ * targets, or, with spatial augmentation, encoded from its boxes moved by aug's draw of
+ * (seed, *counter), the one the images' gather then makes (it reads the counter, never advances
+ * it). */
+void detect_train_targets(detect_train *dt, const int32_t *perm, const int32_t *base_dev, int n,
+                          const hone_kaugment *aug, const uint64_t *counter);
+
+/* In the training step: adds the loss of pred [n, 5 * classes, grid] against the targets of
+ * detect_train_targets to loss_sum[0], writing its gradient to dpred. */
+void detect_train_step(detect_train *dt, const float *pred, int n, float *dpred, float *loss_sum);
 
 /* Part p of d (its pixels x_dev on the device) in inference mode: *loss the mean loss an image,
  * *map the mAP at IoU 0.5 of its boxes, decoded (detect.cov_threshold) and clustered

@@ -59,13 +59,17 @@ static void train_step(void *arg)
     int B = t->batch;
     const dataset *d = &t->ds;
     /* the shuffled batch, augmented and normalised in one pass; the last network counter is the
-     * augmentation's, so a checkpoint resumes its draws */
+     * augmentation's, so a checkpoint resumes its draws (detectnet_v2: its targets first, moved
+     * as the same draws move the images) */
+    if (t->det)
+        detect_train_targets(t->det, t->perm, t->base_dev, B, t->augment ? &t->aug : NULL,
+                             net->counters + net->ncounters - 1);
     hone_k_gather_images(k, t->train_x, t->train_y, t->perm, t->base_dev, 0, B, d->c, d->h, d->w,
                          t->norm, t->norm + d->c, t->augment ? &t->aug : NULL,
                          net->counters + net->ncounters - 1, t->xb, t->yb);
     const float *logits = net_forward(net, t->xb, B, 1);
-    if (t->det) /* before base_dev moves on: the targets of the same rows */
-        detect_train_step(t->det, logits, t->perm, t->base_dev, B, net_dlogits(net), t->acc);
+    if (t->det)
+        detect_train_step(t->det, logits, B, net_dlogits(net), t->acc);
     else
         hone_k_softmax_xent(k, logits, t->yb, B, t->ds.classes, net_dlogits(net), t->acc,
                             t->acc + 1);
@@ -544,8 +548,17 @@ static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_di
                              .crop_padding = sp->augment.crop_padding,
                              .jitter = (float)sp->augment.jitter,
                              .cutout = sp->augment.cutout,
-                             .seed = sp->train.seed ^ 0xA06ULL};
-    t->augment = t->aug.flip || t->aug.crop_padding > 0 || t->aug.jitter > 0 || t->aug.cutout > 0;
+                             .seed = sp->train.seed ^ 0xA06ULL,
+                             .zoom_min = 1.0f,
+                             .zoom_max = 1.0f};
+    if (!strcmp(sp->network, "detectnet_v2") && detect_train_spatial(sp)) {
+        t->aug.affine = 1; /* the boxes move with the image (detect_train.c) */
+        t->aug.translate = (float)sp->augment.translate;
+        t->aug.zoom_min = (float)sp->augment.zoom_min;
+        t->aug.zoom_max = (float)sp->augment.zoom_max;
+    }
+    t->augment = t->aug.flip || t->aug.crop_padding > 0 || t->aug.jitter > 0 || t->aug.cutout > 0 ||
+                 t->aug.affine;
     t->perm = hone_k_alloc(k, (size_t)(d->train.n + 1) * 4);
     int32_t zero = 0;
     t->base_dev = dev_copy(k, &zero, 4);

@@ -89,10 +89,20 @@ static void gather_image(void *arg, int i, int slot)
         uint64_t g = 0;
         for (int y = 0; y < h; y++)
             for (int x = 0; x < w; x++) {
-                int o = hone_aug_source(&d, h, w, y, x);
+                int o = d.affine ? y * w + x : hone_aug_source(&d, h, w, y, x);
                 g += o < 0 ? 0 : hone_aug_luma(img + (size_t)o * c, c);
             }
         m = (float)((double)g / (255.0 * (double)hw));
+    }
+    if (d.affine) { /* detection: warped (no crop, no cutout) */
+        for (int y = 0; y < h; y++)
+            for (int x = 0; x < w; x++) {
+                float v[4];
+                hone_aug_warp(img, c, h, w, &d, y, x, j->mean, v);
+                hone_aug_finish(v, c, &d, jitter, m, 0, j->mean, j->inv_std,
+                                out + (size_t)y * w + x, hw);
+            }
+        return;
     }
     for (int y = 0; y < h; y++)
         for (int x = 0; x < w; x++) {

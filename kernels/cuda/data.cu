@@ -121,13 +121,21 @@ __global__ static void k_gather_images(const uint8_t *src, const int32_t *src_la
             __syncthreads();
             unsigned long long g = 0;
             for (int p = threadIdx.x; p < hw; p += blockDim.x) {
-                int o = hone_aug_source(&d, h, w, p / w, p % w);
+                int o = d.affine ? p : hone_aug_source(&d, h, w, p / w, p % w);
                 g += o < 0 ? 0u : hone_aug_luma(img + (size_t)o * c, c);
             }
             atomicAdd(&gsum, g);
             __syncthreads();
             m = (float)((double)gsum / (255.0 * (double)hw));
             __syncthreads(); /* gsum is reset for the next image only after all have read it */
+        }
+        if (d.affine) { /* detection: warped (no crop, no cutout) */
+            for (int p = threadIdx.x; p < hw; p += blockDim.x) {
+                float v[4];
+                hone_aug_warp(img, c, h, w, &d, p / w, p % w, mn, v);
+                hone_aug_finish(v, c, &d, jitter, m, 0, mn, is, out + p, (size_t)hw);
+            }
+            continue;
         }
         for (int p = threadIdx.x; p < hw; p += blockDim.x) {
             int y = p / w, x = p % w;
@@ -151,7 +159,7 @@ extern "C" int cuda_gather_images(hone_kctx *k, const uint8_t *src, const int32_
                                   int32_t *dst_labels)
 {
     cudaStream_t st = hc_stream(k);
-    hone_kaugment a = {0, 0, 0.0f, 0, 0};
+    hone_kaugment a = {0, 0, 0.0f, 0, 0, 0, 0.0f, 1.0f, 1.0f};
     if (aug)
         a = *aug;
     if (n > 0) {

@@ -139,7 +139,9 @@ static void rules(void)
 }
 
 /* detectnet_v2: only with kitti data, which only it trains on (blamed on `network`); its input
- * side; the classifiers' augmentation is refused; its parameters and its AutoML sweep. */
+ * side; the classifiers' crop and cutout are refused, flip allowed, and its own augmentation keys
+ * (translate, zoom range) refused for classifiers and out of range; its parameters and its AutoML
+ * sweep (with the augmentation strength). */
 static void detection(void)
 {
     const char *k0[] = {"data.format", "kitti", NULL};
@@ -155,8 +157,36 @@ static void detection(void)
     expect_rule("detectnet_v2", k3, &kitti, "model.input_size");
     const char *k4[] = {"data.format", "kitti", "model.input_size", "64", NULL};
     expect_rule("detectnet_v2", k4, &kitti, NULL);
-    const char *k5[] = {"data.format", "kitti", "augment.flip", "true", NULL};
-    expect_rule("detectnet_v2", k5, &kitti, "augment.flip");
+    const char *k5[] = {"data.format", "kitti", "augment.crop_padding", "4", NULL};
+    expect_rule("detectnet_v2", k5, &kitti, "augment.crop_padding");
+    const char *k5b[] = {"data.format", "kitti", "augment.cutout", "8", NULL};
+    expect_rule("detectnet_v2", k5b, &kitti, "augment.cutout");
+    const char *k5c[] = {"data.format",
+                         "kitti",
+                         "augment.flip",
+                         "false",
+                         "augment.translate",
+                         "0.5",
+                         "augment.zoom_min",
+                         "0.25",
+                         "augment.zoom_max",
+                         "4",
+                         NULL};
+    expect_rule("detectnet_v2", k5c, &kitti, NULL);
+    const char *k5d[] = {"network", "resnet18", "augment.translate", "0.2", NULL};
+    expect_rule("resnet18", k5d, NULL, "augment.translate");
+    const char *k5e[] = {"network", "cnn", "augment.zoom_max", "1.5", NULL};
+    expect_rule("cnn", k5e, NULL, "augment.zoom_max");
+    static const char *const bad[][2] = {
+        {"augment.translate", "0.6"}, {"augment.translate", "-0.1"}, {"augment.zoom_min", "0.2"},
+        {"augment.zoom_min", "1.1"},  {"augment.zoom_max", "0.9"},   {"augment.zoom_max", "4.5"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        hone_spec b;
+        char err[256] = "";
+        hone_spec_defaults(&b, "detectnet_v2");
+        CHECK(hone_spec_set_text(&b, bad[i][0], bad[i][1], 0, err, sizeof err) == HONE_EPARSE);
+        CHECK(strstr(err, bad[i][0]) != NULL);
+    }
     const char *k6[] = {"data.format", "kitti", "model.hidden", "64", NULL};
     expect_rule("detectnet_v2", k6, &kitti, "model.hidden");
     const char *k7[] = {
@@ -174,7 +204,8 @@ static void detection(void)
     CHECK(s.loss.cov_background_weight == 0.1);
     CHECK(!strcmp(s.detect.cluster, "dbscan") && s.loss.bbox_weight == 10 &&
           s.loss.cov_weight == 1);
-    CHECK(!s.augment.flip && !s.augment.crop_padding && s.train.lr == 0.02);
+    CHECK(s.augment.flip && !s.augment.crop_padding && !s.augment.cutout && s.train.lr == 0.02);
+    CHECK(s.augment.translate == 0.1 && s.augment.zoom_min == 0.8 && s.augment.zoom_max == 1.2);
     snprintf(s.data.format, sizeof s.data.format, "kitti");
     s.model.width = 16;
     int ic, ih, iw;
@@ -190,9 +221,10 @@ static void detection(void)
     CHECK(c34.params > c.params);
 
     json_t *sp = hone_spec_space("detectnet_v2", 0);
-    static const char *const swept[] = {"train.lr",         "train.weight_decay",
-                                        "loss.bbox_weight", "detect.cov_threshold",
-                                        "detect.eps",       "model.width"};
+    static const char *const swept[] = {
+        "train.lr",        "train.weight_decay", "loss.bbox_weight",  "detect.cov_threshold",
+        "detect.eps",      "model.width",        "augment.translate", "augment.zoom_min",
+        "augment.zoom_max"};
     for (size_t i = 0; i < sizeof swept / sizeof swept[0]; i++)
         CHECK(json_object_get(sp, swept[i]) != NULL);
     CHECK(!json_object_get(sp, "model.hidden") && !json_object_get(sp, "augment.jitter"));
@@ -308,6 +340,18 @@ static void schema_and_spaces(void)
     CHECK(r.augment.flip == 1 && r.augment.crop_padding == 4 && r.model.width == 64);
     hone_spec_defaults(&r, "cnn");
     CHECK(r.augment.flip == 0 && r.augment.crop_padding == 0);
+    CHECK(r.augment.translate == 0 && r.augment.zoom_min == 1 && r.augment.zoom_max == 1);
+    /* detectnet_v2's zoom sweep never crosses: zoom_min's range ends where zoom_max's starts */
+    d = hone_spec_space("detectnet_v2", 0);
+    json_t *zmin = json_object_get(d, "augment.zoom_min"),
+           *zmax = json_object_get(d, "augment.zoom_max");
+    json_t *tr = json_object_get(d, "augment.translate");
+    CHECK(zmin && zmax && tr &&
+          json_number_value(json_object_get(zmin, "max")) <=
+              json_number_value(json_object_get(zmax, "min")));
+    CHECK(tr && json_number_value(json_object_get(tr, "min")) == 0 &&
+          json_number_value(json_object_get(tr, "max")) <= 0.5);
+    json_decref(d);
 }
 
 int main(void)

@@ -22,6 +22,7 @@ struct hone_controller {
     int tick_open;
     struct ctl_search *searches;               /* automl.h: the live searches */
     struct ctl_waiter *waiters, *waiters_tail; /* sched.c: parked lease requests */
+    int n_waiters;                             /* how many are parked (GET /metrics) */
     int ready;
     int closing;
     uint64_t id_state;

@@ -1,4 +1,5 @@
-/* REST handlers used by hone-worker: register (issues the worker's credential), heartbeat (extends
+/* REST handlers used by hone-worker: register (issues the worker's credential; the GPU it trains
+ * on by UUID and its host, for the scheduler to spread train jobs over GPUs), heartbeat (extends
  * leases, re-attaches jobs after a controller restart, lists jobs to cancel), lease by long-poll,
  * per-epoch reports answered with continue / stop / pause, and completion. Every call after
  * registration must carry that worker's credential (auth.c); reports are checked against the job
@@ -36,6 +37,20 @@ static int worker_touch(hone_controller *c, hone_http_res *res, const char *wid)
     return HONE_OK;
 }
 
+/* A register's gpu_uuid: "GPU-" or "MIG-" then hex digits and dashes (NVIDIA's names for a board
+ * or a MIG instance). Copied to out (96 bytes and a NUL) with its hex digits lower case, as
+ * nvidia-smi prints them, so that workers naming one GPU are grouped whatever its case. */
+static int gpu_uuid_norm(const char *u, char out[97])
+{
+    size_t n = strlen(u);
+    if (n > 96 || (strncmp(u, "GPU-", 4) != 0 && strncmp(u, "MIG-", 4) != 0) || n <= 4 ||
+        strspn(u + 4, "0123456789abcdefABCDEF-") != n - 4)
+        return 0;
+    for (size_t i = 0; i <= n; i++)
+        out[i] = i >= 4 && u[i] >= 'A' && u[i] <= 'F' ? (char)(u[i] - 'A' + 'a') : u[i];
+    return 1;
+}
+
 static void w_register(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
@@ -44,12 +59,27 @@ static void w_register(hone_http_req *req, hone_http_res *res, void *ud)
         {.name = "resources", .type = HONE_JSON_OBJECT, .nullable = 1},
         {.name = "artifact_dir", .type = HONE_JSON_STRING, .nullable = 1, .max_len = 4000},
         {.name = "labels", .type = HONE_JSON_OBJECT, .nullable = 1},
+        {.name = "gpu_uuid", .type = HONE_JSON_STRING, .nullable = 1, .min_len = 5, .max_len = 96},
+        {.name = "host", .type = HONE_JSON_STRING, .nullable = 1, .min_len = 1, .max_len = 255},
     };
     json_t *body = hone_http_req_json(req, res);
     if (!body)
         return;
     if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
         goto fail;
+    const char *uuid = jstr(body, "gpu_uuid"), *host = jstr(body, "host");
+    char uuid_buf[97];
+    if (uuid && !gpu_uuid_norm(uuid, uuid_buf)) {
+        hone_http_res_error(res, 422, "gpu_uuid",
+                            "must be a GPU UUID as nvidia-smi prints it (GPU-... or MIG-..., hex "
+                            "digits and dashes)");
+        goto fail;
+    }
+    for (const char *p = host; p && *p; p++)
+        if ((unsigned char)*p <= 0x20 || *p == 0x7f) {
+            hone_http_res_error(res, 422, "host", "must be a host name: no spaces or controls");
+            goto fail;
+        }
     char id[64], token[160], hash[65];
     ctl_new_id(c, "wrk", id, sizeof id);
     if (ctl_worker_credential_new(id, token, sizeof token, hash)) {
@@ -59,15 +89,16 @@ static void w_register(hone_http_req *req, hone_http_res *res, void *ud)
     json_t *r = json_object_get(body, "resources");
     char *rs = json_is_object(r) ? jdump(r) : hone_xstrdup("{}");
     double now = ctl_now();
-    int rc = store_worker_insert(c->db, id, jstr(body, "name"), rs, jstr(body, "artifact_dir"), now,
-                                 hash);
+    int rc = store_worker_insert(c->db, id, jstr(body, "name"), rs, jstr(body, "artifact_dir"),
+                                 uuid ? uuid_buf : NULL, host, now, hash);
     free(rs);
     if (rc) {
         ctl_res_store_error(c, res);
         goto fail;
     }
     ctl_log(c, "info", "worker_registered",
-            json_pack("{s:s,s:s}", "worker", id, "name", jstr(body, "name")));
+            json_pack("{s:s,s:s,s:s?}", "worker", id, "name", jstr(body, "name"), "gpu_uuid",
+                      uuid ? uuid_buf : NULL));
     hone_http_res_json(res, 201,
                        json_pack("{s:s,s:s,s:i,s:i,s:s}", "id", id, "token", token,
                                  "heartbeat_seconds", c->cfg.heartbeat_seconds, "lease_seconds",

@@ -1,7 +1,10 @@
 /* Scheduler: hands queued train and convert jobs to workers under a lease (long-poll requests are
  * parked until a job is queued or their wait runs out), and a once-a-second tick that expires
  * leases whose heartbeats stopped: their jobs go back to the queue and resume from the last
- * checkpoint. */
+ * checkpoint. A queued train job that several parked workers could take goes to the one whose
+ * GPU (by the gpu_uuid it registered; a worker without one is its own group) runs the fewest
+ * leases, the first parked among equals: trials spread over GPUs, and pack onto one only through
+ * the workers (slots) that share it. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +27,8 @@ struct ctl_waiter {
     hone_controller *c;
     hone_http_res *res;
     char worker_id[64];
+    char group[128]; /* its GPU's UUID, or "#" and its id without one (store_running_by_gpu) */
+    int gpu;         /* it registered a gpu_uuid */
     uv_timer_t timer;
     struct ctl_waiter *prev, *next;
 };
@@ -59,14 +64,13 @@ static json_t *lease_reply(hone_controller *c, const json_t *job, const json_t *
     return json_pack("{s:o}", "job", j);
 }
 
-int ctl_sched_try_lease(hone_controller *c, const char *worker_id, json_t **reply)
+/* Leases job (the queued row, taken) to the worker: 0 with *reply set. */
+static int lease_job(hone_controller *c, const char *worker_id, json_t *job, json_t **reply)
 {
-    json_t *job = NULL, *flat = NULL;
+    json_t *flat = NULL;
     char *yaml = NULL;
+    int rc;
     *reply = NULL;
-    int rc = store_job_next_queued(c->db, &job);
-    if (rc)
-        return rc;
     int action = ctl_action_is(jstr(job, "action")); /* evaluate, inference: no spec here */
     int convert = !strcmp(jstr(job, "action"), "convert") || action;
     if (!convert && (rc = ctl_job_spec(c, job, &flat)))
@@ -106,6 +110,14 @@ fail:
     return rc;
 }
 
+int ctl_sched_try_lease(hone_controller *c, const char *worker_id, json_t **reply)
+{
+    json_t *job = NULL;
+    *reply = NULL;
+    int rc = store_job_next_queued(c->db, &job);
+    return rc ? rc : lease_job(c, worker_id, job, reply);
+}
+
 /* ---- parked lease requests ---- */
 
 static void waiter_closed(uv_handle_t *h)
@@ -126,6 +138,7 @@ static void waiter_remove(ctl_waiter *w)
         c->waiters_tail = w->prev;
     uv_timer_stop(&w->timer);
     uv_close((uv_handle_t *)&w->timer, waiter_closed);
+    c->n_waiters--;
 }
 
 static void waiter_timeout(uv_timer_t *t)
@@ -149,6 +162,16 @@ void ctl_sched_park(hone_controller *c, const char *worker_id, hone_http_res *re
     w->c = c;
     w->res = res;
     snprintf(w->worker_id, sizeof w->worker_id, "%s", worker_id);
+    json_t *row = NULL;
+    const char *uuid =
+        store_worker_gpu(c->db, worker_id, &row) == HONE_OK ? jstr(row, "gpu_uuid") : NULL;
+    if (uuid)
+        snprintf(w->group, sizeof w->group, "%s", uuid);
+    else
+        snprintf(w->group, sizeof w->group, "#%s", worker_id);
+    w->gpu = uuid != NULL;
+    json_decref(row);
+    c->n_waiters++;
     uv_timer_init(c->loop, &w->timer);
     w->timer.data = w;
     uv_timer_start(&w->timer, waiter_timeout, (uint64_t)wait_s * 1000u, 0);
@@ -161,15 +184,52 @@ void ctl_sched_park(hone_controller *c, const char *worker_id, hone_http_res *re
     hone_http_res_on_abort(res, waiter_abort, w);
 }
 
+/* The parked request a train job goes to: the one whose GPU runs the fewest leases, the first
+ * parked among equals. Only the first parked when none of them named a GPU (CPU workers: FIFO,
+ * no query) or when the counts cannot be read. One query, then O(waiters): the counts by group
+ * are a hash (a JSON object). */
+static ctl_waiter *waiter_for_train(hone_controller *c)
+{
+    ctl_waiter *best = c->waiters, *w;
+    int gpus = 0;
+    for (w = c->waiters; w && !gpus; w = w->next)
+        gpus = w->gpu;
+    if (!gpus || !c->waiters->next)
+        return best;
+    json_t *rows = NULL, *r, *load = json_object();
+    size_t i;
+    if (store_running_by_gpu(c->db, &rows) == HONE_OK)
+        json_array_foreach(rows, i, r)
+            json_object_set(load, jstr(r, "grp"), json_object_get(r, "n"));
+    long long least = -1;
+    for (w = c->waiters; w; w = w->next) {
+        long long n = jint(load, w->group);
+        if (least < 0 || n < least) {
+            least = n;
+            best = w;
+        }
+    }
+    json_decref(load);
+    json_decref(rows);
+    return best;
+}
+
 void ctl_sched_kick(hone_controller *c)
 {
     ctl_batch_flush(c);
     while (c->waiters) {
         ctl_waiter *w = c->waiters;
-        json_t *reply = NULL;
-        int rc = ctl_sched_try_lease(c, w->worker_id, &reply);
+        json_t *reply = NULL, *job = NULL;
+        int rc = store_job_next_queued(c->db, &job);
         if (rc == HONE_ENOENT)
             return;
+        if (rc == HONE_OK) {
+            if (!strcmp(jstr(job, "action"), "train"))
+                w = waiter_for_train(c);
+            rc = lease_job(c, w->worker_id, job, &reply);
+            if (rc == HONE_ENOENT)
+                return;
+        }
         hone_http_res *res = w->res;
         hone_http_res_on_abort(res, NULL, NULL);
         waiter_remove(w);

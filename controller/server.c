@@ -118,6 +118,7 @@ static void metrics(hone_http_req *req, hone_http_res *res, void *ud)
     fprintf(f, "hone_leases_total %llu\nhone_leases_expired_total %llu\n",
             (unsigned long long)c->n_leases, (unsigned long long)c->n_expired);
     fprintf(f, "hone_leases_released_total %llu\n", (unsigned long long)c->n_released);
+    fprintf(f, "hone_lease_requests_waiting %d\n", c->n_waiters);
     fprintf(f, "hone_dataset_file_reads_total %llu\nhone_dataset_file_bytes_total %llu\n",
             (unsigned long long)c->n_file_reads, (unsigned long long)c->n_file_bytes);
     fprintf(f, "hone_workers_live %d\n", ctl_live_workers(c));

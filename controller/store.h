@@ -46,8 +46,15 @@ int db_rows(ctl_db *db, json_t **out, const char *sql, const char *types, ...);
  * a single row is missing. Times are unix seconds (double). */
 
 /* ---- store_workers.c: table workers ---- */
+/* gpu_uuid, host: NULL when the worker did not say (a CPU worker, an older hone-worker). */
 int store_worker_insert(ctl_db *db, const char *id, const char *name, const char *resources,
-                        const char *artifact_dir, double now, const char *secret_hash);
+                        const char *artifact_dir, const char *gpu_uuid, const char *host,
+                        double now, const char *secret_hash);
+/* The worker's {gpu_uuid} (null for none); HONE_ENOENT for an unknown worker. */
+int store_worker_gpu(ctl_db *db, const char *id, json_t **row);
+/* Running jobs (leases) per GPU: [{grp, n}], grp the worker's gpu_uuid or, for a worker without
+ * one, "#" and its id (each such worker its own group). Only groups with a running job. */
+int store_running_by_gpu(ctl_db *db, json_t **rows);
 /* last_seen = now; rows changed: 0 for an unknown worker. */
 int store_worker_touch(ctl_db *db, const char *id, double now);
 /* The worker's latest heartbeat telemetry (gpus: JSON text, NULL = none) at now. */
@@ -55,7 +62,7 @@ int store_worker_gpus_set(ctl_db *db, const char *id, const char *gpus, double n
 /* {secret_hash} of a worker (auth.c). */
 int store_worker_secret(ctl_db *db, const char *id, json_t **row);
 /* Every worker without its credential: id, name, resources, artifact_dir, registered, last_seen,
- * gpus (JSON text or null), gpus_at. */
+ * gpus (JSON text or null), gpus_at, gpu_uuid, host. */
 int store_workers_list(ctl_db *db, json_t **rows);
 /* Workers seen after `since`. */
 int store_workers_count_live(ctl_db *db, double since, int *n);

@@ -1,14 +1,31 @@
 /* The store's statements on table workers: registration, last-seen, the latest GPU telemetry, the
- * credential's hash and the list. Statements only: transactions are the caller's (store.h). */
+ * credential's hash, the list and the running jobs per GPU (the scheduler's spreading). Statements
+ * only: transactions are the caller's (store.h). */
 #include "store.h"
 
 int store_worker_insert(ctl_db *db, const char *id, const char *name, const char *resources,
-                        const char *artifact_dir, double now, const char *secret_hash)
+                        const char *artifact_dir, const char *gpu_uuid, const char *host,
+                        double now, const char *secret_hash)
 {
     return db_exec(db,
-                   "INSERT INTO workers(id,name,resources,artifact_dir,registered,last_seen,"
-                   "secret_hash) VALUES(?,?,?,?,?,?,?)",
-                   "ssssdds", id, name, resources, artifact_dir, now, now, secret_hash);
+                   "INSERT INTO workers(id,name,resources,artifact_dir,gpu_uuid,host,registered,"
+                   "last_seen,secret_hash) VALUES(?,?,?,?,?,?,?,?,?)",
+                   "ssssssdds", id, name, resources, artifact_dir, gpu_uuid, host, now, now,
+                   secret_hash);
+}
+
+int store_worker_gpu(ctl_db *db, const char *id, json_t **row)
+{
+    return db_row(db, row, "SELECT gpu_uuid FROM workers WHERE id=?", "s", id);
+}
+
+int store_running_by_gpu(ctl_db *db, json_t **rows)
+{
+    return db_rows(db, rows,
+                   "SELECT COALESCE(w.gpu_uuid, '#' || w.id) AS grp, COUNT(*) AS n "
+                   "FROM jobs j JOIN workers w ON w.id = j.worker_id "
+                   "WHERE j.status = 'running' GROUP BY grp",
+                   NULL);
 }
 
 int store_worker_touch(ctl_db *db, const char *id, double now)
@@ -28,11 +45,13 @@ int store_worker_secret(ctl_db *db, const char *id, json_t **row)
 
 int store_workers_list(ctl_db *db, json_t **rows)
 {
-    return db_rows(db, rows,
-                   "SELECT id, name, resources, artifact_dir, registered, last_seen, gpus, gpus_at "
-                   "FROM workers "
-                   "ORDER BY registered",
-                   NULL);
+    return db_rows(
+        db, rows,
+        "SELECT id, name, resources, artifact_dir, registered, last_seen, gpus, gpus_at, "
+        "gpu_uuid, host "
+        "FROM workers "
+        "ORDER BY registered",
+        NULL);
 }
 
 int store_workers_count_live(ctl_db *db, double since, int *n)

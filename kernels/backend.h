@@ -462,6 +462,7 @@ HONE_HD void hone_kdet_offsets(const hone_kdet_grid *g, const float *o, int gx, 
     X(P, void, graph_release, (hone_kgraph * g))                                                   \
     X(P, int, device_count, (void))                                                                \
     X(P, int, device_name, (int i, char *buf, size_t len, size_t *mem_bytes))                      \
+    X(P, int, device_uuid, (int i, char *buf, size_t len))                                         \
     /* gemm.{c,cu}: dense layers */                                                                \
     X(P, int, gemm,                                                                                \
       (hone_kctx * k, int transA, int transB, int M, int N, int K, float alpha, const float *A,    \
@@ -580,7 +581,8 @@ extern "C" {
 
 /* The backends' functions: cpu_xxx in kernels/cpu/, cuda_xxx in kernels/cuda/. */
 #define HONE_BACKEND_PROTO(P, ret, name, params) ret P##_##name params;
-/* cpu_device_count() returns 0 and cpu_device_name HONE_ENOTSUP; they exist for symmetry. */
+/* cpu_device_count() returns 0, cpu_device_name and cpu_device_uuid HONE_ENOTSUP; they exist for
+ * symmetry. */
 HONE_BACKEND_OPS(HONE_BACKEND_PROTO, cpu)
 #ifdef HONE_HAVE_CUDA
 /* cuda_ctx_init: pick the current device, create stream/handles, store them in k->cuda; return

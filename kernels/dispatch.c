@@ -47,6 +47,14 @@ int hone_cuda_device_name(int i, char *buf, size_t len, size_t *mem_bytes)
     return cu ? cu->device_name(i, buf, len, mem_bytes) : HONE_ENOTSUP;
 }
 
+int hone_cuda_device_uuid(int i, char *buf, size_t len)
+{
+    if (!buf || len == 0 || i < 0)
+        return HONE_EINVAL;
+    const hone_kbackend *cu = backends[HONE_DEV_CUDA];
+    return cu ? cu->device_uuid(i, buf, len) : HONE_ENOTSUP;
+}
+
 int hone_kctx_new(hone_device dev, int threads, hone_kctx **out)
 {
     *out = NULL;

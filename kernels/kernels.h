@@ -28,6 +28,9 @@ int hone_cuda_available(void);
 /* Human-readable device names, e.g. "NVIDIA H100 80GB HBM3", for the worker's registration. */
 int hone_cuda_device_count(void);
 int hone_cuda_device_name(int i, char *buf, size_t len, size_t *mem_bytes);
+/* The GPU's UUID as nvidia-smi prints it ("GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", 41 bytes with
+ * its NUL): one board whatever the numbering (CUDA_VISIBLE_DEVICES, device order). */
+int hone_cuda_device_uuid(int i, char *buf, size_t len);
 
 /* Memory on the context's device. alloc aborts on exhaustion (like hone_xmalloc). The memory
  * belongs to the device, not to the context: any context on the same device may read, write and

@@ -57,7 +57,8 @@ static void usage(FILE *f)
           f);
 }
 
-/* {"gpus": [{"index", "name", "memory_bytes"}]}: what hone-worker registers (it links no CUDA). */
+/* {"gpus": [{"index", "name", "memory_bytes", "uuid"}]}: what hone-worker registers (it links no
+ * CUDA). uuid ("GPU-...", as nvidia-smi prints it) is left out when the driver does not say. */
 static int list_devices(FILE *out)
 {
     int n = hone_cuda_device_count();
@@ -71,8 +72,14 @@ static int list_devices(FILE *out)
         for (char *p = name; *p; p++) /* names are plain ASCII; keep the JSON valid whatever */
             if (*p == '"' || *p == '\\' || (unsigned char)*p < 0x20)
                 *p = ' ';
-        fprintf(out, "%s{\"index\":%d,\"name\":\"%s\",\"memory_bytes\":%zu}", i ? "," : "", i, name,
+        char uuid[64] = "";
+        if (hone_cuda_device_uuid(i, uuid, sizeof(uuid)) != 0)
+            uuid[0] = '\0';
+        fprintf(out, "%s{\"index\":%d,\"name\":\"%s\",\"memory_bytes\":%zu", i ? "," : "", i, name,
                 mem);
+        if (uuid[0]) /* hex digits and dashes only */
+            fprintf(out, ",\"uuid\":\"%s\"", uuid);
+        fprintf(out, "}");
     }
     fprintf(out, "]}\n");
     int rc = fflush(out) == 0 ? 0 : 1;

@@ -1,7 +1,8 @@
 /* gpus: which GPUs this host can train on, asked of hone-train (`--list-devices`) so that the
  * worker itself links no CUDA. Asked once per registration; a trainer that fails, hangs (over
  * 30 s) or answers garbage means no GPUs, never a stuck worker. Also pins a worker to its one GPU
- * (--gpu) and picks the GPUs whose NVML telemetry its heartbeats carry. */
+ * (--gpu) and picks the GPUs whose NVML telemetry its heartbeats carry. Each GPU's UUID goes
+ * with it, so the controller can tell which workers share a board. */
 #include "worker_internal.h"
 
 #include <errno.h>
@@ -81,6 +82,20 @@ static char *gpus_run_trainer(const char *trainer)
     return out;
 }
 
+/* "GPU-" or "MIG-" then hex digits and dashes, as NVIDIA names boards (the controller's check). */
+static int uuid_ok(const char *u)
+{
+    size_t n = u ? strlen(u) : 0;
+    if (n < 5 || n > 96 || (strncmp(u, "GPU-", 4) != 0 && strncmp(u, "MIG-", 4) != 0))
+        return 0;
+    return strspn(u + 4, "0123456789abcdefABCDEF-") == n - 4;
+}
+
+const char *worker_gpu_uuid(const json_t *gpus)
+{
+    return json_string_value(json_object_get(json_array_get(gpus, 0), "uuid"));
+}
+
 json_t *worker_gpus(hone_worker *w)
 {
     json_t *gpus = json_array();
@@ -99,8 +114,11 @@ json_t *worker_gpus(hone_worker *w)
         /* A pinned worker's trainer sees its GPU alone, as CUDA device 0: register the host's
          * index, the one heartbeats and `hone local` name it by. */
         int index = w->o->pin_gpu ? w->o->gpu : (int)i;
-        json_array_append_new(
-            gpus, json_pack("{s:i,s:s,s:O}", "index", index, "name", name, "memory_bytes", mem));
+        json_t *one = json_pack("{s:i,s:s,s:O}", "index", index, "name", name, "memory_bytes", mem);
+        const char *uuid = json_string_value(json_object_get(g, "uuid"));
+        if (uuid_ok(uuid))
+            json_object_set_new(one, "uuid", json_string(uuid));
+        json_array_append_new(gpus, one);
         if (w->o->pin_gpu)
             break;
     }

@@ -87,7 +87,16 @@ static int worker_register_if(hone_worker *w, hone_rest *rest, const char *stale
 
     body = json_object();
     json_object_set_new(body, "name", json_string(w->name));
-    json_object_set_new(body, "resources", worker_resources(w));
+    json_t *res = worker_resources(w);
+    json_object_set_new(body, "resources", res);
+    /* The GPU it trains on, by UUID, and the host: workers naming one GPU share it (hone local
+     * --pack), and the controller spreads trials over GPUs by that. */
+    const char *uuid = worker_gpu_uuid(json_object_get(res, "gpus"));
+    if (uuid)
+        json_object_set_new(body, "gpu_uuid", json_string(uuid));
+    char host[256] = "";
+    if (gethostname(host, sizeof(host) - 1) == 0 && host[0])
+        json_object_set_new(body, "host", json_string(host));
     json_object_set_new(body, "artifact_dir", json_string(w->work_dir));
     hone_rest_set_token(rest, w->o->token); /* registering takes the admin or enrolment token */
     rc = hone_rest_call(rest, "POST", "/api/v1/workers", body, 10, &resp, err, sizeof(err));

@@ -57,8 +57,12 @@ int worker_register(hone_worker *w, hone_rest *rest);
 void worker_id_auth(hone_worker *w, hone_rest *rest, char *buf, size_t len);
 
 /* The GPUs hone-train can use here ([] for --device cpu or when it cannot tell), for registering
- * (gpus.c). */
+ * (gpus.c): {index, name, memory_bytes} and uuid ("GPU-..."), when the trainer gave a well-formed
+ * one. */
 json_t *worker_gpus(hone_worker *w);
+/* The GPU this worker's trainers train on (its first listed, CUDA's device 0) by UUID, for the
+ * controller to group the workers sharing one GPU; NULL when gpus has none. Borrowed from gpus. */
+const char *worker_gpu_uuid(const json_t *gpus);
 /* gpus.c: before anything runs, pins the worker to --gpu INDEX (CUDA_VISIBLE_DEVICES, indexing
  * into a CUDA_VISIBLE_DEVICES the worker was given) and sets CUDA_DEVICE_ORDER=PCI_BUS_ID unless
  * set, so that CUDA's numbering is NVML's; then opens NVML for the GPUs this worker uses (w->nvml,

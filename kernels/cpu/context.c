@@ -103,3 +103,11 @@ int cpu_device_name(int i, char *buf, size_t len, size_t *mem_bytes)
     (void)mem_bytes;
     return HONE_ENOTSUP;
 }
+
+int cpu_device_uuid(int i, char *buf, size_t len)
+{
+    (void)i;
+    (void)buf;
+    (void)len;
+    return HONE_ENOTSUP;
+}

@@ -39,6 +39,21 @@ extern "C" int cuda_device_name(int i, char *buf, size_t len, size_t *mem_bytes)
     return HONE_OK;
 }
 
+/* As nvidia-smi writes it: "GPU-" and the 16 bytes as 8-4-4-4-12 lower-case hex digits. */
+extern "C" int cuda_device_uuid(int i, char *buf, size_t len)
+{
+    if (i >= cuda_device_count())
+        return HONE_ENOTSUP;
+    cudaDeviceProp p;
+    HC_CHECK(cudaGetDeviceProperties(&p, i));
+    const unsigned char *b = (const unsigned char *)p.uuid.bytes;
+    int n = snprintf(buf, len,
+                     "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                     b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+                     b[12], b[13], b[14], b[15]);
+    return n > 0 && (size_t)n < len ? HONE_OK : HONE_EINVAL;
+}
+
 extern "C" int cuda_ctx_init(hone_kctx *k)
 {
     if (cuda_device_count() <= 0)

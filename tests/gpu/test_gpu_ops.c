@@ -842,6 +842,17 @@ int main(int argc, char **argv)
     size_t mem = 0;
     hone_cuda_device_name(0, dev, sizeof(dev), &mem);
     fprintf(stderr, "device: %s, %zu MiB; conv path: %s\n", dev, mem >> 20, hone_k_conv_impl(k));
+    /* The UUID a worker registers (gpu_uuid): nvidia-smi's form, GPU-8-4-4-4-12 hex digits. */
+    char uuid[64] = "";
+    TK_OK(hone_cuda_device_uuid(0, uuid, sizeof(uuid)));
+    fprintf(stderr, "device uuid: %s\n", uuid);
+    TK_EXPECT(strlen(uuid) == 40 && !strncmp(uuid, "GPU-", 4));
+    for (int i = 4; i < 40 && uuid[0]; i++)
+        TK_EXPECT(i == 12 || i == 17 || i == 22 || i == 27
+                      ? uuid[i] == '-'
+                      : strchr("0123456789abcdef", uuid[i]) != NULL);
+    TK_EXPECT(hone_cuda_device_uuid(0, uuid, 20) == HONE_EINVAL); /* too small: never cut */
+    TK_EXPECT(hone_cuda_device_uuid(hone_cuda_device_count(), uuid, sizeof(uuid)) == HONE_ENOTSUP);
 
     for (int m = 0; m < 3; m++) {
         check_gemm(k, (hone_math)m, 0, 0, 128, 256, 784, 0.f);

@@ -132,6 +132,27 @@ int main(void)
     CHECK(json_integer_value(json_object_get(json_array_get(g, 0), "index")) == 1);
     json_decref(g);
 
+    /* Each GPU's UUID goes along when well formed; the first is the one the worker registers as
+     * its gpu_uuid. A malformed one is left out, the GPU still listed. */
+    fake_trainer(path, "echo '{\"gpus\":[{\"index\":0,\"name\":\"A\",\"memory_bytes\":1,"
+                       "\"uuid\":\"GPU-8f3c0a1b-2c3d-4e5f-6a7b-8c9d0e1f2a3b\"},{\"index\":1,"
+                       "\"name\":\"B\",\"memory_bytes\":2,\"uuid\":\"GPU-zz\"},{\"index\":2,"
+                       "\"name\":\"C\",\"memory_bytes\":3,\"uuid\":7}]}'");
+    g = gpus_with(path, "cuda");
+    CHECK(json_array_size(g) == 3);
+    CHECK(worker_gpu_uuid(g) &&
+          !strcmp(worker_gpu_uuid(g), "GPU-8f3c0a1b-2c3d-4e5f-6a7b-8c9d0e1f2a3b"));
+    CHECK(json_object_get(json_array_get(g, 1), "uuid") == NULL);
+    CHECK(json_object_get(json_array_get(g, 2), "uuid") == NULL);
+    json_decref(g);
+    g = gpus_pinned(path, "cuda", 1, 3); /* pinned: its one GPU, with its UUID */
+    CHECK(json_array_size(g) == 1 && worker_gpu_uuid(g) &&
+          !strncmp(worker_gpu_uuid(g), "GPU-8f3c", 8));
+    json_decref(g);
+    g = gpus_with(path, "cpu"); /* a CPU worker names no GPU */
+    CHECK(worker_gpu_uuid(g) == NULL);
+    json_decref(g);
+
     test_pin_and_nvml();
 
     unlink(path);

@@ -9,7 +9,9 @@ through the hone CLI, on a generated PNG folder (tests/lib/pngfolder.py).
          is done), the spec the worker hands hone-train carries data.packed, and the job succeeds.
   kitti: a KITTI set (tests/lib/pngfolder.py, its class map given, one name holding a comma):
          `hone dataset convert` packs it with its boxes in the class map's order (hone-pack
-         --kitti); a detectnet_v2 train job at that size reuses that convert job and trains on it.
+         --kitti); a detectnet_v2 train job at that size reuses that convert job and trains on it;
+         the set as a tar (`hone dataset upload --type object_detection --format kitti`) is stored
+         and converted too.
   kitti_http: the same with a --storage http worker: the set comes down, the packed file goes
          up (the controller's copy is the worker's), the train job fetches only that file.
 
@@ -105,6 +107,20 @@ def train(bins, ctl, root, worker_dir):
     assert t["started_unix"] >= cv["finished_unix"], (t, cv)
     spec = open(os.path.join(worker_dir, "specs", job["id"] + ".yaml")).read()
     assert 'packed: "%s"' % cv["config"]["out"] in spec, spec
+    # the same set as a tar upload (`hone dataset upload`): stored, then converted like it
+    tar = os.path.join(root, "kitti.tar")
+    subprocess.run(["tar", "--format=ustar", "-cf", tar, "-C", os.path.join(root, "data", "kitti"),
+                    "."], check=True)
+    up = json.loads(hone(bins, ctl, "dataset", "upload", tar, "--name", "up", "--type",
+                         "object_detection", "--format", "kitti", "--json").stdout)
+    assert up["format"] == "kitti" and up["stats"]["boxes"] == NBOXES, up
+    assert up["stats"]["class_names"] == sorted(CLASSES), up  # the classes found
+    p = hone(bins, ctl, "dataset", "convert", up["id"], "--size", "64")
+    assert "packed 24 images" in p.stdout, p.stdout
+    out = [j for j in api(ctl, "GET", "/api/v1/jobs?action=convert")["jobs"]
+           if j["dataset_id"] == up["id"]][0]["config"]["out"]
+    v = verify(bins, out)
+    assert "classes: a,c b\n" in v and "boxes: %d" % NBOXES in v, v
     verify(bins, cv["config"]["out"])
     assert p.returncode == 0 and t["status"] == "done", (
         "the train job on the packed file did not succeed (hone-train must load data.packed):\n"
@@ -150,6 +166,20 @@ def kitti(bins, ctl, root, worker_dir):
     assert len(api(ctl, "GET", "/api/v1/jobs?action=convert")["jobs"]) == 1
     spec = open(os.path.join(worker_dir, "specs", job["id"] + ".yaml")).read()
     assert 'packed: "%s"' % cv["config"]["out"] in spec, spec
+    # the same set as a tar upload (`hone dataset upload`): stored, then converted like it
+    tar = os.path.join(root, "kitti.tar")
+    subprocess.run(["tar", "--format=ustar", "-cf", tar, "-C", os.path.join(root, "data", "kitti"),
+                    "."], check=True)
+    up = json.loads(hone(bins, ctl, "dataset", "upload", tar, "--name", "up", "--type",
+                         "object_detection", "--format", "kitti", "--json").stdout)
+    assert up["format"] == "kitti" and up["stats"]["boxes"] == NBOXES, up
+    assert up["stats"]["class_names"] == sorted(CLASSES), up  # the classes found
+    p = hone(bins, ctl, "dataset", "convert", up["id"], "--size", "64")
+    assert "packed 24 images" in p.stdout, p.stdout
+    out = [j for j in api(ctl, "GET", "/api/v1/jobs?action=convert")["jobs"]
+           if j["dataset_id"] == up["id"]][0]["config"]["out"]
+    v = verify(bins, out)
+    assert "classes: a,c b\n" in v and "boxes: %d" % NBOXES in v, v
 
 
 def kitti_http(bins, ctl, root, worker_dir, log):

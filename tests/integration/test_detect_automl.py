@@ -12,7 +12,9 @@ and input size (64), packed once by a convert job that every trial reuses.
      waited for the one convert job of the set at that size, and `hone job evaluate` of the AutoML
      job (its best_model) gives a test mAP and per-class AP, the mAP equal to the best trial's
      test_map.
-  3. `hone job infer` of the best model over the set's images writes one KITTI label line a box.
+  3. `hone job infer --labels DIR` of the best model over the set's val images writes one KITTI
+     label file an image (TAO's labels/), a line a box; `hone job infer` and `hone job evaluate`
+     print a detector's tables (boxes per image; mAP and per-class AP).
 
 usage: test_detect_automl.py PYTHON-WITH-PILLOW HONE HONE-CONTROLLER HONE-WORKER HONE-TRAIN HONE-PACK
 Exits 77 when the generator has no Fashion-MNIST or photographs (HONE_REQUIRE_PHOTOS=1: fails)."""
@@ -118,24 +120,31 @@ def search(bins, ctl, exp, cvt, algo, extra, swept):
 
 def infer(bins, ctl, am, data, root):
     folder = os.path.join(data, "val", "images")
-    inf = hone_json(bins, ctl, "job", "infer", am, folder, "--timeout", "240")
+    kdir = os.path.join(root, "kitti-labels")
+    inf = hone_json(bins, ctl, "job", "infer", am, folder, "--timeout", "240", "--labels", kdir)
     assert inf["status"] == "done", inf
-    dl = os.path.join(root, "dl")
-    hone(bins, ctl, "job", "download", inf["id"], "--out", dl)
-    lines = open(os.path.join(dl, "labels.jsonl")).read().splitlines()
-    assert len(lines) == len(os.listdir(folder)), len(lines)
+    images = sorted(os.listdir(folder))
+    assert len(inf["labels"]) == len(images), len(inf["labels"])
     names = set(open(os.path.join(data, "classes.txt")).read().split())
     boxes = 0
-    for ln in lines:
-        r = json.loads(ln)
+    for r in inf["labels"]:
         kl = [x for x in r["kitti"].splitlines() if x]
         assert len(kl) == len(r["boxes"]), r
         for x in kl:
             f = x.split()
             assert len(f) == 16 and f[0] in names, x  # type, 14 KITTI fields, score
             assert 0 <= float(f[4]) <= float(f[6]) and 0 <= float(f[5]) <= float(f[7]), x
+        # TAO's labels/ folder: one KITTI file an image, named by its stem, holding those lines
+        stem = os.path.splitext(r["file"])[0]
+        assert open(os.path.join(kdir, stem + ".txt")).read() == r["kitti"], r["file"]
         boxes += len(kl)
-    print("infer: %d images, %d boxes as KITTI lines" % (len(lines), boxes))
+    assert sorted(os.listdir(kdir)) == sorted(os.path.splitext(i)[0] + ".txt" for i in images)
+    # the tables a person reads: boxes per image; evaluate's mAP and per-class AP
+    p = hone(bins, ctl, "job", "infer", am, folder, "--timeout", "240")
+    assert "BOXES" in p.stdout and images[0] in p.stdout, p.stdout
+    p = hone(bins, ctl, "job", "evaluate", am, "--timeout", "240")
+    assert "mAP@0.5:" in p.stdout and "AP" in p.stdout and "accuracy" not in p.stdout, p.stdout
+    print("infer: %d images, %d boxes as KITTI label files" % (len(images), boxes))
 
 
 def main():

@@ -1,15 +1,19 @@
 /* cmd_action: `hone job evaluate PARENT [--dataset ID]`, `hone job infer PARENT FOLDER` and `hone
  * job export PARENT [--out FILE]`: an evaluate, inference or export job (TAO's actions) on the
  * model of a train or AutoML job, waited for and printed: evaluate as its accuracy, per-class table
- * and confusion matrix, inference as a table of labels (downloaded from the job's labels.jsonl),
+ * and confusion matrix (a detector's: mAP and per-class AP), inference as a table of labels
+ * (downloaded from the job's labels.jsonl; a detector's box counts, and with --labels DIR its
+ * boxes as KITTI label files),
  * export as the ONNX file's size (downloaded from the job's model.onnx to --out when given).
  * --json prints the job (inference: with its labels); --no-wait prints the new job and returns. */
 #include "cli.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Creates the job; *id_out is its id. 0, or 1 after printing the error. */
 static int action_create(cli_ctx *c, const char *action, const char *parent, json_t *extra,
@@ -59,9 +63,40 @@ static void free_rows(char ***rows, int n, int ncols)
     free(rows);
 }
 
+/* A detector's evaluation: the test part's mAP at IoU 0.5 and each class's AP and boxes. */
+static void print_detection_evaluation(const json_t *job, const json_t *r)
+{
+    const json_t *names = json_object_get(r, "classes"), *ap = json_object_get(r, "ap"),
+                 *gt = json_object_get(r, "gt_boxes"), *map = json_object_get(r, "map");
+    int k = (int)json_array_size(names);
+    printf("job %s: evaluate of %s\n", json_string_value(json_object_get(job, "id")),
+           json_string_value(json_object_get(job, "parent_job_id")));
+    printf("images:   %lld\n", (long long)json_integer_value(json_object_get(r, "images")));
+    if (json_is_number(map))
+        printf("mAP@0.5:  %.4f\n", json_number_value(map));
+    else
+        printf("mAP@0.5:  -\n");
+    printf("loss:     %.4f\n\n", json_number_value(json_object_get(r, "loss")));
+    static const char *const h[] = {"CLASS", "BOXES", "AP"};
+    char ***rows = hone_xcalloc((size_t)k + 1, sizeof(char **));
+    for (int i = 0; i < k; i++) {
+        const json_t *a = json_array_get(ap, (size_t)i);
+        rows[i] = hone_xcalloc(3, sizeof(char *));
+        rows[i][0] = hone_xstrdup(json_string_value(json_array_get(names, (size_t)i)));
+        rows[i][1] = fmt("%.0f", (double)json_integer_value(json_array_get(gt, (size_t)i)));
+        rows[i][2] = json_is_number(a) ? fmt("%.4f", json_number_value(a)) : NULL;
+    }
+    cli_print_table(h, 3, rows, k);
+    free_rows(rows, k, 3);
+}
+
 static void print_evaluation(const json_t *job)
 {
     const json_t *r = json_object_get(job, "result");
+    if (json_object_get(r, "map")) {
+        print_detection_evaluation(job, r);
+        return;
+    }
     const json_t *names = json_object_get(r, "classes"),
                  *per = json_object_get(r, "per_class_accuracy");
     const json_t *cm = json_object_get(r, "confusion_matrix");
@@ -115,7 +150,8 @@ static void print_evaluation(const json_t *job)
 /* The job's labels.jsonl as an array of objects (NULL after printing why). */
 static json_t *fetch_labels(cli_ctx *c, const char *id)
 {
-    char path[1024], err[1024], line[8192], *e = hone_rest_escape(id);
+    char path[1024], err[1024], *line = NULL, *e = hone_rest_escape(id);
+    size_t cap = 0;
     hone_rest_resp r;
     snprintf(path, sizeof(path), "/api/v1/jobs/%s/artifacts/labels.jsonl", e);
     free(e);
@@ -132,13 +168,15 @@ static json_t *fetch_labels(cli_ctx *c, const char *id)
     } else {
         arr = json_array();
         rewind(f);
-        while (fgets(line, sizeof(line), f)) {
+        /* a detector's line holds every box of its image: lines have no length bound */
+        while (getline(&line, &cap, f) > 0) {
             json_t *j = json_loads(line, 0, NULL);
             if (json_is_object(j))
                 json_array_append(arr, j);
             json_decref(j);
         }
     }
+    free(line);
     hone_rest_resp_clear(&r);
     fclose(f);
     return arr;
@@ -176,6 +214,90 @@ static int fetch_onnx(cli_ctx *c, const char *id, const char *out)
     if (rc != 0)
         remove(tmp);
     return rc;
+}
+
+/* mkdir -p of path's parent folders (path itself is a file). 0, or -1. */
+static int make_parents(char *path)
+{
+    for (char *p = strchr(path + 1, '/'); p; p = strchr(p + 1, '/')) {
+        *p = '\0';
+        int rc = mkdir(path, 0755);
+        *p = '/';
+        if (rc != 0 && errno != EEXIST)
+            return -1;
+    }
+    return 0;
+}
+
+/* A detector's inference as KITTI label files, TAO's labels/ folder: dir/<image path less its
+ * extension>.txt, each image's `kitti` lines (an empty file: no box). Image paths are the job's
+ * (relative to its folder); one that would leave dir is refused. 0, or 1 after printing why. */
+static int write_kitti_labels(const json_t *labels, const char *dir)
+{
+    const json_t *l;
+    size_t i;
+    int n = 0;
+    json_array_foreach(labels, i, l)
+    {
+        const char *file = json_string_value(json_object_get(l, "file"));
+        const char *kitti = json_string_value(json_object_get(l, "kitti"));
+        if (!file || !kitti) {
+            fprintf(stderr, "error: --labels: the model is not a detector (no KITTI lines)\n");
+            return 1;
+        }
+        int bad = !file[0] || file[0] == '/';
+        for (const char *p = file; !bad && (p = strstr(p, "..")); p += 2)
+            bad = (p == file || p[-1] == '/') && (p[2] == '/' || p[2] == '\0');
+        if (bad) {
+            fprintf(stderr, "error: --labels: image path %s leaves the folder\n", file);
+            return 1;
+        }
+        const char *slash = strrchr(file, '/'), *dot = strrchr(file, '.');
+        size_t stem = dot && (!slash || dot > slash + 1) ? (size_t)(dot - file) : strlen(file);
+        char path[PATH_MAX];
+        if ((size_t)snprintf(path, sizeof(path), "%s/%.*s.txt", dir, (int)stem, file) >=
+            sizeof(path)) {
+            fprintf(stderr, "error: --labels: %s/%s: path too long\n", dir, file);
+            return 1;
+        }
+        FILE *f = NULL;
+        if (make_parents(path) != 0 || !(f = fopen(path, "w")) || fputs(kitti, f) < 0 ||
+            fclose(f) != 0) {
+            fprintf(stderr, "error: --labels: %s: %s\n", path, strerror(errno));
+            return 1;
+        }
+        n++;
+    }
+    fprintf(stderr, "wrote %d KITTI label file(s) under %s\n", n, dir);
+    return 0;
+}
+
+/* A detector's labels as a table: each image's box count and its best box. */
+static void print_detections(const json_t *labels)
+{
+    static const char *const h[] = {"FILE", "BOXES", "BEST", "SCORE"};
+    int n = (int)json_array_size(labels);
+    char ***rows = hone_xcalloc((size_t)n + 1, sizeof(char **));
+    for (int i = 0; i < n; i++) {
+        const json_t *l = json_array_get(labels, (size_t)i), *b, *best = NULL;
+        const json_t *boxes = json_object_get(l, "boxes");
+        size_t j;
+        json_array_foreach(boxes, j, b)
+        {
+            double sc = json_number_value(json_object_get(b, "score"));
+            if (!best || sc > json_number_value(json_object_get(best, "score")))
+                best = b;
+        }
+        rows[i] = hone_xcalloc(4, sizeof(char *));
+        const char *file = json_string_value(json_object_get(l, "file"));
+        const char *cls = json_string_value(json_object_get(best, "class"));
+        rows[i][0] = hone_xstrdup(file ? file : "");
+        rows[i][1] = fmt("%.0f", (double)json_array_size(boxes));
+        rows[i][2] = best ? hone_xstrdup(cls ? cls : "") : NULL;
+        rows[i][3] = best ? fmt("%.4f", json_number_value(json_object_get(best, "score"))) : NULL;
+    }
+    cli_print_table(h, 4, rows, n);
+    free_rows(rows, n, 4);
 }
 
 static int action_run(cli_ctx *c, const char *action, json_t *extra)
@@ -231,11 +353,17 @@ static int action_run(cli_ctx *c, const char *action, json_t *extra)
                    out ? " written to " : ": artifact model.onnx", out ? out : "");
     } else {
         json_t *labels = fetch_labels(c, id);
+        const char *dir = cli_arg(c->a, "labels");
+        int detect = json_is_array(json_object_get(json_array_get(labels, 0), "boxes"));
         if (!labels) {
+            rc = 1;
+        } else if (dir && write_kitti_labels(labels, dir) != 0) {
             rc = 1;
         } else if (c->json) {
             json_object_set(fin, "labels", labels);
             cli_print_json(fin);
+        } else if (detect) {
+            print_detections(labels);
         } else {
             static const char *const h[] = {"FILE", "CLASS", "SCORE"};
             static const char *const k[] = {"file", "class", "score"};
@@ -284,6 +412,8 @@ static const cli_opt export_opts[] = {
     {"no-wait", CLI_FLAG, "print the new job's id and return", 0},
 };
 static const cli_opt infer_opts[] = {
+    {"labels", CLI_VALUE,
+     "DIR  a detector's boxes as KITTI label files, DIR/<image path less extension>.txt", 0},
     {"timeout", CLI_VALUE, "SECONDS  give up waiting after this long (exit 1)", 0},
     {"no-wait", CLI_FLAG, "print the new job's id and return", 0},
 };
@@ -292,7 +422,8 @@ const cli_command cli_action_commands[] = {
     {"job", "evaluate", job_evaluate, evaluate_opts, (int)HONE_ARRAY_LEN(evaluate_opts), 1, 1,
      "PARENT [--dataset ID]",
      "evaluate a train job's model (an AutoML job's best) on its test part or a dataset", 0},
-    {"job", "infer", job_infer, infer_opts, (int)HONE_ARRAY_LEN(infer_opts), 2, 2, "PARENT FOLDER",
+    {"job", "infer", job_infer, infer_opts, (int)HONE_ARRAY_LEN(infer_opts), 2, 2,
+     "PARENT FOLDER [--labels DIR]",
      "label a folder of images with a train job's model (an AutoML job's best)", 0},
     {"job", "export", job_export, export_opts, (int)HONE_ARRAY_LEN(export_opts), 1, 1,
      "PARENT [--out FILE]",

@@ -202,8 +202,8 @@ static const cli_opt create_opts[] = {
 
 static const cli_opt upload_opts[] = {
     {"name", CLI_VALUE, "NAME  dataset name", 1},
-    {"type", CLI_VALUE, "TYPE  image_classification (default)", 0},
-    {"format", CLI_VALUE, "FORMAT  idx (default) or image_folder", 0},
+    {"type", CLI_VALUE, "TYPE  image_classification (default) or object_detection", 0},
+    {"format", CLI_VALUE, "FORMAT  idx (default), image_folder or kitti", 0},
     {"description", CLI_VALUE, "TEXT  free text", 0},
 };
 

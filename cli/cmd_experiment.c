@@ -203,26 +203,31 @@ static int automl_settings(cli_ctx *c, const json_t *current, json_t **out)
             space = json_object();
         json_object_set_new(space, name, entry);
     }
-    if (space)
-        json_object_set_new(s, "automl_hyperparameters", space);
-    n = cli_multi(c->a, "add-param", &v);
-    if (n > 0) {
-        json_t *arr = json_array();
-        for (int i = 0; i < n; i++)
-            json_array_append_new(arr, json_string(v[i]));
-        json_object_set_new(s, "automl_add_hyperparameters", arr);
-    }
-    n = cli_multi(c->a, "remove-param", &v);
-    if (n > 0) {
-        json_t *arr = json_array();
-        for (int i = 0; i < n; i++)
-            json_array_append_new(arr, json_string(v[i]));
-        json_object_set_new(s, "automl_remove_hyperparameters", arr);
+    /* --param, --add-param and --remove-param are one choice of the swept set: any of them
+     * replaces all three (the controller merges automl_settings key by key, so a set chosen by
+     * an earlier start would otherwise stay beside this one); none leaves the set as it was. */
+    static const struct {
+        const char *flag, *key;
+    } sets[] = {{"add-param", "automl_add_hyperparameters"},
+                {"remove-param", "automl_remove_hyperparameters"}};
+    int chosen = space != NULL;
+    for (size_t i = 0; i < HONE_ARRAY_LEN(sets); i++)
+        chosen |= cli_multi(c->a, sets[i].flag, &v) > 0;
+    if (chosen) {
+        json_object_set_new(s, "automl_hyperparameters", space ? space : json_null());
+        for (size_t i = 0; i < HONE_ARRAY_LEN(sets); i++) {
+            json_t *arr = json_array();
+            n = cli_multi(c->a, sets[i].flag, &v);
+            for (int j = 0; j < n; j++)
+                json_array_append_new(arr, json_string(v[j]));
+            json_object_set_new(s, sets[i].key, arr);
+        }
     }
     *out = s;
     return 0;
 usage:
     fprintf(stderr, "usage error: %s\n", err);
+    json_decref(space);
     json_decref(s);
     return 2;
 }
@@ -402,10 +407,15 @@ static const cli_opt automl_opts[] = {
     {"epoch-multiplier", CLI_VALUE, "N  epochs per budget unit", 0},
     {"max-parallel", CLI_VALUE, "N  trials running at once", 0},
     {"seed", CLI_VALUE, "N  search seed", 0},
-    {"param", CLI_MULTI, "NAME=DEF  sweep NAME: float:LO:HI[:log], int:LO:HI[:log], A,B,C, bool",
+    {"param", CLI_MULTI,
+     "NAME=DEF  sweep NAME: float:LO:HI[:log], int:LO:HI[:log], A,B,C, bool (the --param "
+     "flags are the whole swept set)",
      0},
     {"add-param", CLI_MULTI, "NAME  add a parameter to the default swept set", 0},
-    {"remove-param", CLI_MULTI, "NAME  drop a parameter from the default swept set", 0},
+    {"remove-param", CLI_MULTI,
+     "NAME  drop a parameter from the default swept set (any of these three flags replaces the "
+     "set an earlier start chose)",
+     0},
     {"spec", CLI_MULTI, "KEY=VALUE  spec override for every trial (repeatable)", 0},
     {"name", CLI_VALUE, "NAME  job name", 0},
     {"wait", CLI_FLAG, "  wait for the job, showing progress", 0},

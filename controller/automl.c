@@ -23,6 +23,19 @@ int ctl_automl_space_json(const char *network, const json_t *settings, json_t **
     const char *k;
     *space = NULL;
     if (json_is_object(given)) {
+        /* the whole space: adding to or removing from the default set beside it would be
+         * silently ignored, so it is refused */
+        static const char *const beside[] = {"automl_add_hyperparameters",
+                                             "automl_remove_hyperparameters"};
+        for (i = 0; i < HONE_ARRAY_LEN(beside); i++)
+            if (json_array_size(json_object_get(settings, beside[i]))) {
+                snprintf(field, fieldlen, "automl_settings.%s", beside[i]);
+                snprintf(msg, msglen,
+                         "%s: automl_hyperparameters is the whole space (the default set does not "
+                         "apply); name every swept parameter there instead",
+                         field);
+                goto fail;
+            }
         snprintf(field, fieldlen, "automl_settings.automl_hyperparameters");
         sp = json_deep_copy(given);
     } else {

@@ -1,9 +1,11 @@
-/* Convert jobs: an image_folder dataset decoded, resized and packed once per (size, channels) by a
- * worker running hone-pack, into <data_dir>/packed/<dataset id>/<size>x<size>x<channels>.hpk.
+/* Convert jobs: an image_folder or kitti dataset decoded, resized and packed once per (size,
+ * channels) by a worker running hone-pack (a KITTI set with its boxes, in the numbering of the
+ * dataset's class map), into <data_dir>/packed/<dataset id>/<size>x<size>x<channels>.hpk.
  * A convert job is a job row (action 'convert', dataset_id, config {input_size, channels, out})
- * leased, heartbeated and expired like a train job; train and AutoML jobs of image-folder
- * experiments name it in convert_id and are not leased until it is done (store_job_next_queued).
- * Everything here runs inside its caller's transaction: a restart finds what was committed. */
+ * leased, heartbeated and expired like a train job; train and AutoML jobs of image-folder and
+ * kitti experiments name it in convert_id and are not leased until it is done
+ * (store_job_next_queued). Everything here runs inside its caller's transaction: a restart finds
+ * what was committed. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +17,11 @@
 #include "spec.h"
 #include "store.h"
 #include "util.h"
+
+int ctl_convert_format(const char *format)
+{
+    return format && (!strcmp(format, "image_folder") || !strcmp(format, "kitti"));
+}
 
 int ctl_convert_channels(const json_t *dataset_row, int channels)
 {
@@ -119,6 +126,13 @@ json_t *ctl_convert_lease_job(hone_controller *c, const json_t *job)
         jstr(cfg, "out") ? jstr(cfg, "out") : "", "attempts", (json_int_t)jint(job, "attempts"),
         "lease_seconds", (json_int_t)c->cfg.lease_seconds, "epoch", (json_int_t)0, "epochs_until",
         (json_int_t)0, "resume", 0);
+    /* a KITTI set packs with its boxes, its classes numbered as the dataset's class map */
+    if (jstr(ds, "format") && !strcmp(jstr(ds, "format"), "kitti")) {
+        json_t *st = jparse(jstr(ds, "stats")), *names = json_object_get(st, "class_names");
+        json_object_set_new(j, "format", json_string("kitti"));
+        json_object_set(j, "classes", json_is_array(names) ? names : json_array());
+        json_decref(st);
+    }
     free(parent);
     free(dir);
     json_decref(cfg);

@@ -1,7 +1,8 @@
-/* convert.c: convert jobs (TAO's dataset-convert): an image_folder dataset packed once at one size
- * and channel count by a worker (hone-pack), reused by every job that trains at that size. Finding
- * or creating one, the lease a worker gets, its progress and end, the jobs that wait for it (not
- * leased before it is done; failed with it when it fails) and the data.packed of their specs. */
+/* convert.c: convert jobs (TAO's dataset-convert): an image_folder or kitti dataset packed once at
+ * one size and channel count by a worker (hone-pack; a KITTI set with its boxes), reused by every
+ * job that trains at that size. Finding or creating one, the lease a worker gets, its progress and
+ * end, the jobs that wait for it (not leased before it is done; failed with it when it fails) and
+ * the data.packed of their specs. */
 #ifndef HONE_CTL_CONVERT_H
 #define HONE_CTL_CONVERT_H
 
@@ -13,6 +14,8 @@
 #define CTL_CONVERT_MIN_SIZE 8
 #define CTL_CONVERT_MAX_SIZE 512
 
+/* Whether datasets of this format are converted (image_folder, kitti). */
+int ctl_convert_format(const char *format);
 /* The channels an image folder packs to when 0 (its own) is asked: 3 when any image is colour,
  * else 1 (as hone_data_folder_pack decides). */
 int ctl_convert_channels(const json_t *dataset_row, int channels);
@@ -24,7 +27,8 @@ void ctl_convert_shape(const json_t *dataset_row, const json_t *flat, int *size,
 int ctl_convert_ensure(hone_controller *c, const json_t *dataset_row, int size, int channels,
                        char *id_out, size_t idlen, int *created);
 /* The "job" object of a convert job's lease reply (new reference): the dataset's folder, the size,
- * the channels and the packed file to write. Creates <data_dir>/packed/<dataset id>/. */
+ * the channels and the packed file to write; for a KITTI set also format "kitti" and classes (the
+ * dataset's class map, in its order). Creates <data_dir>/packed/<dataset id>/. */
 json_t *ctl_convert_lease_job(hone_controller *c, const json_t *job);
 /* Inside the caller's transaction: a convert job ends (a worker completed it, or its lease lapsed
  * after a cancel). done, or else failed / canceled, and then every job waiting for it fails. */

@@ -248,8 +248,8 @@ static int one_of(const char *v, const char *const *list)
 static int up_params(hone_http_req *req, hone_http_res *res, const char **name, const char **type,
                      const char **format, const char **desc)
 {
-    static const char *const types[] = {"image_classification", NULL};
-    static const char *const formats[] = {"idx", "image_folder", NULL};
+    static const char *const types[] = {"image_classification", "object_detection", NULL};
+    static const char *const formats[] = {"idx", "image_folder", "kitti", NULL};
     *name = hone_http_req_query(req, "name");
     *type = hone_http_req_query(req, "type");
     *format = hone_http_req_query(req, "format");
@@ -259,9 +259,13 @@ static int up_params(hone_http_req *req, hone_http_res *res, const char **name, 
     if (!*name || !(*name)[0] || strlen(*name) > 200)
         hone_http_res_error(res, 422, "name", "name (1 to 200 bytes) is required");
     else if (!one_of(*type, types))
-        hone_http_res_error(res, 422, "type", "type must be image_classification for uploads");
+        hone_http_res_error(res, 422, "type",
+                            "type must be image_classification or object_detection for uploads");
     else if (!one_of(*format, formats))
-        hone_http_res_error(res, 422, "format", "format must be idx or image_folder for uploads");
+        hone_http_res_error(res, 422, "format",
+                            "format must be idx, image_folder or kitti for uploads");
+    else if (!strcmp(*type, "object_detection") != !strcmp(*format, "kitti"))
+        hone_http_res_error(res, 422, "format", "format %s does not fit type %s", *format, *type);
     else if (*desc && strlen(*desc) > 10000)
         hone_http_res_error(res, 422, "description", "description too long");
     else

@@ -150,9 +150,9 @@ fail:
     return rc;
 }
 
-/* An image-folder experiment's job waits for the convert job that packs its dataset at the size
- * and channels the resolved spec trains on (found, or created now): its id into cvt ("" when the
- * dataset is not an image folder). */
+/* An image-folder or kitti experiment's job waits for the convert job that packs its dataset at
+ * the size and channels the resolved spec trains on (found, or created now): its id into cvt (""
+ * when the dataset is neither). */
 static int find_convert(hone_controller *c, const json_t *exp, const json_t *job_specs, char *cvt,
                         size_t cvtlen)
 {
@@ -160,7 +160,7 @@ static int find_convert(hone_controller *c, const json_t *exp, const json_t *job
     int rc = store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), NULL, &ds),
         created;
     cvt[0] = '\0';
-    if (rc || strcmp(jstr(ds, "format"), "image_folder") != 0)
+    if (rc || !ctl_convert_format(jstr(ds, "format")))
         goto fail;
     espec = jparse(jstr(exp, "specs"));
     flat = ctl_spec_resolve(jstr(exp, "network"), ds, espec, job_specs);

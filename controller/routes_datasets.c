@@ -1,7 +1,7 @@
 /* REST handlers for /api/v1/datasets: create from a server-side path (confined to the data roots,
  * files checked before anything is stored), list, get, delete (refused while an experiment uses
- * the dataset or a convert job packs it), and convert (an image folder packed at one size by a
- * worker: convert.c). */
+ * the dataset or a convert job packs it), and convert (an image folder or a KITTI set packed at one
+ * size by a worker: convert.c). */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -267,8 +267,8 @@ static void ds_delete(hone_http_req *req, hone_http_res *res, void *ud)
 }
 
 /* POST /datasets/{id}/convert {"input_size": N, "channels": 0|1|3}: the convert job that packs the
- * image folder at NxN (channels 0: the folder's own), 201 when created, 200 when one at that
- * size is queued, running or done already (reused). */
+ * image folder or KITTI set at NxN (channels 0: the folder's own), 201 when created, 200 when one
+ * at that size is queued, running or done already (reused). */
 static void ds_convert(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
@@ -306,10 +306,10 @@ static void ds_convert(hone_http_req *req, hone_http_res *res, void *ud)
             ctl_res_store_error(c, res);
         goto fail;
     }
-    if (strcmp(jstr(ds, "format"), "image_folder") != 0) {
+    if (!ctl_convert_format(jstr(ds, "format"))) {
         hone_http_res_error(res, 409, "format",
-                            "dataset %s is %s: only image_folder datasets are converted", id,
-                            jstr(ds, "format"));
+                            "dataset %s is %s: only image_folder and kitti datasets are converted",
+                            id, jstr(ds, "format"));
         goto fail;
     }
     char jid[64];

@@ -41,7 +41,35 @@ void ctl_spec_data(const json_t *dataset_row, hone_spec_data *d)
     for (size_t i = 0; json_array_size(shape) == 3 && i < 3; i++)
         if (int_in(json_array_get(shape, i), 1, INT_MAX, &v))
             *dims[i] = (int)v;
+    /* an image folder or KITTI set: its parts as hone-train makes them (train/dataset.h): test
+     * is test/, or else a tenth of train/; val/ joins the training part as its val split */
+    const char *fmt = jstr(dataset_row, "format");
+    long long nv = 0;
+    if (fmt && (!strcmp(fmt, "image_folder") || !strcmp(fmt, "kitti")) && d->train_images >= 0 &&
+        d->test_images >= 0) {
+        long long carve = d->test_images ? 0 : d->train_images / 10;
+        d->train_images -= carve;
+        if (!d->test_images)
+            d->test_images = carve;
+        if (int_in(json_object_get(st, "val_images"), 0, LLONG_MAX, &nv))
+            d->train_images += nv;
+    }
     json_decref(st);
+}
+
+/* The val/ images of an image folder or KITTI set (0: none, or another format): hone-train
+ * validates on them, whatever data.val_size says. */
+static long long val_split(const json_t *dataset_row)
+{
+    const char *fmt = jstr(dataset_row, "format");
+    long long nv = 0;
+    if (!fmt || (strcmp(fmt, "image_folder") && strcmp(fmt, "kitti")))
+        return 0;
+    json_t *st = jparse(jstr(dataset_row, "stats"));
+    if (!int_in(json_object_get(st, "val_images"), 1, INT_MAX, &nv))
+        nv = 0;
+    json_decref(st);
+    return nv;
 }
 
 json_t *ctl_spec_resolve(const char *network, const json_t *dataset_row, const json_t *exp_specs,
@@ -247,6 +275,11 @@ int ctl_spec_check_create(const char *network, const json_t *dataset_row, const 
     if (json_is_object(job_specs))
         json_object_update(given, (json_t *)job_specs);
     ctl_spec_data(dataset_row, &d);
+    long long nv = val_split(dataset_row);
+    if (nv > 0) { /* as hone-train does: the val/ split, data.val_size unused */
+        json_object_del(given, "data.val_size");
+        json_object_set_new(flat, "data.val_size", json_integer(nv));
+    }
     if (check_flat(flat, given, &d, field, fieldlen, msg, msglen))
         goto fail;
     if (space) {

@@ -15,7 +15,7 @@
 static void usage(FILE *f)
 {
     fprintf(f, "usage: hone-pack FOLDER OUT --size WxH [--grey | --rgb] [--threads N] [--quiet]\n"
-               "                 [--json] [--kitti [--classes a,b,...]]\n"
+               "                 [--json] [--kitti [--classes a,b,...] [--class NAME]...]\n"
                "       hone-pack --verify FILE\n"
                "FOLDER is <root>/<class>/<image> or <root>/train|val|test/<class>/<image>\n"
                "(PNG and JPEG). Every image is decoded, resized to WxH (area when shrinking,\n"
@@ -24,7 +24,8 @@ static void usage(FILE *f)
                "--threads: 0 (the default) uses every core.\n"
                "--kitti: FOLDER is a KITTI set (images/ and labels/, or train|val|test/ of\n"
                "them); its boxes are packed too, scaled with the plain resize (no letterbox).\n"
-               "--classes: its class map, comma-separated (default: the classes found).\n"
+               "--classes: its class map, comma-separated (default: the classes found);\n"
+               "--class NAME: one more name of it (names holding commas; hone-worker's way).\n"
                "--json: JSON lines on stdout (progress, then done or error), for hone-worker.\n");
 }
 
@@ -107,6 +108,8 @@ int main(int argc, char **argv)
     const char *pos[2] = {NULL, NULL};
     int npos = 0, w = 0, h = 0, channels = 0, threads = 0, quiet = 0, json = 0, kitti = 0;
     const char *classes = NULL;
+    const char *one[1024]; /* --class names, after those of --classes */
+    int none = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--verify") && i + 1 < argc && argc == 3)
@@ -137,6 +140,12 @@ int main(int argc, char **argv)
             kitti = 1;
         } else if (!strcmp(a, "--classes") && i + 1 < argc) {
             classes = argv[++i];
+        } else if (!strcmp(a, "--class") && i + 1 < argc) {
+            if (none == (int)(sizeof one / sizeof one[0])) {
+                fprintf(stderr, "hone-pack: more than %d --class names\n", none);
+                return 2;
+            }
+            one[none++] = argv[++i];
         } else if (a[0] != '-' && npos < 2) {
             pos[npos++] = a;
         } else {
@@ -157,7 +166,9 @@ int main(int argc, char **argv)
     int nnames = 0;
     for (char *tok = cl ? strtok(cl, ",") : NULL; tok && nnames < 1024; tok = strtok(NULL, ","))
         names[nnames++] = tok;
-    hone_data_kitti_opts ko = {.classes = cl ? names : NULL, .nclasses = nnames};
+    for (int i = 0; i < none && nnames < 1024; i++)
+        names[nnames++] = one[i];
+    hone_data_kitti_opts ko = {.classes = cl || none ? names : NULL, .nclasses = nnames};
     int orc = kitti ? hone_data_kitti_open(pos[0], &ko, &k, err, sizeof err)
                     : hone_data_folder_open(pos[0], NULL, &f, err, sizeof err);
     free(cl);

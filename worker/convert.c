@@ -1,10 +1,11 @@
 /* convert: one leased convert job on this worker. Runs hone-pack --json on the dataset's folder
- * into the lease's packed file (hone-pack writes a temp file and renames it, so the file at its
- * name is whole even when this worker dies mid-way), relays progress lines as reports (the first
- * at once, then at most one a second), stops on cancel, and completes the job with hone-pack's
- * final line. A worker told to shut down stops hone-pack, removes its partial output and hands
- * the lease back (status `released`). With --storage http the folder is downloaded first and the
- * packed file uploaded to the controller once whole. */
+ * (--kitti with the lease's class map for a KITTI set) into the lease's packed file (hone-pack
+ * writes a temp file and renames it, so the file at its name is whole even when this worker dies
+ * mid-way), relays progress lines as reports (the first at once, then at most one a second), stops
+ * on cancel, and completes the job with hone-pack's final line. A worker told to shut down stops
+ * hone-pack, removes its partial output and hands the lease back (status `released`). With
+ * --storage http the folder is downloaded first and the packed file uploaded to the controller once
+ * whole. */
 #include "worker_internal.h"
 
 #include <errno.h>
@@ -136,6 +137,7 @@ void worker_convert_run(hone_worker *w, const json_t *job)
     char sz[64], th[32], local_out[4096 + 512];
     const char *status;
     json_t *sets = NULL; /* http storage: where the downloaded folder is */
+    char **argv = NULL;
 
     worker_set_job(w, id);
     if (w->http_storage && out && out[0]) {
@@ -172,11 +174,28 @@ void worker_convert_run(hone_worker *w, const json_t *job)
     convert_sweep_temps(w, out);
     snprintf(sz, sizeof(sz), "%lldx%lld", (long long)size, (long long)size);
     snprintf(th, sizeof(th), "%d", w->o->threads > 0 ? w->o->threads : 0);
-    char *argv[] = {
+    /* A KITTI set: --kitti, and its class map one --class at a time (names may hold commas) */
+    const char *fmt = json_string_value(json_object_get(job, "format"));
+    int kitti = fmt && !strcmp(fmt, "kitti");
+    json_t *classes = json_object_get(job, "classes");
+    size_t ncl = kitti ? json_array_size(classes) : 0, na = 0;
+    argv = hone_xcalloc(12 + 2 * ncl, sizeof *argv);
+    char *fixed[] = {
         w->packer,   "--json", (char *)src, (char *)out, "--size", sz, ch == 1 ? "--grey" : "--rgb",
-        "--threads", th,       NULL};
-    worker_log(w, "job %s: %s %s -> %s at %s, %lld channel(s)", id, w->packer, src, out, sz,
-               (long long)ch);
+        "--threads", th};
+    for (size_t i = 0; i < HONE_ARRAY_LEN(fixed); i++)
+        argv[na++] = fixed[i];
+    if (kitti)
+        argv[na++] = "--kitti";
+    for (size_t i = 0; i < ncl; i++) {
+        const char *name = json_string_value(json_array_get(classes, i));
+        if (name) {
+            argv[na++] = "--class";
+            argv[na++] = (char *)name;
+        }
+    }
+    worker_log(w, "job %s: %s %s%s -> %s at %s, %lld channel(s)", id, w->packer,
+               kitti ? "KITTI set " : "", src, out, sz, (long long)ch);
     if (hone_trun_run(argv, &topts, &hooks, &res) != 0)
         worker_log(w, "job %s: hone-pack did not start: %s", id, res.log_tail);
     if (res.outcome == HONE_TRUN_ABORTED)
@@ -209,6 +228,7 @@ void worker_convert_run(hone_worker *w, const json_t *job)
     else if (!status && *w->stop && !ctx.lost && !ctx.abandoned)
         convert_release(w, id, &res, "hone-pack");
 fail:
+    free(argv);
     if (sets)
         worker_drop_dataset(w, id);
     json_decref(sets);

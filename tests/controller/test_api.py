@@ -103,7 +103,16 @@ def spec_combinations(c, root, ex_url):
             ({"automl_hyperparameters": {"model.depth": {"type": "int", "min": 1, "max": 64}}},
              {"model.hidden": 4096}, hp),
             ({"automl_hyperparameters": {"data.val_size": {"type": "int", "min": 0,
-                                                           "max": 30000}}}, {}, hp)]:
+                                                           "max": 30000}}}, {}, hp),
+            # the whole space given: a list that adds to or removes from the defaults beside it
+            # would be ignored, so it is refused (an empty one is no list)
+            ({"automl_hyperparameters": {"train.lr": {"type": "float", "min": 0.01, "max": 0.1}},
+              "automl_remove_hyperparameters": ["train.momentum"]}, {},
+             "automl_settings.automl_remove_hyperparameters"),
+            ({"automl_hyperparameters": {"train.lr": {"type": "float", "min": 0.01, "max": 0.1}},
+              "automl_remove_hyperparameters": [],
+              "automl_add_hyperparameters": ["model.dropout"]}, {},
+             "automl_settings.automl_add_hyperparameters")]:
         settings = dict(settings, automl_enabled=True)
         expect_err(c, "POST", ex_url, dict(mlp, specs=specs, automl_settings=settings), 422,
                    field)

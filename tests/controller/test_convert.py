@@ -11,7 +11,10 @@
 4b. a convert job its worker releases (shutting down) is queued again at once, not failed, the
    job waiting for it still waiting; that worker's heartbeat does not take it back;
 5. kill -9 of the controller loses nothing: the waiting job still waits, then runs;
-6. migration 003 rebuilds the jobs table of an older store without losing its metrics."""
+6. migration 003 rebuilds the jobs table of an older store without losing its metrics;
+7. a kitti dataset converts as an image folder does: the route (201, then reuse), the implicit
+   convert of a detectnet_v2 train job at its input size (128 when the spec leaves it), and a
+   lease that says format kitti and the dataset's class map in its order."""
 import os
 import sqlite3
 import struct
@@ -268,6 +271,62 @@ def failures(c, ds, w):
     assert w.lease() is None
 
 
+def kitti_folder(root):
+    """A flat KITTI set of 32x32 RGB PNGs whose labels name dog and cat."""
+    for d in ("images", "labels"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    for i in range(4):
+        with open(os.path.join(root, "images", "%d.png" % i), "wb") as f:
+            f.write(png(50 * i, w=32, h=32, rgb=True))
+        with open(os.path.join(root, "labels", "%d.txt" % i), "w") as f:
+            f.write("cat 0 0 0 2 3 12 14 0 0 0 0 0 0 0\n")
+            if i % 2:
+                f.write("dog 0 0 0 10 10 30 31 0 0 0 0 0 0 0\n")
+
+
+def kitti(c, root, w):
+    ds = c.ok("POST", "/api/v1/datasets",
+              {"name": "det", "type": "object_detection", "format": "kitti",
+               "path": os.path.join(root, "kitti"), "classes": ["dog", "cat"]})["id"]
+    refused(c, ds, {"input_size": 7}, 422, "input_size")
+    cv = convert(c, ds, {"input_size": 64}, 201)
+    assert cv["status"] == "queued" and cv["config"]["channels"] == 3, cv
+    assert cv["config"]["out"] == os.path.join(root, "packed", ds, "64x64x3.hpk"), cv
+    assert convert(c, ds, {"input_size": 64}, 200)["id"] == cv["id"]
+
+    def det(specs):
+        return c.ok("POST", "/api/v1/experiments",
+                    {"name": "d", "network_arch": "detectnet_v2", "train_datasets": [ds],
+                     "specs": specs})["id"]
+    small = {"model": {"input_size": 64, "width": 8}, "train": {"epochs": 1, "batch_size": 2},
+             "data": {"val_size": 1}}
+    tj = c.ok("POST", "/api/v1/experiments/%s/jobs" % det(small), {"action": "train"})
+    assert tj["convert_job_id"] == cv["id"], tj
+    # the spec leaves the size to the data: a KITTI set trains at 128
+    dflt = c.ok("POST", "/api/v1/experiments/%s/jobs" % det(
+        {"model": {"width": 8}, "train": {"epochs": 1, "batch_size": 2},
+         "data": {"val_size": 1}}), {"action": "train"})
+    cv128 = job(c, dflt["convert_job_id"])
+    assert cv128["id"] != cv["id"] and cv128["config"]["input_size"] == 128, cv128
+    assert cv128["config"]["out"].endswith("/128x128x3.hpk"), cv128
+    lease = w.lease()
+    assert lease["id"] == cv["id"] and lease["action"] == "convert", lease
+    assert lease["format"] == "kitti" and lease["classes"] == ["dog", "cat"], lease
+    assert lease["dataset_path"] == os.path.join(root, "kitti"), lease
+    assert lease["input_size"] == 64 and lease["channels"] == 3, lease
+    with open(lease["out_path"], "wb") as f:  # what hone-pack leaves at the name
+        f.write(b"HONEPAK\0")
+    w.complete(lease, "done", {"event": "done", "images": 4})
+    tl = w.lease()
+    assert tl["id"] == tj["id"], tl
+    assert 'packed: "%s"' % cv["config"]["out"] in tl["spec_yaml"], tl["spec_yaml"]
+    assert "format: kitti" in tl["spec_yaml"] or 'format: "kitti"' in tl["spec_yaml"], tl
+    w.complete(tl, "stopped")
+    c.ok("POST", "/api/v1/jobs/%s/cancel" % cv128["id"])
+    assert job(c, dflt["id"])["status"] == "failed"
+    assert w.lease() is None
+
+
 def restart(binary, c, root, ds):
     """kill -9 with a convert job running and a train job waiting for it."""
     exp = experiment(c, ds, {"model": {"input_size": 12}, "train": {"epochs": 1},
@@ -334,6 +393,7 @@ def main():
     root = tempdir()
     write_idx(os.path.join(root, "idx"))
     folder(os.path.join(root, "grey"))
+    kitti_folder(os.path.join(root, "kitti"))
     c = Controller(binary, root).start()
     try:
         w = FakeWorker(c)
@@ -341,6 +401,7 @@ def main():
         ds = route_and_reuse(c, root, w)
         released(c, ds, w)
         failures(c, ds, w)
+        kitti(c, root, w)
         c = restart(binary, c, root, ds)
     finally:
         if c.alive():

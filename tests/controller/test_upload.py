@@ -1,5 +1,6 @@
 """Dataset upload as a tar body (POST /api/v1/datasets:upload) against a real hone-controller: a good
-IDX archive is stored under <data_dir>/datasets/<id> with its stats; every hostile archive ('..',
+IDX archive is stored under <data_dir>/datasets/<id> with its stats, and so is a KITTI set
+(type object_detection, format kitti: its boxes and classes in the stats); every hostile archive ('..',
 absolute names, backslashes, NUL bytes, links, devices, fifos, sparse and pax entries, bad checksums,
 truncation, size bombs, too many files, duplicates) is a 4xx naming `archive` and stores nothing."""
 import io
@@ -10,6 +11,9 @@ import tarfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hone_test import Controller, binary_from_argv, tempdir, write_idx  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from pngfolder import write_kitti  # noqa: E402
 
 URL = "/api/v1/datasets:upload?name=%s&type=image_classification&format=idx"
 TAR = {"Content-Type": "application/x-tar"}
@@ -92,6 +96,26 @@ def main():
         ds2 = c.ok("POST", URL % "fm2", raw=sub, headers=TAR, want=(201,))
         assert open(os.path.join(ds2["path"], "sub", "readme.txt"), "rb").read() == b"hi"
 
+        # a KITTI set: images/ and labels/, checked as a server-side one (the classes found)
+        ksrc = os.path.join(d, "kitti")
+        nboxes = write_kitti(ksrc, images=6, size=32, classes=("dog", "cat"))
+        ktar = tar_of([(info("%s/%s" % (sub, f)), open(os.path.join(ksrc, sub, f), "rb").read())
+                       for sub in ("images", "labels")
+                       for f in sorted(os.listdir(os.path.join(ksrc, sub)))])
+        kurl = "/api/v1/datasets:upload?name=det&type=object_detection&format=kitti"
+        kd = c.ok("POST", kurl, raw=ktar, headers=TAR, want=(201,))
+        assert kd["type"] == "object_detection" and kd["format"] == "kitti", kd
+        assert kd["stats"]["images"] == 6 and kd["stats"]["boxes"] == nboxes, kd
+        assert kd["stats"]["class_names"] == ["cat", "dog"], kd
+        assert open(os.path.join(kd["path"], "labels", "3.txt")).read() == \
+            open(os.path.join(ksrc, "labels", "3.txt")).read()
+        # a label naming a box outside its image: refused with the file and line named
+        broken = tar_of([(info("images/0.png"), open(os.path.join(ksrc, "images", "0.png"),
+                                                     "rb").read()),
+                         (info("labels/0.txt"), b"dog 0 0 0 5 5 40 40 0 0 0 0 0 0 0\n")])
+        st, js = c.req("POST", kurl.replace("=det", "=broken"), raw=broken, headers=TAR)
+        assert st == 422 and "labels/0.txt:1" in js["error"]["message"], (st, js)
+
         n_rows = len(c.ok("GET", "/api/v1/datasets")["datasets"])
         n_dirs = sorted(os.listdir(dsdir))
 
@@ -142,6 +166,9 @@ def main():
                 headers={"Content-Type": "application/octet-stream"})
         refused(good, field="name", url="/api/v1/datasets:upload?type=image_classification")
         refused(good, field="format", url="/api/v1/datasets:upload?name=x&format=kitti")
+        refused(ktar, field="format",
+                url="/api/v1/datasets:upload?name=x&type=object_detection&format=image_folder")
+        refused(ktar, field="type", url="/api/v1/datasets:upload?name=x&type=segmentation")
         st, _ = c.req("POST", URL % "big", raw=b"\0" * (9 << 20), headers=TAR)
         assert st == 413, st
         assert len(c.ok("GET", "/api/v1/datasets")["datasets"]) == n_rows

@@ -3,9 +3,10 @@ packing a generated PNG folder big enough to take a few seconds on one thread; t
 hone-pack, its process group) is killed at the convert job's first progress report. Nothing is
 at the packed file's name then (hone-pack writes a temp file and renames it); the lease expires,
 a second worker leases the job, packs again and completes it, and the file verifies
-(`hone-pack --verify`) with every image.
+(`hone-pack --verify`) with every image. With `kitti` the folder is a KITTI set of the same PNGs
+(tests/lib/pngfolder.py), packed by hone-pack --kitti, and the file verifies with every box too.
 
-usage: test_convert_kill.py HONE-CONTROLLER HONE-WORKER HONE-TRAIN HONE-PACK"""
+usage: test_convert_kill.py HONE-CONTROLLER HONE-WORKER HONE-TRAIN HONE-PACK [kitti]"""
 import os
 import subprocess
 import sys
@@ -15,22 +16,29 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from crash_util import Controller, wait_for  # noqa: E402
 from honeproc import WorkerProcess  # noqa: E402
-from pngfolder import write_folder  # noqa: E402
+from pngfolder import write_folder, write_kitti  # noqa: E402
 
 
 def main():
-    if len(sys.argv) != 5:
+    if len(sys.argv) not in (5, 6) or sys.argv[5:] not in ([], ["kitti"]):
         print(__doc__)
         return 2
-    ctl_bin, wrk_bin, trn_bin, pack_bin = (os.path.abspath(a) for a in sys.argv[1:])
+    kitti = sys.argv[5:] == ["kitti"]
+    ctl_bin, wrk_bin, trn_bin, pack_bin = (os.path.abspath(a) for a in sys.argv[1:5])
     root = tempfile.mkdtemp(prefix="hone-convert-kill-")
-    n = write_folder(os.path.join(root, "pngs"), classes=4, per_class=750, size=256, rgb=True)
+    n, boxes = 3000, 0
+    if kitti:
+        boxes = write_kitti(os.path.join(root, "pngs"), images=n, size=256, classes=("x", "y"))
+    else:
+        n = write_folder(os.path.join(root, "pngs"), classes=4, per_class=750, size=256, rgb=True)
     c = Controller(ctl_bin, root, "lease_seconds: 3\ndata_roots: [\"%s\"]\n" % root)
     c.start()
     workers = []
     try:
-        ds = c.ok("POST", "/api/v1/datasets", {"name": "pngs", "path": os.path.join(root, "pngs"),
-                                               "format": "image_folder"})["id"]
+        body = {"name": "pngs", "path": os.path.join(root, "pngs"), "format": "image_folder"}
+        if kitti:
+            body.update(type="object_detection", format="kitti", classes=["y", "x"])
+        ds = c.ok("POST", "/api/v1/datasets", body)["id"]
         a = WorkerProcess(wrk_bin, trn_bin, root, "a", c.base, extra=["--packer", pack_bin])
         workers.append(a.start())
         job = c.ok("POST", "/api/v1/datasets/%s/convert" % ds, {"input_size": 32})
@@ -65,6 +73,8 @@ def main():
         assert not left, left
         p = subprocess.run([pack_bin, "--verify", out], capture_output=True, text=True)
         assert p.returncode == 0 and ("%d images 32x32x3" % n) in p.stdout, (p.stdout, p.stderr)
+        if kitti:
+            assert ("classes: y x\nboxes: %d\n" % boxes) in p.stdout, p.stdout
     except BaseException:
         sys.stderr.write("---- controller log\n%s\n" % c.tail())
         for w in workers:
@@ -76,7 +86,7 @@ def main():
             if w.proc.poll() is None:
                 w.stop()
         c.stop()
-    print("convert kill: ok")
+    print("convert kill%s: ok" % (" (kitti)" if kitti else ""))
     return 0
 
 

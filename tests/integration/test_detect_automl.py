@@ -68,7 +68,7 @@ def defaults(bins, ctl, exp):
 PICK = ["--remove-param", "train.batch_size", "--remove-param", "train.momentum",
         "--remove-param", "model.width"]
 PICKED = ("train.lr", "train.weight_decay", "loss.bbox_weight", "detect.cov_threshold",
-          "detect.eps")
+          "detect.eps")  # at least these; the rest of the default set (augmentation strength) too
 # Overriding: the whole space given, with narrower ranges.
 OVERRIDE = {"train.lr": "float:0.003:0.02:log", "train.weight_decay": "float:1e-6:1e-3:log",
             "loss.bbox_weight": "float:2:20", "detect.cov_threshold": "float:0.01:0.2:log",
@@ -175,7 +175,7 @@ def main():
         for s in SPEC:
             args += ["--spec", s]
         exp = hone_json(bins, ctl, *args)["id"]
-        defaults(bins, ctl, exp)
+        names = defaults(bins, ctl, exp)
         p = hone(bins, ctl, "dataset", "convert", ds["id"], "--size", "64")  # waits
         assert "created convert job" in p.stdout, p.stdout
         cv = hone_json(bins, ctl, "job", "status", p.stdout.split("convert job ")[1].split()[0].rstrip(":"))
@@ -187,7 +187,8 @@ def main():
             p.returncode, p.stderr)
         am = search(bins, ctl, exp, cv["id"], "bayesian",
                     ["--max-recommendations", "3", "--spec", "train.epochs=5"] + PICK,
-                    list(PICKED))
+                    [n for n in names if n not in PICK[1::2]])
+        assert set(PICKED) <= set(names), (PICKED, names)
         search(bins, ctl, exp, cv["id"], "hyperband",
                ["--R", "2", "--nu", "2", "--epoch-multiplier", "3"] + OVERRIDE_ARGS,
                list(OVERRIDE))

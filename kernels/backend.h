@@ -370,7 +370,7 @@ HONE_HD int hone_kdet_owner(const hone_kdet_grid *g, const hone_kbox *bx, int nb
     int best = 0;
     double best_area = 0.0;
     for (int j = 0; j < nb; j++) {
-        float o[4];
+        float o[4] = {0, 0, 0, 0};
         if (bx[j].cls != c || !hone_kdet_box(&bx[j], d, h, w, g->classes, o))
             continue;
         hone_kdet_geom q;

@@ -78,7 +78,7 @@ static void targets_image(void *arg, int i, int slot)
                 cov[c * plane + (size_t)gy * g->grid_w + gx] =
                     (float)hone_kdet_owner(g, bx, nb, dp, j->h, j->w, c, gx, gy);
     for (int q = 0; q < nb; q++) { /* (2) weights */
-        float o[4];
+        float o[4] = {0, 0, 0, 0};
         if (hone_kdet_box(&bx[q], dp, j->h, j->w, g->classes, o))
             hone_kdet_weights(g, o, q, cov + bx[q].cls * plane, weight + bx[q].cls * plane);
     }
@@ -88,7 +88,7 @@ static void targets_image(void *arg, int i, int slot)
                 float *cv = &cov[c * plane + (size_t)gy * g->grid_w + gx];
                 if (*cv <= 0.0f)
                     continue;
-                float o[4];
+                float o[4] = {0, 0, 0, 0};
                 hone_kdet_box(&bx[(int)*cv - 1], dp, j->h, j->w, g->classes, o);
                 hone_kdet_offsets(g, o, gx, gy, bbox + 4 * c * plane, plane);
                 *cv = 1.0f;

@@ -76,7 +76,7 @@ __global__ static void k_detect_targets(const hone_kbox *boxes, const uint32_t *
         }
         __syncthreads();
         for (int q = threadIdx.x; q < nb; q += blockDim.x) { /* (2) weights */
-            float o[4];
+            float o[4] = {0, 0, 0, 0};
             if (hone_kdet_box(&bx[q], dp, h, w, kc, o))
                 hone_kdet_weights(&g, o, q, cov + (size_t)bx[q].cls * plane,
                                   weight + (size_t)bx[q].cls * plane);
@@ -86,7 +86,7 @@ __global__ static void k_detect_targets(const hone_kbox *boxes, const uint32_t *
             if (cov[u] <= 0.0f)
                 continue;
             int c = u / plane, q = u % plane;
-            float o[4];
+            float o[4] = {0, 0, 0, 0};
             hone_kdet_box(&bx[(int)cov[u] - 1], dp, h, w, kc, o);
             hone_kdet_offsets(&g, o, q % g.grid_w, q / g.grid_w, bbox + (size_t)4 * c * plane,
                               (size_t)plane);

@@ -141,7 +141,7 @@ static void check_image(const hone_det_grid_opts *o, int classes, int gh, int gw
     for (int j = 0; j < nb; j++) {
         hone_det_gt g = {{b[j].x1, b[j].y1, b[j].x2, b[j].y2}, b[j].cls, 0};
         if (d && b[j].cls >= 0) {
-            float c[4];
+            float c[4] = {0, 0, 0, 0};
             int k1 = hone_aug_box(d, H, W, b[j].x1, b[j].y1, b[j].x2, b[j].y2, c);
             int k2 = moved_box(d, &b[j], want[m]);
             double area = ((double)b[j].x2 - b[j].x1) * ((double)b[j].y2 - b[j].y1) * d->zoom *

@@ -402,9 +402,7 @@ int hone_trun_run(char *const argv[], const hone_trun_opts *opts, const hone_tru
     int out_open = 1, err_open = 1, rc = HONE_OK;
     double grace = o.grace_s > 0 ? o.grace_s : 10.0;
 
-    memset(res, 0, sizeof(*res));
-    s.ring_cap = o.log_lines > 0 ? o.log_lines : 50;
-    s.ring = hone_xcalloc((size_t)s.ring_cap, sizeof(char *));
+    trun_run_begin(&s, &o, res);
     if (pipe2(outp, O_CLOEXEC) != 0 || pipe2(errp, O_CLOEXEC) != 0) {
         rc = HONE_EIO;
         trun_ring_push(&s, "hone-worker: pipe failed", 24);
@@ -434,9 +432,6 @@ int hone_trun_run(char *const argv[], const hone_trun_opts *opts, const hone_tru
     trun_reap(&s, h, grace, &status);
     trun_outcome(&s, res, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 fail:
-    if (rc != HONE_OK)
-        res->outcome = HONE_TRUN_FAILED;
-    res->log_tail = trun_ring_join(&s);
     for (int fd_i = 0; fd_i < 2; fd_i++) {
         if (outp[fd_i] >= 0)
             close(outp[fd_i]);
@@ -445,11 +440,7 @@ fail:
     }
     if (probe >= 0)
         close(probe);
-    for (int i = 0; i < s.ring_n; i++)
-        free(s.ring[i]);
-    free(s.ring);
-    free(s.out.buf);
-    free(s.err.buf);
+    trun_run_end(&s, rc, res);
     return rc;
 }
 
@@ -568,6 +559,21 @@ void trun_state_clear(trun_state *s)
     s->out = s->err = (trun_line){0};
 }
 
+void trun_run_begin(trun_state *s, const hone_trun_opts *o, hone_trun_result *res)
+{
+    memset(res, 0, sizeof(*res));
+    s->ring_cap = o->log_lines > 0 ? o->log_lines : 50;
+    s->ring = hone_xcalloc((size_t)s->ring_cap, sizeof(char *));
+}
+
+void trun_run_end(trun_state *s, int rc, hone_trun_result *res)
+{
+    if (rc != HONE_OK)
+        res->outcome = HONE_TRUN_FAILED;
+    res->log_tail = trun_ring_join(s);
+    trun_state_clear(s);
+}
+
 /* Writes the whole request line; 0 or -1 (the server is gone). */
 int trun_write_all(int fd, const char *buf, size_t len)
 {
@@ -595,10 +601,8 @@ int hone_trun_run_resident(hone_trun_server **srv, char *const argv[], const hon
     hone_trun_server *v = *srv;
     char *line = NULL;
 
-    memset(res, 0, sizeof(*res));
+    trun_run_begin(&s, &o, res);
     s.resident = 1;
-    s.ring_cap = o.log_lines > 0 ? o.log_lines : 50;
-    s.ring = hone_xcalloc((size_t)s.ring_cap, sizeof(char *));
     if (!(line = trun_request_line(&s, argv))) {
         rc = HONE_EINVAL;
         goto fail;
@@ -653,14 +657,7 @@ int hone_trun_run_resident(hone_trun_server **srv, char *const argv[], const hon
     }
 fail:
     *srv = v;
-    if (rc != HONE_OK)
-        res->outcome = HONE_TRUN_FAILED;
-    res->log_tail = trun_ring_join(&s);
-    for (int i = 0; i < s.ring_n; i++)
-        free(s.ring[i]);
-    free(s.ring);
-    free(s.out.buf);
-    free(s.err.buf);
+    trun_run_end(&s, rc, res);
     free(line);
     return rc;
 }

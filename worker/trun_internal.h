@@ -42,6 +42,10 @@ void trun_ring_push(trun_state *s, const char *line, size_t len);
 char *trun_ring_join(trun_state *s);
 /* Frees the ring and the line buffers that s still owns. */
 void trun_state_clear(trun_state *s);
+/* The start every run shares: res zeroed, the stderr ring sized by o->log_lines (default 50). */
+void trun_run_begin(trun_state *s, const hone_trun_opts *o, hone_trun_result *res);
+/* The end every run shares: FAILED when rc is an error, the log tail joined, s cleared. */
+void trun_run_end(trun_state *s, int rc, hone_trun_result *res);
 /* One complete stdout line of the trainer: epoch lines to the hooks (and the decision acted on),
  * other JSON events to on_event; with s->resident the server's own events (accepted, alive,
  * hello, log, exit) are taken here. */

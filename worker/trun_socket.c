@@ -276,12 +276,10 @@ int hone_trun_run_socket(hone_trun_sock *c, char *const argv[], const hone_trun_
     double grace = o.grace_s > 0 ? o.grace_s : 10.0;
     char *line = NULL;
 
-    memset(res, 0, sizeof(*res));
+    trun_run_begin(&s, &o, res);
     s.resident = 1;
     s.on_socket = 1;
     s.sock_fd = -1;
-    s.ring_cap = o.log_lines > 0 ? o.log_lines : 50;
-    s.ring = hone_xcalloc((size_t)s.ring_cap, sizeof(char *));
     if (!(line = trun_request_line(&s, argv))) {
         rc = HONE_EINVAL;
         goto fail;
@@ -354,10 +352,7 @@ int hone_trun_run_socket(hone_trun_sock *c, char *const argv[], const hone_trun_
         trun_outcome(&s, res, 1);
     }
 fail:
-    if (rc != HONE_OK)
-        res->outcome = HONE_TRUN_FAILED;
-    res->log_tail = trun_ring_join(&s);
-    trun_state_clear(&s);
+    trun_run_end(&s, rc, res);
     free(line);
     return rc;
 }

@@ -87,7 +87,12 @@ export HONE_URL="http://$net.1:8080" HONE_TOKEN=adm1n
 for _ in $(seq 1 200); do curl -sf "$HONE_URL/readyz" >/dev/null && break; sleep 0.1; done
 curl -sf "$HONE_URL/readyz" >/dev/null || fail "controller not ready at $HONE_URL"
 
-# --- three workers, as the chart starts them: own namespace, own empty dir, user nobody
+# --- three workers, as the chart starts them: own namespace, own empty dir, user nobody. They run
+# copies of the programs in $tmp: the build tree may sit where nobody cannot reach (a checkout
+# under a mode-0700 folder, as `mktemp -d` makes), as the chart's image never does.
+mkdir "$tmp/bin"
+cp "$WRK" "$TRN" "$tmp/bin/"
+WRK=$tmp/bin/$(basename "$WRK") TRN=$tmp/bin/$(basename "$TRN")
 for i in 1 2 3; do
   mkdir "$tmp/w$i"
   chown 65534:65534 "$tmp/w$i"

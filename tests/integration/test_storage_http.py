@@ -109,6 +109,13 @@ def main():
     bins = dict(zip(("ctl", "worker", "train"), (os.path.abspath(a) for a in sys.argv[1:4])))
     root = tempfile.mkdtemp(prefix="hone-http-")
     os.chmod(root, 0o755)
+    if NOBODY:  # nobody's workers run copies: the build tree may sit under a mode-0700 folder
+        os.makedirs(os.path.join(root, "bin"))
+        # hone-pack (convert jobs) where the worker finds it: beside its copy
+        pack = os.path.join(os.path.dirname(bins["worker"]), "..", "data", "hone-pack")
+        shutil.copy(pack, os.path.join(root, "bin"))
+        for k in ("worker", "train"):
+            bins[k] = shutil.copy(bins[k], os.path.join(root, "bin"))
     data_dir = os.path.join(root, "ctl")
     ds_dir = os.path.join(data_dir, "datasets", "tiny")
     os.makedirs(os.path.dirname(ds_dir))

@@ -150,6 +150,10 @@ static const cli_opt demo_opts[] = {
     {"dataset-path", CLI_VALUE, "DIR  Fashion-MNIST IDX folder (default: from the Debian package)",
      0},
     {"seed", CLI_VALUE, "N  search seed (default 1)", 0},
+    {"math", CLI_VALUE,
+     "M  fp32, tf32 or bf16: the trials' GPU precision (default tf32 unless --device cpu, the "
+     "tensor cores PyTorch's convolutions use by default; the CPU always computes fp32)",
+     0},
 };
 
 const cli_command cli_local_commands[] = {

@@ -60,7 +60,8 @@ static int demo_find_dataset(const char *given, char *out, size_t len)
  * running hone-train on a 2048-image slice (a few seconds), so a laptop, a CI box and a GPU
  * host each get a search sized to them. HONE_DEMO_EPOCH_SECONDS overrides; 0 when unknown. */
 static double demo_epoch_seconds(const char *bin_dir, const char *data_dir, const char *dpath,
-                                 const char *network, int threads, const char *device)
+                                 const char *network, int threads, const char *device,
+                                 const char *math)
 {
     static const char *const rel[] = {"../train", ".", NULL};
     const char *env = getenv("HONE_DEMO_EPOCH_SECONDS");
@@ -78,8 +79,9 @@ static double demo_epoch_seconds(const char *bin_dir, const char *data_dir, cons
         return 0;
     fprintf(f,
             "network: %s\ndata:\n  path: \"%s\"\n  train_limit: 2048\n  val_size: 256\n"
-            "  test_limit: 256\ntrain:\n  epochs: 1\n  batch_size: 128\n  optimizer: adamw\n",
-            network, dpath);
+            "  test_limit: 256\ntrain:\n  epochs: 1\n  batch_size: 128\n  optimizer: adamw\n"
+            "  math: %s\n",
+            network, dpath, math);
     fclose(f);
     snprintf(cmd, sizeof(cmd), "'%s' --spec '%s' --threads %d --device %s 2>/dev/null", trainer,
              spec, threads, device);
@@ -271,6 +273,7 @@ int cli_demo_run(cli_ctx *c)
     cli_demo_plan plan;
     demo_state d = {c, NULL, cli_now()};
     const char *network = cli_arg(c->a, "network") ? cli_arg(c->a, "network") : "cnn";
+    const char *math = cli_arg(c->a, "math");
     char dpath[PATH_MAX], err[4096], path[512], job_id[128] = "";
     double budget_min = 12, epoch_s, budget_s;
     long ncpu = demo_cpus(), seed = 1;
@@ -294,6 +297,12 @@ int cli_demo_run(cli_ctx *c)
         fprintf(stderr, "usage error: --network must be cnn or mlp (got '%s')\n", network);
         return 2;
     }
+    if (!math)
+        math = strcmp(so.device, "cpu") == 0 ? "fp32" : "tf32";
+    if (strcmp(math, "fp32") != 0 && strcmp(math, "tf32") != 0 && strcmp(math, "bf16") != 0) {
+        fprintf(stderr, "usage error: --math must be fp32, tf32 or bf16 (got '%s')\n", math);
+        return 2;
+    }
     if (!cli_arg(c->a, "threads"))
         so.threads = (int)(ncpu / so.workers > 0 ? ncpu / so.workers : 1);
     budget_s = budget_min * 60;
@@ -306,7 +315,8 @@ int cli_demo_run(cli_ctx *c)
         fprintf(stderr, "error: cannot create %s: %s\n", so.data_dir, strerror(errno));
         return 1;
     }
-    epoch_s = demo_epoch_seconds(c->bin_dir, so.data_dir, dpath, network, so.threads, so.device);
+    epoch_s =
+        demo_epoch_seconds(c->bin_dir, so.data_dir, dpath, network, so.threads, so.device, math);
     if (!(epoch_s > 0))
         epoch_s = strcmp(network, "cnn") == 0 ? 70.0 / so.threads : 8.0 / so.threads;
     if (cli_demo_plan_make(budget_s, so.workers, epoch_s, 6.0, cli_arg(c->a, "algorithm"), &plan,
@@ -335,8 +345,8 @@ int cli_demo_run(cli_ctx *c)
                             "Fashion-MNIST from the Debian package"),
                   &ds) != 0)
         goto fail;
-    specs = json_pack("{s:{s:s,s:s,s:i}}", "train", "optimizer", "adamw", "lr_schedule", "cosine",
-                      "epochs", plan.epochs);
+    specs = json_pack("{s:{s:s,s:s,s:i,s:s}}", "train", "optimizer", "adamw", "lr_schedule",
+                      "cosine", "epochs", plan.epochs, "math", math);
     settings = json_pack("{s:b,s:s,s:i,s:i,s:i,s:i,s:i,s:o,s:b,s:I}", "automl_enabled", 1,
                          "automl_algorithm", plan.algorithm, "automl_max_recommendations",
                          plan.max_trials, "automl_R", plan.R, "automl_nu", plan.nu,

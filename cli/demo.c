@@ -58,10 +58,13 @@ static int demo_find_dataset(const char *given, char *out, size_t len)
 
 /* Seconds one training epoch over the full 55k images takes on one worker here: measured by
  * running hone-train on a 2048-image slice (a few seconds), so a laptop, a CI box and a GPU
- * host each get a search sized to them. HONE_DEMO_EPOCH_SECONDS overrides; 0 when unknown. */
+ * host each get a search sized to them. On a GPU (gpu_share > 0 workers sharing each one) the
+ * first epoch is mostly start-up, so the second of two over 16384 images is timed, and the
+ * workers sharing the GPU each get 1/gpu_share of it. HONE_DEMO_EPOCH_SECONDS overrides; 0 when
+ * unknown. */
 static double demo_epoch_seconds(const char *bin_dir, const char *data_dir, const char *dpath,
                                  const char *network, int threads, const char *device,
-                                 const char *math)
+                                 const char *math, int gpu_share)
 {
     static const char *const rel[] = {"../train", ".", NULL};
     const char *env = getenv("HONE_DEMO_EPOCH_SECONDS");
@@ -78,10 +81,10 @@ static double demo_epoch_seconds(const char *bin_dir, const char *data_dir, cons
     if (!f)
         return 0;
     fprintf(f,
-            "network: %s\ndata:\n  path: \"%s\"\n  train_limit: 2048\n  val_size: 256\n"
-            "  test_limit: 256\ntrain:\n  epochs: 1\n  batch_size: 128\n  optimizer: adamw\n"
+            "network: %s\ndata:\n  path: \"%s\"\n  train_limit: %d\n  val_size: 256\n"
+            "  test_limit: 256\ntrain:\n  epochs: %d\n  batch_size: 128\n  optimizer: adamw\n"
             "  math: %s\n",
-            network, dpath, math);
+            network, dpath, gpu_share > 0 ? 16384 : 2048, gpu_share > 0 ? 2 : 1, math);
     fclose(f);
     snprintf(cmd, sizeof(cmd), "'%s' --spec '%s' --threads %d --device %s 2>/dev/null", trainer,
              spec, threads, device);
@@ -95,8 +98,8 @@ static double demo_epoch_seconds(const char *bin_dir, const char *data_dir, cons
         json_decref(j);
     }
     pclose(f);
-    /* + validation pass, + the other workers sharing memory bandwidth */
-    return ips > 0 ? 55000.0 / ips * 1.15 : 0;
+    /* + validation pass, + the other workers sharing memory bandwidth (or the GPU) */
+    return ips > 0 ? 55000.0 / ips * 1.15 * (gpu_share > 0 ? gpu_share : 1) : 0;
 }
 
 /* CPUs this process may run on (affinity, cgroup-pinned containers, taskset), not the host's. */
@@ -315,12 +318,14 @@ int cli_demo_run(cli_ctx *c)
         fprintf(stderr, "error: cannot create %s: %s\n", so.data_dir, strerror(errno));
         return 1;
     }
-    epoch_s =
-        demo_epoch_seconds(c->bin_dir, so.data_dir, dpath, network, so.threads, so.device, math);
+    epoch_s = demo_epoch_seconds(c->bin_dir, so.data_dir, dpath, network, so.threads, so.device,
+                                 math, so.gpus > 0 ? (so.workers + so.gpus - 1) / so.gpus : 0);
     if (!(epoch_s > 0))
         epoch_s = strcmp(network, "cnn") == 0 ? 70.0 / so.threads : 8.0 / so.threads;
-    if (cli_demo_plan_make(budget_s, so.workers, epoch_s, 6.0, cli_arg(c->a, "algorithm"), &plan,
-                           err, sizeof(err)) != 0) {
+    /* a trial's start, test pass and checkpoints: seconds on the CPU, a fraction of one on a
+     * resident GPU trainer */
+    if (cli_demo_plan_make(budget_s, so.workers, epoch_s, so.gpus > 0 ? 1.0 : 6.0,
+                           cli_arg(c->a, "algorithm"), &plan, err, sizeof(err)) != 0) {
         fprintf(stderr, "usage error: %s\n", err);
         return 2;
     }

@@ -7,11 +7,11 @@
 #include "cli.h"
 #include "check.h"
 
-/* What a plan is worth to the demo: epochs for the best trial (capped: a convnet needs several
- * to pass 0.90), then configurations tried. More budget must never make this worse. */
+/* What a plan is worth to the demo (epochs for the best trial, then configurations tried). More
+ * budget must never make this worse. */
 static double worth(const cli_demo_plan *p)
 {
-    return 5.0 * (p->epochs < 6 ? p->epochs : 6) + 0.5 * (p->max_trials < 24 ? p->max_trials : 24);
+    return cli_demo_plan_score(p->epochs, p->max_trials);
 }
 
 static void test_budget_monotone(void)
@@ -26,7 +26,7 @@ static void test_budget_monotone(void)
                   0);
             CHECK(strcmp(p.algorithm, algos[a]) == 0);
             CHECK(p.R >= 1 && p.nu >= 2 && p.epoch_multiplier >= 1 && p.max_parallel == 2);
-            CHECK(p.max_trials >= 2 && p.max_trials <= 60);
+            CHECK(p.max_trials >= 2 && p.max_trials <= CLI_DEMO_MAX_TRIALS);
             CHECK(p.epochs == p.R * p.epoch_multiplier);
             /* the best trial's epochs run one after another: they must fit in the budget */
             CHECK(p.epochs * 50.0 <= minutes * 60.0 || p.epochs <= 2);
@@ -46,6 +46,13 @@ static void test_default_and_errors(void)
     CHECK(p.R >= 3); /* enough epochs for a CNN to pass 0.90 */
     CHECK(cli_demo_plan_make(720, 2, 5, 6, NULL, &fast, err, sizeof(err)) == 0);
     CHECK(worth(&fast) >= worth(&p));
+    /* a GPU host (4 workers sharing one, ~0.5 s an epoch each, resident trainers): 3 minutes buy
+     * a wide and long search, not the CPU's 6 epochs over a few dozen trials */
+    CHECK(cli_demo_plan_make(180, 4, 0.5, 1, NULL, &fast, err, sizeof(err)) == 0);
+    CHECK(fast.max_trials >= 100 && fast.epochs >= 12);
+    CHECK(cli_demo_plan_score(12, 24) > cli_demo_plan_score(6, 24));
+    CHECK(cli_demo_plan_score(6, 100) > cli_demo_plan_score(6, 24));
+    CHECK(cli_demo_plan_score(6, 24) > cli_demo_plan_score(30, 2)); /* epochs first, not alone */
     CHECK(cli_demo_plan_make(720, 2, 50, 6, "grid", &p, err, sizeof(err)) == HONE_EINVAL &&
           strstr(err, "--algorithm"));
     CHECK(cli_demo_plan_make(0, 2, 50, 6, NULL, &p, err, sizeof(err)) == HONE_EINVAL);

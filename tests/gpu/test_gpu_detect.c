@@ -45,7 +45,7 @@ static void spec_set(hone_train_spec *s, const char *fmt, ...)
 }
 
 /* sgd: the steps comparison (constant lr, no decay); adamw: the CPU training test's spec. */
-static void make_spec(hone_train_spec *s, int adamw, int epochs)
+static void make_spec(hone_train_spec *s, int adamw, int epochs, double sgd_lr)
 {
     hone_train_spec_defaults(s);
     spec_set(s, "network=detectnet_v2");
@@ -61,7 +61,7 @@ static void make_spec(hone_train_spec *s, int adamw, int epochs)
         spec_set(s, "train.lr=0.008");
         spec_set(s, "train.weight_decay=0.0001");
     } else {
-        spec_set(s, "train.lr=0.01");
+        spec_set(s, "train.lr=%g", sgd_lr);
         spec_set(s, "train.weight_decay=0");
         spec_set(s, "train.lr_schedule=constant");
     }
@@ -80,10 +80,12 @@ static hone_trainer *make(const hone_train_spec *s, const char *device, int eage
     return t;
 }
 
-static void check_steps(int steps, double tol)
+/* `steps` steps from the same initialisation at learning rate lr on CPU, CUDA eager and CUDA graph:
+ * the parameter updates agree within tol (CUDA against CPU) and 1e-4 (graph against eager). */
+static void check_steps(int steps, double lr, double tol)
 {
     hone_train_spec s;
-    make_spec(&s, 0, 10);
+    make_spec(&s, 0, 10, lr);
     hone_trainer *nc = make(&s, "cpu", 0), *ne = make(&s, "cuda", 1), *ng = make(&s, "cuda", 0);
     float *w0 = NULL, *wc, *we, *wg;
     size_t n;
@@ -107,20 +109,56 @@ static void check_steps(int steps, double tol)
     hone_trainer_params(ng, &wg, &n);
     double e1 = delta_err(w0, we, wc, n), e2 = delta_err(w0, wg, we, n);
     fprintf(stderr,
-            "detectnet_v2 %d step(s): update rel err cuda-vs-cpu %.3g (tol %g), graph-vs-eager "
-            "%.3g\n",
-            steps, e1, tol, e2);
+            "detectnet_v2 %d step(s) at lr %g: update rel err cuda-vs-cpu %.3g (tol %g), "
+            "graph-vs-eager %.3g\n",
+            steps, lr, e1, tol, e2);
     if (!(e1 <= tol) || !(e2 <= 1e-4))
         failures++;
     free(w0), free(wc), free(we), free(wg);
     hone_trainer_free(nc), hone_trainer_free(ne), hone_trainer_free(ng);
 }
 
+/* One step from the same initialisation on the first batch of each of `batches` epochs (other
+ * images, boxes and augmentation draws each time), CPU against CUDA: the loss agrees to 1e-5 and
+ * the update to 1e-4 relative on every batch, so targets, augmentation and loss agree on all
+ * of them, not only on the first. */
+static void check_batches(int batches)
+{
+    hone_train_spec s;
+    make_spec(&s, 0, batches, 0.01);
+    for (int ep = 0; ep < batches; ep++) {
+        hone_trainer *nc = make(&s, "cpu", 0), *ne = make(&s, "cuda", 1);
+        hone_train_epoch a, b;
+        float *w0 = NULL, *wc = NULL, *we = NULL;
+        size_t n;
+        int rc = hone_trainer_params(nc, &w0, &n);
+        if (rc == HONE_OK)
+            rc = hone_trainer_epoch(nc, ep, 1, &a);
+        if (rc == HONE_OK)
+            rc = hone_trainer_epoch(ne, ep, 1, &b);
+        if (rc == HONE_OK)
+            rc = hone_trainer_params(nc, &wc, &n);
+        if (rc == HONE_OK)
+            rc = hone_trainer_params(ne, &we, &n);
+        double e = rc == HONE_OK ? delta_err(w0, we, wc, n) : INFINITY;
+        double dl =
+            rc == HONE_OK ? fabs(a.train_loss - b.train_loss) / fabs(a.train_loss) : INFINITY;
+        fprintf(
+            stderr,
+            "detectnet_v2 epoch %d's first batch: loss cpu %.9g cuda %.9g, update rel err %.3g\n",
+            ep, a.train_loss, b.train_loss, e);
+        if (!(e <= 1e-4) || !(dl <= 1e-5))
+            failures++;
+        free(w0), free(wc), free(we);
+        hone_trainer_free(nc), hone_trainer_free(ne);
+    }
+}
+
 static void check_training(void)
 {
     const int epochs = 12;
     hone_train_spec s;
-    make_spec(&s, 1, epochs);
+    make_spec(&s, 1, epochs, 0);
     hone_trainer *t = make(&s, "cuda", 0);
     hone_train_epoch e;
     double l, map0 = NAN, map1 = NAN;
@@ -154,8 +192,14 @@ int main(int argc, char **argv)
     if (skip)
         fprintf(stderr, "skipped: gen_detect.py could not write the set\n");
     else {
-        check_steps(1, 1e-4);
-        check_steps(5, 5e-3);
+        check_batches(6);
+        check_steps(1, 0.01, 1e-4);
+        /* Several steps only at a learning rate where the trajectory is stable: at 0.01 this
+         * network's first steps (a summed loss near 100) amplify fp32 rounding 3-30x a step, so
+         * two correct backends part after three (on the H100: 6e-5, 1.7e-4, 4.9e-3, 0.022, 0.057
+         * at steps 1-5) while each single step, from the same weights, agrees to < 1e-4 on every
+         * batch (check_batches). */
+        check_steps(5, 0.001, 5e-3);
         check_training();
     }
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);

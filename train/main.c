@@ -60,7 +60,9 @@ static void usage(FILE *f)
         "       hone-train --serve [--serve-cache N] [--serve-alive-ms MS]\n"
         "                  (resident: one {\"run\": [ARGS]} a line on stdin)\n"
         "       hone-train --serve --listen SOCKET [--idle-exit S] [--serve-cache N]\n"
-        "                  [--serve-alive-ms MS]   (packed: one job per connection, at once)\n",
+        "                  [--serve-alive-ms MS]   (packed: one job per connection, at once)\n"
+        "                  [--pack-window-ms MS] [--pack-max N]   (jobs of one pack key that\n"
+        "                  arrive within MS of the first train in one fused step, up to N)\n",
         f);
 }
 
@@ -157,13 +159,13 @@ static int parse_int(FILE *log, const char *flag, const char *v, int lo, int *ou
 }
 
 /* One command line's spec and options (args_parse), what train_run_argv runs. */
-typedef struct {
+struct run_args {
     hone_train_spec spec;
     hone_train_opts o; /* o.spec: &spec */
     char autopath[1100], model_spec[1100];
     const char *model, *folder, *onnx;
     int print_spec;
-} run_args;
+};
 
 /* Parses argv into *a (a->o.spec points into a: a must not move afterwards). -1: go on and run;
  * else the exit status the command ends with now (--help, --list-devices, a bad spec or usage,
@@ -276,27 +278,36 @@ static int args_parse(int argc, char **argv, hone_train_cache *cache, volatile s
     return -1;
 }
 
-int train_run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig_atomic_t *cancel,
-                   FILE *out, FILE *log)
+int train_args_parse(int argc, char **argv, hone_train_cache *cache, volatile sig_atomic_t *cancel,
+                     FILE *out, FILE *log, run_args **a)
 {
-    run_args *a = hone_xmalloc(sizeof(*a));
-    int code = args_parse(argc, argv, cache, cancel, out, log, a);
+    *a = hone_xmalloc(sizeof(**a));
+    return args_parse(argc, argv, cache, cancel, out, log, *a);
+}
+
+const hone_train_opts *train_args_training(const run_args *a)
+{
+    return a->model || a->print_spec ? NULL : &a->o;
+}
+
+void train_args_free(run_args *a)
+{
+    free(a);
+}
+
+int train_args_exec(run_args *a)
+{
     char err[512] = "";
     hone_train_opts *o = &a->o;
-    if (code >= 0)
-        goto done;
-    code = 0;
-    if (a->print_spec) {
-        code = hone_train_spec_write(&a->spec, out) < 0;
-        goto done;
-    }
+    FILE *out = o->out, *log = o->log;
+    if (a->print_spec)
+        return hone_train_spec_write(&a->spec, out) < 0;
     if (a->model && a->onnx) { /* {"event":"export","file" (OUT.onnx's name),"bytes","opset"} */
         size_t bytes = 0;
         int rc = hone_train_export(o, a->model, a->onnx, &bytes, err, sizeof(err));
         if (rc < 0) {
             fprintf(log, "hone-train: %s\n", err[0] ? err : hone_strerror(rc));
-            code = 1;
-            goto done;
+            return 1;
         }
         const char *onnx = a->onnx, *base = strrchr(onnx, '/') ? strrchr(onnx, '/') + 1 : onnx;
         json_t *j = json_pack("{s:s, s:s, s:I, s:i}", "event", "export", "file", base, "bytes",
@@ -305,8 +316,7 @@ int train_run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig_
         int ok = line && fprintf(out, "%s\n", line) > 0 && fflush(out) == 0;
         free(line);
         json_decref(j);
-        code = ok ? 0 : 1;
-        goto done;
+        return ok ? 0 : 1;
     }
     int rc;
     if (a->model) {
@@ -317,10 +327,19 @@ int train_run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig_
     }
     if (rc < 0) {
         fprintf(log, "hone-train: %s\n", err[0] ? err : hone_strerror(rc));
-        code = 1;
+        return 1;
     }
-done:
-    free(a);
+    return 0;
+}
+
+int train_run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig_atomic_t *cancel,
+                   FILE *out, FILE *log)
+{
+    run_args *a;
+    int code = train_args_parse(argc, argv, cache, cancel, out, log, &a);
+    if (code < 0)
+        code = train_args_exec(a);
+    train_args_free(a);
     return code;
 }
 
@@ -491,7 +510,7 @@ static int serve_one(const char *line, hone_train_cache *cache, int *restart)
 
 static int serve(int argc, char **argv)
 {
-    int ncache = 2, idle_exit = -1;
+    int ncache = 2, idle_exit = -1, pack_window_ms = 0, pack_max = 8;
     const char *listen_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--serve") == 0)
@@ -503,6 +522,20 @@ static int serve(int argc, char **argv)
         if (strcmp(argv[i], "--idle-exit") == 0 && i + 1 < argc) {
             if (parse_int(stderr, argv[i], argv[i + 1], 0, &idle_exit) < 0)
                 return 2;
+            i++;
+            continue;
+        }
+        if (strcmp(argv[i], "--pack-window-ms") == 0 && i + 1 < argc) {
+            if (parse_int(stderr, argv[i], argv[i + 1], 0, &pack_window_ms) < 0)
+                return 2;
+            i++;
+            continue;
+        }
+        if (strcmp(argv[i], "--pack-max") == 0 && i + 1 < argc) {
+            if (parse_int(stderr, argv[i], argv[i + 1], 1, &pack_max) < 0 || pack_max > 64) {
+                fprintf(stderr, "hone-train: --pack-max: 1 to 64\n");
+                return 2;
+            }
             i++;
             continue;
         }
@@ -522,18 +555,18 @@ static int serve(int argc, char **argv)
         }
         fprintf(
             stderr,
-            "hone-train: --serve takes only --serve-cache N, --serve-alive-ms MS, --listen PATH "
-            "and --idle-exit S, not %s\n",
+            "hone-train: --serve takes only --serve-cache N, --serve-alive-ms MS, --listen PATH, "
+            "--idle-exit S, --pack-window-ms MS and --pack-max N, not %s\n",
             argv[i]);
         return 2;
     }
-    if (idle_exit >= 0 && !listen_path) {
-        fprintf(stderr, "hone-train: --idle-exit needs --listen\n");
+    if ((idle_exit >= 0 || pack_window_ms > 0) && !listen_path) {
+        fprintf(stderr, "hone-train: --idle-exit and --pack-window-ms need --listen\n");
         return 2;
     }
     if (listen_path)
         return train_serve_listen(listen_path, ncache, serve_alive_ms,
-                                  idle_exit > 0 ? idle_exit : 0);
+                                  idle_exit > 0 ? idle_exit : 0, pack_window_ms, pack_max);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = serve_signal;

@@ -470,6 +470,15 @@ HONE_HD void hone_kdet_offsets(const hone_kdet_grid *g, const float *o, int gx, 
     X(P, int, bias_add, (hone_kctx * k, float *y, const float *b, int n, int c))                   \
     X(P, int, bias_grad,                                                                           \
       (hone_kctx * k, float *db, const float *dy, int n, int c, int accumulate))                   \
+    X(P, int, gemm_batched,                                                                        \
+      (hone_kctx * k, int transA, int transB, int M, int N, int K, float alpha, const float *A,    \
+       int lda, size_t strideA, const float *B, int ldb, size_t strideB, float beta, float *C,     \
+       int ldc, size_t strideC, int count))                                                        \
+    X(P, int, bias_add_batched,                                                                    \
+      (hone_kctx * k, float *y, const float *b, size_t b_stride, int n, int c, int count))         \
+    X(P, int, bias_grad_batched,                                                                   \
+      (hone_kctx * k, float *db, size_t db_stride, const float *dy, int n, int c, int accumulate,  \
+       int count))                                                                                 \
     /* conv.{c,cu}: convolution */                                                                 \
     X(P, size_t, conv_workspace, (hone_kctx * k, const hone_conv_desc *d))                         \
     X(P, int, conv_fwd,                                                                            \
@@ -485,6 +494,14 @@ HONE_HD void hone_kdet_offsets(const hone_kdet_grid *g, const float *o, int gx, 
       (hone_kctx * k, const hone_conv_desc *d, const float *x, const float *w, const float *dy,    \
        float *dx, float *dw, float *db, void *ws, int reuse))                                      \
     X(P, const char *, conv_impl, (hone_kctx * k))                                                 \
+    X(P, size_t, conv_workspace_batched, (hone_kctx * k, const hone_conv_desc *d, int trials))     \
+    X(P, int, conv_fwd_batched,                                                                    \
+      (hone_kctx * k, const hone_conv_desc *d, int trials, const float *x, const float *w,         \
+       size_t w_stride, const float *b, size_t b_stride, float *y, void *ws))                      \
+    X(P, int, conv_bwd_batched,                                                                    \
+      (hone_kctx * k, const hone_conv_desc *d, int trials, const float *x, const float *w,         \
+       size_t w_stride, const float *dy, float *dx, float *dw, float *db, size_t b_stride,         \
+       void *ws))                                                                                  \
     /* pool.{c,cu}: pooling, resampling */                                                         \
     X(P, int, maxpool_fwd,                                                                         \
       (hone_kctx * k, int n, int c, int h, int w, int size, int stride, const float *x, float *y,  \

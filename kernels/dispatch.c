@@ -210,6 +210,43 @@ int hone_k_bias_grad(hone_kctx *k, float *db, const float *dy, int n, int c, int
     return k->ops->bias_grad(k, db, dy, n, c, accumulate);
 }
 
+/* Packed trials: each problem is checked as its single op would be; the strides are the
+ * caller's (problems may interleave, as long as no two write the same element). */
+int hone_k_gemm_batched(hone_kctx *k, int transA, int transB, int M, int N, int K, float alpha,
+                        const float *A, int lda, size_t strideA, const float *B, int ldb,
+                        size_t strideB, float beta, float *C, int ldc, size_t strideC, int count)
+{
+    CHECK(M >= 0 && N >= 0 && K >= 0 && count >= 0);
+    if (M == 0 || N == 0 || count == 0)
+        return HONE_OK;
+    CHECK(A && B && C);
+    CHECK(lda >= (transA ? M : K) && lda >= 1);
+    CHECK(ldb >= (transB ? K : N) && ldb >= 1);
+    CHECK(ldc >= N);
+    return k->ops->gemm_batched(k, transA, transB, M, N, K, alpha, A, lda, strideA, B, ldb, strideB,
+                                beta, C, ldc, strideC, count);
+}
+
+int hone_k_bias_add_batched(hone_kctx *k, float *y, const float *b, size_t b_stride, int n, int c,
+                            int count)
+{
+    CHECK(n >= 0 && c >= 0 && count >= 0 && y && b);
+    if (n == 0 || c == 0 || count == 0)
+        return HONE_OK;
+    CHECK(count == 1 || b_stride >= (size_t)c);
+    return k->ops->bias_add_batched(k, y, b, b_stride, n, c, count);
+}
+
+int hone_k_bias_grad_batched(hone_kctx *k, float *db, size_t db_stride, const float *dy, int n,
+                             int c, int accumulate, int count)
+{
+    CHECK(n >= 0 && c > 0 && count >= 0 && db && dy);
+    if (count == 0)
+        return HONE_OK;
+    CHECK(count == 1 || db_stride >= (size_t)c);
+    return k->ops->bias_grad_batched(k, db, db_stride, dy, n, c, accumulate, count);
+}
+
 /* ------------------------------------------------------------------ convolution */
 
 int hone_conv_desc_init(hone_conv_desc *d, int n, int c, int h, int w, int k, int r, int s,
@@ -283,6 +320,41 @@ int hone_k_conv_bwd_acc(hone_kctx *k, const hone_conv_desc *d, const float *x, c
 const char *hone_k_conv_impl(hone_kctx *k)
 {
     return k->ops->conv_impl(k);
+}
+
+size_t hone_k_conv_workspace_batched(hone_kctx *k, const hone_conv_desc *d, int trials)
+{
+    if (!conv_desc_ok(d) || trials < 1)
+        return 0;
+    return k->ops->conv_workspace_batched(k, d, trials);
+}
+
+/* A trial's filters (k*c*r*s floats) and bias (k) must not overlap the next trial's. */
+static int conv_batch_ok(const hone_conv_desc *d, int trials, size_t w_stride, size_t b_stride,
+                         int has_b)
+{
+    size_t nw = (size_t)d->k * d->c * d->r * d->s;
+    return trials >= 1 && (trials == 1 || (w_stride >= nw && (!has_b || b_stride >= (size_t)d->k)));
+}
+
+int hone_k_conv_fwd_batched(hone_kctx *k, const hone_conv_desc *d, int trials, const float *x,
+                            const float *w, size_t w_stride, const float *b, size_t b_stride,
+                            float *y, void *ws)
+{
+    CHECK(conv_desc_ok(d) && x && w && y &&
+          conv_batch_ok(d, trials, w_stride, b_stride, b != NULL));
+    CHECK(ws || hone_k_conv_workspace_batched(k, d, trials) == 0);
+    return k->ops->conv_fwd_batched(k, d, trials, x, w, w_stride, b, b_stride, y, ws);
+}
+
+int hone_k_conv_bwd_batched(hone_kctx *k, const hone_conv_desc *d, int trials, const float *x,
+                            const float *w, size_t w_stride, const float *dy, float *dx, float *dw,
+                            float *db, size_t b_stride, void *ws)
+{
+    CHECK(conv_desc_ok(d) && x && w && dy && dw &&
+          conv_batch_ok(d, trials, w_stride, b_stride, db != NULL));
+    CHECK(ws || hone_k_conv_workspace_batched(k, d, trials) == 0);
+    return k->ops->conv_bwd_batched(k, d, trials, x, w, w_stride, dy, dx, dw, db, b_stride, ws);
 }
 
 /* ------------------------------------------------------------------ pooling, resampling */

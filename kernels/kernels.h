@@ -68,6 +68,25 @@ int hone_k_bias_add(hone_kctx *k, float *y, const float *b, int n, int c);
 /* db[c] (+)= sum_n dy[n, c]; accumulate=0 overwrites. */
 int hone_k_bias_grad(hone_kctx *k, float *db, const float *dy, int n, int c, int accumulate);
 
+/* ------------------------------------------------------------------ packed trials (HFTA)
+ * The ops below run `count` independent problems of one shape at once: the layers of `count`
+ * trials packed into one fused step (train/net.c with trials > 1). Operands are trial-major: the
+ * problem t reads and writes each operand at its own offset t * stride (in floats). The CPU backend
+ * runs the single op once per problem, so its results are bit for bit those of `count` single
+ * calls; CUDA runs one strided-batched cuBLAS GEMM (the context's math) or one kernel for all. */
+
+/* For t < count: C_t = alpha * op(A_t) op(B_t) + beta * C_t as hone_k_gemm, with X_t = X + t *
+ * strideX. */
+int hone_k_gemm_batched(hone_kctx *k, int transA, int transB, int M, int N, int K, float alpha,
+                        const float *A, int lda, size_t strideA, const float *B, int ldb,
+                        size_t strideB, float beta, float *C, int ldc, size_t strideC, int count);
+/* y [count][n][c]: y_t[n, c] += b[t * b_stride + c]. */
+int hone_k_bias_add_batched(hone_kctx *k, float *y, const float *b, size_t b_stride, int n, int c,
+                            int count);
+/* dy [count][n][c]: db[t * db_stride + c] (+)= sum_n dy_t[n, c]; accumulate=0 overwrites. */
+int hone_k_bias_grad_batched(hone_kctx *k, float *db, size_t db_stride, const float *dy, int n,
+                             int c, int accumulate, int count);
+
 /* ------------------------------------------------------------------ convolution (NCHW) */
 
 typedef struct hone_conv_desc {
@@ -104,6 +123,22 @@ int hone_k_conv_bwd_acc(hone_kctx *k, const hone_conv_desc *d, const float *x, c
  * "cuda im2col + cublas", or "cudnn 9.19.0" (a CUDA build with cuDNN found at build and run time;
  * a shape cuDNN has no algorithm for still takes the im2col path, with a message on stderr). */
 const char *hone_k_conv_impl(hone_kctx *k);
+
+/* Convolution of `trials` packed trials (see "packed trials" above), each over d->n images:
+ * x [trials][d->n][c][h][w], y [trials][d->n][k][p][q]; trial t's filters at w + t * w_stride and
+ * its bias at b + t * b_stride (b may be NULL). The scratch comes from
+ * hone_k_conv_workspace_batched for the same d and trials. CUDA: one im2col over all trials'
+ * images, one strided-batched GEMM, one transpose with the bias (never cuDNN, which cannot step
+ * filters by a trial stride; results may differ from a cuDNN solo run in the last bits). */
+size_t hone_k_conv_workspace_batched(hone_kctx *k, const hone_conv_desc *d, int trials);
+int hone_k_conv_fwd_batched(hone_kctx *k, const hone_conv_desc *d, int trials, const float *x,
+                            const float *w, size_t w_stride, const float *b, size_t b_stride,
+                            float *y, void *ws);
+/* Backward of hone_k_conv_fwd_batched: dx [trials][d->n]... (may be NULL: first layer), trial t's
+ * dw at dw + t * w_stride and db (may be NULL) at db + t * b_stride, overwritten. */
+int hone_k_conv_bwd_batched(hone_kctx *k, const hone_conv_desc *d, int trials, const float *x,
+                            const float *w, size_t w_stride, const float *dy, float *dx, float *dw,
+                            float *db, size_t b_stride, void *ws);
 
 /* ------------------------------------------------------------------ pooling, resampling */
 

@@ -14,84 +14,73 @@
 
 #include <jansson.h>
 
-#include "cache.h"
-#include "checkpoint.h"
-#include "dataset.h"
-#include "detect_train.h"
-#include "net.h"
+#include "trainer.h"
 
-struct hone_trainer {
-    hone_kctx *k;
-    const hone_train_spec *spec; /* borrowed */
-    hone_net *net;
-    dataset ds;
-    int batch, steps, row, adam;
-    uint8_t *train_x, *val_x, *test_x; /* the parts' pixels, uint8 HWC, on the device */
-    int32_t *train_y, *val_y, *test_y;
-    float *norm;       /* device: the training part's per-channel mean, then 1/deviation */
-    hone_kaugment aug; /* spec->augment.*; used when `augment` */
-    int augment;
-    int32_t *perm, *base_dev, *t_dev;
-    float *lr_dev, *lr_sched, *acc, *xb; /* lr_sched: this epoch's lr per step, on the device */
-    int32_t *yb;
-    float *opt; /* sgd: v; adamw: m then v */
-    size_t nopt;
-    float *lr_host;     /* this epoch's lr per step, on the host */
-    hone_kgraph *graph; /* the captured step; NULL: eager (hone_train_opts.eager) */
-    /* 1: k (shared_ctx), or ds and the parts' device copies (shared_data: ce), are lent by
-     * cache, given back by hone_trainer_free */
-    int shared_ctx, shared_data;
-    hone_train_cache *cache;
-    const cache_entry *ce;
-    FILE *log;                     /* hone_train_opts.log, or stderr */
-    volatile sig_atomic_t *cancel; /* hone_train_opts.cancel */
-    int first_step_pending;        /* hone_train_run: log the end of the run's first step */
-    detect_train *det; /* detectnet_v2: its targets, loss and mAP (detect_train.c); else NULL */
-};
-
-/* One optimisation step; only enqueues kernel ops (it is captured as a graph on CUDA). */
-static void train_step(void *arg)
+/* t's augmentation counter: the last of its slot's network counters, so a checkpoint resumes
+ * its draws. */
+static uint64_t *aug_counter(const hone_trainer *t)
 {
-    hone_trainer *t = arg;
+    const hone_net *net = t->net;
+    return net->counters + (size_t)t->slot * net->ncounters + net->ncounters - 1;
+}
+
+void trainer_step_gather(hone_trainer *t, float *xb, int32_t *yb)
+{
+    const dataset *d = &t->ds;
+    hone_k_gather_images(t->k, t->train_x, t->train_y, t->perm, t->base_dev, 0, t->batch, d->c,
+                         d->h, d->w, t->norm, t->norm + d->c, t->augment ? &t->aug : NULL,
+                         aug_counter(t), xb, yb);
+}
+
+void trainer_step_loss(hone_trainer *t, const float *logits, const int32_t *yb, float *dlogits)
+{
+    hone_k_softmax_xent(t->k, logits, yb, t->batch, t->ds.classes, dlogits, t->acc, t->acc + 1);
+}
+
+void trainer_step_update(hone_trainer *t)
+{
     hone_kctx *k = t->k;
     hone_net *net = t->net;
     const hone_train_spec *s = t->spec;
-    int B = t->batch;
-    const dataset *d = &t->ds;
-    /* the shuffled batch, augmented and normalised in one pass; the last network counter is the
-     * augmentation's, so a checkpoint resumes its draws (detectnet_v2: its targets first, moved
-     * as the same draws move the images) */
-    if (t->det)
-        detect_train_targets(t->det, t->perm, t->base_dev, B, t->augment ? &t->aug : NULL,
-                             net->counters + net->ncounters - 1);
-    hone_k_gather_images(k, t->train_x, t->train_y, t->perm, t->base_dev, 0, B, d->c, d->h, d->w,
-                         t->norm, t->norm + d->c, t->augment ? &t->aug : NULL,
-                         net->counters + net->ncounters - 1, t->xb, t->yb);
-    const float *logits = net_forward(net, t->xb, B, 1);
-    if (t->det)
-        detect_train_step(t->det, logits, B, net_dlogits(net), t->acc);
-    else
-        hone_k_softmax_xent(k, logits, t->yb, B, t->ds.classes, net_dlogits(net), t->acc,
-                            t->acc + 1);
-    net_backward(net, t->xb, B);
     hone_k_counter_add(k, t->t_dev, 1);
     size_t nd = net->ndecay, nb = net->nparams - net->ndecay;
+    float *w = net->params + (size_t)t->slot * net->nparams;
+    float *g = net->grads + (size_t)t->slot * net->nparams;
     float wd = (float)s->train.weight_decay;
     if (t->adam) {
         float *m = t->opt, *v = t->opt + net->nparams;
         float b1 = (float)s->train.beta1, b2 = (float)s->train.beta2, eps = (float)s->train.eps;
-        hone_k_adamw_step(k, net->params, net->grads, m, v, nd, 0, t->lr_dev, b1, b2, eps, wd, 0,
+        hone_k_adamw_step(k, w, g, m, v, nd, 0, t->lr_dev, b1, b2, eps, wd, 0, t->t_dev);
+        hone_k_adamw_step(k, w + nd, g + nd, m + nd, v + nd, nb, 0, t->lr_dev, b1, b2, eps, 0.0f, 0,
                           t->t_dev);
-        hone_k_adamw_step(k, net->params + nd, net->grads + nd, m + nd, v + nd, nb, 0, t->lr_dev,
-                          b1, b2, eps, 0.0f, 0, t->t_dev);
     } else {
         float mu = (float)s->train.momentum;
         int nest = s->train.nesterov;
-        hone_k_sgd_step(k, net->params, net->grads, t->opt, nd, 0, t->lr_dev, mu, wd, nest);
-        hone_k_sgd_step(k, net->params + nd, net->grads + nd, t->opt + nd, nb, 0, t->lr_dev, mu,
-                        0.0f, nest);
+        hone_k_sgd_step(k, w, g, t->opt, nd, 0, t->lr_dev, mu, wd, nest);
+        hone_k_sgd_step(k, w + nd, g + nd, t->opt + nd, nb, 0, t->lr_dev, mu, 0.0f, nest);
     }
-    hone_k_counter_add(k, t->base_dev, B);
+    hone_k_counter_add(k, t->base_dev, t->batch);
+}
+
+/* One optimisation step; only enqueues kernel ops (it is captured as a graph on CUDA). The
+ * shuffled batch is augmented and normalised in one pass (detectnet_v2: its targets first, moved
+ * as the same draws move the images). */
+static void train_step(void *arg)
+{
+    hone_trainer *t = arg;
+    hone_net *net = t->net;
+    int B = t->batch;
+    if (t->det)
+        detect_train_targets(t->det, t->perm, t->base_dev, B, t->augment ? &t->aug : NULL,
+                             aug_counter(t));
+    trainer_step_gather(t, t->xb, t->yb);
+    const float *logits = net_forward(net, t->xb, B, 1);
+    if (t->det)
+        detect_train_step(t->det, logits, B, net_dlogits(net), t->acc);
+    else
+        trainer_step_loss(t, logits, t->yb, net_dlogits(net));
+    net_backward(net, t->xb, B);
+    trainer_step_update(t);
 }
 
 /* Learning rate for global step `step` (0-based): linear warmup, then the schedule. */
@@ -121,35 +110,49 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Mean loss and accuracy over n samples, in batches, with inference-mode layers (detectnet_v2:
- * mean loss and mAP, detect_train.c). */
-static int evaluate(hone_trainer *t, const uint8_t *x, const int32_t *y, int n, double *loss,
-                    double *acc)
+int trainer_evaluate(hone_trainer **tr, int nt, const uint8_t *x, const int32_t *y, int n,
+                     double *loss, double *acc)
 {
+    hone_trainer *t = tr[0];
     if (t->det)
         return detect_train_evaluate(t->det, x == t->test_x ? &t->ds.test : &t->ds.val, x, t->norm,
                                      t->xb, loss, acc, NULL, NULL);
     if (n == 0) {
-        *loss = *acc = NAN;
+        for (int j = 0; j < nt; j++)
+            loss[j] = acc[j] = NAN;
         return HONE_OK;
     }
     hone_kctx *k = t->k;
-    hone_k_fill(k, t->acc + 2, 0.0f, 2);
+    const dataset *d = &t->ds;
+    for (int j = 0; j < nt; j++)
+        hone_k_fill(k, tr[j]->acc + 2, 0.0f, 2);
     for (int i = 0; i < n; i += t->batch) {
         int m = n - i < t->batch ? n - i : t->batch;
-        const dataset *d = &t->ds;
-        hone_k_gather_images(k, x, y, NULL, NULL, i, m, d->c, d->h, d->w, t->norm, t->norm + d->c,
-                             NULL, NULL, t->xb, t->yb);
+        for (int j = 0; j < nt; j++) /* every slot the same images: [nt][m] */
+            hone_k_gather_images(k, x, y, NULL, NULL, i, m, d->c, d->h, d->w, t->norm,
+                                 t->norm + d->c, NULL, NULL, t->xb + (size_t)j * m * t->row,
+                                 t->yb + (size_t)j * m);
         const float *logits = net_forward(t->net, t->xb, m, 0);
-        hone_k_softmax_xent(k, logits, t->yb, m, t->ds.classes, NULL, t->acc + 2, t->acc + 3);
+        for (int j = 0; j < nt; j++)
+            hone_k_softmax_xent(k, logits + (size_t)j * m * d->classes, t->yb + (size_t)j * m, m,
+                                d->classes, NULL, tr[j]->acc + 2, tr[j]->acc + 3);
     }
-    float h[2];
     int rc = hone_k_sync(k);
-    if (rc == 0)
-        rc = hone_k_download(k, h, t->acc + 2, sizeof(h));
-    *loss = h[0] / n;
-    *acc = h[1] / n;
+    for (int j = 0; j < nt; j++) {
+        float h[2] = {0, 0};
+        if (rc == 0)
+            rc = hone_k_download(k, h, tr[j]->acc + 2, sizeof(h));
+        loss[j] = h[0] / n;
+        acc[j] = h[1] / n;
+    }
     return rc;
+}
+
+/* One trainer's evaluation. */
+static int evaluate(hone_trainer *t, const uint8_t *x, const int32_t *y, int n, double *loss,
+                    double *acc)
+{
+    return trainer_evaluate(&t, 1, x, y, n, loss, acc);
 }
 
 static uint64_t fingerprint(const hone_trainer *t)
@@ -198,9 +201,8 @@ static void emit(const hone_train_opts *o, FILE *metrics, const char *line)
     }
 }
 
-/* Gathers the device state into c (host copies; ckpt_free releases them). */
-static int gather_state(hone_trainer *t, ckpt *out, int epoch, double best_val, int with_opt,
-                        char *err, size_t errlen)
+int trainer_gather_state(hone_trainer *t, ckpt *out, int epoch, double best_val, int with_opt,
+                         char *err, size_t errlen)
 {
     hone_net *net = t->net;
     ckpt c = {0};
@@ -216,15 +218,19 @@ static int gather_state(hone_trainer *t, ckpt *out, int epoch, double best_val, 
     c.opt = hone_xmalloc(sizeof(float) * (t->nopt + 1));
     c.counters = hone_xmalloc(sizeof(uint64_t) * (size_t)net->ncounters);
     hone_kctx *k = t->k;
+    size_t slot = (size_t)t->slot;
     int rc = hone_k_sync(k);
     if (rc == 0)
-        rc = hone_k_download(k, c.params, net->params, sizeof(float) * net->nparams);
+        rc = hone_k_download(k, c.params, net->params + slot * net->nparams,
+                             sizeof(float) * net->nparams);
     if (rc == 0)
-        rc = hone_k_download(k, c.state, net->state, sizeof(float) * net->nstate);
+        rc = hone_k_download(k, c.state, net->state + slot * net->nstate,
+                             sizeof(float) * net->nstate);
     if (rc == 0 && c.nopt)
         rc = hone_k_download(k, c.opt, t->opt, sizeof(float) * t->nopt);
     if (rc == 0)
-        rc = hone_k_download(k, c.counters, net->counters, sizeof(uint64_t) * c.ncounters);
+        rc = hone_k_download(k, c.counters, net->counters + slot * c.ncounters,
+                             sizeof(uint64_t) * c.ncounters);
     if (rc == 0)
         rc = hone_k_download(k, &c.t, t->t_dev, sizeof(int32_t));
     if (rc < 0) {
@@ -241,7 +247,7 @@ static int save_state(hone_trainer *t, const char *path, int epoch, double best_
                       char *err, size_t errlen)
 {
     ckpt c;
-    int rc = gather_state(t, &c, epoch, best_val, with_opt, err, errlen);
+    int rc = trainer_gather_state(t, &c, epoch, best_val, with_opt, err, errlen);
     if (rc == 0)
         rc = ckpt_write(path, &c, err, errlen);
     ckpt_free(&c);
@@ -253,17 +259,6 @@ static int save_state(hone_trainer *t, const char *path, int epoch, double best_
  * then prints the line, so an epoch's line still means its checkpoint is on disk (the worker
  * pauses and resumes on that); the next epoch trains meanwhile. One write at a time: the next
  * hand-off, and the end of the run, wait for the previous write. */
-typedef struct ckpt_writer {
-    pthread_t th;
-    int running;
-    const hone_train_opts *o;
-    FILE *metrics;
-    char path[1100], line[512];
-    ckpt c;
-    int rc;
-    char err[512];
-} ckpt_writer;
-
 static void *writer_main(void *arg)
 {
     ckpt_writer *w = arg;
@@ -307,31 +302,34 @@ static int writer_start(ckpt_writer *w, const char *path, ckpt *c, const char *l
     return HONE_OK;
 }
 
-static int load_state(hone_trainer *t, const char *path, int *epoch, double *best_val, char *err,
-                      size_t errlen)
+int trainer_read_state(hone_trainer *t, const char *path, ckpt *c, char *err, size_t errlen)
 {
     hone_net *net = t->net;
-    ckpt c;
-    int rc = ckpt_read(path, &c, err, errlen);
+    int rc = ckpt_read(path, c, err, errlen);
     if (rc < 0)
         return rc;
-    if (c.fingerprint != fingerprint(t) || c.nparams != net->nparams || c.nstate != net->nstate ||
-        c.nopt != t->nopt || c.ncounters != (uint32_t)net->ncounters) {
+    if (c->fingerprint != fingerprint(t) || c->nparams != net->nparams ||
+        c->nstate != net->nstate || c->nopt != t->nopt ||
+        c->ncounters != (uint32_t)net->ncounters) {
         snprintf(err, errlen, "%s: checkpoint does not match this spec (network, model, optimizer)",
                  path);
-        ckpt_free(&c);
+        ckpt_free(c);
         return HONE_EINVAL;
     }
-    hone_kctx *k = t->k;
-    hone_k_upload(k, net->params, c.params, sizeof(float) * c.nparams);
-    hone_k_upload(k, net->state, c.state, sizeof(float) * c.nstate);
-    hone_k_upload(k, t->opt, c.opt, sizeof(float) * c.nopt);
-    hone_k_upload(k, net->counters, c.counters, sizeof(uint64_t) * c.ncounters);
-    hone_k_upload(k, t->t_dev, &c.t, sizeof(int32_t));
-    *epoch = c.epoch;
-    *best_val = c.best_val;
-    ckpt_free(&c);
     return HONE_OK;
+}
+
+void trainer_apply_state(hone_trainer *t, const ckpt *c)
+{
+    hone_net *net = t->net;
+    hone_kctx *k = t->k;
+    size_t slot = (size_t)t->slot;
+    hone_k_upload(k, net->params + slot * net->nparams, c->params, sizeof(float) * c->nparams);
+    hone_k_upload(k, net->state + slot * net->nstate, c->state, sizeof(float) * c->nstate);
+    hone_k_upload(k, t->opt, c->opt, sizeof(float) * c->nopt);
+    hone_k_upload(k, net->counters + slot * c->ncounters, c->counters,
+                  sizeof(uint64_t) * c->ncounters);
+    hone_k_upload(k, t->t_dev, &c->t, sizeof(int32_t));
 }
 
 static hone_device pick_device(const char *name, int *ok)
@@ -354,8 +352,12 @@ void hone_trainer_free(hone_trainer *t)
     if (k) {
         hone_k_sync(k); /* nothing of this job may still run when the next one starts */
         hone_kgraph_free(t->graph);
-        void *bufs[] = {t->perm, t->base_dev, t->t_dev, t->lr_dev, t->acc,
-                        t->xb,   t->yb,       t->opt,   t->norm,   t->lr_sched};
+        void *bufs[] = {t->perm, t->base_dev, t->t_dev, t->lr_dev, t->acc, t->opt, t->lr_sched};
+        for (size_t i = 0; i < HONE_ARRAY_LEN(bufs); i++)
+            hone_k_free(k, bufs[i]);
+    }
+    if (k && !t->borrowed) { /* a packed trial's are the pack's */
+        void *bufs[] = {t->xb, t->yb, t->norm};
         for (size_t i = 0; i < HONE_ARRAY_LEN(bufs); i++)
             hone_k_free(k, bufs[i]);
         void *data[] = {t->train_x, t->val_x, t->test_x, t->train_y, t->val_y, t->test_y};
@@ -370,7 +372,7 @@ void hone_trainer_free(hone_trainer *t)
         else
             hone_kctx_free(k);
     }
-    if (!t->shared_data)
+    if (!t->shared_data && !t->borrowed)
         dataset_free(&t->ds);
     free(t->lr_host);
     free(t);
@@ -472,8 +474,10 @@ fail:
     return rc;
 }
 
-static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_dir, int with_data,
-                 char *err, size_t errlen)
+/* The device, the data on it (model_dir: model.json's shape and normalisation) and the batch
+ * geometry. */
+static int setup_data(hone_trainer *t, const hone_train_opts *o, const char *model_dir,
+                      int with_data, char *err, size_t errlen)
 {
     const hone_train_spec *s = o->spec;
     int rc, ok;
@@ -516,12 +520,7 @@ static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_di
     t->steps = d->train.n / t->batch;
     t->row = d->c * d->h * d->w;
     t->adam = strcmp(s->train.optimizer, "adamw") == 0;
-    if ((rc = net_new(t->k, s, t->batch, d->c, d->h, d->w, d->classes, &t->net)) < 0) {
-        snprintf(err, errlen, "network: '%s' unknown", s->network);
-        return rc;
-    }
     hone_kctx *k = t->k;
-    size_t fb = sizeof(float);
     if (ce) {
         t->train_x = ce->x[0];
         t->val_x = ce->x[1];
@@ -542,8 +541,21 @@ static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_di
         norm[ch] = d->mean[ch];
         norm[d->c + ch] = 1.0f / d->std[ch];
     }
-    t->norm = dev_copy(k, norm, 2 * (size_t)d->c * fb);
-    const hone_train_spec *sp = s;
+    t->norm = dev_copy(k, norm, 2 * (size_t)d->c * sizeof(float));
+    return HONE_OK;
+}
+
+int trainer_setup_data(hone_trainer *t, const hone_train_opts *o, char *err, size_t errlen)
+{
+    return setup_data(t, o, NULL, 1, err, errlen);
+}
+
+void trainer_setup_trial(hone_trainer *t)
+{
+    hone_kctx *k = t->k;
+    const dataset *d = &t->ds;
+    const hone_train_spec *sp = t->spec;
+    size_t fb = sizeof(float);
     t->aug = (hone_kaugment){.flip = sp->augment.flip,
                              .crop_padding = sp->augment.crop_padding,
                              .jitter = (float)sp->augment.jitter,
@@ -566,12 +578,28 @@ static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_di
     t->lr_dev = hone_k_alloc(k, fb);
     t->lr_sched = hone_k_alloc(k, (size_t)(t->steps + 1) * fb);
     t->acc = hone_k_alloc(k, 4 * fb);
-    t->xb = hone_k_alloc(k, (size_t)t->batch * t->row * fb);
-    t->yb = hone_k_alloc(k, (size_t)t->batch * 4);
     t->nopt = t->net->nparams * (t->adam ? 2 : 1);
     t->opt = hone_k_alloc(k, t->nopt * fb);
     hone_k_fill(k, t->opt, 0.0f, t->nopt);
     t->lr_host = hone_xmalloc(sizeof(float) * (size_t)(t->steps + 1));
+}
+
+static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_dir, int with_data,
+                 char *err, size_t errlen)
+{
+    const hone_train_spec *s = o->spec;
+    int rc = setup_data(t, o, model_dir, with_data, err, errlen);
+    if (rc < 0)
+        return rc;
+    dataset *d = &t->ds;
+    if ((rc = net_new(t->k, s, t->batch, d->c, d->h, d->w, d->classes, &t->net)) < 0) {
+        snprintf(err, errlen, "network: '%s' unknown", s->network);
+        return rc;
+    }
+    hone_kctx *k = t->k;
+    trainer_setup_trial(t);
+    t->xb = hone_k_alloc(k, (size_t)t->batch * t->row * sizeof(float));
+    t->yb = hone_k_alloc(k, (size_t)t->batch * 4);
     if (!with_data && !strcmp(s->network, "detectnet_v2")) { /* inference: model.json's shape */
         d->detect = 1;
         d->grid_h = d->h / s->detect.stride;
@@ -604,56 +632,79 @@ fail:
     return rc;
 }
 
-int hone_trainer_epoch(hone_trainer *t, int epoch, int max_steps, hone_train_epoch *ep)
+int trainer_epoch_begin(hone_trainer *t, int epoch, int steps, double *lr)
 {
     hone_kctx *k = t->k;
     const hone_train_spec *s = t->spec;
     int32_t zero = 0;
-    int steps = max_steps > 0 && max_steps < t->steps ? max_steps : t->steps;
     /* the epoch's learning rates go up in one upload; each step then copies its own on the
      * device (an upload per step would make the host wait for the GPU every step) */
     for (int i = 0; i < t->steps; i++)
         t->lr_host[i] = (float)lr_at(s, t->steps, (long)epoch * t->steps + i);
-    float lr = t->lr_host[steps - 1];
+    *lr = t->lr_host[steps - 1];
     hone_k_permutation(k, t->perm, t->ds.train.n, s->train.seed, (uint64_t)epoch);
     hone_k_upload(k, t->base_dev, &zero, 4);
     int rc = hone_k_upload(k, t->lr_sched, t->lr_host, sizeof(float) * (size_t)t->steps);
     hone_k_fill(k, t->acc, 0.0f, 2);
-    double t0 = now();
-    for (int i = 0; i < steps && rc == 0; i++) {
-        if (t->cancel && *t->cancel) {
-            rc = HONE_ESTATE;
-            break;
-        }
-        rc = hone_k_copy(k, t->lr_dev, t->lr_sched + i, sizeof(float));
-        if (rc == 0 && t->graph)
-            rc = hone_kgraph_launch(k, t->graph);
-        else if (rc == 0)
-            train_step(t);
-        if (rc == 0 && t->first_step_pending) { /* bench/resident.sh times start to here */
-            struct timespec ts;
-            t->first_step_pending = 0;
-            rc = hone_k_sync(k);
-            clock_gettime(CLOCK_REALTIME, &ts);
-            fprintf(t->log, "hone-train: first step done at %lld.%06ld\n", (long long)ts.tv_sec,
-                    ts.tv_nsec / 1000);
-        }
-    }
-    float acc[2] = {0, 0};
-    if (rc == 0)
-        rc = hone_k_sync(k);
-    if (rc == 0)
-        rc = hone_k_download(k, acc, t->acc, sizeof(acc));
-    double secs = now() - t0;
+    return rc;
+}
+
+int trainer_step_lr(hone_trainer *t, int i)
+{
+    return hone_k_copy(t->k, t->lr_dev, t->lr_sched + i, sizeof(float));
+}
+
+int trainer_first_step_done(hone_trainer *t)
+{
+    struct timespec ts;
+    t->first_step_pending = 0;
+    int rc = hone_k_sync(t->k);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    fprintf(t->log, "hone-train: first step done at %lld.%06ld\n", (long long)ts.tv_sec,
+            ts.tv_nsec / 1000);
+    return rc;
+}
+
+void trainer_epoch_fill(const hone_trainer *t, int epoch, int steps, double secs, double lr,
+                        const float acc[2], hone_train_epoch *ep)
+{
     memset(ep, 0, sizeof(*ep));
     ep->epoch = epoch + 1;
-    ep->epochs = s->train.epochs;
+    ep->epochs = t->spec->train.epochs;
     ep->lr = lr;
     ep->seconds = secs;
     double seen = (double)steps * t->batch;
     ep->train_loss = acc[0] / seen;
     ep->train_accuracy = acc[1] / seen;
     ep->images_per_second = seen / (secs > 0 ? secs : 1e-9);
+}
+
+int hone_trainer_epoch(hone_trainer *t, int epoch, int max_steps, hone_train_epoch *ep)
+{
+    hone_kctx *k = t->k;
+    int steps = max_steps > 0 && max_steps < t->steps ? max_steps : t->steps;
+    double lr;
+    int rc = trainer_epoch_begin(t, epoch, steps, &lr);
+    double t0 = now();
+    for (int i = 0; i < steps && rc == 0; i++) {
+        if (t->cancel && *t->cancel) {
+            rc = HONE_ESTATE;
+            break;
+        }
+        rc = trainer_step_lr(t, i);
+        if (rc == 0 && t->graph)
+            rc = hone_kgraph_launch(k, t->graph);
+        else if (rc == 0)
+            train_step(t);
+        if (rc == 0 && t->first_step_pending) /* bench/resident.sh times start to here */
+            rc = trainer_first_step_done(t);
+    }
+    float acc[2] = {0, 0};
+    if (rc == 0)
+        rc = hone_k_sync(k);
+    if (rc == 0)
+        rc = hone_k_download(k, acc, t->acc, sizeof(acc));
+    trainer_epoch_fill(t, epoch, steps, now() - t0, lr, acc, ep);
     if (rc == 0)
         rc = evaluate(t, t->val_x, t->val_y, t->ds.val.n, &ep->val_loss, &ep->val_accuracy);
     return rc;
@@ -839,113 +890,152 @@ static void write_spec(const hone_train_opts *o)
     fclose(f);
 }
 
-int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, size_t errlen)
+int run_open(train_run *r, const hone_train_opts *o, char *err, size_t errlen)
 {
-    hone_trainer *t = NULL;
-    FILE *metrics = NULL;
-    ckpt_writer wr = {.o = o};
-    char line[512], ckpath[1100];
-    int rc, start = 0, epochs = o->spec->train.epochs;
-    double best_val = NAN;
-    memset(res, 0, sizeof(*res));
-    if ((rc = hone_train_spec_validate(o->spec, err, errlen)) < 0)
-        goto fail;
+    memset(r, 0, sizeof(*r));
+    r->o = o;
+    r->wr.o = o;
+    r->best_val = NAN;
+    int rc = hone_train_spec_validate(o->spec, err, errlen);
+    if (rc < 0)
+        return rc;
     if (o->out_dir) {
         if (mkdir(o->out_dir, 0755) < 0 && errno != EEXIST) {
             snprintf(err, errlen, "--out %s: %s", o->out_dir, strerror(errno));
-            rc = HONE_EIO;
-            goto fail;
+            return HONE_EIO;
         }
-        snprintf(ckpath, sizeof(ckpath), "%s/checkpoint.bin", o->out_dir);
+        snprintf(r->ckpath, sizeof(r->ckpath), "%s/checkpoint.bin", o->out_dir);
     }
-    if ((rc = hone_trainer_new(o, &t, err, errlen)) < 0)
-        goto fail;
-    if (o->resume_path && (rc = load_state(t, o->resume_path, &start, &best_val, err, errlen)) < 0)
-        goto fail;
+    return HONE_OK;
+}
+
+int run_read_resume(train_run *r, hone_trainer *t, ckpt *c, int *have, char *err, size_t errlen)
+{
+    *have = 0;
+    if (!r->o->resume_path)
+        return HONE_OK;
+    int rc = trainer_read_state(t, r->o->resume_path, c, err, errlen);
+    *have = rc == 0;
+    return rc;
+}
+
+int run_start(train_run *r, hone_trainer *t, int start, double best_val, char *err, size_t errlen)
+{
+    const hone_train_opts *o = r->o;
+    (void)err;
+    (void)errlen;
+    r->t = t;
+    r->start = r->e = start;
+    r->best_val = best_val;
     t->first_step_pending = 1;
     if (o->out_dir) {
+        char path[1100];
         write_spec(o);
-        snprintf(line, sizeof(line), "%s/metrics.jsonl", o->out_dir);
-        metrics = fopen(line, o->resume_path ? "a" : "w");
-        wr.metrics = metrics;
+        snprintf(path, sizeof(path), "%s/metrics.jsonl", o->out_dir);
+        r->metrics = fopen(path, o->resume_path ? "a" : "w");
+        r->wr.metrics = r->metrics;
     }
+    int epochs = o->spec->train.epochs;
     fprintf(t->log,
             "hone-train: %s on %s, %zu parameters, %d train / %d val / %d test images, batch %d, "
             "epochs %d..%d\n",
             o->spec->network, hone_kctx_device(t->k) == HONE_DEV_CUDA ? "cuda" : "cpu",
             t->net->nparams, t->ds.train.n, t->ds.val.n, t->ds.test.n, t->batch, start + 1, epochs);
-    int last = epochs;
-    if (o->epochs_until > 0 && o->epochs_until < last)
-        last = o->epochs_until;
-    int e;
-    for (e = start; e < last; e++) {
-        hone_train_epoch ep;
-        if ((rc = hone_trainer_epoch(t, e, 0, &ep)) < 0 || (o->cancel && *o->cancel)) {
-            if (o->cancel && *o->cancel) {
-                snprintf(err, errlen, "epoch %d: cancelled", e + 1);
-                rc = HONE_ESTATE;
-            } else {
-                snprintf(err, errlen, "epoch %d: %s", e + 1, hone_strerror(rc));
-            }
-            goto fail;
-        }
-        if (!isfinite(ep.train_loss)) {
-            snprintf(err, errlen, "epoch %d: training diverged (loss is not finite)", e + 1);
-            rc = HONE_ENUMERIC;
-            goto fail;
-        }
-        if (isfinite(ep.val_accuracy) && !(ep.val_accuracy <= best_val))
-            best_val = ep.val_accuracy;
-        ckpt c = {0};
-        if (o->out_dir && (rc = gather_state(t, &c, e + 1, best_val, 1, err, errlen)) < 0)
-            goto fail;
-        char n[6][32];
-        fmt_num(n[0], 32, ep.train_loss);
-        fmt_num(n[1], 32, ep.train_accuracy);
-        fmt_num(n[2], 32, ep.val_loss);
-        fmt_num(n[3], 32, ep.val_accuracy);
-        fmt_num(n[4], 32, ep.lr);
-        fmt_num(n[5], 32, ep.images_per_second);
-        if (t->det) /* detection: the accuracy fields hold the mAP (train.h) */
-            snprintf(line, sizeof(line),
-                     "{\"epoch\":%d,\"epochs\":%d,\"train_loss\":%s,\"val_loss\":%s,"
-                     "\"val_map\":%s,\"lr\":%s,\"seconds\":%.3f,\"images_per_second\":%s}",
-                     ep.epoch, epochs, n[0], n[2], n[3], n[4], ep.seconds, n[5]);
-        else
-            snprintf(line, sizeof(line),
-                     "{\"epoch\":%d,\"epochs\":%d,\"train_loss\":%s,\"train_accuracy\":%s,"
-                     "\"val_loss\":%s,\"val_accuracy\":%s,\"lr\":%s,\"seconds\":%.3f,"
-                     "\"images_per_second\":%s}",
-                     ep.epoch, epochs, n[0], n[1], n[2], n[3], n[4], ep.seconds, n[5]);
-        if (!o->out_dir)
-            emit(o, metrics, line);
-        else if ((rc = writer_start(&wr, ckpath, &c, line, err, errlen)) < 0)
-            goto fail;
-        if (o->on_epoch && o->on_epoch(&ep, o->user)) {
-            e++;
-            break;
-        }
+    r->last = epochs;
+    if (o->epochs_until > 0 && o->epochs_until < r->last)
+        r->last = o->epochs_until;
+    return HONE_OK;
+}
+
+int run_more(const train_run *r)
+{
+    return !r->stopped && r->e < r->last;
+}
+
+int run_epoch_failed(const train_run *r, int rc, char *err, size_t errlen)
+{
+    if (r->o->cancel && *r->o->cancel) {
+        snprintf(err, errlen, "epoch %d: cancelled", r->e + 1);
+        return HONE_ESTATE;
     }
-    if ((rc = writer_join(&wr, err, errlen)) < 0)
-        goto fail;
+    snprintf(err, errlen, "epoch %d: %s", r->e + 1, hone_strerror(rc));
+    return rc;
+}
+
+int run_epoch(train_run *r, const hone_train_epoch *ep, char *err, size_t errlen)
+{
+    const hone_train_opts *o = r->o;
+    hone_trainer *t = r->t;
+    int rc, epochs = o->spec->train.epochs;
+    char line[512];
+    if (!isfinite(ep->train_loss)) {
+        snprintf(err, errlen, "epoch %d: training diverged (loss is not finite)", r->e + 1);
+        return HONE_ENUMERIC;
+    }
+    if (isfinite(ep->val_accuracy) && !(ep->val_accuracy <= r->best_val))
+        r->best_val = ep->val_accuracy;
+    ckpt c = {0};
+    if (o->out_dir && (rc = trainer_gather_state(t, &c, r->e + 1, r->best_val, 1, err, errlen)) < 0)
+        return rc;
+    char n[6][32];
+    fmt_num(n[0], 32, ep->train_loss);
+    fmt_num(n[1], 32, ep->train_accuracy);
+    fmt_num(n[2], 32, ep->val_loss);
+    fmt_num(n[3], 32, ep->val_accuracy);
+    fmt_num(n[4], 32, ep->lr);
+    fmt_num(n[5], 32, ep->images_per_second);
+    if (t->det) /* detection: the accuracy fields hold the mAP (train.h) */
+        snprintf(line, sizeof(line),
+                 "{\"epoch\":%d,\"epochs\":%d,\"train_loss\":%s,\"val_loss\":%s,"
+                 "\"val_map\":%s,\"lr\":%s,\"seconds\":%.3f,\"images_per_second\":%s}",
+                 ep->epoch, epochs, n[0], n[2], n[3], n[4], ep->seconds, n[5]);
+    else
+        snprintf(line, sizeof(line),
+                 "{\"epoch\":%d,\"epochs\":%d,\"train_loss\":%s,\"train_accuracy\":%s,"
+                 "\"val_loss\":%s,\"val_accuracy\":%s,\"lr\":%s,\"seconds\":%.3f,"
+                 "\"images_per_second\":%s}",
+                 ep->epoch, epochs, n[0], n[1], n[2], n[3], n[4], ep->seconds, n[5]);
+    if (!o->out_dir)
+        emit(o, r->metrics, line);
+    else if ((rc = writer_start(&r->wr, r->ckpath, &c, line, err, errlen)) < 0)
+        return rc;
+    r->e++;
+    if (o->on_epoch && o->on_epoch(ep, o->user))
+        r->stopped = 1;
+    return HONE_OK;
+}
+
+int run_finished(const train_run *r)
+{
+    return r->e >= r->o->spec->train.epochs;
+}
+
+int run_finish(train_run *r, double test_loss, double test_acc, hone_train_result *res, char *err,
+               size_t errlen)
+{
+    const hone_train_opts *o = r->o;
+    hone_trainer *t = r->t;
+    char line[512];
+    int rc, e = r->e;
+    if ((rc = writer_join(&r->wr, err, errlen)) < 0)
+        return rc;
+    memset(res, 0, sizeof(*res));
     res->epochs_trained = e;
-    res->best_val_accuracy = best_val;
-    if (e >= epochs) {
+    res->best_val_accuracy = r->best_val;
+    if (run_finished(r)) {
         res->finished = 1;
-        if ((rc = hone_trainer_test(t, &res->test_loss, &res->test_accuracy)) < 0) {
-            snprintf(err, errlen, "test evaluation: %s", hone_strerror(rc));
-            goto fail;
-        }
+        res->test_loss = test_loss;
+        res->test_accuracy = test_acc;
         if (o->out_dir) {
             snprintf(line, sizeof(line), "%s/model.bin", o->out_dir);
-            if ((rc = save_state(t, line, e, best_val, 0, err, errlen)) < 0 ||
+            if ((rc = save_state(t, line, e, r->best_val, 0, err, errlen)) < 0 ||
                 (rc = model_info_write(t, o->out_dir, err, errlen)) < 0)
-                goto fail;
+                return rc;
         }
         char n[3][32];
         fmt_num(n[0], 32, res->test_accuracy);
         fmt_num(n[1], 32, res->test_loss);
-        fmt_num(n[2], 32, best_val);
+        fmt_num(n[2], 32, r->best_val);
         snprintf(line, sizeof(line),
                  t->det ? "{\"event\":\"done\",\"test_map\":%s,\"test_loss\":%s,"
                           "\"best_val_map\":%s,\"epochs_trained\":%d}"
@@ -954,17 +1044,64 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
                  n[0], n[1], n[2], e);
     } else {
         char n[32];
-        fmt_num(n, 32, best_val);
+        fmt_num(n, 32, r->best_val);
         snprintf(line, sizeof(line),
                  "{\"event\":\"paused\",\"epochs_trained\":%d,\"best_val_accuracy\":%s}", e, n);
     }
-    emit(o, metrics, line);
-    rc = HONE_OK;
-fail:
+    emit(o, r->metrics, line);
+    return HONE_OK;
+}
+
+void run_close(train_run *r, int rc)
+{
+    char ignored[512];
     if (rc < 0) /* the epoch before the failure is still written and reported */
-        writer_join(&wr, line, sizeof(line));
-    if (metrics)
-        fclose(metrics);
+        writer_join(&r->wr, ignored, sizeof(ignored));
+    if (r->metrics)
+        fclose(r->metrics);
+    r->metrics = NULL;
+}
+
+int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, size_t errlen)
+{
+    hone_trainer *t = NULL;
+    train_run r;
+    int rc, have = 0;
+    ckpt c;
+    memset(res, 0, sizeof(*res));
+    if ((rc = run_open(&r, o, err, errlen)) < 0)
+        goto fail;
+    if ((rc = hone_trainer_new(o, &t, err, errlen)) < 0)
+        goto fail;
+    if ((rc = run_read_resume(&r, t, &c, &have, err, errlen)) < 0)
+        goto fail;
+    int start = have ? c.epoch : 0;
+    double best = have ? c.best_val : NAN;
+    if (have) {
+        trainer_apply_state(t, &c);
+        ckpt_free(&c);
+    }
+    if ((rc = run_start(&r, t, start, best, err, errlen)) < 0)
+        goto fail;
+    while (run_more(&r)) {
+        hone_train_epoch ep;
+        if ((rc = hone_trainer_epoch(t, r.e, 0, &ep)) < 0 || (o->cancel && *o->cancel)) {
+            rc = run_epoch_failed(&r, rc, err, errlen);
+            goto fail;
+        }
+        if ((rc = run_epoch(&r, &ep, err, errlen)) < 0)
+            goto fail;
+    }
+    double loss = NAN, acc = NAN;
+    if ((rc = writer_join(&r.wr, err, errlen)) < 0)
+        goto fail;
+    if (run_finished(&r) && (rc = hone_trainer_test(t, &loss, &acc)) < 0) {
+        snprintf(err, errlen, "test evaluation: %s", hone_strerror(rc));
+        goto fail;
+    }
+    rc = run_finish(&r, loss, acc, res, err, errlen);
+fail:
+    run_close(&r, rc);
     hone_trainer_free(t);
     return rc;
 }

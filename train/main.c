@@ -23,7 +23,10 @@
  *
  * hone-train --serve --listen PATH [--idle-exit S]: the same requests over the connections of a
  * unix socket, each connection served by its own thread, so that the jobs of several connections
- * train at the same time in this one process (packed trials; serve_listen.c says how). */
+ * train at the same time in this one process (packed trials; serve_listen.c says how).
+ *
+ * hone-train --pack-file FILE [--threads N]: the trials of FILE (one JSON array of ARGS a line)
+ * in one fused step (hone_train_run_pack, train/pack.c); see pack_file below. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -42,19 +45,25 @@
 
 static void usage(FILE *f)
 {
-    fputs("usage: hone-train --spec FILE [--set key=value]... [--out DIR] [--resume CKPT|auto]\n"
-          "                  [--epochs-until N] [--device cpu|cuda|auto] [--threads N]\n"
-          "       hone-train --evaluate MODEL [--set data.path=...]... [--out DIR] [--device D]\n"
-          "       hone-train --infer MODEL FOLDER [--out DIR] [--device D] [--threads N]\n"
-          "       hone-train --export MODEL OUT.onnx [--device D]   (ONNX, opset 17)\n"
-          "                  (MODEL: a --out folder with model.bin, model.json and spec.yaml)\n"
-          "       hone-train --print-spec [--spec FILE] [--set key=value]...\n"
-          "       hone-train --list-devices   (JSON: the GPUs this build can train on)\n"
-          "       hone-train --serve [--serve-cache N] [--serve-alive-ms MS]\n"
-          "                  (resident: one {\"run\": [ARGS]} a line on stdin)\n"
-          "       hone-train --serve --listen SOCKET [--idle-exit S] [--serve-cache N]\n"
-          "                  [--serve-alive-ms MS]   (packed: one job per connection, at once)\n",
-          f);
+    fputs(
+        "usage: hone-train --spec FILE [--set key=value]... [--out DIR] [--resume CKPT|auto]\n"
+        "                  [--epochs-until N] [--device cpu|cuda|auto] [--threads N]\n"
+        "       hone-train --evaluate MODEL [--set data.path=...]... [--out DIR] [--device D]\n"
+        "       hone-train --infer MODEL FOLDER [--out DIR] [--device D] [--threads N]\n"
+        "       hone-train --export MODEL OUT.onnx [--device D]   (ONNX, opset 17)\n"
+        "                  (MODEL: a --out folder with model.bin, model.json and spec.yaml)\n"
+        "       hone-train --print-spec [--spec FILE] [--set key=value]...\n"
+        "       hone-train --list-devices   (JSON: the GPUs this build can train on)\n"
+        "       hone-train --pack-file FILE [--threads N]   (packed trials, one fused step:\n"
+        "                  FILE has one trial a line, the JSON array of its ARGS, each with\n"
+        "                  --out; prints {\"event\":\"trial_exit\",\"trial\":i,\"code\":N} each)\n"
+        "       hone-train --serve [--serve-cache N] [--serve-alive-ms MS]\n"
+        "                  (resident: one {\"run\": [ARGS]} a line on stdin)\n"
+        "       hone-train --serve --listen SOCKET [--idle-exit S] [--serve-cache N]\n"
+        "                  [--serve-alive-ms MS]   (packed: one job per connection, at once)\n"
+        "                  [--pack-window-ms MS] [--pack-max N]   (jobs of one pack key that\n"
+        "                  arrive within MS of the first train in one fused step, up to N)\n",
+        f);
 }
 
 /* {"gpus": [{"index", "name", "memory_bytes", "uuid"}]}: what hone-worker registers (it links no
@@ -149,22 +158,34 @@ static int parse_int(FILE *log, const char *flag, const char *v, int lo, int *ou
     return 0;
 }
 
-int train_run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig_atomic_t *cancel,
-                   FILE *out, FILE *log)
-{
+/* One command line's spec and options (args_parse), what train_run_argv runs. */
+struct run_args {
     hone_train_spec spec;
-    hone_train_spec_defaults(&spec);
-    hone_train_opts o = {.spec = &spec,
-                         .device = "auto",
-                         .print_json = 1,
-                         .cache = cache,
-                         .cancel = cancel,
-                         .out = out,
-                         .log = log};
-    char err[512] = "", autopath[1100];
-    char model_spec[1100];
-    const char *spec_path = NULL, *model = NULL, *folder = NULL, *onnx = NULL;
-    int print_spec = 0;
+    hone_train_opts o; /* o.spec: &spec */
+    char autopath[1100], model_spec[1100];
+    const char *model, *folder, *onnx;
+    int print_spec;
+};
+
+/* Parses argv into *a (a->o.spec points into a: a must not move afterwards). -1: go on and run;
+ * else the exit status the command ends with now (--help, --list-devices, a bad spec or usage,
+ * with the reason on log). */
+static int args_parse(int argc, char **argv, hone_train_cache *cache, volatile sig_atomic_t *cancel,
+                      FILE *out, FILE *log, run_args *a)
+{
+    memset(a, 0, sizeof(*a));
+    hone_train_spec *spec = &a->spec;
+    hone_train_spec_defaults(spec);
+    a->o = (hone_train_opts){.spec = spec,
+                             .device = "auto",
+                             .print_json = 1,
+                             .cache = cache,
+                             .cancel = cancel,
+                             .out = out,
+                             .log = log};
+    hone_train_opts *o = &a->o;
+    char err[512] = "";
+    const char *spec_path = NULL;
     /* the spec file first, so --set overrides apply on top of it wherever they appear; a model's
      * own spec.yaml unless --spec is given */
     for (int i = 1; i < argc - 1; i++) {
@@ -172,98 +193,123 @@ int train_run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig_
             spec_path = argv[i + 1];
         if (strcmp(argv[i], "--evaluate") == 0 || strcmp(argv[i], "--infer") == 0 ||
             strcmp(argv[i], "--export") == 0)
-            model = argv[i + 1];
+            a->model = argv[i + 1];
     }
-    if (model && !spec_path) {
-        snprintf(model_spec, sizeof(model_spec), "%s/spec.yaml", model);
-        spec_path = model_spec;
+    if (a->model && !spec_path) {
+        snprintf(a->model_spec, sizeof(a->model_spec), "%s/spec.yaml", a->model);
+        spec_path = a->model_spec;
     }
-    if (spec_path && hone_train_spec_load_file(&spec, spec_path, err, sizeof(err)) < 0) {
+    if (spec_path && hone_train_spec_load_file(spec, spec_path, err, sizeof(err)) < 0) {
         fprintf(log, "hone-train: %s\n", err);
         return 2;
     }
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
             usage(out);
             return 0;
         }
-        if (strcmp(a, "--print-spec") == 0) {
-            print_spec = 1;
+        if (strcmp(f, "--print-spec") == 0) {
+            a->print_spec = 1;
             continue;
         }
-        if (strcmp(a, "--list-devices") == 0)
+        if (strcmp(f, "--list-devices") == 0)
             return list_devices(out);
-        if (strcmp(a, "--infer") == 0 || strcmp(a, "--export") == 0) {
-            int inf = a[2] == 'i';
+        if (strcmp(f, "--infer") == 0 || strcmp(f, "--export") == 0) {
+            int inf = f[2] == 'i';
             if (i + 2 >= argc) {
-                fprintf(log, "hone-train: %s: want MODEL %s\n", a, inf ? "FOLDER" : "OUT.onnx");
+                fprintf(log, "hone-train: %s: want MODEL %s\n", f, inf ? "FOLDER" : "OUT.onnx");
                 return 2;
             }
-            *(inf ? &folder : &onnx) = argv[i + 2];
+            *(inf ? &a->folder : &a->onnx) = argv[i + 2];
             i += 2;
             continue;
         }
         if (!v) {
-            fprintf(log, "hone-train: %s: missing value or unknown option\n", a);
+            fprintf(log, "hone-train: %s: missing value or unknown option\n", f);
             usage(log);
             return 2;
         }
         i++;
-        if (strcmp(a, "--spec") == 0 || strcmp(a, "--evaluate") == 0)
+        if (strcmp(f, "--spec") == 0 || strcmp(f, "--evaluate") == 0)
             continue;
-        if (strcmp(a, "--set") == 0) {
-            if (hone_train_spec_set(&spec, v, err, sizeof(err)) < 0) {
+        if (strcmp(f, "--set") == 0) {
+            if (hone_train_spec_set(spec, v, err, sizeof(err)) < 0) {
                 fprintf(log, "hone-train: %s\n", err);
                 return 2;
             }
-        } else if (strcmp(a, "--out") == 0) {
-            o.out_dir = v;
-        } else if (strcmp(a, "--resume") == 0) {
-            o.resume_path = v;
-        } else if (strcmp(a, "--device") == 0) {
-            o.device = v;
-        } else if (strcmp(a, "--threads") == 0) {
-            if (parse_int(log, a, v, 0, &o.threads) < 0)
+        } else if (strcmp(f, "--out") == 0) {
+            o->out_dir = v;
+        } else if (strcmp(f, "--resume") == 0) {
+            o->resume_path = v;
+        } else if (strcmp(f, "--device") == 0) {
+            o->device = v;
+        } else if (strcmp(f, "--threads") == 0) {
+            if (parse_int(log, f, v, 0, &o->threads) < 0)
                 return 2;
-        } else if (strcmp(a, "--epochs-until") == 0) {
-            if (parse_int(log, a, v, 1, &o.epochs_until) < 0)
+        } else if (strcmp(f, "--epochs-until") == 0) {
+            if (parse_int(log, f, v, 1, &o->epochs_until) < 0)
                 return 2;
         } else {
-            fprintf(log, "hone-train: unknown option %s\n", a);
+            fprintf(log, "hone-train: unknown option %s\n", f);
             usage(log);
             return 2;
         }
     }
-    if (hone_train_spec_validate(&spec, err, sizeof(err)) < 0) {
+    if (hone_train_spec_validate(spec, err, sizeof(err)) < 0) {
         fprintf(log, "hone-train: %s\n", err);
         return 2;
     }
-    if (print_spec)
-        return hone_train_spec_write(&spec, out) < 0;
-    if (o.device && strcmp(o.device, "cpu") && strcmp(o.device, "cuda") &&
-        strcmp(o.device, "auto")) {
-        fprintf(log, "hone-train: --device: '%s' is not one of cpu, cuda, auto\n", o.device);
+    if (o->device && strcmp(o->device, "cpu") && strcmp(o->device, "cuda") &&
+        strcmp(o->device, "auto") && !a->print_spec) {
+        fprintf(log, "hone-train: --device: '%s' is not one of cpu, cuda, auto\n", o->device);
         return 2;
     }
     /* --resume auto: continue from --out's checkpoint when there is one, else start fresh */
-    if (o.resume_path && strcmp(o.resume_path, "auto") == 0) {
+    if (o->resume_path && strcmp(o->resume_path, "auto") == 0) {
         struct stat st;
-        o.resume_path = NULL;
-        if (o.out_dir) {
-            snprintf(autopath, sizeof(autopath), "%s/checkpoint.bin", o.out_dir);
-            if (stat(autopath, &st) == 0)
-                o.resume_path = autopath;
+        o->resume_path = NULL;
+        if (o->out_dir) {
+            snprintf(a->autopath, sizeof(a->autopath), "%s/checkpoint.bin", o->out_dir);
+            if (stat(a->autopath, &st) == 0)
+                o->resume_path = a->autopath;
         }
     }
-    if (model && onnx) { /* {"event":"export","file" (OUT.onnx's name),"bytes","opset"} */
+    return -1;
+}
+
+int train_args_parse(int argc, char **argv, hone_train_cache *cache, volatile sig_atomic_t *cancel,
+                     FILE *out, FILE *log, run_args **a)
+{
+    *a = hone_xmalloc(sizeof(**a));
+    return args_parse(argc, argv, cache, cancel, out, log, *a);
+}
+
+const hone_train_opts *train_args_training(const run_args *a)
+{
+    return a->model || a->print_spec ? NULL : &a->o;
+}
+
+void train_args_free(run_args *a)
+{
+    free(a);
+}
+
+int train_args_exec(run_args *a)
+{
+    char err[512] = "";
+    hone_train_opts *o = &a->o;
+    FILE *out = o->out, *log = o->log;
+    if (a->print_spec)
+        return hone_train_spec_write(&a->spec, out) < 0;
+    if (a->model && a->onnx) { /* {"event":"export","file" (OUT.onnx's name),"bytes","opset"} */
         size_t bytes = 0;
-        int rc = hone_train_export(&o, model, onnx, &bytes, err, sizeof(err));
+        int rc = hone_train_export(o, a->model, a->onnx, &bytes, err, sizeof(err));
         if (rc < 0) {
             fprintf(log, "hone-train: %s\n", err[0] ? err : hone_strerror(rc));
             return 1;
         }
-        const char *base = strrchr(onnx, '/') ? strrchr(onnx, '/') + 1 : onnx;
+        const char *onnx = a->onnx, *base = strrchr(onnx, '/') ? strrchr(onnx, '/') + 1 : onnx;
         json_t *j = json_pack("{s:s, s:s, s:I, s:i}", "event", "export", "file", base, "bytes",
                               (json_int_t)bytes, "opset", 17);
         char *line = j ? json_dumps(j, JSON_COMPACT) : NULL;
@@ -272,21 +318,115 @@ int train_run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig_
         json_decref(j);
         return ok ? 0 : 1;
     }
-    if (model) {
-        int rc = action(&o, model, folder, err, sizeof(err));
-        if (rc < 0) {
-            fprintf(log, "hone-train: %s\n", err[0] ? err : hone_strerror(rc));
-            return 1;
-        }
-        return 0;
+    int rc;
+    if (a->model) {
+        rc = action(o, a->model, a->folder, err, sizeof(err));
+    } else {
+        hone_train_result res;
+        rc = hone_train_run(o, &res, err, sizeof(err));
     }
-    hone_train_result res;
-    int rc = hone_train_run(&o, &res, err, sizeof(err));
     if (rc < 0) {
         fprintf(log, "hone-train: %s\n", err[0] ? err : hone_strerror(rc));
         return 1;
     }
     return 0;
+}
+
+int train_run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig_atomic_t *cancel,
+                   FILE *out, FILE *log)
+{
+    run_args *a;
+    int code = train_args_parse(argc, argv, cache, cancel, out, log, &a);
+    if (code < 0)
+        code = train_args_exec(a);
+    train_args_free(a);
+    return code;
+}
+
+/* hone-train --pack-file FILE [--threads N]: the trials of FILE, one a line (the JSON array of a
+ * trial's hone-train arguments, as a --serve {"run": ARGS} request; each needs --out), trained
+ * together by hone_train_run_pack. Their epoch lines go to their --out metrics.jsonl only; stdout
+ * gets {"event":"trial_exit","trial":i,"code":rc} per trial (rc: what `hone-train ARGS` would
+ * exit with). Exit 0 when every trial's code is 0, else 1 (2: the file cannot be read). */
+static int pack_file(const char *path, int threads)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "hone-train: --pack-file %s: %s\n", path, strerror(errno));
+        return 2;
+    }
+    run_args **a = NULL;
+    json_t **req = NULL;
+    char ***argvs = NULL, *line = NULL;
+    int n = 0, *code = NULL, all_ok = 1;
+    size_t cap = 0;
+    while (getline(&line, &cap, f) >= 0) {
+        if (strspn(line, " \t\r\n") == strlen(line))
+            continue;
+        a = hone_xrealloc(a, sizeof(*a) * (size_t)(n + 1));
+        req = hone_xrealloc(req, sizeof(*req) * (size_t)(n + 1));
+        argvs = hone_xrealloc(argvs, sizeof(*argvs) * (size_t)(n + 1));
+        code = hone_xrealloc(code, sizeof(*code) * (size_t)(n + 1));
+        a[n] = hone_xmalloc(sizeof(run_args));
+        req[n] = NULL;
+        argvs[n] = NULL;
+        char *wrapped = hone_xmalloc(strlen(line) + 16);
+        sprintf(wrapped, "{\"run\": %s}", line);
+        int argc;
+        code[n] = train_serve_parse(wrapped, stderr, &req[n], &argvs[n], &argc) < 0 ? 2 : -1;
+        free(wrapped);
+        if (code[n] < 0)
+            code[n] = args_parse(argc, argvs[n], NULL, NULL, stdout, stderr, a[n]);
+        if (code[n] < 0 && (a[n]->model || a[n]->print_spec || !a[n]->o.out_dir)) {
+            fprintf(stderr, "hone-train: --pack-file: trial %d: a training run with --out\n", n);
+            code[n] = 2;
+        }
+        if (code[n] < 0) {
+            a[n]->o.print_json = 0; /* its lines are in its --out's metrics.jsonl */
+            if (threads >= 0)
+                a[n]->o.threads = threads;
+        }
+        n++;
+    }
+    free(line);
+    fclose(f);
+    const hone_train_opts **o = hone_xcalloc((size_t)n + 1, sizeof(*o));
+    int *idx = hone_xcalloc((size_t)n + 1, sizeof(int)), m = 0;
+    for (int i = 0; i < n; i++)
+        if (code[i] < 0) {
+            idx[m] = i;
+            o[m++] = &a[i]->o;
+        }
+    if (m > 0) {
+        hone_train_result *res = hone_xcalloc((size_t)m, sizeof(*res));
+        int *rc = hone_xcalloc((size_t)m, sizeof(int));
+        char(*err)[256] = hone_xcalloc((size_t)m, sizeof(*err));
+        hone_train_run_pack(o, m, res, rc, err);
+        for (int j = 0; j < m; j++) {
+            code[idx[j]] = rc[j] == 0 ? 0 : 1; /* as hone-train exits after a failed run */
+            if (rc[j] < 0)
+                fprintf(stderr, "hone-train: trial %d: %s\n", idx[j],
+                        err[j][0] ? err[j] : hone_strerror(rc[j]));
+        }
+        free(res);
+        free(rc);
+        free(err);
+    }
+    for (int i = 0; i < n; i++) {
+        printf("{\"event\":\"trial_exit\",\"trial\":%d,\"code\":%d}\n", i, code[i]);
+        all_ok &= code[i] == 0;
+        free(a[i]);
+        free(argvs[i]);
+        json_decref(req[i]);
+    }
+    fflush(stdout);
+    free(o);
+    free(idx);
+    free(a);
+    free(req);
+    free(argvs);
+    free(code);
+    return all_ok ? 0 : 1;
 }
 
 static volatile sig_atomic_t serve_cancel;
@@ -370,7 +510,7 @@ static int serve_one(const char *line, hone_train_cache *cache, int *restart)
 
 static int serve(int argc, char **argv)
 {
-    int ncache = 2, idle_exit = -1;
+    int ncache = 2, idle_exit = -1, pack_window_ms = 0, pack_max = 8;
     const char *listen_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--serve") == 0)
@@ -382,6 +522,20 @@ static int serve(int argc, char **argv)
         if (strcmp(argv[i], "--idle-exit") == 0 && i + 1 < argc) {
             if (parse_int(stderr, argv[i], argv[i + 1], 0, &idle_exit) < 0)
                 return 2;
+            i++;
+            continue;
+        }
+        if (strcmp(argv[i], "--pack-window-ms") == 0 && i + 1 < argc) {
+            if (parse_int(stderr, argv[i], argv[i + 1], 0, &pack_window_ms) < 0)
+                return 2;
+            i++;
+            continue;
+        }
+        if (strcmp(argv[i], "--pack-max") == 0 && i + 1 < argc) {
+            if (parse_int(stderr, argv[i], argv[i + 1], 1, &pack_max) < 0 || pack_max > 64) {
+                fprintf(stderr, "hone-train: --pack-max: 1 to 64\n");
+                return 2;
+            }
             i++;
             continue;
         }
@@ -401,18 +555,18 @@ static int serve(int argc, char **argv)
         }
         fprintf(
             stderr,
-            "hone-train: --serve takes only --serve-cache N, --serve-alive-ms MS, --listen PATH "
-            "and --idle-exit S, not %s\n",
+            "hone-train: --serve takes only --serve-cache N, --serve-alive-ms MS, --listen PATH, "
+            "--idle-exit S, --pack-window-ms MS and --pack-max N, not %s\n",
             argv[i]);
         return 2;
     }
-    if (idle_exit >= 0 && !listen_path) {
-        fprintf(stderr, "hone-train: --idle-exit needs --listen\n");
+    if ((idle_exit >= 0 || pack_window_ms > 0) && !listen_path) {
+        fprintf(stderr, "hone-train: --idle-exit and --pack-window-ms need --listen\n");
         return 2;
     }
     if (listen_path)
         return train_serve_listen(listen_path, ncache, serve_alive_ms,
-                                  idle_exit > 0 ? idle_exit : 0);
+                                  idle_exit > 0 ? idle_exit : 0, pack_window_ms, pack_max);
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = serve_signal;
@@ -461,5 +615,16 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--serve") == 0)
             return serve(argc, argv);
+    if (argc >= 3 && strcmp(argv[1], "--pack-file") == 0) {
+        int threads = -1;
+        if (argc == 5 && strcmp(argv[3], "--threads") == 0 &&
+            parse_int(stderr, argv[3], argv[4], 0, &threads) < 0)
+            return 2;
+        if (argc != 3 && argc != 5) {
+            fprintf(stderr, "hone-train: --pack-file FILE [--threads N]\n");
+            return 2;
+        }
+        return pack_file(argv[2], threads);
+    }
     return train_run_argv(argc, argv, NULL, NULL, stdout, stderr);
 }

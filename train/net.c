@@ -227,7 +227,8 @@ static double normal(uint64_t *s)
     return sqrt(-2.0 * log(u[0])) * cos(2.0 * M_PI * u[1]);
 }
 
-static void init_params(hone_net *net, const hone_train_spec *spec)
+/* Trial t's slice of params and state, as a solo network from spec would start. */
+static void init_params(hone_net *net, const hone_train_spec *spec, int t)
 {
     float *p = hone_xcalloc(net->nparams, sizeof(float));
     float *st = hone_xcalloc(net->nstate ? net->nstate : 1, sizeof(float));
@@ -248,62 +249,128 @@ static void init_params(hone_net *net, const hone_train_spec *spec)
             }
         }
     }
-    hone_k_upload(net->k, net->params, p, net->nparams * sizeof(float));
+    hone_k_upload(net->k, net->params + (size_t)t * net->nparams, p, net->nparams * sizeof(float));
     if (net->nstate)
-        hone_k_upload(net->k, net->state, st, net->nstate * sizeof(float));
+        hone_k_upload(net->k, net->state + (size_t)t * net->nstate, st,
+                      net->nstate * sizeof(float));
     free(p);
     free(st);
+}
+
+/* The layers of spec's network for [c, h, w] inputs into b (b->v owned by the caller). */
+static int build(builder *b, const hone_train_spec *spec, int c, int h, int w, int classes)
+{
+    *b = (builder){.c = c, .h = h, .w = w, .cur = -1};
+    int bn = spec->model.batchnorm;
+    if (strcmp(spec->network, "cnn") == 0) {
+        static const int widths[2] = {32, 64};
+        for (int i = 0; i < 2; i++) {
+            add_conv(b, widths[i]);
+            if (bn)
+                add_same(b, L_BN);
+            /* pool before relu: max-pool and relu commute (values, argmax and gradients are the
+             * same as relu-then-pool), and relu then touches a quarter of the elements */
+            add_pool(b);
+            add_same(b, L_RELU);
+        }
+        add_dense(b, spec->model.hidden);
+        if (bn)
+            add_same(b, L_BN);
+        add_same(b, L_RELU);
+        add_dropout(b, spec->model.dropout);
+        add_dense(b, classes);
+    } else if (strcmp(spec->network, "mlp") == 0) {
+        for (int i = 0; i < spec->model.depth; i++) {
+            add_dense(b, spec->model.hidden);
+            if (bn)
+                add_same(b, L_BN);
+            add_same(b, L_RELU);
+            add_dropout(b, spec->model.dropout);
+        }
+        add_dense(b, classes);
+    } else if (strcmp(spec->network, "resnet18") == 0 || strcmp(spec->network, "resnet34") == 0) {
+        static const int r18[4] = {2, 2, 2, 2}, r34[4] = {3, 4, 6, 3};
+        add_resnet(b, spec->network[6] == '1' ? r18 : r34, spec->model.width, spec->model.dropout,
+                   classes);
+    } else if (strcmp(spec->network, "detectnet_v2") == 0) {
+        static const int r18[4] = {2, 2, 2, 2}, r34[4] = {3, 4, 6, 3};
+        add_detectnet(b, strcmp(spec->model.backbone, "resnet34") ? r18 : r34, spec->model.width,
+                      classes);
+    } else {
+        return HONE_EINVAL;
+    }
+    if (mark_fan_out(b) != HONE_OK) {
+        free(b->v);
+        b->v = NULL;
+        return HONE_EINVAL;
+    }
+    return HONE_OK;
+}
+
+/* 1 when a and b are the same layers (all but the dropout probability, a trial's own). */
+static int same_layers(const builder *a, const builder *b)
+{
+    if (a->n != b->n || a->ndecay != b->ndecay || a->nbias != b->nbias || a->nstate != b->nstate)
+        return 0;
+    for (int i = 0; i < a->n; i++) {
+        layer x, y; /* copied whole, padding included, for memcmp */
+        memcpy(&x, &a->v[i], sizeof(x));
+        memcpy(&y, &b->v[i], sizeof(y));
+        x.p = y.p = 0.0f;
+        if (memcmp(&x, &y, sizeof(x)) != 0)
+            return 0;
+    }
+    return 1;
 }
 
 int net_new(hone_kctx *k, const hone_train_spec *spec, int batch, int c, int h, int w, int classes,
             hone_net **out)
 {
+    return net_new_pack(k, &spec, 1, batch, c, h, w, classes, out);
+}
+
+int net_new_pack(hone_kctx *k, const hone_train_spec *const *specs, int trials, int batch, int c,
+                 int h, int w, int classes, hone_net **out)
+{
     *out = NULL;
-    builder b = {.c = c, .h = h, .w = w, .cur = -1};
-    int bn = spec->model.batchnorm;
-    if (strcmp(spec->network, "cnn") == 0) {
-        static const int widths[2] = {32, 64};
-        for (int i = 0; i < 2; i++) {
-            add_conv(&b, widths[i]);
-            if (bn)
-                add_same(&b, L_BN);
-            /* pool before relu: max-pool and relu commute (values, argmax and gradients are the
-             * same as relu-then-pool), and relu then touches a quarter of the elements */
-            add_pool(&b);
-            add_same(&b, L_RELU);
-        }
-        add_dense(&b, spec->model.hidden);
-        if (bn)
-            add_same(&b, L_BN);
-        add_same(&b, L_RELU);
-        add_dropout(&b, spec->model.dropout);
-        add_dense(&b, classes);
-    } else if (strcmp(spec->network, "mlp") == 0) {
-        for (int i = 0; i < spec->model.depth; i++) {
-            add_dense(&b, spec->model.hidden);
-            if (bn)
-                add_same(&b, L_BN);
-            add_same(&b, L_RELU);
-            add_dropout(&b, spec->model.dropout);
-        }
-        add_dense(&b, classes);
-    } else if (strcmp(spec->network, "resnet18") == 0 || strcmp(spec->network, "resnet34") == 0) {
-        static const int r18[4] = {2, 2, 2, 2}, r34[4] = {3, 4, 6, 3};
-        add_resnet(&b, spec->network[6] == '1' ? r18 : r34, spec->model.width, spec->model.dropout,
-                   classes);
-    } else if (strcmp(spec->network, "detectnet_v2") == 0) {
-        static const int r18[4] = {2, 2, 2, 2}, r34[4] = {3, 4, 6, 3};
-        add_detectnet(&b, strcmp(spec->model.backbone, "resnet34") ? r18 : r34, spec->model.width,
-                      classes);
-    } else {
+    if (trials < 1)
         return HONE_EINVAL;
-    }
-    if (mark_fan_out(&b) != HONE_OK) {
+    const hone_train_spec *spec = specs[0];
+    builder b;
+    int rc = build(&b, spec, c, h, w, classes);
+    if (rc != HONE_OK)
+        return rc;
+    /* resnets and detectnet_v2: residual joins and summed gradients have no packed form yet */
+    if (trials > 1 && strcmp(spec->network, "cnn") != 0 && strcmp(spec->network, "mlp") != 0) {
         free(b.v);
         return HONE_EINVAL;
     }
+    float *tp = hone_xcalloc((size_t)b.n * (size_t)trials, sizeof(float)); /* [layer][trial] */
+    for (int t = 0; t < trials; t++) {
+        builder o;
+        if (t > 0 && build(&o, specs[t], c, h, w, classes) != HONE_OK) {
+            free(tp);
+            free(b.v);
+            return HONE_EINVAL;
+        }
+        const builder *bt = t > 0 ? &o : &b;
+        int same = t == 0 || same_layers(&b, &o);
+        for (int i = 0; same && i < b.n; i++)
+            tp[(size_t)i * trials + t] = bt->v[i].p;
+        if (t > 0)
+            free(o.v);
+        if (!same) {
+            free(tp);
+            free(b.v);
+            return HONE_EINVAL;
+        }
+    }
 
     hone_net *net = hone_xcalloc(1, sizeof(*net));
+    net->trials = trials;
+    net->seeds = hone_xcalloc((size_t)trials, sizeof(uint64_t));
+    for (int t = 0; t < trials; t++)
+        net->seeds[t] = specs[t]->train.seed;
     net->k = k;
     net->batch = batch;
     net->in_c = c;
@@ -317,18 +384,23 @@ int net_new(hone_kctx *k, const hone_train_spec *spec, int batch, int c, int h, 
     net->nstate = b.nstate;
     net->ncounters = b.ncounters + 1; /* + augmentation */
     net->seed = spec->train.seed;
-    net->params = hone_k_alloc(k, net->nparams * sizeof(float));
-    net->grads = hone_k_alloc(k, net->nparams * sizeof(float));
-    net->state = hone_k_alloc(k, (net->nstate ? net->nstate : 1) * sizeof(float));
-    net->counters = hone_k_alloc(k, sizeof(uint64_t) * (size_t)net->ncounters);
-    uint64_t *zeros = hone_xcalloc((size_t)net->ncounters, sizeof(uint64_t));
-    hone_k_upload(k, net->counters, zeros, sizeof(uint64_t) * (size_t)net->ncounters);
+    size_t T = (size_t)trials, nctr = T * (size_t)net->ncounters;
+    net->params = hone_k_alloc(k, T * net->nparams * sizeof(float));
+    net->grads = hone_k_alloc(k, T * net->nparams * sizeof(float));
+    net->state = hone_k_alloc(k, T * (net->nstate ? net->nstate : 1) * sizeof(float));
+    net->counters = hone_k_alloc(k, sizeof(uint64_t) * nctr);
+    uint64_t *zeros = hone_xcalloc(nctr, sizeof(uint64_t));
+    hone_k_upload(k, net->counters, zeros, sizeof(uint64_t) * nctr);
     free(zeros);
     for (int i = 0; i < net->nlayers; i++) {
         layer *L = &net->layers[i];
         if ((L->kind == L_CONV && L->bias) || L->kind == L_DENSE || L->kind == L_BN)
             L->b_off += net->ndecay; /* the bias region follows the weights */
-        size_t osz = (size_t)batch * L->oc * L->oh * L->ow;
+        if (L->kind == L_DROPOUT) {
+            L->tp = hone_xcalloc(T, sizeof(float));
+            memcpy(L->tp, tp + (size_t)i * T, T * sizeof(float));
+        }
+        size_t osz = T * (size_t)batch * L->oc * L->oh * L->ow;
         L->out = hone_k_alloc(k, osz * sizeof(float));
         L->dout = hone_k_alloc(k, osz * sizeof(float));
         if (L->kind == L_POOL)
@@ -336,19 +408,23 @@ int net_new(hone_kctx *k, const hone_train_spec *spec, int batch, int c, int h, 
         if (L->kind == L_DROPOUT)
             L->mask = hone_k_alloc(k, osz);
         if (L->kind == L_BN) {
-            L->save_mean = hone_k_alloc(k, (size_t)L->c * sizeof(float));
-            L->save_invstd = hone_k_alloc(k, (size_t)L->c * sizeof(float));
+            L->save_mean = hone_k_alloc(k, T * (size_t)L->c * sizeof(float));
+            L->save_invstd = hone_k_alloc(k, T * (size_t)L->c * sizeof(float));
         }
         if (L->kind == L_CONV) {
             hone_conv_desc d;
-            int rc = conv_desc(L, batch, &d);
-            size_t ws = rc == 0 ? hone_k_conv_workspace(k, &d) : 0;
+            int drc = conv_desc(L, batch, &d);
+            size_t ws = drc != 0           ? 0
+                        : net->trials == 1 ? hone_k_conv_workspace(k, &d)
+                                           : hone_k_conv_workspace_batched(k, &d, net->trials);
             if (ws > net->ws_bytes)
                 net->ws_bytes = ws;
         }
     }
+    free(tp);
     net->ws = net->ws_bytes ? hone_k_alloc(k, net->ws_bytes) : NULL;
-    init_params(net, spec);
+    for (int t = 0; t < trials; t++)
+        init_params(net, specs[t], t);
     *out = net;
     return HONE_OK;
 }
@@ -366,7 +442,9 @@ void net_free(hone_net *net)
         hone_k_free(k, L->mask);
         hone_k_free(k, L->save_mean);
         hone_k_free(k, L->save_invstd);
+        free(L->tp);
     }
+    free(net->seeds);
     hone_k_free(k, net->params);
     hone_k_free(k, net->grads);
     hone_k_free(k, net->state);
@@ -423,25 +501,67 @@ static const float *out_of(const hone_net *net, int i, const float *x)
     return i >= 0 ? net->layers[i].out : x;
 }
 
+/* Packed trials: batch norm and dropout, whose statistics, parameters and random streams are each
+ * trial's own, run once per trial on its slice; every other layer runs once over all trials'
+ * samples (elementwise and pooling) or as one batched op with the trial stride (conv, dense). */
+static void bn_fwd(hone_net *net, int i, int n, const float *in, int training)
+{
+    layer *L = &net->layers[i];
+    int fused = bn_relu_fused(net, i);
+    size_t sz = (size_t)n * out_size(L);
+    float *y = fused ? net->layers[i + 1].out : L->out;
+    for (int t = 0; t < net->trials; t++) {
+        const float *B = net->params + (size_t)t * net->nparams + L->b_off;
+        float *st = net->state + (size_t)t * net->nstate + L->s_off;
+        float *sm = L->save_mean + (size_t)t * L->c, *si = L->save_invstd + (size_t)t * L->c;
+        const float *xt = in + t * sz;
+        if (fused)
+            hone_k_batchnorm_relu_fwd(net->k, n, L->c, L->h * L->w, xt, B, B + L->c, st, st + L->c,
+                                      BN_MOMENTUM, NET_BN_EPS, training, sm, si, y + t * sz);
+        else
+            hone_k_batchnorm_fwd(net->k, n, L->c, L->h * L->w, xt, B, B + L->c, st, st + L->c,
+                                 BN_MOMENTUM, NET_BN_EPS, training, sm, si, y + t * sz);
+    }
+}
+
+static void dropout_fwd(hone_net *net, const layer *L, int n, const float *in)
+{
+    size_t sz = (size_t)n * out_size(L);
+    for (int t = 0; t < net->trials; t++)
+        hone_k_dropout_fwd(net->k, in + t * sz, L->out + t * sz, L->mask + t * sz, sz, L->tp[t],
+                           net->seeds[t], net->counters + (size_t)t * net->ncounters + L->rng);
+}
+
 const float *net_forward(hone_net *net, const float *x, int n, int training)
 {
     hone_kctx *k = net->k;
+    int T = net->trials;
+    size_t P = net->nparams;
     for (int i = 0; i < net->nlayers; i++) {
         layer *L = &net->layers[i];
         const float *in = out_of(net, L->in, x);
-        size_t cnt = (size_t)n * out_size(L);
+        size_t cnt = (size_t)T * n * out_size(L);
         const float *W = net->params + L->w_off, *B = net->params + L->b_off;
         switch (L->kind) {
         case L_CONV: {
             hone_conv_desc d;
             conv_desc(L, n, &d);
-            hone_k_conv_fwd(k, &d, in, W, L->bias ? B : NULL, L->out, net->ws);
+            if (T == 1)
+                hone_k_conv_fwd(k, &d, in, W, L->bias ? B : NULL, L->out, net->ws);
+            else
+                hone_k_conv_fwd_batched(k, &d, T, in, W, P, L->bias ? B : NULL, P, L->out, net->ws);
             break;
         }
         case L_DENSE: {
             int cin = (int)in_size(L);
-            hone_k_gemm(k, 0, 1, n, L->oc, cin, 1.0f, in, cin, W, cin, 0.0f, L->out, L->oc);
-            hone_k_bias_add(k, L->out, B, n, L->oc);
+            if (T == 1) {
+                hone_k_gemm(k, 0, 1, n, L->oc, cin, 1.0f, in, cin, W, cin, 0.0f, L->out, L->oc);
+                hone_k_bias_add(k, L->out, B, n, L->oc);
+            } else {
+                hone_k_gemm_batched(k, 0, 1, n, L->oc, cin, 1.0f, in, cin, (size_t)n * cin, W, cin,
+                                    P, 0.0f, L->out, L->oc, (size_t)n * L->oc, T);
+                hone_k_bias_add_batched(k, L->out, B, P, n, L->oc, T);
+            }
             break;
         }
         case L_RELU:
@@ -450,30 +570,20 @@ const float *net_forward(hone_net *net, const float *x, int n, int training)
             break;
         case L_POOL:
             if (L->pad)
-                hone_k_maxpool_pad_fwd(k, n, L->c, L->h, L->w, L->r, L->stride, L->pad, in, L->out,
-                                       L->idx);
+                hone_k_maxpool_pad_fwd(k, T * n, L->c, L->h, L->w, L->r, L->stride, L->pad, in,
+                                       L->out, L->idx);
             else if (pool_relu_fused(net, i))
-                hone_k_maxpool_relu_fwd(k, n, L->c, L->h, L->w, L->r, L->stride, in,
+                hone_k_maxpool_relu_fwd(k, T * n, L->c, L->h, L->w, L->r, L->stride, in,
                                         net->layers[i + 1].out, L->idx);
             else
-                hone_k_maxpool_fwd(k, n, L->c, L->h, L->w, L->r, L->stride, in, L->out, L->idx);
+                hone_k_maxpool_fwd(k, T * n, L->c, L->h, L->w, L->r, L->stride, in, L->out, L->idx);
             break;
-        case L_BN: {
-            float *st = net->state + L->s_off;
-            if (bn_relu_fused(net, i))
-                hone_k_batchnorm_relu_fwd(k, n, L->c, L->h * L->w, in, B, B + L->c, st, st + L->c,
-                                          BN_MOMENTUM, NET_BN_EPS, training, L->save_mean,
-                                          L->save_invstd, net->layers[i + 1].out);
-            else
-                hone_k_batchnorm_fwd(k, n, L->c, L->h * L->w, in, B, B + L->c, st, st + L->c,
-                                     BN_MOMENTUM, NET_BN_EPS, training, L->save_mean,
-                                     L->save_invstd, L->out);
+        case L_BN:
+            bn_fwd(net, i, n, in, training);
             break;
-        }
         case L_DROPOUT:
             if (training)
-                hone_k_dropout_fwd(k, in, L->out, L->mask, cnt, L->p, net->seed,
-                                   net->counters + L->rng);
+                dropout_fwd(net, L, n, in);
             else
                 hone_k_copy(k, L->out, in, cnt * sizeof(float));
             break;
@@ -481,7 +591,7 @@ const float *net_forward(hone_net *net, const float *x, int n, int training)
             hone_k_add_relu_fwd(k, in, out_of(net, L->in2, x), L->out, cnt);
             break;
         case L_GAP:
-            hone_k_avgpool_global_fwd(k, n, L->c, L->h, L->w, in, L->out);
+            hone_k_avgpool_global_fwd(k, T * n, L->c, L->h, L->w, in, L->out);
             break;
         }
     }
@@ -493,22 +603,61 @@ float *net_dlogits(hone_net *net)
     return net->layers[net->nlayers - 1].dout;
 }
 
+static void bn_bwd(hone_net *net, int i, int n, const float *in, float *din)
+{
+    layer *L = &net->layers[i];
+    int fused = bn_relu_fused(net, i);
+    size_t sz = (size_t)n * out_size(L);
+    for (int t = 0; t < net->trials; t++) {
+        size_t off = (size_t)t * net->nparams + L->b_off;
+        const float *G = net->params + off;
+        float *dB = net->grads + off;
+        const float *sm = L->save_mean + (size_t)t * L->c, *si = L->save_invstd + (size_t)t * L->c;
+        const float *xt = in + t * sz;
+        if (fused)
+            hone_k_batchnorm_relu_bwd(
+                net->k, n, L->c, L->h * L->w, xt, net->layers[i + 1].out + t * sz,
+                net->layers[i + 1].dout + t * sz, G, sm, si, din + t * sz, dB, dB + L->c);
+        else
+            hone_k_batchnorm_bwd(net->k, n, L->c, L->h * L->w, xt, L->dout + t * sz, G, sm, si,
+                                 din + t * sz, dB, dB + L->c);
+    }
+}
+
+/* Packed dense backward: dW_t = dout_t^T in_t, db_t, din_t = dout_t W_t, one batched op each. */
+static void dense_bwd_batched(hone_net *net, const layer *L, int n, const float *in, float *din)
+{
+    int T = net->trials, cin = (int)in_size(L);
+    size_t P = net->nparams, so = (size_t)n * L->oc, si = (size_t)n * cin;
+    float *dW = net->grads + L->w_off, *dB = net->grads + L->b_off;
+    hone_k_gemm_batched(net->k, 1, 0, L->oc, cin, n, 1.0f, L->dout, L->oc, so, in, cin, si, 0.0f,
+                        dW, cin, P, T);
+    hone_k_bias_grad_batched(net->k, dB, P, L->dout, n, L->oc, 0, T);
+    if (din)
+        hone_k_gemm_batched(net->k, 0, 0, n, cin, L->oc, 1.0f, L->dout, L->oc, so,
+                            net->params + L->w_off, cin, P, 0.0f, din, cin, si, T);
+}
+
 void net_backward(hone_net *net, const float *x, int n)
 {
     hone_kctx *k = net->k;
+    int T = net->trials;
     for (int i = net->nlayers - 1; i >= 0; i--) {
         layer *L = &net->layers[i];
         const float *in = out_of(net, L->in, x);
         float *din = L->in >= 0 ? net->layers[L->in].dout : NULL;
         const float *W = net->params + L->w_off;
         float *dW = net->grads + L->w_off, *dB = net->grads + L->b_off;
-        size_t cnt = (size_t)n * out_size(L);
+        size_t cnt = (size_t)T * n * out_size(L);
         switch (L->kind) {
         case L_CONV: {
             hone_conv_desc d;
             conv_desc(L, n, &d);
             float *db = L->bias ? dB : NULL;
-            if (L->acc)
+            if (T > 1) /* cnn: no layer feeds two others, so never acc */
+                hone_k_conv_bwd_batched(k, &d, T, in, W, net->nparams, L->dout, din, dW, db,
+                                        net->nparams, net->ws);
+            else if (L->acc)
                 hone_k_conv_bwd_acc(k, &d, in, W, L->dout, din, dW, db, net->ws, last_conv(net, i));
             else if (last_conv(net, i))
                 hone_k_conv_bwd_reuse(k, &d, in, W, L->dout, din, dW, db, net->ws);
@@ -518,6 +667,10 @@ void net_backward(hone_net *net, const float *x, int n)
         }
         case L_DENSE: {
             int cin = (int)in_size(L);
+            if (T > 1) {
+                dense_bwd_batched(net, L, n, in, din);
+                break;
+            }
             hone_k_gemm(k, 1, 0, L->oc, cin, n, 1.0f, L->dout, L->oc, in, cin, 0.0f, dW, cin);
             hone_k_bias_grad(k, dB, L->dout, n, L->oc, 0);
             if (din)
@@ -530,29 +683,26 @@ void net_backward(hone_net *net, const float *x, int n)
             break;
         case L_POOL:
             if (din && L->pad)
-                hone_k_maxpool_pad_bwd(k, n, L->c, L->h, L->w, L->r, L->stride, L->pad, L->dout,
+                hone_k_maxpool_pad_bwd(k, T * n, L->c, L->h, L->w, L->r, L->stride, L->pad, L->dout,
                                        L->idx, din);
             else if (din && pool_relu_fused(net, i))
-                hone_k_maxpool_relu_bwd(k, n, L->c, L->h, L->w, L->r, L->stride,
+                hone_k_maxpool_relu_bwd(k, T * n, L->c, L->h, L->w, L->r, L->stride,
                                         net->layers[i + 1].out, net->layers[i + 1].dout, L->idx,
                                         din);
             else if (din)
-                hone_k_maxpool_bwd(k, n, L->c, L->h, L->w, L->r, L->stride, L->dout, L->idx, din);
+                hone_k_maxpool_bwd(k, T * n, L->c, L->h, L->w, L->r, L->stride, L->dout, L->idx,
+                                   din);
             break;
-        case L_BN: {
-            const float *G = net->params + L->b_off;
-            if (din && bn_relu_fused(net, i))
-                hone_k_batchnorm_relu_bwd(k, n, L->c, L->h * L->w, in, net->layers[i + 1].out,
-                                          net->layers[i + 1].dout, G, L->save_mean, L->save_invstd,
-                                          din, dB, dB + L->c);
-            else if (din)
-                hone_k_batchnorm_bwd(k, n, L->c, L->h * L->w, in, L->dout, G, L->save_mean,
-                                     L->save_invstd, din, dB, dB + L->c);
-            break;
-        }
-        case L_DROPOUT:
+        case L_BN:
             if (din)
-                hone_k_dropout_bwd(k, L->dout, L->mask, din, cnt, L->p);
+                bn_bwd(net, i, n, in, din);
+            break;
+        case L_DROPOUT:
+            for (int t = 0; din && t < T; t++) {
+                size_t sz = cnt / (size_t)T;
+                hone_k_dropout_bwd(k, L->dout + t * sz, L->mask + t * sz, din + t * sz, sz,
+                                   L->tp[t]);
+            }
             break;
         case L_ADD: {
             float *dskip = L->in2 >= 0 ? net->layers[L->in2].dout : NULL;
@@ -562,7 +712,7 @@ void net_backward(hone_net *net, const float *x, int n)
         }
         case L_GAP:
             if (din)
-                hone_k_avgpool_global_bwd(k, n, L->c, L->h, L->w, L->dout, din);
+                hone_k_avgpool_global_bwd(k, T * n, L->c, L->h, L->w, L->dout, din);
             break;
         }
     }

@@ -24,27 +24,35 @@ typedef struct {
     int gamma0;          /* bn: initial gamma is 0 (the last norm of a residual block) */
     size_t w_off, b_off; /* into params: weights (decay region), bias/gamma-beta (no-decay) */
     size_t s_off;        /* bn: running mean, var into net->state */
-    float p;             /* dropout probability */
+    float p;             /* dropout probability (trial 0's) */
+    float *tp;           /* dropout: each trial's probability (host, net->trials floats) */
     int rng;             /* dropout: index of its counter in net->counters */
     float *out, *dout;   /* [batch, oc*oh*ow] */
     int32_t *idx;        /* pool argmax */
     uint8_t *mask;       /* dropout */
-    float *save_mean, *save_invstd;
+    float *save_mean, *save_invstd; /* [trials][c] */
 } layer;
 
+/* Packed trials (HFTA): a network built for `trials` trials keeps every per-sample buffer as
+ * [trials][n][...] (n the samples of the call: trial t's activations at t * n * size are exactly
+ * those of its solo network), and params, grads, state and counters trial-major: trial t's slice
+ * params + t * nparams IS a solo network's params (the flat order below), so checkpoints, models
+ * and evaluation reuse the solo code. trials == 1 runs exactly the ops of a solo network. */
 typedef struct hone_net {
     hone_kctx *k;
+    int trials; /* >= 1 */
     int batch, in_c, in_h, in_w, classes;
     layer *layers;
     int nlayers;
-    size_t nparams, ndecay; /* params[0..ndecay) get weight decay */
-    size_t nstate;          /* bn running statistics */
-    float *params, *grads, *state;
-    uint64_t *counters; /* device: one per dropout layer + one for augmentation */
-    int ncounters;
-    void *ws; /* conv workspace shared by all conv layers */
+    size_t nparams, ndecay;        /* one trial's: params[0..ndecay) get weight decay */
+    size_t nstate;                 /* one trial's bn running statistics */
+    float *params, *grads, *state; /* [trials][nparams], [trials][nstate] */
+    uint64_t *counters; /* device [trials][ncounters]: one per dropout layer + augmentation */
+    int ncounters;      /* a trial's */
+    void *ws;           /* conv workspace shared by all conv layers */
     size_t ws_bytes;
-    uint64_t seed;
+    uint64_t seed;   /* trial 0's train.seed */
+    uint64_t *seeds; /* each trial's train.seed (host) */
 } hone_net;
 
 /* Builds the network the spec names (mlp, cnn, resnet18, resnet34, detectnet_v2) for
@@ -52,12 +60,20 @@ typedef struct hone_net {
  * unknown network. detectnet_v2's output is [batch, 5 * classes, h / 16, w / 16] (net.c). */
 int net_new(hone_kctx *k, const hone_train_spec *spec, int batch, int c, int h, int w, int classes,
             hone_net **out);
+/* net_new for `trials` packed trials of specs[0..trials), one network each as net_new would build
+ * it (each slice initialised from its own train.seed, its own dropout probability), in one set of
+ * buffers. The specs must agree on the network (hone_train_pack_key); HONE_EINVAL when they do
+ * not, and for trials > 1 of resnet18/34 and detectnet_v2 (their residual joins and gradient
+ * sums have no packed form yet). */
+int net_new_pack(hone_kctx *k, const hone_train_spec *const *specs, int trials, int batch, int c,
+                 int h, int w, int classes, hone_net **out);
 void net_free(hone_net *n);
-/* Forward n <= batch samples of x; returns the logits buffer [n, classes]. */
+/* Forward n <= batch samples of each trial, x [trials][n][c][h][w]; returns the logits buffer
+ * [trials][n][classes]. */
 const float *net_forward(hone_net *net, const float *x, int n, int training);
 /* Backward from dlogits (written into the last layer's dout by the caller). */
 void net_backward(hone_net *net, const float *x, int n);
-/* The last layer's dout, where softmax_xent writes dlogits. */
+/* The last layer's dout [trials][n][classes], where softmax_xent writes dlogits. */
 float *net_dlogits(hone_net *net);
 
 /* For export.c: the trainer's network (borrowed), host copies of its parameters and norm

@@ -16,12 +16,25 @@
  * to log. */
 int train_run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig_atomic_t *cancel,
                    FILE *out, FILE *log);
+/* train_run_argv in two halves, for the listener's ganged jobs (serve_listen.c): the parsed
+ * command line (train_args_parse: -1 when it is to run, else the exit status it ends with now;
+ * *a is set either way, train_args_free releases it), its options when it is a plain training
+ * run (NULL for --evaluate, --infer, --export, --print-spec) and the run itself. */
+typedef struct run_args run_args;
+int train_args_parse(int argc, char **argv, hone_train_cache *cache, volatile sig_atomic_t *cancel,
+                     FILE *out, FILE *log, run_args **a);
+const hone_train_opts *train_args_training(const run_args *a);
+int train_args_exec(run_args *a);
+void train_args_free(run_args *a);
 /* One request line {"run": [ARGS]} as argv (argv[0] "hone-train", the strings borrowed from *req:
  * free(*argv) and json_decref(*req) when done). HONE_EPARSE, with the reason on log, for anything
  * else (also an argument that is not a string or starts with --serve). */
 int train_serve_parse(const char *line, FILE *log, json_t **req, char ***argv, int *argc);
 /* hone-train --serve --listen PATH: serves until SIGTERM/SIGINT, a job failing on a GPU, or
- * idle_exit_s seconds without a connection (0: never); its exit status. */
-int train_serve_listen(const char *path, int ncache, int alive_ms, int idle_exit_s);
+ * idle_exit_s seconds without a connection (0: never); its exit status. pack_window_ms > 0:
+ * training requests whose specs share a hone_train_pack_key and arrive within that many
+ * milliseconds of the first are run together as one hone_train_run_pack, up to pack_max. */
+int train_serve_listen(const char *path, int ncache, int alive_ms, int idle_exit_s,
+                       int pack_window_ms, int pack_max);
 
 #endif

@@ -10,6 +10,9 @@
  * connection. SIGTERM/SIGINT cancel every job, then the server closes, unlinks the socket and
  * exits 0; so does --idle-exit S seconds without a connection. A job that fails (code 1) on a GPU
  * ends the server: every running job is cancelled, and each exit line says "restart": true.
+ * --pack-window-ms MS (0: off): training requests whose specs share a hone_train_pack_key and
+ * arrive within MS of the first train together in one fused step (hone_train_run_pack, up to
+ * --pack-max); each connection still gets exactly its own lines, cancel and exit code.
  * It never writes the process's stdout; its own messages go to stderr. */
 #define _GNU_SOURCE /* fopencookie, accept4, pipe2, ppoll */
 #include <errno.h>
@@ -59,12 +62,27 @@ typedef struct conn {
     struct conn *next;
 } conn;
 
+/* Ganged jobs (--pack-window-ms): the training requests of one pack key that arrive within the
+ * window of the first (the leader's) train as one hone_train_run_pack on the leader's job thread;
+ * the others' job threads wait for their codes. */
+typedef struct gang {
+    char key[8192];
+    const hone_train_opts **o; /* the members' options (borrowed from their job threads) */
+    int *code;                 /* each member's exit status, set when done */
+    int n, max, closed, done, refs;
+    pthread_cond_t cv;
+    struct gang *next;
+} gang;
+
 struct server {
     const char *path;
     int lfd;
     hone_train_cache *cache;
     int alive_ms;
-    pthread_mutex_t mu; /* conns */
+    int pack_window_ms, pack_max;
+    pthread_mutex_t gmu; /* gangs */
+    gang *gangs;         /* open gangs: still taking members */
+    pthread_mutex_t mu;  /* conns */
     conn *conns;
     int stop_pipe[2]; /* written once when the server stops: wakes every connection */
     int wake_pipe[2]; /* a connection ended, or asks the server to stop (restart) */
@@ -260,10 +278,119 @@ static void scan_cancels(conn *c)
     }
 }
 
+static void gang_release(gang *g)
+{
+    if (--g->refs > 0)
+        return;
+    pthread_cond_destroy(&g->cv);
+    free(g->o);
+    free(g->code);
+    free(g);
+}
+
+/* The leader's half: waits out the window (or a full gang), closes the gang, trains its members
+ * (one alone: exactly the solo run) and hands out their codes. Called with s->gmu held. */
+static int gang_lead(server *s, gang *g, run_args *a)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    long ns = until.tv_nsec + (long)(s->pack_window_ms % 1000) * 1000000L;
+    until.tv_sec += s->pack_window_ms / 1000 + ns / 1000000000L;
+    until.tv_nsec = ns % 1000000000L;
+    while (g->n < g->max && pthread_cond_timedwait(&g->cv, &s->gmu, &until) != ETIMEDOUT)
+        ;
+    g->closed = 1;
+    for (gang **pp = &s->gangs; *pp; pp = &(*pp)->next)
+        if (*pp == g) {
+            *pp = g->next;
+            break;
+        }
+    int n = g->n;
+    pthread_mutex_unlock(&s->gmu);
+    if (n == 1) {
+        g->code[0] = train_args_exec(a);
+    } else {
+        fprintf(stderr, "hone-train: listen: %d jobs packed in one fused step\n", n);
+        hone_train_result *res = hone_xcalloc((size_t)n, sizeof(*res));
+        int *rc = hone_xcalloc((size_t)n, sizeof(int));
+        char(*err)[256] = hone_xcalloc((size_t)n, sizeof(*err));
+        hone_train_run_pack(g->o, n, res, rc, err);
+        for (int i = 0; i < n; i++) {
+            if (rc[i] < 0) /* as train_run_argv reports a failed run */
+                fprintf(g->o[i]->log, "hone-train: %s\n",
+                        err[i][0] ? err[i] : hone_strerror(rc[i]));
+            g->code[i] = rc[i] < 0 ? 1 : 0;
+        }
+        free(res);
+        free(rc);
+        free(err);
+    }
+    pthread_mutex_lock(&s->gmu);
+    g->done = 1;
+    pthread_cond_broadcast(&g->cv);
+    return g->code[0];
+}
+
+/* Runs a's training request in the open gang of its key (a new one, led by this thread, when there
+ * is none or it is full); its exit status. */
+static int gang_run(server *s, const char *key, run_args *a)
+{
+    const hone_train_opts *o = train_args_training(a);
+    pthread_mutex_lock(&s->gmu);
+    gang *g = s->gangs;
+    while (g && (g->closed || g->n >= g->max || strcmp(g->key, key) != 0))
+        g = g->next;
+    int code;
+    if (g) { /* a member: the leader trains it */
+        int i = g->n++;
+        g->o[i] = o;
+        g->refs++;
+        pthread_cond_broadcast(&g->cv);
+        while (!g->done)
+            pthread_cond_wait(&g->cv, &s->gmu);
+        code = g->code[i];
+    } else {
+        g = hone_xcalloc(1, sizeof(*g));
+        snprintf(g->key, sizeof(g->key), "%s", key);
+        g->max = s->pack_max;
+        g->o = hone_xcalloc((size_t)g->max, sizeof(*g->o));
+        g->code = hone_xcalloc((size_t)g->max, sizeof(int));
+        g->o[0] = o;
+        g->n = g->refs = 1;
+        pthread_cond_init(&g->cv, NULL);
+        g->next = s->gangs;
+        s->gangs = g;
+        code = gang_lead(s, g, a);
+    }
+    gang_release(g);
+    pthread_mutex_unlock(&s->gmu);
+    return code;
+}
+
+/* One job: a training request that can share a pack joins a gang when --pack-window-ms is set;
+ * anything else runs as hone-train ARGS would. */
+static int job_exec(conn *c)
+{
+    server *s = c->srv;
+    run_args *a;
+    char key[8192];
+    int code = train_args_parse(c->argc, c->argv, s->cache, &c->cancel, c->out, c->log, &a);
+    if (code < 0) {
+        const hone_train_opts *o = train_args_training(a);
+        if (s->pack_window_ms > 0 && o &&
+            hone_train_pack_key(o->spec, o->device, key, sizeof(key)) == HONE_OK)
+            code = gang_run(s, key, a);
+        else
+            code = train_args_exec(a);
+    }
+    train_args_free(a);
+    return code;
+}
+
 static void *job_main(void *arg)
 {
     conn *c = arg;
-    c->code = train_run_argv(c->argc, c->argv, c->srv->cache, &c->cancel, c->out, c->log);
+    c->code = job_exec(c);
     fflush(c->out);
     fflush(c->log);
     char b = 1;
@@ -478,11 +605,14 @@ static int listen_at(const char *path)
     return fd;
 }
 
-int train_serve_listen(const char *path, int ncache, int alive_ms, int idle_exit_s)
+int train_serve_listen(const char *path, int ncache, int alive_ms, int idle_exit_s,
+                       int pack_window_ms, int pack_max)
 {
-    server s = {.path = path, .alive_ms = alive_ms};
+    server s = {
+        .path = path, .alive_ms = alive_ms, .pack_window_ms = pack_window_ms, .pack_max = pack_max};
     int rc = 1;
     pthread_mutex_init(&s.mu, NULL);
+    pthread_mutex_init(&s.gmu, NULL);
     s.lfd = -1;
     s.stop_pipe[0] = s.stop_pipe[1] = s.wake_pipe[0] = s.wake_pipe[1] = -1;
     /* the signals only interrupt the accept loop's ppoll: every other thread blocks them */
@@ -585,5 +715,6 @@ fail:
             close(s.wake_pipe[i]);
     }
     pthread_mutex_destroy(&s.mu);
+    pthread_mutex_destroy(&s.gmu);
     return rc;
 }

@@ -464,3 +464,33 @@ const char *cpu_conv_impl(hone_kctx *k)
     (void)k;
     return "cpu";
 }
+
+/* Packed trials: the single convolution once per trial (bit for bit the solo numbers), all of
+ * them in the one workspace (each call uses it from the start). */
+size_t cpu_conv_workspace_batched(hone_kctx *k, const hone_conv_desc *d, int trials)
+{
+    (void)trials;
+    return cpu_conv_workspace(k, d);
+}
+
+int cpu_conv_fwd_batched(hone_kctx *k, const hone_conv_desc *d, int trials, const float *x,
+                         const float *w, size_t w_stride, const float *b, size_t b_stride, float *y,
+                         void *ws)
+{
+    size_t nx = (size_t)d->n * d->c * d->h * d->w, ny = (size_t)d->n * d->k * d->p * d->q;
+    for (int t = 0; t < trials; t++)
+        cpu_conv_fwd(k, d, x + t * nx, w + t * w_stride, b ? b + t * b_stride : NULL, y + t * ny,
+                     ws);
+    return HONE_OK;
+}
+
+int cpu_conv_bwd_batched(hone_kctx *k, const hone_conv_desc *d, int trials, const float *x,
+                         const float *w, size_t w_stride, const float *dy, float *dx, float *dw,
+                         float *db, size_t b_stride, void *ws)
+{
+    size_t nx = (size_t)d->n * d->c * d->h * d->w, ny = (size_t)d->n * d->k * d->p * d->q;
+    for (int t = 0; t < trials; t++)
+        conv_bwd(k, d, x + t * nx, w + t * w_stride, dy + t * ny, dx ? dx + t * nx : NULL,
+                 dw + t * w_stride, db ? db + t * b_stride : NULL, ws, 0);
+    return HONE_OK;
+}

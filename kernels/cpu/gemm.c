@@ -75,3 +75,31 @@ int cpu_bias_grad(hone_kctx *k, float *db, const float *dy, int n, int c, int ac
     }
     return HONE_OK;
 }
+
+/* The batched ops are the single ops once per problem, so packed trials on the CPU get exactly
+ * the numbers of their solo runs. */
+int cpu_gemm_batched(hone_kctx *k, int transA, int transB, int M, int N, int K, float alpha,
+                     const float *A, int lda, size_t strideA, const float *B, int ldb,
+                     size_t strideB, float beta, float *C, int ldc, size_t strideC, int count)
+{
+    for (int t = 0; t < count; t++)
+        cpu_gemm(k, transA, transB, M, N, K, alpha, A + t * strideA, lda, B + t * strideB, ldb,
+                 beta, C + t * strideC, ldc);
+    return HONE_OK;
+}
+
+int cpu_bias_add_batched(hone_kctx *k, float *y, const float *b, size_t b_stride, int n, int c,
+                         int count)
+{
+    for (int t = 0; t < count; t++)
+        cpu_bias_add(k, y + (size_t)t * n * c, b + t * b_stride, n, c);
+    return HONE_OK;
+}
+
+int cpu_bias_grad_batched(hone_kctx *k, float *db, size_t db_stride, const float *dy, int n, int c,
+                          int accumulate, int count)
+{
+    for (int t = 0; t < count; t++)
+        cpu_bias_grad(k, db + t * db_stride, dy + (size_t)t * n * c, n, c, accumulate);
+    return HONE_OK;
+}

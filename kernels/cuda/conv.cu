@@ -100,16 +100,19 @@ __global__ static void k_col2im(const float *__restrict__ dcol, float *__restric
     *o = acc ? *o + sum : sum;
 }
 
-/* grid (ceil(PQ/256), K, N): y[n,k,pq] = t[k, n*PQ + pq] + b[k] */
+/* grid (ceil(PQ/256), K, N): y[n,k,pq] = t[k, n*PQ + pq] + b[k]; packed trials (N = trials *
+ * per_trial images): image n's bias is trial n / per_trial's, at b + (n / per_trial) * b_stride. */
 __global__ static void k_kn_to_nk(const float *__restrict__ t, const float *__restrict__ b,
-                                  float *__restrict__ y, int npq, int pq)
+                                  float *__restrict__ y, int npq, int pq, int per_trial,
+                                  size_t b_stride)
 {
     int j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= pq)
         return;
     int ch = blockIdx.y, n = blockIdx.z;
     float v = t[(size_t)ch * npq + n * pq + j];
-    y[((size_t)n * gridDim.y + ch) * pq + j] = b ? v + b[ch] : v;
+    y[((size_t)n * gridDim.y + ch) * pq + j] =
+        b ? v + b[(size_t)(n / per_trial) * b_stride + ch] : v;
 }
 
 /* grid (ceil(PQ/256), K, N): t[k, n*PQ + pq] = dy[n,k,pq]. With part != NULL each block also
@@ -132,20 +135,24 @@ __global__ static void k_nk_to_kn(const float *__restrict__ dy, float *__restric
     }
 }
 
-/* One warp per row of part[rows, cols]: out[row] = the row's sum (lanes, then a fixed tree). */
+/* One warp per row (t, k) of the k_nk_to_kn partials, t < trials, k < K: row (t, k) is the cols
+ * partials at part + (k * trials + t) * cols (channel k's images of trial t), and its sum (lanes,
+ * then a fixed tree) goes to out[t * out_stride + k]. One trial: out[k] = the sum of row k. */
 __global__ static void hc_fold_rows(const float *__restrict__ part, int cols,
-                                    float *__restrict__ out, int rows)
+                                    float *__restrict__ out, int K, int trials, size_t out_stride)
 {
     int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5), lane = threadIdx.x & 31;
-    if (row >= rows)
+    if (row >= K * trials)
         return;
+    int t = row / K, ch = row - t * K;
+    const float *src = part + ((size_t)ch * trials + t) * cols;
     float s = 0.f;
     for (int j = lane; j < cols; j += 32)
-        s += part[(size_t)row * cols + j];
+        s += src[j];
     for (int o = 16; o > 0; o >>= 1)
         s += __shfl_xor_sync(0xffffffffu, s, o);
     if (lane == 0)
-        out[row] = s;
+        out[(size_t)t * out_stride + ch] = s;
 }
 
 static int check_size(const hone_conv_desc *d)
@@ -186,7 +193,7 @@ extern "C" int cuda_conv_fwd(hone_kctx *k, const hone_conv_desc *d, const float 
     if ((rc = cuda_gemm(k, 0, 0, d->k, npq, crs, 1.f, w, crs, col, npq, 0.f, t, npq)) < 0)
         return rc;
     dim3 grid((pq + HC_THREADS - 1) / HC_THREADS, d->k, d->n);
-    k_kn_to_nk<<<grid, HC_THREADS, 0, hc_stream(k)>>>(t, b, y, npq, pq);
+    k_kn_to_nk<<<grid, HC_THREADS, 0, hc_stream(k)>>>(t, b, y, npq, pq, d->n, 0);
     HC_LAUNCHED();
     return HONE_OK;
 }
@@ -219,7 +226,7 @@ static int conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const
     if (!direct) {
         if (bpart) {
             int cols = (int)(grid.x * grid.z);
-            hc_fold_rows<<<(d->k + 7) / 8, 256, 0, hc_stream(k)>>>(bpart, cols, db, d->k);
+            hc_fold_rows<<<(d->k + 7) / 8, 256, 0, hc_stream(k)>>>(bpart, cols, db, d->k, 1, 0);
             HC_LAUNCHED();
         }
         if (!reuse && (rc = launch_im2col(k, d, x, col, npq)) < 0)
@@ -257,6 +264,90 @@ extern "C" int cuda_conv_bwd_acc(hone_kctx *k, const hone_conv_desc *d, const fl
                                  void *ws, int reuse)
 {
     return conv_bwd(k, d, x, w, dy, dx, dw, db, ws, reuse != 0, true);
+}
+
+/* ------------------------------------------------------------------ packed trials
+ * trials x d->n images as one im2col batch dd (dd.n = trials * d->n): trial t's columns are the
+ * NPQ = d->n * P * Q columns at t * NPQ of col[CRS, trials * NPQ] (and of t[K, trials * NPQ]), so
+ * every product is one strided-batched GEMM with the trial's filters at w + t * w_stride. Always
+ * im2col (cuDNN cannot step filters by a trial stride; the direct small-CRS kernels do one
+ * filter set). */
+static hone_conv_desc trials_desc(const hone_conv_desc *d, int trials)
+{
+    hone_conv_desc dd = *d;
+    dd.n = d->n * trials;
+    return dd;
+}
+
+extern "C" size_t cuda_conv_workspace_batched(hone_kctx *k, const hone_conv_desc *d, int trials)
+{
+    (void)k;
+    hone_conv_desc dd = trials_desc(d, trials);
+    size_t npq = (size_t)dd.n * dd.p * dd.q, crs = (size_t)dd.c * dd.r * dd.s;
+    return ((crs + (size_t)dd.k) * npq + partial_floats(&dd)) * sizeof(float);
+}
+
+extern "C" int cuda_conv_fwd_batched(hone_kctx *k, const hone_conv_desc *d, int trials,
+                                     const float *x, const float *w, size_t w_stride,
+                                     const float *b, size_t b_stride, float *y, void *ws)
+{
+    hone_conv_desc dd = trials_desc(d, trials);
+    int rc;
+    if ((rc = check_size(&dd)) < 0)
+        return rc;
+    int npq = d->n * d->p * d->q, all = dd.n * d->p * d->q, crs = d->c * d->r * d->s;
+    int pq = d->p * d->q;
+    float *col = (float *)ws, *t = col + (size_t)crs * all;
+    if ((rc = launch_im2col(k, &dd, x, col, all)) < 0)
+        return rc;
+    /* t_t[K, NPQ] = w_t[K, CRS] . col_t[CRS, NPQ], leading dimension all */
+    if ((rc = cuda_gemm_batched(k, 0, 0, d->k, npq, crs, 1.f, w, crs, w_stride, col, all,
+                                (size_t)npq, 0.f, t, all, (size_t)npq, trials)) < 0)
+        return rc;
+    dim3 grid((pq + HC_THREADS - 1) / HC_THREADS, d->k, dd.n);
+    k_kn_to_nk<<<grid, HC_THREADS, 0, hc_stream(k)>>>(t, b, y, all, pq, d->n, b_stride);
+    HC_LAUNCHED();
+    return HONE_OK;
+}
+
+extern "C" int cuda_conv_bwd_batched(hone_kctx *k, const hone_conv_desc *d, int trials,
+                                     const float *x, const float *w, size_t w_stride,
+                                     const float *dy, float *dx, float *dw, float *db,
+                                     size_t b_stride, void *ws)
+{
+    hone_conv_desc dd = trials_desc(d, trials);
+    int rc;
+    if ((rc = check_size(&dd)) < 0)
+        return rc;
+    int npq = d->n * d->p * d->q, all = dd.n * d->p * d->q, crs = d->c * d->r * d->s;
+    int pq = d->p * d->q;
+    float *col = (float *)ws, *t = col + (size_t)crs * all;
+    float *part = t + (size_t)d->k * all;
+    dim3 grid((pq + HC_THREADS - 1) / HC_THREADS, d->k, dd.n);
+    k_nk_to_kn<<<grid, HC_THREADS, 0, hc_stream(k)>>>(dy, t, db ? part : NULL, all, pq);
+    HC_LAUNCHED();
+    if (db) { /* row (t, k): trial t's d->n images of channel k, grid.x partials each */
+        int cols = (int)(grid.x * d->n);
+        hc_fold_rows<<<(d->k * trials + 7) / 8, 256, 0, hc_stream(k)>>>(part, cols, db, d->k,
+                                                                        trials, b_stride);
+        HC_LAUNCHED();
+    }
+    if ((rc = launch_im2col(k, &dd, x, col, all)) < 0)
+        return rc;
+    /* dw_t[K, CRS] = t_t[K, NPQ] . col_t[CRS, NPQ]^T */
+    if ((rc = cuda_gemm_batched(k, 0, 1, d->k, crs, npq, 1.f, t, all, (size_t)npq, col, all,
+                                (size_t)npq, 0.f, dw, crs, w_stride, trials)) < 0)
+        return rc;
+    if (!dx)
+        return HONE_OK;
+    /* dcol_t[CRS, NPQ] = w_t[K, CRS]^T . t_t[K, NPQ], written over col */
+    if ((rc = cuda_gemm_batched(k, 1, 0, crs, npq, d->k, 1.f, w, crs, w_stride, t, all, (size_t)npq,
+                                0.f, col, all, (size_t)npq, trials)) < 0)
+        return rc;
+    dim3 g2((d->h * d->w + HC_THREADS - 1) / HC_THREADS, d->c, dd.n);
+    k_col2im<<<g2, HC_THREADS, 0, hc_stream(k)>>>(col, dx, dd, all, 0);
+    HC_LAUNCHED();
+    return HONE_OK;
 }
 
 extern "C" const char *cuda_conv_impl(hone_kctx *k)

@@ -123,26 +123,15 @@ static void pack_step(void *arg)
         trainer_step_update(p->tr[j]);
 }
 
-/* A trainer for trial `pt` borrowing the pack's device and data (its net and slot set later). */
+/* A trainer for trial `pt` borrowing the pack's device and data (its net and slot set later): the
+ * base's fields (device, data, geometry, normalisation; it has no trial state of its own), then
+ * the trial's spec, streams and cancel flag. */
 static hone_trainer *trial_trainer(const pack *p, const pack_trial *pt)
 {
-    const hone_trainer *b = p->base;
-    hone_trainer *t = hone_xcalloc(1, sizeof(*t));
+    hone_trainer *t = hone_xmalloc(sizeof(*t));
+    *t = *p->base;
     t->borrowed = 1;
-    t->k = b->k;
     t->spec = pt->o->spec;
-    t->ds = b->ds;
-    t->batch = b->batch;
-    t->steps = b->steps;
-    t->row = b->row;
-    t->adam = b->adam;
-    t->train_x = b->train_x;
-    t->val_x = b->val_x;
-    t->test_x = b->test_x;
-    t->train_y = b->train_y;
-    t->val_y = b->val_y;
-    t->test_y = b->test_y;
-    t->norm = b->norm;
     t->log = pt->o->log ? pt->o->log : stderr;
     t->cancel = pt->o->cancel;
     return t;

@@ -25,7 +25,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from hone_listen import Conn  # noqa: E402
-from hone_train import check, failures, sets  # noqa: E402
+from hone_train import check, failures, metrics, same_files, sets, strip  # noqa: E402
 
 TRAIN = sys.argv[1]
 FASHION = os.environ.get("HONE_FASHION_MNIST", "/usr/share/datasets/fashion-mnist")
@@ -36,32 +36,10 @@ TRIALS = [{"train.lr": 0.02, "train.seed": 1, "model.dropout": 0.1},
           {"train.lr": 0.05, "train.seed": 2, "model.dropout": 0.3},
           {"train.lr": 0.03, "train.seed": 3, "model.dropout": 0.2, "augment.flip": "true"},
           {"train.lr": 0.01, "train.seed": 4, "model.dropout": 0.2, "train.optimizer": "adamw"}]
-FILES = ["model.bin", "checkpoint.bin", "model.json", "spec.yaml"]
 
 
 def trial_args(i, out):
     return ["--device", "cpu", "--threads", "1"] + sets(dict(SMALL, **TRIALS[i])) + ["--out", out]
-
-
-def strip(d):
-    d = dict(d)
-    d.pop("seconds", None)
-    d.pop("images_per_second", None)
-    return d
-
-
-def metrics(d):
-    with open(os.path.join(d, "metrics.jsonl")) as f:
-        return [strip(json.loads(l)) for l in f]
-
-
-def same_files(a, b, what):
-    for f in FILES:
-        pa, pb = os.path.join(a, f), os.path.join(b, f)
-        check(os.path.exists(pa) and os.path.exists(pb) and
-              open(pa, "rb").read() == open(pb, "rb").read(), "%s: %s differs" % (what, f))
-    ma, mb = metrics(a), metrics(b)
-    check(ma == mb, "%s: metrics.jsonl differs:\n%s\n%s" % (what, ma, mb))
 
 
 def run_at_once(sock, idx, outs, cancel_at=None):

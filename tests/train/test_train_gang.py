@@ -8,7 +8,8 @@ arguments (CPU, a small Fashion-MNIST subset):
    timings) and exit code 0, and every trial's files (metrics.jsonl but its timings, model.bin,
    checkpoint.bin, model.json, spec.yaml) equal its solo run's byte for byte.
 2. {"cancel":true} on one ganged connection after its first epoch: that job ends with code 143
-   (its whole epochs kept, as the solo run's), the two others still equal their solo runs.
+   at once (before the rest of its pack; its whole epochs kept, as the solo run's), the two others
+   still equal their solo runs.
 It exits 77 (skipped) without Fashion-MNIST.
 Usage: test_train_gang.py HONE_TRAIN
 """
@@ -43,7 +44,8 @@ def trial_args(i, out):
 
 
 def run_at_once(sock, idx, outs, cancel_at=None):
-    """Trials idx on their own connections, sent together; per trial (lines, logs, exit)."""
+    """Trials idx on their own connections, sent together; per trial (lines, logs, exit, the time
+    its exit line came)."""
     conns = {i: Conn(sock, timeout=300) for i in idx}
     res = {}
 
@@ -55,7 +57,7 @@ def run_at_once(sock, idx, outs, cancel_at=None):
                 seen.append(1)
                 if cancel_at == i:
                     conns[i].cancel()
-        res[i] = conns[i].lines(on_line)
+        res[i] = conns[i].lines(on_line) + (time.monotonic(),)
     for i in idx:
         conns[i].send_run(trial_args(i, outs[i]))
     ths = [threading.Thread(target=one, args=(i,)) for i in idx]
@@ -97,7 +99,7 @@ def main():
     outs = [os.path.join(TMP, "gang%d" % i) for i in range(len(TRIALS))]
     res = run_at_once(sock, range(len(TRIALS)), outs)
     for i in range(len(TRIALS)):
-        out, logs, ex = res[i]
+        out, logs, ex, _ = res[i]
         check(ex is not None and ex["code"] == 0, "trial %d: exit %s, logs %s" % (i, ex, logs))
         check([strip(d) for d in out] == solo_lines[i],
               "trial %d: its lines differ from solo:\n%s\n%s" % (i, out, solo_lines[i]))
@@ -108,8 +110,10 @@ def main():
     # 2. a cancel inside a gang
     outs = [os.path.join(TMP, "cancel%d" % i) for i in range(3)]
     res = run_at_once(sock, range(3), outs, cancel_at=1)
+    check(res[1][3] < min(res[0][3], res[2][3]),
+          "the cancelled trial's exit waited for the rest of its pack")
     for i in range(3):
-        out, logs, ex = res[i]
+        out, logs, ex, _ = res[i]
         if i == 1:
             check(ex is not None and ex["code"] == 143, "cancelled trial: exit %s" % ex)
             got = metrics(outs[1])

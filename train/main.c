@@ -343,11 +343,35 @@ int train_run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig_
     return code;
 }
 
+/* A --pack-file trial's end: its reason on stderr, its trial_exit line on stdout at once. */
+typedef struct {
+    int trial, *code;
+} pack_file_slot;
+
+static void pack_file_exit(int trial, int code)
+{
+    flockfile(stdout);
+    printf("{\"event\":\"trial_exit\",\"trial\":%d,\"code\":%d}\n", trial, code);
+    fflush(stdout);
+    funlockfile(stdout);
+}
+
+static void pack_file_end(int rc, const char *err, void *user)
+{
+    pack_file_slot *sl = user;
+    if (rc < 0)
+        fprintf(stderr, "hone-train: trial %d: %s\n", sl->trial,
+                err && err[0] ? err : hone_strerror(rc));
+    *sl->code = rc < 0 ? 1 : 0; /* as hone-train exits after a failed run */
+    pack_file_exit(sl->trial, *sl->code);
+}
+
 /* hone-train --pack-file FILE [--threads N]: the trials of FILE, one a line (the JSON array of a
  * trial's hone-train arguments, as a --serve {"run": ARGS} request; each needs --out), trained
  * together by hone_train_run_pack. Their epoch lines go to their --out metrics.jsonl only; stdout
- * gets {"event":"trial_exit","trial":i,"code":rc} per trial (rc: what `hone-train ARGS` would
- * exit with). Exit 0 when every trial's code is 0, else 1 (2: the file cannot be read). */
+ * gets {"event":"trial_exit","trial":i,"code":rc} as each trial ends (a bad line at once; rc: what
+ * `hone-train ARGS` would exit with). Exit 0 when every trial's code is 0, else 1 (2: the file
+ * cannot be read). */
 static int pack_file(const char *path, int threads)
 {
     FILE *f = fopen(path, "r");
@@ -391,37 +415,35 @@ static int pack_file(const char *path, int threads)
     free(line);
     fclose(f);
     const hone_train_opts **o = hone_xcalloc((size_t)n + 1, sizeof(*o));
-    int *idx = hone_xcalloc((size_t)n + 1, sizeof(int)), m = 0;
-    for (int i = 0; i < n; i++)
-        if (code[i] < 0) {
-            idx[m] = i;
-            o[m++] = &a[i]->o;
+    pack_file_slot *sl = hone_xcalloc((size_t)n + 1, sizeof(*sl));
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (code[i] >= 0) {
+            pack_file_exit(i, code[i]);
+            continue;
         }
+        sl[i] = (pack_file_slot){i, &code[i]};
+        a[i]->o.on_end = pack_file_end;
+        a[i]->o.user = &sl[i];
+        o[m++] = &a[i]->o;
+    }
     if (m > 0) {
         hone_train_result *res = hone_xcalloc((size_t)m, sizeof(*res));
         int *rc = hone_xcalloc((size_t)m, sizeof(int));
         char(*err)[256] = hone_xcalloc((size_t)m, sizeof(*err));
-        hone_train_run_pack(o, m, res, rc, err);
-        for (int j = 0; j < m; j++) {
-            code[idx[j]] = rc[j] == 0 ? 0 : 1; /* as hone-train exits after a failed run */
-            if (rc[j] < 0)
-                fprintf(stderr, "hone-train: trial %d: %s\n", idx[j],
-                        err[j][0] ? err[j] : hone_strerror(rc[j]));
-        }
+        hone_train_run_pack(o, m, res, rc, err); /* the codes come through pack_file_end */
         free(res);
         free(rc);
         free(err);
     }
     for (int i = 0; i < n; i++) {
-        printf("{\"event\":\"trial_exit\",\"trial\":%d,\"code\":%d}\n", i, code[i]);
         all_ok &= code[i] == 0;
         free(a[i]);
         free(argvs[i]);
         json_decref(req[i]);
     }
-    fflush(stdout);
     free(o);
-    free(idx);
+    free(sl);
     free(a);
     free(req);
     free(argvs);

@@ -4,8 +4,9 @@
  * GEMMs and convolutions), then each trial's loss and optimiser step with its own
  * hyperparameters. Everything a trial reports goes through the solo trainer's pieces
  * (train/trainer.h), so it writes exactly what its solo run writes. A trial that finishes, pauses,
- * is stopped, cancelled or fails leaves at the epoch's end and the pack is rebuilt from the
- * others' slices; it never changes their numbers. Also hone_train_pack_key. */
+ * is stopped, cancelled or fails leaves (a cancel at once, its slot computing, ignored, to the
+ * epoch's end; the rest at the epoch's end) and the pack is rebuilt from the others' slices; it
+ * never changes their numbers. Also hone_train_pack_key. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,17 +87,19 @@ static const char *key_diff(const hone_train_opts *a, const hone_train_opts *b)
 typedef struct {
     const hone_train_opts *o;
     train_run r;
-    hone_trainer *t; /* its trainer (borrowing the pack's device, data and net) */
-    int open;        /* r is open (run_open succeeded, run_close not yet called) */
-    int live;        /* training in the pack */
-    int cancelled;   /* its cancel flag was seen during the epoch */
+    hone_trainer *t;      /* its trainer (borrowing the pack's device, data and net) */
+    int open;             /* r is open (run_open succeeded, run_close not yet called) */
+    int live;             /* training in the pack */
+    hone_train_spec spec; /* its spec, copied: its trainer reads it after it left (its slot
+                             computes, ignored, to the epoch's end) */
     hone_train_epoch ep;
 } pack_trial;
 
 typedef struct {
-    hone_trainer *base; /* the device and the data (owned) */
-    hone_net *net;      /* nslots trials */
-    float *xb;          /* [nslots][batch][row] */
+    hone_trainer *base;        /* the device and the data (owned) */
+    hone_train_spec base_spec; /* the first trial's, copied: that trial may leave (on_end) first */
+    hone_net *net;             /* nslots trials */
+    float *xb;                 /* [nslots][batch][row] */
     int32_t *yb;
     pack_trial **slot; /* slot j's trial */
     hone_trainer **tr; /* slot j's trainer */
@@ -123,26 +126,15 @@ static void pack_step(void *arg)
         trainer_step_update(p->tr[j]);
 }
 
-/* A trainer for trial `pt` borrowing the pack's device and data (its net and slot set later). */
-static hone_trainer *trial_trainer(const pack *p, const pack_trial *pt)
+/* A trainer for trial `pt` borrowing the pack's device and data (its net and slot set later): the
+ * base's fields (device, data, geometry, normalisation; it has no trial state of its own), then
+ * the trial's spec, streams and cancel flag. */
+static hone_trainer *trial_trainer(const pack *p, pack_trial *pt)
 {
-    const hone_trainer *b = p->base;
-    hone_trainer *t = hone_xcalloc(1, sizeof(*t));
+    hone_trainer *t = hone_xmalloc(sizeof(*t));
+    *t = *p->base;
     t->borrowed = 1;
-    t->k = b->k;
-    t->spec = pt->o->spec;
-    t->ds = b->ds;
-    t->batch = b->batch;
-    t->steps = b->steps;
-    t->row = b->row;
-    t->adam = b->adam;
-    t->train_x = b->train_x;
-    t->val_x = b->val_x;
-    t->test_x = b->test_x;
-    t->train_y = b->train_y;
-    t->val_y = b->val_y;
-    t->test_y = b->test_y;
-    t->norm = b->norm;
+    t->spec = &pt->spec;
     t->log = pt->o->log ? pt->o->log : stderr;
     t->cancel = pt->o->cancel;
     return t;
@@ -181,13 +173,13 @@ static int pack_build(pack *p, pack_trial *pt, int n, char *err, size_t errlen)
         goto done;
     for (int i = 0, j = 0; i < n; i++)
         if (pt[i].live) {
-            specs[j] = pt[i].o->spec;
+            specs[j] = &pt[i].spec;
             p->slot[j++] = &pt[i];
         }
     const dataset *d = &p->base->ds;
     rc = net_new_pack(k, specs, live, p->base->batch, d->c, d->h, d->w, d->classes, &p->net);
     if (rc < 0) {
-        snprintf(err, errlen, "pack: network '%s' cannot be packed", pt[0].o->spec->network);
+        snprintf(err, errlen, "pack: network '%s' cannot be packed", p->slot[0]->spec.network);
         goto done;
     }
     p->nslots = live;
@@ -227,10 +219,24 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* Ends trial q with rc (its run closed; it leaves the pack at the next rebuild) and tells its
+ * on_end; from here its options are not touched again. */
+static void trial_end(pack_trial *q, int *rcp, int rc, const char *err)
+{
+    *rcp = rc;
+    if (q->open)
+        run_close(&q->r, rc);
+    q->open = 0;
+    q->live = 0;
+    if (q->o->on_end)
+        q->o->on_end(rc, err, q->o->user);
+}
+
 /* One epoch of every slot (each at its own epoch number) in fused steps, then each slot's
- * validation; fills each trial's ep. A trial whose cancel flag is seen is marked cancelled (its
- * slot keeps computing, ignored, until the epoch ends). A device error fails the pack. */
-static int pack_epoch(pack *p)
+ * validation; fills each trial's ep. A trial whose cancel flag is seen ends at once, as its solo
+ * run would before its next step (nothing more written; rcs[i], err[i]); its slot keeps computing,
+ * ignored, to the epoch's end. A device error fails the pack. */
+static int pack_epoch(pack *p, pack_trial *pt, int *rcs, char (*err)[256])
 {
     hone_kctx *k = p->base->k;
     int n = p->nslots, steps = p->base->steps, rc = HONE_OK;
@@ -243,10 +249,11 @@ static int pack_epoch(pack *p)
     for (int i = 0; i < steps && rc == 0; i++) {
         int left = 0;
         for (int j = 0; j < n; j++) {
-            volatile sig_atomic_t *c = p->slot[j]->o->cancel;
-            if (c && *c)
-                p->slot[j]->cancelled = 1;
-            left += !p->slot[j]->cancelled;
+            pack_trial *q = p->slot[j];
+            size_t t = (size_t)(q - pt);
+            if (q->live && q->o->cancel && *q->o->cancel)
+                trial_end(q, &rcs[t], run_epoch_failed(&q->r, HONE_ESTATE, err[t], 256), err[t]);
+            left += q->live;
         }
         if (left == 0)
             break;
@@ -257,7 +264,7 @@ static int pack_epoch(pack *p)
         else if (rc == 0)
             pack_step(p);
         for (int j = 0; j < n && rc == 0; j++)
-            if (p->tr[j]->first_step_pending)
+            if (p->slot[j]->live && p->tr[j]->first_step_pending)
                 rc = trainer_first_step_done(p->tr[j]);
     }
     if (rc == 0)
@@ -281,24 +288,14 @@ static int pack_epoch(pack *p)
     return rc;
 }
 
-/* Ends trial q with rc (its run closed; it leaves the pack at the next rebuild). */
-static void trial_end(pack_trial *q, int *rcp, int rc)
-{
-    *rcp = rc;
-    if (q->open)
-        run_close(&q->r, rc);
-    q->open = 0;
-    q->live = 0;
-}
-
 /* The trials with no epoch left finish (done: with the test numbers of their slot, and
  * model.bin) or pause, as their solo runs would. */
 static int pack_finish_due(pack *p, pack_trial *pt, hone_train_result *res, int *rcs,
                            char (*err)[256])
 {
     int n = p->nslots, any = 0, rc = HONE_OK;
-    for (int j = 0; j < n; j++)
-        any |= !run_more(&p->slot[j]->r) && run_finished(&p->slot[j]->r);
+    for (int j = 0; j < n; j++) /* a slot that left no longer has its options */
+        any |= p->slot[j]->live && !run_more(&p->slot[j]->r) && run_finished(&p->slot[j]->r);
     double *tl = hone_xcalloc((size_t)n + 1, sizeof(double));
     double *ta = hone_xcalloc((size_t)n + 1, sizeof(double));
     const hone_trainer *b = p->base;
@@ -314,7 +311,7 @@ static int pack_finish_due(pack *p, pack_trial *pt, hone_train_result *res, int 
             snprintf(err[i], 256, "test evaluation: %s", hone_strerror(r));
         else
             r = run_finish(&q->r, tl[j], ta[j], &res[i], err[i], 256);
-        trial_end(q, &rcs[i], r);
+        trial_end(q, &rcs[i], r, err[i]);
     }
     free(tl);
     free(ta);
@@ -336,6 +333,7 @@ int hone_train_run_pack(const hone_train_opts *const *o, int n, hone_train_resul
         rcs[i] = 0;
         err[i][0] = '\0';
         pt[i].o = o[i];
+        pt[i].spec = *o[i]->spec;
     }
     /* every trial must share trial 0's pack key */
     for (int i = 0; i < n; i++) {
@@ -347,8 +345,9 @@ int hone_train_run_pack(const hone_train_opts *const *o, int n, hone_train_resul
                              o[i]->spec->network);
                 else
                     snprintf(err[j], 256, "pack: trial %d's %s differs from trial 0's", i, diff);
-                rcs[j] = HONE_EINVAL;
             }
+            for (int j = 0; j < n; j++)
+                trial_end(&pt[j], &rcs[j], HONE_EINVAL, err[j]);
             rc = HONE_EINVAL;
             goto out;
         }
@@ -356,7 +355,7 @@ int hone_train_run_pack(const hone_train_opts *const *o, int n, hone_train_resul
     for (int i = 0; i < n; i++) {
         pt[i].open = 1;
         if ((rcs[i] = run_open(&pt[i].r, o[i], err[i], 256)) < 0)
-            trial_end(&pt[i], &rcs[i], rcs[i]);
+            trial_end(&pt[i], &rcs[i], rcs[i], err[i]);
         else if (first < 0)
             first = i;
         pt[i].live = rcs[i] == 0;
@@ -364,15 +363,18 @@ int hone_train_run_pack(const hone_train_opts *const *o, int n, hone_train_resul
     if (first < 0)
         goto out;
     p.base = hone_xcalloc(1, sizeof(*p.base));
-    p.base->spec = o[first]->spec;
-    p.base->log = o[first]->log ? o[first]->log : stderr;
+    p.base_spec = *o[first]->spec;
+    p.base->spec = &p.base_spec;
+    p.base->log =
+        o[first]->log ? o[first]->log : stderr; /* the data's messages: its first user's */
     char e[256] = "";
-    if ((rc = trainer_setup_data(p.base, o[first], e, sizeof(e))) < 0 ||
-        (rc = pack_build(&p, pt, n, e, sizeof(e))) < 0) {
+    rc = trainer_setup_data(p.base, o[first], e, sizeof(e));
+    p.base->log = stderr; /* that trial may end before the pack */
+    if (rc < 0 || (rc = pack_build(&p, pt, n, e, sizeof(e))) < 0) {
         for (int i = 0; i < n; i++)
             if (pt[i].live) {
                 snprintf(err[i], 256, "%s", e);
-                trial_end(&pt[i], &rcs[i], rc);
+                trial_end(&pt[i], &rcs[i], rc, err[i]);
             }
         goto out;
     }
@@ -390,7 +392,7 @@ int hone_train_run_pack(const hone_train_opts *const *o, int n, hone_train_resul
         if (r == 0)
             r = run_start(&q->r, q->t, start, best, err[i], 256);
         if (r < 0)
-            trial_end(q, &rcs[i], r);
+            trial_end(q, &rcs[i], r, err[i]);
     }
     for (;;) {
         if ((rc = pack_finish_due(&p, pt, res, rcs, err)) < 0) {
@@ -406,22 +408,23 @@ int hone_train_run_pack(const hone_train_opts *const *o, int n, hone_train_resul
             break;
         if (rebuild && (rc = pack_build(&p, pt, n, e, sizeof(e))) < 0)
             break;
-        if ((rc = pack_epoch(&p)) < 0) { /* a device error: every trial's epoch failed */
+        if ((rc = pack_epoch(&p, pt, rcs, err)) < 0) { /* a device error: every epoch failed */
             for (int j = 0; j < p.nslots; j++) {
                 pack_trial *q = p.slot[j];
                 size_t i = (size_t)(q - pt);
                 if (q->live)
-                    trial_end(q, &rcs[i], run_epoch_failed(&q->r, rc, err[i], 256));
+                    trial_end(q, &rcs[i], run_epoch_failed(&q->r, rc, err[i], 256), err[i]);
             }
             break;
         }
         for (int j = 0; j < p.nslots; j++) {
             pack_trial *q = p.slot[j];
             size_t i = (size_t)(q - pt);
-            int r = q->cancelled ? run_epoch_failed(&q->r, HONE_ESTATE, err[i], 256)
-                                 : run_epoch(&q->r, &q->ep, err[i], 256);
+            if (!q->live) /* cancelled during the epoch: it has ended */
+                continue;
+            int r = run_epoch(&q->r, &q->ep, err[i], 256);
             if (r < 0)
-                trial_end(q, &rcs[i], r);
+                trial_end(q, &rcs[i], r, err[i]);
         }
     }
     if (rc < 0) /* the pack itself failed: every trial still in it fails with it */
@@ -429,7 +432,7 @@ int hone_train_run_pack(const hone_train_opts *const *o, int n, hone_train_resul
             if (pt[i].live) {
                 if (!err[i][0])
                     snprintf(err[i], 256, "%s", e);
-                trial_end(&pt[i], &rcs[i], rc);
+                trial_end(&pt[i], &rcs[i], rc, err[i]);
             }
 out:
     for (int i = 0; i < n; i++) {

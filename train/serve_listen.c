@@ -65,14 +65,28 @@ typedef struct conn {
 /* Ganged jobs (--pack-window-ms): the training requests of one pack key that arrive within the
  * window of the first (the leader's) train as one hone_train_run_pack on the leader's job thread;
  * the others' job threads wait for their codes. */
-typedef struct gang {
+typedef struct gang gang;
+
+/* A member's slot: which gang, which trial (the on_end callback's user). */
+typedef struct {
+    gang *g;
+    int i;
+} gang_slot;
+
+struct gang {
     char key[8192];
-    const hone_train_opts **o; /* the members' options (borrowed from their job threads) */
-    int *code;                 /* each member's exit status, set when done */
-    int n, max, closed, done, refs;
+    hone_train_opts *opts; /* copies of the members' options (their specs borrowed from their job
+                              threads, which wait until their trial has left the pack) */
+    const hone_train_opts **o;
+    gang_slot *slot;
+    int *code;  /* each member's exit status */
+    int *ended; /* 1: the member's trial left the pack (its code is set) */
+    int n, max, closed, refs;
+    pthread_mutex_t *mu; /* the server's gmu */
+    struct server *srv;
     pthread_cond_t cv;
     struct gang *next;
-} gang;
+};
 
 struct server {
     const char *path;
@@ -80,9 +94,11 @@ struct server {
     hone_train_cache *cache;
     int alive_ms;
     int pack_window_ms, pack_max;
-    pthread_mutex_t gmu; /* gangs */
-    gang *gangs;         /* open gangs: still taking members */
-    pthread_mutex_t mu;  /* conns */
+    pthread_mutex_t gmu;     /* gangs, packs_running */
+    gang *gangs;             /* open gangs: still taking members */
+    int packs_running;       /* gang_main threads still training or cleaning up */
+    pthread_cond_t packs_cv; /* packs_running went down */
+    pthread_mutex_t mu;      /* conns */
     conn *conns;
     int stop_pipe[2]; /* written once when the server stops: wakes every connection */
     int wake_pipe[2]; /* a connection ended, or asks the server to stop (restart) */
@@ -283,13 +299,56 @@ static void gang_release(gang *g)
     if (--g->refs > 0)
         return;
     pthread_cond_destroy(&g->cv);
+    free(g->opts);
     free(g->o);
+    free(g->slot);
     free(g->code);
+    free(g->ended);
     free(g);
 }
 
-/* The leader's half: waits out the window (or a full gang), closes the gang, trains its members
- * (one alone: exactly the solo run) and hands out their codes. Called with s->gmu held. */
+/* hone_train_opts.on_end of a ganged trial (on the leader's thread): its code, as train_run_argv
+ * would exit (its reason on its own log first), and its job thread woken to answer at once. */
+static void gang_trial_end(int rc, const char *err, void *user)
+{
+    gang_slot *sl = user;
+    gang *g = sl->g;
+    if (rc < 0)
+        fprintf(g->opts[sl->i].log, "hone-train: %s\n", err && err[0] ? err : hone_strerror(rc));
+    pthread_mutex_lock(g->mu);
+    g->code[sl->i] = rc < 0 ? 1 : 0;
+    g->ended[sl->i] = 1;
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(g->mu);
+}
+
+/* The pack's own thread: trains the gang's members (each one's code comes through on_end, as its
+ * trial leaves), then drops its hold on the gang. The server waits for every such thread before
+ * it frees the dataset cache the pack borrows from. */
+static void *gang_main(void *arg)
+{
+    gang *g = arg;
+    server *s = g->srv;
+    int n = g->n;
+    hone_train_result *res = hone_xcalloc((size_t)n, sizeof(*res));
+    int *rc = hone_xcalloc((size_t)n, sizeof(int));
+    char(*err)[256] = hone_xcalloc((size_t)n, sizeof(*err));
+    hone_train_run_pack(g->o, n, res, rc, err);
+    free(res);
+    free(rc);
+    free(err);
+    pthread_mutex_lock(&s->gmu);
+    s->packs_running--;
+    pthread_cond_broadcast(&s->packs_cv);
+    gang_release(g);
+    pthread_mutex_unlock(&s->gmu);
+    return NULL;
+}
+
+/* The leader's half: waits out the window (or a full gang) and closes the gang; alone, it runs
+ * its job as hone-train ARGS would; with members, the pack trains on its own thread and the
+ * leader, like every member, answers as soon as its own trial has left. Called and returns with
+ * s->gmu held. */
 static int gang_lead(server *s, gang *g, run_args *a)
 {
     struct timespec until;
@@ -306,28 +365,31 @@ static int gang_lead(server *s, gang *g, run_args *a)
             break;
         }
     int n = g->n;
-    pthread_mutex_unlock(&s->gmu);
     if (n == 1) {
-        g->code[0] = train_args_exec(a);
-    } else {
-        fprintf(stderr, "hone-train: listen: %d jobs packed in one fused step\n", n);
-        hone_train_result *res = hone_xcalloc((size_t)n, sizeof(*res));
-        int *rc = hone_xcalloc((size_t)n, sizeof(int));
-        char(*err)[256] = hone_xcalloc((size_t)n, sizeof(*err));
-        hone_train_run_pack(g->o, n, res, rc, err);
-        for (int i = 0; i < n; i++) {
-            if (rc[i] < 0) /* as train_run_argv reports a failed run */
-                fprintf(g->o[i]->log, "hone-train: %s\n",
-                        err[i][0] ? err[i] : hone_strerror(rc[i]));
-            g->code[i] = rc[i] < 0 ? 1 : 0;
-        }
-        free(res);
-        free(rc);
-        free(err);
+        pthread_mutex_unlock(&s->gmu);
+        int code = train_args_exec(a);
+        pthread_mutex_lock(&s->gmu);
+        return code;
     }
-    pthread_mutex_lock(&s->gmu);
-    g->done = 1;
-    pthread_cond_broadcast(&g->cv);
+    fprintf(stderr, "hone-train: listen: %d jobs packed in one fused step\n", n);
+    for (int i = 0; i < n; i++) {
+        g->slot[i] = (gang_slot){g, i};
+        g->opts[i].on_end = gang_trial_end;
+        g->opts[i].user = &g->slot[i];
+        g->o[i] = &g->opts[i];
+    }
+    pthread_t th;
+    g->refs++;
+    s->packs_running++;
+    if (pthread_create(&th, NULL, gang_main, g) == 0) {
+        pthread_detach(th);
+    } else { /* no thread: train here */
+        pthread_mutex_unlock(&s->gmu);
+        gang_main(g);
+        pthread_mutex_lock(&s->gmu);
+    }
+    while (!g->ended[0])
+        pthread_cond_wait(&g->cv, &s->gmu);
     return g->code[0];
 }
 
@@ -341,21 +403,26 @@ static int gang_run(server *s, const char *key, run_args *a)
     while (g && (g->closed || g->n >= g->max || strcmp(g->key, key) != 0))
         g = g->next;
     int code;
-    if (g) { /* a member: the leader trains it */
+    if (g) { /* a member: the leader trains it; it answers as soon as its trial has left */
         int i = g->n++;
-        g->o[i] = o;
+        g->opts[i] = *o;
         g->refs++;
         pthread_cond_broadcast(&g->cv);
-        while (!g->done)
+        while (!g->ended[i])
             pthread_cond_wait(&g->cv, &s->gmu);
         code = g->code[i];
     } else {
         g = hone_xcalloc(1, sizeof(*g));
         snprintf(g->key, sizeof(g->key), "%s", key);
         g->max = s->pack_max;
+        g->opts = hone_xcalloc((size_t)g->max, sizeof(*g->opts));
         g->o = hone_xcalloc((size_t)g->max, sizeof(*g->o));
+        g->slot = hone_xcalloc((size_t)g->max, sizeof(*g->slot));
         g->code = hone_xcalloc((size_t)g->max, sizeof(int));
-        g->o[0] = o;
+        g->ended = hone_xcalloc((size_t)g->max, sizeof(int));
+        g->mu = &s->gmu;
+        g->srv = s;
+        g->opts[0] = *o;
         g->n = g->refs = 1;
         pthread_cond_init(&g->cv, NULL);
         g->next = s->gangs;
@@ -613,6 +680,7 @@ int train_serve_listen(const char *path, int ncache, int alive_ms, int idle_exit
     int rc = 1;
     pthread_mutex_init(&s.mu, NULL);
     pthread_mutex_init(&s.gmu, NULL);
+    pthread_cond_init(&s.packs_cv, NULL);
     s.lfd = -1;
     s.stop_pipe[0] = s.stop_pipe[1] = s.wake_pipe[0] = s.wake_pipe[1] = -1;
     /* the signals only interrupt the accept loop's ppoll: every other thread blocks them */
@@ -704,6 +772,10 @@ out:
             ;
     }
     reap(&s, 1);
+    pthread_mutex_lock(&s.gmu); /* the packs give their contexts and data back to the cache */
+    while (s.packs_running > 0)
+        pthread_cond_wait(&s.packs_cv, &s.gmu);
+    pthread_mutex_unlock(&s.gmu);
     close(s.lfd);
     unlink(path);
     hone_train_cache_free(s.cache);
@@ -716,5 +788,6 @@ fail:
     }
     pthread_mutex_destroy(&s.mu);
     pthread_mutex_destroy(&s.gmu);
+    pthread_cond_destroy(&s.packs_cv);
     return rc;
 }

@@ -97,6 +97,11 @@ typedef struct hone_train_opts {
     /* Where the job writes: its JSON lines (print_json) to out, its messages to log; NULL: stdout
      * and stderr. Concurrent jobs of one resident trainer each have their own. */
     FILE *out, *log;
+    /* hone_train_run_pack only: called once as this trial leaves the pack (done, paused, stopped,
+     * cancelled or failed; its files and lines all written), with its rc and err, on the thread
+     * that runs the pack, before the others finish. After it returns the pack no longer touches
+     * these options or their spec. NULL: none. */
+    void (*on_end)(int rc, const char *err, void *user);
 } hone_train_opts;
 
 /* Trains as the options say. err receives a one-line reason on failure. */

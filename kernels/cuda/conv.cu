@@ -272,40 +272,52 @@ extern "C" int cuda_conv_bwd_acc(hone_kctx *k, const hone_conv_desc *d, const fl
  * every product is one strided-batched GEMM with the trial's filters at w + t * w_stride. Always
  * im2col (cuDNN cannot step filters by a trial stride; the direct small-CRS kernels do one
  * filter set). */
-static hone_conv_desc trials_desc(const hone_conv_desc *d, int trials)
+typedef struct {
+    hone_conv_desc dd;     /* every trial's images as one batch */
+    int npq, all, crs, pq; /* one trial's columns, all trials' columns, rows of col, pixels */
+    float *col, *t, *part; /* the workspace: col[crs, all], t[k, all], then the partial sums */
+} trials_plan;
+
+static int plan_trials(const hone_conv_desc *d, int trials, void *ws, trials_plan *p)
 {
-    hone_conv_desc dd = *d;
-    dd.n = d->n * trials;
-    return dd;
+    p->dd = *d;
+    p->dd.n = d->n * trials;
+    int rc = check_size(&p->dd);
+    p->pq = d->p * d->q;
+    p->npq = d->n * p->pq;
+    p->all = p->dd.n * p->pq;
+    p->crs = d->c * d->r * d->s;
+    p->col = (float *)ws;
+    p->t = p->col ? p->col + (size_t)p->crs * p->all : NULL;
+    p->part = p->t ? p->t + (size_t)d->k * p->all : NULL;
+    return rc;
 }
 
 extern "C" size_t cuda_conv_workspace_batched(hone_kctx *k, const hone_conv_desc *d, int trials)
 {
     (void)k;
-    hone_conv_desc dd = trials_desc(d, trials);
-    size_t npq = (size_t)dd.n * dd.p * dd.q, crs = (size_t)dd.c * dd.r * dd.s;
-    return ((crs + (size_t)dd.k) * npq + partial_floats(&dd)) * sizeof(float);
+    trials_plan p;
+    plan_trials(d, trials, NULL, &p);
+    size_t all = (size_t)p.dd.n * d->p * d->q, crs = (size_t)p.crs;
+    return ((crs + (size_t)d->k) * all + partial_floats(&p.dd)) * sizeof(float);
 }
 
 extern "C" int cuda_conv_fwd_batched(hone_kctx *k, const hone_conv_desc *d, int trials,
                                      const float *x, const float *w, size_t w_stride,
                                      const float *b, size_t b_stride, float *y, void *ws)
 {
-    hone_conv_desc dd = trials_desc(d, trials);
+    trials_plan p;
     int rc;
-    if ((rc = check_size(&dd)) < 0)
+    if ((rc = plan_trials(d, trials, ws, &p)) < 0)
         return rc;
-    int npq = d->n * d->p * d->q, all = dd.n * d->p * d->q, crs = d->c * d->r * d->s;
-    int pq = d->p * d->q;
-    float *col = (float *)ws, *t = col + (size_t)crs * all;
-    if ((rc = launch_im2col(k, &dd, x, col, all)) < 0)
+    if ((rc = launch_im2col(k, &p.dd, x, p.col, p.all)) < 0)
         return rc;
     /* t_t[K, NPQ] = w_t[K, CRS] . col_t[CRS, NPQ], leading dimension all */
-    if ((rc = cuda_gemm_batched(k, 0, 0, d->k, npq, crs, 1.f, w, crs, w_stride, col, all,
-                                (size_t)npq, 0.f, t, all, (size_t)npq, trials)) < 0)
+    if ((rc = cuda_gemm_batched(k, 0, 0, d->k, p.npq, p.crs, 1.f, w, p.crs, w_stride, p.col, p.all,
+                                (size_t)p.npq, 0.f, p.t, p.all, (size_t)p.npq, trials)) < 0)
         return rc;
-    dim3 grid((pq + HC_THREADS - 1) / HC_THREADS, d->k, dd.n);
-    k_kn_to_nk<<<grid, HC_THREADS, 0, hc_stream(k)>>>(t, b, y, all, pq, d->n, b_stride);
+    dim3 grid((p.pq + HC_THREADS - 1) / HC_THREADS, d->k, p.dd.n);
+    k_kn_to_nk<<<grid, HC_THREADS, 0, hc_stream(k)>>>(p.t, b, y, p.all, p.pq, d->n, b_stride);
     HC_LAUNCHED();
     return HONE_OK;
 }
@@ -315,37 +327,33 @@ extern "C" int cuda_conv_bwd_batched(hone_kctx *k, const hone_conv_desc *d, int 
                                      const float *dy, float *dx, float *dw, float *db,
                                      size_t b_stride, void *ws)
 {
-    hone_conv_desc dd = trials_desc(d, trials);
+    trials_plan p;
     int rc;
-    if ((rc = check_size(&dd)) < 0)
+    if ((rc = plan_trials(d, trials, ws, &p)) < 0)
         return rc;
-    int npq = d->n * d->p * d->q, all = dd.n * d->p * d->q, crs = d->c * d->r * d->s;
-    int pq = d->p * d->q;
-    float *col = (float *)ws, *t = col + (size_t)crs * all;
-    float *part = t + (size_t)d->k * all;
-    dim3 grid((pq + HC_THREADS - 1) / HC_THREADS, d->k, dd.n);
-    k_nk_to_kn<<<grid, HC_THREADS, 0, hc_stream(k)>>>(dy, t, db ? part : NULL, all, pq);
+    dim3 grid((p.pq + HC_THREADS - 1) / HC_THREADS, d->k, p.dd.n);
+    k_nk_to_kn<<<grid, HC_THREADS, 0, hc_stream(k)>>>(dy, p.t, db ? p.part : NULL, p.all, p.pq);
     HC_LAUNCHED();
     if (db) { /* row (t, k): trial t's d->n images of channel k, grid.x partials each */
         int cols = (int)(grid.x * d->n);
-        hc_fold_rows<<<(d->k * trials + 7) / 8, 256, 0, hc_stream(k)>>>(part, cols, db, d->k,
+        hc_fold_rows<<<(d->k * trials + 7) / 8, 256, 0, hc_stream(k)>>>(p.part, cols, db, d->k,
                                                                         trials, b_stride);
         HC_LAUNCHED();
     }
-    if ((rc = launch_im2col(k, &dd, x, col, all)) < 0)
+    if ((rc = launch_im2col(k, &p.dd, x, p.col, p.all)) < 0)
         return rc;
     /* dw_t[K, CRS] = t_t[K, NPQ] . col_t[CRS, NPQ]^T */
-    if ((rc = cuda_gemm_batched(k, 0, 1, d->k, crs, npq, 1.f, t, all, (size_t)npq, col, all,
-                                (size_t)npq, 0.f, dw, crs, w_stride, trials)) < 0)
+    if ((rc = cuda_gemm_batched(k, 0, 1, d->k, p.crs, p.npq, 1.f, p.t, p.all, (size_t)p.npq, p.col,
+                                p.all, (size_t)p.npq, 0.f, dw, p.crs, w_stride, trials)) < 0)
         return rc;
     if (!dx)
         return HONE_OK;
     /* dcol_t[CRS, NPQ] = w_t[K, CRS]^T . t_t[K, NPQ], written over col */
-    if ((rc = cuda_gemm_batched(k, 1, 0, crs, npq, d->k, 1.f, w, crs, w_stride, t, all, (size_t)npq,
-                                0.f, col, all, (size_t)npq, trials)) < 0)
+    if ((rc = cuda_gemm_batched(k, 1, 0, p.crs, p.npq, d->k, 1.f, w, p.crs, w_stride, p.t, p.all,
+                                (size_t)p.npq, 0.f, p.col, p.all, (size_t)p.npq, trials)) < 0)
         return rc;
-    dim3 g2((d->h * d->w + HC_THREADS - 1) / HC_THREADS, d->c, dd.n);
-    k_col2im<<<g2, HC_THREADS, 0, hc_stream(k)>>>(col, dx, dd, all, 0);
+    dim3 g2((d->h * d->w + HC_THREADS - 1) / HC_THREADS, d->c, p.dd.n);
+    k_col2im<<<g2, HC_THREADS, 0, hc_stream(k)>>>(p.col, dx, p.dd, p.all, 0);
     HC_LAUNCHED();
     return HONE_OK;
 }

@@ -84,6 +84,46 @@ static void check_gemm(hone_kctx *k, int ta, int tb, int M, int N, int K, int co
     hone_k_free(k, dS);
 }
 
+/* The context's math mode reaches the batched GEMM as it reaches hone_k_gemm: on CUDA, bf16
+ * operands land between 1e-6 and 1.5e-2 of the double reference (tf32 under 1.5e-3); the CPU always
+ * computes fp32 (rounding only). */
+static void check_gemm_math(hone_kctx *k)
+{
+    int M = 64, N = 48, K = 256, count = 3;
+    size_t na = (size_t)M * K, nb = (size_t)K * N, nc = (size_t)M * N;
+    float *A = malloc(sizeof(float) * na * count), *B = malloc(sizeof(float) * nb * count);
+    ref_fill_uniform(A, na * count, 71, -1, 1);
+    ref_fill_uniform(B, nb * count, 72, -1, 1);
+    float *dA = tk_dev(k, A, na * count), *dB = tk_dev(k, B, nb * count);
+    float *dC = tk_poisoned(k, nc * count);
+    double *ref = malloc(sizeof(double) * nc);
+    const hone_math modes[3] = {HONE_MATH_FP32, HONE_MATH_TF32, HONE_MATH_BF16};
+    const double hi[3] = {1e-5, 1.5e-3, 1.5e-2}; /* as tests/gpu/test_gpu_ops.c */
+    for (int m = 0; m < 3; m++) {
+        hone_k_set_math(k, modes[m]);
+        TK_OK(hone_k_gemm_batched(k, 0, 0, M, N, K, 1.0f, dA, K, na, dB, N, nb, 0.0f, dC, N, nc,
+                                  count));
+        float *out = tk_get(k, dC, nc * count);
+        for (int t = 0; t < count; t++) {
+            ref_gemm(0, 0, M, N, K, 1.0, A + t * na, K, B + t * nb, N, 0.0, NULL, N, ref);
+            double e = ref_rel_err(out + t * nc, ref, nc);
+            int want_lossy = !on_cpu && modes[m] == HONE_MATH_BF16;
+            if (!(e <= (on_cpu ? 1e-5 : hi[m])) || (want_lossy && !(e > 1e-6))) {
+                fprintf(stderr, "gemm_batched math %d: rel err %g\n", (int)modes[m], e);
+                tk_failures++;
+            }
+        }
+        free(out);
+    }
+    hone_k_set_math(k, HONE_MATH_FP32);
+    free(A);
+    free(B);
+    free(ref);
+    hone_k_free(k, dA);
+    hone_k_free(k, dB);
+    hone_k_free(k, dC);
+}
+
 static void check_bias(hone_kctx *k, int n, int c, int count, size_t stride)
 {
     size_t ny = (size_t)count * n * c, nb = stride * count > (size_t)c ? stride * count : (size_t)c;
@@ -245,6 +285,7 @@ int main(int argc, char **argv)
         }
     check_gemm(k, 0, 1, 64, 128, 300, 2, 0); /* large enough to split over the CPU pool */
     check_gemm(k, 0, 0, 4, 4, 4, 1, 1);
+    check_gemm_math(k);
     check_bias(k, 6, 10, 3, 13);
     check_bias(k, 100, 33, 2, 40);
     check_bias(k, 3, 4, 1, 0);

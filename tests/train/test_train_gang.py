@@ -8,7 +8,8 @@ arguments (CPU, a small Fashion-MNIST subset):
    timings) and exit code 0, and every trial's files (metrics.jsonl but its timings, model.bin,
    checkpoint.bin, model.json, spec.yaml) equal its solo run's byte for byte.
 2. {"cancel":true} on one ganged connection after its first epoch: that job ends with code 143
-   (its whole epochs kept, as the solo run's), the two others still equal their solo runs.
+   at once (before the rest of its pack; its whole epochs kept, as the solo run's), the two others
+   still equal their solo runs.
 It exits 77 (skipped) without Fashion-MNIST.
 Usage: test_train_gang.py HONE_TRAIN
 """
@@ -25,7 +26,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from hone_listen import Conn  # noqa: E402
-from hone_train import check, failures, sets  # noqa: E402
+from hone_train import check, failures, metrics, same_files, sets, strip  # noqa: E402
 
 TRAIN = sys.argv[1]
 FASHION = os.environ.get("HONE_FASHION_MNIST", "/usr/share/datasets/fashion-mnist")
@@ -36,36 +37,15 @@ TRIALS = [{"train.lr": 0.02, "train.seed": 1, "model.dropout": 0.1},
           {"train.lr": 0.05, "train.seed": 2, "model.dropout": 0.3},
           {"train.lr": 0.03, "train.seed": 3, "model.dropout": 0.2, "augment.flip": "true"},
           {"train.lr": 0.01, "train.seed": 4, "model.dropout": 0.2, "train.optimizer": "adamw"}]
-FILES = ["model.bin", "checkpoint.bin", "model.json", "spec.yaml"]
 
 
 def trial_args(i, out):
     return ["--device", "cpu", "--threads", "1"] + sets(dict(SMALL, **TRIALS[i])) + ["--out", out]
 
 
-def strip(d):
-    d = dict(d)
-    d.pop("seconds", None)
-    d.pop("images_per_second", None)
-    return d
-
-
-def metrics(d):
-    with open(os.path.join(d, "metrics.jsonl")) as f:
-        return [strip(json.loads(l)) for l in f]
-
-
-def same_files(a, b, what):
-    for f in FILES:
-        pa, pb = os.path.join(a, f), os.path.join(b, f)
-        check(os.path.exists(pa) and os.path.exists(pb) and
-              open(pa, "rb").read() == open(pb, "rb").read(), "%s: %s differs" % (what, f))
-    ma, mb = metrics(a), metrics(b)
-    check(ma == mb, "%s: metrics.jsonl differs:\n%s\n%s" % (what, ma, mb))
-
-
 def run_at_once(sock, idx, outs, cancel_at=None):
-    """Trials idx on their own connections, sent together; per trial (lines, logs, exit)."""
+    """Trials idx on their own connections, sent together; per trial (lines, logs, exit, the time
+    its exit line came)."""
     conns = {i: Conn(sock, timeout=300) for i in idx}
     res = {}
 
@@ -77,7 +57,7 @@ def run_at_once(sock, idx, outs, cancel_at=None):
                 seen.append(1)
                 if cancel_at == i:
                     conns[i].cancel()
-        res[i] = conns[i].lines(on_line)
+        res[i] = conns[i].lines(on_line) + (time.monotonic(),)
     for i in idx:
         conns[i].send_run(trial_args(i, outs[i]))
     ths = [threading.Thread(target=one, args=(i,)) for i in idx]
@@ -119,7 +99,7 @@ def main():
     outs = [os.path.join(TMP, "gang%d" % i) for i in range(len(TRIALS))]
     res = run_at_once(sock, range(len(TRIALS)), outs)
     for i in range(len(TRIALS)):
-        out, logs, ex = res[i]
+        out, logs, ex, _ = res[i]
         check(ex is not None and ex["code"] == 0, "trial %d: exit %s, logs %s" % (i, ex, logs))
         check([strip(d) for d in out] == solo_lines[i],
               "trial %d: its lines differ from solo:\n%s\n%s" % (i, out, solo_lines[i]))
@@ -130,8 +110,10 @@ def main():
     # 2. a cancel inside a gang
     outs = [os.path.join(TMP, "cancel%d" % i) for i in range(3)]
     res = run_at_once(sock, range(3), outs, cancel_at=1)
+    check(res[1][3] < min(res[0][3], res[2][3]),
+          "the cancelled trial's exit waited for the rest of its pack")
     for i in range(3):
-        out, logs, ex = res[i]
+        out, logs, ex, _ = res[i]
         if i == 1:
             check(ex is not None and ex["code"] == 143, "cancelled trial: exit %s" % ex)
             got = metrics(outs[1])

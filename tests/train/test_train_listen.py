@@ -30,7 +30,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from hone_listen import Conn  # noqa: E402
-from hone_train import check, failures, sets  # noqa: E402
+from hone_train import check, failures, metrics, same_files, sets, strip  # noqa: E402
 
 TRAIN = sys.argv[1]
 DEVICE = os.environ.get("HONE_TEST_DEVICE", "cpu")
@@ -44,38 +44,11 @@ if DEVICE == "cuda":  # trials long enough on a GPU to overlap
 TRIALS = [{"train.lr": 0.02, "train.seed": 1}, {"train.lr": 0.05, "train.seed": 2},
           {"train.lr": 0.01, "train.seed": 3, "train.optimizer": "adamw"},
           {"train.lr": 0.03, "train.seed": 4}]
-FILES = ["model.bin", "checkpoint.bin", "model.json", "spec.yaml"]
 
 
 def trial_args(i, out, **extra):
     return BASE + sets({"data.path": FASHION}) + sets(dict(SMALL, **TRIALS[i], **extra)) + \
         ["--out", out]
-
-
-def strip(d):
-    d = dict(d)
-    d.pop("seconds", None)
-    d.pop("images_per_second", None)
-    return d
-
-
-def metrics(d):
-    with open(os.path.join(d, "metrics.jsonl")) as f:
-        return [strip(json.loads(l)) for l in f]
-
-
-def same_files(a, b, what, files=FILES, with_metrics=True):
-    for f in files:
-        pa, pb = os.path.join(a, f), os.path.join(b, f)
-        check(os.path.exists(pa) and os.path.exists(pb) and
-              open(pa, "rb").read() == open(pb, "rb").read(), "%s: %s differs" % (what, f))
-    if not with_metrics:
-        return
-    if os.path.exists(os.path.join(b, "metrics.jsonl")):
-        ma, mb = metrics(a), metrics(b)
-        check(ma == mb, "%s: metrics.jsonl differs:\n%s\n%s" % (what, ma, mb))
-    else:
-        check(False, "%s: no metrics.jsonl" % what)
 
 
 class Server:

@@ -102,7 +102,14 @@ static int same_outputs(const char *a, const char *b, const char *what)
     return ok;
 }
 
+/* on_end: the order in which trials left and their codes */
 typedef struct {
+    int order[MAXT], rc[MAXT], n;
+} ends;
+
+typedef struct {
+    ends *e;                       /* on_end records into it (NULL: not) */
+    int trial;                     /* ... as this trial */
     int stop_after;                /* the callback stops the trial after this epoch (0: never) */
     volatile sig_atomic_t *cancel; /* ... or sets this flag after cancel_after epochs */
     int cancel_after, epochs_seen;
@@ -115,6 +122,16 @@ static int on_epoch(const hone_train_epoch *e, void *user)
     if (c->cancel && e->epoch == c->cancel_after)
         *c->cancel = 1;
     return c->stop_after > 0 && e->epoch >= c->stop_after;
+}
+
+static void on_end(int rc, const char *err, void *user)
+{
+    cb_state *c = user; /* the trial's callbacks share their user */
+    (void)err;
+    if (c->e && c->e->n < MAXT) {
+        c->e->order[c->e->n] = c->trial;
+        c->e->rc[c->e->n++] = rc;
+    }
 }
 
 static hone_train_opts opts_of(const hone_train_spec *s, const char *out, const char *resume)
@@ -263,7 +280,8 @@ static void check_resume(void)
 
 /* Trial 1 stops itself after epoch 1 (its callback), trial 2 is cancelled during epoch 2 (trial
  * 0's callback sets its flag after epoch 1); trials 0 and 3 still equal their solo runs, and the
- * two that left wrote what their solo runs write. */
+ * two that left wrote what their solo runs write. Each trial's on_end comes once, as it leaves:
+ * trial 1's and 2's before the others'. */
 static void check_leave(void)
 {
     hone_train_spec s[4];
@@ -281,9 +299,13 @@ static void check_leave(void)
     cb[1].stop_after = 1;
     hone_train_opts o[4];
     const hone_train_opts *op[4];
+    ends ended = {{0}, {0}, 0};
     for (int i = 0; i < 4; i++) {
         o[i] = opts_of(&s[i], dirs[0][i], NULL);
         o[i].on_epoch = on_epoch;
+        o[i].on_end = on_end;
+        cb[i].e = &ended;
+        cb[i].trial = i;
         o[i].user = &cb[i];
         op[i] = &o[i];
     }
@@ -296,6 +318,9 @@ static void check_leave(void)
     CHECK(strcmp(err[2], "epoch 2: cancelled") == 0);
     CHECK(res[1].epochs_trained == 1 && !res[1].finished);
     CHECK(cb[2].epochs_seen == 1 && cb[0].epochs_seen == 3 && cb[3].epochs_seen == 3);
+    CHECK(ended.n == 4 && ended.order[0] == 1 && ended.order[1] == 2);
+    for (int j = 0; j < ended.n; j++)
+        CHECK(ended.rc[j] == rc[ended.order[j]]);
     for (int i = 0; i < 4; i++) {
         char name[64];
         cb_state scb = {.stop_after = cb[i].stop_after};

@@ -12,7 +12,8 @@
 # them side by side on their own streams; the pack's wall time then leaves out the 200 ms window.
 # Usage: bench/packed.sh [--fused] [--device cpu|cuda] [PACK] [EPOCHS]   (default: cuda when a GPU
 #        is there, 8 trials, 3 epochs; HONE_BENCH_BUILD: the build folder to use or make; on the
-#        CPU the trials train on 4096 images, --threads 1 each)
+#        CPU the trials train on 4096 images, --threads 1 each; HONE_BENCH_MATH: train.math of
+#        every trial, default the spec's fp32)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dev=""
@@ -50,6 +51,8 @@ tmp = tempfile.mkdtemp(prefix="hone-bench-packed-")
 sock = os.path.join(tmp, "s.sock")
 base = ["--device", dev, "--set", "network=cnn", "--set", "data.path=" + fm,
         "--set", "train.epochs=%d" % epochs]
+if os.environ.get("HONE_BENCH_MATH"):
+    base += ["--set", "train.math=" + os.environ["HONE_BENCH_MATH"]]
 if dev == "cpu":
     base += ["--threads", "1", "--set", "data.train_limit=4096", "--set", "data.test_limit=1000"]
 env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
@@ -100,6 +103,7 @@ for i, s in enumerate(per):
 print("  %-28s %8.3f s  (%.2fx solo; %d trials)" % ("pack wall time per epoch", wall,
                                                      wall / solo[0][0], pack))
 print(json.dumps({"bench": "packed", "device": dev, "fused": fused, "trials": pack,
+                  "math": os.environ.get("HONE_BENCH_MATH", "fp32"),
                   "epochs": epochs,
                   "solo_epoch_s": round(solo[0][0], 4),
                   "packed_epoch_s": [round(s, 4) for s in per],

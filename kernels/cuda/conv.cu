@@ -293,13 +293,46 @@ static int plan_trials(const hone_conv_desc *d, int trials, void *ws, trials_pla
     return rc;
 }
 
+/* The filter gradient of one trial, dw_t[K, CRS] = t_t[K, NPQ] . col_t[CRS, NPQ]^T, has a small
+ * K x CRS and an inner dimension of every pixel of the batch (25k-100k), so one GEMM per trial
+ * keeps a handful of CTAs busy and the SMs idle. Split-K: each trial's NPQ columns split into S
+ * equal chunks (S divides NPQ, chunks of at least 512 columns, S <= 64); chunk s of trial t is
+ * batch t * S + s, at column (t * S + s) * chunk of the [., trials * NPQ] matrices, so ONE
+ * strided-batched GEMM writes wpart[trials * S][K * CRS] (after the partial sums) and a
+ * fixed-order sum over s gives dw_t, the same on every run. */
+static int wgrad_splits(int npq)
+{
+    int best = 1;
+    for (int s = 2; s <= 64; s++)
+        if (npq % s == 0 && npq / s >= 512)
+            best = s;
+    return best;
+}
+
+/* grid (ceil(len / 256), trials): dw[t * w_stride + i] = sum over s of part[(t * S + s) * len + i]
+ */
+__global__ static void k_sum_splits(const float *__restrict__ part, int splits, int len,
+                                    float *__restrict__ dw, size_t w_stride)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x, t = blockIdx.y;
+    if (i >= len)
+        return;
+    const float *src = part + (size_t)t * splits * len + i;
+    float sum = 0.f;
+    for (int s = 0; s < splits; s++)
+        sum += src[(size_t)s * len];
+    dw[(size_t)t * w_stride + i] = sum;
+}
+
 extern "C" size_t cuda_conv_workspace_batched(hone_kctx *k, const hone_conv_desc *d, int trials)
 {
     (void)k;
     trials_plan p;
     plan_trials(d, trials, NULL, &p);
     size_t all = (size_t)p.dd.n * d->p * d->q, crs = (size_t)p.crs;
-    return ((crs + (size_t)d->k) * all + partial_floats(&p.dd)) * sizeof(float);
+    size_t splits = (size_t)wgrad_splits(p.npq);
+    size_t wpart = splits > 1 ? (size_t)trials * splits * d->k * crs : 0;
+    return ((crs + (size_t)d->k) * all + partial_floats(&p.dd) + wpart) * sizeof(float);
 }
 
 extern "C" int cuda_conv_fwd_batched(hone_kctx *k, const hone_conv_desc *d, int trials,
@@ -342,9 +375,21 @@ extern "C" int cuda_conv_bwd_batched(hone_kctx *k, const hone_conv_desc *d, int 
     }
     if ((rc = launch_im2col(k, &p.dd, x, p.col, p.all)) < 0)
         return rc;
-    /* dw_t[K, CRS] = t_t[K, NPQ] . col_t[CRS, NPQ]^T */
-    if ((rc = cuda_gemm_batched(k, 0, 1, d->k, p.crs, p.npq, 1.f, p.t, p.all, (size_t)p.npq, p.col,
-                                p.all, (size_t)p.npq, 0.f, dw, p.crs, w_stride, trials)) < 0)
+    /* dw_t[K, CRS] = t_t[K, NPQ] . col_t[CRS, NPQ]^T, split over chunks of NPQ */
+    int splits = wgrad_splits(p.npq);
+    if (splits > 1) {
+        int chunk = p.npq / splits, len = d->k * p.crs;
+        float *wpart = p.part + partial_floats(&p.dd);
+        if ((rc = cuda_gemm_batched(k, 0, 1, d->k, p.crs, chunk, 1.f, p.t, p.all, (size_t)chunk,
+                                    p.col, p.all, (size_t)chunk, 0.f, wpart, p.crs, (size_t)len,
+                                    trials * splits)) < 0)
+            return rc;
+        dim3 gs((len + HC_THREADS - 1) / HC_THREADS, trials);
+        k_sum_splits<<<gs, HC_THREADS, 0, hc_stream(k)>>>(wpart, splits, len, dw, w_stride);
+        HC_LAUNCHED();
+    } else if ((rc = cuda_gemm_batched(k, 0, 1, d->k, p.crs, p.npq, 1.f, p.t, p.all, (size_t)p.npq,
+                                       p.col, p.all, (size_t)p.npq, 0.f, dw, p.crs, w_stride,
+                                       trials)) < 0)
         return rc;
     if (!dx)
         return HONE_OK;

@@ -194,12 +194,10 @@ int main(int argc, char **argv)
     else {
         check_batches(6);
         check_steps(1, 0.01, 1e-4);
-        /* Several steps only at a learning rate where the trajectory is stable: at 0.01 this
-         * network's first steps (a summed loss near 100) amplify fp32 rounding 3-30x a step, so
-         * two correct backends part after three (on the H100: 6e-5, 1.7e-4, 4.9e-3, 0.022, 0.057
-         * at steps 1-5) while each single step, from the same weights, agrees to < 1e-4 on every
-         * batch (check_batches). */
-        check_steps(5, 0.001, 5e-3);
+        /* Open (stop 11): on the H100 every single step agrees (check_batches: < 1e-4 on six
+         * batches) but 5 steps part: 0.057 at lr 0.01, still 0.018 at lr 0.001, with and without
+         * augmentation, at 64-128 px. Not yet explained; this check stays as written. */
+        check_steps(5, 0.01, 5e-3);
         check_training();
     }
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);

@@ -294,6 +294,9 @@ int main(int argc, char **argv)
     check_conv(k, 2, 2, 3, 9, 9, 5, 3, 2, 0, 0, 1);   /* stride 2, no bias */
     check_conv(k, 2, 3, 8, 6, 6, 16, 1, 1, 0, 1, 1);  /* 1x1 */
     check_conv(k, 1, 2, 4, 8, 8, 6, 5, 2, 2, 1, 1);   /* one trial */
+    /* enough pixels a trial (NPQ 2048, 3136) for CUDA's split-K filter gradient (4 chunks) */
+    check_conv(k, 3, 8, 4, 16, 16, 8, 3, 1, 1, 1, 1);
+    check_conv(k, 2, 16, 3, 14, 14, 5, 3, 1, 1, 0, 0);
     hone_conv_desc d;
     TK_OK(hone_conv_desc_init(&d, 1, 2, 4, 4, 3, 3, 3, 1, 1));
     float *buf = hone_k_alloc(k, 4096);

@@ -501,7 +501,7 @@ HONE_HD void hone_kdet_offsets(const hone_kdet_grid *g, const float *o, int gx, 
     X(P, int, conv_bwd_batched,                                                                    \
       (hone_kctx * k, const hone_conv_desc *d, int trials, const float *x, const float *w,         \
        size_t w_stride, const float *dy, float *dx, float *dw, float *db, size_t b_stride,         \
-       void *ws))                                                                                  \
+       void *ws, int reuse))                                                                       \
     /* pool.{c,cu}: pooling, resampling */                                                         \
     X(P, int, maxpool_fwd,                                                                         \
       (hone_kctx * k, int n, int c, int h, int w, int size, int stride, const float *x, float *y,  \

@@ -349,12 +349,13 @@ int hone_k_conv_fwd_batched(hone_kctx *k, const hone_conv_desc *d, int trials, c
 
 int hone_k_conv_bwd_batched(hone_kctx *k, const hone_conv_desc *d, int trials, const float *x,
                             const float *w, size_t w_stride, const float *dy, float *dx, float *dw,
-                            float *db, size_t b_stride, void *ws)
+                            float *db, size_t b_stride, void *ws, int reuse)
 {
     CHECK(conv_desc_ok(d) && x && w && dy && dw &&
           conv_batch_ok(d, trials, w_stride, b_stride, db != NULL));
     CHECK(ws || hone_k_conv_workspace_batched(k, d, trials) == 0);
-    return k->ops->conv_bwd_batched(k, d, trials, x, w, w_stride, dy, dx, dw, db, b_stride, ws);
+    return k->ops->conv_bwd_batched(k, d, trials, x, w, w_stride, dy, dx, dw, db, b_stride, ws,
+                                    reuse != 0);
 }
 
 /* ------------------------------------------------------------------ pooling, resampling */

@@ -135,10 +135,12 @@ int hone_k_conv_fwd_batched(hone_kctx *k, const hone_conv_desc *d, int trials, c
                             const float *w, size_t w_stride, const float *b, size_t b_stride,
                             float *y, void *ws);
 /* Backward of hone_k_conv_fwd_batched: dx [trials][d->n]... (may be NULL: first layer), trial t's
- * dw at dw + t * w_stride and db (may be NULL) at db + t * b_stride, overwritten. */
+ * dw at dw + t * w_stride and db (may be NULL) at db + t * b_stride, overwritten. reuse = 1: the
+ * layer's hone_k_conv_fwd_batched with the same d, trials, x and ws was the last op to write ws
+ * (as hone_k_conv_bwd_reuse): the im2col path reuses its columns. Same results either way. */
 int hone_k_conv_bwd_batched(hone_kctx *k, const hone_conv_desc *d, int trials, const float *x,
                             const float *w, size_t w_stride, const float *dy, float *dx, float *dw,
-                            float *db, size_t b_stride, void *ws);
+                            float *db, size_t b_stride, void *ws, int reuse);
 
 /* ------------------------------------------------------------------ pooling, resampling */
 

@@ -656,7 +656,7 @@ void net_backward(hone_net *net, const float *x, int n)
             float *db = L->bias ? dB : NULL;
             if (T > 1) /* cnn: no layer feeds two others, so never acc */
                 hone_k_conv_bwd_batched(k, &d, T, in, W, net->nparams, L->dout, din, dW, db,
-                                        net->nparams, net->ws);
+                                        net->nparams, net->ws, last_conv(net, i));
             else if (L->acc)
                 hone_k_conv_bwd_acc(k, &d, in, W, L->dout, din, dW, db, net->ws, last_conv(net, i));
             else if (last_conv(net, i))

@@ -486,8 +486,9 @@ int cpu_conv_fwd_batched(hone_kctx *k, const hone_conv_desc *d, int trials, cons
 
 int cpu_conv_bwd_batched(hone_kctx *k, const hone_conv_desc *d, int trials, const float *x,
                          const float *w, size_t w_stride, const float *dy, float *dx, float *dw,
-                         float *db, size_t b_stride, void *ws)
+                         float *db, size_t b_stride, void *ws, int reuse)
 {
+    (void)reuse; /* no columns kept (as cpu_conv_bwd_reuse) */
     size_t nx = (size_t)d->n * d->c * d->h * d->w, ny = (size_t)d->n * d->k * d->p * d->q;
     for (int t = 0; t < trials; t++)
         conv_bwd(k, d, x + t * nx, w + t * w_stride, dy + t * ny, dx ? dx + t * nx : NULL,

@@ -358,7 +358,7 @@ extern "C" int cuda_conv_fwd_batched(hone_kctx *k, const hone_conv_desc *d, int 
 extern "C" int cuda_conv_bwd_batched(hone_kctx *k, const hone_conv_desc *d, int trials,
                                      const float *x, const float *w, size_t w_stride,
                                      const float *dy, float *dx, float *dw, float *db,
-                                     size_t b_stride, void *ws)
+                                     size_t b_stride, void *ws, int reuse)
 {
     trials_plan p;
     int rc;
@@ -373,7 +373,7 @@ extern "C" int cuda_conv_bwd_batched(hone_kctx *k, const hone_conv_desc *d, int 
                                                                         trials, b_stride);
         HC_LAUNCHED();
     }
-    if ((rc = launch_im2col(k, &p.dd, x, p.col, p.all)) < 0)
+    if (!reuse && (rc = launch_im2col(k, &p.dd, x, p.col, p.all)) < 0)
         return rc;
     /* dw_t[K, CRS] = t_t[K, NPQ] . col_t[CRS, NPQ]^T, split over chunks of NPQ */
     int splits = wgrad_splits(p.npq);

@@ -211,8 +211,9 @@ static void check_conv(hone_kctx *k, int trials, int n, int c, int h, int w, int
     snprintf(name, sizeof(name), "conv_batched x%d n%d c%d %dx%d k%d r%d s%d p%d", trials, n, c, h,
              w, kk, r, stride, pad);
     TK_OK(hone_k_conv_fwd_batched(k, &d, trials, dx, dp, P, bias, P, y, ws));
-    TK_OK(
-        hone_k_conv_bwd_batched(k, &d, trials, dx, dp, P, dgy, with_dx ? gx : NULL, gp, gb, P, ws));
+    /* right after the forward: its columns may be reused */
+    TK_OK(hone_k_conv_bwd_batched(k, &d, trials, dx, dp, P, dgy, with_dx ? gx : NULL, gp, gb, P, ws,
+                                  1));
     for (int t = 0; t < trials; t++) {
         TK_OK(hone_k_conv_fwd(k, &d, dx + t * nx, dp + t * P, bias ? bias + t * P : NULL,
                               ys + t * ny, ws1));
@@ -250,6 +251,15 @@ static void check_conv(hone_kctx *k, int trials, int n, int c, int h, int w, int
     solo = tk_get(k, gps, tp);
     same_as_solo("conv_batched dw/db vs single", k, gp, solo, tp);
     free(solo);
+    /* without reuse (ws rebuilt from x): the same gradients */
+    float *gp2 = tk_dev(k, p, tp), *gx2 = tk_poisoned(k, tx);
+    TK_OK(hone_k_conv_bwd_batched(k, &d, trials, dx, dp, P, dgy, with_dx ? gx2 : NULL, gp2,
+                                  with_bias ? gp2 + boff : NULL, P, ws, 0));
+    same_as_solo("conv_batched dw/db without reuse", k, gp2, hgp, tp);
+    if (with_dx)
+        same_as_solo("conv_batched dx without reuse", k, gx2, hgx, tx);
+    hone_k_free(k, gp2);
+    hone_k_free(k, gx2);
 
     free(hy);
     free(hgx);

@@ -14,7 +14,7 @@
 # (AutoML minus baseline, in points). Exits 1 when any job failed (its error printed), 77 when
 # Fashion-MNIST or the photographs are missing.
 # Usage: bench/detect_automl.sh [--device cpu|cuda] [--epochs N] [--algorithm A] [--max-trials N]
-#          [--nu N] [--seed N] [--size N] [--tiny]
+#          [--nu N] [--seed N] [--size N] [--tiny] [--prepare]
 #   --device     default cuda when hone-train lists a GPU, else cpu
 #   --epochs     the baseline's epochs and the AutoML's full budget (default 60)
 #   --algorithm  hyperband (default), bohb, asha, bayesian or random
@@ -23,13 +23,15 @@
 #                (default 3) is raised until the brackets hold at most this many trials
 #   --size       model.input_size (default: the spec's, 128 for KITTI sets)
 #   --tiny       gen_detect.py --tiny (300 + 30 images at 128x128): a quick CPU smoke run
+#   --prepare    only build and generate the set, then exit (a device command's 10 minutes: build
+#                and generate in one, time in the next; both are kept in the build folder)
 # Environment: HONE_BENCH_BUILD (build folder to use or make, default build-bench-detect;
 # HONE_BENCH_CMAKE_ARGS are added to its configure), HONE_BENCH_CACHE (where the generated sets
 # are kept, default <build>/detect-sets), HONE_FASHION_MNIST, HONE_PHOTOS_DIR, HONE_BENCH_KEEP=1
 # (keep the stack's data dir, logs included; it is kept anyway when a job failed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dev="" epochs=60 algo=hyperband max_trials=50 nu="" seed=1 size=0 tiny=0
+dev="" epochs=60 algo=hyperband max_trials=50 nu="" seed=1 size=0 tiny=0 prepare=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) dev=$2; shift 2 ;;
@@ -40,6 +42,7 @@ while [ $# -gt 0 ]; do
     --seed) seed=$2; shift 2 ;;
     --size) size=$2; shift 2 ;;
     --tiny) tiny=1; shift ;;
+    --prepare) prepare=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "detect_automl: unknown option $1 (try --help)" >&2; exit 2 ;;
   esac
@@ -57,7 +60,7 @@ if [ $missing = 1 ]; then
 fi
 if [ -z "$dev" ]; then
   dev=cpu
-  "$build/train/hone-train" --list-devices | grep -q '"index"' && dev=cuda
+  if grep -q '"index"' <<<"$("$build/train/hone-train" --list-devices)"; then dev=cuda; fi
 fi
 # gen_detect.py finds Fashion-MNIST through HONE_FMNIST_DIR or the Debian package
 if [ -n "${HONE_FASHION_MNIST:-}" ]; then export HONE_FMNIST_DIR=$HONE_FASHION_MNIST; fi
@@ -67,7 +70,7 @@ cache=${HONE_BENCH_CACHE:-$build/detect-sets}
 name=full gen_args=()
 if [ $tiny = 1 ]; then name=tiny gen_args=(--tiny); fi
 set_dir=$cache/$name/kitti
-stamp="gen_detect ${gen_args[*]} $(git hash-object tests/data/gen_detect.py)"
+stamp="gen_detect ${gen_args[*]} $(cksum <tests/data/gen_detect.py)"
 if [ "$(cat "$cache/$name/.complete" 2>/dev/null)" != "$stamp" ]; then
   rm -rf "${cache:?}/$name"
   mkdir -p "$cache/$name"
@@ -80,6 +83,10 @@ if [ "$(cat "$cache/$name/.complete" 2>/dev/null)" != "$stamp" ]; then
   fi
   echo "$stamp" >"$cache/$name/.complete"
   echo "detect_automl: generated in $(($(date +%s) - t0)) s" >&2
+fi
+if [ $prepare = 1 ]; then
+  echo "detect_automl: prepared $build and $set_dir"
+  exit 0
 fi
 # the stack's data dir (short: it holds the trainer servers' unix sockets), with the set inside it
 # (a dataset path must lie in a data root): hard links to the cache where the file system allows
@@ -168,6 +175,9 @@ if algo in ("hyperband", "bohb"):
         while hb_plan(epochs, nu)[0] > max_trials and nu < epochs:
             nu += 1
     plan_trials, plan_epochs = hb_plan(epochs, nu)
+    if plan_trials > max_trials:
+        log("note: --nu %d runs %d trials, more than --max-trials %d" % (nu, plan_trials,
+                                                                        max_trials))
     plan = "%s R=%d nu=%d: %d trial(s), %d epochs in all" % (algo, epochs, nu, plan_trials,
                                                              plan_epochs)
 else:
@@ -250,6 +260,10 @@ try:
             "trials": len(trials), "epochs": sum(int(t.get("epoch") or 0) for t in trials),
             "job": am, "best_trial": a.get("best_trial"), "best_config": None}
     bad += best["test_map"] is None
+    own = (st.get("result") or {}).get("best_test_map")
+    if best["test_map"] is not None and own is not None and abs(best["test_map"] - own) > 1e-6:
+        log("note: evaluate's test mAP %s differs from the best trial's own %s"
+            % (best["test_map"], own))
     if a.get("best_job_id"):
         best["best_config"] = js("job", "status", a["best_job_id"]).get("config")
 

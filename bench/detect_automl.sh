@@ -78,7 +78,7 @@ if [ "$(cat "$cache/$name/.complete" 2>/dev/null)" != "$stamp" ]; then
   t0=$(date +%s)
   if ! $py tests/data/gen_detect.py "${gen_args[@]}" "$set_dir" >&2; then
     echo "detect_automl: gen_detect.py could not write the set (Fashion-MNIST: HONE_FASHION_MNIST;" \
-      "photographs: HONE_PHOTOS_DIR)" >&2
+      "photographs: .cache/photos from scripts/bootstrap.sh, or HONE_PHOTOS_DIR)" >&2
     exit 77
   fi
   echo "$stamp" >"$cache/$name/.complete"

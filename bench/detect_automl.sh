@@ -30,6 +30,7 @@
 # are kept, default <build>/detect-sets), HONE_FASHION_MNIST, HONE_PHOTOS_DIR, HONE_BENCH_KEEP=1
 # (keep the stack's data dir, logs included; it is kept anyway when a job failed).
 set -euo pipefail
+{ # read whole before it runs: editing or checking out this file during a run cannot derail it
 cd "$(dirname "$0")/.."
 dev="" epochs=60 algo=hyperband max_trials=50 nu="" seed=1 size=0 tiny=0 prepare=0
 while [ $# -gt 0 ]; do
@@ -184,6 +185,8 @@ else:
     nu = nu or 3
     plan = "%s: at most %d trials of up to %d epochs" % (algo, max_trials, epochs)
 
+# a SIGTERM (timeout(1), a device command's limit) still stops the stack: the finally below
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 env = dict(os.environ)
 stack = subprocess.Popen([hone_bin, "local", "--data-dir", data, "--port", "0", "--device", dev,
                           "--json"], stdout=subprocess.PIPE, text=True, env=env,
@@ -308,3 +311,5 @@ finally:
         log("the stack's data dir and logs: %s" % data)
 sys.exit(0 if ok else 1)
 PY
+exit
+}

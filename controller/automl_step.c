@@ -184,6 +184,9 @@ static int finish(hone_controller *c, ctl_search *s)
                            json_is_number(json_object_get(bres, "test_accuracy"))
                                ? json_incref(json_object_get(bres, "test_accuracy"))
                                : json_null());
+        /* a detector's best trial reports test_map (TAO's best_map names the val side) */
+        if (json_is_number(json_object_get(bres, "test_map")))
+            json_object_set(result, "best_test_map", json_object_get(bres, "test_map"));
         json_decref(bres);
     } else {
         result = json_object();

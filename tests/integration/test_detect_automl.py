@@ -8,7 +8,8 @@ and input size (64), packed once by a convert job that every trial reuses.
      the whole space with other ranges (the trials sweep exactly those, inside the ranges given);
      both at once are refused (422 naming automl_remove_hyperparameters).
   2. a short bayesian AutoML job and a short hyperband one both end done; the status names
-     `best_map` (TAO's name) equal to best_metric and above an untrained network's 0, every trial
+     `best_map` (TAO's name) equal to best_metric and above an untrained network's 0, the result's
+     `best_test_map` the best trial's test_map, every trial
      waited for the one convert job of the set at that size, and `hone job evaluate` of the AutoML
      job (its best_model) gives a test mAP and per-class AP, the mAP equal to the best trial's
      test_map.
@@ -104,6 +105,8 @@ def search(bins, ctl, exp, cvt, algo, extra, swept):
                 k, cfg)
     best = hone_json(bins, ctl, "job", "status", a["best_job_id"])
     assert best["result"]["best_metric"] == a["best_map"], (best["result"], a)
+    # the AutoML job's result names the best trial's test mAP beside best_metric
+    assert st["result"]["best_test_map"] == best["result"]["test_map"], (st["result"], best)
     ev = hone_json(bins, ctl, "job", "evaluate", am["id"], "--timeout", "240")
     assert ev["status"] == "done", ev
     got = ev["result"]["map"]  # the test part's mAP@0.5, as the trial's own last line said

@@ -422,7 +422,9 @@ int hone_train_run_pack(const hone_train_opts *const *o, int n, hone_train_resul
             size_t i = (size_t)(q - pt);
             if (!q->live) /* cancelled during the epoch: it has ended */
                 continue;
-            int r = run_epoch(&q->r, &q->ep, err[i], 256);
+            int r = q->o->cancel && *q->o->cancel /* after the last step: as hone_train_run */
+                        ? run_epoch_failed(&q->r, HONE_ESTATE, err[i], 256)
+                        : run_epoch(&q->r, &q->ep, err[i], 256);
             if (r < 0)
                 trial_end(q, &rcs[i], r, err[i]);
         }

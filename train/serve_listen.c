@@ -11,7 +11,7 @@
  * exits 0; so does --idle-exit S seconds without a connection. A job that fails (code 1) on a GPU
  * ends the server: every running job is cancelled, and each exit line says "restart": true.
  * --pack-window-ms MS (0: off): training requests whose specs share a hone_train_pack_key and
- * arrive within MS of the first train together in one fused step (hone_train_run_pack, up to
+ * arrive within MS of the first train together in one fused step (serve_gang.c, up to
  * --pack-max); each connection still gets exactly its own lines, cancel and exit code.
  * It never writes the process's stdout; its own messages go to stderr. */
 #define _GNU_SOURCE /* fopencookie, accept4, pipe2, ppoll */
@@ -62,43 +62,13 @@ typedef struct conn {
     struct conn *next;
 } conn;
 
-/* Ganged jobs (--pack-window-ms): the training requests of one pack key that arrive within the
- * window of the first (the leader's) train as one hone_train_run_pack on the leader's job thread;
- * the others' job threads wait for their codes. */
-typedef struct gang gang;
-
-/* A member's slot: which gang, which trial (the on_end callback's user). */
-typedef struct {
-    gang *g;
-    int i;
-} gang_slot;
-
-struct gang {
-    char key[8192];
-    hone_train_opts *opts; /* copies of the members' options (their specs borrowed from their job
-                              threads, which wait until their trial has left the pack) */
-    const hone_train_opts **o;
-    gang_slot *slot;
-    int *code;  /* each member's exit status */
-    int *ended; /* 1: the member's trial left the pack (its code is set) */
-    int n, max, closed, refs;
-    pthread_mutex_t *mu; /* the server's gmu */
-    struct server *srv;
-    pthread_cond_t cv;
-    struct gang *next;
-};
-
 struct server {
     const char *path;
     int lfd;
     hone_train_cache *cache;
     int alive_ms;
-    int pack_window_ms, pack_max;
-    pthread_mutex_t gmu;     /* gangs, packs_running */
-    gang *gangs;             /* open gangs: still taking members */
-    int packs_running;       /* gang_main threads still training or cleaning up */
-    pthread_cond_t packs_cv; /* packs_running went down */
-    pthread_mutex_t mu;      /* conns */
+    serve_gangs *gangs; /* --pack-window-ms: ganged jobs (serve_gang.c); NULL: off */
+    pthread_mutex_t mu; /* conns */
     conn *conns;
     int stop_pipe[2]; /* written once when the server stops: wakes every connection */
     int wake_pipe[2]; /* a connection ended, or asks the server to stop (restart) */
@@ -294,162 +264,17 @@ static void scan_cancels(conn *c)
     }
 }
 
-static void gang_release(gang *g)
-{
-    if (--g->refs > 0)
-        return;
-    pthread_cond_destroy(&g->cv);
-    free(g->opts);
-    free(g->o);
-    free(g->slot);
-    free(g->code);
-    free(g->ended);
-    free(g);
-}
-
-/* hone_train_opts.on_end of a ganged trial (on the leader's thread): its code, as train_run_argv
- * would exit (its reason on its own log first), and its job thread woken to answer at once. */
-static void gang_trial_end(int rc, const char *err, void *user)
-{
-    gang_slot *sl = user;
-    gang *g = sl->g;
-    if (rc < 0)
-        fprintf(g->opts[sl->i].log, "hone-train: %s\n", err && err[0] ? err : hone_strerror(rc));
-    pthread_mutex_lock(g->mu);
-    g->code[sl->i] = rc < 0 ? 1 : 0;
-    g->ended[sl->i] = 1;
-    pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(g->mu);
-}
-
-/* The pack's own thread: trains the gang's members (each one's code comes through on_end, as its
- * trial leaves), then drops its hold on the gang. The server waits for every such thread before
- * it frees the dataset cache the pack borrows from. */
-static void *gang_main(void *arg)
-{
-    gang *g = arg;
-    server *s = g->srv;
-    int n = g->n;
-    hone_train_result *res = hone_xcalloc((size_t)n, sizeof(*res));
-    int *rc = hone_xcalloc((size_t)n, sizeof(int));
-    char(*err)[256] = hone_xcalloc((size_t)n, sizeof(*err));
-    hone_train_run_pack(g->o, n, res, rc, err);
-    free(res);
-    free(rc);
-    free(err);
-    pthread_mutex_lock(&s->gmu);
-    s->packs_running--;
-    pthread_cond_broadcast(&s->packs_cv);
-    gang_release(g);
-    pthread_mutex_unlock(&s->gmu);
-    return NULL;
-}
-
-/* The leader's half: waits out the window (or a full gang) and closes the gang; alone, it runs
- * its job as hone-train ARGS would; with members, the pack trains on its own thread and the
- * leader, like every member, answers as soon as its own trial has left. Called and returns with
- * s->gmu held. */
-static int gang_lead(server *s, gang *g, run_args *a)
-{
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    long ns = until.tv_nsec + (long)(s->pack_window_ms % 1000) * 1000000L;
-    until.tv_sec += s->pack_window_ms / 1000 + ns / 1000000000L;
-    until.tv_nsec = ns % 1000000000L;
-    while (g->n < g->max && pthread_cond_timedwait(&g->cv, &s->gmu, &until) != ETIMEDOUT)
-        ;
-    g->closed = 1;
-    for (gang **pp = &s->gangs; *pp; pp = &(*pp)->next)
-        if (*pp == g) {
-            *pp = g->next;
-            break;
-        }
-    int n = g->n;
-    if (n == 1) {
-        pthread_mutex_unlock(&s->gmu);
-        int code = train_args_exec(a);
-        pthread_mutex_lock(&s->gmu);
-        return code;
-    }
-    fprintf(stderr, "hone-train: listen: %d jobs packed in one fused step\n", n);
-    for (int i = 0; i < n; i++) {
-        g->slot[i] = (gang_slot){g, i};
-        g->opts[i].on_end = gang_trial_end;
-        g->opts[i].user = &g->slot[i];
-        g->o[i] = &g->opts[i];
-    }
-    pthread_t th;
-    g->refs++;
-    s->packs_running++;
-    if (pthread_create(&th, NULL, gang_main, g) == 0) {
-        pthread_detach(th);
-    } else { /* no thread: train here */
-        pthread_mutex_unlock(&s->gmu);
-        gang_main(g);
-        pthread_mutex_lock(&s->gmu);
-    }
-    while (!g->ended[0])
-        pthread_cond_wait(&g->cv, &s->gmu);
-    return g->code[0];
-}
-
-/* Runs a's training request in the open gang of its key (a new one, led by this thread, when there
- * is none or it is full); its exit status. */
-static int gang_run(server *s, const char *key, run_args *a)
-{
-    const hone_train_opts *o = train_args_training(a);
-    pthread_mutex_lock(&s->gmu);
-    gang *g = s->gangs;
-    while (g && (g->closed || g->n >= g->max || strcmp(g->key, key) != 0))
-        g = g->next;
-    int code;
-    if (g) { /* a member: the leader trains it; it answers as soon as its trial has left */
-        int i = g->n++;
-        g->opts[i] = *o;
-        g->refs++;
-        pthread_cond_broadcast(&g->cv);
-        while (!g->ended[i])
-            pthread_cond_wait(&g->cv, &s->gmu);
-        code = g->code[i];
-    } else {
-        g = hone_xcalloc(1, sizeof(*g));
-        snprintf(g->key, sizeof(g->key), "%s", key);
-        g->max = s->pack_max;
-        g->opts = hone_xcalloc((size_t)g->max, sizeof(*g->opts));
-        g->o = hone_xcalloc((size_t)g->max, sizeof(*g->o));
-        g->slot = hone_xcalloc((size_t)g->max, sizeof(*g->slot));
-        g->code = hone_xcalloc((size_t)g->max, sizeof(int));
-        g->ended = hone_xcalloc((size_t)g->max, sizeof(int));
-        g->mu = &s->gmu;
-        g->srv = s;
-        g->opts[0] = *o;
-        g->n = g->refs = 1;
-        pthread_cond_init(&g->cv, NULL);
-        g->next = s->gangs;
-        s->gangs = g;
-        code = gang_lead(s, g, a);
-    }
-    gang_release(g);
-    pthread_mutex_unlock(&s->gmu);
-    return code;
-}
-
 /* One job: a training request that can share a pack joins a gang when --pack-window-ms is set;
  * anything else runs as hone-train ARGS would. */
 static int job_exec(conn *c)
 {
     server *s = c->srv;
     run_args *a;
-    char key[8192];
     int code = train_args_parse(c->argc, c->argv, s->cache, &c->cancel, c->out, c->log, &a);
-    if (code < 0) {
-        const hone_train_opts *o = train_args_training(a);
-        if (s->pack_window_ms > 0 && o &&
-            hone_train_pack_key(o->spec, o->device, key, sizeof(key)) == HONE_OK)
-            code = gang_run(s, key, a);
-        else
-            code = train_args_exec(a);
-    }
+    if (code < 0 && s->gangs)
+        code = serve_gangs_job(s->gangs, a);
+    if (code < 0)
+        code = train_args_exec(a);
     train_args_free(a);
     return code;
 }
@@ -675,12 +500,11 @@ static int listen_at(const char *path)
 int train_serve_listen(const char *path, int ncache, int alive_ms, int idle_exit_s,
                        int pack_window_ms, int pack_max)
 {
-    server s = {
-        .path = path, .alive_ms = alive_ms, .pack_window_ms = pack_window_ms, .pack_max = pack_max};
+    server s = {.path = path, .alive_ms = alive_ms};
     int rc = 1;
     pthread_mutex_init(&s.mu, NULL);
-    pthread_mutex_init(&s.gmu, NULL);
-    pthread_cond_init(&s.packs_cv, NULL);
+    if (pack_window_ms > 0)
+        s.gangs = serve_gangs_new(pack_window_ms, pack_max);
     s.lfd = -1;
     s.stop_pipe[0] = s.stop_pipe[1] = s.wake_pipe[0] = s.wake_pipe[1] = -1;
     /* the signals only interrupt the accept loop's ppoll: every other thread blocks them */
@@ -772,10 +596,8 @@ out:
             ;
     }
     reap(&s, 1);
-    pthread_mutex_lock(&s.gmu); /* the packs give their contexts and data back to the cache */
-    while (s.packs_running > 0)
-        pthread_cond_wait(&s.packs_cv, &s.gmu);
-    pthread_mutex_unlock(&s.gmu);
+    serve_gangs_free(s.gangs); /* after its packs gave their contexts and data back */
+    s.gangs = NULL;
     close(s.lfd);
     unlink(path);
     hone_train_cache_free(s.cache);
@@ -787,7 +609,6 @@ fail:
             close(s.wake_pipe[i]);
     }
     pthread_mutex_destroy(&s.mu);
-    pthread_mutex_destroy(&s.gmu);
-    pthread_cond_destroy(&s.packs_cv);
+    serve_gangs_free(s.gangs); /* not started (a refused path) */
     return rc;
 }

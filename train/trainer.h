@@ -1,9 +1,9 @@
 /* train/trainer.h (private): the trainer's state and the per-trial pieces of a training run that
- * the solo trainer (loop.c: hone_trainer_*, hone_train_run) and the packed-trial trainer (pack.c:
- * hone_train_run_pack) share: a step's gather, loss and optimiser update, an epoch's learning
- * rates and metrics, evaluation, checkpoints, and a run's reporting (JSON lines, metrics.jsonl,
- * checkpoint.bin, model.bin, spec.yaml, model.json). One copy of each, so a packed trial writes
- * exactly what its solo run writes. */
+ * the solo trainer (loop.c: hone_trainer_*; run.c: hone_train_run) and the packed-trial trainer
+ * (pack.c: hone_train_run_pack) share: a step's gather, loss and optimiser update, an epoch's
+ * learning rates and metrics, evaluation, checkpoints, and a run's reporting (JSON lines,
+ * metrics.jsonl, checkpoint.bin, model.bin, spec.yaml, model.json). One copy of each, so a packed
+ * trial writes exactly what its solo run writes. */
 #ifndef HONE_TRAIN_TRAINER_H
 #define HONE_TRAIN_TRAINER_H
 
@@ -95,7 +95,7 @@ int trainer_read_state(hone_trainer *t, const char *path, ckpt *c, char *err, si
 /* Uploads c (from trainer_read_state or trainer_gather_state with the optimiser) into t's slot. */
 void trainer_apply_state(hone_trainer *t, const ckpt *c);
 
-/* ------------------------------------------------------------------ a run's reporting */
+/* ------------------------------------------------------------------ a run's reporting (run.c) */
 
 /* The checkpoint writer: hone_train_run hands an epoch's state and line to a thread (loop.c). */
 typedef struct ckpt_writer {

@@ -279,9 +279,10 @@ static void check_resume(void)
 }
 
 /* Trial 1 stops itself after epoch 1 (its callback), trial 2 is cancelled during epoch 2 (trial
- * 0's callback sets its flag after epoch 1); trials 0 and 3 still equal their solo runs, and the
- * two that left wrote what their solo runs write. Each trial's on_end comes once, as it leaves:
- * trial 1's and 2's before the others'. */
+ * 3's callback sets its flag after epoch 1, once trial 2's epoch 1 is reported: a flag set before
+ * that would drop the epoch, as hone_train_run does); trials 0 and 3 still equal their solo runs,
+ * and the two that left wrote what their solo runs write. Each trial's on_end comes once, as it
+ * leaves: trial 1's and 2's before the others'. */
 static void check_leave(void)
 {
     hone_train_spec s[4];
@@ -294,8 +295,8 @@ static void check_leave(void)
     make_dirs(4);
     volatile sig_atomic_t cancel2 = 0;
     cb_state cb[4] = {{0}};
-    cb[0].cancel = &cancel2;
-    cb[0].cancel_after = 1;
+    cb[3].cancel = &cancel2; /* trial 3 reports after trial 2: its epoch 1 stands */
+    cb[3].cancel_after = 1;
     cb[1].stop_after = 1;
     hone_train_opts o[4];
     const hone_train_opts *op[4];

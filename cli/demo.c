@@ -4,6 +4,7 @@
  * (one JSON line with --json). It stops everything it started, also on Ctrl-C. */
 #define _GNU_SOURCE /* sched_getaffinity */
 #include "cli.h"
+#include "spec.h"
 
 #include <sched.h>
 #include <errno.h>
@@ -302,8 +303,11 @@ int cli_demo_run(cli_ctx *c)
     }
     if (!math)
         math = strcmp(so.device, "cpu") == 0 ? "fp32" : "tf32";
-    if (strcmp(math, "fp32") != 0 && strcmp(math, "tf32") != 0 && strcmp(math, "bf16") != 0) {
-        fprintf(stderr, "usage error: --math must be fp32, tf32 or bf16 (got '%s')\n", math);
+    json_t *jm = json_string(math);
+    rc = hone_spec_check_json("train.math", jm, err, sizeof(err)); /* spec/ knows the values */
+    json_decref(jm);
+    if (rc != 0) {
+        fprintf(stderr, "usage error: --math: %s\n", err);
         return 2;
     }
     if (!cli_arg(c->a, "threads"))

@@ -10,7 +10,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <jansson.h>
 
@@ -212,13 +211,6 @@ done:
     return rc;
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Ends trial q with rc (its run closed; it leaves the pack at the next rebuild) and tells its
  * on_end; from here its options are not touched again. */
 static void trial_end(pack_trial *q, int *rcp, int rc, const char *err)
@@ -245,7 +237,7 @@ static int pack_epoch(pack *p, pack_trial *pt, int *rcs, char (*err)[256])
     double *va = hone_xcalloc((size_t)n, sizeof(double));
     for (int j = 0; j < n && rc == 0; j++)
         rc = trainer_epoch_begin(p->tr[j], p->slot[j]->r.e, steps, &lr[j]);
-    double t0 = now();
+    double t0 = trainer_now();
     for (int i = 0; i < steps && rc == 0; i++) {
         int left = 0;
         for (int j = 0; j < n; j++) {
@@ -269,7 +261,7 @@ static int pack_epoch(pack *p, pack_trial *pt, int *rcs, char (*err)[256])
     }
     if (rc == 0)
         rc = hone_k_sync(k);
-    double secs = now() - t0;
+    double secs = trainer_now() - t0;
     for (int j = 0; j < n && rc == 0; j++) {
         float acc[2] = {0, 0};
         rc = hone_k_download(k, acc, p->tr[j]->acc, sizeof(acc));
@@ -338,19 +330,20 @@ int hone_train_run_pack(const hone_train_opts *const *o, int n, hone_train_resul
     /* every trial must share trial 0's pack key */
     for (int i = 0; i < n; i++) {
         const char *diff = i > 0 ? key_diff(o[0], o[i]) : NULL;
-        if (!packable(o[i]->spec) || diff) {
-            for (int j = 0; j < n; j++) {
-                if (!packable(o[i]->spec))
-                    snprintf(err[j], 256, "pack: trial %d's network '%s' cannot be packed", i,
-                             o[i]->spec->network);
-                else
-                    snprintf(err[j], 256, "pack: trial %d's %s differs from trial 0's", i, diff);
-            }
-            for (int j = 0; j < n; j++)
-                trial_end(&pt[j], &rcs[j], HONE_EINVAL, err[j]);
-            rc = HONE_EINVAL;
-            goto out;
+        char why[256];
+        if (!packable(o[i]->spec))
+            snprintf(why, sizeof(why), "pack: trial %d's network '%s' cannot be packed", i,
+                     o[i]->spec->network);
+        else if (diff)
+            snprintf(why, sizeof(why), "pack: trial %d's %s differs from trial 0's", i, diff);
+        else
+            continue;
+        for (int j = 0; j < n; j++) { /* the whole pack is refused, each trial told why */
+            snprintf(err[j], 256, "%s", why);
+            trial_end(&pt[j], &rcs[j], HONE_EINVAL, err[j]);
         }
+        rc = HONE_EINVAL;
+        goto out;
     }
     for (int i = 0; i < n; i++) {
         pt[i].open = 1;

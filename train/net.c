@@ -383,7 +383,6 @@ int net_new_pack(hone_kctx *k, const hone_train_spec *const *specs, int trials, 
     net->nparams = b.ndecay + b.nbias;
     net->nstate = b.nstate;
     net->ncounters = b.ncounters + 1; /* + augmentation */
-    net->seed = spec->train.seed;
     size_t T = (size_t)trials, nctr = T * (size_t)net->ncounters;
     net->params = hone_k_alloc(k, T * net->nparams * sizeof(float));
     net->grads = hone_k_alloc(k, T * net->nparams * sizeof(float));

@@ -51,7 +51,6 @@ typedef struct hone_net {
     int ncounters;      /* a trial's */
     void *ws;           /* conv workspace shared by all conv layers */
     size_t ws_bytes;
-    uint64_t seed;   /* trial 0's train.seed */
     uint64_t *seeds; /* each trial's train.seed (host) */
 } hone_net;
 

@@ -74,12 +74,13 @@ typedef struct hone_spec {
         char math[8]; /* fp32 | tf32 | bf16 (CUDA GEMM/conv precision) */
     } train;
     struct {
-        int hidden, depth; /* mlp: hidden width and number of hidden layers; cnn: fc width */
-        int width;         /* resnet, detectnet_v2: channels of the first stage */
-        char backbone[16]; /* detectnet_v2: resnet18 | resnet34 */
-        int input_size;    /* 0: the data's own */
-        double dropout;    /* before the last dense layer(s) */
-        int batchnorm;     /* mlp, cnn */
+        int hidden, depth;     /* mlp: hidden width and number of hidden layers; cnn: fc width */
+        int width;             /* resnet, detectnet_v2: channels of the first stage */
+        char backbone[16];     /* detectnet_v2: resnet18 | resnet34 */
+        char pretrained[1024]; /* a model folder whose weights start training ("": none) */
+        int input_size;        /* 0: the data's own */
+        double dropout;        /* before the last dense layer(s) */
+        int batchnorm;         /* mlp, cnn */
     } model;
     struct {
         int flip;                 /* every network (detectnet_v2: its boxes flipped too) */

@@ -43,6 +43,10 @@ static inline cudaStream_t hc_stream(hone_kctx *k)
 }
 
 int hc_fail(const char *file, int line, const char *what, const char *msg);
+/* Per-channel bias of an [n, c, hw] tensor (norm.cu): out[ch] = the sum of x over n and hw, in a
+ * fixed order (chunks, then the chunks in order); y[n, ch, :] += b[ch]. */
+int hc_channel_sum(hone_kctx *k, int n, int c, int hw, const float *x, float *out);
+int hc_channel_add(hone_kctx *k, int n, int c, int hw, const float *b, float *y);
 /* cuBLAS compute type for the context's math mode (gemm.cu). */
 cublasComputeType_t hc_compute_type(hone_kctx *k);
 

@@ -24,7 +24,7 @@ enum { DNN_FWD = 0, DNN_BWD_DATA = 1, DNN_BWD_FILTER = 2, DNN_PASSES = 3 };
 struct hc_dnn_conv {
     hone_conv_desc d;
     int ok; /* 0: no algorithm found (or a cuDNN error): the im2col path runs this shape */
-    cudnnTensorDescriptor_t x, y, b;
+    cudnnTensorDescriptor_t x, y;
     cudnnFilterDescriptor_t w;
     /* per mode and pass, set to the chosen algorithm's math type */
     cudnnConvolutionDescriptor_t conv[DNN_MODES][DNN_PASSES];
@@ -81,7 +81,6 @@ static void conv_free(hc_dnn_conv *e)
 {
     cudnnDestroyTensorDescriptor(e->x);
     cudnnDestroyTensorDescriptor(e->y);
-    cudnnDestroyTensorDescriptor(e->b);
     cudnnDestroyFilterDescriptor(e->w);
     for (int m = 0; m < DNN_MODES; m++)
         for (int p = 0; p < DNN_PASSES; p++)
@@ -174,13 +173,11 @@ static int conv_init(hc_dnn *dn, hc_dnn_conv *e, const hone_conv_desc *d)
     e->d = *d;
     HC_DNN(cudnnCreateTensorDescriptor(&e->x));
     HC_DNN(cudnnCreateTensorDescriptor(&e->y));
-    HC_DNN(cudnnCreateTensorDescriptor(&e->b));
     HC_DNN(cudnnCreateFilterDescriptor(&e->w));
     HC_DNN(cudnnSetTensor4dDescriptor(e->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->n, d->c, d->h,
                                       d->w));
     HC_DNN(cudnnSetTensor4dDescriptor(e->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->n, d->k, d->p,
                                       d->q));
-    HC_DNN(cudnnSetTensor4dDescriptor(e->b, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, d->k, 1, 1));
     HC_DNN(cudnnSetFilter4dDescriptor(e->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d->k, d->c, d->r,
                                       d->s));
     for (int m = 0; m < DNN_MODES; m++)
@@ -244,9 +241,8 @@ int hc_dnn_conv_fwd(hone_kctx *k, const hc_dnn_conv *e, const float *x, const fl
     const float one = 1.f, zero = 0.f;
     HC_DNN(cudnnConvolutionForward(h, &one, e->x, x, e->w, w, e->conv[m][DNN_FWD], e->fwd[m], ws,
                                    e->ws, &zero, e->y, y));
-    if (b)
-        HC_DNN(cudnnAddTensor(h, &one, e->b, b, &one, e->y, y));
-    return HONE_OK;
+    /* the bias (and its gradient below) are ours: cuDNN's took 30% of the reference CNN's step */
+    return b ? hc_channel_add(k, e->d.n, e->d.k, e->d.p * e->d.q, b, y) : HONE_OK;
 }
 
 int hc_dnn_conv_bwd(hone_kctx *k, const hc_dnn_conv *e, const float *x, const float *w,
@@ -255,8 +251,9 @@ int hc_dnn_conv_bwd(hone_kctx *k, const hc_dnn_conv *e, const float *x, const fl
     cudnnHandle_t h = hc_of(k)->dnn->h;
     int m = mode_of(k);
     const float one = 1.f, zero = 0.f;
-    if (db)
-        HC_DNN(cudnnConvolutionBackwardBias(h, &one, e->y, dy, &zero, e->b, db));
+    int rc;
+    if (db && (rc = hc_channel_sum(k, e->d.n, e->d.k, e->d.p * e->d.q, dy, db)) < 0)
+        return rc;
     HC_DNN(cudnnConvolutionBackwardFilter(h, &one, e->x, x, e->y, dy, e->conv[m][DNN_BWD_FILTER],
                                           e->bwd_filter[m], ws, e->ws, &zero, e->w, dw));
     if (dx)

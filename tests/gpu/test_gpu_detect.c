@@ -194,10 +194,13 @@ int main(int argc, char **argv)
     else {
         check_batches(6);
         check_steps(1, 0.01, 1e-4);
-        /* Open (stop 11): on the H100 every single step agrees (check_batches: < 1e-4 on six
-         * batches) but 5 steps part: 0.057 at lr 0.01, still 0.018 at lr 0.001, with and without
-         * augmentation, at 64-128 px. Not yet explained; this check stays as written. */
-        check_steps(5, 0.01, 5e-3);
+        /* Several steps in a row (the momentum, the batch offset and the augmentation counter
+         * carried from step to step): at lr 0.01 the untrained detector is past the edge of
+         * stability, so any difference grows about 4x a step whatever its source (H100, stop 12:
+         * 6.2e-5, 1.7e-4, 4.9e-3, 2.2e-2 after 1..4 steps; 0.09 at step 4 without augmentation;
+         * momentum 0 grows too). At lr 1e-4 the steps are stable (8.6e-5 after 3), and a wrong
+         * batch, target or counter on one side would still part the two by far more than 1e-3. */
+        check_steps(5, 1e-4, 1e-3);
         check_training();
     }
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);

@@ -12,6 +12,8 @@ one image can be rebuilt by itself (render()). Layout:
   ROOT/val/images/...        ROOT/val/labels/...          (a tenth as many, from t10k)
   ROOT/classes.txt           the class names, one a line (the Fashion-MNIST classes)
 --tiny: 300 images at 128x128; the default: 5000 at 160x160.
+--classify: instead, an image folder of single items in the same look (ROOT/train/<class>/,
+ROOT/test/<class>/; --count, default 60000, at --size, default 72), to pretrain a backbone on.
 Photographs: --photos, $HONE_PHOTOS_DIR, <repo>/.cache/photos (of this checkout or the main
 one), or python3-skimage's data folder; none found is a clear error (exit 2).
 """
@@ -154,6 +156,59 @@ def write(root, count, size, seed, fm, photos_dir, val=None):
     return out
 
 
+def render_item(i, seed, size, photos, items):
+    """Classification image i (--classify): (PIL RGB image, class index): item i of the split
+    (i modulo its count) pasted as render() pastes one, scaled to half the side up to the whole
+    of it, on a photograph crop."""
+    from PIL import Image
+    rng = random.Random(seed * 1000003 + 5 * 10 ** 8 + i)
+    photo = photos[rng.randrange(len(photos))]
+    w, h = photo.size
+    side = rng.randint(min(w, h) // 2, min(w, h))
+    x0, y0 = rng.randint(0, w - side), rng.randint(0, h - side)
+    img = photo.crop((x0, y0, x0 + side, y0 + side)).resize((size, size), Image.BILINEAR)
+    if rng.random() < 0.5:
+        img = img.transpose(Image.FLIP_LEFT_RIGHT)
+    n, pixels, labels = items
+    k = i % n
+    s = rng.randint(size // 2, size)
+    x, y = rng.randint(0, size - s), rng.randint(0, size - s)
+    tint = tuple(rng.randint(0, 255) for _ in range(3))
+    g = Image.frombytes("L", (28, 28), pixels[k * 784:(k + 1) * 784]).resize((s, s),
+                                                                             Image.BILINEAR)
+    img.paste(Image.new("RGB", (s, s), tint), (x, y), g)
+    return img, labels[k]
+
+
+def _classify_part(args):
+    root, split, stem, lo, hi, size, seed, fm, photos_dir = args
+    photos = load_photos(photos_dir, size)
+    items = read_items(fm, stem)
+    for i in range(lo, hi):
+        img, c = render_item(i, seed, size, photos, items)
+        img.save(os.path.join(root, split, CLASSES[c], "%06d.png" % i))
+
+
+def write_classify(root, count, size, seed, fm, photos_dir, jobs):
+    """--classify: an image folder (ROOT/train/<class>/, ROOT/test/<class>/: count and count / 6
+    images) of single items in the detection set's look, to pretrain a backbone on; the training
+    part draws from Fashion-MNIST's training file, the test part from t10k."""
+    from multiprocessing import Pool
+    if not load_photos(photos_dir, size):
+        raise SystemExit("gen_detect: no usable photographs in %s" % photos_dir)
+    parts, out = [], {}
+    for split, stem, n in (("train", "train", count), ("test", "t10k", count // 6)):
+        for c in CLASSES:
+            os.makedirs(os.path.join(root, split, c), exist_ok=True)
+        step = (n + jobs * 4 - 1) // (jobs * 4) or 1
+        parts += [(root, split, stem, lo, min(n, lo + step), size, seed, fm, photos_dir)
+                  for lo in range(0, n, step)]
+        out[split] = n
+    with Pool(jobs) as pool:
+        pool.map(_classify_part, parts)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("root")
@@ -162,7 +217,22 @@ def main():
     ap.add_argument("--size", type=int, help="image side (default 160, tiny 128; at least 128)")
     ap.add_argument("--seed", type=int, default=12)
     ap.add_argument("--photos", help="folder of photographs (default: see above)")
+    ap.add_argument("--classify", action="store_true",
+                    help="an image folder of single items to pretrain a backbone on (default "
+                         "60000 images at 72x72)")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                    help="--classify: processes (default: the cores)")
     a = ap.parse_args()
+    if a.classify:
+        fm, photos = fmnist_folder.find_fmnist(), find_photos(a.photos)
+        if not fm or not photos:
+            print("gen_detect: Fashion-MNIST or photographs not found", file=sys.stderr)
+            return 2
+        size = a.size or 72
+        n = write_classify(a.root, a.count or 60000, size, a.seed, fm, photos, max(1, a.jobs))
+        print("gen_detect: %s: %d train, %d test images at %dx%d" % (a.root, n["train"],
+                                                                   n["test"], size, size))
+        return 0
     count = a.count if a.count is not None else 300 if a.tiny else 5000
     size = a.size or (128 if a.tiny else 160)
     if size < 128:

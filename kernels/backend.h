@@ -427,6 +427,30 @@ HONE_HD void hone_kdet_offsets(const hone_kdet_grid *g, const float *o, int gx, 
     bbox[3 * plane + at] = HONE_FADD(o[3], -py) / g->bbox_norm;
 }
 
+/* ------------------------------------------------------------------ detect_loss, shared
+ * One coverage cell's loss L(z, t) for HONE_KCOV_BCE and HONE_KCOV_FOCAL (kernels.h), and its
+ * derivative in z in *dz (both before the weight m and the batch mean). BCE from z stably:
+ * softplus(z) - t z = max(z, 0) + log1p(exp(-|z|)) - t z, derivative s - t. Focal: q^gamma BCE
+ * with q = 1 - p, p = t s + (1 - t)(1 - s), dq/dz = (1 - 2t) s (1 - s), so the derivative is
+ * q^gamma (s - t) + gamma q^(gamma - 1) (1 - 2t) s (1 - s) BCE (its second term 0 at q = 0).
+ * HONE_KCOV_L2 stays in each backend as written before (bit for bit: the CPU sums it in double). */
+HONE_HD float hone_kdet_cov(int mode, float gamma, float z, float t, float *dz)
+{
+    float s = 1.0f / (1.0f + expf(-z));
+    float bce = fmaxf(z, 0.0f) + log1pf(expf(-fabsf(z))) - t * z;
+    if (mode != HONE_KCOV_FOCAL) {
+        *dz = s - t;
+        return bce;
+    }
+    float q = 1.0f - (t * s + (1.0f - t) * (1.0f - s));
+    if (q < 0.0f)
+        q = 0.0f;
+    float qg = gamma > 0.0f ? powf(q, gamma) : 1.0f;
+    float dqg = gamma > 0.0f && q > 0.0f ? gamma * powf(q, gamma - 1.0f) : 0.0f;
+    *dz = qg * (s - t) + dqg * (1.0f - 2.0f * t) * s * (1.0f - s) * bce;
+    return qg * bce;
+}
+
 /* ------------------------------------------------------------------ op semantics both backends
  * keep maxpool: p = (h - size) / stride + 1 (q likewise); idx[n,c,p,q] = the argmax's offset i*w +
  * j inside its (n,c) plane, the first maximum in row-major window order wins. batchnorm (training):
@@ -561,7 +585,8 @@ HONE_HD void hone_kdet_offsets(const hone_kdet_grid *g, const float *o, int gx, 
     /* detect.{c,cu}: the DetectNet_v2 grid head's loss and targets */                             \
     X(P, int, detect_loss,                                                                         \
       (hone_kctx * k, const float *pred, const float *target, int n, int classes, int hw,          \
-       float cov_weight, float bg_weight, float bbox_weight, float *dpred, float *loss_sum))       \
+       float cov_weight, float bg_weight, float bbox_weight, int cov_loss, float gamma,            \
+       float *dpred, float *loss_sum))                                                             \
     X(P, int, detect_targets,                                                                      \
       (hone_kctx * k, const hone_kbox *boxes, const uint32_t *box_start, const int32_t *idx,       \
        const int32_t *base_dev, int base, int n, int h, int w, const hone_kdet_grid *g,            \

@@ -584,13 +584,14 @@ int hone_k_softmax_xent(hone_kctx *k, const float *logits, const int32_t *labels
 }
 
 int hone_k_detect_loss(hone_kctx *k, const float *pred, const float *target, int n, int classes,
-                       int hw, float cov_weight, float bg_weight, float bbox_weight, float *dpred,
-                       float *loss_sum)
+                       int hw, float cov_weight, float bg_weight, float bbox_weight, int cov_loss,
+                       float gamma, float *dpred, float *loss_sum)
 {
     CHECK(n > 0 && classes > 0 && hw > 0 && pred && target && loss_sum);
+    CHECK(cov_loss >= HONE_KCOV_L2 && cov_loss <= HONE_KCOV_FOCAL && gamma >= 0.0f);
     CHECK((size_t)n * 6 * classes * hw <= (size_t)INT32_MAX);
     return k->ops->detect_loss(k, pred, target, n, classes, hw, cov_weight, bg_weight, bbox_weight,
-                               dpred, loss_sum);
+                               cov_loss, gamma, dpred, loss_sum);
 }
 
 int hone_k_detect_targets(hone_kctx *k, const hone_kbox *boxes, const uint32_t *box_start,

@@ -226,19 +226,27 @@ int hone_k_batchnorm_relu_bwd(hone_kctx *k, int n, int c, int hw, const float *x
 int hone_k_softmax_xent(hone_kctx *k, const float *logits, const int32_t *labels, int n,
                         int classes, float *dlogits, float *loss_sum, float *correct);
 
+/* The DetectNet_v2 grid head's coverage loss: TAO's sigmoid + L2, binary cross-entropy, or focal
+ * loss (Lin et al. 2017). */
+typedef enum { HONE_KCOV_L2 = 0, HONE_KCOV_BCE = 1, HONE_KCOV_FOCAL = 2 } hone_kcov_loss;
+
 /* The DetectNet_v2 grid head's loss (train/detect.h has the targets). pred [n, 5 * classes, hw]
  * is the head's output: planes [0, classes) the coverage logits, then 4 box offsets a class
  * (plane classes + 4c + j). target [n, 6 * classes, hw] holds hone_det_encode's planes in the
  * same order, then the weights: cov (planes [0, classes)), bbox ([classes, 5 * classes)), weight
- * ([5 * classes, 6 * classes)). With s = sigmoid(coverage logit), image i's loss is
- *   cov_weight * sum over (c, cell) of m * (s - cov)^2, m = 1 where cov > 0, else bg_weight
+ * ([5 * classes, 6 * classes)). With z a coverage logit, s = sigmoid(z), t its target and
+ * m = cov_weight where t > 0, else cov_weight * bg_weight, image i's loss is
+ *   sum over (c, cell) of m * L(z, t)
  *   + bbox_weight * sum over (c, j, cell) of weight[c, cell] * |pred box - bbox|,
- * whose sum over the n images is ADDED to loss_sum[0]; dpred (may be NULL: evaluation) gets its
- * gradient divided by n (the batch mean), sign(0) = 0 for the L1 part. bg_weight < 1 keeps the
- * many background cells from drowning the few covered ones. */
+ * L by cov_loss: HONE_KCOV_L2 (s - t)^2; HONE_KCOV_BCE -(t log s + (1 - t) log(1 - s)), from z
+ * stably; HONE_KCOV_FOCAL (1 - p)^gamma times the BCE, p = t s + (1 - t)(1 - s) (hone_kdet_cov in
+ * backend.h: one definition for both backends). The sum over the n images is ADDED to
+ * loss_sum[0]; dpred (may be NULL: evaluation) gets its gradient divided by n (the batch mean),
+ * sign(0) = 0 for the L1 part. bg_weight < 1 keeps the many background cells from drowning the few
+ * covered ones. */
 int hone_k_detect_loss(hone_kctx *k, const float *pred, const float *target, int n, int classes,
-                       int hw, float cov_weight, float bg_weight, float bbox_weight, float *dpred,
-                       float *loss_sum);
+                       int hw, float cov_weight, float bg_weight, float bbox_weight, int cov_loss,
+                       float gamma, float *dpred, float *loss_sum);
 
 /* ------------------------------------------------------------------ data on the device */
 

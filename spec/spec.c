@@ -18,6 +18,7 @@ static const char *const networks[] = {"mlp", "cnn", "resnet18", "resnet34", "de
 static const char *const formats[] = {"idx", "image_folder", "kitti", NULL};
 static const char *const backbones[] = {"resnet18", "resnet34", NULL};
 static const char *const clusters[] = {"dbscan", "nms", NULL};
+static const char *const cov_losses[] = {"l2", "bce", "focal", NULL}; /* hone_kcov_loss order */
 static const char *const optimizers[] = {"sgd", "adamw", NULL};
 static const char *const schedules[] = {"cosine", "step", "constant", NULL};
 static const char *const maths[] = {"fp32", "tf32", "bf16", NULL};
@@ -199,7 +200,14 @@ static const hone_spec_key keys[] = {
      .doc = "detectnet_v2: weight of the coverage-weighted L1 loss on box offsets",
      F(loss.bbox_weight)},
     {"loss.cov_weight", NUM(0, 1000), .def = "1", .networks = DET, .user = 1,
-     .doc = "detectnet_v2: weight of the L2 loss on coverage", F(loss.cov_weight)},
+     .doc = "detectnet_v2: weight of the loss on coverage", F(loss.cov_weight)},
+    {"loss.cov_loss", ENUM(cov_losses), .def = "l2", .networks = DET, .user = 1, .combo = 1,
+     .doc = "detectnet_v2: the loss on coverage: l2 (sigmoid + L2, TAO's), bce (binary "
+            "cross-entropy) or focal (BCE scaled by (1 - p)^loss.focal_gamma)",
+     F(loss.cov_loss)},
+    {"loss.focal_gamma", NUM(0, 5), .def = "2", .networks = DET, .user = 1, .combo = 1,
+     .doc = "detectnet_v2, focal: how much a well-classified cell's loss is scaled down",
+     F(loss.focal_gamma)},
     {"loss.cov_background_weight", NUM(0, 1), .def = "0.1", .networks = DET, .user = 1,
      .doc = "detectnet_v2: weight of an uncovered cell's coverage loss relative to a covered "
             "one's (the many background cells would drown the few objects)",

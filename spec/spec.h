@@ -98,6 +98,8 @@ typedef struct hone_spec {
     struct {
         double bbox_weight, cov_weight; /* detectnet_v2 */
         double cov_background_weight;   /* uncovered cells' coverage loss, relative */
+        char cov_loss[8];               /* l2 | bce | focal */
+        double focal_gamma;
     } loss;
     /* Keys whose default depends on the network (train.lr, model.hidden) that were set
      * explicitly: bit i for key i. The others follow `network` when it changes. */

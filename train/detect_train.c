@@ -28,6 +28,7 @@ struct detect_train {
     const dataset *d;            /* borrowed */
     hone_net *net;               /* borrowed */
     int classes, gh, gw, batch;
+    int cov_loss; /* hone_kcov_loss of loss.cov_loss */
     size_t row;   /* target floats an image: 6 * classes * gh * gw */
     float *tg[3]; /* device: train, val, test targets */
     /* spatial augmentation (detect_train_spatial): the training part's boxes and their per-image
@@ -98,6 +99,9 @@ int detect_train_new(hone_kctx *k, const hone_train_spec *s, const dataset *d, h
     dt->kept = hone_xmalloc(sizeof(hone_det_cand) * cells);
     hone_det_grid_defaults(&dt->grid);
     dt->grid.stride = s->detect.stride;
+    dt->cov_loss = !strcmp(s->loss.cov_loss, "focal") ? HONE_KCOV_FOCAL
+                   : !strcmp(s->loss.cov_loss, "bce") ? HONE_KCOV_BCE
+                                                      : HONE_KCOV_L2;
     dt->grid.bbox_norm = (float)s->detect.bbox_norm;
     const hone_det_grid_opts *o = &dt->grid;
     dt->kgrid = (hone_kdet_grid){.stride = o->stride,
@@ -162,7 +166,8 @@ void detect_train_step(detect_train *dt, const float *pred, int n, float *dpred,
     const hone_train_spec *s = dt->spec;
     hone_k_detect_loss(dt->k, pred, dt->tb, n, dt->classes, dt->gh * dt->gw,
                        (float)s->loss.cov_weight, (float)s->loss.cov_background_weight,
-                       (float)s->loss.bbox_weight, dpred, loss_sum);
+                       (float)s->loss.bbox_weight, dt->cov_loss, (float)s->loss.focal_gamma, dpred,
+                       loss_sum);
 }
 
 int detect_train_boxes(const detect_train *dt, const float *pred, hone_det_cand *out, int cap,
@@ -209,10 +214,11 @@ int detect_train_evaluate(detect_train *dt, const data_part *p, const uint8_t *x
                                   norm + d->c, NULL, NULL, xb, NULL);
         const float *pred = net_forward(dt->net, xb, b, 0);
         if (rc == 0)
-            rc = hone_k_detect_loss(k, pred, tg + dt->row * (size_t)i, b, dt->classes,
-                                    dt->gh * dt->gw, (float)s->loss.cov_weight,
-                                    (float)s->loss.cov_background_weight,
-                                    (float)s->loss.bbox_weight, NULL, dt->acc);
+            rc =
+                hone_k_detect_loss(k, pred, tg + dt->row * (size_t)i, b, dt->classes,
+                                   dt->gh * dt->gw, (float)s->loss.cov_weight,
+                                   (float)s->loss.cov_background_weight, (float)s->loss.bbox_weight,
+                                   dt->cov_loss, (float)s->loss.focal_gamma, NULL, dt->acc);
         if (rc == 0)
             rc = hone_k_sync(k);
         if (rc == 0)

@@ -1,16 +1,16 @@
 /* kernels/cpu/detect.c: the DetectNet_v2 grid head's loss for the CPU backend (kernels.h has its
- * definition): sigmoid + L2 on coverage, coverage-weighted L1 on box offsets. The loss is summed
- * in double on the calling thread in a fixed order; the gradient is written element by element.
- * And the grid targets of a batch from its (augmented) boxes, one image a worker, in backend.h's
- * three steps. */
+ * definition): sigmoid + L2, BCE or focal loss on coverage, coverage-weighted L1 on box offsets.
+ * The loss is summed in double on the calling thread in a fixed order; the gradient is written
+ * element by element. And the grid targets of a batch from its (augmented) boxes, one image a
+ * worker, in backend.h's three steps. */
 #include <math.h>
 #include <string.h>
 
 #include "par.h"
 
 int cpu_detect_loss(hone_kctx *k, const float *pred, const float *target, int n, int classes,
-                    int hw, float cov_weight, float bg_weight, float bbox_weight, float *dpred,
-                    float *loss_sum)
+                    int hw, float cov_weight, float bg_weight, float bbox_weight, int cov_loss,
+                    float gamma, float *dpred, float *loss_sum)
 {
     (void)k;
     double loss = 0.0;
@@ -21,13 +21,19 @@ int cpu_detect_loss(hone_kctx *k, const float *pred, const float *target, int n,
         float *dp = dpred ? dpred + i * 5 * kc * plane : NULL;
         for (size_t c = 0; c < kc; c++)
             for (size_t q = 0; q < plane; q++) {
-                float z = p[c * plane + q];
-                float s = 1.0f / (1.0f + expf(-z));
-                float tc = t[c * plane + q], d = s - tc,
+                float z = p[c * plane + q], tc = t[c * plane + q],
                       m = tc > 0.0f ? cov_weight : cov_weight * bg_weight;
-                loss += (double)m * (double)d * (double)d;
-                if (dp)
-                    dp[c * plane + q] = m * 2.0f * d * s * (1.0f - s) * inv_n;
+                if (cov_loss == HONE_KCOV_L2) {
+                    float s = 1.0f / (1.0f + expf(-z)), d = s - tc;
+                    loss += (double)m * (double)d * (double)d;
+                    if (dp)
+                        dp[c * plane + q] = m * 2.0f * d * s * (1.0f - s) * inv_n;
+                } else {
+                    float dz, l = hone_kdet_cov(cov_loss, gamma, z, tc, &dz);
+                    loss += (double)m * (double)l;
+                    if (dp)
+                        dp[c * plane + q] = m * dz * inv_n;
+                }
                 float w = t[(5 * kc + c) * plane + q];
                 for (size_t j = 0; j < 4; j++) {
                     size_t o = (kc + 4 * c + j) * plane + q;

@@ -7,7 +7,7 @@
 
 __global__ static void k_detect_loss(const float *pred, const float *target, int n, int classes,
                                      int hw, float cov_weight, float bg_weight, float bbox_weight,
-                                     float *dpred, float *loss_sum)
+                                     int cov_loss, float gamma, float *dpred, float *loss_sum)
 {
     int total = n * classes * hw, kc = classes; /* < 2^31: dispatch.c checks */
     float inv_n = 1.f / (float)n, part = 0.f;
@@ -17,11 +17,18 @@ __global__ static void k_detect_loss(const float *pred, const float *target, int
         const float *p = pred + (size_t)i * 5 * kc * hw, *t = target + (size_t)i * 6 * kc * hw;
         float *dp = dpred ? dpred + (size_t)i * 5 * kc * hw : NULL;
         float z = p[c * hw + q];
-        float s = 1.f / (1.f + expf(-z));
-        float tc = t[c * hw + q], d = s - tc, m = tc > 0.f ? cov_weight : cov_weight * bg_weight;
-        part += m * d * d;
-        if (dp)
-            dp[c * hw + q] = m * 2.f * d * s * (1.f - s) * inv_n;
+        float tc = t[c * hw + q], m = tc > 0.f ? cov_weight : cov_weight * bg_weight;
+        if (cov_loss == HONE_KCOV_L2) {
+            float s = 1.f / (1.f + expf(-z)), d = s - tc;
+            part += m * d * d;
+            if (dp)
+                dp[c * hw + q] = m * 2.f * d * s * (1.f - s) * inv_n;
+        } else {
+            float dz, l = hone_kdet_cov(cov_loss, gamma, z, tc, &dz);
+            part += m * l;
+            if (dp)
+                dp[c * hw + q] = m * dz * inv_n;
+        }
         float w = t[(5 * kc + c) * hw + q];
         for (int j = 0; j < 4; j++) {
             int o = (kc + 4 * c + j) * hw + q;
@@ -40,11 +47,13 @@ __global__ static void k_detect_loss(const float *pred, const float *target, int
 
 extern "C" int cuda_detect_loss(hone_kctx *k, const float *pred, const float *target, int n,
                                 int classes, int hw, float cov_weight, float bg_weight,
-                                float bbox_weight, float *dpred, float *loss_sum)
+                                float bbox_weight, int cov_loss, float gamma, float *dpred,
+                                float *loss_sum)
 {
     size_t total = (size_t)n * classes * hw;
     k_detect_loss<<<hc_blocks(k, total), HC_THREADS, 0, hc_stream(k)>>>(
-        pred, target, n, classes, hw, cov_weight, bg_weight, bbox_weight, dpred, loss_sum);
+        pred, target, n, classes, hw, cov_weight, bg_weight, bbox_weight, cov_loss, gamma, dpred,
+        loss_sum);
     HC_LAUNCHED();
     return HONE_OK;
 }

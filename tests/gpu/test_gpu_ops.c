@@ -690,7 +690,7 @@ static void check_fused_vs_cpu(hone_kctx *k, hone_kctx *cpu, int n, int c, int h
  * mode (bf16 and tf32 within their GEMM tolerances). */
 /* The DetectNet_v2 head loss: CUDA against the CPU backend on the same head and targets (the
  * gradient elementwise to float rounding; the loss, summed in another order, to 1e-5). */
-static void check_detect_vs_cpu(hone_kctx *k, hone_kctx *cpu, int n, int classes, int hw)
+static void check_detect_vs_cpu(hone_kctx *k, hone_kctx *cpu, int n, int classes, int hw, int mode)
 {
     size_t np = (size_t)n * 5 * classes * hw, nc = (size_t)classes * hw, nt = (size_t)n * 6 * nc;
     float *pred = rnd(np, -4, 4), *tg = rnd(nt, -3, 3), *u = rnd((size_t)n * nc, 0, 1);
@@ -706,7 +706,8 @@ static void check_detect_vs_cpu(hone_kctx *k, hone_kctx *cpu, int n, int classes
         float z = 0.f;
         float *dp = tk_dev(ks[b], pred, np), *dt = tk_dev(ks[b], tg, nt);
         float *dd = tk_poisoned(ks[b], np), *acc = tk_dev(ks[b], &z, 1), *l;
-        TK_OK(hone_k_detect_loss(ks[b], dp, dt, n, classes, hw, 1.0f, 0.1f, 10.0f, dd, acc));
+        TK_OK(hone_k_detect_loss(ks[b], dp, dt, n, classes, hw, 1.0f, 0.1f, 10.0f, mode, 2.0f, dd,
+                                 acc));
         grad[b] = tk_get(ks[b], dd, np);
         loss[b] = *(l = tk_get(ks[b], acc, 1));
         free(l);
@@ -900,8 +901,10 @@ int main(int argc, char **argv)
     check_fused_vs_cpu(k, cpu, 128, 32, 28, 28);
     check_fused_vs_cpu(k, cpu, 3, 8, 10, 14);
     check_resnet_vs_cpu(k, cpu, 8);
-    check_detect_vs_cpu(k, cpu, 64, 10, 64);
-    check_detect_vs_cpu(k, cpu, 3, 2, 99);
+    for (int mode = HONE_KCOV_L2; mode <= HONE_KCOV_FOCAL; mode++) {
+        check_detect_vs_cpu(k, cpu, 64, 10, 64, mode);
+        check_detect_vs_cpu(k, cpu, 3, 2, 99, mode);
+    }
     hone_kctx_free(cpu);
     return tk_finish(k, "test_gpu_ops");
 }

@@ -414,9 +414,35 @@ void ref_permutation(int32_t *idx, int n, uint64_t seed, uint64_t epoch)
     free(used);
 }
 
+/* One coverage cell's loss in double, from its definition (kernels.h), and the derivative in z
+ * by the chain rule through s: dL/ds * s (1 - s). */
+static double ref_cov(int mode, double gamma, double z, double t, double *dz)
+{
+    double s = 1.0 / (1.0 + exp(-z)), ds = s * (1.0 - s);
+    if (mode == HONE_KCOV_L2) {
+        *dz = 2.0 * (s - t) * ds;
+        return (s - t) * (s - t);
+    }
+    /* -(t log s + (1 - t) log(1 - s)), with log s = -log1p(e^-z), log(1 - s) = -z + log s */
+    double log_s = -log1p(exp(-z)), log_1s = -z + log_s;
+    if (z < 0) { /* the same, from the other side without overflow */
+        log_1s = -log1p(exp(z));
+        log_s = z + log_1s;
+    }
+    double bce = -(t * log_s + (1.0 - t) * log_1s), dbce = s - t; /* d bce / dz */
+    if (mode == HONE_KCOV_BCE) {
+        *dz = dbce;
+        return bce;
+    }
+    double p = t * s + (1.0 - t) * (1.0 - s), q = 1.0 - p, f = pow(q, gamma);
+    double dq = -(2.0 * t - 1.0) * ds; /* dq/dz */
+    *dz = f * dbce + (q > 0 ? gamma * pow(q, gamma - 1.0) * dq : 0.0) * bce;
+    return f * bce;
+}
+
 void ref_detect_loss(const float *pred, const float *target, int n, int classes, int hw,
-                     double cov_weight, double bg_weight, double bbox_weight, double *dpred,
-                     double *loss_sum)
+                     double cov_weight, double bg_weight, double bbox_weight, int cov_loss,
+                     double gamma, double *dpred, double *loss_sum)
 {
     *loss_sum = 0.0;
     for (int i = 0; i < n; i++)
@@ -426,10 +452,10 @@ void ref_detect_loss(const float *pred, const float *target, int n, int classes,
                 size_t pc = ((size_t)i * 5 * classes + c) * hw + q;
                 double w = t[(size_t)(5 * classes + c) * hw + q];
                 double tc = t[(size_t)c * hw + q], m = tc > 0 ? cov_weight : cov_weight * bg_weight;
-                double s = 1.0 / (1.0 + exp(-(double)pred[pc])), d = s - tc;
-                *loss_sum += m * d * d;
+                double dz, l = ref_cov(cov_loss, gamma, (double)pred[pc], tc, &dz);
+                *loss_sum += m * l;
                 if (dpred)
-                    dpred[pc] = m * 2.0 * d * s * (1.0 - s) / n;
+                    dpred[pc] = m * dz / n;
                 for (int j = 0; j < 4; j++) {
                     size_t o = (size_t)(classes + 4 * c + j) * hw + q;
                     size_t pb = (size_t)i * 5 * classes * hw + o;

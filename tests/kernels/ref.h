@@ -50,10 +50,11 @@ void ref_softmax_xent(const float *logits, const int32_t *labels, int n, int cla
                       double *dlogits, double *loss_sum, int *correct);
 
 /* ---- DetectNet_v2 head loss (kernels.h, hone_k_detect_loss): *loss_sum = the summed loss of the
- * n images, dpred (may be NULL) its gradient / n */
+ * n images, dpred (may be NULL) its gradient / n; cov_loss a hone_kcov_loss, gamma its focal
+ * exponent */
 void ref_detect_loss(const float *pred, const float *target, int n, int classes, int hw,
-                     double cov_weight, double bg_weight, double bbox_weight, double *dpred,
-                     double *loss_sum);
+                     double cov_weight, double bg_weight, double bbox_weight, int cov_loss,
+                     double gamma, double *dpred, double *loss_sum);
 
 /* ---- optimisers (one step, in double, on copies) */
 void ref_sgd_step(double *w, const float *grad, double *v, size_t n, double lr, double mu,

@@ -201,9 +201,10 @@ static const hone_spec_key keys[] = {
      F(loss.bbox_weight)},
     {"loss.cov_weight", NUM(0, 1000), .def = "1", .networks = DET, .user = 1,
      .doc = "detectnet_v2: weight of the loss on coverage", F(loss.cov_weight)},
-    {"loss.cov_loss", ENUM(cov_losses), .def = "l2", .networks = DET, .user = 1, .combo = 1,
-     .doc = "detectnet_v2: the loss on coverage: l2 (sigmoid + L2, TAO's), bce (binary "
-            "cross-entropy) or focal (BCE scaled by (1 - p)^loss.focal_gamma)",
+    {"loss.cov_loss", ENUM(cov_losses), .def = "bce", .networks = DET, .user = 1, .combo = 1,
+     .doc = "detectnet_v2: the loss on coverage: bce (binary cross-entropy), l2 (sigmoid + L2, "
+            "TAO's: it learns the classes slower, 0.38 against bce's 0.45 mAP on the generated "
+            "set) or focal (BCE scaled by (1 - p)^loss.focal_gamma)",
      F(loss.cov_loss)},
     {"loss.focal_gamma", NUM(0, 5), .def = "2", .networks = DET, .user = 1, .combo = 1,
      .doc = "detectnet_v2, focal: how much a well-classified cell's loss is scaled down",

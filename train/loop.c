@@ -504,6 +504,10 @@ int hone_trainer_new(const hone_train_opts *o, hone_trainer **out, char *err, si
     t->cancel = o->cancel;
     if ((rc = setup(t, o, NULL, 1, err, errlen)) < 0)
         goto fail;
+    /* a resumed run then takes every weight from its checkpoint */
+    if (o->spec->model.pretrained[0] &&
+        (rc = trainer_load_pretrained(t, o->spec->model.pretrained, err, errlen)) < 0)
+        goto fail;
     if (!o->eager && (rc = hone_kgraph_capture(t->k, train_step, t, &t->graph)) < 0) {
         snprintf(err, errlen, "graph capture: %s", hone_strerror(rc));
         goto fail;

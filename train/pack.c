@@ -41,8 +41,10 @@ static char *key_value(const hone_train_spec *s, const char *name)
 
 static int packable(const hone_train_spec *s)
 {
-    /* resnets and detectnet_v2: no packed form yet (train/net.c, net_new_pack) */
-    return strcmp(s->network, "cnn") == 0 || strcmp(s->network, "mlp") == 0;
+    /* resnets and detectnet_v2: no packed form yet (train/net.c, net_new_pack); a pretrained
+     * start is the solo trainer's (loop.c) */
+    return (strcmp(s->network, "cnn") == 0 || strcmp(s->network, "mlp") == 0) &&
+           !s->model.pretrained[0];
 }
 
 int hone_train_pack_key(const hone_train_spec *s, const char *device, char *key, size_t len)
@@ -332,8 +334,8 @@ int hone_train_run_pack(const hone_train_opts *const *o, int n, hone_train_resul
         const char *diff = i > 0 ? key_diff(o[0], o[i]) : NULL;
         char why[256];
         if (!packable(o[i]->spec))
-            snprintf(why, sizeof(why), "pack: trial %d's network '%s' cannot be packed", i,
-                     o[i]->spec->network);
+            snprintf(why, sizeof(why), "pack: trial %d's %s cannot be packed", i,
+                     o[i]->spec->model.pretrained[0] ? "model.pretrained" : o[i]->spec->network);
         else if (diff)
             snprintf(why, sizeof(why), "pack: trial %d's %s differs from trial 0's", i, diff);
         else

@@ -121,7 +121,8 @@ int hone_train_run_pack(const hone_train_opts *const *o, int n, hone_train_resul
 /* A key equal for two specs (on devices named `device`) exactly when they can share a pack:
  * network, every model.* key (model.dropout as whether there is dropout: its probability is a
  * trial's own), train.batch_size, the data.* keys, train.math, train.optimizer and the device.
- * HONE_EINVAL when the spec cannot be packed at all (resnet18/34 and detectnet_v2 for now),
+ * HONE_EINVAL when the spec cannot be packed at all (resnet18/34 and detectnet_v2 for now, and
+ * model.pretrained),
  * HONE_ERANGE when len is too short. */
 int hone_train_pack_key(const hone_train_spec *s, const char *device, char *key, size_t len);
 

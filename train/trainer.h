@@ -127,6 +127,9 @@ typedef struct train_run {
 
 /* Validates o's spec and makes its out_dir. */
 int run_open(train_run *r, const hone_train_opts *o, char *err, size_t errlen);
+/* model.pretrained (pretrained.c): copies the model in dir into t's network from its first
+ * layer on, as far as the two agree; err names the key and the folder when it cannot. */
+int trainer_load_pretrained(hone_trainer *t, const char *dir, char *err, size_t errlen);
 /* Reads the checkpoint to resume from (o->resume_path) into *c when there is one (*have = 1). */
 int run_read_resume(train_run *r, hone_trainer *t, ckpt *c, int *have, char *err, size_t errlen);
 /* Starts reporting for t (already holding the resumed state, from epoch `start`): spec.yaml,

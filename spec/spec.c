@@ -127,9 +127,10 @@ static const hone_spec_key keys[] = {
      .doc = "detectnet_v2: its ResNet backbone, truncated after the third stage (stride 16)",
      F(model.backbone)},
     {"model.pretrained", .type = HONE_SPEC_STR, .def = "", .networks = ALL,
-     .doc = "a model folder (model.bin, model.json) whose weights start a fresh run: each layer "
-            "from the first that matches in kind and shape (set by the controller from the job's "
-            "parent_job_id); empty: random initialisation",
+     .doc = "a model folder (model.bin, model.json, spec.yaml) whose weights start a fresh run: "
+            "each layer from the first that matches in kind and shape; empty: random "
+            "initialisation. hone-train's own for now: a job's spec cannot name a path on a "
+            "worker",
      F(model.pretrained)},
     {"model.input_size", INT(0, 512), .def = "0", .networks = ALL, .user = 1, .combo = 1,
      .doc = "side of the square images trained on; 0: the data's own (28 for idx, 32 for an "

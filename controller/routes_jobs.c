@@ -73,6 +73,21 @@ static void job_create(hone_http_req *req, hone_http_res *res, void *ud)
         goto fail;
     }
     int http = 422;
+    /* a train or automl job takes its data from the experiment and starts from random weights:
+     * the fields of the actions are refused, not ignored */
+    static const char *const action_only[] = {"parent_job_id", "dataset_id", "folder"};
+    for (size_t i = 0; !ctl_action_is(jstr(body, "action")) && i < HONE_ARRAY_LEN(action_only); i++)
+        if (jstr(body, action_only[i])) {
+            db_rollback(c->db);
+            hone_http_res_error(res, 422, action_only[i],
+                                "a %s job does not take %s (evaluate, inference and export do)%s",
+                                jstr(body, "action"), action_only[i],
+                                i == 0
+                                    ? "; starting from a trained model's weights is hone-train's "
+                                      "--set model.pretrained=MODEL_DIR for now"
+                                    : "");
+            goto fail;
+        }
     if (ctl_action_is(jstr(body, "action")))
         rc = ctl_action_create(c, exp, body, ctl_auth_owner(c, req, ob), id, sizeof id, &http,
                                field, sizeof field, msg, sizeof msg);

@@ -190,6 +190,13 @@ def run(bins, ctl, fm, root):
                  "parent_job_id")
     expect_error(api(ctl, "POST", jobs, {"action": "dataset_convert", "parent_job_id": tj["id"]}),
                  422, "action")
+    # a train or automl job refuses the actions' fields instead of ignoring them
+    for action in ("train", "automl"):
+        expect_error(api(ctl, "POST", jobs, {"action": action, "parent_job_id": tj["id"]}), 422,
+                     "parent_job_id")
+        expect_error(api(ctl, "POST", jobs, {"action": action, "dataset_id": ds["id"]}), 422,
+                     "dataset_id")
+        expect_error(api(ctl, "POST", jobs, {"action": action, "folder": folder}), 422, "folder")
     expect_error(api(ctl, "POST", jobs, {"action": "export", "parent_job_id": tj["id"],
                                          "folder": folder}), 422, "folder")
     expect_error(api(ctl, "POST", jobs, {"action": "export", "parent_job_id": tj["id"],

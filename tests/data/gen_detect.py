@@ -79,11 +79,9 @@ def iou(a, b):
     return inter / union if union else 0.0
 
 
-def render(i, seed, size, photos, items, draw=True):
-    """Image i: (PIL RGB image, [(class index, x1, y1, x2, y2)]). items: (n, pixels, labels) of
-    an IDX split. draw=False returns the bare background with the same boxes (for tests)."""
+def background(rng, photos, size):
+    """A random square crop of one of the photographs, SIZE x SIZE, flipped half the time."""
     from PIL import Image
-    rng = random.Random(seed * 1000003 + i)
     photo = photos[rng.randrange(len(photos))]
     w, h = photo.size
     side = rng.randint(min(w, h) // 2, min(w, h))
@@ -91,6 +89,15 @@ def render(i, seed, size, photos, items, draw=True):
     img = photo.crop((x0, y0, x0 + side, y0 + side)).resize((size, size), Image.BILINEAR)
     if rng.random() < 0.5:
         img = img.transpose(Image.FLIP_LEFT_RIGHT)
+    return img
+
+
+def render(i, seed, size, photos, items, draw=True):
+    """Image i: (PIL RGB image, [(class index, x1, y1, x2, y2)]). items: (n, pixels, labels) of
+    an IDX split. draw=False returns the bare background with the same boxes (for tests)."""
+    from PIL import Image
+    rng = random.Random(seed * 1000003 + i)
+    img = background(rng, photos, size)
     n, pixels, labels = items
     boxes = []
     want = rng.randint(1, 4)
@@ -162,13 +169,7 @@ def render_item(i, seed, size, photos, items):
     of it, on a photograph crop."""
     from PIL import Image
     rng = random.Random(seed * 1000003 + 5 * 10 ** 8 + i)
-    photo = photos[rng.randrange(len(photos))]
-    w, h = photo.size
-    side = rng.randint(min(w, h) // 2, min(w, h))
-    x0, y0 = rng.randint(0, w - side), rng.randint(0, h - side)
-    img = photo.crop((x0, y0, x0 + side, y0 + side)).resize((size, size), Image.BILINEAR)
-    if rng.random() < 0.5:
-        img = img.transpose(Image.FLIP_LEFT_RIGHT)
+    img = background(rng, photos, size)
     n, pixels, labels = items
     k = i % n
     s = rng.randint(size // 2, size)

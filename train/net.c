@@ -476,10 +476,13 @@ int net_copy_prefix(hone_net *net, const hone_train_spec *src_spec, int c, int h
             bn = sn = 2 * (size_t)S->c;
         }
         size_t sb = S->b_off + b.ndecay; /* build's bias offsets count from the bias region */
-        for (size_t t = 0; t < T; t++) {
-            memcpy(p + t * np + D->w_off, params + S->w_off, sizeof(float) * wn);
-            memcpy(p + t * np + D->b_off, params + sb, sizeof(float) * bn);
-            memcpy(st + t * ns + D->s_off, state + S->s_off, sizeof(float) * sn);
+        for (size_t t = 0; t < T; t++) { /* a count of 0 may come with a NULL array (no BN) */
+            if (wn)
+                memcpy(p + t * np + D->w_off, params + S->w_off, sizeof(float) * wn);
+            if (bn)
+                memcpy(p + t * np + D->b_off, params + sb, sizeof(float) * bn);
+            if (sn)
+                memcpy(st + t * ns + D->s_off, state + S->s_off, sizeof(float) * sn);
         }
         *copied += wn + bn + sn;
     }

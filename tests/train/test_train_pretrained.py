@@ -5,7 +5,8 @@ items (tests/data/gen_detect.py: --classify for single items on photographs, --t
    the same width: the log says every layer but the head was copied (its stem and stages 1-3),
    and the first epoch's training loss differs from a random start's.
 2. The same network on the same classes starts from it: every layer copied; on a 3-class subset
-   of the set: every layer but the last dense (its class count differs).
+   of the set: every layer but the last dense (its class count differs); a cnn (no batch norm, so
+   no norm statistics) from a cnn on Fashion-MNIST's IDX files: every layer.
 3. A folder that does not exist, and a model.bin cut short, fail with exit 1 and an error naming
    model.pretrained; nothing is trained.
 4. --pack-file refuses packed trials with model.pretrained (a pretrained start is the solo
@@ -102,6 +103,17 @@ def main():
         check(c is not None and c[0] == c[1] - 1,
               "3 classes from 10: every layer but the last dense (%s)" % (c,))
 
+        # ... and a network without batch norm (no norm statistics at all): the cnn on IDX
+        fm = os.environ.get("HONE_FMNIST_DIR", "/usr/share/datasets/fashion-mnist")
+        cnn = ["network=cnn", "data.path=" + fm, "data.train_limit=512", "data.val_size=256",
+               "data.test_limit=256", "train.epochs=1"]
+        m4 = os.path.join(tmp, "m4")
+        train(*cnn, out=m4)
+        err, _ = train(*cnn, "model.pretrained=" + m4, out=os.path.join(tmp, "m5"))
+        c = copied(err)
+        check(c is not None and c[0] == c[1], "the cnn (no norm statistics): every layer (%s)"
+              % (c,))
+
         # 3. bad models
         err, lines = train(*dn, "model.pretrained=" + os.path.join(tmp, "nowhere"), expect=1)
         check("model.pretrained" in err and not any("epoch" in x for x in lines),
@@ -115,7 +127,6 @@ def main():
               % err.strip().splitlines()[-1:])
 
         # 4. no packed trials from a pretrained model
-        fm = os.environ.get("HONE_FMNIST_DIR", "/usr/share/datasets/fashion-mnist")
         pf = os.path.join(tmp, "pack.txt")
         with open(pf, "w") as f:
             for i in range(2):

@@ -43,14 +43,18 @@ int trainer_load_pretrained(hone_trainer *t, const char *dir, char *err, size_t 
                          &layers, &copied);
     if (rc == HONE_OK && layers == 0)
         rc = HONE_EINVAL;
-    if (rc < 0) {
+    if (rc == HONE_EINVAL)
         snprintf(err, errlen,
-                 rc == HONE_EINVAL
-                     ? "model.pretrained: %s: no layer of its %s fits this %s from the first on"
-                     : "model.pretrained: %s: its weights are not of the %s its spec.yaml names",
-                 dir, src.network, t->spec->network);
+                 "model.pretrained: %s: no layer of its %s fits this %s from the first on", dir,
+                 src.network, t->spec->network);
+    else if (rc == HONE_EPARSE)
+        snprintf(err, errlen,
+                 "model.pretrained: %s: its weights are not of the %s its spec.yaml names", dir,
+                 src.network);
+    else if (rc < 0)
+        snprintf(err, errlen, "model.pretrained: %s: %s", dir, hone_strerror(rc));
+    if (rc < 0)
         goto fail;
-    }
     fprintf(t->log,
             "hone-train: model.pretrained: copied %d of %d layers (%zu parameters) from %s\n",
             layers, t->net->nlayers, copied, dir);

@@ -7,8 +7,8 @@ items (tests/data/gen_detect.py: --classify for single items on photographs, --t
 2. The same network on the same classes starts from it: every layer copied; on a 3-class subset
    of the set: every layer but the last dense (its class count differs); a cnn (no batch norm, so
    no norm statistics) from a cnn on Fashion-MNIST's IDX files: every layer.
-3. A folder that does not exist, and a model.bin cut short, fail with exit 1 and an error naming
-   model.pretrained; nothing is trained.
+3. A folder that does not exist, a model with no layer that fits (the cnn for a detectnet_v2) and
+   a model.bin cut short fail with exit 1 and an error naming model.pretrained; nothing is trained.
 4. --pack-file refuses packed trials with model.pretrained (a pretrained start is the solo
    trainer's), naming the key.
 Usage: test_train_pretrained.py HONE_TRAIN. Skips (77) without Pillow, Fashion-MNIST or photos.
@@ -118,6 +118,9 @@ def main():
         err, lines = train(*dn, "model.pretrained=" + os.path.join(tmp, "nowhere"), expect=1)
         check("model.pretrained" in err and not any("epoch" in x for x in lines),
               "a missing folder names model.pretrained: %s" % err.strip().splitlines()[-1:])
+        err, _ = train(*dn, "model.pretrained=" + m4, expect=1)
+        check("model.pretrained" in err and "no layer" in err,
+              "a cnn cannot start a detectnet_v2: %s" % err.strip().splitlines()[-1:])
         cut = os.path.join(tmp, "cut")
         shutil.copytree(m1, cut)
         with open(os.path.join(cut, "model.bin"), "r+b") as f:

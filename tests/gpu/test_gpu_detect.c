@@ -13,71 +13,32 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "train.h"
+#include "train_steps.h"
 
 static int failures;
 static char root[] = "/tmp/hone-gpudet-XXXXXX";
-
-static double delta_err(const float *w0, const float *a, const float *b, size_t n)
-{
-    double e = 0, r = 0;
-    for (size_t i = 0; i < n; i++) {
-        double da = (double)a[i] - w0[i], db = (double)b[i] - w0[i];
-        if (!isfinite(a[i]) || !isfinite(b[i]))
-            return INFINITY;
-        e += (da - db) * (da - db);
-        r += db * db;
-    }
-    return sqrt(e) / fmax(sqrt(r), 1e-30);
-}
-
-static void spec_set(hone_train_spec *s, const char *fmt, ...)
-{
-    char kv[1200], err[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(kv, sizeof(kv), fmt, ap);
-    va_end(ap);
-    if (hone_train_spec_set(s, kv, err, sizeof(err)) < 0) {
-        fprintf(stderr, "spec: %s\n", err);
-        exit(1);
-    }
-}
 
 /* sgd: the steps comparison (constant lr, no decay); adamw: the CPU training test's spec. */
 static void make_spec(hone_train_spec *s, int adamw, int epochs, double sgd_lr)
 {
     hone_train_spec_defaults(s);
-    spec_set(s, "network=detectnet_v2");
-    spec_set(s, "data.format=kitti");
-    spec_set(s, "data.path=%s/set", root);
-    spec_set(s, "model.width=16");
-    spec_set(s, "train.batch_size=16");
-    spec_set(s, "train.epochs=%d", epochs);
-    spec_set(s, "train.seed=1234");
-    spec_set(s, "train.math=fp32");
+    ts_spec_set(s, "network=detectnet_v2");
+    ts_spec_set(s, "data.format=kitti");
+    ts_spec_set(s, "data.path=%s/set", root);
+    ts_spec_set(s, "model.width=16");
+    ts_spec_set(s, "train.batch_size=16");
+    ts_spec_set(s, "train.epochs=%d", epochs);
+    ts_spec_set(s, "train.seed=1234");
+    ts_spec_set(s, "train.math=fp32");
     if (adamw) {
-        spec_set(s, "train.optimizer=adamw");
-        spec_set(s, "train.lr=0.008");
-        spec_set(s, "train.weight_decay=0.0001");
+        ts_spec_set(s, "train.optimizer=adamw");
+        ts_spec_set(s, "train.lr=0.008");
+        ts_spec_set(s, "train.weight_decay=0.0001");
     } else {
-        spec_set(s, "train.lr=%g", sgd_lr);
-        spec_set(s, "train.weight_decay=0");
-        spec_set(s, "train.lr_schedule=constant");
+        ts_spec_set(s, "train.lr=%g", sgd_lr);
+        ts_spec_set(s, "train.weight_decay=0");
+        ts_spec_set(s, "train.lr_schedule=constant");
     }
-}
-
-static hone_trainer *make(const hone_train_spec *s, const char *device, int eager)
-{
-    hone_train_opts o = {.spec = s, .device = device, .eager = eager, .threads = 2};
-    hone_trainer *t = NULL;
-    char err[512] = "";
-    int rc = hone_trainer_new(&o, &t, err, sizeof(err));
-    if (rc < 0) {
-        fprintf(stderr, "hone_trainer_new(%s): %s\n", device, err[0] ? err : hone_strerror(rc));
-        exit(1);
-    }
-    return t;
 }
 
 /* `steps` steps from the same initialisation at learning rate lr on CPU, CUDA eager and CUDA graph:
@@ -85,37 +46,10 @@ static hone_trainer *make(const hone_train_spec *s, const char *device, int eage
 static void check_steps(int steps, double lr, double tol)
 {
     hone_train_spec s;
+    char what[64];
     make_spec(&s, 0, 10, lr);
-    hone_trainer *nc = make(&s, "cpu", 0), *ne = make(&s, "cuda", 1), *ng = make(&s, "cuda", 0);
-    float *w0 = NULL, *wc, *we, *wg;
-    size_t n;
-    hone_train_epoch e;
-    int rc = hone_trainer_params(nc, &w0, &n);
-    if (rc == HONE_OK)
-        rc = hone_trainer_epoch(nc, 0, steps, &e);
-    if (rc == HONE_OK)
-        rc = hone_trainer_epoch(ne, 0, steps, &e);
-    if (rc == HONE_OK)
-        rc = hone_trainer_epoch(ng, 0, steps, &e);
-    if (rc < 0) {
-        fprintf(stderr, "train: %s\n", hone_strerror(rc));
-        failures++;
-        free(w0);
-        hone_trainer_free(nc), hone_trainer_free(ne), hone_trainer_free(ng);
-        return;
-    }
-    hone_trainer_params(nc, &wc, &n);
-    hone_trainer_params(ne, &we, &n);
-    hone_trainer_params(ng, &wg, &n);
-    double e1 = delta_err(w0, we, wc, n), e2 = delta_err(w0, wg, we, n);
-    fprintf(stderr,
-            "detectnet_v2 %d step(s) at lr %g: update rel err cuda-vs-cpu %.3g (tol %g), "
-            "graph-vs-eager %.3g\n",
-            steps, lr, e1, tol, e2);
-    if (!(e1 <= tol) || !(e2 <= 1e-4))
-        failures++;
-    free(w0), free(wc), free(we), free(wg);
-    hone_trainer_free(nc), hone_trainer_free(ne), hone_trainer_free(ng);
+    snprintf(what, sizeof what, "detectnet_v2 at lr %g:", lr);
+    failures += ts_compare_steps(&s, steps, tol, 2, what);
 }
 
 /* One step from the same initialisation on the first batch of each of `batches` epochs (other
@@ -127,7 +61,7 @@ static void check_batches(int batches)
     hone_train_spec s;
     make_spec(&s, 0, batches, 0.01);
     for (int ep = 0; ep < batches; ep++) {
-        hone_trainer *nc = make(&s, "cpu", 0), *ne = make(&s, "cuda", 1);
+        hone_trainer *nc = ts_make(&s, "cpu", 0, 2), *ne = ts_make(&s, "cuda", 1, 2);
         hone_train_epoch a, b;
         float *w0 = NULL, *wc = NULL, *we = NULL;
         size_t n;
@@ -140,7 +74,7 @@ static void check_batches(int batches)
             rc = hone_trainer_params(nc, &wc, &n);
         if (rc == HONE_OK)
             rc = hone_trainer_params(ne, &we, &n);
-        double e = rc == HONE_OK ? delta_err(w0, we, wc, n) : INFINITY;
+        double e = rc == HONE_OK ? ts_delta_err(w0, we, wc, n) : INFINITY;
         double dl =
             rc == HONE_OK ? fabs(a.train_loss - b.train_loss) / fabs(a.train_loss) : INFINITY;
         fprintf(
@@ -159,7 +93,7 @@ static void check_training(void)
     const int epochs = 12;
     hone_train_spec s;
     make_spec(&s, 1, epochs, 0);
-    hone_trainer *t = make(&s, "cuda", 0);
+    hone_trainer *t = ts_make(&s, "cuda", 0, 2);
     hone_train_epoch e;
     double l, map0 = NAN, map1 = NAN;
     int rc = hone_trainer_test(t, &l, &map0);

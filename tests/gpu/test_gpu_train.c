@@ -10,22 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "train.h"
+#include "train_steps.h"
 
 static int failures;
-
-static double delta_err(const float *w0, const float *a, const float *b, size_t n)
-{
-    double e = 0, r = 0;
-    for (size_t i = 0; i < n; i++) {
-        double da = (double)a[i] - w0[i], db = (double)b[i] - w0[i];
-        if (!isfinite(a[i]) || !isfinite(b[i]))
-            return INFINITY;
-        e += (da - db) * (da - db);
-        r += db * db;
-    }
-    return sqrt(e) / fmax(sqrt(r), 1e-30);
-}
 
 /* Which images train and test: the first ntrain training and ntest test images of dir. */
 typedef struct {
@@ -33,52 +20,26 @@ typedef struct {
     int ntrain, ntest;
 } subset;
 
-static void spec_set(hone_train_spec *s, const char *fmt, ...)
-{
-    char kv[1200], err[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(kv, sizeof(kv), fmt, ap);
-    va_end(ap);
-    if (hone_train_spec_set(s, kv, err, sizeof(err)) < 0) {
-        fprintf(stderr, "spec: %s\n", err);
-        exit(1);
-    }
-}
-
 /* The spec both backends train: the reference MLP (784-256-10) or CNN (conv3x3-32/pool/
  * conv3x3-64/pool/fc-128/fc-10), or a ResNet-18 of width 16, SGD momentum 0.9, lr 0.01 constant,
  * no weight decay, fp32. */
 static void make_spec(hone_train_spec *s, const char *arch, int batch, const subset *d)
 {
     hone_train_spec_defaults(s);
-    spec_set(s, "network=%s", arch);
-    spec_set(s, "data.path=%s", d->dir);
-    spec_set(s, "data.train_limit=%d", d->ntrain);
-    spec_set(s, "data.val_size=0");
-    spec_set(s, "data.test_limit=%d", d->ntest);
-    spec_set(s, "train.batch_size=%d", batch);
-    spec_set(s, "train.lr=0.01");
-    spec_set(s, "train.momentum=0.9");
-    spec_set(s, "train.weight_decay=0");
-    spec_set(s, "train.lr_schedule=constant");
-    spec_set(s, "train.seed=1234");
-    spec_set(s, "train.math=fp32");
+    ts_spec_set(s, "network=%s", arch);
+    ts_spec_set(s, "data.path=%s", d->dir);
+    ts_spec_set(s, "data.train_limit=%d", d->ntrain);
+    ts_spec_set(s, "data.val_size=0");
+    ts_spec_set(s, "data.test_limit=%d", d->ntest);
+    ts_spec_set(s, "train.batch_size=%d", batch);
+    ts_spec_set(s, "train.lr=0.01");
+    ts_spec_set(s, "train.momentum=0.9");
+    ts_spec_set(s, "train.weight_decay=0");
+    ts_spec_set(s, "train.lr_schedule=constant");
+    ts_spec_set(s, "train.seed=1234");
+    ts_spec_set(s, "train.math=fp32");
     if (!strncmp(arch, "resnet", 6)) /* narrow: the CPU side of the comparison stays quick */
-        spec_set(s, "model.width=16");
-}
-
-static hone_trainer *make(const hone_train_spec *s, const char *device, int eager)
-{
-    hone_train_opts o = {.spec = s, .device = device, .eager = eager};
-    hone_trainer *t = NULL;
-    char err[512] = "";
-    int rc = hone_trainer_new(&o, &t, err, sizeof(err));
-    if (rc < 0) {
-        fprintf(stderr, "hone_trainer_new(%s): %s\n", device, err[0] ? err : hone_strerror(rc));
-        exit(1);
-    }
-    return t;
+        ts_spec_set(s, "model.width=16");
 }
 
 /* Runs `steps` steps on CPU, CUDA eager and CUDA graph; compares the parameter updates. */
@@ -86,42 +47,14 @@ static void check_steps(const char *arch, int steps, double tol, const subset *d
 {
     hone_train_spec s;
     make_spec(&s, arch, 64, d);
-    hone_trainer *nc = make(&s, "cpu", 0), *ne = make(&s, "cuda", 1), *ng = make(&s, "cuda", 0);
-    float *w0, *wc, *we, *wg;
-    size_t n;
-    hone_train_epoch e;
-    int rc = hone_trainer_params(nc, &w0, &n);
-    if (rc == HONE_OK)
-        rc = hone_trainer_epoch(nc, 0, steps, &e);
-    if (rc == HONE_OK)
-        rc = hone_trainer_epoch(ne, 0, steps, &e);
-    if (rc == HONE_OK)
-        rc = hone_trainer_epoch(ng, 0, steps, &e);
-    if (rc < 0) {
-        fprintf(stderr, "train: %s\n", hone_strerror(rc));
-        failures++;
-        free(w0);
-        hone_trainer_free(nc), hone_trainer_free(ne), hone_trainer_free(ng);
-        return;
-    }
-    hone_trainer_params(nc, &wc, &n);
-    hone_trainer_params(ne, &we, &n);
-    hone_trainer_params(ng, &wg, &n);
-    double e1 = delta_err(w0, we, wc, n), e2 = delta_err(w0, wg, we, n);
-    fprintf(stderr,
-            "%s %d step(s): update rel err cuda-vs-cpu %.3g (tol %g), graph-vs-eager %.3g\n", arch,
-            steps, e1, tol, e2);
-    if (!(e1 <= tol) || !(e2 <= 1e-4))
-        failures++;
-    free(w0), free(wc), free(we), free(wg);
-    hone_trainer_free(nc), hone_trainer_free(ne), hone_trainer_free(ng);
+    failures += ts_compare_steps(&s, steps, tol, 0, arch);
 }
 
 static void check_training(const char *arch, const subset *d, double min_acc, double max_gap)
 {
     hone_train_spec s;
     make_spec(&s, arch, 128, d);
-    hone_trainer *nc = make(&s, "cpu", 0), *ng = make(&s, "cuda", 0);
+    hone_trainer *nc = ts_make(&s, "cpu", 0, 0), *ng = ts_make(&s, "cuda", 0, 0);
     hone_train_epoch ec = {0}, eg = {0};
     double l, ac = 0, ag = 0;
     int rc = hone_trainer_epoch(nc, 0, 0, &ec);

@@ -114,8 +114,6 @@ typedef struct cli_progress {
 } cli_progress;
 void cli_progress_begin(cli_ctx *c, cli_progress *p, const char *what, int upload);
 void cli_progress_end(cli_ctx *c, cli_progress *p);
-/* Monotonic seconds. */
-double cli_now(void);
 /* Seconds as "1h02m", "3m05s", "42s". */
 void cli_fmt_seconds(double s, char *buf, size_t len);
 

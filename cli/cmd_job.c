@@ -125,7 +125,7 @@ int cli_job_wait(cli_ctx *c, const char *job_id, double timeout_s, FILE *progres
 {
     int quiet = progress == NULL;
     int tty = progress && isatty(fileno(progress));
-    double t0 = cli_now(), last_print = -1e9;
+    double t0 = hone_now(), last_print = -1e9;
     char path[512], line[512], err[1024];
     int rc = 1, misses = 0;
 
@@ -135,7 +135,7 @@ int cli_job_wait(cli_ctx *c, const char *job_id, double timeout_s, FILE *progres
     while (!(c->stop && *c->stop)) {
         hone_rest_resp resp;
         const char *st;
-        double now = cli_now();
+        double now = hone_now();
 
         if (hone_rest_call(c->rest, "GET", path, NULL, 30, &resp, err, sizeof(err)) != 0) {
             /* The controller may be restarting: wait a while before giving up. */

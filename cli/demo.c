@@ -213,7 +213,7 @@ static int demo_report(demo_state *d, const char *job_id, const cli_demo_plan *p
     }
     if (json_is_number(json_object_get(a, "best_metric")))
         val = json_number_value(json_object_get(a, "best_metric"));
-    seconds = cli_now() - d->t0;
+    seconds = hone_now() - d->t0;
     out = json_pack(
         "{s:s,s:s,s:o,s:o,s:i,s:i,s:f,s:O,s:s,s:i,s:f}", "job_id", job_id, "status",
         json_string_value(json_object_get(job, "status"))
@@ -275,7 +275,7 @@ int cli_demo_run(cli_ctx *c)
     cli_stack_opts so;
     cli_stack *stack = NULL;
     cli_demo_plan plan;
-    demo_state d = {c, NULL, cli_now()};
+    demo_state d = {c, NULL, hone_now()};
     const char *network = cli_arg(c->a, "network") ? cli_arg(c->a, "network") : "cnn";
     const char *math = cli_arg(c->a, "math");
     char dpath[PATH_MAX], err[4096], path[512], job_id[128] = "";
@@ -386,7 +386,7 @@ int cli_demo_run(cli_ctx *c)
     sub = *c;
     sub.rest = d.rest;
     sub.url = cli_stack_url(stack);
-    rc = cli_job_wait(&sub, job_id, budget_s - (cli_now() - d.t0) + 30, progress, &fin);
+    rc = cli_job_wait(&sub, job_id, budget_s - (hone_now() - d.t0) + 30, progress, &fin);
     if (!fin && !*c->stop) {
         /* Over budget: stop the search and report the best so far. */
         hone_rest_resp resp;

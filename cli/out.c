@@ -165,13 +165,6 @@ void cli_print_list(const json_t *arr, const char *const *headers, const char *c
     free(rows);
 }
 
-double cli_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 int cli_get_list(cli_ctx *c, const char *path, const char *member, const char *const *headers,
                  const char *const *keys, int ncols)
 {
@@ -262,7 +255,7 @@ static void progress_cb(void *user, int64_t sent, int64_t send_total, int64_t go
     cli_progress *p = user;
     p->done = p->upload ? sent : got;
     p->total = p->upload ? send_total : got_total;
-    double now = cli_now();
+    double now = hone_now();
     if (p->total > 0 && now - p->last >= 0.1) /* ten frames a second at most */
         progress_draw(p, now);
 }
@@ -275,7 +268,7 @@ void cli_progress_begin(cli_ctx *c, cli_progress *p, const char *what, int uploa
         return;
     p->what = what;
     p->upload = upload;
-    p->t0 = cli_now();
+    p->t0 = hone_now();
     hone_rest_set_progress(c->rest, progress_cb, p);
 }
 
@@ -285,7 +278,7 @@ void cli_progress_end(cli_ctx *c, cli_progress *p)
         return;
     hone_rest_set_progress(c->rest, NULL, NULL);
     if (p->total > 0) {
-        progress_draw(p, cli_now());
+        progress_draw(p, hone_now());
         fputc('\n', stderr);
     }
 }

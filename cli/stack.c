@@ -69,7 +69,7 @@ int cli_count_gpus(const char *trainer)
     enum { CAP = 65536 };
     int fds[2], st = 0, n = 0;
     size_t got = 0;
-    double deadline = cli_now() + 30;
+    double deadline = hone_now() + 30;
     char *buf;
     pid_t pid;
 
@@ -95,7 +95,7 @@ int cli_count_gpus(const char *trainer)
     buf = hone_xmalloc(CAP + 1);
     for (;;) {
         struct pollfd p = {.fd = fds[0], .events = POLLIN};
-        int left = (int)((deadline - cli_now()) * 1000);
+        int left = (int)((deadline - hone_now()) * 1000);
         int r = left > 0 ? poll(&p, 1, left) : 0;
         if (r < 0 && errno == EINTR)
             continue;
@@ -215,11 +215,11 @@ static int stack_write_config(const char *path, const cli_stack_opts *o, const c
 static int stack_wait_ready(cli_stack *s, const char *port_file, const char *ctl_log, char *err,
                             size_t errlen)
 {
-    double deadline = cli_now() + 60;
+    double deadline = hone_now() + 60;
     hone_rest *rest = NULL;
     int port = 0, rc = HONE_ETIMEDOUT;
 
-    while (cli_now() < deadline && port == 0) {
+    while (hone_now() < deadline && port == 0) {
         FILE *f = fopen(port_file, "r");
         if (f) {
             if (fscanf(f, "%d", &port) != 1)
@@ -242,7 +242,7 @@ static int stack_wait_ready(cli_stack *s, const char *port_file, const char *ctl
     }
     snprintf(s->url, sizeof(s->url), "http://127.0.0.1:%d", port);
     hone_rest_new(s->url, NULL, &rest);
-    while (cli_now() < deadline) {
+    while (hone_now() < deadline) {
         hone_rest_resp resp;
         if (hone_rest_call(rest, "GET", "/readyz", NULL, 5, &resp, NULL, 0) == 0) {
             long st = resp.status;
@@ -409,7 +409,7 @@ int cli_stack_alive(cli_stack *s, char *err, size_t errlen)
 /* SIGTERM to each pid, then SIGKILL to whatever is left after grace seconds; reaps all. */
 static void stack_stop_pids(pid_t *pids, int n, double grace)
 {
-    double deadline = cli_now() + grace;
+    double deadline = hone_now() + grace;
     int left;
 
     for (int i = 0; i < n; i++)
@@ -428,7 +428,7 @@ static void stack_stop_pids(pid_t *pids, int n, double grace)
         }
         if (left)
             usleep(50000);
-    } while (left && cli_now() < deadline);
+    } while (left && hone_now() < deadline);
     for (int i = 0; i < n; i++) {
         if (pids[i] > 0) {
             kill(-pids[i], SIGKILL);
@@ -466,11 +466,11 @@ static void stack_stop_servers(cli_stack *s)
         if (fd >= 0)
             close(fd);
     }
-    double deadline = cli_now() + 1; /* SIGTERM cancels its jobs (none now), SIGKILL ends it */
+    double deadline = hone_now() + 1; /* SIGTERM cancels its jobs (none now), SIGKILL ends it */
     for (int i = 0; i < n; i++)
         kill(pids[i], SIGTERM);
     for (int i = 0; i < n; i++) {
-        while (kill(pids[i], 0) == 0 && cli_now() < deadline)
+        while (kill(pids[i], 0) == 0 && hone_now() < deadline)
             usleep(50000);
         if (kill(pids[i], 0) == 0)
             kill(pids[i], SIGKILL);

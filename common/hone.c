@@ -1,9 +1,11 @@
-/* Error strings and aborting allocators shared by every module. Never returns NULL memory. */
+/* Error strings, aborting allocators and the monotonic clock shared by every module. Never returns
+ * NULL memory. */
 #include "hone.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 const char *hone_strerror(int code)
 {
@@ -47,6 +49,13 @@ static void *oom(size_t n)
 {
     fprintf(stderr, "hone: out of memory allocating %zu bytes\n", n);
     abort();
+}
+
+double hone_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 void *hone_xmalloc(size_t n)

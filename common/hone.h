@@ -27,6 +27,10 @@ enum {
 /* Short English text for a HONE_E* code; never NULL. */
 const char *hone_strerror(int code);
 
+/* Seconds on the monotonic clock: what epochs, trainer runs, converts and the CLI's progress are
+ * timed by (differences only; its zero is arbitrary). */
+double hone_now(void);
+
 /* Allocation that never returns NULL: prints a message and aborts when memory is exhausted. */
 void *hone_xmalloc(size_t n);
 void *hone_xcalloc(size_t count, size_t size);

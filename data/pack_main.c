@@ -29,13 +29,6 @@ static void usage(FILE *f)
                "--json: JSON lines on stdout (progress, then done or error), for hone-worker.\n");
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 typedef struct progress {
     double t0;
     int quiet, json;
@@ -60,7 +53,7 @@ static void on_progress(uint64_t done, uint64_t total, void *user)
 {
     progress *p = user;
     if (p->json) {
-        double dt = now() - p->t0;
+        double dt = hone_now() - p->t0;
         printf("{\"event\":\"progress\",\"images_done\":%llu,\"images_total\":%llu,"
                "\"images_per_second\":%.1f,\"seconds\":%.3f}\n",
                (unsigned long long)done, (unsigned long long)total,
@@ -70,7 +63,7 @@ static void on_progress(uint64_t done, uint64_t total, void *user)
     }
     if (p->quiet)
         return;
-    double dt = now() - p->t0;
+    double dt = hone_now() - p->t0;
     fprintf(stderr, "\rhone-pack: %llu/%llu images (%.0f%%), %.0f images/s   ",
             (unsigned long long)done, (unsigned long long)total,
             total ? 100.0 * (double)done / (double)total : 100.0, dt > 0 ? (double)done / dt : 0);
@@ -82,7 +75,7 @@ static int verify(const char *path)
 {
     char err[512];
     hone_data_pack *p;
-    double t0 = now();
+    double t0 = hone_now();
     if (hone_data_pack_open(path, 0, &p, err, sizeof err) < 0) {
         fprintf(stderr, "hone-pack: %s\n", err);
         return 1;
@@ -91,8 +84,8 @@ static int verify(const char *path)
     hone_data_pack_get_info(p, &in);
     printf("%s: ok (checksums verified in %.2f s): %llu images %dx%dx%d (HxWxC), %d classes; "
            "train %llu, val %llu, test %llu\nclasses:",
-           path, now() - t0, (unsigned long long)in.n, in.height, in.width, in.channels, in.classes,
-           (unsigned long long)in.split[0], (unsigned long long)in.split[1],
+           path, hone_now() - t0, (unsigned long long)in.n, in.height, in.width, in.channels,
+           in.classes, (unsigned long long)in.split[0], (unsigned long long)in.split[1],
            (unsigned long long)in.split[2]);
     for (int i = 0; i < in.classes; i++)
         printf(" %s", hone_data_pack_class_name(p, i));
@@ -158,7 +151,7 @@ int main(int argc, char **argv)
         return 2;
     }
     char err[1024];
-    double t0 = now();
+    double t0 = hone_now();
     hone_data_folder *f = NULL;
     hone_data_kitti *k = NULL;
     char *cl = classes ? strdup(classes) : NULL;
@@ -200,8 +193,8 @@ int main(int argc, char **argv)
                 "hone-pack: %s: %zu images (train %zu, val %zu, test %zu), %d classes, %zu PNG, "
                 "%zu JPEG, %zu skipped; checked in %.2f s\n",
                 pos[0], st.images, st.split_images[0], st.split_images[1], st.split_images[2],
-                st.classes, st.png, st.jpeg, st.skipped, now() - t0);
-    progress pr = {now(), quiet || json, json};
+                st.classes, st.png, st.jpeg, st.skipped, hone_now() - t0);
+    progress pr = {hone_now(), quiet || json, json};
     hone_data_pack_opts o = {.width = w,
                              .height = h,
                              .channels = channels,
@@ -211,7 +204,7 @@ int main(int argc, char **argv)
     int rc = k ? hone_data_kitti_pack(k, pos[1], &o, err, sizeof err)
                : hone_data_folder_pack(f, pos[1], &o, err, sizeof err);
     hone_data_kitti_free(k);
-    double dt = now() - pr.t0;
+    double dt = hone_now() - pr.t0;
     if (rc < 0) {
         fprintf(stderr, "\nhone-pack: %s\n", err);
         if (json) {

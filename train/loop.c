@@ -101,13 +101,6 @@ static double lr_at(const hone_train_spec *s, int steps_per_epoch, long step)
     return base;
 }
 
-double trainer_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int trainer_evaluate(hone_trainer **tr, int nt, const uint8_t *x, const int32_t *y, int n,
                      double *loss, double *acc)
 {
@@ -572,7 +565,7 @@ int hone_trainer_epoch(hone_trainer *t, int epoch, int max_steps, hone_train_epo
     int steps = max_steps > 0 && max_steps < t->steps ? max_steps : t->steps;
     double lr;
     int rc = trainer_epoch_begin(t, epoch, steps, &lr);
-    double t0 = trainer_now();
+    double t0 = hone_now();
     for (int i = 0; i < steps && rc == 0; i++) {
         if (t->cancel && *t->cancel) {
             rc = HONE_ESTATE;
@@ -591,7 +584,7 @@ int hone_trainer_epoch(hone_trainer *t, int epoch, int max_steps, hone_train_epo
         rc = hone_k_sync(k);
     if (rc == 0)
         rc = hone_k_download(k, acc, t->acc, sizeof(acc));
-    trainer_epoch_fill(t, epoch, steps, trainer_now() - t0, lr, acc, ep);
+    trainer_epoch_fill(t, epoch, steps, hone_now() - t0, lr, acc, ep);
     if (rc == 0)
         rc = evaluate(t, t->val_x, t->val_y, t->ds.val.n, &ep->val_loss, &ep->val_accuracy);
     return rc;

@@ -239,7 +239,7 @@ static int pack_epoch(pack *p, pack_trial *pt, int *rcs, char (*err)[256])
     double *va = hone_xcalloc((size_t)n, sizeof(double));
     for (int j = 0; j < n && rc == 0; j++)
         rc = trainer_epoch_begin(p->tr[j], p->slot[j]->r.e, steps, &lr[j]);
-    double t0 = trainer_now();
+    double t0 = hone_now();
     for (int i = 0; i < steps && rc == 0; i++) {
         int left = 0;
         for (int j = 0; j < n; j++) {
@@ -263,7 +263,7 @@ static int pack_epoch(pack *p, pack_trial *pt, int *rcs, char (*err)[256])
     }
     if (rc == 0)
         rc = hone_k_sync(k);
-    double secs = trainer_now() - t0;
+    double secs = hone_now() - t0;
     for (int j = 0; j < n && rc == 0; j++) {
         float acc[2] = {0, 0};
         rc = hone_k_download(k, acc, p->tr[j]->acc, sizeof(acc));

@@ -84,13 +84,6 @@ static void on_signal(int sig)
     got_signal = 1;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Writes n bytes (one or more whole lines) to the connection; a failure marks it broken (the
  * client is gone: its job is cancelled). */
 static void conn_write(conn *c, const char *s, size_t n)
@@ -302,13 +295,13 @@ static int run_job(conn *c)
         fprintf(c->log, "hone-train: listen: cannot start the job's thread\n");
         return 1;
     }
-    double next_alive = now_s() + s->alive_ms / 1000.0;
+    double next_alive = hone_now() + s->alive_ms / 1000.0;
     int stopping = 0;
     for (;;) {
         struct pollfd p[3] = {{.fd = c->done_pipe[0], .events = POLLIN},
                               {.fd = c->eof ? -1 : c->fd, .events = POLLIN},
                               {.fd = stopping ? -1 : s->stop_pipe[0], .events = POLLIN}};
-        int wait_ms = (int)((next_alive - now_s()) * 1000);
+        int wait_ms = (int)((next_alive - hone_now()) * 1000);
         int n = poll(p, 3, wait_ms > 0 ? wait_ms : 0);
         if (n < 0 && errno != EINTR)
             break;
@@ -324,9 +317,9 @@ static int run_job(conn *c)
             stopping = 1;
             c->cancel = 1;
         }
-        if (now_s() >= next_alive) {
+        if (hone_now() >= next_alive) {
             conn_say(c, "{\"event\":\"alive\"}\n");
-            next_alive = now_s() + s->alive_ms / 1000.0;
+            next_alive = hone_now() + s->alive_ms / 1000.0;
         }
     }
     pthread_join(th, NULL);
@@ -531,18 +524,18 @@ int train_serve_listen(const char *path, int ncache, int alive_ms, int idle_exit
     }
     fcntl(s.wake_pipe[0], F_SETFL, O_NONBLOCK);
     fprintf(stderr, "hone-train: serving on %s (cache: %d datasets)\n", path, ncache);
-    double idle_since = now_s();
+    double idle_since = hone_now();
     int was_live = 0;
     while (!got_signal && !atomic_load(&s.restart)) {
         struct pollfd p[2] = {{.fd = s.lfd, .events = POLLIN},
                               {.fd = s.wake_pipe[0], .events = POLLIN}};
         int live = reap(&s, 0);
         if (was_live && !live) /* idle from the end of the last connection */
-            idle_since = now_s();
+            idle_since = hone_now();
         was_live = live;
         struct timespec ts, *tsp = NULL;
         if (idle_exit_s > 0 && !live) {
-            double left = idle_since + idle_exit_s - now_s();
+            double left = idle_since + idle_exit_s - hone_now();
             if (left <= 0) {
                 fprintf(stderr, "hone-train: listen: idle for %d s, exiting\n", idle_exit_s);
                 break;

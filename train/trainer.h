@@ -76,8 +76,6 @@ int trainer_step_lr(hone_trainer *t, int i);
 /* The epoch's training fields of *ep from its accumulators (acc[0], acc[1] read back). */
 void trainer_epoch_fill(const hone_trainer *t, int epoch, int steps, double secs, double lr,
                         const float acc[2], hone_train_epoch *ep);
-/* Seconds on the monotonic clock (an epoch's wall time). */
-double trainer_now(void);
 /* Logs that the run's first step finished (bench/resident.sh times a start to it). */
 int trainer_first_step_done(hone_trainer *t);
 

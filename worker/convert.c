@@ -79,7 +79,7 @@ static void convert_report(convert_ctx *c, const json_t *line)
     json_object_set_new(body, "epoch", json_integer(++c->seq));
     json_object_set_new(body, "metrics", m);
     snprintf(path, sizeof(path), "/api/v1/jobs/%s/report", c->id);
-    c->last = hone_trun_now();
+    c->last = hone_now();
     if (worker_post(w, path, body, 0, &resp) != 0) {
         json_decref(body);
         c->abandoned = 1;
@@ -109,7 +109,7 @@ static void convert_on_event(void *arg, json_t *line)
     const char *ev = json_string_value(json_object_get(line, "event"));
     if (!ev || strcmp(ev, "progress") != 0 || c->stop || c->lost || c->abandoned)
         return;
-    if (c->seq > 0 && hone_trun_now() - c->last < CONVERT_REPORT_EVERY_S)
+    if (c->seq > 0 && hone_now() - c->last < CONVERT_REPORT_EVERY_S)
         return;
     convert_report(c, line);
 }

@@ -57,13 +57,6 @@ const char *hone_trun_outcome_name(hone_trun_outcome o)
     return "failed";
 }
 
-double hone_trun_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 void trun_ring_push(trun_state *s, const char *line, size_t len)
 {
     char *copy;
@@ -158,7 +151,7 @@ static void trun_begin_stop(trun_state *s, double grace)
     if (s->killing)
         return;
     s->killing = 1;
-    s->kill_at = hone_trun_now() + grace;
+    s->kill_at = hone_now() + grace;
     trun_signal(s, SIGTERM);
 }
 
@@ -234,7 +227,7 @@ int trun_drain(trun_state *s, int fd, int is_err, const hone_trun_opts *o, const
 
     if (n < 0)
         return (errno == EAGAIN || errno == EINTR) ? 1 : 0;
-    s->last_io = hone_trun_now();
+    s->last_io = hone_now();
     if (n == 0) {
         if (L->len > 0) { /* a last line without '\n' */
             L->buf[L->len] = '\0';
@@ -317,7 +310,7 @@ void trun_tick(trun_state *s, const hone_trun_hooks *h, double grace)
         s->aborted = 1;
         trun_begin_stop(s, grace);
     }
-    if (s->killing && !s->killed_hard && hone_trun_now() >= s->kill_at) {
+    if (s->killing && !s->killed_hard && hone_now() >= s->kill_at) {
         s->killed_hard = 1;
         trun_signal(s, SIGKILL);
     }
@@ -349,7 +342,7 @@ static void trun_pump(trun_state *s, int out_fd, int err_fd, int *out_open, int 
         }
         trun_tick(s, h, grace);
         if (s->resident && o->silence_s > 0 && !s->killed_hard &&
-            hone_trun_now() - s->last_io > o->silence_s) {
+            hone_now() - s->last_io > o->silence_s) {
             char msg[160];
             int n = snprintf(msg, sizeof(msg),
                              "hone-worker: the resident trainer wrote nothing for %.0f s; killed",
@@ -629,7 +622,7 @@ int hone_trun_run_resident(hone_trun_server **srv, char *const argv[], const hon
         }
     }
     s.pid = v->pid;
-    s.last_io = hone_trun_now();
+    s.last_io = hone_now();
     s.out = v->out;
     s.err = v->err;
     trun_pump(&s, v->out_fd, v->err_fd, &out_open, &err_open, &o, h, res, grace);

@@ -154,13 +154,13 @@ static int sock_spawn_server(hone_trun_sock *c, trun_state *s, const char *train
  * server dying as we connected: try again); -1 (with a line in s's ring) for anything else. */
 static int sock_read_hello(hone_trun_sock *c, trun_state *s)
 {
-    double deadline = hone_trun_now() + SOCK_HELLO_WAIT_S;
+    double deadline = hone_now() + SOCK_HELLO_WAIT_S;
     char buf[512];
     size_t len = 0;
 
     while (len < sizeof(buf) - 1) {
         struct pollfd p = {.fd = c->fd, .events = POLLIN};
-        int left = (int)((deadline - hone_trun_now()) * 1000);
+        int left = (int)((deadline - hone_now()) * 1000);
         if (left <= 0 || poll(&p, 1, left) <= 0)
             break;
         ssize_t n = read(c->fd, buf + len, 1); /* byte by byte: nothing after it is ours */
@@ -216,8 +216,8 @@ static int sock_connect_try(hone_trun_sock *c, trun_state *s, const char *traine
         c->fd = sock_connect_once(c->path);
         if (c->fd < 0 && sock_spawn_server(c, s, trainer) == 0) {
             c->started++;
-            double deadline = hone_trun_now() + SOCK_START_WAIT_S;
-            while ((c->fd = sock_connect_once(c->path)) < 0 && hone_trun_now() < deadline)
+            double deadline = hone_now() + SOCK_START_WAIT_S;
+            while ((c->fd = sock_connect_once(c->path)) < 0 && hone_now() < deadline)
                 usleep(50000);
             if (c->fd < 0) {
                 n = snprintf(msg, sizeof(msg),
@@ -303,7 +303,7 @@ int hone_trun_run_socket(hone_trun_sock *c, char *const argv[], const hone_trun_
         }
     }
     s.sock_fd = c->fd;
-    s.last_io = hone_trun_now();
+    s.last_io = hone_now();
     s.out = c->out;
     c->out = (trun_line){0};
     while (open_ && !s.exit_seen && !s.killed_hard) {
@@ -311,7 +311,7 @@ int hone_trun_run_socket(hone_trun_sock *c, char *const argv[], const hone_trun_
         if (poll(&p, 1, 200) > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR)))
             open_ = trun_drain(&s, c->fd, 0, &o, h, res, grace);
         trun_tick(&s, h, grace); /* the hooks' stop; past the grace it sets killed_hard */
-        if (o.silence_s > 0 && !s.exit_seen && hone_trun_now() - s.last_io > o.silence_s) {
+        if (o.silence_s > 0 && !s.exit_seen && hone_now() - s.last_io > o.silence_s) {
             char msg[200];
             int n = snprintf(msg, sizeof(msg),
                              "hone-worker: the trainer server (pid %d) wrote nothing for %.0f s; "

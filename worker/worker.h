@@ -44,8 +44,6 @@ typedef enum {
 } hone_trun_outcome;
 
 const char *hone_trun_outcome_name(hone_trun_outcome o);
-/* Monotonic seconds: the clock trainer runs (and convert runs) are timed by. */
-double hone_trun_now(void);
 
 typedef struct hone_trun_opts {
     double grace_s; /* SIGTERM, then SIGKILL after this many seconds (0 = 10) */

@@ -451,6 +451,32 @@ HONE_HD float hone_kdet_cov(int mode, float gamma, float z, float t, float *dz)
     return qg * bce;
 }
 
+/* ------------------------------------------------------------------ bfloat16
+ * The bf16 NHWC ops (half.{c,cu}) store bfloat16 as its 16 bits: the high half of the float's.
+ * Float to bf16 rounds to nearest, ties to even (a NaN stays a NaN); both backends use these two
+ * functions, so a value is rounded the same everywhere. */
+typedef union {
+    float f;
+    uint32_t u;
+} hone_f32_bits;
+
+HONE_HD float hone_bf16_to_f32(hone_bf16 h)
+{
+    hone_f32_bits b;
+    b.u = (uint32_t)h << 16;
+    return b.f;
+}
+
+HONE_HD hone_bf16 hone_f32_to_bf16(float f)
+{
+    hone_f32_bits b;
+    b.f = f;
+    if ((b.u & 0x7fffffffu) > 0x7f800000u)
+        return (hone_bf16)((b.u >> 16) | 0x40u);
+    b.u += 0x7fffu + ((b.u >> 16) & 1u);
+    return (hone_bf16)(b.u >> 16);
+}
+
 /* ------------------------------------------------------------------ op semantics both backends
  * keep maxpool: p = (h - size) / stride + 1 (q likewise); idx[n,c,p,q] = the argmax's offset i*w +
  * j inside its (n,c) plane, the first maximum in row-major window order wins. batchnorm (training):
@@ -602,6 +628,34 @@ HONE_HD float hone_kdet_cov(int mode, float gamma, float z, float t, float *dz)
        const int32_t *base_dev, int base, int n, int c, int h, int w, const float *mean,           \
        const float *inv_std, const hone_kaugment *aug, uint64_t *counter, float *dst,              \
        int32_t *dst_labels))                                                                       \
+    /* half.{c,cu}: bf16 NHWC activations (conv through cuDNN on CUDA) */                          \
+    X(P, int, to_nhwc_h, (hone_kctx * k, int n, int c, int hw, const float *x, hone_bf16 *y))      \
+    X(P, int, conv_weights_h,                                                                      \
+      (hone_kctx * k, const hone_conv_desc *d, const float *w, hone_bf16 *wh))                     \
+    X(P, int, conv_workspace_h, (hone_kctx * k, const hone_conv_desc *d, size_t *bytes))           \
+    X(P, int, conv_fwd_h,                                                                          \
+      (hone_kctx * k, const hone_conv_desc *d, const hone_bf16 *x, const hone_bf16 *wh,            \
+       hone_bf16 *y, void *ws))                                                                    \
+    X(P, int, conv_bwd_h,                                                                          \
+      (hone_kctx * k, const hone_conv_desc *d, const hone_bf16 *x, const hone_bf16 *wh,            \
+       const hone_bf16 *dy, hone_bf16 *dx, int acc, float *dw, void *ws))                          \
+    X(P, int, batchnorm_fwd_h,                                                                     \
+      (hone_kctx * k, int m, int c, const hone_bf16 *x, const float *gamma, const float *beta,     \
+       float *running_mean, float *running_var, float momentum, float eps, int training,           \
+       float *save_mean, float *save_invstd, hone_bf16 *y, int relu))                              \
+    X(P, int, batchnorm_bwd_h,                                                                     \
+      (hone_kctx * k, int m, int c, const hone_bf16 *x, const hone_bf16 *y_relu,                   \
+       const hone_bf16 *dy, const float *gamma, const float *save_mean, const float *save_invstd,  \
+       hone_bf16 *dx, float *dgamma, float *dbeta))                                                \
+    X(P, int, add_relu_fwd_h,                                                                      \
+      (hone_kctx * k, const hone_bf16 *a, const hone_bf16 *b, hone_bf16 *y, size_t n))             \
+    X(P, int, add_relu_bwd_h,                                                                      \
+      (hone_kctx * k, const hone_bf16 *y, const hone_bf16 *dy, hone_bf16 *da, hone_bf16 *db,       \
+       size_t n))                                                                                  \
+    X(P, int, avgpool_global_fwd_h,                                                                \
+      (hone_kctx * k, int n, int c, int hw, const hone_bf16 *x, float *y))                         \
+    X(P, int, avgpool_global_bwd_h,                                                                \
+      (hone_kctx * k, int n, int c, int hw, const float *dy, hone_bf16 *dx))                       \
     /* optim.{c,cu}: optimisers */                                                                 \
     X(P, int, sgd_step,                                                                            \
       (hone_kctx * k, float *w, const float *grad, float *v, size_t n, float lr,                   \

@@ -323,6 +323,51 @@ int hone_k_detect_targets(hone_kctx *k, const hone_kbox *boxes, const uint32_t *
                           int w, const hone_kdet_grid *g, const hone_kaugment *aug,
                           const uint64_t *counter, float *dst);
 
+/* ------------------------------------------------------------------ bf16 NHWC activations
+ * A ResNet trained with train.math=bf16 on CUDA keeps its activations and their gradients as
+ * bfloat16, channels last (NHWC: element (i, y, x, ch) of an [n, c, h, w] tensor at
+ * ((i * h + y) * w + x) * c + ch), the layout and type cuDNN's tensor-core convolutions run on
+ * without transposes. Statistics, parameters and their gradients stay fp32. Every op computes in
+ * float and rounds each stored value to bf16 once (to nearest even, backend.h). The CPU backend
+ * implements each op as the reference the CUDA one is tested against. */
+typedef uint16_t hone_bf16;
+
+/* y [n][hw][c] = x [n][c][hw] (fp32 NCHW, the gathered batch) rounded to bf16. */
+int hone_k_to_nhwc_h(hone_kctx *k, int n, int c, int hw, const float *x, hone_bf16 *y);
+/* A convolution's filters for the ops below: wh [k][r][s][c] (KRSC) = w [k][c][r][s] rounded. */
+int hone_k_conv_weights_h(hone_kctx *k, const hone_conv_desc *d, const float *w, hone_bf16 *wh);
+/* *bytes: the workspace of conv_fwd_h and conv_bwd_h for d. HONE_ENOTSUP where this context has
+ * no bf16 convolution for the shape (CUDA without cuDNN, or no cuDNN algorithm): the caller then
+ * trains in fp32. */
+int hone_k_conv_workspace_h(hone_kctx *k, const hone_conv_desc *d, size_t *bytes);
+/* y = conv(x, wh), all NHWC bf16, no bias. */
+int hone_k_conv_fwd_h(hone_kctx *k, const hone_conv_desc *d, const hone_bf16 *x,
+                      const hone_bf16 *wh, hone_bf16 *y, void *ws);
+/* From dy: dx (NULL: the first layer; acc = 1 adds to it, rounding the sum once) and dw, the fp32
+ * filter gradient [k][c][r][s] (overwritten; computed to bf16 precision, then widened). */
+int hone_k_conv_bwd_h(hone_kctx *k, const hone_conv_desc *d, const hone_bf16 *x,
+                      const hone_bf16 *wh, const hone_bf16 *dy, hone_bf16 *dx, int acc, float *dw,
+                      void *ws);
+/* Batch norm over an NHWC tensor seen as m = n*h*w rows of c channels, optionally with a ReLU:
+ * the semantics of hone_k_batchnorm_fwd / hone_k_batchnorm_relu_fwd (statistics over the rows).
+ * bwd: y_relu NULL (no relu) or the fused forward's output; dx must not alias x, y_relu or dy. */
+int hone_k_batchnorm_fwd_h(hone_kctx *k, int m, int c, const hone_bf16 *x, const float *gamma,
+                           const float *beta, float *running_mean, float *running_var,
+                           float momentum, float eps, int training, float *save_mean,
+                           float *save_invstd, hone_bf16 *y, int relu);
+int hone_k_batchnorm_bwd_h(hone_kctx *k, int m, int c, const hone_bf16 *x, const hone_bf16 *y_relu,
+                           const hone_bf16 *dy, const float *gamma, const float *save_mean,
+                           const float *save_invstd, hone_bf16 *dx, float *dgamma, float *dbeta);
+/* hone_k_add_relu_fwd / _bwd on bf16 values (bwd copies dy's bits where y > 0). */
+int hone_k_add_relu_fwd_h(hone_kctx *k, const hone_bf16 *a, const hone_bf16 *b, hone_bf16 *y,
+                          size_t n);
+int hone_k_add_relu_bwd_h(hone_kctx *k, const hone_bf16 *y, const hone_bf16 *dy, hone_bf16 *da,
+                          hone_bf16 *db, size_t n);
+/* Global average pooling of an NHWC bf16 tensor into fp32 [n][c] (the classifier's input), and
+ * back: dx[i][p][ch] = dy[i][ch] / hw. */
+int hone_k_avgpool_global_fwd_h(hone_kctx *k, int n, int c, int hw, const hone_bf16 *x, float *y);
+int hone_k_avgpool_global_bwd_h(hone_kctx *k, int n, int c, int hw, const float *dy, hone_bf16 *dx);
+
 /* --------------------------------------------------------------- optimisers (fused, in place) */
 
 /* SGD with momentum (and nesterov), L2 weight decay added to the gradient:

@@ -15,21 +15,24 @@ typedef enum { L_CONV, L_DENSE, L_RELU, L_POOL, L_BN, L_DROPOUT, L_ADD, L_GAP } 
 
 typedef struct {
     layer_kind kind;
-    int c, h, w;         /* input per sample */
-    int oc, oh, ow;      /* output per sample */
-    int in, in2;         /* the layers read (-1: the network input); in2: L_ADD's skip input */
-    int r, stride, pad;  /* conv: square kernel side; pool: window side */
-    int bias;            /* conv: has a bias (not when batch norm follows) */
-    int acc;             /* backward adds to in's dout (a later layer wrote it first) */
-    int gamma0;          /* bn: initial gamma is 0 (the last norm of a residual block) */
-    size_t w_off, b_off; /* into params: weights (decay region), bias/gamma-beta (no-decay) */
-    size_t s_off;        /* bn: running mean, var into net->state */
-    float p;             /* dropout probability (trial 0's) */
-    float *tp;           /* dropout: each trial's probability (host, net->trials floats) */
-    int rng;             /* dropout: index of its counter in net->counters */
-    float *out, *dout;   /* [batch, oc*oh*ow] */
-    int32_t *idx;        /* pool argmax */
-    uint8_t *mask;       /* dropout */
+    int c, h, w;             /* input per sample */
+    int oc, oh, ow;          /* output per sample */
+    int in, in2;             /* the layers read (-1: the network input); in2: L_ADD's skip input */
+    int r, stride, pad;      /* conv: square kernel side; pool: window side */
+    int bias;                /* conv: has a bias (not when batch norm follows) */
+    int acc;                 /* backward adds to in's dout (a later layer wrote it first) */
+    int gamma0;              /* bn: initial gamma is 0 (the last norm of a residual block) */
+    size_t w_off, b_off;     /* into params: weights (decay region), bias/gamma-beta (no-decay) */
+    size_t s_off;            /* bn: running mean, var into net->state */
+    float p;                 /* dropout probability (trial 0's) */
+    float *tp;               /* dropout: each trial's probability (host, net->trials floats) */
+    int rng;                 /* dropout: index of its counter in net->counters */
+    float *out, *dout;       /* [batch, oc*oh*ow] (NULL for the bf16 layers of a half network) */
+    hone_bf16 *hout, *hdout; /* half networks, the layers before the global pool: [batch, oh, ow,
+                                oc] bf16 NHWC (kernels.h) */
+    hone_bf16 *wh;           /* half conv: its filters as bf16 KRSC, refreshed each forward */
+    int32_t *idx;            /* pool argmax */
+    uint8_t *mask;           /* dropout */
     float *save_mean, *save_invstd; /* [trials][c] */
 } layer;
 
@@ -52,6 +55,11 @@ typedef struct hone_net {
     void *ws;           /* conv workspace shared by all conv layers */
     size_t ws_bytes;
     uint64_t *seeds; /* each trial's train.seed (host) */
+    /* train.math=bf16 on CUDA for a resnet of the small-image stem (net.c's half_eligible): the
+     * layers before the global average pool (index gap) keep bf16 NHWC activations; xh is the
+     * input converted. Parameters, their gradients and everything from the pool on stay fp32. */
+    int half, gap;
+    hone_bf16 *xh;
 } hone_net;
 
 /* Builds the network the spec names (mlp, cnn, resnet18, resnet34, detectnet_v2) for

@@ -47,6 +47,13 @@ int hc_fail(const char *file, int line, const char *what, const char *msg);
  * fixed order (chunks, then the chunks in order); y[n, ch, :] += b[ch]. */
 int hc_channel_sum(hone_kctx *k, int n, int c, int hw, const float *x, float *out);
 int hc_channel_add(hone_kctx *k, int n, int c, int hw, const float *b, float *y);
+/* Batch norm's per-channel folds of the S chunk partials in the bn_part area (norm.cu): the
+ * statistics (chunk mean and squared deviations, as k_bn_stats writes them) into the saved and
+ * running ones, or the gradient sums (sum dy, sum dy * xhat) into dbeta and dgamma. */
+int hc_bn_fold_stats(hone_kctx *k, int c, int m, int S, int len, float *running_mean,
+                     float *running_var, float momentum, float eps, float *save_mean,
+                     float *save_invstd);
+int hc_bn_fold_grads(hone_kctx *k, int c, int S, float *dgamma, float *dbeta);
 /* cuBLAS compute type for the context's math mode (gemm.cu). */
 cublasComputeType_t hc_compute_type(hone_kctx *k);
 

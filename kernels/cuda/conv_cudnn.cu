@@ -1,5 +1,6 @@
 /* CUDA backend: 2-D convolution through cuDNN (compiled only with HONE_HAVE_CUDNN), on the same
- * NCHW fp32 tensors as the rest of the backend. Each shape gets its descriptors and algorithms
+ * NCHW fp32 tensors as the rest of the backend, and on the bf16 NHWC tensors of half.cu (the
+ * tensor-core path cuDNN runs without transposes). Each shape gets its descriptors and algorithms
  * once, from cuDNN's heuristics (host-only calls: no device memory, no sync), kept in a small
  * table of the context; fwd/bwd then only enqueue cuDNN work on the context's stream with the
  * caller's workspace, so they stay capturable in a CUDA graph. Never allocates device memory. */
@@ -23,7 +24,8 @@ enum { DNN_FWD = 0, DNN_BWD_DATA = 1, DNN_BWD_FILTER = 2, DNN_PASSES = 3 };
 
 struct hc_dnn_conv {
     hone_conv_desc d;
-    int ok; /* 0: no algorithm found (or a cuDNN error): the im2col path runs this shape */
+    int half; /* 1: bf16 NHWC tensors and KRSC filters, tensor-core mode only */
+    int ok;   /* 0: no algorithm found (or a cuDNN error): the im2col path runs this shape */
     cudnnTensorDescriptor_t x, y;
     cudnnFilterDescriptor_t w;
     /* per mode and pass, set to the chosen algorithm's math type */
@@ -118,18 +120,28 @@ template <typename Perf> static int pick(const Perf *perf, int got, size_t cap)
 }
 
 /* Chooses mode m's three algorithms and sets each pass's descriptor to its math type (FMA mode
- * keeps CUDNN_FMA_MATH: DEFAULT would let cuDNN use TF32). Raises e->ws. */
-static int choose(hc_dnn *dn, hc_dnn_conv *e, int m)
+ * keeps CUDNN_FMA_MATH: DEFAULT would let cuDNN use TF32). Raises e->ws. find: rank by cuDNN's
+ * own timing of each algorithm (cudnnFind*: allocates, runs and synchronises, so never inside a
+ * graph capture) instead of its heuristics. The bf16 NHWC shapes need it: on an H100 the v7
+ * heuristics ranked first algorithms that convert to fp32 NCHW and skip the tensor cores (a
+ * ResNet-18 epoch took 120 s instead of about 1). */
+static int choose(hc_dnn *dn, hc_dnn_conv *e, int m, int find)
 {
-    cudnnMathType_t want = m == DNN_FMA ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH;
+    cudnnMathType_t want = m == DNN_FMA ? CUDNN_FMA_MATH
+                           : e->half    ? CUDNN_TENSOR_OP_MATH
+                                        : CUDNN_DEFAULT_MATH;
     for (int p = 0; p < DNN_PASSES; p++)
         HC_DNN(cudnnSetConvolutionMathType(e->conv[m][p], want));
     int got = 0, i;
     size_t bytes = 0;
 
     cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    HC_DNN(cudnnGetConvolutionForwardAlgorithm_v7(dn->h, e->x, e->w, e->conv[m][DNN_FWD], e->y,
-                                                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fp));
+    if (find)
+        HC_DNN(cudnnFindConvolutionForwardAlgorithm(dn->h, e->x, e->w, e->conv[m][DNN_FWD], e->y,
+                                                    CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fp));
+    else
+        HC_DNN(cudnnGetConvolutionForwardAlgorithm_v7(dn->h, e->x, e->w, e->conv[m][DNN_FWD], e->y,
+                                                      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fp));
     if ((i = pick(fp, got, dn->ws_cap)) < 0)
         return HONE_ENOTSUP;
     e->fwd[m] = fp[i].algo;
@@ -140,9 +152,14 @@ static int choose(hc_dnn *dn, hc_dnn_conv *e, int m)
     e->ws = bytes > e->ws ? bytes : e->ws;
 
     cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    HC_DNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(dn->h, e->w, e->y, e->conv[m][DNN_BWD_DATA],
-                                                       e->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-                                                       &got, dp));
+    if (find)
+        HC_DNN(cudnnFindConvolutionBackwardDataAlgorithm(
+            dn->h, e->w, e->y, e->conv[m][DNN_BWD_DATA], e->x,
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, dp));
+    else
+        HC_DNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+            dn->h, e->w, e->y, e->conv[m][DNN_BWD_DATA], e->x,
+            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, dp));
     if ((i = pick(dp, got, dn->ws_cap)) < 0)
         return HONE_ENOTSUP;
     e->bwd_data[m] = dp[i].algo;
@@ -153,9 +170,14 @@ static int choose(hc_dnn *dn, hc_dnn_conv *e, int m)
     e->ws = bytes > e->ws ? bytes : e->ws;
 
     cudnnConvolutionBwdFilterAlgoPerf_t wp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    HC_DNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-        dn->h, e->x, e->y, e->conv[m][DNN_BWD_FILTER], e->w,
-        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, wp));
+    if (find)
+        HC_DNN(cudnnFindConvolutionBackwardFilterAlgorithm(
+            dn->h, e->x, e->y, e->conv[m][DNN_BWD_FILTER], e->w,
+            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, wp));
+    else
+        HC_DNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+            dn->h, e->x, e->y, e->conv[m][DNN_BWD_FILTER], e->w,
+            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, wp));
     if ((i = pick(wp, got, dn->ws_cap)) < 0)
         return HONE_ENOTSUP;
     e->bwd_filter[m] = wp[i].algo;
@@ -167,19 +189,20 @@ static int choose(hc_dnn *dn, hc_dnn_conv *e, int m)
     return HONE_OK;
 }
 
-/* Fills a fresh entry: descriptors for d, then both modes' algorithms. */
-static int conv_init(hc_dnn *dn, hc_dnn_conv *e, const hone_conv_desc *d)
+/* Fills a fresh entry: descriptors for d, then both modes' algorithms (half: the tensor-core
+ * mode only; its FMA slot is never used). */
+static int conv_init(hc_dnn *dn, hc_dnn_conv *e, const hone_conv_desc *d, int half, int find)
 {
     e->d = *d;
+    e->half = half;
+    cudnnTensorFormat_t fmt = half ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    cudnnDataType_t type = half ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
     HC_DNN(cudnnCreateTensorDescriptor(&e->x));
     HC_DNN(cudnnCreateTensorDescriptor(&e->y));
     HC_DNN(cudnnCreateFilterDescriptor(&e->w));
-    HC_DNN(cudnnSetTensor4dDescriptor(e->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->n, d->c, d->h,
-                                      d->w));
-    HC_DNN(cudnnSetTensor4dDescriptor(e->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, d->n, d->k, d->p,
-                                      d->q));
-    HC_DNN(cudnnSetFilter4dDescriptor(e->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, d->k, d->c, d->r,
-                                      d->s));
+    HC_DNN(cudnnSetTensor4dDescriptor(e->x, fmt, type, d->n, d->c, d->h, d->w));
+    HC_DNN(cudnnSetTensor4dDescriptor(e->y, fmt, type, d->n, d->k, d->p, d->q));
+    HC_DNN(cudnnSetFilter4dDescriptor(e->w, type, fmt, d->k, d->c, d->r, d->s));
     for (int m = 0; m < DNN_MODES; m++)
         for (int p = 0; p < DNN_PASSES; p++) {
             HC_DNN(cudnnCreateConvolutionDescriptor(&e->conv[m][p]));
@@ -192,35 +215,49 @@ static int conv_init(hc_dnn *dn, hc_dnn_conv *e, const hone_conv_desc *d)
     if (n != d->n || c != d->k || p != d->p || q != d->q)
         return hc_fail(__FILE__, __LINE__, "cudnn output shape", "differs from hone_conv_desc");
     int rc;
-    for (int m = 0; m < DNN_MODES; m++)
-        if ((rc = choose(dn, e, m)) < 0)
+    for (int m = half ? DNN_TC : 0; m < DNN_MODES; m++)
+        if ((rc = choose(dn, e, m, find)) < 0)
             return rc;
     return HONE_OK;
 }
 
-const hc_dnn_conv *hc_dnn_conv_find(hone_kctx *k, const hone_conv_desc *d)
+static const hc_dnn_conv *conv_find(hone_kctx *k, const hone_conv_desc *d, int half)
 {
     hc_dnn *dn = hc_of(k)->dnn;
     if (!dn)
         return NULL;
     for (int i = 0; i < dn->n; i++) {
         hc_dnn_conv *e = dn->shapes[i];
-        if (memcmp(&e->d, d, sizeof(*d)) == 0)
+        if (memcmp(&e->d, d, sizeof(*d)) == 0 && e->half == half)
             return e->ok ? e : NULL;
     }
     hc_dnn_conv *e = (hc_dnn_conv *)hone_xcalloc(1, sizeof(*e));
-    e->ok = conv_init(dn, e, d) == HONE_OK;
+    /* bf16 shapes are timed (choose), except when first met inside a capture */
+    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
+    if (half && cudaStreamIsCapturing(hc_stream(k), &cap) != cudaSuccess)
+        cudaGetLastError();
+    e->ok = conv_init(dn, e, d, half, half && cap == cudaStreamCaptureStatusNone) == HONE_OK;
     if (!e->ok)
         fprintf(stderr,
-                "hone cuda: no cuDNN algorithm for conv n%d c%d %dx%d k%d r%dx%d s%d p%d: "
-                "im2col path\n",
-                d->n, d->c, d->h, d->w, d->k, d->r, d->s, d->stride, d->pad);
+                "hone cuda: no cuDNN %salgorithm for conv n%d c%d %dx%d k%d r%dx%d s%d p%d: %s\n",
+                half ? "bf16 " : "", d->n, d->c, d->h, d->w, d->k, d->r, d->s, d->stride, d->pad,
+                half ? "fp32 training" : "im2col path");
     if (dn->n == dn->cap) {
         dn->cap = dn->cap ? 2 * dn->cap : 16;
         dn->shapes = (hc_dnn_conv **)hone_xrealloc(dn->shapes, sizeof(*dn->shapes) * dn->cap);
     }
     dn->shapes[dn->n++] = e; /* kept even when !ok, so the failure is reported once */
     return e->ok ? e : NULL;
+}
+
+const hc_dnn_conv *hc_dnn_conv_find(hone_kctx *k, const hone_conv_desc *d)
+{
+    return conv_find(k, d, 0);
+}
+
+const hc_dnn_conv *hc_dnn_conv_find_h(hone_kctx *k, const hone_conv_desc *d)
+{
+    return conv_find(k, d, 1);
 }
 
 size_t hc_dnn_conv_workspace(const hc_dnn_conv *e)
@@ -263,4 +300,30 @@ int hc_dnn_conv_bwd(hone_kctx *k, const hc_dnn_conv *e, const float *x, const fl
     return HONE_OK;
 }
 
+/* bf16 NHWC (e->half): the tensor-core algorithms; dwh is the filter gradient in the filters'
+ * own type and layout (bf16 KRSC). */
+int hc_dnn_conv_fwd_h(hone_kctx *k, const hc_dnn_conv *e, const hone_bf16 *x, const hone_bf16 *w,
+                      hone_bf16 *y, void *ws)
+{
+    const float one = 1.f, zero = 0.f;
+    HC_DNN(cudnnConvolutionForward(hc_of(k)->dnn->h, &one, e->x, x, e->w, w,
+                                   e->conv[DNN_TC][DNN_FWD], e->fwd[DNN_TC], ws, e->ws, &zero, e->y,
+                                   y));
+    return HONE_OK;
+}
+
+int hc_dnn_conv_bwd_h(hone_kctx *k, const hc_dnn_conv *e, const hone_bf16 *x, const hone_bf16 *w,
+                      const hone_bf16 *dy, hone_bf16 *dx, int acc, hone_bf16 *dwh, void *ws)
+{
+    cudnnHandle_t h = hc_of(k)->dnn->h;
+    const float one = 1.f, zero = 0.f;
+    HC_DNN(cudnnConvolutionBackwardFilter(h, &one, e->x, x, e->y, dy,
+                                          e->conv[DNN_TC][DNN_BWD_FILTER], e->bwd_filter[DNN_TC],
+                                          ws, e->ws, &zero, e->w, dwh));
+    if (dx)
+        HC_DNN(cudnnConvolutionBackwardData(h, &one, e->w, w, e->y, dy,
+                                            e->conv[DNN_TC][DNN_BWD_DATA], e->bwd_data[DNN_TC], ws,
+                                            e->ws, acc ? &one : &zero, e->x, dx));
+    return HONE_OK;
+}
 #endif

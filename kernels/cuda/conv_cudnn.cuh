@@ -26,6 +26,13 @@ int hc_dnn_conv_fwd(hone_kctx *k, const hc_dnn_conv *e, const float *x, const fl
 /* acc: dx += instead of dx = (dx may be NULL: no data gradient). */
 int hc_dnn_conv_bwd(hone_kctx *k, const hc_dnn_conv *e, const float *x, const float *w,
                     const float *dy, float *dx, float *dw, float *db, void *ws, int acc);
+/* The bf16 NHWC entry of a shape (half.cu), as hc_dnn_conv_find: NULL without one. */
+const hc_dnn_conv *hc_dnn_conv_find_h(hone_kctx *k, const hone_conv_desc *d);
+int hc_dnn_conv_fwd_h(hone_kctx *k, const hc_dnn_conv *e, const hone_bf16 *x, const hone_bf16 *w,
+                      hone_bf16 *y, void *ws);
+/* dwh: the filter gradient, bf16 KRSC; acc: dx += (dx may be NULL). */
+int hc_dnn_conv_bwd_h(hone_kctx *k, const hc_dnn_conv *e, const hone_bf16 *x, const hone_bf16 *w,
+                      const hone_bf16 *dy, hone_bf16 *dx, int acc, hone_bf16 *dwh, void *ws);
 #else
 static inline int hc_dnn_new(cudaStream_t stream, hc_dnn **out)
 {
@@ -63,6 +70,24 @@ static inline int hc_dnn_conv_bwd(hone_kctx *k, const hc_dnn_conv *e, const floa
                                   void *ws, int acc)
 {
     (void)k, (void)e, (void)x, (void)w, (void)dy, (void)dx, (void)dw, (void)db, (void)ws, (void)acc;
+    return HONE_ENOTSUP;
+}
+static inline const hc_dnn_conv *hc_dnn_conv_find_h(hone_kctx *k, const hone_conv_desc *d)
+{
+    (void)k, (void)d;
+    return NULL;
+}
+static inline int hc_dnn_conv_fwd_h(hone_kctx *k, const hc_dnn_conv *e, const hone_bf16 *x,
+                                    const hone_bf16 *w, hone_bf16 *y, void *ws)
+{
+    (void)k, (void)e, (void)x, (void)w, (void)y, (void)ws;
+    return HONE_ENOTSUP;
+}
+static inline int hc_dnn_conv_bwd_h(hone_kctx *k, const hc_dnn_conv *e, const hone_bf16 *x,
+                                    const hone_bf16 *w, const hone_bf16 *dy, hone_bf16 *dx, int acc,
+                                    hone_bf16 *dwh, void *ws)
+{
+    (void)k, (void)e, (void)x, (void)w, (void)dy, (void)dx, (void)acc, (void)dwh, (void)ws;
     return HONE_ENOTSUP;
 }
 #endif

@@ -42,7 +42,7 @@ static int bn_split_of(hone_kctx *k, int c, int m, bn_split *sp)
     return HONE_OK;
 }
 
-/* grid (C, S): part[(ch*S + s)*2 + {0,1}] = this chunk's mean and sum of squared deviations
+/* grid (C, S): part[(s*C + ch)*2 + {0,1}] = this chunk's mean and sum of squared deviations
  * from it (two passes over the chunk, the second from cache: as exact as the one-pass-per-
  * channel version). */
 __global__ static void k_bn_stats(int c, int hw, int m, int len, const float *__restrict__ x,
@@ -61,7 +61,7 @@ __global__ static void k_bn_stats(int c, int hw, int m, int len, const float *__
     }
     s2 = hc_block_sum(s2);
     if (threadIdx.x == 0) {
-        float *p = part + ((size_t)ch * gridDim.y + s) * 2;
+        float *p = part + ((size_t)s * gridDim.x + ch) * 2;
         p[0] = mean;
         p[1] = s2;
     }
@@ -76,13 +76,14 @@ __global__ static void k_bn_stats_fold(int c, int m, int S, int len, const float
     int ch = blockIdx.x * blockDim.x + threadIdx.x;
     if (ch >= c)
         return;
-    const float *p = part + (size_t)ch * S * 2;
+    const float *p = part + (size_t)ch * 2;
     float n = 0.f, mean = 0.f, m2 = 0.f;
     for (int s = 0; s < S; s++) {
-        float nb = (float)(min(m, (s + 1) * len) - s * len), d = p[2 * s] - mean;
+        const float *q = p + (size_t)s * c * 2;
+        float nb = (float)(min(m, (s + 1) * len) - s * len), d = q[0] - mean;
         float tot = n + nb;
         mean += d * (nb / tot);
-        m2 += p[2 * s + 1] + d * d * (n * nb / tot);
+        m2 += q[1] + d * d * (n * nb / tot);
         n = tot;
     }
     float var = m2 / (float)m;
@@ -170,7 +171,7 @@ __device__ static inline float bn_grad(const float *__restrict__ dy,
     return !y_relu || y_relu[at] > 0.f ? dy[at] : 0.f;
 }
 
-/* grid (C, S): part[(ch*S + s)*2 + {0,1}] = this chunk's sum of dy and of dy * xhat. */
+/* grid (C, S): part[(s*C + ch)*2 + {0,1}] = this chunk's sum of dy and of dy * xhat. */
 __global__ static void k_bn_bwd_reduce(int c, int hw, int m, int len, const float *__restrict__ x,
                                        const float *__restrict__ y_relu,
                                        const float *__restrict__ dy,
@@ -191,7 +192,7 @@ __global__ static void k_bn_bwd_reduce(int c, int hw, int m, int len, const floa
     sdy = hc_block_sum(sdy);
     sdyx = hc_block_sum(sdyx);
     if (threadIdx.x == 0) {
-        float *p = part + ((size_t)ch * gridDim.y + s) * 2;
+        float *p = part + ((size_t)s * gridDim.x + ch) * 2;
         p[0] = sdy;
         p[1] = sdyx;
     }
@@ -204,11 +205,11 @@ __global__ static void k_bn_bwd_fold(int c, int S, const float *__restrict__ par
     int ch = blockIdx.x * blockDim.x + threadIdx.x;
     if (ch >= c)
         return;
-    const float *p = part + (size_t)ch * S * 2;
     float sdy = 0.f, sdyx = 0.f;
     for (int s = 0; s < S; s++) {
-        sdy += p[2 * s];
-        sdyx += p[2 * s + 1];
+        const float *q = part + ((size_t)s * c + ch) * 2;
+        sdy += q[0];
+        sdyx += q[1];
     }
     dgamma[ch] = sdyx;
     dbeta[ch] = sdy;
@@ -257,13 +258,35 @@ extern "C" int cuda_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const floa
     return HONE_OK;
 }
 
+/* The folds above for half.cu's NHWC batch norm, whose own kernels write the same per-chunk
+ * partials, chunk-major ([S][c][2] floats), into the context's bn_part area (S chunks of len
+ * values a channel). */
+int hc_bn_fold_stats(hone_kctx *k, int c, int m, int S, int len, float *running_mean,
+                     float *running_var, float momentum, float eps, float *save_mean,
+                     float *save_invstd)
+{
+    k_bn_stats_fold<<<(c + 127) / 128, 128, 0, hc_stream(k)>>>(c, m, S, len, hc_of(k)->bn_part,
+                                                               running_mean, running_var, momentum,
+                                                               eps, save_mean, save_invstd);
+    HC_LAUNCHED();
+    return HONE_OK;
+}
+
+int hc_bn_fold_grads(hone_kctx *k, int c, int S, float *dgamma, float *dbeta)
+{
+    k_bn_bwd_fold<<<(c + 127) / 128, 128, 0, hc_stream(k)>>>(c, S, hc_of(k)->bn_part, dgamma,
+                                                             dbeta);
+    HC_LAUNCHED();
+    return HONE_OK;
+}
+
 /* ------------------------------------------------------------------ per-channel bias
  * A convolution's bias over [n, c, hw] (conv_cudnn.cu): the gradient is the channel sum of dy,
  * the chunked reduction above without the second statistic; cuDNN's own pair
  * (cudnnConvolutionBackwardBias, cudnnAddTensor) took 30% of the reference CNN's step on an
  * H100 (stop 12: 106 us of 427). */
 
-/* grid (C, S): part[ch * S + s] = this chunk's sum of x. */
+/* grid (C, S): part[s * C + ch] = this chunk's sum of x. */
 __global__ static void k_chan_sum(int c, int hw, int m, int len, const float *__restrict__ x,
                                   float *__restrict__ part)
 {
@@ -274,7 +297,7 @@ __global__ static void k_chan_sum(int c, int hw, int m, int len, const float *__
         sum += x[bn_at(j, hw, c, ch)];
     sum = hc_block_sum(sum);
     if (threadIdx.x == 0)
-        part[(size_t)ch * gridDim.y + s] = sum;
+        part[(size_t)s * gridDim.x + ch] = sum;
 }
 
 /* One thread per channel: out[ch] = the chunks' sums added in order. */
@@ -284,10 +307,9 @@ __global__ static void k_chan_sum_fold(int c, int S, const float *__restrict__ p
     int ch = blockIdx.x * blockDim.x + threadIdx.x;
     if (ch >= c)
         return;
-    const float *p = part + (size_t)ch * S;
     float sum = 0.f;
-    for (int s = 0; s < S; s++)
-        sum += p[s];
+    for (int s = 0; s < S; s++) /* chunk-major: neighbouring threads read neighbours */
+        sum += part[(size_t)s * c + ch];
     out[ch] = sum;
 }
 

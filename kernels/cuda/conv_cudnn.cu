@@ -120,12 +120,12 @@ template <typename Perf> static int pick(const Perf *perf, int got, size_t cap)
 }
 
 /* Chooses mode m's three algorithms and sets each pass's descriptor to its math type (FMA mode
- * keeps CUDNN_FMA_MATH: DEFAULT would let cuDNN use TF32). Raises e->ws. find: rank by cuDNN's
- * own timing of each algorithm (cudnnFind*: allocates, runs and synchronises, so never inside a
- * graph capture) instead of its heuristics. The bf16 NHWC shapes need it: on an H100 the v7
- * heuristics ranked first algorithms that convert to fp32 NCHW and skip the tensor cores (a
- * ResNet-18 epoch took 120 s instead of about 1). */
-static int choose(hc_dnn *dn, hc_dnn_conv *e, int m, int find)
+ * keeps CUDNN_FMA_MATH: DEFAULT would let cuDNN use TF32). Raises e->ws. The bf16 NHWC shapes ask
+ * for CUDNN_TENSOR_OP_MATH: with DEFAULT the v7 heuristics of cuDNN 9 on an H100 ranked first
+ * algorithms that convert to fp32 NCHW and skip the tensor cores (a ResNet-18 epoch took 120 s
+ * instead of 0.9). cuDNN's own timing (cudnnFind*) picked as fast a set, but one that changed from
+ * run to run with the timing noise, so results did not repeat; the heuristics' choice does. */
+static int choose(hc_dnn *dn, hc_dnn_conv *e, int m)
 {
     cudnnMathType_t want = m == DNN_FMA ? CUDNN_FMA_MATH
                            : e->half    ? CUDNN_TENSOR_OP_MATH
@@ -136,12 +136,8 @@ static int choose(hc_dnn *dn, hc_dnn_conv *e, int m, int find)
     size_t bytes = 0;
 
     cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    if (find)
-        HC_DNN(cudnnFindConvolutionForwardAlgorithm(dn->h, e->x, e->w, e->conv[m][DNN_FWD], e->y,
-                                                    CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fp));
-    else
-        HC_DNN(cudnnGetConvolutionForwardAlgorithm_v7(dn->h, e->x, e->w, e->conv[m][DNN_FWD], e->y,
-                                                      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fp));
+    HC_DNN(cudnnGetConvolutionForwardAlgorithm_v7(dn->h, e->x, e->w, e->conv[m][DNN_FWD], e->y,
+                                                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fp));
     if ((i = pick(fp, got, dn->ws_cap)) < 0)
         return HONE_ENOTSUP;
     e->fwd[m] = fp[i].algo;
@@ -152,14 +148,9 @@ static int choose(hc_dnn *dn, hc_dnn_conv *e, int m, int find)
     e->ws = bytes > e->ws ? bytes : e->ws;
 
     cudnnConvolutionBwdDataAlgoPerf_t dp[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    if (find)
-        HC_DNN(cudnnFindConvolutionBackwardDataAlgorithm(
-            dn->h, e->w, e->y, e->conv[m][DNN_BWD_DATA], e->x,
-            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, dp));
-    else
-        HC_DNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-            dn->h, e->w, e->y, e->conv[m][DNN_BWD_DATA], e->x,
-            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &got, dp));
+    HC_DNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(dn->h, e->w, e->y, e->conv[m][DNN_BWD_DATA],
+                                                       e->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                                       &got, dp));
     if ((i = pick(dp, got, dn->ws_cap)) < 0)
         return HONE_ENOTSUP;
     e->bwd_data[m] = dp[i].algo;
@@ -170,14 +161,9 @@ static int choose(hc_dnn *dn, hc_dnn_conv *e, int m, int find)
     e->ws = bytes > e->ws ? bytes : e->ws;
 
     cudnnConvolutionBwdFilterAlgoPerf_t wp[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-    if (find)
-        HC_DNN(cudnnFindConvolutionBackwardFilterAlgorithm(
-            dn->h, e->x, e->y, e->conv[m][DNN_BWD_FILTER], e->w,
-            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, wp));
-    else
-        HC_DNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-            dn->h, e->x, e->y, e->conv[m][DNN_BWD_FILTER], e->w,
-            CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, wp));
+    HC_DNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        dn->h, e->x, e->y, e->conv[m][DNN_BWD_FILTER], e->w,
+        CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, wp));
     if ((i = pick(wp, got, dn->ws_cap)) < 0)
         return HONE_ENOTSUP;
     e->bwd_filter[m] = wp[i].algo;
@@ -191,7 +177,7 @@ static int choose(hc_dnn *dn, hc_dnn_conv *e, int m, int find)
 
 /* Fills a fresh entry: descriptors for d, then both modes' algorithms (half: the tensor-core
  * mode only; its FMA slot is never used). */
-static int conv_init(hc_dnn *dn, hc_dnn_conv *e, const hone_conv_desc *d, int half, int find)
+static int conv_init(hc_dnn *dn, hc_dnn_conv *e, const hone_conv_desc *d, int half)
 {
     e->d = *d;
     e->half = half;
@@ -216,7 +202,7 @@ static int conv_init(hc_dnn *dn, hc_dnn_conv *e, const hone_conv_desc *d, int ha
         return hc_fail(__FILE__, __LINE__, "cudnn output shape", "differs from hone_conv_desc");
     int rc;
     for (int m = half ? DNN_TC : 0; m < DNN_MODES; m++)
-        if ((rc = choose(dn, e, m, find)) < 0)
+        if ((rc = choose(dn, e, m)) < 0)
             return rc;
     return HONE_OK;
 }
@@ -232,11 +218,7 @@ static const hc_dnn_conv *conv_find(hone_kctx *k, const hone_conv_desc *d, int h
             return e->ok ? e : NULL;
     }
     hc_dnn_conv *e = (hc_dnn_conv *)hone_xcalloc(1, sizeof(*e));
-    /* bf16 shapes are timed (choose), except when first met inside a capture */
-    cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
-    if (half && cudaStreamIsCapturing(hc_stream(k), &cap) != cudaSuccess)
-        cudaGetLastError();
-    e->ok = conv_init(dn, e, d, half, half && cap == cudaStreamCaptureStatusNone) == HONE_OK;
+    e->ok = conv_init(dn, e, d, half) == HONE_OK;
     if (!e->ok)
         fprintf(stderr,
                 "hone cuda: no cuDNN %salgorithm for conv n%d c%d %dx%d k%d r%dx%d s%d p%d: %s\n",

@@ -67,25 +67,68 @@ __global__ static void k_bn_stats(int c, int hw, int m, int len, const float *__
     }
 }
 
-/* One thread per channel: combines the chunks in order (Chan et al.'s pairwise update of count,
- * mean and squared deviations), then the saved and running statistics. */
+/* The folds: one warp per channel. Lane l combines chunks l, l + 32, ... in order, then the lanes
+ * combine in a fixed tree (lane l takes lane l + 16, then l + 8, ...): the same order on every run
+ * (deterministic), and 32 independent loads in flight where one thread per channel waited on each
+ * chunk in turn (that serial fold took 24 us a layer at 128 chunks). */
+#define FOLD_THREADS 128
+#define FOLD_BATCH 8 /* chunks a lane loads before it combines them */
+
+/* Chan et al.'s pairwise update: (n, mean, m2) absorbs a part of nb values, mean mb, squared
+ * deviations m2b. */
+__device__ static inline void chan_add(float *n, float *mean, float *m2, float nb, float mb,
+                                       float m2b)
+{
+    float tot = *n + nb;
+    if (tot <= 0.f)
+        return;
+    float d = mb - *mean;
+    *mean += d * (nb / tot);
+    *m2 += m2b + d * d * (*n * nb / tot);
+    *n = tot;
+}
+
+/* Warp tree sum of v (lane 0 gets the total). */
+__device__ static inline float warp_fold_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_down_sync(0xffffffffu, v, o);
+    return v;
+}
+
+/* A warp per channel: combines the chunks (count, mean and squared deviations), then the saved and
+ * running statistics. */
 __global__ static void k_bn_stats_fold(int c, int m, int S, int len, const float *__restrict__ part,
                                        float *rmean, float *rvar, float momentum, float eps,
                                        float *save_mean, float *save_invstd)
 {
-    int ch = blockIdx.x * blockDim.x + threadIdx.x;
-    if (ch >= c)
+    int ch = blockIdx.x * (FOLD_THREADS / 32) + threadIdx.x / 32, lane = threadIdx.x & 31;
+    if (ch >= c) /* the whole warp */
         return;
-    const float *p = part + (size_t)ch * 2;
     float n = 0.f, mean = 0.f, m2 = 0.f;
-    for (int s = 0; s < S; s++) {
-        const float *q = p + (size_t)s * c * 2;
-        float nb = (float)(min(m, (s + 1) * len) - s * len), d = q[0] - mean;
-        float tot = n + nb;
-        mean += d * (nb / tot);
-        m2 += q[1] + d * d * (n * nb / tot);
-        n = tot;
+    for (int s0 = lane; s0 < S; s0 += 32 * FOLD_BATCH) {
+        float pm[FOLD_BATCH], pq[FOLD_BATCH]; /* loads first: L2 latency overlaps, not adds up */
+#pragma unroll
+        for (int u = 0; u < FOLD_BATCH; u++) {
+            int s = s0 + 32 * u;
+            const float *q = part + ((size_t)s * c + ch) * 2;
+            pm[u] = s < S ? q[0] : 0.f;
+            pq[u] = s < S ? q[1] : 0.f;
+        }
+#pragma unroll
+        for (int u = 0; u < FOLD_BATCH; u++) {
+            int s = s0 + 32 * u;
+            if (s < S)
+                chan_add(&n, &mean, &m2, (float)(min(m, (s + 1) * len) - s * len), pm[u], pq[u]);
+        }
     }
+    for (int o = 16; o > 0; o >>= 1) {
+        float nb = __shfl_down_sync(0xffffffffu, n, o), mb = __shfl_down_sync(0xffffffffu, mean, o),
+              m2b = __shfl_down_sync(0xffffffffu, m2, o);
+        chan_add(&n, &mean, &m2, nb, mb, m2b);
+    }
+    if (lane)
+        return;
     float var = m2 / (float)m;
     float unbiased = m > 1 ? m2 / (float)(m - 1) : var;
     save_mean[ch] = mean;
@@ -154,9 +197,9 @@ extern "C" int cuda_batchnorm_fwd(hone_kctx *k, int n, int c, int hw, const floa
     float *part = hc_of(k)->bn_part;
     k_bn_stats<<<dim3(c, sp.S), BN_THREADS, 0, hc_stream(k)>>>(c, hw, n * hw, sp.len, x, part);
     HC_LAUNCHED();
-    k_bn_stats_fold<<<(c + 127) / 128, 128, 0, hc_stream(k)>>>(c, n * hw, sp.S, sp.len, part,
-                                                               running_mean, running_var, momentum,
-                                                               eps, save_mean, save_invstd);
+    k_bn_stats_fold<<<(c + 3) / 4, FOLD_THREADS, 0, hc_stream(k)>>>(
+        c, n * hw, sp.S, sp.len, part, running_mean, running_var, momentum, eps, save_mean,
+        save_invstd);
     HC_LAUNCHED();
     k_bn_apply<<<blocks, HC_THREADS, 0, hc_stream(k)>>>(total, c, hw, x, gamma, beta, save_mean,
                                                         save_invstd, y, relu);
@@ -198,21 +241,26 @@ __global__ static void k_bn_bwd_reduce(int c, int hw, int m, int len, const floa
     }
 }
 
-/* One thread per channel: dbeta = sum dy, dgamma = sum dy * xhat, the chunks added in order. */
+/* A warp per channel: dbeta = sum dy, dgamma = sum dy * xhat over the chunks. */
 __global__ static void k_bn_bwd_fold(int c, int S, const float *__restrict__ part,
                                      float *__restrict__ dgamma, float *__restrict__ dbeta)
 {
-    int ch = blockIdx.x * blockDim.x + threadIdx.x;
+    int ch = blockIdx.x * (FOLD_THREADS / 32) + threadIdx.x / 32, lane = threadIdx.x & 31;
     if (ch >= c)
         return;
     float sdy = 0.f, sdyx = 0.f;
-    for (int s = 0; s < S; s++) {
+#pragma unroll 8
+    for (int s = lane; s < S; s += 32) {
         const float *q = part + ((size_t)s * c + ch) * 2;
         sdy += q[0];
         sdyx += q[1];
     }
-    dgamma[ch] = sdyx;
-    dbeta[ch] = sdy;
+    sdy = warp_fold_sum(sdy);
+    sdyx = warp_fold_sum(sdyx);
+    if (lane == 0) {
+        dgamma[ch] = sdyx;
+        dbeta[ch] = sdy;
+    }
 }
 
 /* dx = gamma * invstd / m * (m * dy - dbeta - xhat * dgamma), elementwise. */
@@ -249,7 +297,7 @@ extern "C" int cuda_batchnorm_bwd(hone_kctx *k, int n, int c, int hw, const floa
     k_bn_bwd_reduce<<<dim3(c, sp.S), BN_THREADS, 0, hc_stream(k)>>>(
         c, hw, n * hw, sp.len, x, y_relu, dy, save_mean, save_invstd, part);
     HC_LAUNCHED();
-    k_bn_bwd_fold<<<(c + 127) / 128, 128, 0, hc_stream(k)>>>(c, sp.S, part, dgamma, dbeta);
+    k_bn_bwd_fold<<<(c + 3) / 4, FOLD_THREADS, 0, hc_stream(k)>>>(c, sp.S, part, dgamma, dbeta);
     HC_LAUNCHED();
     k_bn_bwd_apply<<<hc_blocks(k, (size_t)total), HC_THREADS, 0, hc_stream(k)>>>(
         total, c, hw, (float)(n * hw), x, y_relu, dy, gamma, save_mean, save_invstd, dgamma, dbeta,
@@ -265,17 +313,17 @@ int hc_bn_fold_stats(hone_kctx *k, int c, int m, int S, int len, float *running_
                      float *running_var, float momentum, float eps, float *save_mean,
                      float *save_invstd)
 {
-    k_bn_stats_fold<<<(c + 127) / 128, 128, 0, hc_stream(k)>>>(c, m, S, len, hc_of(k)->bn_part,
-                                                               running_mean, running_var, momentum,
-                                                               eps, save_mean, save_invstd);
+    k_bn_stats_fold<<<(c + 3) / 4, FOLD_THREADS, 0, hc_stream(k)>>>(
+        c, m, S, len, hc_of(k)->bn_part, running_mean, running_var, momentum, eps, save_mean,
+        save_invstd);
     HC_LAUNCHED();
     return HONE_OK;
 }
 
 int hc_bn_fold_grads(hone_kctx *k, int c, int S, float *dgamma, float *dbeta)
 {
-    k_bn_bwd_fold<<<(c + 127) / 128, 128, 0, hc_stream(k)>>>(c, S, hc_of(k)->bn_part, dgamma,
-                                                             dbeta);
+    k_bn_bwd_fold<<<(c + 3) / 4, FOLD_THREADS, 0, hc_stream(k)>>>(c, S, hc_of(k)->bn_part, dgamma,
+                                                                  dbeta);
     HC_LAUNCHED();
     return HONE_OK;
 }
@@ -300,17 +348,19 @@ __global__ static void k_chan_sum(int c, int hw, int m, int len, const float *__
         part[(size_t)s * gridDim.x + ch] = sum;
 }
 
-/* One thread per channel: out[ch] = the chunks' sums added in order. */
+/* A warp per channel: out[ch] = the chunks' sums (the folds' order). */
 __global__ static void k_chan_sum_fold(int c, int S, const float *__restrict__ part,
                                        float *__restrict__ out)
 {
-    int ch = blockIdx.x * blockDim.x + threadIdx.x;
+    int ch = blockIdx.x * (FOLD_THREADS / 32) + threadIdx.x / 32, lane = threadIdx.x & 31;
     if (ch >= c)
         return;
     float sum = 0.f;
-    for (int s = 0; s < S; s++) /* chunk-major: neighbouring threads read neighbours */
+    for (int s = lane; s < S; s += 32)
         sum += part[(size_t)s * c + ch];
-    out[ch] = sum;
+    sum = warp_fold_sum(sum);
+    if (lane == 0)
+        out[ch] = sum;
 }
 
 /* y[n, ch, :] += b[ch]. */
@@ -332,7 +382,7 @@ int hc_channel_sum(hone_kctx *k, int n, int c, int hw, const float *x, float *ou
     float *part = hc_of(k)->bn_part;
     k_chan_sum<<<dim3(c, sp.S), BN_THREADS, 0, hc_stream(k)>>>(c, hw, n * hw, sp.len, x, part);
     HC_LAUNCHED();
-    k_chan_sum_fold<<<(c + 127) / 128, 128, 0, hc_stream(k)>>>(c, sp.S, part, out);
+    k_chan_sum_fold<<<(c + 3) / 4, FOLD_THREADS, 0, hc_stream(k)>>>(c, sp.S, part, out);
     HC_LAUNCHED();
     return HONE_OK;
 }

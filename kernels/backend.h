@@ -642,7 +642,7 @@ HONE_HD hone_bf16 hone_f32_to_bf16(float f)
     X(P, int, batchnorm_fwd_h,                                                                     \
       (hone_kctx * k, int m, int c, const hone_bf16 *x, const float *gamma, const float *beta,     \
        float *running_mean, float *running_var, float momentum, float eps, int training,           \
-       float *save_mean, float *save_invstd, hone_bf16 *y, int relu))                              \
+       float *save_mean, float *save_invstd, const hone_bf16 *skip, hone_bf16 *y, int relu))       \
     X(P, int, batchnorm_bwd_h,                                                                     \
       (hone_kctx * k, int m, int c, const hone_bf16 *x, const hone_bf16 *y_relu,                   \
        const hone_bf16 *dy, const float *gamma, const float *save_mean, const float *save_invstd,  \

@@ -626,16 +626,36 @@ int hone_k_conv_bwd_h(hone_kctx *k, const hone_conv_desc *d, const hone_bf16 *x,
     return k->ops->conv_bwd_h(k, d, x, wh, dy, dx, acc, dw, ws);
 }
 
-int hone_k_batchnorm_fwd_h(hone_kctx *k, int m, int c, const hone_bf16 *x, const float *gamma,
-                           const float *beta, float *running_mean, float *running_var,
-                           float momentum, float eps, int training, float *save_mean,
-                           float *save_invstd, hone_bf16 *y, int relu)
+static int bn_fwd_h(hone_kctx *k, int m, int c, const hone_bf16 *x, const float *gamma,
+                    const float *beta, float *running_mean, float *running_var, float momentum,
+                    float eps, int training, float *save_mean, float *save_invstd,
+                    const hone_bf16 *skip, hone_bf16 *y, int relu)
 {
     CHECK(h_elems(m, c, 1) && x && gamma && beta && running_mean && running_var && y);
     CHECK(eps > 0.0f && momentum >= 0.0f && momentum <= 1.0f);
     CHECK(!training || (save_mean && save_invstd));
     return k->ops->batchnorm_fwd_h(k, m, c, x, gamma, beta, running_mean, running_var, momentum,
-                                   eps, training, save_mean, save_invstd, y, relu != 0);
+                                   eps, training, save_mean, save_invstd, skip, y, relu != 0);
+}
+
+int hone_k_batchnorm_fwd_h(hone_kctx *k, int m, int c, const hone_bf16 *x, const float *gamma,
+                           const float *beta, float *running_mean, float *running_var,
+                           float momentum, float eps, int training, float *save_mean,
+                           float *save_invstd, hone_bf16 *y, int relu)
+{
+    return bn_fwd_h(k, m, c, x, gamma, beta, running_mean, running_var, momentum, eps, training,
+                    save_mean, save_invstd, NULL, y, relu);
+}
+
+int hone_k_batchnorm_add_relu_fwd_h(hone_kctx *k, int m, int c, const hone_bf16 *x,
+                                    const float *gamma, const float *beta, float *running_mean,
+                                    float *running_var, float momentum, float eps, int training,
+                                    float *save_mean, float *save_invstd, const hone_bf16 *skip,
+                                    hone_bf16 *y)
+{
+    CHECK(skip);
+    return bn_fwd_h(k, m, c, x, gamma, beta, running_mean, running_var, momentum, eps, training,
+                    save_mean, save_invstd, skip, y, 1);
 }
 
 int hone_k_batchnorm_bwd_h(hone_kctx *k, int m, int c, const hone_bf16 *x, const hone_bf16 *y_relu,

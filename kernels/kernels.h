@@ -355,6 +355,14 @@ int hone_k_batchnorm_fwd_h(hone_kctx *k, int m, int c, const hone_bf16 *x, const
                            const float *beta, float *running_mean, float *running_var,
                            float momentum, float eps, int training, float *save_mean,
                            float *save_invstd, hone_bf16 *y, int relu);
+/* A residual block's last batch norm and its join in one pass: y = max(0, bn(x) + skip), the
+ * statistics as hone_k_batchnorm_fwd_h; the norm's own output is never stored (its backward reads
+ * only x and its gradient, which hone_k_add_relu_bwd_h gives). */
+int hone_k_batchnorm_add_relu_fwd_h(hone_kctx *k, int m, int c, const hone_bf16 *x,
+                                    const float *gamma, const float *beta, float *running_mean,
+                                    float *running_var, float momentum, float eps, int training,
+                                    float *save_mean, float *save_invstd, const hone_bf16 *skip,
+                                    hone_bf16 *y);
 int hone_k_batchnorm_bwd_h(hone_kctx *k, int m, int c, const hone_bf16 *x, const hone_bf16 *y_relu,
                            const hone_bf16 *dy, const float *gamma, const float *save_mean,
                            const float *save_invstd, hone_bf16 *dx, float *dgamma, float *dbeta);

@@ -663,6 +663,22 @@ static int half_eligible(hone_net *net, const hone_train_spec *spec)
     return net->gap > 0;
 }
 
+/* Layer i is a residual block's last batch norm, read only by the join after it as its main
+ * input: in a half network the join runs it (hone_k_batchnorm_add_relu_fwd_h) and the norm's own
+ * output is never stored; its backward is unchanged (it reads only its input and gradient). */
+static int bn_add_fused(const hone_net *net, int i)
+{
+    if (!net->half || i < 0 || net->layers[i].kind != L_BN || bn_relu_fused(net, i))
+        return 0;
+    int readers = 0, join = 0;
+    for (int j = i + 1; j < net->nlayers; j++) {
+        const layer *L = &net->layers[j];
+        readers += (L->in == i) + (L->in2 == i);
+        join |= L->kind == L_ADD && L->in == i;
+    }
+    return readers == 1 && join;
+}
+
 static const hone_bf16 *hout_of(const hone_net *net, int i)
 {
     return i >= 0 ? net->layers[i].hout : net->xh;
@@ -683,6 +699,8 @@ static void half_fwd(hone_net *net, int i, int n, int training)
         hone_k_conv_fwd_h(k, &d, in, L->wh, L->hout, net->ws);
         break;
     case L_BN: {
+        if (bn_add_fused(net, i))
+            break; /* the join after it runs it */
         int fused = bn_relu_fused(net, i);
         float *st = net->state + L->s_off;
         hone_k_batchnorm_fwd_h(k, n * L->h * L->w, L->c, in, B, B + L->c, st, st + L->c,
@@ -691,7 +709,17 @@ static void half_fwd(hone_net *net, int i, int n, int training)
         break;
     }
     case L_ADD:
-        hone_k_add_relu_fwd_h(k, in, hout_of(net, L->in2), L->hout, (size_t)n * out_size(L));
+        if (bn_add_fused(net, L->in)) {
+            layer *N = &net->layers[L->in];
+            const float *G = net->params + N->b_off;
+            float *st = net->state + N->s_off;
+            hone_k_batchnorm_add_relu_fwd_h(k, n * N->h * N->w, N->c, hout_of(net, N->in), G,
+                                            G + N->c, st, st + N->c, BN_MOMENTUM, NET_BN_EPS,
+                                            training, N->save_mean, N->save_invstd,
+                                            hout_of(net, L->in2), L->hout);
+        } else {
+            hone_k_add_relu_fwd_h(k, in, hout_of(net, L->in2), L->hout, (size_t)n * out_size(L));
+        }
         break;
     case L_GAP:
         hone_k_avgpool_global_fwd_h(k, n, L->c, L->h * L->w, in, L->out);

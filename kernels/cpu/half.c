@@ -116,13 +116,17 @@ int cpu_conv_bwd_h(hone_kctx *k, const hone_conv_desc *d, const hone_bf16 *x, co
 
 int cpu_batchnorm_fwd_h(hone_kctx *k, int m, int c, const hone_bf16 *x, const float *gamma,
                         const float *beta, float *running_mean, float *running_var, float momentum,
-                        float eps, int training, float *save_mean, float *save_invstd, hone_bf16 *y,
-                        int relu)
+                        float eps, int training, float *save_mean, float *save_invstd,
+                        const hone_bf16 *skip, hone_bf16 *y, int relu)
 {
     size_t n = (size_t)m * c;
     float *xf = widen(x, n), *yf = hone_xmalloc(n * sizeof(float));
     int rc = cpu_batchnorm_fwd(k, m, c, 1, xf, gamma, beta, running_mean, running_var, momentum,
-                               eps, training, save_mean, save_invstd, yf, relu);
+                               eps, training, save_mean, save_invstd, yf, relu && !skip);
+    for (size_t i = 0; rc == HONE_OK && skip && i < n; i++) { /* the join: relu(bn + skip) */
+        float v = yf[i] + hone_bf16_to_f32(skip[i]);
+        yf[i] = relu && v < 0.0f ? 0.0f : v;
+    }
     if (rc == HONE_OK)
         narrow(yf, y, n);
     free(yf);

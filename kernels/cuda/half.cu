@@ -40,8 +40,8 @@ __global__ static void k_to_nhwc_h(int total, int c, int hw, const float *__rest
 }
 
 /* dw[kk][ch][j] = dwh[kk][j][ch] for ch < c (KRSC bf16 of cp >= c channels -> KCRS float). */
-__global__ static void k_from_krsc(int total, int c, int cp, int rs, const hone_bf16 *__restrict__ wh,
-                                   float *__restrict__ w)
+__global__ static void k_from_krsc(int total, int c, int cp, int rs,
+                                   const hone_bf16 *__restrict__ wh, float *__restrict__ w)
 {
     HC_FOR32(o, total)
     {
@@ -206,8 +206,8 @@ extern "C" int cuda_conv_bwd_h(hone_kctx *k, const hone_conv_desc *d, const hone
         HC_LAUNCHED();
     }
     int total = d->k * d->c * d->r * d->s;
-    k_from_krsc<<<hc_blocks(k, (size_t)total), HC_THREADS, 0, hc_stream(k)>>>(
-        total, d->c, c.p.c, d->r * d->s, dwh, dw);
+    k_from_krsc<<<hc_blocks(k, (size_t)total), HC_THREADS, 0, hc_stream(k)>>>(total, d->c, c.p.c,
+                                                                              d->r * d->s, dwh, dw);
     HC_LAUNCHED();
     return HONE_OK;
 }
@@ -409,26 +409,35 @@ __device__ static void bnh_coef(int c, int mode, float m, const float *gamma, co
     __syncthreads();
 }
 
-/* Forward apply: y = relu?(a x + b), V values a thread (V = 8: c % 8 == 0, 16-byte aligned). */
+/* Forward apply: y = relu?(a x + b (+ skip)), V values a thread (V = 8: c % 8 == 0, 16-byte
+ * aligned). */
 template <int V>
 __global__ static void k_bnh_apply(int total, int c, int mode, const hone_bf16 *__restrict__ x,
                                    const float *__restrict__ gamma, const float *__restrict__ beta,
                                    const float *__restrict__ mean, const float *__restrict__ vis,
-                                   float eps, hone_bf16 *__restrict__ y, int relu)
+                                   float eps, const hone_bf16 *__restrict__ skip,
+                                   hone_bf16 *__restrict__ y, int relu)
 {
     extern __shared__ float sh[];
     bnh_coef(c, mode, 0.f, gamma, beta, mean, vis, eps, NULL, NULL, sh);
     HC_FOR32(i, total / V)
     {
         int ch0 = (i * V) % c;
-        hone_bf16 in[V], out[V];
-        if constexpr (V == 8)
+        hone_bf16 in[V], sk[V], out[V];
+        if constexpr (V == 8) {
             *(h8 *)in = ((const h8 *)x)[i];
-        else
+            if (skip)
+                *(h8 *)sk = ((const h8 *)skip)[i];
+        } else {
             in[0] = x[i];
+            if (skip)
+                sk[0] = skip[i];
+        }
 #pragma unroll
         for (int j = 0; j < V; j++) {
             float v = hone_bf16_to_f32(in[j]) * sh[ch0 + j] + sh[c + ch0 + j];
+            if (skip)
+                v += hone_bf16_to_f32(sk[j]);
             out[j] = hone_f32_to_bf16(relu ? fmaxf(v, 0.f) : v);
         }
         if constexpr (V == 8)
@@ -488,12 +497,13 @@ static int vec8(int c, const void *a, const void *b, const void *d, const void *
 extern "C" int cuda_batchnorm_fwd_h(hone_kctx *k, int m, int c, const hone_bf16 *x,
                                     const float *gamma, const float *beta, float *running_mean,
                                     float *running_var, float momentum, float eps, int training,
-                                    float *save_mean, float *save_invstd, hone_bf16 *y, int relu)
+                                    float *save_mean, float *save_invstd, const hone_bf16 *skip,
+                                    hone_bf16 *y, int relu)
 {
     int total, rc;
     if ((rc = h_total((size_t)m * c, &total)) < 0)
         return rc;
-    int v8 = vec8(c, x, y, NULL, NULL);
+    int v8 = vec8(c, x, y, skip, NULL);
     const float *mean = running_mean, *vis = running_var;
     if (training) {
         bnh_grid g;
@@ -508,11 +518,11 @@ extern "C" int cuda_batchnorm_fwd_h(hone_kctx *k, int m, int c, const hone_bf16 
     size_t shb = 2 * (size_t)c * sizeof(float);
     unsigned blocks = hc_blocks(k, (size_t)total / (v8 ? 8 : 1));
     if (v8)
-        k_bnh_apply<8><<<blocks, HC_THREADS, shb, hc_stream(k)>>>(total, c, !training, x, gamma,
-                                                                  beta, mean, vis, eps, y, relu);
+        k_bnh_apply<8><<<blocks, HC_THREADS, shb, hc_stream(k)>>>(
+            total, c, !training, x, gamma, beta, mean, vis, eps, skip, y, relu);
     else
-        k_bnh_apply<1><<<blocks, HC_THREADS, shb, hc_stream(k)>>>(total, c, !training, x, gamma,
-                                                                  beta, mean, vis, eps, y, relu);
+        k_bnh_apply<1><<<blocks, HC_THREADS, shb, hc_stream(k)>>>(
+            total, c, !training, x, gamma, beta, mean, vis, eps, skip, y, relu);
     HC_LAUNCHED();
     return HONE_OK;
 }

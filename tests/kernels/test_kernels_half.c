@@ -248,6 +248,26 @@ static void check_bn(hone_kctx *k, int m, int c, int relu, uint64_t seed)
     TK_CLOSE("bn_bwd_h dbeta", h, rdb, c, 1e-3);
     free(h);
 
+    /* with the residual join: y = max(0, bn(x) + skip), training statistics from x again */
+    float *skf;
+    hone_bf16 *skh = rand_h(t, seed + 6, -1.0f, 1.0f, &skf), *dsk = dev_h(k, skh, t);
+    TK_OK(hone_k_batchnorm_add_relu_fwd_h(k, m, c, dx, dg, db, drm, drv, mom, eps, 1, sm, si, dsk,
+                                          y));
+    ref_batchnorm_fwd(m, c, 1, xf, gamma, beta, eps, ry, mean, var);
+    for (size_t i = 0; i < t; i++)
+        ry[i] = fmax(ry[i] + skf[i], 0.0);
+    float *gs = get_h(k, y, t);
+    snprintf(name, sizeof(name), "bn_add_relu_fwd_h m%d c%d", m, c);
+    TK_CLOSE(name, gs, ry, t, TOL_H);
+    TK_EXPECT(hone_k_batchnorm_add_relu_fwd_h(k, m, c, dx, dg, db, drm, drv, mom, eps, 1, sm, si,
+                                              NULL, y) == HONE_EINVAL);
+    for (int ch = 0; ch < c; ch++) { /* the running statistics moved a second time */
+        rrm[ch] = (1 - mom) * rrm[ch] + mom * mean[ch];
+        rrv[ch] = (1 - mom) * rrv[ch] + mom * var[ch] * m / (m - 1);
+    }
+    free(gs), free(skf), free(skh);
+    hone_k_free(k, dsk);
+
     /* inference: the running statistics */
     TK_OK(hone_k_batchnorm_fwd_h(k, m, c, dx, dg, db, drm, drv, mom, eps, 0, NULL, NULL, y, relu));
     for (size_t i = 0; i < t; i++) {

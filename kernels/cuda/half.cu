@@ -13,6 +13,25 @@ struct __align__(16) h8
     hone_bf16 v[8];
 };
 
+/* Group i of V values (V = 8: one 16-byte access; V = 1: one value). */
+template <int V>
+__device__ static inline void hload(const hone_bf16 *__restrict__ p, int i, hone_bf16 *v)
+{
+    if constexpr (V == 8)
+        *(h8 *)v = ((const h8 *)p)[i];
+    else
+        v[0] = p[i];
+}
+
+template <int V>
+__device__ static inline void hstore(hone_bf16 *__restrict__ p, int i, const hone_bf16 *v)
+{
+    if constexpr (V == 8)
+        ((h8 *)p)[i] = *(const h8 *)v;
+    else
+        p[i] = v[0];
+}
+
 static inline int aligned16(const void *p)
 {
     return ((uintptr_t)p & 15u) == 0;
@@ -250,15 +269,12 @@ static int bnh_grid_of(hone_kctx *k, int m, int c, int v8, bnh_grid *g)
     return HONE_OK;
 }
 
-/* V values of row r from channel ch0 as floats. */
+/* V values at p + at (a multiple of V) as floats. */
 template <int V>
 __device__ static inline void bnh_load(const hone_bf16 *__restrict__ p, size_t at, float *f)
 {
     hone_bf16 h[V];
-    if constexpr (V == 8)
-        *(h8 *)h = *(const h8 *)(p + at);
-    else
-        h[0] = p[at];
+    hload<V>(p + at, 0, h);
 #pragma unroll
     for (int j = 0; j < V; j++)
         f[j] = hone_bf16_to_f32(h[j]);
@@ -424,15 +440,9 @@ __global__ static void k_bnh_apply(int total, int c, int mode, const hone_bf16 *
     {
         int ch0 = (i * V) % c;
         hone_bf16 in[V], sk[V], out[V];
-        if constexpr (V == 8) {
-            *(h8 *)in = ((const h8 *)x)[i];
-            if (skip)
-                *(h8 *)sk = ((const h8 *)skip)[i];
-        } else {
-            in[0] = x[i];
-            if (skip)
-                sk[0] = skip[i];
-        }
+        hload<V>(x, i, in);
+        if (skip)
+            hload<V>(skip, i, sk);
 #pragma unroll
         for (int j = 0; j < V; j++) {
             float v = hone_bf16_to_f32(in[j]) * sh[ch0 + j] + sh[c + ch0 + j];
@@ -440,10 +450,7 @@ __global__ static void k_bnh_apply(int total, int c, int mode, const hone_bf16 *
                 v += hone_bf16_to_f32(sk[j]);
             out[j] = hone_f32_to_bf16(relu ? fmaxf(v, 0.f) : v);
         }
-        if constexpr (V == 8)
-            ((h8 *)y)[i] = *(h8 *)out;
-        else
-            y[i] = out[0];
+        hstore<V>(y, i, out);
     }
 }
 
@@ -462,17 +469,10 @@ k_bnh_bwd_apply(int total, int c, float m, const hone_bf16 *__restrict__ x,
     {
         int ch0 = (i * V) % c;
         hone_bf16 xi[V], yi[V], gi[V], out[V];
-        if constexpr (V == 8) {
-            *(h8 *)xi = ((const h8 *)x)[i];
-            *(h8 *)gi = ((const h8 *)dy)[i];
-            if (y_relu)
-                *(h8 *)yi = ((const h8 *)y_relu)[i];
-        } else {
-            xi[0] = x[i];
-            gi[0] = dy[i];
-            if (y_relu)
-                yi[0] = y_relu[i];
-        }
+        hload<V>(x, i, xi);
+        hload<V>(dy, i, gi);
+        if (y_relu)
+            hload<V>(y_relu, i, yi);
 #pragma unroll
         for (int j = 0; j < V; j++) {
             float g = !y_relu || hone_bf16_to_f32(yi[j]) > 0.f ? hone_bf16_to_f32(gi[j]) : 0.f;
@@ -480,10 +480,7 @@ k_bnh_bwd_apply(int total, int c, float m, const hone_bf16 *__restrict__ x,
             out[j] = hone_f32_to_bf16(sh[ch] * g + sh[c + ch] * hone_bf16_to_f32(xi[j]) +
                                       sh[2 * c + ch]);
         }
-        if constexpr (V == 8)
-            ((h8 *)dx)[i] = *(h8 *)out;
-        else
-            dx[i] = out[0];
+        hstore<V>(dx, i, out);
     }
 }
 
@@ -561,21 +558,13 @@ __global__ static void k_add_relu_fwd_h(int total, const hone_bf16 *__restrict__
     HC_FOR32(i, total / V)
     {
         hone_bf16 av[V], bv[V], out[V];
-        if constexpr (V == 8) {
-            *(h8 *)av = ((const h8 *)a)[i];
-            *(h8 *)bv = ((const h8 *)b)[i];
-        } else {
-            av[0] = a[i];
-            bv[0] = b[i];
-        }
+        hload<V>(a, i, av);
+        hload<V>(b, i, bv);
 #pragma unroll
         for (int j = 0; j < V; j++)
             out[j] =
                 hone_f32_to_bf16(fmaxf(hone_bf16_to_f32(av[j]) + hone_bf16_to_f32(bv[j]), 0.f));
-        if constexpr (V == 8)
-            ((h8 *)y)[i] = *(h8 *)out;
-        else
-            y[i] = out[0];
+        hstore<V>(y, i, out);
     }
 }
 
@@ -587,25 +576,14 @@ __global__ static void k_add_relu_bwd_h(int total, const hone_bf16 *__restrict__
     HC_FOR32(i, total / V)
     {
         hone_bf16 yv[V], gv[V];
-        if constexpr (V == 8) {
-            *(h8 *)yv = ((const h8 *)y)[i];
-            *(h8 *)gv = ((const h8 *)dy)[i];
-        } else {
-            yv[0] = y[i];
-            gv[0] = dy[i];
-        }
+        hload<V>(y, i, yv);
+        hload<V>(dy, i, gv);
 #pragma unroll
         for (int j = 0; j < V; j++)
             gv[j] = hone_bf16_to_f32(yv[j]) > 0.f ? gv[j] : (hone_bf16)0;
-        if constexpr (V == 8) {
-            ((h8 *)da)[i] = *(h8 *)gv;
-            if (db)
-                ((h8 *)db)[i] = *(h8 *)gv;
-        } else {
-            da[i] = gv[0];
-            if (db)
-                db[i] = gv[0];
-        }
+        hstore<V>(da, i, gv);
+        if (db)
+            hstore<V>(db, i, gv);
     }
 }
 

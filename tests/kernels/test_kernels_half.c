@@ -55,6 +55,15 @@ static float *get_h(hone_kctx *k, const hone_bf16 *dev, size_t n)
     return f;
 }
 
+/* Compares n device floats with ref. */
+static void close_dev(hone_kctx *k, const char *name, const float *dev, const double *ref, size_t n,
+                      double tol)
+{
+    float *h = tk_get(k, dev, n);
+    TK_CLOSE(name, h, ref, n, tol);
+    free(h);
+}
+
 /* [n][hw][c] <-> [n][c][hw] on host floats. */
 static float *to_nchw(const float *x, int n, int c, int hw)
 {
@@ -218,18 +227,10 @@ static void check_bn(hone_kctx *k, int m, int c, int relu, uint64_t seed)
     float *g = get_h(k, y, t);
     snprintf(name, sizeof(name), "bn_fwd_h m%d c%d relu%d", m, c, relu);
     TK_CLOSE(name, g, ry, t, TOL_H);
-    float *h = tk_get(k, sm, c);
-    TK_CLOSE("bn_fwd_h save_mean", h, mean, c, 1e-4);
-    free(h);
-    h = tk_get(k, si, c);
-    TK_CLOSE("bn_fwd_h save_invstd", h, rsi, c, 1e-4);
-    free(h);
-    h = tk_get(k, drm, c);
-    TK_CLOSE("bn_fwd_h running_mean", h, rrm, c, 1e-4);
-    free(h);
-    h = tk_get(k, drv, c);
-    TK_CLOSE("bn_fwd_h running_var", h, rrv, c, 1e-4);
-    free(h);
+    close_dev(k, "bn_fwd_h save_mean", sm, mean, c, 1e-4);
+    close_dev(k, "bn_fwd_h save_invstd", si, rsi, c, 1e-4);
+    close_dev(k, "bn_fwd_h running_mean", drm, rrm, c, 1e-4);
+    close_dev(k, "bn_fwd_h running_var", drv, rrv, c, 1e-4);
 
     /* backward: with relu, from the gradient masked where the forward's output is 0 */
     float *yfw = g, *dym = malloc(sizeof(float) * t);
@@ -241,12 +242,8 @@ static void check_bn(hone_kctx *k, int m, int c, int relu, uint64_t seed)
     float *gx = get_h(k, dxo, t);
     snprintf(name, sizeof(name), "bn_bwd_h dx m%d c%d relu%d", m, c, relu);
     TK_CLOSE(name, gx, rdx, t, TOL_H);
-    h = tk_get(k, dgam, c);
-    TK_CLOSE("bn_bwd_h dgamma", h, rdg, c, 1e-3);
-    free(h);
-    h = tk_get(k, dbet, c);
-    TK_CLOSE("bn_bwd_h dbeta", h, rdb, c, 1e-3);
-    free(h);
+    close_dev(k, "bn_bwd_h dgamma", dgam, rdg, c, 1e-3);
+    close_dev(k, "bn_bwd_h dbeta", dbet, rdb, c, 1e-3);
 
     /* with the residual join: y = max(0, bn(x) + skip), training statistics from x again */
     float *skf;

@@ -652,6 +652,12 @@ HONE_HD hone_bf16 hone_f32_to_bf16(float f)
     X(P, int, add_relu_bwd_h,                                                                      \
       (hone_kctx * k, const hone_bf16 *y, const hone_bf16 *dy, hone_bf16 *da, hone_bf16 *db,       \
        size_t n))                                                                                  \
+    X(P, int, maxpool_pad_fwd_h,                                                                   \
+      (hone_kctx * k, int n, int c, int h, int w, int size, int stride, int pad,                   \
+       const hone_bf16 *x, hone_bf16 *y, int32_t *idx))                                            \
+    X(P, int, maxpool_pad_bwd_h,                                                                   \
+      (hone_kctx * k, int n, int c, int h, int w, int size, int stride, int pad,                   \
+       const hone_bf16 *dy, const int32_t *idx, hone_bf16 *dx))                                    \
     X(P, int, avgpool_global_fwd_h,                                                                \
       (hone_kctx * k, int n, int c, int hw, const hone_bf16 *x, float *y))                         \
     X(P, int, avgpool_global_bwd_h,                                                                \

@@ -687,6 +687,29 @@ int hone_k_add_relu_bwd_h(hone_kctx *k, const hone_bf16 *y, const hone_bf16 *dy,
     return k->ops->add_relu_bwd_h(k, y, dy, da, db, n);
 }
 
+/* The padded pool's shape: pad < size, positive output sides, 32-bit element counts. */
+static int pool_h_ok(int n, int c, int h, int w, int size, int stride, int pad)
+{
+    if (size <= 0 || stride <= 0 || pad < 0 || pad >= size || !h_elems(n, c, h * w))
+        return 0;
+    int p = (h + 2 * pad - size) / stride + 1, q = (w + 2 * pad - size) / stride + 1;
+    return h + 2 * pad >= size && w + 2 * pad >= size && p > 0 && q > 0;
+}
+
+int hone_k_maxpool_pad_fwd_h(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                             int pad, const hone_bf16 *x, hone_bf16 *y, int32_t *idx)
+{
+    CHECK(pool_h_ok(n, c, h, w, size, stride, pad) && x && y && idx);
+    return k->ops->maxpool_pad_fwd_h(k, n, c, h, w, size, stride, pad, x, y, idx);
+}
+
+int hone_k_maxpool_pad_bwd_h(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                             int pad, const hone_bf16 *dy, const int32_t *idx, hone_bf16 *dx)
+{
+    CHECK(pool_h_ok(n, c, h, w, size, stride, pad) && dy && idx && dx);
+    return k->ops->maxpool_pad_bwd_h(k, n, c, h, w, size, stride, pad, dy, idx, dx);
+}
+
 int hone_k_avgpool_global_fwd_h(hone_kctx *k, int n, int c, int hw, const hone_bf16 *x, float *y)
 {
     CHECK(h_elems(n, c, hw) && x && y);

@@ -371,6 +371,14 @@ int hone_k_add_relu_fwd_h(hone_kctx *k, const hone_bf16 *a, const hone_bf16 *b, 
                           size_t n);
 int hone_k_add_relu_bwd_h(hone_kctx *k, const hone_bf16 *y, const hone_bf16 *dy, hone_bf16 *da,
                           hone_bf16 *db, size_t n);
+/* hone_k_maxpool_pad_fwd / _bwd (the ImageNet stem's 3x3/2/1 pool) on NHWC bf16: y and idx
+ * [n][p][q][c], idx the argmax's offset i * w + j in its input plane, the first maximum in
+ * row-major window order winning; bwd overwrites dx with each pixel's dy summed over the windows
+ * that chose it. */
+int hone_k_maxpool_pad_fwd_h(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                             int pad, const hone_bf16 *x, hone_bf16 *y, int32_t *idx);
+int hone_k_maxpool_pad_bwd_h(hone_kctx *k, int n, int c, int h, int w, int size, int stride,
+                             int pad, const hone_bf16 *dy, const int32_t *idx, hone_bf16 *dx);
 /* Global average pooling of an NHWC bf16 tensor into fp32 [n][c] (the classifier's input), and
  * back: dx[i][p][ch] = dy[i][ch] / hw. */
 int hone_k_avgpool_global_fwd_h(hone_kctx *k, int n, int c, int hw, const hone_bf16 *x, float *y);

@@ -625,9 +625,10 @@ static void dropout_fwd(hone_net *net, const layer *L, int n, const float *in)
  * train.math=bf16 on CUDA: cuDNN's tensor-core convolutions run on bf16 NHWC tensors without the
  * transposes and with half the memory traffic of fp32 NCHW (ResNet-18 at batch 512 on an H100:
  * 5.6 ms of convolution a step against 16.6). A network qualifies when everything before its global
- * average pool is a bias-free conv, a batch norm (its relu fused), or a residual join, all of
- * multiples of 8 channels (whole 16-byte groups), and cuDNN has a bf16 algorithm for every conv:
- * the resnets of the small-image stem. Anything else trains in fp32 as before. */
+ * average pool is a bias-free conv, a batch norm (its relu fused), a residual join or a padded
+ * max pool, all of multiples of 8 channels (whole 16-byte groups), and cuDNN has a bf16 algorithm
+ * for every conv: resnet18 and resnet34 at any input size (model.width a multiple of 8). Anything
+ * else (mlp, cnn, detectnet_v2, packed trials) trains in fp32 as before. */
 static int half_eligible(hone_net *net, const hone_train_spec *spec)
 {
     if (net->trials != 1 || strcmp(spec->train.math, "bf16") != 0 ||
@@ -651,6 +652,10 @@ static int half_eligible(hone_net *net, const hone_train_spec *spec)
             break;
         case L_RELU:
             if (!bn_relu_fused(net, i - 1))
+                return 0;
+            break;
+        case L_POOL: /* the ImageNet stem's padded pool */
+            if (L->pad <= 0)
                 return 0;
             break;
         case L_GAP:
@@ -721,6 +726,10 @@ static void half_fwd(hone_net *net, int i, int n, int training)
             hone_k_add_relu_fwd_h(k, in, hout_of(net, L->in2), L->hout, (size_t)n * out_size(L));
         }
         break;
+    case L_POOL:
+        hone_k_maxpool_pad_fwd_h(k, n, L->c, L->h, L->w, L->r, L->stride, L->pad, in, L->hout,
+                                 L->idx);
+        break;
     case L_GAP:
         hone_k_avgpool_global_fwd_h(k, n, L->c, L->h * L->w, in, L->out);
         break;
@@ -755,6 +764,10 @@ static void half_bwd(hone_net *net, int i, int n)
         hone_k_add_relu_bwd_h(k, L->hout, L->hdout, din,
                               L->in2 >= 0 ? net->layers[L->in2].hdout : NULL,
                               (size_t)n * out_size(L));
+        break;
+    case L_POOL:
+        hone_k_maxpool_pad_bwd_h(k, n, L->c, L->h, L->w, L->r, L->stride, L->pad, L->hdout, L->idx,
+                                 din);
         break;
     case L_GAP:
         hone_k_avgpool_global_bwd_h(k, n, L->c, L->h * L->w, L->dout, din);

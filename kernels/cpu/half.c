@@ -175,6 +175,64 @@ int cpu_add_relu_bwd_h(hone_kctx *k, const hone_bf16 *y, const hone_bf16 *dy, ho
     return HONE_OK;
 }
 
+/* Output side of the padded pool (dispatch checked it is positive). */
+static int pool_side(int in, int size, int stride, int pad)
+{
+    return (in + 2 * pad - size) / stride + 1;
+}
+
+int cpu_maxpool_pad_fwd_h(hone_kctx *k, int n, int c, int h, int w, int size, int stride, int pad,
+                          const hone_bf16 *x, hone_bf16 *y, int32_t *idx)
+{
+    (void)k;
+    int P = pool_side(h, size, stride, pad), Q = pool_side(w, size, stride, pad);
+    for (int i = 0; i < n; i++)
+        for (int p = 0; p < P; p++)
+            for (int q = 0; q < Q; q++)
+                for (int ch = 0; ch < c; ch++) {
+                    float best = 0.0f;
+                    int at = -1;
+                    for (int r = 0; r < size; r++)
+                        for (int s = 0; s < size; s++) {
+                            int yy = p * stride - pad + r, xx = q * stride - pad + s;
+                            if (yy < 0 || yy >= h || xx < 0 || xx >= w)
+                                continue; /* padding never wins */
+                            float v = hone_bf16_to_f32(x[(((size_t)i * h + yy) * w + xx) * c + ch]);
+                            if (at < 0 || v > best) {
+                                best = v;
+                                at = yy * w + xx;
+                            }
+                        }
+                    size_t o = (((size_t)i * P + p) * Q + q) * c + ch;
+                    y[o] = hone_f32_to_bf16(best);
+                    idx[o] = at;
+                }
+    return HONE_OK;
+}
+
+int cpu_maxpool_pad_bwd_h(hone_kctx *k, int n, int c, int h, int w, int size, int stride, int pad,
+                          const hone_bf16 *dy, const int32_t *idx, hone_bf16 *dx)
+{
+    (void)k;
+    int P = pool_side(h, size, stride, pad), Q = pool_side(w, size, stride, pad);
+    size_t plane = (size_t)h * w * c;
+    float *acc = hone_xcalloc(plane, sizeof(float));
+    for (int i = 0; i < n; i++) {
+        memset(acc, 0, plane * sizeof(float));
+        /* outputs in row-major order: each pixel's sum adds its windows in that order */
+        for (int p = 0; p < P; p++)
+            for (int q = 0; q < Q; q++)
+                for (int ch = 0; ch < c; ch++) {
+                    size_t o = (((size_t)i * P + p) * Q + q) * c + ch;
+                    if (idx[o] >= 0)
+                        acc[(size_t)idx[o] * c + ch] += hone_bf16_to_f32(dy[o]);
+                }
+        narrow(acc, dx + (size_t)i * plane, plane);
+    }
+    free(acc);
+    return HONE_OK;
+}
+
 int cpu_avgpool_global_fwd_h(hone_kctx *k, int n, int c, int hw, const hone_bf16 *x, float *y)
 {
     (void)k;

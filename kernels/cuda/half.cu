@@ -616,6 +616,93 @@ extern "C" int cuda_add_relu_bwd_h(hone_kctx *k, const hone_bf16 *y, const hone_
     return HONE_OK;
 }
 
+/* ------------------------------------------------------------------ padded max pooling */
+
+static int pool_side(int in, int size, int stride, int pad)
+{
+    return (in + 2 * pad - size) / stride + 1;
+}
+
+/* A thread per output value [n][p][q][c]; the window in row-major order, the first maximum wins. */
+__global__ static void k_maxpool_pad_fwd_h(int total, int c, int h, int w, int P, int Q, int size,
+                                           int stride, int pad, const hone_bf16 *__restrict__ x,
+                                           hone_bf16 *__restrict__ y, int32_t *__restrict__ idx)
+{
+    HC_FOR32(o, total)
+    {
+        int ch = o % c, t = o / c, q = t % Q, t2 = t / Q, p = t2 % P, i = t2 / P;
+        float best = 0.f;
+        int at = -1;
+        for (int r = 0; r < size; r++) {
+            int yy = p * stride - pad + r;
+            if (yy < 0 || yy >= h)
+                continue;
+            for (int s = 0; s < size; s++) {
+                int xx = q * stride - pad + s;
+                if (xx < 0 || xx >= w)
+                    continue;
+                float v = hone_bf16_to_f32(x[(((size_t)i * h + yy) * w + xx) * c + ch]);
+                if (at < 0 || v > best) {
+                    best = v;
+                    at = yy * w + xx;
+                }
+            }
+        }
+        y[o] = hone_f32_to_bf16(best);
+        idx[o] = at;
+    }
+}
+
+/* A thread per input value: the dy of the windows that chose it, added in the outputs' row-major
+ * order (the CPU reference's order: the same sums bit for bit). */
+__global__ static void k_maxpool_pad_bwd_h(int total, int c, int h, int w, int P, int Q, int size,
+                                           int stride, int pad, const hone_bf16 *__restrict__ dy,
+                                           const int32_t *__restrict__ idx,
+                                           hone_bf16 *__restrict__ dx)
+{
+    HC_FOR32(o, total)
+    {
+        int ch = o % c, t = o / c, xx = t % w, t2 = t / w, yy = t2 % h, i = t2 / h;
+        int me = yy * w + xx;
+        /* windows p with p*stride - pad <= yy <= p*stride - pad + size - 1 */
+        int p0 = max(0, (yy + pad - size + stride) / stride), p1 = min(P - 1, (yy + pad) / stride);
+        int q0 = max(0, (xx + pad - size + stride) / stride), q1 = min(Q - 1, (xx + pad) / stride);
+        float acc = 0.f;
+        for (int p = p0; p <= p1; p++)
+            for (int q = q0; q <= q1; q++) {
+                size_t at = (((size_t)i * P + p) * Q + q) * c + ch;
+                if (idx[at] == me)
+                    acc += hone_bf16_to_f32(dy[at]);
+            }
+        dx[o] = hone_f32_to_bf16(acc);
+    }
+}
+
+extern "C" int cuda_maxpool_pad_fwd_h(hone_kctx *k, int n, int c, int h, int w, int size,
+                                      int stride, int pad, const hone_bf16 *x, hone_bf16 *y,
+                                      int32_t *idx)
+{
+    int P = pool_side(h, size, stride, pad), Q = pool_side(w, size, stride, pad), total, rc;
+    if ((rc = h_total((size_t)n * P * Q * c, &total)) < 0)
+        return rc;
+    k_maxpool_pad_fwd_h<<<hc_blocks(k, (size_t)total), HC_THREADS, 0, hc_stream(k)>>>(
+        total, c, h, w, P, Q, size, stride, pad, x, y, idx);
+    HC_LAUNCHED();
+    return HONE_OK;
+}
+
+extern "C" int cuda_maxpool_pad_bwd_h(hone_kctx *k, int n, int c, int h, int w, int size,
+                                      int stride, int pad, const hone_bf16 *dy, const int32_t *idx,
+                                      hone_bf16 *dx)
+{
+    int P = pool_side(h, size, stride, pad), Q = pool_side(w, size, stride, pad);
+    int total = n * h * w * c; /* below 2^31: dispatch checked */
+    k_maxpool_pad_bwd_h<<<hc_blocks(k, (size_t)total), HC_THREADS, 0, hc_stream(k)>>>(
+        total, c, h, w, P, Q, size, stride, pad, dy, idx, dx);
+    HC_LAUNCHED();
+    return HONE_OK;
+}
+
 /* ------------------------------------------------------------------ global average pooling */
 
 /* y[i][ch] = mean over p of x[i][p][ch]: a thread per (i, ch), neighbours read neighbours. */

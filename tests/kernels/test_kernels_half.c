@@ -306,6 +306,63 @@ static void check_add_relu(hone_kctx *k, size_t n, uint64_t seed)
     hone_k_free(k, da), hone_k_free(k, db);
 }
 
+/* The padded max pool against the fp32 NCHW op (tests/kernels/test_kernels_pool_norm.c checks
+ * that one against its reference) on the same values: few distinct values, so windows tie and the
+ * first-maximum rule is exercised. */
+static void check_maxpool(hone_kctx *k, int n, int c, int h, int w, int size, int stride, int pad,
+                          uint64_t seed)
+{
+    int P = (h + 2 * pad - size) / stride + 1, Q = (w + 2 * pad - size) / stride + 1;
+    size_t nx = (size_t)n * c * h * w, ny = (size_t)n * c * P * Q;
+    float *xf, *dyf;
+    hone_bf16 *xh = rand_h(nx, seed, -2.0f, 2.0f, &xf), *dyh = rand_h(ny, seed + 1, -1, 1, &dyf);
+    for (size_t i = 0; i < nx; i++) { /* 5 levels */
+        xf[i] = floorf(xf[i] * 1.25f) / 1.25f;
+        xh[i] = hone_f32_to_bf16(xf[i]);
+        xf[i] = hone_bf16_to_f32(xh[i]);
+    }
+    float *xn = to_nchw(xf, n, c, h * w), *dyn = to_nchw(dyf, n, c, P * Q);
+    hone_bf16 *x = dev_h(k, xh, nx), *dy = dev_h(k, dyh, ny), *y = poison_h(k, ny),
+              *dx = poison_h(k, nx);
+    int32_t *idx = tk_dev_bytes(k, NULL, ny * sizeof(int32_t)),
+            *idxf = tk_dev_bytes(k, NULL, ny * sizeof(int32_t));
+    float *dxn = tk_dev(k, xn, nx), *yf = tk_poisoned(k, ny), *dyd = tk_dev(k, dyn, ny),
+          *dxf = tk_poisoned(k, nx);
+    TK_OK(hone_k_maxpool_pad_fwd_h(k, n, c, h, w, size, stride, pad, x, y, idx));
+    TK_OK(hone_k_maxpool_pad_bwd_h(k, n, c, h, w, size, stride, pad, dy, idx, dx));
+    TK_OK(hone_k_maxpool_pad_fwd(k, n, c, h, w, size, stride, pad, dxn, yf, idxf));
+    TK_OK(hone_k_maxpool_pad_bwd(k, n, c, h, w, size, stride, pad, dyd, idxf, dxf));
+    float *ry = tk_get(k, yf, ny), *rdx = tk_get(k, dxf, nx);
+    int32_t *ih = malloc(sizeof(int32_t) * ny), *iref = malloc(sizeof(int32_t) * ny);
+    hone_k_download(k, ih, idx, sizeof(int32_t) * ny);
+    hone_k_download(k, iref, idxf, sizeof(int32_t) * ny);
+    double *ryd = malloc(sizeof(double) * ny), *rdxd = malloc(sizeof(double) * nx);
+    int idx_bad = 0;
+    for (int i = 0; i < n; i++)
+        for (int ch = 0; ch < c; ch++)
+            for (int pq = 0; pq < P * Q; pq++) {
+                size_t nchw = ((size_t)i * c + ch) * P * Q + pq,
+                       nhwc = ((size_t)i * P * Q + pq) * c + ch;
+                ryd[nhwc] = ry[nchw];
+                idx_bad += ih[nhwc] != iref[nchw];
+            }
+    for (size_t i = 0; i < nx; i++)
+        rdxd[i] = rdx[i];
+    to_nhwc_d(rdxd, n, c, h * w);
+    char name[64];
+    float *g = get_h(k, y, ny), *gx = get_h(k, dx, nx);
+    snprintf(name, sizeof(name), "maxpool_pad_fwd_h c%d %dx%d", c, h, w);
+    TK_CLOSE(name, g, ryd, ny, 0.0);
+    TK_EXPECT(idx_bad == 0);
+    snprintf(name, sizeof(name), "maxpool_pad_bwd_h c%d %dx%d", c, h, w);
+    TK_CLOSE(name, gx, rdxd, nx, TOL_H);
+    free(g), free(gx), free(ry), free(rdx), free(ih), free(iref), free(ryd), free(rdxd);
+    free(xf), free(dyf), free(xh), free(dyh), free(xn), free(dyn);
+    hone_k_free(k, x), hone_k_free(k, dy), hone_k_free(k, y), hone_k_free(k, dx);
+    hone_k_free(k, idx), hone_k_free(k, idxf), hone_k_free(k, dxn), hone_k_free(k, yf);
+    hone_k_free(k, dyd), hone_k_free(k, dxf);
+}
+
 static void check_gap(hone_kctx *k, int n, int c, int hw, uint64_t seed)
 {
     size_t t = (size_t)n * c * hw, o = (size_t)n * c;
@@ -345,6 +402,7 @@ static void check_refusals(hone_kctx *k)
     TK_EXPECT(hone_k_batchnorm_fwd_h(k, 8, 8, b, f, f, f, f, 0.1f, 0.0f, 0, f, f, b, 0) ==
               HONE_EINVAL);
     TK_EXPECT(hone_k_avgpool_global_fwd_h(k, 2, 0, 4, b, f) == HONE_EINVAL);
+    TK_EXPECT(hone_k_maxpool_pad_fwd_h(k, 1, 4, 4, 4, 3, 2, 3, b, b, (int32_t *)f) == HONE_EINVAL);
     (void)ws;
     hone_k_free(k, b), hone_k_free(k, f);
 }
@@ -366,6 +424,8 @@ int main(int argc, char **argv)
     check_bn(k, 2 * 32 * 32, 64, 1, 800); /* several row chunks */
     check_add_relu(k, 4096, 900);
     check_add_relu(k, 1001, 1000);
+    check_maxpool(k, 2, 16, 9, 9, 3, 2, 1, 1050); /* the ImageNet stem's pool, odd side */
+    check_maxpool(k, 2, 5, 8, 6, 3, 2, 1, 1060);
     check_gap(k, 3, 24, 16, 1100);
     check_gap(k, 2, 5, 9, 1200);
     check_refusals(k);

@@ -630,6 +630,7 @@ HONE_HD hone_bf16 hone_f32_to_bf16(float f)
        int32_t *dst_labels))                                                                       \
     /* half.{c,cu}: bf16 NHWC activations (conv through cuDNN on CUDA) */                          \
     X(P, int, to_nhwc_h, (hone_kctx * k, int n, int c, int hw, const float *x, hone_bf16 *y))      \
+    X(P, int, from_nhwc_h, (hone_kctx * k, int n, int c, int hw, const hone_bf16 *x, float *y))    \
     X(P, int, conv_weights_h,                                                                      \
       (hone_kctx * k, const hone_conv_desc *d, const float *w, hone_bf16 *wh))                     \
     X(P, int, conv_workspace_h, (hone_kctx * k, const hone_conv_desc *d, size_t *bytes))           \

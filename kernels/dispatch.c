@@ -592,6 +592,12 @@ int hone_k_to_nhwc_h(hone_kctx *k, int n, int c, int hw, const float *x, hone_bf
     return k->ops->to_nhwc_h(k, n, c, hw, x, y);
 }
 
+int hone_k_from_nhwc_h(hone_kctx *k, int n, int c, int hw, const hone_bf16 *x, float *y)
+{
+    CHECK(h_elems(n, c, hw) && x && y);
+    return k->ops->from_nhwc_h(k, n, c, hw, x, y);
+}
+
 int hone_k_conv_weights_h(hone_kctx *k, const hone_conv_desc *d, const float *w, hone_bf16 *wh)
 {
     CHECK(conv_desc_ok(d) && w && wh);

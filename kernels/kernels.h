@@ -334,6 +334,8 @@ typedef uint16_t hone_bf16;
 
 /* y [n][hw][c] = x [n][c][hw] (fp32 NCHW, the gathered batch) rounded to bf16. */
 int hone_k_to_nhwc_h(hone_kctx *k, int n, int c, int hw, const float *x, hone_bf16 *y);
+/* Back: y [n][c][hw] (fp32 NCHW, exact) = x [n][hw][c]. */
+int hone_k_from_nhwc_h(hone_kctx *k, int n, int c, int hw, const hone_bf16 *x, float *y);
 /* A convolution's filters for the ops below: wh [k][r][s][c] (KRSC) = w [k][c][r][s] rounded. */
 int hone_k_conv_weights_h(hone_kctx *k, const hone_conv_desc *d, const float *w, hone_bf16 *wh);
 /* *bytes: the workspace of conv_fwd_h and conv_bwd_h for d. HONE_ENOTSUP where this context has

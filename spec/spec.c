@@ -111,8 +111,8 @@ static const hone_spec_key keys[] = {
     {"train.seed", INT(0, INT64_MAX), .def = "1", .networks = ALL, .user = 1,
      .doc = "initialisation, shuffling, dropout and augmentation seed", F(train.seed)},
     {"train.math", ENUM(maths), .def = "fp32", .networks = ALL, .user = 1,
-     .doc = "CUDA GEMM/conv precision; bf16 on a resnet (model.width a multiple of 8) also keeps "
-            "its activations as bf16 NHWC (cuDNN tensor cores)",
+     .doc = "CUDA GEMM/conv precision; bf16 on resnet18/34 and detectnet_v2 (model.width a "
+            "multiple of 8) also keeps their activations as bf16 NHWC (cuDNN tensor cores)",
      F(train.math)},
     {"model.hidden", INT(1, 65536), .def = "256", .def_net = {NULL, "128"}, .networks = MLP_CNN,
      .user = 1, .combo = 1, SWEEP("int", 64, 1024, 32, 512, 0, 0, 1, 0),

@@ -477,8 +477,8 @@ static int setup(hone_trainer *t, const hone_train_opts *o, const char *model_di
         fprintf(t->log, "hone-train: train.math=bf16: %s\n",
                 t->net->half ? "bf16 NHWC activations (cuDNN tensor cores)"
                              : "fp32 activations, tensor-core GEMMs (no bf16 NHWC path for this "
-                               "network: resnet18 and resnet34 of a model.width that is a "
-                               "multiple of 8 have one)");
+                               "network: resnet18, resnet34 and detectnet_v2 of a model.width that "
+                               "is a multiple of 8 have one)");
     trainer_setup_trial(t);
     t->xb = hone_k_alloc(k, (size_t)t->batch * t->row * sizeof(float));
     t->yb = hone_k_alloc(k, (size_t)t->batch * 4);

@@ -403,10 +403,12 @@ int net_new_pack(hone_kctx *k, const hone_train_spec *const *specs, int trials, 
             memcpy(L->tp, tp + (size_t)i * T, T * sizeof(float));
         }
         size_t osz = T * (size_t)batch * L->oc * L->oh * L->ow;
-        if (net->half && i < net->gap) {
+        int half = net->half && i < net->half_end;
+        if (half) {
             L->hout = hone_k_alloc(k, osz * sizeof(hone_bf16));
             L->hdout = hone_k_alloc(k, osz * sizeof(hone_bf16));
-        } else {
+        }
+        if (!half || (i == net->half_end - 1 && net->layers[i + 1].kind != L_GAP)) {
             L->out = hone_k_alloc(k, osz * sizeof(float));
             L->dout = hone_k_alloc(k, osz * sizeof(float));
         }
@@ -422,7 +424,7 @@ int net_new_pack(hone_kctx *k, const hone_train_spec *const *specs, int trials, 
             hone_conv_desc d;
             int drc = conv_desc(L, batch, &d);
             size_t ws = 0;
-            if (net->half) {
+            if (half) {
                 L->wh = hone_k_alloc(k, (size_t)L->oc * L->c * L->r * L->r * sizeof(hone_bf16));
                 hone_k_conv_workspace_h(k, &d, &ws); /* half_eligible saw it succeed */
             } else if (drc == 0) {
@@ -627,45 +629,51 @@ static void dropout_fwd(hone_net *net, const layer *L, int n, const float *in)
  * 5.6 ms of convolution a step against 16.6). A network qualifies when everything before its global
  * average pool is a bias-free conv, a batch norm (its relu fused), a residual join or a padded
  * max pool, all of multiples of 8 channels (whole 16-byte groups), and cuDNN has a bf16 algorithm
- * for every conv: resnet18 and resnet34 at any input size (model.width a multiple of 8). Anything
- * else (mlp, cnn, detectnet_v2, packed trials) trains in fp32 as before. */
+ * for every conv: resnet18 and resnet34 at any input size, and detectnet_v2's backbone (its head,
+ * a conv with a bias, runs in fp32 on a copy), model.width a multiple of 8. The first other layer
+ * ends the bf16 part; it must read the layer before it, which nothing else reads. Anything else
+ * (mlp, cnn, packed trials) trains in fp32 as before. */
 static int half_eligible(hone_net *net, const hone_train_spec *spec)
 {
     if (net->trials != 1 || strcmp(spec->train.math, "bf16") != 0 ||
         hone_kctx_device(net->k) != HONE_DEV_CUDA)
         return 0;
-    net->gap = -1;
-    for (int i = 0; i < net->nlayers && net->gap < 0; i++) {
+    int end = net->nlayers;
+    for (int i = 0; i < net->nlayers && end == net->nlayers; i++) {
         const layer *L = &net->layers[i];
         hone_conv_desc d;
         size_t ws;
+        int ok = 0;
         switch (L->kind) {
         case L_CONV:
-            if (L->bias || L->oc % 8 || conv_desc(L, net->batch, &d) != HONE_OK ||
-                hone_k_conv_workspace_h(net->k, &d, &ws) != HONE_OK)
-                return 0;
+            ok = !L->bias && L->oc % 8 == 0 && conv_desc(L, net->batch, &d) == HONE_OK &&
+                 hone_k_conv_workspace_h(net->k, &d, &ws) == HONE_OK;
             break;
         case L_BN:
         case L_ADD:
-            if (L->oc % 8)
-                return 0;
+            ok = L->oc % 8 == 0;
             break;
         case L_RELU:
-            if (!bn_relu_fused(net, i - 1))
-                return 0;
+            ok = bn_relu_fused(net, i - 1);
             break;
         case L_POOL: /* the ImageNet stem's padded pool */
-            if (L->pad <= 0)
-                return 0;
-            break;
-        case L_GAP:
-            net->gap = i;
+            ok = L->pad > 0;
             break;
         default:
-            return 0;
+            break;
         }
+        if (!ok)
+            end = i;
     }
-    return net->gap > 0;
+    /* the boundary reads the layer before it, which no later layer reads */
+    if (end < 2 || end == net->nlayers || net->layers[end].in != end - 1 ||
+        net->layers[end].in2 >= 0)
+        return 0;
+    for (int j = end + 1; j < net->nlayers; j++)
+        if (net->layers[j].in < end || net->layers[j].in2 >= 0)
+            return 0;
+    net->half_end = end;
+    return 1;
 }
 
 /* Layer i is a residual block's last batch norm, read only by the join after it as its main
@@ -689,7 +697,7 @@ static const hone_bf16 *hout_of(const hone_net *net, int i)
     return i >= 0 ? net->layers[i].hout : net->xh;
 }
 
-/* Layer i (<= net->gap) of a half network, forward. */
+/* Layer i (< net->half_end, or the global pool at half_end) of a half network, forward. */
 static void half_fwd(hone_net *net, int i, int n, int training)
 {
     hone_kctx *k = net->k;
@@ -738,7 +746,7 @@ static void half_fwd(hone_net *net, int i, int n, int training)
     }
 }
 
-/* Layer i (<= net->gap) of a half network, backward. */
+/* Layer i (< net->half_end, or the global pool at half_end) of a half network, backward. */
 static void half_bwd(hone_net *net, int i, int n)
 {
     hone_kctx *k = net->k;
@@ -786,9 +794,13 @@ const float *net_forward(hone_net *net, const float *x, int n, int training)
         hone_k_to_nhwc_h(k, n, net->in_c, net->in_h * net->in_w, x, net->xh);
     for (int i = 0; i < net->nlayers; i++) {
         layer *L = &net->layers[i];
-        if (net->half && i <= net->gap) {
-            half_fwd(net, i, n, training);
-            continue;
+        if (net->half && i <= net->half_end) {
+            if (i < net->half_end || L->kind == L_GAP) {
+                half_fwd(net, i, n, training);
+                continue;
+            }
+            const layer *B = &net->layers[i - 1]; /* the bf16 part's output, copied to fp32 */
+            hone_k_from_nhwc_h(k, n, B->oc, B->oh * B->ow, B->hout, B->out);
         }
         const float *in = out_of(net, L->in, x);
         size_t cnt = (size_t)T * n * out_size(L);
@@ -895,7 +907,7 @@ void net_backward(hone_net *net, const float *x, int n)
     int T = net->trials;
     for (int i = net->nlayers - 1; i >= 0; i--) {
         layer *L = &net->layers[i];
-        if (net->half && i <= net->gap) {
+        if (net->half && (i < net->half_end || (i == net->half_end && L->kind == L_GAP))) {
             half_bwd(net, i, n);
             continue;
         }
@@ -969,6 +981,10 @@ void net_backward(hone_net *net, const float *x, int n)
             if (din)
                 hone_k_avgpool_global_bwd(k, T * n, L->c, L->h, L->w, L->dout, din);
             break;
+        }
+        if (net->half && i == net->half_end) { /* back into the bf16 part */
+            layer *B = &net->layers[i - 1];
+            hone_k_to_nhwc_h(k, n, B->oc, B->oh * B->ow, B->dout, B->hdout);
         }
     }
 }

@@ -55,10 +55,12 @@ typedef struct hone_net {
     void *ws;           /* conv workspace shared by all conv layers */
     size_t ws_bytes;
     uint64_t *seeds; /* each trial's train.seed (host) */
-    /* train.math=bf16 on CUDA for a resnet of the small-image stem (net.c's half_eligible): the
-     * layers before the global average pool (index gap) keep bf16 NHWC activations; xh is the
-     * input converted. Parameters, their gradients and everything from the pool on stay fp32. */
-    int half, gap;
+    /* train.math=bf16 on CUDA for a resnet backbone (net.c's half_eligible): the layers before
+     * half_end keep bf16 NHWC activations; xh is the input converted. Layer half_end, the first
+     * in fp32, reads layer half_end - 1: a global pool reads its bf16 output itself, any other
+     * layer (detectnet_v2's head) through that layer's fp32 NCHW copy (out/dout, converted each
+     * way). Parameters, their gradients and every later layer stay fp32. */
+    int half, half_end;
     hone_bf16 *xh;
 } hone_net;
 

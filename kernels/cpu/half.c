@@ -54,6 +54,15 @@ int cpu_to_nhwc_h(hone_kctx *k, int n, int c, int hw, const float *x, hone_bf16 
     return HONE_OK;
 }
 
+int cpu_from_nhwc_h(hone_kctx *k, int n, int c, int hw, const hone_bf16 *x, float *y)
+{
+    (void)k;
+    float *f = nhwc_to_nchw(x, n, c, hw);
+    memcpy(y, f, (size_t)n * c * hw * sizeof(float));
+    free(f);
+    return HONE_OK;
+}
+
 int cpu_conv_weights_h(hone_kctx *k, const hone_conv_desc *d, const float *w, hone_bf16 *wh)
 {
     (void)k;

@@ -107,6 +107,27 @@ extern "C" int cuda_to_nhwc_h(hone_kctx *k, int n, int c, int hw, const float *x
     return to_nhwc(k, n, c, hw, x, y);
 }
 
+/* y[i][ch][p] = x[i][p][ch]: one thread per output value. */
+__global__ static void k_from_nhwc_h(int total, int c, int hw, const hone_bf16 *__restrict__ x,
+                                     float *__restrict__ y)
+{
+    HC_FOR32(o, total)
+    {
+        int p = o % hw, ic = o / hw, ch = ic % c, i = ic / c;
+        y[o] = hone_bf16_to_f32(x[((size_t)i * hw + p) * c + ch]);
+    }
+}
+
+extern "C" int cuda_from_nhwc_h(hone_kctx *k, int n, int c, int hw, const hone_bf16 *x, float *y)
+{
+    int total, rc;
+    if ((rc = h_total((size_t)n * c * hw, &total)) < 0)
+        return rc;
+    k_from_nhwc_h<<<hc_blocks(k, (size_t)total), HC_THREADS, 0, hc_stream(k)>>>(total, c, hw, x, y);
+    HC_LAUNCHED();
+    return HONE_OK;
+}
+
 extern "C" int cuda_conv_weights_h(hone_kctx *k, const hone_conv_desc *d, const float *w,
                                    hone_bf16 *wh)
 {

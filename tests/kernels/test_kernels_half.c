@@ -118,6 +118,15 @@ static void check_layout(hone_kctx *k)
         ref[i] = hone_bf16_to_f32(hone_f32_to_bf16(x[i]));
     to_nhwc_d(ref, n, c, hw);
     TK_CLOSE("to_nhwc_h", y, ref, t, 0.0);
+    /* and back, exactly: the rounded values in NCHW order */
+    float *back = tk_poisoned(k, t);
+    TK_OK(hone_k_from_nhwc_h(k, n, c, hw, dy, back));
+    double *rb = malloc(sizeof(double) * t);
+    for (size_t i = 0; i < t; i++)
+        rb[i] = hone_bf16_to_f32(hone_f32_to_bf16(x[i]));
+    close_dev(k, "from_nhwc_h", back, rb, t, 0.0);
+    free(rb);
+    hone_k_free(k, back);
     /* the filters of a conv: [k][c][r][s] -> [k][r][s][c] */
     hone_conv_desc d;
     TK_OK(hone_conv_desc_init(&d, 1, c, 8, 4, n, 7, 1, 1, 0)); /* k = n, r*s = 7 = hw */

@@ -65,7 +65,7 @@ def augment(x, pad):
 
 
 def run(mode, args, xtr, ytr, xte, yte, mean, std, classes):
-    torch.manual_seed(0)
+    torch.manual_seed(args.seed)
     model = make(classes, args.width).cuda().to(memory_format=torch.channels_last)
     decay = [p for n_, p in model.named_parameters() if p.ndim > 1]
     no_decay = [p for n_, p in model.named_parameters() if p.ndim <= 1]
@@ -128,6 +128,7 @@ def main():
     ap.add_argument("--wd", type=float, default=5e-4)
     ap.add_argument("--width", type=int, default=64)
     ap.add_argument("--modes", default="eager,compile")
+    ap.add_argument("--seed", type=int, default=0, help="initialisation and augmentation seed")
     args = ap.parse_args()
     x, y, (ntr, nva, nte), classes = read_pack(args.packed)
     if x.shape[3] != 3:

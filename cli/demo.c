@@ -179,8 +179,8 @@ static int demo_report(demo_state *d, const char *job_id, const cli_demo_plan *p
     char path[512], buf[64];
     json_t *job, *trials, *best = NULL, *out;
     const json_t *a;
-    const char *best_id;
-    double seconds, test_acc = NAN, val = NAN;
+    const char *best_id, *tested_id = NULL;
+    double seconds, test_acc = NAN, val = NAN, tested_val = NAN;
     int n = 0, early = 0, rc = 0;
     size_t i;
     json_t *t;
@@ -213,6 +213,22 @@ static int demo_report(demo_state *d, const char *job_id, const cli_demo_plan *p
     }
     if (json_is_number(json_object_get(a, "best_metric")))
         val = json_number_value(json_object_get(a, "best_metric"));
+    if (!isnan(test_acc)) {
+        tested_id = best_id;
+        tested_val = val;
+    } else { /* the budget cut the best trial short: the best of those that finished */
+        json_array_foreach(json_object_get(trials, "jobs"), i, t)
+        {
+            const json_t *ta = cli_path_get(t, "result.test_accuracy"),
+                         *tv = cli_path_get(t, "result.best_metric");
+            if (!json_is_number(ta) || !json_is_number(tv) ||
+                (tested_id && !(json_number_value(tv) > tested_val)))
+                continue;
+            tested_id = json_string_value(json_object_get(t, "id"));
+            tested_val = json_number_value(tv);
+            test_acc = json_number_value(ta);
+        }
+    }
     seconds = hone_now() - d->t0;
     out = json_pack(
         "{s:s,s:s,s:o,s:o,s:i,s:i,s:f,s:O,s:s,s:i,s:f}", "job_id", job_id, "status",
@@ -230,6 +246,11 @@ static int demo_report(demo_state *d, const char *job_id, const cli_demo_plan *p
     json_object_set_new(out, "epochs_done", json_integer(epochs));
     json_object_set_new(out, "epochs_per_second",
                         json_real(seconds > 0 ? round(epochs / seconds * 1000) / 1000 : 0));
+    /* whose test accuracy best_test_accuracy is: the best trial's, or when it did not finish in
+     * the budget, the best finished trial's (with its validation accuracy) */
+    json_object_set_new(out, "tested_job_id", tested_id ? json_string(tested_id) : json_null());
+    json_object_set_new(out, "tested_val_accuracy",
+                        isnan(tested_val) ? json_null() : json_real(tested_val));
     json_object_set(out, "gpu_util_mean",
                     json_is_number(json_object_get(a, "gpu_util_mean"))
                         ? json_object_get(a, "gpu_util_mean")
@@ -246,9 +267,14 @@ static int demo_report(demo_state *d, const char *job_id, const cli_demo_plan *p
             cli_print_kv(json_object_get(a, "best_config"), 4);
         printf("  validation accuracy: %s\n",
                isnan(val) ? "-" : (snprintf(buf, sizeof(buf), "%.4f", val), buf));
-        printf("  TEST accuracy:       %s\n",
-               isnan(test_acc) ? "- (the best trial did not finish)"
-                               : (snprintf(buf, sizeof(buf), "%.4f", test_acc), buf));
+        if (isnan(test_acc))
+            printf("  TEST accuracy:       - (no trial finished)\n");
+        else if (tested_id && best_id && strcmp(tested_id, best_id) != 0)
+            printf("  TEST accuracy:       %.4f (the best trial did not finish in the budget; this "
+                   "is the best finished trial's, %s, validation accuracy %.4f)\n",
+                   test_acc, tested_id, tested_val);
+        else
+            printf("  TEST accuracy:       %.4f\n", test_acc);
         printf("trials: %d (%d stopped early), algorithm %s, %.0f s in all\n", n, early,
                plan->algorithm, seconds);
         printf("epochs trained: %ld (%.2f a second)", epochs, seconds > 0 ? epochs / seconds : 0);

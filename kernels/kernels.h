@@ -339,13 +339,14 @@ int hone_k_from_nhwc_h(hone_kctx *k, int n, int c, int hw, const hone_bf16 *x, f
 /* A convolution's filters for the ops below: wh [k][r][s][c] (KRSC) = w [k][c][r][s] rounded. */
 int hone_k_conv_weights_h(hone_kctx *k, const hone_conv_desc *d, const float *w, hone_bf16 *wh);
 /* *bytes: the workspace of conv_fwd_h and conv_bwd_h for d. HONE_ENOTSUP where this context has
- * no bf16 convolution for the shape (CUDA without cuDNN, or no cuDNN algorithm): the caller then
- * trains in fp32. */
+ * no bf16 convolution for the shape (CUDA without cuDNN, or no cuDNN algorithm), HONE_ERANGE where
+ * CUDA's input padded to 8 channels passes 2^31 values: the caller then trains in fp32. */
 int hone_k_conv_workspace_h(hone_kctx *k, const hone_conv_desc *d, size_t *bytes);
 /* y = conv(x, wh), all NHWC bf16, no bias. */
 int hone_k_conv_fwd_h(hone_kctx *k, const hone_conv_desc *d, const hone_bf16 *x,
                       const hone_bf16 *wh, hone_bf16 *y, void *ws);
-/* From dy: dx (NULL: the first layer; acc = 1 adds to it, rounding the sum once) and dw, the fp32
+/* From dy: dx (NULL: the first layer; acc = 1 adds to it, rounding the sum once; CUDA's
+ * padded path for c % 8 != 0 rounds the gradient, then the sum) and dw, the fp32
  * filter gradient [k][c][r][s] (overwritten; computed to bf16 precision, then widened). */
 int hone_k_conv_bwd_h(hone_kctx *k, const hone_conv_desc *d, const hone_bf16 *x,
                       const hone_bf16 *wh, const hone_bf16 *dy, hone_bf16 *dx, int acc, float *dw,

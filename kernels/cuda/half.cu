@@ -13,23 +13,34 @@ struct __align__(16) h8
     hone_bf16 v[8];
 };
 
-/* Group i of V values (V = 8: one 16-byte access; V = 1: one value). */
+/* Group i of V values (V = 8: one 16-byte access; V = 1: one value). v, a local array of only
+ * 2-byte alignment, is copied element by element through an aligned h8 (kept in registers), never
+ * accessed as one. */
 template <int V>
 __device__ static inline void hload(const hone_bf16 *__restrict__ p, int i, hone_bf16 *v)
 {
-    if constexpr (V == 8)
-        *(h8 *)v = ((const h8 *)p)[i];
-    else
+    if constexpr (V == 8) {
+        h8 t = ((const h8 *)p)[i];
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            v[j] = t.v[j];
+    } else {
         v[0] = p[i];
+    }
 }
 
 template <int V>
 __device__ static inline void hstore(hone_bf16 *__restrict__ p, int i, const hone_bf16 *v)
 {
-    if constexpr (V == 8)
-        ((h8 *)p)[i] = *(const h8 *)v;
-    else
+    if constexpr (V == 8) {
+        h8 t;
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            t.v[j] = v[j];
+        ((h8 *)p)[i] = t;
+    } else {
         p[i] = v[0];
+    }
 }
 
 static inline int aligned16(const void *p)
@@ -172,6 +183,8 @@ static int conv_ws_of(hone_kctx *k, const hone_conv_desc *d, conv_ws *c)
         return HONE_ENOTSUP;
     size_t rs = (size_t)d->r * d->s, in = (size_t)d->n * d->h * d->w * c->p.c;
     int pad = c->p.c != d->c;
+    if (pad && in >= ((size_t)1 << 31))
+        return HONE_ERANGE; /* the padded input passes the 32-bit kernels (the caller: fp32) */
     c->dnn = 0;
     c->dwh = al256(hc_dnn_conv_workspace(c->e));
     c->x = c->dwh + al256((size_t)d->k * rs * c->p.c * sizeof(hone_bf16));

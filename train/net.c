@@ -626,10 +626,10 @@ static void dropout_fwd(hone_net *net, const layer *L, int n, const float *in)
 /* ------------------------------------------------------------------ bf16 NHWC (half) networks
  * train.math=bf16 on CUDA: cuDNN's tensor-core convolutions run on bf16 NHWC tensors without the
  * transposes and with half the memory traffic of fp32 NCHW (ResNet-18 at batch 512 on an H100:
- * 5.6 ms of convolution a step against 16.6). A network qualifies when everything before its global
- * average pool is a bias-free conv, a batch norm (its relu fused), a residual join or a padded
- * max pool, all of multiples of 8 channels (whole 16-byte groups), and cuDNN has a bf16 algorithm
- * for every conv: resnet18 and resnet34 at any input size, and detectnet_v2's backbone (its head,
+ * 5.6 ms of convolution a step against 16.6). A network qualifies when its leading layers are
+ * bias-free convs, batch norms (their relu fused), residual joins or a padded max pool, all of
+ * multiples of 8 channels (whole 16-byte groups), and cuDNN has a bf16 algorithm for every such
+ * conv: resnet18 and resnet34 at any input size, and detectnet_v2's backbone (its head,
  * a conv with a bias, runs in fp32 on a copy), model.width a multiple of 8. The first other layer
  * ends the bf16 part; it must read the layer before it, which nothing else reads. Anything else
  * (mlp, cnn, packed trials) trains in fp32 as before. */

@@ -428,7 +428,19 @@ HONE_HD void hone_kdet_offsets(const hone_kdet_grid *g, const float *o, int gx, 
 }
 
 /* ------------------------------------------------------------------ detect_loss, shared
- * One coverage cell's loss L(z, t) for HONE_KCOV_BCE and HONE_KCOV_FOCAL (kernels.h), and its
+ * The weight m of cell q's coverage terms (kernels.h): cov_weight where an object of any class
+ * covers the cell (t holds the image's target planes, cov first), else cov_weight * bg_weight. So a
+ * wrong class on an object costs as much as a missed one; only the empty background is damped. */
+HONE_HD float hone_kdet_cov_mass(const float *t, int classes, int hw, int q, float cov_weight,
+                                 float bg_weight)
+{
+    for (int c = 0; c < classes; c++)
+        if (t[(size_t)c * hw + q] > 0.0f)
+            return cov_weight;
+    return cov_weight * bg_weight;
+}
+
+/* One coverage cell's loss L(z, t) for HONE_KCOV_BCE and HONE_KCOV_FOCAL (kernels.h), and its
  * derivative in z in *dz (both before the weight m and the batch mean). BCE from z stably:
  * softplus(z) - t z = max(z, 0) + log1p(exp(-|z|)) - t z, derivative s - t. Focal: q^gamma BCE
  * with q = 1 - p, p = t s + (1 - t)(1 - s), dq/dz = (1 - 2t) s (1 - s), so the derivative is

@@ -235,7 +235,8 @@ typedef enum { HONE_KCOV_L2 = 0, HONE_KCOV_BCE = 1, HONE_KCOV_FOCAL = 2 } hone_k
  * (plane classes + 4c + j). target [n, 6 * classes, hw] holds hone_det_encode's planes in the
  * same order, then the weights: cov (planes [0, classes)), bbox ([classes, 5 * classes)), weight
  * ([5 * classes, 6 * classes)). With z a coverage logit, s = sigmoid(z), t its target and
- * m = cov_weight where t > 0, else cov_weight * bg_weight, image i's loss is
+ * m = cov_weight where the cell's target is > 0 in any class's plane (an object covers it), else
+ * cov_weight * bg_weight (hone_kdet_cov_mass in backend.h), image i's loss is
  *   sum over (c, cell) of m * L(z, t)
  *   + bbox_weight * sum over (c, j, cell) of weight[c, cell] * |pred box - bbox|,
  * L by cov_loss: HONE_KCOV_L2 (s - t)^2; HONE_KCOV_BCE -(t log s + (1 - t) log(1 - s)), from z
@@ -243,7 +244,8 @@ typedef enum { HONE_KCOV_L2 = 0, HONE_KCOV_BCE = 1, HONE_KCOV_FOCAL = 2 } hone_k
  * backend.h: one definition for both backends). The sum over the n images is ADDED to
  * loss_sum[0]; dpred (may be NULL: evaluation) gets its gradient divided by n (the batch mean),
  * sign(0) = 0 for the L1 part. bg_weight < 1 keeps the many background cells from drowning the few
- * covered ones. */
+ * covered ones; a covered cell's other classes keep the full weight, so naming the wrong class
+ * costs as much as missing the object. */
 int hone_k_detect_loss(hone_kctx *k, const float *pred, const float *target, int n, int classes,
                        int hw, float cov_weight, float bg_weight, float bbox_weight, int cov_loss,
                        float gamma, float *dpred, float *loss_sum);

@@ -18,6 +18,7 @@ static const char *const networks[] = {"mlp", "cnn", "resnet18", "resnet34", "de
 static const char *const formats[] = {"idx", "image_folder", "kitti", NULL};
 static const char *const backbones[] = {"resnet18", "resnet34", NULL};
 static const char *const clusters[] = {"dbscan", "nms", NULL};
+static const char *const confidences[] = {"aggregate_cov", "max_cov", NULL};
 static const char *const cov_losses[] = {"l2", "bce", "focal", NULL}; /* hone_kcov_loss order */
 static const char *const optimizers[] = {"sgd", "adamw", NULL};
 static const char *const schedules[] = {"cosine", "step", "constant", NULL};
@@ -190,6 +191,10 @@ static const hone_spec_key keys[] = {
      SWEEP("categorical", 0, 0, 0, 0, 0, 0, 0, 0),
      .doc = "detectnet_v2: candidates merged by DBSCAN clustering (TAO) or per-class NMS",
      F(detect.cluster)},
+    {"detect.confidence", ENUM(confidences), .def = "aggregate_cov", .networks = DET, .user = 1,
+     .doc = "detectnet_v2, dbscan: a cluster's confidence, its summed coverage (aggregate_cov, "
+            "TAO's) or its largest (max_cov)",
+     F(detect.confidence)},
     {"detect.eps", NUM(0.01, 1), .def = "0.3", .networks = DET, .user = 1,
      SWEEP_D("float", 0, 0, 0, 0, 0, 0, 0.1, 0.6, 0, DET),
      .doc = "detectnet_v2, dbscan: 1 - IoU within which candidates are neighbours", F(detect.eps)},

@@ -93,6 +93,7 @@ typedef struct hone_spec {
         double bbox_norm;     /* box offsets divided by it */
         double cov_threshold; /* cells below it give no candidate */
         char cluster[16];     /* dbscan | nms */
+        char confidence[16];  /* dbscan: aggregate_cov | max_cov */
         double eps, min_samples, nms_iou;
     } detect;
     struct {

@@ -189,6 +189,7 @@ int detect_train_boxes(const detect_train *dt, const float *pred, hone_det_cand 
     hone_det_cluster_opts co;
     hone_det_cluster_defaults(&co);
     co.eps = (float)s->detect.eps;
+    co.conf_mode = strcmp(s->detect.confidence, "max_cov") ? HONE_DET_CONF_SUM : HONE_DET_CONF_MAX;
     co.min_samples = (float)s->detect.min_samples;
     return hone_det_cluster(&co, dt->cand, nc, out, n);
 }

@@ -22,7 +22,7 @@ int cpu_detect_loss(hone_kctx *k, const float *pred, const float *target, int n,
         for (size_t c = 0; c < kc; c++)
             for (size_t q = 0; q < plane; q++) {
                 float z = p[c * plane + q], tc = t[c * plane + q],
-                      m = tc > 0.0f ? cov_weight : cov_weight * bg_weight;
+                      m = hone_kdet_cov_mass(t, classes, hw, (int)q, cov_weight, bg_weight);
                 if (cov_loss == HONE_KCOV_L2) {
                     float s = 1.0f / (1.0f + expf(-z)), d = s - tc;
                     loss += (double)m * (double)d * (double)d;

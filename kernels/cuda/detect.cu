@@ -17,7 +17,7 @@ __global__ static void k_detect_loss(const float *pred, const float *target, int
         const float *p = pred + (size_t)i * 5 * kc * hw, *t = target + (size_t)i * 6 * kc * hw;
         float *dp = dpred ? dpred + (size_t)i * 5 * kc * hw : NULL;
         float z = p[c * hw + q];
-        float tc = t[c * hw + q], m = tc > 0.f ? cov_weight : cov_weight * bg_weight;
+        float tc = t[c * hw + q], m = hone_kdet_cov_mass(t, kc, hw, q, cov_weight, bg_weight);
         if (cov_loss == HONE_KCOV_L2) {
             float s = 1.f / (1.f + expf(-z)), d = s - tc;
             part += m * d * d;

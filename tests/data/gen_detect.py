@@ -2,10 +2,14 @@
 """Writes a KITTI object-detection set: Fashion-MNIST items on real photographs (Debian's
 python3-pil, no numpy). Each image is a SIZE x SIZE crop of a photograph (the skimage/sklearn
 sample photos scripts/bootstrap.sh puts in .cache/photos) with 1 to 4 items pasted on it: a
-Fashion-MNIST image scaled to 20..80 px (capped at half the image), tinted with a random colour
-and blended in by its grey level, at a random position; about a third of the images place an item
-overlapping another (box IoU 0.1..0.4). Labels are the tight boxes of the pasted items' visible
-pixels (grey level > 0 after scaling), edges in pixel units, so x2 = last column + 1. Image i
+Fashion-MNIST image scaled to 20..80 px (capped at half the image), at a random position, painted
+as an opaque object (paste_item): a random colour shaded by the item's grey level, so the garment's
+own texture stays, over a silhouette with a soft 1-2 px edge, the colour chosen to stand out from
+the photograph under it. About a third of the images place an item overlapping another (box IoU
+0.1..0.4). Labels are the tight boxes of the pasted items' pixels (grey level > 0 after scaling),
+edges in pixel units, so x2 = last column + 1. (Until stop 14 an item was a flat tint blended by
+its grey level: a dark garment was mostly transparent, and a tint close to the photograph's hid
+it, so the set labelled items that could not be seen.) Image i
 draws from random.Random(seed * 1000003 + i) alone, so every file is the same on every run and
 one image can be rebuilt by itself (render()). Layout:
   ROOT/train/images/<i>.png  ROOT/train/labels/<i>.txt   (--count images)
@@ -92,6 +96,39 @@ def background(rng, photos, size):
     return img
 
 
+N_TINTS, MIN_CONTRAST = 8, 60
+
+
+def draw_tints(rng):
+    """N_TINTS candidate colours for one item, always as many draws (the boxes of a draw=False
+    render must not depend on what the pixels under an item are)."""
+    return [tuple(rng.randint(0, 255) for _ in range(3)) for _ in range(N_TINTS)]
+
+
+def luma(rgb):
+    return 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]
+
+
+def paste_item(img, g, x, y, tints):
+    """Paints item g (an L image, the scaled Fashion-MNIST grey levels) at (x, y) as an opaque
+    object: colour = tint * (0.3 + 0.7 * grey / 255), so the garment's texture stays, over the
+    silhouette grey > 0 (alpha min(1, grey / 32): a soft edge). The tint is the first of tints whose
+    shaded mean differs in luma by MIN_CONTRAST from the photograph's mean under the silhouette,
+    else the one that differs most."""
+    from PIL import Image, ImageStat
+    alpha = g.point(lambda v: min(255, v * 8))
+    shade = 0.3 + 0.7 * ImageStat.Stat(g, alpha).mean[0] / 255.0
+    under = luma(ImageStat.Stat(img.crop((x, y, x + g.width, y + g.height)), alpha).mean)
+    best = max(tints, key=lambda t: abs(luma(t) * shade - under))
+    for t in tints:
+        if abs(luma(t) * shade - under) >= MIN_CONTRAST:
+            best = t
+            break
+    item = Image.merge("RGB", [g.point(lambda v, c=c: int(c * (0.3 + 0.7 * v / 255.0) + 0.5))
+                               for c in best])
+    img.paste(item, (x, y), alpha)
+
+
 def render(i, seed, size, photos, items, draw=True):
     """Image i: (PIL RGB image, [(class index, x1, y1, x2, y2)]). items: (n, pixels, labels) of
     an IDX split. draw=False returns the bare background with the same boxes (for tests)."""
@@ -112,7 +149,7 @@ def render(i, seed, size, photos, items, draw=True):
                 y = min(max(0, b[2] + rng.randint(-s // 2, s // 2)), size - s)
             else:
                 x, y = rng.randint(0, size - s), rng.randint(0, size - s)
-            tint = tuple(rng.randint(0, 255) for _ in range(3))
+            tints = draw_tints(rng)
             g = Image.frombytes("L", (28, 28), pixels[k * 784:(k + 1) * 784]).resize(
                 (s, s), Image.BILINEAR)
             bb = g.getbbox()
@@ -123,7 +160,7 @@ def render(i, seed, size, photos, items, draw=True):
             if worst > 0.4 or (overlap and boxes and worst < 0.1):
                 continue
             if draw:
-                img.paste(Image.new("RGB", (s, s), tint), (x, y), g)
+                paste_item(img, g, x, y, tints)
             boxes.append((labels[k],) + box)
             break
     return img, boxes
@@ -141,23 +178,38 @@ def read_items(fm, stem):
     return n, px, labels
 
 
-def write(root, count, size, seed, fm, photos_dir, val=None):
-    """Writes the set; returns {split: images}."""
+def _write_part(args):
+    root, split, stem, off, lo, hi, size, seed, fm, photos_dir = args
     photos = load_photos(photos_dir, size)
-    if not photos:
+    items = read_items(fm, stem)
+    for i in range(lo, hi):
+        img, boxes = render(off + i, seed, size, photos, items)
+        img.save(os.path.join(root, split, "images", "%06d.png" % i))
+        with open(os.path.join(root, split, "labels", "%06d.txt" % i), "w") as f:
+            f.write(label_text(boxes))
+
+
+def write(root, count, size, seed, fm, photos_dir, val=None, jobs=1):
+    """Writes the set (in jobs processes: image i depends on i alone, so the files are the same
+    for any jobs); returns {split: images}."""
+    if not load_photos(photos_dir, size):
         raise SystemExit("gen_detect: no usable photographs in %s" % photos_dir)
     val = count // 10 if val is None else val
-    out = {}
+    out, parts = {}, []
     for split, stem, n, off in (("train", "train", count, 0), ("val", "t10k", val, 10 ** 7)):
-        items = read_items(fm, stem)
         for sub in ("images", "labels"):
             os.makedirs(os.path.join(root, split, sub), exist_ok=True)
-        for i in range(n):
-            img, boxes = render(off + i, seed, size, photos, items)
-            img.save(os.path.join(root, split, "images", "%06d.png" % i))
-            with open(os.path.join(root, split, "labels", "%06d.txt" % i), "w") as f:
-                f.write(label_text(boxes))
+        step = (n + jobs * 4 - 1) // (jobs * 4) or 1
+        parts += [(root, split, stem, off, lo, min(n, lo + step), size, seed, fm, photos_dir)
+                  for lo in range(0, n, step)]
         out[split] = n
+    if jobs > 1:
+        from multiprocessing import Pool
+        with Pool(jobs) as pool:
+            pool.map(_write_part, parts)
+    else:
+        for part in parts:
+            _write_part(part)
     with open(os.path.join(root, "classes.txt"), "w") as f:
         f.write("".join(c + "\n" for c in CLASSES))
     return out
@@ -174,10 +226,10 @@ def render_item(i, seed, size, photos, items):
     k = i % n
     s = rng.randint(size // 2, size)
     x, y = rng.randint(0, size - s), rng.randint(0, size - s)
-    tint = tuple(rng.randint(0, 255) for _ in range(3))
+    tints = draw_tints(rng)
     g = Image.frombytes("L", (28, 28), pixels[k * 784:(k + 1) * 784]).resize((s, s),
                                                                              Image.BILINEAR)
-    img.paste(Image.new("RGB", (s, s), tint), (x, y), g)
+    paste_item(img, g, x, y, tints)
     return img, labels[k]
 
 
@@ -222,7 +274,7 @@ def main():
                     help="an image folder of single items to pretrain a backbone on (default "
                          "60000 images at 72x72)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                    help="--classify: processes (default: the cores)")
+                    help="processes (default: the cores)")
     a = ap.parse_args()
     if a.classify:
         fm, photos = fmnist_folder.find_fmnist(), find_photos(a.photos)
@@ -247,7 +299,7 @@ def main():
         print("gen_detect: no photographs found: run scripts/bootstrap.sh (it fetches them into "
               ".cache/photos), or set HONE_PHOTOS_DIR or --photos", file=sys.stderr)
         return 2
-    n = write(a.root, count, size, a.seed, fm, photos)
+    n = write(a.root, count, size, a.seed, fm, photos, jobs=max(1, a.jobs))
     print("gen_detect: %s: %d train, %d val images at %dx%d" % (a.root, n["train"], n["val"],
                                                               size, size))
     return 0

@@ -1,7 +1,7 @@
 /* tests/gpu/test_gpu_detect.c: detectnet_v2 in the shipped trainer (train/net.c, detect_train.c,
  * loop.c) on CUDA against the CPU backend, on gen_detect.py's tiny KITTI set: whole training steps
  * (same init, same shuffled batches and targets: the parameter updates agree to fp32 rounding),
- * the captured step's replay against eager launches, and 12 epochs on CUDA reaching a test mAP
+ * the captured step's replay against eager launches, and 24 epochs on CUDA reaching a test mAP
  * clearly above the untrained network's, as tests/train/detect_train_test.c asks of the CPU.
  * argv: python3 gen_detect.py. Exits 77 (skipped) without a GPU, or when the generator has no
  * Fashion-MNIST or photographs. */
@@ -57,14 +57,16 @@ static void check_steps(int steps, double lr, double tol)
  * gradient is nearly the same over the many background cells, and batch norm's backward subtracts
  * its mean, so bf16's rounding of the stored gradients (2^-9) comes out much larger relative to
  * the difference; rounding also makes more max-pool windows tie, which routes some gradients to
- * other pixels. Measured on an H100: 15.6% after 1 step. A layout or indexing bug errs by order 1;
- * check_training below shows the bf16 detector learns as the fp32 one does. */
+ * other pixels. Measured on an H100: 15.6% after 1 step, and 33.6% since stop 14 (its loss gives a
+ * covered cell's wrong classes their full weight, and gen_detect.py draws opaque items; the
+ * kernels did not change). A layout or indexing bug errs by order 1; check_training below shows the
+ * bf16 detector learns as the fp32 one does. */
 static void check_step_bf16(void)
 {
     hone_train_spec s;
     make_spec(&s, 0, 10, 0.01);
     ts_spec_set(&s, "train.math=bf16");
-    failures += ts_compare_steps(&s, 1, 0.3, 2, "detectnet_v2 bf16 NHWC at lr 0.01:");
+    failures += ts_compare_steps(&s, 1, 0.5, 2, "detectnet_v2 bf16 NHWC at lr 0.01:");
 }
 
 /* One step from the same initialisation on the first batch of each of `batches` epochs (other
@@ -106,7 +108,7 @@ static void check_batches(int batches)
 /* 12 epochs on CUDA learn: the trained test mAP well above the untrained one's; returns it. */
 static double check_training(const char *math)
 {
-    const int epochs = 12;
+    const int epochs = 24; /* 12 left bf16 at 0.011 and fp32 at 0.032 on this tiny set (stop 14) */
     hone_train_spec s;
     make_spec(&s, 1, epochs, 0);
     ts_spec_set(&s, "train.math=%s", math);

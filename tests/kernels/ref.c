@@ -451,7 +451,11 @@ void ref_detect_loss(const float *pred, const float *target, int n, int classes,
                 const float *t = target + (size_t)i * 6 * classes * hw;
                 size_t pc = ((size_t)i * 5 * classes + c) * hw + q;
                 double w = t[(size_t)(5 * classes + c) * hw + q];
-                double tc = t[(size_t)c * hw + q], m = tc > 0 ? cov_weight : cov_weight * bg_weight;
+                int covered = 0; /* by an object of any class */
+                for (int c2 = 0; c2 < classes; c2++)
+                    covered |= t[(size_t)c2 * hw + q] > 0;
+                double tc = t[(size_t)c * hw + q],
+                       m = covered ? cov_weight : cov_weight * bg_weight;
                 double dz, l = ref_cov(cov_loss, gamma, (double)pred[pc], tc, &dz);
                 *loss_sum += m * l;
                 if (dpred)

@@ -2,9 +2,10 @@
  * double-precision reference: gradient and loss on random heads and targets shaped as
  * hone_det_encode writes them (coverage 0/1, weights 1/area on covered cells, offsets there), the
  * loss added to the accumulator, the evaluation form (no gradient), a zero box error giving a zero
- * gradient, and the reference's gradient against central differences of its own loss; for each
- * coverage loss (sigmoid + L2, BCE, focal), and BCE and focal at logits of +-40. Runs on the
- * CPU, or on CUDA with the argument "cuda" (tests/gpu). */
+ * gradient, a covered cell's other classes weighed in full (background damped), and the reference's
+ * gradient against central differences of its own loss; for each coverage loss (sigmoid + L2, BCE,
+ * focal), and BCE and focal at logits of +-40. Runs on the CPU, or on CUDA with the argument "cuda"
+ * (tests/gpu). */
 #include <math.h>
 
 #include "tk.h"
@@ -132,6 +133,32 @@ static void check_extremes(hone_kctx *k)
     TK_EXPECT(focal < 1e-3 * bce);
 }
 
+/* Two classes, two cells, logits 0 (BCE log 2 a term): cell 0 holds an object of class 0, cell 1
+ * nothing. Class 1's term at cell 0 is a wrong class on an object and keeps the full weight;
+ * only cell 1's two terms take bg = 0.1: 2 + 2 * 0.1 = 2.2 terms of log 2 (the rule before stop 14
+ * damped class 1 at cell 0 too: 1.3). */
+static void check_covered_weight(hone_kctx *k)
+{
+    float pred[20] = {0}, tg[24] = {0}, z = 0.f;
+    tg[0] = 1.f; /* class 0, cell 0 */
+    float *dp = tk_dev(k, pred, 20), *dt = tk_dev(k, tg, 24), *acc = tk_dev(k, &z, 1);
+    float *dd = tk_poisoned(k, 20);
+    TK_OK(hone_k_detect_loss(k, dp, dt, 1, 2, 2, 1.f, 0.1f, 0.f, HONE_KCOV_BCE, 0.f, dd, acc));
+    float *l = tk_get(k, acc, 1), *g = tk_get(k, dd, 20);
+    double want = 2.2 * log(2.0);
+    TK_EXPECT(fabs(l[0] - want) <= 1e-5 * want);
+    /* gradients s - t times m: class 0 cell 0 -0.5, class 1 cell 0 +0.5, background 0.05 */
+    TK_EXPECT(fabsf(g[0] + 0.5f) < 1e-6f && fabsf(g[2] - 0.5f) < 1e-6f);
+    TK_EXPECT(fabsf(g[1] - 0.05f) < 1e-6f && fabsf(g[3] - 0.05f) < 1e-6f);
+    if (fabs(l[0] - want) > 1e-5 * want)
+        fprintf(stderr, "detect_loss covered weight: loss %g want %g\n", l[0], want);
+    double rl;
+    ref_detect_loss(pred, tg, 1, 2, 2, 1, 0.1, 0, HONE_KCOV_BCE, 0, NULL, &rl);
+    TK_EXPECT(fabs(rl - want) <= 1e-12);
+    free(l), free(g);
+    hone_k_free(k, dp), hone_k_free(k, dt), hone_k_free(k, dd), hone_k_free(k, acc);
+}
+
 int main(int argc, char **argv)
 {
     hone_kctx *k = tk_ctx(argc, argv);
@@ -148,6 +175,7 @@ int main(int argc, char **argv)
     check_reference_gradient(HONE_KCOV_FOCAL, 0.5);
     check_loss(k, 3, 10, 64, 1.0f, 0.1f, 10.0f, HONE_KCOV_FOCAL, 0.5f);
     check_extremes(k);
+    check_covered_weight(k);
     float z = 0.f, *acc = tk_dev(k, &z, 1);
     TK_EXPECT(hone_k_detect_loss(k, acc, acc, 0, 1, 1, 1, 1, 1, 0, 0, NULL, acc) == HONE_EINVAL);
     TK_EXPECT(hone_k_detect_loss(k, acc, acc, 1, 1, 1, 1, 1, 1, 3, 0, NULL, acc) == HONE_EINVAL);

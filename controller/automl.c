@@ -153,6 +153,34 @@ long ctl_automl_remaining(ctl_search *s)
     return s->remaining;
 }
 
+/* automl_start_from_spec: each swept key's "default" in the space becomes the job's own resolved
+ * spec value, so one trial trains exactly the spec (hone_search_opts.start_default). Returns 1 when
+ * the space took them, 0 when some value is outside its swept range or choices (the space is then
+ * left as it was: that spec is not a point of this search). */
+static int space_start_from_spec(json_t *space, const json_t *flat)
+{
+    json_t *withdef = json_deep_copy(space), *v;
+    const char *k;
+    json_object_foreach(withdef, k, v)
+    {
+        json_t *val = json_object_get(flat, k);
+        if (!val || !json_is_object(v)) {
+            json_decref(withdef);
+            return 0;
+        }
+        json_object_set(v, "default", val);
+    }
+    char *txt = jdump(withdef), err[256];
+    hone_space *parsed = NULL;
+    int ok = hone_space_parse(txt, &parsed, err, sizeof err) == 0;
+    free(txt);
+    hone_space_free(parsed);
+    if (ok)
+        json_object_update(space, withdef);
+    json_decref(withdef);
+    return ok;
+}
+
 static int opts_from_json(const json_t *o, hone_search_opts *opts)
 {
     hone_search_opts_default(opts);
@@ -166,6 +194,7 @@ static int opts_from_json(const json_t *o, hone_search_opts *opts)
     opts->eta = (int)jint(o, "eta");
     opts->epoch_multiplier = (int)jint(o, "epoch_multiplier");
     opts->max_parallel = (int)jint(o, "max_parallel");
+    opts->start_default = json_is_true(json_object_get(o, "start_from_spec"));
     return HONE_OK;
 }
 
@@ -195,6 +224,9 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
         (json_int_t)jint(flat, "train.epochs"), "R", (json_int_t)jint(settings, "automl_R"), "eta",
         (json_int_t)jint(settings, "automl_nu"), "epoch_multiplier",
         (json_int_t)jint(settings, "epoch_multiplier"), "max_parallel", par);
+    if (json_is_true(json_object_get(settings, "automl_start_from_spec")))
+        json_object_set_new(opts, "start_from_spec",
+                            json_boolean(space_start_from_spec(space, flat)));
     hone_search_opts o;
     if (opts_from_json(opts, &o)) {
         snprintf(msg, msglen, "automl_settings.automl_algorithm: unknown algorithm");

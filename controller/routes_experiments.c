@@ -47,6 +47,7 @@ static const hone_json_field automl_fields[] = {
     {.name = "automl_remove_hyperparameters", .type = HONE_JSON_ARRAY, .max_len = 64},
     {.name = "automl_hyperparameters", .type = HONE_JSON_OBJECT, .nullable = 1},
     {.name = "automl_delete_intermediate_ckpt", .type = HONE_JSON_BOOL},
+    {.name = "automl_start_from_spec", .type = HONE_JSON_BOOL},
     {.name = "automl_max_parallel",
      .type = HONE_JSON_INT,
      .nullable = 1,
@@ -59,11 +60,11 @@ static const hone_json_field automl_fields[] = {
 /* TAO's defaults, filled in so a stored experiment says exactly what it will do. */
 static json_t *automl_with_defaults(const json_t *in)
 {
-    json_t *s =
-        json_pack("{s:b,s:s,s:i,s:i,s:i,s:i,s:[],s:[],s:b,s:i}", "automl_enabled", 0,
-                  "automl_algorithm", "bayesian", "automl_max_recommendations", 20, "automl_R", 27,
-                  "automl_nu", 3, "epoch_multiplier", 1, "automl_add_hyperparameters",
-                  "automl_remove_hyperparameters", "automl_delete_intermediate_ckpt", 1, "seed", 1);
+    json_t *s = json_pack(
+        "{s:b,s:s,s:i,s:i,s:i,s:i,s:[],s:[],s:b,s:b,s:i}", "automl_enabled", 0, "automl_algorithm",
+        "bayesian", "automl_max_recommendations", 20, "automl_R", 27, "automl_nu", 3,
+        "epoch_multiplier", 1, "automl_add_hyperparameters", "automl_remove_hyperparameters",
+        "automl_delete_intermediate_ckpt", 1, "automl_start_from_spec", 1, "seed", 1);
     if (in)
         json_object_update(s, (json_t *)in);
     const char *a = jstr(s, "automl_algorithm");

@@ -108,6 +108,8 @@ int hone_search_new(const hone_space *space, const hone_search_opts *o, hone_sea
     rc = opts_check(o);
     if (rc)
         return rc;
+    if (o->start_default && !hone_space_has_defaults(space))
+        return HONE_EINVAL;
     s = hone_xcalloc(1, sizeof(*s));
     s->space = space;
     s->o = *o;
@@ -291,11 +293,26 @@ static void plan(const hone_search *s, sr_plan *p)
     }
 }
 
+/* The trial that start_default gives the space's default config (see hone_search_opts). */
+static int is_start_trial(const hone_search *s, const sr_plan *p)
+{
+    if (!s->o.start_default)
+        return 0;
+    if (s->o.algo == HONE_ALGO_HYPERBAND || s->o.algo == HONE_ALGO_BOHB)
+        return p->bracket == s->hb.nb - 1 && s->hb.created[p->bracket] == 0;
+    return p->trial == 0;
+}
+
 /* Config for new trial `trial`. Its random draws come from its own stream (seed, trial), so a
  * replayed search that skips proposals (replay_new) keeps every later draw the same. */
-static void propose(hone_search *s, int trial, double *values)
+static void propose(hone_search *s, const sr_plan *p, double *values)
 {
     hone_rng r;
+    int trial = p->trial;
+    if (is_start_trial(s, p)) {
+        hone_space_default(s->space, values);
+        return;
+    }
     if (s->o.algo == HONE_ALGO_BOHB) {
         hb_propose_bohb(s, trial, values);
         return;
@@ -349,7 +366,7 @@ int hone_search_ask(hone_search *s, hone_ask *out)
     out->trial = p.trial;
     out->epochs = p.epochs;
     if (p.kind == HONE_ASK_NEW) {
-        propose(s, p.trial, s->ask_values);
+        propose(s, &p, s->ask_values);
         commit_new(s, &p, s->ask_values);
         out->values = s->ask_values;
     } else if (p.kind == HONE_ASK_RESUME) {

@@ -42,7 +42,8 @@ typedef struct hone_space hone_space;
  *    "batch_size": {"type": "int", "min": 32, "max": 512, "log": true},
  *    "optimizer": {"type": "categorical", "values": ["sgd", "adamw"]},
  *    "nesterov": {"type": "bool"}}
- * Optional per parameter: "default" (a value of the parameter's type).
+ * Optional per parameter: "default" (a value of the parameter's type); for an int, "step" (values
+ * are min + k * step, max lowered onto that grid; e.g. channel counts in multiples of 8).
  * On error returns HONE_EINVAL/HONE_EPARSE and writes a message naming the parameter into err. */
 int hone_space_parse(const char *json, hone_space **out, char *err, size_t errlen);
 /* Prints the space as JSON in the same shape (caller frees with free()). */
@@ -61,6 +62,8 @@ void hone_space_to_unit(const hone_space *s, const double *values, double *unit)
 void hone_space_from_unit(const hone_space *s, const double *unit, double *values);
 /* The default config (each parameter's "default", else the middle of its range / first value). */
 void hone_space_default(const hone_space *s, double *values);
+/* 1 when every parameter has its own "default" (hone_space_default then owes nothing to ranges). */
+int hone_space_has_defaults(const hone_space *s);
 /* {"lr": 0.01, "batch_size": 128, "optimizer": "adamw", "nesterov": true}; caller frees. */
 char *hone_space_config_to_json(const hone_space *s, const double *values);
 /* Inverse of the above; every parameter must be present, in range, of the right type. */
@@ -110,6 +113,12 @@ typedef struct hone_search_opts {
     int max_parallel;     /* trials that may run at once (>= 1) */
     int hb_iterations;    /* hyperband/bohb: passes over all brackets (default 1); max_trials is
                              not used by them (TAO ignores it too) */
+    int start_default;    /* 1: one trial is the space's default config (every parameter has a
+                             "default"; the controller's: the experiment's own spec), so the best
+                             found is never worse than that start by more than noise. Random and
+                             bayesian: trial 0; hyperband and bohb: the first trial of the first
+                             pass's s = 0 bracket (full budget); asha: trial 0, promoted on its
+                             merit like any other */
 } hone_search_opts;
 
 void hone_search_opts_default(hone_search_opts *o);
@@ -118,11 +127,12 @@ typedef struct hone_search hone_search;
 
 /* Takes a copy of nothing: the space is borrowed and must outlive the search. Rejects bad opts
  * with HONE_EINVAL (max_parallel < 1; random/bayesian: max_trials or max_epochs < 1; hyperband,
- * bohb, asha: R < 1, eta < 2, epoch_multiplier < 1, asha max_trials < 1, hb_iterations < 1) and
- * HONE_ERANGE (more than 100000 epochs per trial).
- * Hyperband follows Li et al.: smax = floor(log_eta R), brackets s = smax..0 (the s=0 bracket,
- * which TAO drops, is kept), n = ceil((smax+1) eta^s / (s+1)), rung i: floor(n eta^-i) trials to
- * round(R eta^(i-s) * epoch_multiplier) epochs. ASHA's rungs are the s = smax bracket's epochs. */
+ * bohb, asha: R < 1, eta < 2, epoch_multiplier < 1, asha max_trials < 1, hb_iterations < 1,
+ * start_default on a space where some parameter has no "default") and HONE_ERANGE (more than 100000
+ * epochs per trial). Hyperband follows Li et al.: smax = floor(log_eta R), brackets s = smax..0
+ * (the s=0 bracket, which TAO drops, is kept), n = ceil((smax+1) eta^s / (s+1)), rung i: floor(n
+ * eta^-i) trials to round(R eta^(i-s) * epoch_multiplier) epochs. ASHA's rungs are the s = smax
+ * bracket's epochs. */
 int hone_search_new(const hone_space *space, const hone_search_opts *o, hone_search **out);
 void hone_search_free(hone_search *s);
 

@@ -15,6 +15,7 @@ typedef struct param {
     hone_param_type type;
     double lo, hi; /* float, int */
     int log;
+    double step;    /* int: values are lo + k * step (1 when not given) */
     json_t *values; /* categorical: the array of choices (owned reference) */
     int ncat;       /* categorical: len(values); bool: 2 */
     int has_default;
@@ -110,6 +111,11 @@ static int param_value_from_json(const param *p, const json_t *j, double *out, c
                 p->hi);
         return HONE_ERANGE;
     }
+    if (p->type == HONE_PARAM_INT && fmod(v - p->lo, p->step) != 0) {
+        set_err(err, errlen, "parameter '%s': %s %g is not min + a multiple of step %g", p->name,
+                what, v, p->step);
+        return HONE_ERANGE;
+    }
     *out = v;
     return 0;
 }
@@ -150,6 +156,7 @@ static int parse_param(param *p, json_t *def, char *err, size_t errlen)
         int known = strcmp(key, "type") == 0 || strcmp(key, "default") == 0 ||
                     (numeric && (strcmp(key, "min") == 0 || strcmp(key, "max") == 0 ||
                                  strcmp(key, "log") == 0)) ||
+                    (p->type == HONE_PARAM_INT && strcmp(key, "step") == 0) ||
                     (p->type == HONE_PARAM_CATEGORICAL && strcmp(key, "values") == 0);
         if (!known) {
             set_err(err, errlen, "parameter '%s': unknown key '%s' for type %s", name, key,
@@ -188,6 +195,14 @@ static int parse_param(param *p, json_t *def, char *err, size_t errlen)
             set_err(err, errlen, "parameter '%s': log scale needs min > 0 (got %g)", name, p->lo);
             return HONE_EINVAL;
         }
+        p->step = 1;
+        json_t *jstep = json_object_get(def, "step");
+        if (jstep && (!json_int(jstep, &p->step) || p->step < 1)) {
+            set_err(err, errlen, "parameter '%s': \"step\" must be an integer >= 1", name);
+            return HONE_EINVAL;
+        }
+        if (is_int) /* the largest value on the grid */
+            p->hi = p->lo + p->step * floor((p->hi - p->lo) / p->step);
     } else if (p->type == HONE_PARAM_CATEGORICAL) {
         json_t *vals = json_object_get(def, "values");
         if (!json_is_array(vals) || json_array_size(vals) == 0) {
@@ -331,6 +346,8 @@ char *hone_space_to_json(const hone_space *s)
             json_object_set_new(o, "max", num_json(p, p->hi));
             if (p->log)
                 json_object_set_new(o, "log", json_true());
+            if (p->type == HONE_PARAM_INT && p->step != 1)
+                json_object_set_new(o, "step", num_json(p, p->step));
         }
         if (p->type == HONE_PARAM_CATEGORICAL)
             json_object_set_new(o, "values", json_deep_copy(p->values));
@@ -377,7 +394,8 @@ int space__ncat(const hone_space *s, int i)
 
 double space__nint(const hone_space *s, int i)
 {
-    return s->p[i].type == HONE_PARAM_INT ? s->p[i].hi - s->p[i].lo + 1 : 0;
+    const param *p = &s->p[i];
+    return p->type == HONE_PARAM_INT ? floor((p->hi - p->lo) / p->step) + 1 : 0;
 }
 
 static double clamp01(double u)
@@ -428,6 +446,7 @@ static double param_from_unit(const param *p, double u)
         double a = int_unit_lo(p), b = int_unit_hi(p);
         double t = a + u * (b - a);
         v = floor((p->log ? exp(t) : t) + 0.5);
+        v = p->lo + p->step * floor((v - p->lo) / p->step + 0.5); /* onto the grid */
         return v < p->lo ? p->lo : (v > p->hi ? p->hi : v);
     }
     default:
@@ -465,6 +484,14 @@ void hone_space_default(const hone_space *s, double *values)
         else
             values[i] = 0;
     }
+}
+
+int hone_space_has_defaults(const hone_space *s)
+{
+    for (int i = 0; i < s->n; i++)
+        if (!s->p[i].has_default)
+            return 0;
+    return 1;
 }
 
 int space__nfeat(const hone_space *s)

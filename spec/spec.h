@@ -124,6 +124,7 @@ typedef struct hone_spec_sweep {
     double hi[HONE_SPEC_NNETS];
     int log;        /* log scale */
     unsigned swept; /* bit i: in the default swept set of hone_spec_networks[i] */
+    int step;       /* int: values lo + k * step (0: 1) */
 } hone_spec_sweep;
 
 typedef struct hone_spec_key {

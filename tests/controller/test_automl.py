@@ -124,6 +124,31 @@ def main():
         assert st2["status"] == "done", st2
         trials2 = check_best(c, st2)
         assert len(trials2) == 6, len(trials2)
+        # automl_start_from_spec (default true): trial 0 trains the experiment's own spec, the
+        # stored space has it as each parameter's default, and no other trial repeats it
+        space = st2["automl"]["search_space"]
+        spec = {"train.lr": 0.1, "train.batch_size": 128, "train.weight_decay": 5e-4,
+                "train.momentum": 0.9}  # mlp's defaults
+        for k, v in spec.items():
+            if k in space:
+                assert space[k]["default"] == v, (k, space[k])
+        by_trial = {t["trial"]: t["config"] for t in trials2}
+        assert set(by_trial[0]) == set(space) and all(
+            by_trial[0][k] == space[k]["default"] for k in space), (by_trial[0], space)
+        assert all(by_trial[t] != by_trial[0] for t in by_trial if t), by_trial
+        # off, or a spec value outside its swept range (train.lr 5 > the mlp range's 0.3): no
+        # defaults in the space, every trial drawn
+        for settings, train in (({"automl_start_from_spec": False}, {"epochs": 3}),
+                                ({}, {"epochs": 3, "lr": 5})):
+            e = setup(c, os.path.join(d, "ds"),
+                      dict({"automl_enabled": True, "automl_algorithm": "random",
+                            "automl_max_recommendations": 2, "automl_max_parallel": 2}, **settings),
+                      specs={"train": train})
+            assert e["automl_settings"]["automl_start_from_spec"] is (settings == {}), e
+            j = c.ok("POST", "/api/v1/experiments/%s/jobs" % e["id"], {"action": "automl"})
+            js = c.ok("GET", "/api/v1/jobs/" + j["id"])
+            assert all("default" not in p for p in js["automl"]["search_space"].values()), js
+            c.ok("POST", "/api/v1/jobs/%s/cancel" % j["id"])
 
         # Lease expiry: a worker takes a job and vanishes; the job is requeued with resume.
         exp3 = setup(c, os.path.join(d, "ds"), {"automl_enabled": False},

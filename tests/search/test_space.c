@@ -181,8 +181,50 @@ static void test_bad_configs(void)
     hone_space_free(s);
 }
 
+/* An int's "step": samples and the unit mapping stay on min + k * step, max is lowered onto the
+ * grid, the step is printed back, and a default off the grid or a bad step is refused. */
+static void test_int_step(void)
+{
+    char err[256];
+    hone_space *s;
+    REQUIRE(hone_space_parse("{\"w\": {\"type\": \"int\", \"min\": 16, \"max\": 100,"
+                             " \"log\": true, \"step\": 8, \"default\": 64}}",
+                             &s, err, sizeof err) == 0);
+    REQUIRE(space__nint(s, 0) == 11); /* 16, 24, ..., 96 */
+    hone_rng r;
+    hone_rng_seed(&r, 3);
+    int seen[11] = {0};
+    for (int i = 0; i < 4000; i++) {
+        double v;
+        hone_space_sample(s, &r, &v);
+        REQUIRE(v >= 16 && v <= 96 && fmod(v - 16, 8) == 0);
+        seen[(int)(v - 16) / 8]++;
+    }
+    for (int k = 0; k < 11; k++)
+        REQUIRE(seen[k] > 0); /* every grid value drawn */
+    for (int k = 0; k <= 20; k++) {
+        double u = k / 20.0, v, u2, v2;
+        hone_space_from_unit(s, &u, &v);
+        hone_space_to_unit(s, &v, &u2);
+        hone_space_from_unit(s, &u2, &v2);
+        REQUIRE(fmod(v - 16, 8) == 0 && v2 == v);
+    }
+    char *txt = hone_space_to_json(s);
+    REQUIRE(strstr(txt, "\"step\": 8") && strstr(txt, "\"max\": 96"));
+    free(txt);
+    hone_space_free(s);
+    expect_bad("{\"w\": {\"type\": \"int\", \"min\": 16, \"max\": 64, \"step\": 8,"
+               " \"default\": 60}}",
+               "'w': default 60 is not min + a multiple of step 8");
+    expect_bad("{\"w\": {\"type\": \"int\", \"min\": 16, \"max\": 64, \"step\": 0}}",
+               "'w': \"step\" must be an integer >= 1");
+    expect_bad("{\"w\": {\"type\": \"float\", \"min\": 1, \"max\": 64, \"step\": 2}}",
+               "'w': unknown key 'step' for type float");
+}
+
 int main(void)
 {
+    test_int_step();
     test_parse_print_roundtrip();
     test_bad_spaces();
     test_bad_configs();

@@ -215,6 +215,24 @@ static int conv_desc(const layer *L, int n, hone_conv_desc *d)
     return hone_conv_desc_init(d, n, L->c, L->h, L->w, L->oc, L->r, L->r, L->stride, L->pad);
 }
 
+/* Workspace bytes conv layer i needs at batch n (its bf16 form below half_end). The algorithm, so
+ * the workspace, is chosen per shape: a smaller batch may need more (cuDNN's FFT forward at a
+ * partial evaluation batch of 24 needed more than at the training batch of 34). */
+static size_t conv_ws(const hone_net *net, int i, int n)
+{
+    const layer *L = &net->layers[i];
+    hone_conv_desc d;
+    size_t ws = 0;
+    if (conv_desc(L, n, &d) != HONE_OK)
+        return 0;
+    if (net->half && i < net->half_end)
+        hone_k_conv_workspace_h(net->k, &d, &ws); /* half_eligible saw it succeed */
+    else
+        ws = net->trials == 1 ? hone_k_conv_workspace(net->k, &d)
+                              : hone_k_conv_workspace_batched(net->k, &d, net->trials);
+    return ws;
+}
+
 /* Box-Muller over splitmix64: deterministic He-normal initialisation from the seed. */
 static double normal(uint64_t *s)
 {
@@ -421,16 +439,9 @@ int net_new_pack(hone_kctx *k, const hone_train_spec *const *specs, int trials, 
             L->save_invstd = hone_k_alloc(k, T * (size_t)L->c * sizeof(float));
         }
         if (L->kind == L_CONV) {
-            hone_conv_desc d;
-            int drc = conv_desc(L, batch, &d);
-            size_t ws = 0;
-            if (half) {
+            if (half)
                 L->wh = hone_k_alloc(k, (size_t)L->oc * L->c * L->r * L->r * sizeof(hone_bf16));
-                hone_k_conv_workspace_h(k, &d, &ws); /* half_eligible saw it succeed */
-            } else if (drc == 0) {
-                ws = net->trials == 1 ? hone_k_conv_workspace(k, &d)
-                                      : hone_k_conv_workspace_batched(k, &d, net->trials);
-            }
+            size_t ws = conv_ws(net, i, batch);
             if (ws > net->ws_bytes)
                 net->ws_bytes = ws;
         }
@@ -540,6 +551,7 @@ void net_free(hone_net *net)
     hone_k_free(k, net->state);
     hone_k_free(k, net->counters);
     hone_k_free(k, net->ws);
+    hone_k_free(k, net->ws_other);
     hone_k_free(k, net->xh);
     free(net->layers);
     free(net);
@@ -785,7 +797,41 @@ static void half_bwd(hone_net *net, int i, int n)
     }
 }
 
+/* A forward at a batch other than the one the network was made for (evaluation's last, partial
+ * batch) whose convolutions need more workspace than net->ws holds runs on net->ws_other, grown
+ * here; net->ws itself never moves (captured graphs hold its address). Never under capture: the
+ * captured step runs at the network's batch. */
+static void *other_batch_ws(hone_net *net, int n)
+{
+    size_t need = 0;
+    for (int i = 0; i < net->nlayers; i++)
+        if (net->layers[i].kind == L_CONV) {
+            size_t b = conv_ws(net, i, n);
+            need = b > need ? b : need;
+        }
+    if (need <= net->ws_bytes)
+        return net->ws;
+    if (need > net->ws_other_bytes) { /* hone_k_alloc aborts when memory is out */
+        hone_k_free(net->k, net->ws_other);
+        net->ws_other = hone_k_alloc(net->k, need);
+        net->ws_other_bytes = need;
+    }
+    return net->ws_other;
+}
+
+static const float *forward(hone_net *net, const float *x, int n, int training);
+
 const float *net_forward(hone_net *net, const float *x, int n, int training)
+{
+    void *ws = net->ws;
+    if (n != net->batch)
+        net->ws = other_batch_ws(net, n);
+    const float *out = forward(net, x, n, training);
+    net->ws = ws;
+    return out;
+}
+
+static const float *forward(hone_net *net, const float *x, int n, int training)
 {
     hone_kctx *k = net->k;
     int T = net->trials;

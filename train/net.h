@@ -54,6 +54,8 @@ typedef struct hone_net {
     int ncounters;      /* a trial's */
     void *ws;           /* conv workspace shared by all conv layers */
     size_t ws_bytes;
+    void *ws_other; /* a forward at another batch that needs more (net_forward), or NULL */
+    size_t ws_other_bytes;
     uint64_t *seeds; /* each trial's train.seed (host) */
     /* train.math=bf16 on CUDA for a resnet backbone (net.c's half_eligible): the layers before
      * half_end keep bf16 NHWC activations; xh is the input converted. Layer half_end, the first

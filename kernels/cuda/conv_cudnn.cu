@@ -106,15 +106,34 @@ const char *hc_dnn_name(const hc_dnn *dn)
     return dn->name;
 }
 
+/* The FFT algorithms are never used: cuDNN 9's fft2d_r2c_64x64 forward wrote past the end of its
+ * workspace (compute-sanitizer: 16-byte writes 0.9 MB beyond a 265 MB workspace, Xid 31 MMU
+ * faults) on detectnet_v2's fp32 head at width 80 and an evaluation batch of 24, which failed
+ * AutoML trials; TensorFlow's redzone checks report the same class of cuDNN bug. */
+static bool is_fft(cudnnConvolutionFwdAlgo_t a)
+{
+    return a == CUDNN_CONVOLUTION_FWD_ALGO_FFT || a == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING;
+}
+static bool is_fft(cudnnConvolutionBwdDataAlgo_t a)
+{
+    return a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT ||
+           a == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING;
+}
+static bool is_fft(cudnnConvolutionBwdFilterAlgo_t a)
+{
+    return a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT ||
+           a == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING;
+}
+
 /* The first usable algorithm in cuDNN's ranking: deterministic ones first (the im2col path and
- * the CPU backend are deterministic, and training runs should repeat), within the scratch cap.
- * -1: none. */
+ * the CPU backend are deterministic, and training runs should repeat), within the scratch cap,
+ * never an FFT one. -1: none. */
 template <typename Perf> static int pick(const Perf *perf, int got, size_t cap)
 {
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < got; i++)
             if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= cap &&
-                (pass == 1 || perf[i].determinism == CUDNN_DETERMINISTIC))
+                !is_fft(perf[i].algo) && (pass == 1 || perf[i].determinism == CUDNN_DETERMINISTIC))
                 return i;
     return -1;
 }

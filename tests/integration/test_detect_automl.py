@@ -62,6 +62,9 @@ def defaults(bins, ctl, exp):
         assert k in d["all_hyperparameters"] and k not in names, (k, d)
     text = hone(bins, ctl, "experiment", "automl-defaults", exp).stdout
     assert "loss.bbox_weight" in text and "detect.cov_threshold" in text, text
+    w = d["default_hyperparameters"]["model.width"]  # channels on the bf16 grid of 8
+    assert w["step"] == 8 and w["min"] % 8 == 0 and w["max"] % 8 == 0, w
+    assert [l for l in text.splitlines() if l.startswith("model.width")][0].find("step 8") > 0, text
     return names
 
 

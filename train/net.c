@@ -216,8 +216,8 @@ static int conv_desc(const layer *L, int n, hone_conv_desc *d)
 }
 
 /* Workspace bytes conv layer i needs at batch n (its bf16 form below half_end). The algorithm, so
- * the workspace, is chosen per shape: a smaller batch may need more (cuDNN's FFT forward at a
- * partial evaluation batch of 24 needed more than at the training batch of 34). */
+ * the workspace, is chosen per shape: a smaller batch may need more (cuDNN's FFT forward, since
+ * excluded, needed more at a partial evaluation batch of 24 than at the training batch of 34). */
 static size_t conv_ws(const hone_net *net, int i, int n)
 {
     const layer *L = &net->layers[i];

@@ -14,7 +14,7 @@
 # (AutoML minus baseline, in points). Exits 1 when any job failed (its error printed), 77 when
 # Fashion-MNIST or the photographs are missing.
 # Usage: bench/detect_automl.sh [--device cpu|cuda] [--epochs N] [--algorithm A] [--max-trials N]
-#          [--nu N] [--seed N] [--size N] [--tiny] [--prepare]
+#          [--nu N] [--seed N] [--size N] [--count N] [--tiny] [--prepare]
 #   --device     default cuda when hone-train lists a GPU, else cpu
 #   --epochs     the baseline's epochs and the AutoML's full budget (default 60)
 #   --algorithm  bohb (default: on this set it found 6.9 points where plain Hyperband's random
@@ -23,6 +23,8 @@
 #                asha; Hyperband and BOHB have no such cap, their brackets fix the count, so nu
 #                (default 3) is raised until the brackets hold at most this many trials
 #   --size       model.input_size (default: the spec's, 128 for KITTI sets)
+#   --count      training images of the generated set (gen_detect.py --count; default its 5000, with
+#                a tenth as many for val and for test); each count is generated and kept apart
 #   --tiny       gen_detect.py --tiny (300 + 30 images at 128x128): a quick CPU smoke run
 #   --prepare    only build and generate the set, then exit (a device command's 10 minutes: build
 #                and generate in one, time in the next; both are kept in the build folder)
@@ -33,7 +35,7 @@
 set -euo pipefail
 { # read whole before it runs: editing or checking out this file during a run cannot derail it
 cd "$(dirname "$0")/.."
-dev="" epochs=60 algo=bohb max_trials=50 nu="" seed=1 size=0 tiny=0 prepare=0
+dev="" epochs=60 algo=bohb max_trials=50 nu="" seed=1 size=0 count="" tiny=0 prepare=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) dev=$2; shift 2 ;;
@@ -43,6 +45,7 @@ while [ $# -gt 0 ]; do
     --nu) nu=$2; shift 2 ;;
     --seed) seed=$2; shift 2 ;;
     --size) size=$2; shift 2 ;;
+    --count) count=$2; shift 2 ;;
     --tiny) tiny=1; shift ;;
     --prepare) prepare=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -71,6 +74,7 @@ py=/usr/bin/python3 # gen_detect.py needs Debian's Pillow
 cache=${HONE_BENCH_CACHE:-$build/detect-sets}
 name=full gen_args=()
 if [ $tiny = 1 ]; then name=tiny gen_args=(--tiny); fi
+if [ -n "$count" ]; then name=$name-$count gen_args+=(--count "$count"); fi
 set_dir=$cache/$name/kitti
 stamp="gen_detect ${gen_args[*]} $(cksum <tests/data/gen_detect.py)"
 if [ "$(cat "$cache/$name/.complete" 2>/dev/null)" != "$stamp" ]; then

@@ -224,7 +224,8 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
         (json_int_t)jint(flat, "train.epochs"), "R", (json_int_t)jint(settings, "automl_R"), "eta",
         (json_int_t)jint(settings, "automl_nu"), "epoch_multiplier",
         (json_int_t)jint(settings, "epoch_multiplier"), "max_parallel", par);
-    if (json_is_true(json_object_get(settings, "automl_start_from_spec")))
+    /* absent (an experiment stored before the setting existed): the default, true */
+    if (!json_is_false(json_object_get(settings, "automl_start_from_spec")))
         json_object_set_new(opts, "start_from_spec",
                             json_boolean(space_start_from_spec(space, flat)));
     hone_search_opts o;

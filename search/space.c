@@ -404,15 +404,17 @@ static double clamp01(double u)
 }
 
 /* Ints map to equal-width bins of [0,1] (in log space where asked: the bin of k spans
- * [log(k-0.5), log(k+0.5)]), so uniform unit samples give every int its fair share. */
+ * [log(k-step/2), log(k+step/2)]), so uniform unit samples give every value of the grid its fair
+ * share, the two ends included. */
 static double int_unit_lo(const param *p)
 {
-    return p->log ? log(p->lo - 0.5 > 0 ? p->lo - 0.5 : p->lo * 0.5) : p->lo - 0.5;
+    double h = p->step / 2;
+    return p->log ? log(p->lo - h > 0 ? p->lo - h : p->lo * 0.5) : p->lo - h;
 }
 
 static double int_unit_hi(const param *p)
 {
-    return p->log ? log(p->hi + 0.5) : p->hi + 0.5;
+    return p->log ? log(p->hi + p->step / 2) : p->hi + p->step / 2;
 }
 
 static double param_to_unit(const param *p, double v)
@@ -445,8 +447,7 @@ static double param_from_unit(const param *p, double u)
     case HONE_PARAM_INT: {
         double a = int_unit_lo(p), b = int_unit_hi(p);
         double t = a + u * (b - a);
-        v = floor((p->log ? exp(t) : t) + 0.5);
-        v = p->lo + p->step * floor((v - p->lo) / p->step + 0.5); /* onto the grid */
+        v = p->lo + p->step * floor(((p->log ? exp(t) : t) - p->lo) / p->step + 0.5);
         return v < p->lo ? p->lo : (v > p->hi ? p->hi : v);
     }
     default:

@@ -202,6 +202,10 @@ static void test_int_step(void)
     }
     for (int k = 0; k < 11; k++)
         REQUIRE(seen[k] > 0); /* every grid value drawn */
+    /* log bins of width step about each value: 16's [12, 20] is wider than 24's [20, 28], and 96's
+     * [92, 100] nearly as wide as 88's [84, 92] (rounding onto the grid after the unit step gave
+     * the ends half a share) */
+    REQUIRE(seen[0] > seen[1] && seen[10] > 0.75 * seen[9]);
     for (int k = 0; k <= 20; k++) {
         double u = k / 20.0, v, u2, v2;
         hone_space_from_unit(s, &u, &v);
@@ -212,6 +216,19 @@ static void test_int_step(void)
     char *txt = hone_space_to_json(s);
     REQUIRE(strstr(txt, "\"step\": 8") && strstr(txt, "\"max\": 96"));
     free(txt);
+    hone_space_free(s);
+    /* linear: every value of the grid, the ends too, about a fifth of the draws */
+    REQUIRE(hone_space_parse("{\"k\": {\"type\": \"int\", \"min\": 0, \"max\": 45, \"step\": 10}}",
+                             &s, err, sizeof err) == 0);
+    int lin[5] = {0};
+    for (int i = 0; i < 10000; i++) {
+        double v;
+        hone_space_sample(s, &r, &v);
+        REQUIRE(v >= 0 && v <= 40 && fmod(v, 10) == 0);
+        lin[(int)v / 10]++;
+    }
+    for (int k = 0; k < 5; k++)
+        REQUIRE(lin[k] > 1700 && lin[k] < 2300);
     hone_space_free(s);
     expect_bad("{\"w\": {\"type\": \"int\", \"min\": 16, \"max\": 64, \"step\": 8,"
                " \"default\": 60}}",

@@ -32,27 +32,23 @@ static void opts(hone_search_opts *o, hone_algo algo, int start)
     o->start_default = start;
 }
 
-/* Asks until WAIT or DONE; returns how many NEW trials were the default config, and where. */
-static int count_defaults(const hone_space *sp, hone_algo algo, int start, int *trial, int *epochs,
-                          double *first_other)
+/* Asks until WAIT or DONE, keeping every NEW trial's values (4 a trial) in vals; returns the
+ * count. */
+static int asks(const hone_space *sp, hone_algo algo, int start, double *vals, int *epochs)
 {
     hone_search_opts o;
     opts(&o, algo, start);
     hone_search *s;
     REQUIRE(hone_search_new(sp, &o, &s) == 0);
-    int n = 0, others = 0;
+    int n = 0;
     hone_ask a;
     for (;;) {
         REQUIRE(hone_search_ask(s, &a) == 0);
         if (a.kind != HONE_ASK_NEW)
             break;
-        if (is_default(a.values)) {
-            n++;
-            *trial = a.trial;
-            *epochs = a.epochs;
-        } else if (others++ == 0) {
-            memcpy(first_other, a.values, 4 * sizeof(double));
-        }
+        REQUIRE(a.trial == n && n < 64);
+        memcpy(vals + 4 * n, a.values, 4 * sizeof(double));
+        epochs[n++] = a.epochs;
     }
     hone_search_free(s);
     return n;
@@ -67,22 +63,27 @@ int main(void)
     static const hone_algo algos[] = {HONE_ALGO_RANDOM, HONE_ALGO_BAYESIAN, HONE_ALGO_ASHA,
                                       HONE_ALGO_HYPERBAND, HONE_ALGO_BOHB};
     for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++) {
-        int trial = -1, epochs = -1, t2 = -1, e2 = -1;
-        double other_on[4], other_off[4];
-        int n = count_defaults(sp, algos[i], 1, &trial, &epochs, other_on);
-        REQUIRE(n == 1);
+        double on[64 * 4], off[64 * 4];
+        int eon[64], eoff[64], trial = -1;
+        int n = asks(sp, algos[i], 1, on, eon), m = asks(sp, algos[i], 0, off, eoff);
+        REQUIRE(n == m && n > 1);
+        for (int t = 0; t < n; t++) {
+            if (is_default(on + 4 * t)) {
+                REQUIRE(trial < 0); /* exactly once */
+                trial = t;
+            } else { /* every other trial drawn exactly as without the option */
+                REQUIRE(memcmp(on + 4 * t, off + 4 * t, 4 * sizeof(double)) == 0);
+            }
+            REQUIRE(!is_default(off + 4 * t) && eon[t] == eoff[t]);
+        }
         if (algos[i] == HONE_ALGO_HYPERBAND || algos[i] == HONE_ALGO_BOHB) {
             /* R 9, eta 3: brackets s = 2, 1, 0 of 9, 5 and 3 trials; s = 0 starts at trial 14 */
-            REQUIRE(trial == 14 && epochs == 9);
+            REQUIRE(trial == 14 && eon[trial] == 9);
         } else {
-            REQUIRE(trial == 0 && epochs == (algos[i] == HONE_ALGO_ASHA ? 1 : 5));
+            REQUIRE(trial == 0 && eon[trial] == (algos[i] == HONE_ALGO_ASHA ? 1 : 5));
         }
-        /* without it, no trial is the default and the draws are the same ones */
-        REQUIRE(count_defaults(sp, algos[i], 0, &t2, &e2, other_off) == 0);
-        if (trial > 0) /* hyperband: trial 0 is drawn in both */
-            REQUIRE(memcmp(other_on, other_off, sizeof other_on) == 0);
-        printf("%s: the default config is trial %d, to epoch %d\n", hone_algo_name(algos[i]), trial,
-               epochs);
+        printf("%s: the default config is trial %d of %d, to epoch %d\n", hone_algo_name(algos[i]),
+               trial, n, eon[trial]);
     }
     /* a parameter without a default: refused */
     hone_space *partial;
@@ -99,7 +100,8 @@ int main(void)
     REQUIRE(hone_search_new(partial, &o, &s) == 0);
     hone_search_free(s);
     hone_space_free(partial);
-    /* rebuilt from its log (every ask recomputed), a started search continues identically */
+    /* rebuilt from its log (NEW from the logged values, as the controller replays), a search ends
+     * in the same state */
     for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++) {
         hone_search *a, *b;
         opts(&o, algos[i], 1);
@@ -114,7 +116,8 @@ int main(void)
             if (m.ev[k].type == EV_ASK && m.ev[k].kind == HONE_ASK_NEW &&
                 is_default(m.ev[k].values))
                 defaults++;
-            sim_mirror(b, m.np, &m.ev[k], 0);
+            if (!(m.ev[k].type == EV_ASK && m.ev[k].kind == HONE_ASK_WAIT))
+                sim_mirror(b, m.np, &m.ev[k], 1); /* as the controller replays: logged values */
         }
         REQUIRE(defaults == 1);
         hone_search_progress x, y;

@@ -12,12 +12,13 @@ static json_t *sweep_param(const hone_spec_key *k, int net)
     if (!strcmp(w->type, "float"))
         return json_pack("{s:s,s:f,s:f,s:b}", "type", "float", "min", w->lo[net], "max", w->hi[net],
                          "log", w->log);
-    if (!strcmp(w->type, "int") && w->step > 1)
-        return json_pack("{s:s,s:I,s:I,s:b,s:i}", "type", "int", "min", (json_int_t)w->lo[net],
-                         "max", (json_int_t)w->hi[net], "log", w->log, "step", w->step);
-    if (!strcmp(w->type, "int"))
-        return json_pack("{s:s,s:I,s:I,s:b}", "type", "int", "min", (json_int_t)w->lo[net], "max",
-                         (json_int_t)w->hi[net], "log", w->log);
+    if (!strcmp(w->type, "int")) {
+        json_t *p = json_pack("{s:s,s:I,s:I,s:b}", "type", "int", "min", (json_int_t)w->lo[net],
+                              "max", (json_int_t)w->hi[net], "log", w->log);
+        if (w->step > 1)
+            json_object_set_new(p, "step", json_integer(w->step));
+        return p;
+    }
     if (!strcmp(w->type, "categorical")) {
         json_t *vals = json_array();
         for (int i = 0; k->choices && k->choices[i]; i++)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "net.h"
+#include "ref.h"
 #include "train_steps.h"
 
 static int failures;
@@ -159,11 +160,7 @@ static void check_partial_batch(const char *math)
     }
     size_t nx = (size_t)B * C * H * H;
     float *hx = malloc(nx * sizeof(float));
-    uint64_t z = 88172645463325252ULL;
-    for (size_t i = 0; i < nx; i++) {
-        z ^= z << 13, z ^= z >> 7, z ^= z << 17;
-        hx[i] = (float)((z >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
-    }
+    ref_fill_uniform(hx, nx, 88172645, -1, 1);
     float *x = hone_k_alloc(k, nx * sizeof(float));
     hone_k_upload(k, x, hx, nx * sizeof(float));
     size_t row = 5 * 10 * (H / 16) * (H / 16), n = (size_t)PART * row;

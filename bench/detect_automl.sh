@@ -14,7 +14,7 @@
 # (AutoML minus baseline, in points). Exits 1 when any job failed (its error printed), 77 when
 # Fashion-MNIST or the photographs are missing.
 # Usage: bench/detect_automl.sh [--device cpu|cuda] [--epochs N] [--algorithm A] [--max-trials N]
-#          [--nu N] [--seed N] [--size N] [--count N] [--tiny] [--prepare]
+#          [--nu N] [--seed N] [--size N] [--count N] [--set KEY=VALUE]... [--tiny] [--prepare]
 #   --device     default cuda when hone-train lists a GPU, else cpu
 #   --epochs     the baseline's epochs and the AutoML's full budget (default 60)
 #   --algorithm  bohb (default: on this set it found 6.9 points where plain Hyperband's random
@@ -23,6 +23,8 @@
 #                asha; Hyperband and BOHB have no such cap, their brackets fix the count, so nu
 #                (default 3) is raised until the brackets hold at most this many trials
 #   --size       model.input_size (default: the spec's, 128 for KITTI sets)
+#   --set        a spec value for the experiment (baseline and AutoML alike), e.g.
+#                train.math=bf16; repeatable. A swept key's value is where the search starts
 #   --count      training images of the generated set (gen_detect.py --count; default its 5000, with
 #                a tenth as many for val and for test); each count is generated and kept apart
 #   --tiny       gen_detect.py --tiny (300 + 30 images at 128x128): a quick CPU smoke run
@@ -35,7 +37,7 @@
 set -euo pipefail
 { # read whole before it runs: editing or checking out this file during a run cannot derail it
 cd "$(dirname "$0")/.."
-dev="" epochs=60 algo=bohb max_trials=50 nu="" seed=1 size=0 count="" tiny=0 prepare=0
+dev="" epochs=60 algo=bohb max_trials=50 nu="" seed=1 size=0 count="" tiny=0 prepare=0 sets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --device) dev=$2; shift 2 ;;
@@ -46,6 +48,7 @@ while [ $# -gt 0 ]; do
     --seed) seed=$2; shift 2 ;;
     --size) size=$2; shift 2 ;;
     --count) count=$2; shift 2 ;;
+    --set) sets+=("$2"); shift 2 ;;
     --tiny) tiny=1; shift ;;
     --prepare) prepare=1; shift ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -69,8 +72,8 @@ if [ -z "$dev" ]; then
 fi
 # gen_detect.py finds Fashion-MNIST through HONE_FMNIST_DIR or the Debian package
 if [ -n "${HONE_FASHION_MNIST:-}" ]; then export HONE_FMNIST_DIR=$HONE_FASHION_MNIST; fi
-py=/usr/bin/python3 # gen_detect.py needs Debian's Pillow
-[ -x $py ] || py=python3
+py=/usr/bin/python3 # gen_detect.py needs Pillow: Debian's, else the first python3 that has it
+$py -c 'import PIL' 2>/dev/null || py=python3
 cache=${HONE_BENCH_CACHE:-$build/detect-sets}
 name=full gen_args=()
 if [ $tiny = 1 ]; then name=tiny gen_args=(--tiny); fi
@@ -100,13 +103,14 @@ data=$(mktemp -d "${TMPDIR:-/tmp}/hone-detbench.XXXXXX")
 mkdir -p "$data/sets"
 cp -al "$set_dir" "$data/sets/kitti" 2>/dev/null || cp -R "$set_dir" "$data/sets/kitti"
 python3 - "$build" "$data" "$dev" "$epochs" "$algo" "$max_trials" "$nu" "$seed" "$size" \
-  "$name" <<'PY'
+  "$name" "${sets[@]}" <<'PY'
 import json, math, os, shutil, signal, subprocess, sys, time
 
 build, data, dev = sys.argv[1], sys.argv[2], sys.argv[3]
 epochs, algo, max_trials = int(sys.argv[4]), sys.argv[5], int(sys.argv[6])
 nu = int(sys.argv[7]) if sys.argv[7] else None
 seed, size, setname = int(sys.argv[8]), int(sys.argv[9]), sys.argv[10]
+extra = sys.argv[11:]  # --set KEY=VALUE
 hone_bin = os.path.join(build, "cli", "hone")
 setdir = os.path.join(data, "sets", "kitti")
 
@@ -209,6 +213,7 @@ try:
     spec = ["train.epochs=%d" % epochs]
     if size:
         spec.append("model.input_size=%d" % size)
+    spec += extra
     args = ["experiment", "create", "--name", "detect-bench", "--network", "detectnet_v2",
             "--train-dataset", ds["id"], "--metric", "val_map"]
     for s in spec:
@@ -296,7 +301,7 @@ try:
           % (lift_val, lift_test, json.dumps(best["best_config"], sort_keys=True)))
     print(json.dumps({"bench": "detect_automl", "device": dev, "set": setname, "epochs": epochs,
                       "algorithm": algo, "nu": nu, "max_trials": max_trials, "seed": seed,
-                      "input_size": size or 128, "swept": swept, "convert_s": round(t_convert, 1),
+                      "input_size": size or 128, "spec_set": extra, "swept": swept, "convert_s": round(t_convert, 1),
                       "baseline": base, "automl": best, "lift_val_points": lift_val,
                       "lift_test_points": lift_test}))
     ok = bad == 0

@@ -47,6 +47,9 @@ def ap(cls, thr, agnostic=False):
                 if o > best: best, bi = o, i
         if best >= thr: used[k].add(bi); tp.append(1)
         else: tp.append(0)
+    return ap_of(tp, npos)
+def ap_of(tp, npos):
+    """All-point interpolated AP of detections in score order (tp: 1 or 0 each) over npos objects."""
     if npos == 0: return float("nan")
     prec, rec, c = [], [], 0
     for i, t in enumerate(tp):
@@ -112,16 +115,8 @@ def ap_size(cls, lo, hi):
                 if lo <= side(objs[bi]) < hi: dets.append((b["score"], 1))
             elif lo <= side(bb) < hi:
                 dets.append((b["score"], 0))
-    if npos == 0: return float("nan"), 0
     dets.sort(key=lambda x: -x[0])
-    prec, rec, c = [], [], 0
-    for i, (_, t) in enumerate(dets):
-        c += t; prec.append(c / (i + 1)); rec.append(c / npos)
-    for i in range(len(prec) - 2, -1, -1): prec[i] = max(prec[i], prec[i + 1])
-    a, pr = 0, 0
-    for p, r in zip(prec, rec):
-        a += (r - pr) * p; pr = r
-    return a, npos
+    return ap_of([t for _, t in dets], npos), npos
 for lo, hi, name in SIZES:
     r = [ap_size(c, lo, hi) for c in classes]
     n = sum(x[1] for x in r); v = [x[0] for x in r if x[1]]

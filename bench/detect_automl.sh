@@ -301,7 +301,8 @@ try:
           % (lift_val, lift_test, json.dumps(best["best_config"], sort_keys=True)))
     print(json.dumps({"bench": "detect_automl", "device": dev, "set": setname, "epochs": epochs,
                       "algorithm": algo, "nu": nu, "max_trials": max_trials, "seed": seed,
-                      "input_size": size or 128, "spec_set": extra, "swept": swept, "convert_s": round(t_convert, 1),
+                      "input_size": size or 128, "spec_set": extra, "swept": swept,
+                      "convert_s": round(t_convert, 1),
                       "baseline": base, "automl": best, "lift_val_points": lift_val,
                       "lift_test_points": lift_test}))
     ok = bad == 0

@@ -479,14 +479,31 @@ static int listen_at(const char *path)
         fprintf(stderr, "hone-train: --listen: socket: %s\n", strerror(errno));
         return -1;
     }
+    /* Bound under PATH.PID and linked to PATH once listening, so that PATH exists only while
+     * something listens there: a client that connects as soon as it sees the file (a test, a
+     * second server probing for a stale socket) is never refused in between. link, not rename:
+     * it does not replace a PATH that another server made meanwhile. A PATH too long for the
+     * temporary name is bound directly, as before. */
+    char tmp[sizeof(a.sun_path)];
+    int direct = snprintf(tmp, sizeof(tmp), "%s.%d", path, (int)getpid()) >= (int)sizeof(tmp);
+    if (!direct) {
+        unlink(tmp); /* a leftover of a killed server of this pid */
+        memcpy(a.sun_path, tmp, strlen(tmp) + 1);
+    }
+    const char *bound = direct ? path : tmp;
     mode_t old = umask(077); /* mode 0600 from the start: still one thread here */
     int rc = bind(fd, (struct sockaddr *)&a, sizeof(a));
     umask(old);
-    if (rc < 0 || chmod(path, 0600) < 0 || listen(fd, 64) < 0) {
+    if (rc < 0 || chmod(bound, 0600) < 0 || listen(fd, 64) < 0 ||
+        (!direct && link(tmp, path) < 0)) {
         fprintf(stderr, "hone-train: --listen %s: %s\n", path, strerror(errno));
+        if (rc == 0)
+            unlink(bound);
         close(fd);
         return -1;
     }
+    if (!direct)
+        unlink(tmp);
     return fd;
 }
 

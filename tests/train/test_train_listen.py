@@ -15,7 +15,10 @@ HONE_TEST_DEVICE=cuda the same on a GPU, tests/gpu registers it so):
    lines get code 2 and a message, and the connection serves on; the socket is mode 0600; SIGTERM
    cancels the running job (code 143), unlinks the socket and exits 0; --idle-exit ends an idle
    server and unlinks its socket.
-Usage: test_train_listen.py HONE_TRAIN
+5. The socket file appears only once the server listens: with SLOW_LISTEN_SO preloaded (listen()
+   waits 300 ms) a client that connects the moment the file appears is served, and the temporary
+   name the socket was bound under is gone.
+Usage: test_train_listen.py HONE_TRAIN [SLOW_LISTEN_SO]
 """
 import json
 import os
@@ -33,6 +36,7 @@ from hone_listen import Conn  # noqa: E402
 from hone_train import check, failures, metrics, same_files, sets, strip  # noqa: E402
 
 TRAIN = sys.argv[1]
+SLOW_LISTEN = sys.argv[2] if len(sys.argv) > 2 else None
 DEVICE = os.environ.get("HONE_TEST_DEVICE", "cpu")
 FASHION = os.environ.get("HONE_FASHION_MNIST", "/usr/share/datasets/fashion-mnist")
 ENV = dict(os.environ, OPENBLAS_NUM_THREADS="1")
@@ -233,6 +237,38 @@ def main():
     same_files(solo[2], kd, "resumed trial", files=["model.bin", "model.json"],
                with_metrics=False)
     check(s.stop() == 0, "server exit after resume")
+
+    # the socket file appears only once the server listens: under SLOW_LISTEN (listen() waits
+    # 300 ms) a client that connects as soon as it sees the file is not refused, and the
+    # temporary name the socket was bound under does not stay
+    if SLOW_LISTEN:
+        asan = os.environ.get("ASAN_OPTIONS", "")
+        env = dict(ENV, LD_PRELOAD=SLOW_LISTEN,
+                   ASAN_OPTIONS=(asan + ":" if asan else "") + "verify_asan_link_order=0")
+        p = subprocess.Popen([TRAIN, "--serve", "--listen", sock], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        t0 = time.monotonic()
+        while not os.path.exists(sock) and p.poll() is None and time.monotonic() - t0 < 60:
+            time.sleep(0.001)
+        seen = time.monotonic() - t0
+        try:
+            c = Conn(sock, timeout=30)
+            check(c.pid == p.pid, "slow listen: hello pid %s, want %s" % (c.pid, p.pid))
+            c.close()
+        except OSError as e:
+            check(False, "slow listen: connecting as the socket file appeared: %s" % e)
+        tmp = "%s.%d" % (sock, p.pid)
+        check(not os.path.exists(tmp), "slow listen: the temporary socket %s stayed" % tmp)
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout=60)
+        err = p.stderr.read().decode(errors="replace")
+        check(rc == 0 and not os.path.exists(sock), "slow listen: exit %s, stderr %s" %
+              (rc, err[-800:]))
+        # the shim took effect (the file came after its 300 ms): else this part proved nothing
+        check(seen >= 0.3 and "cannot be preloaded" not in err,
+              "slow listen: the socket file came after %.3f s, before the delayed listen() (or "
+              "the shim was not loaded): %s"
+              % (seen, err[-800:]))
 
     # --idle-exit: an idle server goes and takes its socket with it
     s = Server(sock, "--idle-exit", "1")

@@ -30,10 +30,15 @@ def iou(a, b):
     ix = max(0, min(a[2], b[2]) - max(a[0], b[0])); iy = max(0, min(a[3], b[3]) - max(a[1], b[1]))
     i = ix * iy; u = (a[2]-a[0])*(a[3]-a[1]) + (b[2]-b[0])*(b[3]-b[1]) - i
     return i / u if u > 0 else 0
-def ap(cls, thr, agnostic=False):
+def side(b): return max(b[2] - b[0], b[3] - b[1])
+def ap(cls, thr, agnostic=False, size=None):
+    """AP of class cls (all classes as one: agnostic) at IoU thr; with size (lo, hi), over the
+    objects whose longer side is in [lo, hi): a prediction matched to an object of another size is
+    neither TP nor FP, an unmatched one counts when its own box is of that size."""
+    fits = (lambda b: size[0] <= side(b) < size[1]) if size else (lambda b: True)
     dets, npos = [], 0
     for k, g in gts.items():
-        npos += sum(1 for c, _ in g if agnostic or c == cls)
+        npos += sum(1 for c, gb in g if (agnostic or c == cls) and fits(gb))
         for b in preds.get(k, []):
             if agnostic or b["class"] == cls:
                 dets.append((b["score"], k, (b["x1"], b["y1"], b["x2"], b["y2"])))
@@ -45,8 +50,10 @@ def ap(cls, thr, agnostic=False):
             if (agnostic or c == cls) and i not in used[k]:
                 o = iou(bb, gb)
                 if o > best: best, bi = o, i
-        if best >= thr: used[k].add(bi); tp.append(1)
-        else: tp.append(0)
+        if best >= thr:
+            used[k].add(bi)
+            if fits(gts[k][bi][1]): tp.append(1)
+        elif fits(bb): tp.append(0)
     return ap_of(tp, npos)
 def ap_of(tp, npos):
     """All-point interpolated AP of detections in score order (tp: 1 or 0 each) over npos objects."""
@@ -94,30 +101,9 @@ for thr in (0.5, 0.7):
     print("cross-class suppression at IoU %.1f: mAP@0.5 %.4f, preds/image %.2f" % (thr, sum(aps.values()) / len(aps), sum(len(v) for v in preds.values()) / len(preds)))
 preds = orig
 
-# mAP@0.5 by object size: each class's AP over the objects of one size; a prediction that matches
-# (greedily, by score, IoU >= 0.5, as ap() does) an object of another size is neither TP nor FP
+# mAP@0.5 by object size (ap() with size): each class's AP over the objects of one size
 SIZES = ((0, 28, "<28"), (28, 40, "28-40"), (40, 56, "40-56"), (56, 1e9, ">=56"))
-def side(b): return max(b[2] - b[0], b[3] - b[1])
-def ap_size(cls, lo, hi):
-    dets, npos = [], 0
-    for k, g in gts.items():
-        objs = [gb for c, gb in g if c == cls]
-        npos += sum(1 for gb in objs if lo <= side(gb) < hi)
-        used = set()
-        for b in sorted((b for b in preds.get(k, []) if b["class"] == cls), key=lambda b: -b["score"]):
-            bb = (b["x1"], b["y1"], b["x2"], b["y2"])
-            best, bi = 0.5, -1
-            for i, gb in enumerate(objs):
-                o = iou(bb, gb)
-                if i not in used and o >= best: best, bi = o, i
-            if bi >= 0:
-                used.add(bi)
-                if lo <= side(objs[bi]) < hi: dets.append((b["score"], 1))
-            elif lo <= side(bb) < hi:
-                dets.append((b["score"], 0))
-    dets.sort(key=lambda x: -x[0])
-    return ap_of([t for _, t in dets], npos), npos
 for lo, hi, name in SIZES:
-    r = [ap_size(c, lo, hi) for c in classes]
-    n = sum(x[1] for x in r); v = [x[0] for x in r if x[1]]
+    n = sum(1 for g in gts.values() for _, gb in g if lo <= side(gb) < hi)
+    v = [a for a in (ap(c, 0.5, size=(lo, hi)) for c in classes) if a == a]  # nan: none of c
     print("objects %-5s px: %5d, mAP@0.5 %.4f" % (name, n, sum(v) / len(v) if v else float("nan")))

@@ -107,7 +107,9 @@ static void convert_on_event(void *arg, json_t *line)
 {
     convert_ctx *c = arg;
     const char *ev = json_string_value(json_object_get(line, "event"));
-    if (!ev || strcmp(ev, "progress") != 0 || c->stop || c->lost || c->abandoned)
+    /* Stopping: no more progress (the lines already read would each be a report; the release
+     * says all that is left to say). */
+    if (!ev || strcmp(ev, "progress") != 0 || c->stop || c->lost || c->abandoned || *c->w->stop)
         return;
     if (c->seq > 0 && hone_now() - c->last < CONVERT_REPORT_EVERY_S)
         return;

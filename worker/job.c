@@ -39,7 +39,9 @@ static int job_write_file(const char *path, const char *text)
 }
 
 /* POSTs body to path until an HTTP answer comes, backing off while the controller is away.
- * Gives up (HONE_EIO) only when the worker is stopping and `patient` is 0. */
+ * Gives up (HONE_EIO) only when the worker is stopping and `patient` is 0, and then only after
+ * one try made while stopping: a call in flight when SIGTERM came is cut short by the stop flag,
+ * not by the controller, so it is sent once more (without the abort) rather than counted lost. */
 int worker_post(hone_worker *w, const char *path, json_t *body, int patient, hone_rest_resp *resp)
 {
     int delay = 0, warned = 0, tries = 0;
@@ -59,6 +61,8 @@ int worker_post(hone_worker *w, const char *path, json_t *body, int patient, hon
                 return HONE_OK;
             hone_rest_resp_clear(resp);
         }
+        if (*w->stop && !stopping)
+            continue; /* cut short by our own stop: once more, with the stopping timeout */
         if (!warned++)
             worker_log(w, "%s: controller unreachable (%s); retrying", path, err);
         if (*w->stop && !patient)

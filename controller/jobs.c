@@ -293,9 +293,12 @@ int ctl_job_finish(hone_controller *c, const json_t *job, const char *status, co
     json_decref(res);
     int rc;
     if (!strcmp(st, "failed") && jint(job, "attempts") + 1 < c->cfg.max_attempts) {
-        /* Retry: back to the queue, resuming from its last checkpoint. */
+        /* Retry: back to the queue, resuming from its last checkpoint; the failed lease ends
+         * (so that no late word from its worker re-attaches the job to it). */
         rc = store_job_retry(c->db, id, now, log_tail, rs);
         free(rs);
+        if (!rc && store_lease_end(c->db, id, now, "failed"))
+            rc = HONE_ESQL;
         ctl_log(
             c, "warn", "job_retry",
             json_pack("{s:s,s:I}", "job", id, "attempt", (json_int_t)jint(job, "attempts") + 1));

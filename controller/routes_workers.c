@@ -110,7 +110,8 @@ fail:
 /* A job this worker held and whose lease lapsed is still queued: give it back to the worker. */
 static int reattach(hone_controller *c, const json_t *job, const char *wid)
 {
-    return store_lease_reattach(c->db, jstr(job, "id"), wid, ctl_now() + c->cfg.lease_seconds) == 1
+    double now = ctl_now();
+    return store_lease_reattach(c->db, jstr(job, "id"), wid, now + c->cfg.lease_seconds, now) == 1
                ? HONE_OK
                : HONE_ESTATE;
 }

@@ -138,11 +138,12 @@ int store_converts_delete(ctl_db *db, const char *dataset_id);
 int store_lease_grant(ctl_db *db, const char *job_id, const char *worker_id, double now,
                       double lease_expires, const char *spec_yaml);
 int store_lease_extend(ctl_db *db, const char *job_id, double lease_expires);
-/* A job whose lease lapsed but is still queued goes back to the worker that last held it, unless
- * that worker released it (its latest lease ended 'released': a shutting-down worker's late
- * heartbeat must not take it back); rows changed (1: taken back). */
+/* A job whose lease lapsed (its latest lease ended 'expired') and that is still queued goes back
+ * to the worker that last held it, with a new lease row. Any other end (released, paused, failed
+ * and retried, done) is final for that worker: a late heartbeat or report must not take the job
+ * back. Rows changed (1: taken back), or HONE_ESQL. */
 int store_lease_reattach(ctl_db *db, const char *job_id, const char *worker_id,
-                         double lease_expires);
+                         double lease_expires, double now);
 /* A lapsed lease: the running job back to the queue (resuming from its checkpoint), its lease row
  * ended 'expired'. */
 int store_lease_expire(ctl_db *db, const char *job_id, double now);

@@ -24,15 +24,24 @@ int store_lease_extend(ctl_db *db, const char *job_id, double lease_expires)
     return db_exec(db, "UPDATE jobs SET lease_expires=? WHERE id=?", "ds", lease_expires, job_id);
 }
 
+/* Only a lease that lapsed: a job its worker handed back, finished, paused or failed (and that
+ * was queued again) is not that worker's anymore, whatever a late heartbeat or report says. The
+ * job gets a new lease row, so that the next end of it is recorded. Returns the rows updated
+ * (1 or 0) or HONE_ESQL. */
 int store_lease_reattach(ctl_db *db, const char *job_id, const char *worker_id,
-                         double lease_expires)
+                         double lease_expires, double now)
 {
-    return db_run(db,
-                  "UPDATE jobs SET status='running', worker_id=?, lease_expires=? WHERE id=? AND "
-                  "status='queued' AND last_worker_id=? AND COALESCE((SELECT end_reason FROM "
-                  "leases WHERE leases.job_id=jobs.id ORDER BY rowid DESC LIMIT 1),'') != "
-                  "'released'",
-                  "sdss", worker_id, lease_expires, job_id, worker_id);
+    int n = db_run(db,
+                   "UPDATE jobs SET status='running', worker_id=?, lease_expires=? WHERE id=? AND "
+                   "status='queued' AND last_worker_id=? AND (SELECT end_reason FROM leases WHERE "
+                   "leases.job_id=jobs.id ORDER BY rowid DESC LIMIT 1) = 'expired'",
+                   "sdss", worker_id, lease_expires, job_id, worker_id);
+    if (n != 1)
+        return n;
+    return db_exec(db, "INSERT INTO leases(job_id,worker_id,granted) VALUES(?,?,?)", "ssd", job_id,
+                   worker_id, now)
+               ? HONE_ESQL
+               : 1;
 }
 
 int store_lease_expire(ctl_db *db, const char *job_id, double now)

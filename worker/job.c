@@ -216,10 +216,10 @@ void worker_job_complete(hone_worker *w, const char *job_id, const char *status,
 
 void worker_set_job(hone_worker *w, const char *id)
 {
-    pthread_mutex_lock(&w->mu);
+    pthread_mutex_lock(&w->mu); /* with the heartbeat's cancel, which checks the job under it */
     snprintf(w->job_id, sizeof(w->job_id), "%s", id ? id : "");
-    pthread_mutex_unlock(&w->mu);
     atomic_store(&w->cancel, 0);
+    pthread_mutex_unlock(&w->mu);
 }
 
 /* Runs the trainer for the lease; when it resumed past an epoch nobody reported (see

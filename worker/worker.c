@@ -195,8 +195,15 @@ static void *worker_heartbeat_main(void *arg)
             worker_register_if(w, w->hb_rest, id);
         } else if (resp.status == 200 && job[0] &&
                    worker_json_has(json_object_get(resp.json, "cancel"), job)) {
-            worker_log(w, "job %s: canceled by the controller", job);
-            atomic_store(&w->cancel, 1);
+            /* Only while the job is still ours: the answer may come after it ended (a done job
+             * is in `cancel` too) and the next one began, which it must not stop. */
+            pthread_mutex_lock(&w->mu);
+            int current = !strcmp(w->job_id, job);
+            if (current)
+                atomic_store(&w->cancel, 1);
+            pthread_mutex_unlock(&w->mu);
+            if (current)
+                worker_log(w, "job %s: canceled by the controller", job);
         }
         hone_rest_resp_clear(&resp);
     }

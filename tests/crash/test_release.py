@@ -124,7 +124,12 @@ def main():
                    {"action": "inference", "parent_job_id": tj["id"], "folder": pngs})["id"]
         wait_for(lambda: ("job %s: %s inference on" % (inf, trn_bin)) in b.text(), 240,
                  step=0.05, what="hone-train --infer to start on worker b")
-        time.sleep(0.5)
+        art = os.path.join(root, "data", "artifacts", inf)
+        if mode == "shared":  # labelling has begun (a loaded machine may take a while to exec)
+            wait_for(lambda: os.path.exists(os.path.join(art, "labels.jsonl.tmp")), 60,
+                     step=0.02, what="hone-train --infer to open labels.jsonl.tmp")
+        else:
+            time.sleep(0.5)
         t0 = time.time()
         sigterm(b)
         j = job(inf)
@@ -132,7 +137,6 @@ def main():
             j, b.text()[-3000:])
         assert time.time() - t0 < 30, "not queued at once"
         assert "job %s: shutting down; hone-train was stopped" % inf in b.text(), b.text()[-3000:]
-        art = os.path.join(root, "data", "artifacts", inf)
         left = [f for f in (os.listdir(art) if os.path.isdir(art) else []) if "labels" in f]
         assert not left, ("left in the job's folder", left)
         if mode == "shared":

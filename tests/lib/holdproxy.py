@@ -1,12 +1,11 @@
 """A loopback TCP proxy for tests that need a request in flight at a chosen moment: it passes a
 client's bytes to an upstream port and back, and holds each chunk a client sends that holds a
-marker (say b"/report HTTP/1.1") for `hold` seconds before passing it on, setting `held` when it
-starts holding the first one. A held chunk is passed on afterwards even when the client has given
-up on it by then (what upstream makes of a request whose client is gone is up to it). Stdlib
-only."""
+marker (say b"/report HTTP/1.1") for `hold` seconds, or until let_go(), before passing it on,
+setting `held` when it starts holding the first one. A held chunk is passed on afterwards even
+when the client has given up on it by then (what upstream makes of a request whose client is gone
+is up to it). Stdlib only."""
 import socket
 import threading
-import time
 
 
 class HoldProxy:
@@ -15,7 +14,9 @@ class HoldProxy:
         self.hold = hold
         self.marker = None  # bytes; None holds nothing
         self.held = threading.Event()
+        self._go = threading.Event()
         self.holds = 0
+        self._holding = 0
         self._lock = threading.Lock()
         self._srv = socket.socket()
         self._srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -27,10 +28,23 @@ class HoldProxy:
         threading.Thread(target=self._accept, daemon=True).start()
 
     def arm(self, marker):
-        """Holds every later chunk that contains marker (bytes); clears `held`."""
+        """Holds every later chunk that contains marker (bytes; None: none, what is held now
+        still waits out its time); clears `held`."""
         with self._lock:
             self.marker = marker
             self.held.clear()
+            self._go.clear()
+
+    def holding(self):
+        """How many chunks are held right now."""
+        with self._lock:
+            return self._holding
+
+    def let_go(self):
+        """Passes on what is held now, and from now on every marked chunk at once."""
+        with self._lock:
+            self.marker = None
+            self._go.set()
 
     def close(self):
         self._done = True
@@ -65,9 +79,12 @@ class HoldProxy:
                         hit = self.marker is not None and self.marker in data
                         if hit:
                             self.holds += 1
+                            self._holding += 1
                     if hit:
                         self.held.set()
-                        time.sleep(self.hold)
+                        self._go.wait(self.hold)
+                        with self._lock:
+                            self._holding -= 1
                 dst.sendall(data)
         except OSError:
             pass

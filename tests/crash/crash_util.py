@@ -5,6 +5,7 @@ worker logged ("job J: epoch N reported"). Stdlib only."""
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -95,3 +96,36 @@ def wait_for(pred, timeout, step=0.2, what="condition"):
             return v
         time.sleep(step)
     raise AssertionError("timed out waiting for " + what)
+
+
+def sigterm_within(w, grace, then=None):
+    """SIGTERM to the worker alone (as Kubernetes sends it), then() right after it; asserts that
+    the worker exits 0 within grace seconds and returns the seconds it took."""
+    t0 = time.time()
+    w.proc.send_signal(signal.SIGTERM)
+    if then:
+        then()
+    try:
+        w.proc.wait(timeout=grace + 10)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("worker %s still runs %d s after SIGTERM" % (w.name, grace + 10))
+    took = time.time() - t0
+    w.log.close()
+    assert w.proc.returncode == 0, (w.name, w.proc.returncode)
+    assert took < grace, "worker %s took %.1f s to exit (grace %d s)" % (w.name, took, grace)
+    return took
+
+
+def dump_logs(c, workers, n=4000):
+    """After a failure: the controller's log tail and each worker's, on stderr."""
+    sys.stderr.write("---- controller log\n%s\n" % c.tail())
+    for w in workers:
+        sys.stderr.write("---- %s\n%s\n" % (w.log_path, w.text()[-n:]))
+
+
+def stop_all(c, workers):
+    """The workers still running, then the controller."""
+    for w in workers:
+        if w.proc and w.proc.poll() is None:
+            w.stop()
+    c.stop()

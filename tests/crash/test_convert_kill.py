@@ -14,7 +14,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from crash_util import Controller, wait_for  # noqa: E402
+from crash_util import Controller, dump_logs, stop_all, wait_for  # noqa: E402
 from honeproc import WorkerProcess  # noqa: E402
 from pngfolder import write_folder, write_kitti  # noqa: E402
 
@@ -76,16 +76,10 @@ def main():
         if kitti:
             assert ("classes: y x\nboxes: %d\n" % boxes) in p.stdout, p.stdout
     except BaseException:
-        sys.stderr.write("---- controller log\n%s\n" % c.tail())
-        for w in workers:
-            sys.stderr.write("---- %s\n%s\n" % (w.log_path, open(w.log_path, errors="replace")
-                                                .read()[-3000:]))
+        dump_logs(c, workers, 3000)
         raise
     finally:
-        for w in workers:
-            if w.proc.poll() is None:
-                w.stop()
-        c.stop()
+        stop_all(c, workers)
     print("convert kill%s: ok" % (" (kitti)" if kitti else ""))
     return 0
 

@@ -19,7 +19,6 @@ uploaded); `shared` with the controller's disk.
 usage: test_release.py shared|http HONE-CONTROLLER HONE-WORKER HONE-TRAIN HONE-PACK"""
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -27,26 +26,12 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from crash_util import Controller, wait_for  # noqa: E402
+from crash_util import (Controller, dump_logs, sigterm_within, stop_all,  # noqa: E402
+                        wait_for)
 from honeproc import WorkerProcess  # noqa: E402
 from pngfolder import write_folder  # noqa: E402
 
 GRACE = 5
-
-
-def sigterm(w):
-    """SIGTERM to the worker alone (as Kubernetes sends it); returns the seconds it took to exit."""
-    t0 = time.time()
-    w.proc.send_signal(signal.SIGTERM)
-    try:
-        w.proc.wait(timeout=GRACE + 10)
-    except subprocess.TimeoutExpired:
-        raise AssertionError("worker %s still runs %d s after SIGTERM" % (w.name, GRACE + 10))
-    took = time.time() - t0
-    w.log.close()
-    assert w.proc.returncode == 0, (w.name, w.proc.returncode)
-    assert took < GRACE, "worker %s took %.1f s to exit (grace %d s)" % (w.name, took, GRACE)
-    return took
 
 
 def main():
@@ -92,7 +77,7 @@ def main():
                      what="the convert job's first progress report")
         assert j["status"] == "running" and j["progress"]["images_done"] < n, j
         t0 = time.time()
-        sigterm(a)
+        sigterm_within(a, GRACE)
         j = job(cid)
         assert j["status"] == "queued" and not j["worker_id"] and j["attempts"] == 0, j
         assert time.time() - t0 < 30, "not queued at once"
@@ -131,7 +116,7 @@ def main():
         else:
             time.sleep(0.5)
         t0 = time.time()
-        sigterm(b)
+        sigterm_within(b, GRACE)
         j = job(inf)
         assert j["status"] == "queued" and not j["worker_id"] and j["attempts"] == 0, (
             j, b.text()[-3000:])
@@ -150,16 +135,10 @@ def main():
         labels = open(os.path.join(art, "labels.jsonl")).read().splitlines()
         assert len(labels) == n, len(labels)
     except BaseException:
-        sys.stderr.write("---- controller log\n%s\n" % c.tail())
-        for w in workers:
-            sys.stderr.write("---- %s\n%s\n" % (w.log_path, open(w.log_path, errors="replace")
-                                                .read()[-4000:]))
+        dump_logs(c, workers)
         raise
     finally:
-        for w in workers:
-            if w.proc.poll() is None:
-                w.stop()
-        c.stop()
+        stop_all(c, workers)
     shutil.rmtree(root, ignore_errors=True)
     print("release %s: ok" % mode)
     return 0

@@ -17,15 +17,14 @@ holds the job's report requests 1 s each, so the report is in flight when SIGTER
 usage: test_release_inflight.py HONE-CONTROLLER HONE-WORKER HONE-TRAIN HONE-PACK"""
 import os
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from crash_util import Controller, wait_for  # noqa: E402
+from crash_util import (Controller, dump_logs, sigterm_within, stop_all,  # noqa: E402
+                        wait_for)
 from holdproxy import HoldProxy  # noqa: E402
 from honeproc import WorkerProcess  # noqa: E402
 from pngfolder import write_folder  # noqa: E402
@@ -64,17 +63,8 @@ def main():
         if not proxy.held.wait(240):
             raise AssertionError("no report of %s reached the proxy" % what)
         time.sleep(0.2)  # the call is in flight (held): the SIGTERM cuts it
-        t0 = time.time()
-        w.proc.send_signal(signal.SIGTERM)
-        proxy.arm(None)  # the held call still waits; the one sent again goes straight on
-        try:
-            w.proc.wait(timeout=GRACE + 10)
-        except subprocess.TimeoutExpired:
-            raise AssertionError("worker %s still runs %d s after SIGTERM" % (w.name, GRACE + 10))
-        took = time.time() - t0
-        w.log.close()
-        assert w.proc.returncode == 0, (w.name, w.proc.returncode)
-        assert took < GRACE, "worker %s took %.1f s to exit (grace %d s)" % (w.name, took, GRACE)
+        # the held call still waits; the one sent again goes straight on
+        took = sigterm_within(w, GRACE, then=lambda: proxy.arm(None))
         j = job(jid)
         assert j["status"] == "queued" and not j["worker_id"] and j["attempts"] == 0, (
             "the %s was not handed back" % what, j, w.text()[-3000:])
@@ -112,22 +102,16 @@ def main():
         print("train: handed back %.1f s after SIGTERM" % took)
 
         # 3. worker c trains it to the end
-        cw = worker("c", c.base)
+        worker("c", c.base)
         t = wait_for(lambda: (lambda j: j if j["status"] not in ("queued", "running") else None)(
             job(tid)), 240, what="the train job on worker c")
         assert t["status"] == "done" and t["epoch"] == 30, t
     except BaseException:
-        sys.stderr.write("---- controller log\n%s\n" % c.tail())
-        for w in workers:
-            sys.stderr.write("---- %s\n%s\n" % (w.log_path, open(w.log_path, errors="replace")
-                                                .read()[-4000:]))
+        dump_logs(c, workers)
         raise
     finally:
-        for w in workers:
-            if w.proc.poll() is None:
-                w.stop()
         proxy.close()
-        c.stop()
+        stop_all(c, workers)
     shutil.rmtree(root, ignore_errors=True)
     print("release inflight: ok")
     return 0

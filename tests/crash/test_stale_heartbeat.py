@@ -27,7 +27,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from crash_util import Controller, wait_for  # noqa: E402
+from crash_util import Controller, dump_logs, stop_all, wait_for  # noqa: E402
 from holdproxy import HoldProxy  # noqa: E402
 from honeproc import WorkerProcess  # noqa: E402
 from pngfolder import write_folder  # noqa: E402
@@ -117,14 +117,11 @@ def main():
         wait_for(lambda: job(j3)["status"] not in ("queued", "running"), 60, 0.05,
                  what="job 3 to end")
     except BaseException:
-        sys.stderr.write("---- controller log\n%s\n" % c.tail())
-        sys.stderr.write("---- worker log\n%s\n" % w.text()[-4000:])
+        dump_logs(c, [w])
         raise
     finally:
-        if w.proc and w.proc.poll() is None:
-            w.stop()
         proxy.close()
-        c.stop()
+        stop_all(c, [w])
     shutil.rmtree(root, ignore_errors=True)
     print("stale heartbeat: ok")
     return 0

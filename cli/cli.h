@@ -158,6 +158,10 @@ int cli_config_read(char *url, size_t urllen, char *token, size_t toklen);
  * well (done, stopped, paused), 1 on failure, cancel, timeout or interrupt; *final gets the last
  * job JSON (new reference) when not NULL. */
 int cli_job_wait(cli_ctx *c, const char *job_id, double timeout_s, FILE *progress, json_t **final);
+/* The same with a budget rather than a timeout: its end is not an error and prints nothing (the
+ * caller says what it does next); returns 1 with *final NULL then. */
+int cli_job_wait_budget(cli_ctx *c, const char *job_id, double budget_s, FILE *progress,
+                        json_t **final);
 /* One-line progress text for a job (automl or train) into buf. */
 void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len);
 

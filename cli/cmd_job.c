@@ -121,7 +121,9 @@ static int job_status_final(const char *st)
     return 0;
 }
 
-int cli_job_wait(cli_ctx *c, const char *job_id, double timeout_s, FILE *progress, json_t **final)
+/* cli_job_wait and cli_job_wait_budget: a timeout is an error (--timeout) or a budget's end. */
+static int job_wait_run(cli_ctx *c, const char *job_id, double timeout_s, FILE *progress,
+                        json_t **final, int budget)
 {
     int quiet = progress == NULL;
     int tty = progress && isatty(fileno(progress));
@@ -178,8 +180,11 @@ int cli_job_wait(cli_ctx *c, const char *job_id, double timeout_s, FILE *progres
             return rc;
         }
         if (timeout_s > 0 && now - t0 > timeout_s) {
-            fprintf(stderr, "%serror: job %s still %s after %.0f s (--timeout)\n", tty ? "\n" : "",
-                    job_id, st ? st : "?", timeout_s);
+            if (budget && tty)
+                fprintf(progress, "\n");
+            else if (!budget)
+                fprintf(stderr, "%serror: job %s still %s after %.0f s (--timeout)\n",
+                        tty ? "\n" : "", job_id, st ? st : "?", timeout_s);
             hone_rest_resp_clear(&resp);
             return 1;
         }
@@ -191,6 +196,17 @@ int cli_job_wait(cli_ctx *c, const char *job_id, double timeout_s, FILE *progres
         fprintf(progress, "\n");
     fprintf(stderr, "interrupted; the job keeps running (hone job cancel %s stops it)\n", job_id);
     return 1;
+}
+
+int cli_job_wait(cli_ctx *c, const char *job_id, double timeout_s, FILE *progress, json_t **final)
+{
+    return job_wait_run(c, job_id, timeout_s, progress, final, 0);
+}
+
+int cli_job_wait_budget(cli_ctx *c, const char *job_id, double budget_s, FILE *progress,
+                        json_t **final)
+{
+    return job_wait_run(c, job_id, budget_s, progress, final, 1);
 }
 
 static int job_wait(cli_ctx *c)

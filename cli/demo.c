@@ -412,7 +412,7 @@ int cli_demo_run(cli_ctx *c)
     sub = *c;
     sub.rest = d.rest;
     sub.url = cli_stack_url(stack);
-    rc = cli_job_wait(&sub, job_id, budget_s - (hone_now() - d.t0) + 30, progress, &fin);
+    rc = cli_job_wait_budget(&sub, job_id, budget_s - (hone_now() - d.t0) + 30, progress, &fin);
     if (!fin && !*c->stop) {
         /* Over budget: stop the search and report the best so far. */
         hone_rest_resp resp;

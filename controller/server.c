@@ -15,6 +15,7 @@
 #include "routes.h"
 #include "store.h"
 #include "stream.h"
+#include "sweep.h"
 #include "util.h"
 #include "web.h"
 
@@ -242,6 +243,7 @@ int hone_controller_new(uv_loop_t *loop, const hone_controller_config *cfg, hone
     if (store_automl_list_running(c->db, &rows) == HONE_OK)
         json_array_foreach(rows, i, r) ctl_automl_step(c, jstr(r, "id"));
     json_decref(rows);
+    ctl_sweep_uploads(c); /* before it listens: no upload is in flight */
     c->ready = 1;
     *out = c;
     return HONE_OK;

@@ -1,0 +1,82 @@
+/* The start-up sweep of upload temp files. An upload's body is spooled to `.upload-XXXXXX` in the
+ * folder it will land in (datasets/, artifacts/<job>/, packed/<dataset>/) and a dataset archive is
+ * extracted into datasets/.upload-<id>/ before its rename; a controller killed mid-upload leaves
+ * them behind, and no later request ever names them. Before the controller listens no upload is
+ * in flight, so every `.upload-*` in those folders is such a leftover and goes. */
+#define _GNU_SOURCE /* nftw */
+#include <dirent.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "sweep.h"
+#include "util.h"
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)ftw;
+    return (flag == FTW_DP ? rmdir(path) : unlink(path)) ? -1 : 0;
+}
+
+/* Removes dir's `.upload-*` entries (folders whole); returns how many, or -1 on an error. */
+static int sweep_dir(const char *dir, json_t *failed)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    if (!d)
+        return 0;
+    while ((e = readdir(d))) {
+        char path[4096 + 256];
+        if (strncmp(e->d_name, ".upload-", 8) != 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0)
+            n++;
+        else
+            json_array_append_new(failed, json_string(path));
+    }
+    closedir(d);
+    return n;
+}
+
+/* Each sub-folder of dir swept (artifacts/<job>, packed/<dataset>). */
+static int sweep_subdirs(const char *dir, json_t *failed)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    int n = 0;
+    if (!d)
+        return 0;
+    while ((e = readdir(d))) {
+        char path[4096 + 256];
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        n += sweep_dir(path, failed);
+    }
+    closedir(d);
+    return n;
+}
+
+int ctl_sweep_uploads(hone_controller *c)
+{
+    char path[4096];
+    json_t *failed = json_array();
+    int n;
+
+    snprintf(path, sizeof path, "%s/datasets", c->cfg.data_dir);
+    n = sweep_dir(path, failed);
+    n += sweep_subdirs(c->artifacts_dir, failed);
+    snprintf(path, sizeof path, "%s/packed", c->cfg.data_dir);
+    n += sweep_subdirs(path, failed);
+    if (n || json_array_size(failed))
+        ctl_log(c, json_array_size(failed) ? "warn" : "info", "uploads_swept",
+                json_pack("{s:i,s:O}", "removed", n, "failed", failed));
+    json_decref(failed);
+    return n;
+}

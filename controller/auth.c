@@ -140,6 +140,46 @@ static void unauthorized(hone_http_res *res, const char *msg)
     hone_http_res_error(res, 401, "Authorization", "%s", msg);
 }
 
+/* A login token ("ht_" + 64 hex): 1 with its SHA-256 (hex) in hash; 0 for anything else. */
+static int login_token_hash(const char *tok, char hash[65])
+{
+    return tok && !strncmp(tok, CTL_TOKEN_PREFIX, strlen(CTL_TOKEN_PREFIX)) &&
+           strlen(tok) == strlen(CTL_TOKEN_PREFIX) + 2 * SECRET_BYTES && !sha256_hex(tok, hash);
+}
+
+/* The token's row while it is good; HONE_EPERM with *why when it is unknown, revoked (its key's
+ * tokens are deleted with it) or expired. */
+static int token_row(hone_controller *c, const char *hash, json_t **row, const char **why)
+{
+    int rc = store_token_get(c->db, hash, row);
+    if (rc == HONE_ENOENT) {
+        *why = "unknown or revoked token: run hone login --url URL --key KEY";
+        return HONE_EPERM;
+    }
+    if (rc)
+        return rc;
+    if (jnum(*row, "expires") <= ctl_now()) {
+        json_decref(*row);
+        *row = NULL;
+        *why = "token expired: run hone login --url URL --key KEY";
+        return HONE_EPERM;
+    }
+    return HONE_OK;
+}
+
+int ctl_auth_token_hash(const hone_http_req *req, char hash[65])
+{
+    return login_token_hash(bearer(req), hash);
+}
+
+int ctl_auth_token_check(hone_controller *c, const char *hash, const char **why)
+{
+    json_t *row = NULL;
+    int rc = token_row(c, hash, &row, why);
+    json_decref(row);
+    return rc;
+}
+
 int ctl_auth_caller(hone_controller *c, const hone_http_req *req, ctl_caller *who, const char **why)
 {
     const char *tok = bearer(req), *secret;
@@ -160,21 +200,11 @@ int ctl_auth_caller(hone_controller *c, const hone_http_req *req, ctl_caller *wh
         who->kind = CTL_CALLER_WORKER; /* checked against the store by the worker routes */
         return HONE_OK;
     }
-    if (!tok || strncmp(tok, CTL_TOKEN_PREFIX, strlen(CTL_TOKEN_PREFIX)) ||
-        strlen(tok) != strlen(CTL_TOKEN_PREFIX) + 2 * SECRET_BYTES || sha256_hex(tok, hash))
+    if (!login_token_hash(tok, hash))
         return HONE_EPERM;
-    int rc = store_token_get(c->db, hash, &row);
-    if (rc == HONE_ENOENT) {
-        *why = "unknown or revoked token: run hone login --url URL --key KEY";
-        return HONE_EPERM;
-    }
+    int rc = token_row(c, hash, &row, why);
     if (rc)
         return rc;
-    if (jnum(row, "expires") <= ctl_now()) {
-        json_decref(row);
-        *why = "token expired: run hone login --url URL --key KEY";
-        return HONE_EPERM;
-    }
     who->kind = !strcmp(jstr(row, "role"), "admin") ? CTL_CALLER_ADMIN : CTL_CALLER_USER;
     snprintf(who->user_id, sizeof who->user_id, "%s", jstr(row, "user_id"));
     json_decref(row);

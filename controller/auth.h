@@ -28,6 +28,12 @@ typedef struct ctl_caller {
  * no, unknown, revoked or expired token), or a store error. */
 int ctl_auth_caller(hone_controller *c, const hone_http_req *req, ctl_caller *who,
                     const char **why);
+/* Whether the request carries a login token: 1 with its SHA-256 (hex) in hash (what a long
+ * request, a stream, keeps to check it again later), else 0. */
+int ctl_auth_token_hash(const hone_http_req *req, char hash[65]);
+/* Whether that token is still good: HONE_OK, HONE_EPERM with *why (revoked, expired), or a store
+ * error. */
+int ctl_auth_token_check(hone_controller *c, const char *hash, const char **why);
 /* The owner rows must have for this caller: the user's id (in buf), or NULL for callers who see
  * every row (admins, workers, no auth configured). For requests the filter let through; fails
  * closed (an owner no row has) when the caller cannot be told. */

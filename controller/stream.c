@@ -4,7 +4,9 @@
  * uncommitted rows, so a stream starts by flushing the batch). Both kinds share this machinery and
  * differ only in their stream_kind: the table read (event ids are metrics rowids, or job_logs
  * seqs: store_metrics_since and store_logs_since say why they resume without gaps) and the event
- * built from a row. The number of open streams (of both kinds) is bounded by limits.streams. */
+ * built from a row. The number of open streams (of both kinds) is bounded by limits.streams. A
+ * stream opened with a login token ends (an "auth" event) on the tick after that token stops
+ * being good: its key revoked, or its time up. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +37,8 @@ typedef struct ctl_stream {
     const stream_kind *kind;
     hone_http_res *res;
     char job_id[128];
-    long long seq; /* the last event id sent */
+    char token[65]; /* the SHA-256 of the login token it was opened with; "" for none */
+    long long seq;  /* the last event id sent */
     uint64_t last_write_ms;
     struct ctl_stream *prev, *next;
 } ctl_stream;
@@ -182,13 +185,27 @@ void ctl_streams_pump(hone_controller *c)
     }
 }
 
+/* A stream opened with a login token ends when the token does (its key revoked, or expired):
+ * an "auth" event saying why, then the end of the answer. The client's reconnect then gets the
+ * 401 any request with that token gets. Returns non-zero when the stream is to finish. */
+static int stream_auth_over(ctl_stream *s)
+{
+    const char *why = NULL;
+    if (!s->token[0] || ctl_auth_token_check(s->c, s->token, &why) != HONE_EPERM)
+        return 0; /* good, or a store error now: the next tick asks again */
+    json_t *ev = json_pack("{s:{s:s,s:s}}", "error", "field", "Authorization", "message", why);
+    stream_event(s, 0, "auth", ev);
+    json_decref(ev);
+    return 1;
+}
+
 void ctl_streams_tick(hone_controller *c)
 {
     uint64_t now = uv_now(c->loop);
     ctl_stream *s = c->streams, *next;
     for (; s; s = next) {
         next = s->next;
-        if (stream_pump(s, 1) ||
+        if (stream_auth_over(s) || stream_pump(s, 1) ||
             (now - s->last_write_ms >= STREAM_KEEPALIVE_MS && stream_send(s, ": keepalive\n\n")))
             stream_finish(s);
     }
@@ -262,6 +279,8 @@ static void stream_open(hone_controller *c, const stream_kind *kind, hone_http_r
     s->kind = kind;
     s->res = res;
     s->seq = seq;
+    if (!ctl_auth_token_hash(req, s->token))
+        s->token[0] = '\0';
     snprintf(s->job_id, sizeof s->job_id, "%s", id);
     s->next = c->streams;
     if (c->streams)

@@ -5,11 +5,14 @@ user on admin routes 403; the right credential gets past auth. Login, key revoca
 tokens made from it, another user's ids answering 404, and no key or token in clear in the SQLite
 file."""
 import http.client
+import json
 import os
 import re
 import shutil
+import socket
 import sqlite3
 import sys
+import time
 
 import yaml
 
@@ -149,6 +152,63 @@ def ownership(ctl, d, ta, tb, adm, alice, bob, wcred):
     return n
 
 
+def open_stream(ctl, path, headers):
+    """A raw GET of an SSE route (Connection: close, so its end is the socket's); returns the
+    socket and what came before the first event."""
+    s = socket.create_connection(("127.0.0.1", ctl.port), timeout=10)
+    hdr = "".join("%s: %s\r\n" % kv for kv in headers.items())
+    s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n%s\r\n" % (path, hdr))
+              .encode())
+    got = b""
+    while b"retry: 2000" not in got:
+        b = s.recv(65536)
+        check(b, ("stream closed before it began", got))
+        got += b
+    check(got.startswith(b"HTTP/1.1 200"), got[:200])
+    return s, got
+
+
+def stream_revoked(ctl, ta, alice):
+    """A stream opened with a token ends when the token's key is revoked: an "auth" event naming
+    the Authorization, then the end; reopening it is 401. A stream on another token of the same
+    user stays open."""
+    jobs = ctl.ok("GET", "/api/v1/jobs", headers=ta)["jobs"]
+    job = [j for j in jobs if j["status"] == "queued"][0]["id"]
+    k = ctl.ok("POST", "/api/v1/users/me/keys", headers=ta)
+    tk = bearer(ctl.ok("POST", "/api/v1/login", {"key": k["key"]})["token"])
+    path = "/api/v1/jobs/%s/metrics/stream" % job
+    doomed, _ = open_stream(ctl, path, tk)
+    kept, _ = open_stream(ctl, path, ta)
+    ctl.ok("DELETE", "/api/v1/users/me/keys/%s" % k["id"], want=(204,), headers=ta)
+    t0, got = time.time(), b""
+    try:
+        while True:  # to the end (10 s without a byte: it outlived the key)
+            b = doomed.recv(65536)
+            if not b:
+                break
+            got += b
+            check(time.time() - t0 < 10, ("the stream outlived its revoked key", got))
+    except socket.timeout:
+        raise AssertionError(("the stream outlived its revoked key", got))
+    took = time.time() - t0
+    doomed.close()
+    m = re.search(rb"event: auth\ndata: (\{.*?\})\n", got)
+    check(m, ("no auth event before the end", got))
+    ev = json.loads(m.group(1))
+    check(ev["error"]["field"] == "Authorization" and "hone login" in ev["error"]["message"], ev)
+    st, js = ctl.req("GET", path, headers=tk)
+    check(st == 401, ("reopening with the revoked token", st, js))
+    time.sleep(1.5)  # a tick or more after the revoke: the other token's stream is untouched
+    kept.settimeout(0.5)
+    try:
+        b = kept.recv(65536)
+        check(False, ("the other token's stream got data or closed", b))
+    except socket.timeout:
+        pass
+    kept.close()
+    print("stream of a revoked key: ended %.1f s after the revoke" % took)
+
+
 def main():
     binary = binary_from_argv()
     d = tempdir()
@@ -247,6 +307,7 @@ def main():
 
         n_own = ownership(ctl, d, ta, tb, adm, alice, bob, wcred)
         check(n_own > 20, "only %d routes named ids" % n_own)
+        stream_revoked(ctl, ta, alice)
 
         # the store holds hashes only
         ctl.stop()

@@ -66,6 +66,7 @@ class MetricStream {
     const obj = JSON.parse(data.join("\n"));
     if (event === "epoch") this.onEpoch(obj, id);
     else if (event === "end") { this.ended = true; this.onEnd(obj); }
+    else if (event === "auth") { this.closed = true; this.onState(`signed out: ${obj.error.message}`); }
   }
 
   async run() {

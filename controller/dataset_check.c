@@ -63,16 +63,17 @@ int ctl_path_private(const char *data_dir, const char *resolved, char *msg, size
     char rdir[PATH_MAX], sub[PATH_MAX + 16];
     if (!realpath(data_dir, rdir))
         return HONE_OK;
-    int refuse = !strcmp(rdir, resolved);
+    /* the data folder or one above it (its files would be reachable below it), or inside */
+    int above = inside(resolved, rdir), refuse = above;
     for (size_t i = 0; i < sizeof own / sizeof own[0] && !refuse; i++) {
         snprintf(sub, sizeof sub, "%s/%s", rdir, own[i]);
         refuse = inside(sub, resolved);
     }
     if (refuse)
         snprintf(msg, msglen,
-                 "%s is among the controller's own folders (every user's uploads, packed files "
+                 "%s %s the controller's own folders (every user's uploads, packed files "
                  "and artifacts): upload the dataset instead",
-                 resolved);
+                 resolved, above ? "holds" : "is among");
     return refuse ? HONE_EINVAL : HONE_OK;
 }
 

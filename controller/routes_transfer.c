@@ -523,7 +523,14 @@ static int packed_put_allowed(hone_controller *c, hone_http_req *req, hone_http_
     json_t *rows = NULL, *r;
     char wid[64];
     size_t i;
-    int ok = 0;
+    int ok = 0, rc = store_dataset_exists(c->db, id, NULL);
+    if (rc) { /* the id becomes a folder's name: only a dataset's, even for the admin */
+        if (rc == HONE_ENOENT)
+            hone_http_res_error(res, 404, "id", "no dataset %s", id);
+        else
+            ctl_res_store_error(c, res);
+        return HONE_EPERM;
+    }
     if (ctl_auth_is_admin(c, req))
         return HONE_OK;
     if (ctl_auth_worker_any(c, req, res, wid, sizeof wid))

@@ -102,8 +102,9 @@ def ownership(ctl, d, ta, tb, adm, alice, bob, wcred):
                      headers=tb)
     check(st in (404, 422) and js["error"]["field"] == "train_datasets", ("bob's exp", st, js))
     # nor register the controller's own folders (every user's uploads, packed files, artifacts)
-    for sub in ("artifacts/probe", "datasets/probe", "packed/probe", ""):
-        probe = os.path.join(d, "data", sub)
+    # nor a folder above them (the data dir's parent: its files, the store too, would be below)
+    for sub in ("artifacts/probe", "datasets/probe", "packed/probe", "", ".."):
+        probe = os.path.normpath(os.path.join(d, "data", sub))
         if sub:
             write_idx(probe)  # a good dataset, but where only the controller writes
         st, js = ctl.req("POST", "/api/v1/datasets", {"name": "b", "path": probe}, headers=tb)
@@ -214,7 +215,9 @@ def main():
     d = tempdir()
     cfg = os.path.join(d, "controller.yaml")
     with open(cfg, "w") as f:
-        f.write("auth: {admin_key: %s, worker_token: %s}\n" % (ADMIN, ENROL))
+        # the data roots hold the data dir's parent: a user may not name it (it holds the store)
+        f.write("auth: {admin_key: %s, worker_token: %s}\ndata_roots: [\"%s\"]\n"
+                % (ADMIN, ENROL, d))
     ctl = Controller(binary, os.path.join(d, "data"), config=cfg).start()
     try:
         adm = bearer(ADMIN)

@@ -193,6 +193,14 @@ def main():
         w.complete(lease, "done")
         st, js = c.req("PUT", up + name, raw=blob, headers=hdr)
         assert st == 403, (st, js)
+        # the dataset id is a folder's name: not one that leaves packed/, even for the admin
+        esc = "/api/v1/datasets/..%2F..%2Fescape/packed/x.hpk"
+        st, js = c.req("PUT", esc, raw=blob, headers=dict(ADMIN, **{
+            "Content-Type": "application/octet-stream",
+            "X-Hone-Sha256": hashlib.sha256(blob).hexdigest()}))
+        assert st == 404 and js["error"]["field"] == "id", (st, js)
+        out = os.path.normpath(os.path.join(root, "packed", "..", "..", "escape"))
+        assert not os.path.exists(out), "a PUT wrote outside packed/: " + out
 
         # An inference job's image folder: its lease holder (or the admin) reads it; not another
         # worker, and a job that is not an inference job has no input.

@@ -399,6 +399,11 @@ void http_conn_pump(hone_http_conn *c)
         hone_http_req *req = c->head;
         if (req->up && !req->dispatched && !http_upload_ready(c, req))
             break; /* an upload: its handler waits for the whole body on disk */
+        /* A client that does not read its answers gets no more made: each would wait in memory.
+         * Reading is paused too, but one read may hold hundreds of pipelined requests; on_write
+         * pumps again as the queue drains. */
+        if (!req->dispatched && !c->fake && c->tcp.write_queue_size >= WRITE_QUEUE_HIGH)
+            break;
         if (!req->dispatched)
             conn_dispatch(c, req);
         if (!req->res.answered)
@@ -480,10 +485,8 @@ static void on_write(uv_write_t *w, int status)
         conn_linger(c);
     else if (c->writes_pending == 0 && c->eof && !c->head)
         http_conn_close(c);
-    else {
-        conn_update_reading(c);
-        http_conn_arm_timer(c);
-    }
+    else
+        http_conn_pump(c); /* requests held back while the queue was full; reading, the timer */
 }
 
 void http_conn_write(hone_http_conn *c, char *buf, size_t len)

@@ -148,7 +148,7 @@ static int login_token_hash(const char *tok, char hash[65])
 }
 
 /* The token's row while it is good; HONE_EPERM with *why when it is unknown, revoked (its key's
- * tokens are deleted with it) or expired. */
+ * tokens are deleted with it), expired, or made from an admin key that is not the current one. */
 static int token_row(hone_controller *c, const char *hash, json_t **row, const char **why)
 {
     int rc = store_token_get(c->db, hash, row);
@@ -158,13 +158,19 @@ static int token_row(hone_controller *c, const char *hash, json_t **row, const c
     }
     if (rc)
         return rc;
+    const char *ak = jstr(*row, "admin_key");
     if (jnum(*row, "expires") <= ctl_now()) {
-        json_decref(*row);
-        *row = NULL;
         *why = "token expired: run hone login --url URL --key KEY";
-        return HONE_EPERM;
+    } else if (!jstr(*row, "key_id") && (!ak || !c->admin_key_hash[0] || strlen(ak) != 64 ||
+                                         !bytes_equal(ak, c->admin_key_hash, 64))) {
+        /* made from an admin key that is no longer the one (or with no auth configured) */
+        *why = "token made from an admin key that has changed: run hone login --url URL --key KEY";
+    } else {
+        return HONE_OK;
     }
-    return HONE_OK;
+    json_decref(*row);
+    *row = NULL;
+    return HONE_EPERM;
 }
 
 int ctl_auth_token_hash(const hone_http_req *req, char hash[65])

@@ -39,6 +39,7 @@ struct hone_controller {
     int close_pending;
     struct ctl_stream *streams; /* stream.c: open metrics streams */
     int n_streams;
+    char admin_key_hash[65]; /* auth.c: SHA-256 (hex) of cfg.auth_token; "" with no auth */
 };
 
 /* server.c: one of the things hone_controller_close waits for is done. */

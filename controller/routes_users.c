@@ -129,7 +129,9 @@ static void login(hone_http_req *req, hone_http_res *res, void *ud)
            expires = now + (c->cfg.token_ttl_seconds > 0 ? c->cfg.token_ttl_seconds : 7 * 86400);
     if (rc || (rc = ctl_auth_secret_new(CTL_TOKEN_PREFIX, token, sizeof token, thash)) ||
         (rc = store_tokens_expire(c->db, now)) ||
-        (rc = store_token_insert(c->db, thash, jstr(user, "id"), key_id, now, expires)) ||
+        (rc = store_token_insert(c->db, thash, jstr(user, "id"), key_id,
+                                 key_id || !c->cfg.auth_token ? NULL : c->admin_key_hash, now,
+                                 expires)) ||
         (key_id && (rc = store_key_touch(c->db, key_id, now)))) {
         ctl_res_store_error(c, res);
         goto done;

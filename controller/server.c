@@ -198,6 +198,11 @@ int hone_controller_new(uv_loop_t *loop, const hone_controller_config *cfg, hone
     c->loop = loop;
     config_copy(&c->cfg, cfg);
     *out = NULL;
+    if (c->cfg.auth_token && ctl_auth_hash(c->cfg.auth_token, c->admin_key_hash)) {
+        snprintf(err, errlen, "cannot hash the admin key");
+        rc = HONE_EIO;
+        goto fail;
+    }
     size_t n = strlen(c->cfg.data_dir) + 32;
     c->artifacts_dir = hone_xmalloc(n);
     snprintf(c->artifacts_dir, n, "%s/artifacts", c->cfg.data_dir);

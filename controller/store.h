@@ -285,10 +285,11 @@ int store_key_touch(ctl_db *db, const char *id, double now); /* last_used = now 
 /* Revokes user_id's key id (kept, revoked = now) and deletes the tokens made from it; rows
  * changed: 0 when the user has no such key. */
 int store_key_revoke(ctl_db *db, const char *user_id, const char *id, double now);
-/* A login token (key_id NULL: made from the admin key). */
+/* A login token, made from API key key_id or (key_id NULL) from the admin key whose SHA-256 is
+ * admin_key (NULL: with no auth configured). */
 int store_token_insert(ctl_db *db, const char *token_hash, const char *user_id, const char *key_id,
-                       double now, double expires);
-/* {user_id, key_id, expires, name, role} of the token with that hash. */
+                       const char *admin_key, double now, double expires);
+/* {user_id, key_id, admin_key, expires, name, role} of the token with that hash. */
 int store_token_get(ctl_db *db, const char *token_hash, json_t **row);
 int store_tokens_expire(ctl_db *db, double now); /* deletes tokens past their time */
 

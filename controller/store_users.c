@@ -64,18 +64,18 @@ int store_key_revoke(ctl_db *db, const char *user_id, const char *id, double now
 }
 
 int store_token_insert(ctl_db *db, const char *token_hash, const char *user_id, const char *key_id,
-                       double now, double expires)
+                       const char *admin_key, double now, double expires)
 {
     return db_exec(db,
-                   "INSERT INTO tokens(token_hash,user_id,key_id,created,expires) "
-                   "VALUES(?,?,?,?,?)",
-                   "sssdd", token_hash, user_id, key_id, now, expires);
+                   "INSERT INTO tokens(token_hash,user_id,key_id,admin_key,created,expires) "
+                   "VALUES(?,?,?,?,?,?)",
+                   "ssssdd", token_hash, user_id, key_id, admin_key, now, expires);
 }
 
 int store_token_get(ctl_db *db, const char *token_hash, json_t **row)
 {
     return db_row(db, row,
-                  "SELECT t.user_id,t.key_id,t.expires,u.name,u.role FROM tokens t "
+                  "SELECT t.user_id,t.key_id,t.admin_key,t.expires,u.name,u.role FROM tokens t "
                   "JOIN users u ON u.id=t.user_id WHERE t.token_hash=?",
                   "s", token_hash);
 }

@@ -279,8 +279,8 @@ static void stream_open(hone_controller *c, const stream_kind *kind, hone_http_r
     s->kind = kind;
     s->res = res;
     s->seq = seq;
-    if (!ctl_auth_token_hash(req, s->token))
-        s->token[0] = '\0';
+    if (!c->cfg.auth_token || !ctl_auth_token_hash(req, s->token))
+        s->token[0] = '\0'; /* no token to outlive (with no auth, tokens are not asked for) */
     snprintf(s->job_id, sizeof s->job_id, "%s", id);
     s->next = c->streams;
     if (c->streams)

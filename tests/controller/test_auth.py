@@ -21,6 +21,7 @@ from hone_test import Controller, FakeWorker, binary_from_argv, tempdir, write_i
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 ADMIN = "admin-key-0123456789"
+ADMIN2 = "admin-key-rotated-9876543210"
 ENROL = "enrol-me-0123456789"
 PUBLIC = {"/", "/ui/{name}", "/healthz", "/readyz", "/api/v1/openapi.yaml", "/api/v1/login"}
 # Operations only a worker (for its own lease) may call: (method, path).
@@ -312,6 +313,35 @@ def main():
         check(n_own > 20, "only %d routes named ids" % n_own)
         stream_revoked(ctl, ta, alice)
 
+        # tokens made from the admin key live through a restart with that key, and end when the
+        # key changes (a leaked key's rotation ends them); a user's token is not touched
+        def restart(auth):
+            ctl.stop()  # raises unless it exits cleanly
+            with open(cfg, "w") as f:
+                f.write((auth + "\n" if auth else "") + "data_roots: [\"%s\"]\n" % d)
+            ctl.start()
+
+        admin_tok = bearer(tok_admin["token"])
+        restart("auth: {admin_key: %s, worker_token: %s}" % (ADMIN, ENROL))
+        ctl.ok("GET", "/api/v1/users/me", headers=admin_tok)
+        restart("auth: {admin_key: %s, worker_token: %s}" % (ADMIN2, ENROL))
+        st, js = ctl.req("GET", "/api/v1/users/me", headers=admin_tok)
+        check(st == 401 and "admin key that has changed" in js["error"]["message"],
+              ("a token of the old admin key", st, js))
+        st, js = ctl.req("POST", "/api/v1/login", {"key": ADMIN})
+        check(st == 401, ("login with the old admin key", st, js))
+        ctl.ok("GET", "/api/v1/users/me", headers=ta)
+        tok_admin2 = ctl.ok("POST", "/api/v1/login", {"key": ADMIN2})["token"]
+        check(ctl.ok("GET", "/api/v1/users/me", headers=bearer(tok_admin2))["id"] == "admin",
+              "the new admin key's token")
+        # a token made while no auth was configured is no admin token once auth is
+        restart(None)
+        open_tok = ctl.ok("POST", "/api/v1/login", {"key": "anything"})["token"]
+        restart("auth: {admin_key: %s, worker_token: %s}" % (ADMIN2, ENROL))
+        st, js = ctl.req("GET", "/api/v1/users", headers=bearer(open_tok))
+        check(st == 401, ("a token made with no auth, now that auth is on", st, js))
+        ctl.ok("GET", "/api/v1/users/me", headers=bearer(tok_admin2))
+
         # the store holds hashes only
         ctl.stop()
         raw = b""
@@ -320,7 +350,7 @@ def main():
             if os.path.isfile(p):
                 raw += open(p, "rb").read()
         for secret in (ka["key"], kb["key"], k2["key"], la["token"], lb["token"],
-                       tok_admin["token"], ADMIN):
+                       tok_admin["token"], ADMIN, ADMIN2, tok_admin2, open_tok):
             check(secret.encode() not in raw, "a secret in clear in the store: " + secret[:6])
         db = sqlite3.connect(os.path.join(d, "data", "hone.db"))
         hashes = [r[0] for r in db.execute("SELECT key_hash FROM api_keys")]

@@ -55,8 +55,9 @@ struct http_upload {
     int late_rc; /* an operation that could not even be queued: failed at the next pump */
     up_op late_op;
     up_block *head, *tail;
-    size_t head_off; /* bytes of head already written */
-    size_t buffered; /* received, not yet written (the write in flight included) */
+    size_t head_off;  /* bytes of head already written */
+    size_t buffered;  /* received, not yet written (the write in flight included) */
+    size_t unclocked; /* received since the client's progress last restarted the clock */
     uint64_t written;
 };
 
@@ -209,8 +210,11 @@ static int up_held(const http_upload *u)
 
 /* ---- slots and wakeups --------------------------------------------------------------------- */
 
-/* The request clock of an upload measures progress (a byte in, or out to the disk), not the whole
- * body: a large body may take longer than request_timeout_ms, a stalled one may not. */
+/* The request clock of an upload measures progress, not the whole body: a large body may take
+ * longer than request_timeout_ms, a stalled one may not. The client's progress is
+ * UP_PROGRESS_BYTES received (a byte now and then would hold a slot for ever: slowloris); ours is
+ * a byte out to the disk while we hold its reading, or a wait for a slot or for memory. */
+#define UP_PROGRESS_BYTES (64u << 10)
 static void up_touch(http_upload *u)
 {
     hone_http_conn *c = u->req ? u->req->conn : NULL;
@@ -449,7 +453,7 @@ static void up_after(http_upload *u, up_op op, ssize_t res)
         p->st.bytes_total += u->written;
         up_slot_release(u);
     } else {
-        if (op == OP_WRITE)
+        if (op == OP_WRITE && c && !c->reading) /* our disk, not the client, was the wait */
             up_touch(u);
         up_step(u);
     }
@@ -486,8 +490,12 @@ int http_upload_body(hone_http_req *req, const char *at, size_t len)
         return 0;
     /* before begin (at most the rest of one read: reading pauses) the bytes wait in memory too */
     up_append(u, at, len);
+    u->unclocked += len;
     if (u->state == UP_OPEN) {
-        up_touch(u);
+        if (u->unclocked >= UP_PROGRESS_BYTES) {
+            u->unclocked = 0;
+            up_touch(u);
+        }
         up_step(u);
     }
     return 0;

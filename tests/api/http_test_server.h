@@ -85,6 +85,7 @@ int hts_error_is(const tc_response *r, int status, const char *code, const char 
     X(upload_too_large)                                                                            \
     X(upload_client_gone)                                                                          \
     X(upload_stalled)                                                                              \
+    X(upload_trickle)                                                                              \
     X(upload_slots)                                                                                \
     X(upload_pipelined)
 

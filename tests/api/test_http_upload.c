@@ -290,6 +290,37 @@ int test_upload_stalled(void)
     return 0;
 }
 
+/* A byte now and then is no progress (slowloris on a slot): 100 KB, then one byte every 50 ms.
+ * The clock restarts only once 64 KiB more came, so the 408 comes after request_timeout_ms
+ * (600 ms here); a server that took each byte for progress would wait for ever. */
+int test_upload_trickle(void)
+{
+    tc_conn c;
+    tc_response r;
+    char *data = pattern(100000, 7);
+    struct pollfd pf;
+    int i;
+    CHECK(tc_connect(&c, port) == 0);
+    CHECK(tc_send_str(&c, "PUT /up/trickle HTTP/1.1\r\nContent-Length: 1000000\r\n\r\n") == 0);
+    CHECK(tc_send(&c, data, 100000) == 0);
+    pf.fd = c.fd;
+    pf.events = POLLIN;
+    for (i = 0; i < 80; i++) { /* 4 s at most; the answer comes after about 0.6 s */
+        pf.revents = 0;
+        if (poll(&pf, 1, 50) > 0)
+            break;
+        if (tc_send(&c, "x", 1) != 0)
+            break;
+    }
+    CHECK(i < 80);
+    CHECK(tc_read_response(&c, &r, 0) == 0 && hts_error_is(&r, 408, "request_timeout", NULL));
+    tc_response_free(&r);
+    tc_close(&c);
+    free(data);
+    CHECK(no_temp_left());
+    return 0;
+}
+
 /* Two slots, one place to wait: a third upload waits unread (no 100 Continue yet), a fourth gets
  * 503 with Retry-After; the third goes on once a slot frees. */
 int test_upload_slots(void)

@@ -38,6 +38,7 @@ typedef struct ctl_stream {
     hone_http_res *res;
     char job_id[128];
     char token[65]; /* the SHA-256 of the login token it was opened with; "" for none */
+    char owner[64]; /* the user (not admin) who opened it; "" for admins and no auth */
     long long seq;  /* the last event id sent */
     uint64_t last_write_ms;
     struct ctl_stream *prev, *next;
@@ -250,18 +251,27 @@ static void stream_open(hone_controller *c, const stream_kind *kind, hone_http_r
     }
     ctl_batch_flush(c); /* read only what is committed */
     char ob[64];
-    int rc = ctl_job_row_res(c, res, id, ctl_auth_owner(c, req, ob), &job);
+    const char *owner = ctl_auth_owner(c, req, ob);
+    int rc = ctl_job_row_res(c, res, id, owner, &job);
     if (rc) {
         return;
     }
     json_decref(job);
-    if (c->n_streams >= c->cfg.max_streams) {
-        char ra[16];
-        snprintf(ra, sizeof ra, "%d", 5);
-        hone_http_res_header(res, "Retry-After", ra);
-        hone_http_res_error(res, 503, "limits.streams",
-                            "too many streams open (limits.streams = %d); retry later",
-                            c->cfg.max_streams);
+    /* a user gets a quarter of them (at least one), so that one cannot take every stream */
+    int mine = 0, share = c->cfg.max_streams / 4 > 1 ? c->cfg.max_streams / 4 : 1;
+    for (ctl_stream *o = c->streams; owner && o; o = o->next)
+        mine += !strcmp(o->owner, owner);
+    if (c->n_streams >= c->cfg.max_streams || (owner && mine >= share)) {
+        hone_http_res_header(res, "Retry-After", "5");
+        if (c->n_streams >= c->cfg.max_streams)
+            hone_http_res_error(res, 503, "limits.streams",
+                                "too many streams open (limits.streams = %d); retry later",
+                                c->cfg.max_streams);
+        else
+            hone_http_res_error(res, 503, "limits.streams",
+                                "you have %d streams open, a user's share of limits.streams (%d); "
+                                "close one or retry later",
+                                mine, c->cfg.max_streams);
         return;
     }
     hone_http_res_header(res, "Cache-Control", "no-cache");
@@ -279,6 +289,7 @@ static void stream_open(hone_controller *c, const stream_kind *kind, hone_http_r
     s->kind = kind;
     s->res = res;
     s->seq = seq;
+    snprintf(s->owner, sizeof s->owner, "%s", owner ? owner : "");
     if (!c->cfg.auth_token || !ctl_auth_token_hash(req, s->token))
         s->token[0] = '\0'; /* no token to outlive (with no auth, tokens are not asked for) */
     snprintf(s->job_id, sizeof s->job_id, "%s", id);

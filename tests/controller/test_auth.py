@@ -170,7 +170,7 @@ def open_stream(ctl, path, headers):
     return s, got
 
 
-def stream_revoked(ctl, ta, alice):
+def stream_revoked(ctl, ta, adm):
     """A stream opened with a token ends when the token's key is revoked: an "auth" event naming
     the Authorization, then the end; reopening it is 401. A stream on another token of the same
     user stays open."""
@@ -181,6 +181,12 @@ def stream_revoked(ctl, ta, alice):
     path = "/api/v1/jobs/%s/metrics/stream" % job
     doomed, _ = open_stream(ctl, path, tk)
     kept, _ = open_stream(ctl, path, ta)
+    # a user's share of limits.streams (8 here) is a quarter: a third is refused; an admin's is not
+    st, js = ctl.req("GET", path, headers=ta)
+    check(st == 503 and js["error"]["field"] == "limits.streams" and "share" in
+          js["error"]["message"], ("a user's third stream", st, js))
+    adm_s, _ = open_stream(ctl, path, adm)
+    adm_s.close()
     ctl.ok("DELETE", "/api/v1/users/me/keys/%s" % k["id"], want=(204,), headers=ta)
     t0, got = time.time(), b""
     try:
@@ -218,7 +224,7 @@ def main():
     with open(cfg, "w") as f:
         # the data roots hold the data dir's parent: a user may not name it (it holds the store)
         f.write("auth: {admin_key: %s, worker_token: %s}\ndata_roots: [\"%s\"]\n"
-                % (ADMIN, ENROL, d))
+                "limits: {streams: 8}\n" % (ADMIN, ENROL, d))
     ctl = Controller(binary, os.path.join(d, "data"), config=cfg).start()
     try:
         adm = bearer(ADMIN)
@@ -311,7 +317,7 @@ def main():
 
         n_own = ownership(ctl, d, ta, tb, adm, alice, bob, wcred)
         check(n_own > 20, "only %d routes named ids" % n_own)
-        stream_revoked(ctl, ta, alice)
+        stream_revoked(ctl, ta, adm)
 
         # tokens made from the admin key live through a restart with that key, and end when the
         # key changes (a leaked key's rotation ends them); a user's token is not touched

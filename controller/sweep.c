@@ -22,8 +22,9 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
     return (flag == FTW_DP ? rmdir(path) : unlink(path)) ? -1 : 0;
 }
 
-/* Removes dir's `.upload-*` entries (folders whole); returns how many, or -1 on an error. */
-static int sweep_dir(const char *dir, json_t *failed)
+/* Removes dir's `.upload-*` entries (folders whole), or with below, those of each folder in dir
+ * (artifacts/<job>, packed/<dataset>); returns how many went, naming the others in failed. */
+static int sweep(const char *dir, int below, json_t *failed)
 {
     DIR *d = opendir(dir);
     struct dirent *e;
@@ -32,32 +33,15 @@ static int sweep_dir(const char *dir, json_t *failed)
         return 0;
     while ((e = readdir(d))) {
         char path[4096 + 256];
-        if (strncmp(e->d_name, ".upload-", 8) != 0)
+        if (below ? e->d_name[0] == '.' : strncmp(e->d_name, ".upload-", 8) != 0)
             continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0)
+        if (below)
+            n += sweep(path, 0, failed);
+        else if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0)
             n++;
         else
             json_array_append_new(failed, json_string(path));
-    }
-    closedir(d);
-    return n;
-}
-
-/* Each sub-folder of dir swept (artifacts/<job>, packed/<dataset>). */
-static int sweep_subdirs(const char *dir, json_t *failed)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int n = 0;
-    if (!d)
-        return 0;
-    while ((e = readdir(d))) {
-        char path[4096 + 256];
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        n += sweep_dir(path, failed);
     }
     closedir(d);
     return n;
@@ -70,10 +54,10 @@ int ctl_sweep_uploads(hone_controller *c)
     int n;
 
     snprintf(path, sizeof path, "%s/datasets", c->cfg.data_dir);
-    n = sweep_dir(path, failed);
-    n += sweep_subdirs(c->artifacts_dir, failed);
+    n = sweep(path, 0, failed);
+    n += sweep(c->artifacts_dir, 1, failed);
     snprintf(path, sizeof path, "%s/packed", c->cfg.data_dir);
-    n += sweep_subdirs(path, failed);
+    n += sweep(path, 1, failed);
     if (n || json_array_size(failed))
         ctl_log(c, json_array_size(failed) ? "warn" : "info", "uploads_swept",
                 json_pack("{s:i,s:O}", "removed", n, "failed", failed));

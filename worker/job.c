@@ -218,6 +218,7 @@ void worker_set_job(hone_worker *w, const char *id)
 {
     pthread_mutex_lock(&w->mu); /* with the heartbeat's cancel, which checks the job under it */
     snprintf(w->job_id, sizeof(w->job_id), "%s", id ? id : "");
+    w->job_gen++;
     atomic_store(&w->cancel, 0);
     pthread_mutex_unlock(&w->mu);
 }

@@ -156,6 +156,7 @@ static void *worker_heartbeat_main(void *arg)
         hone_rest_resp resp;
         json_t *body, *jobs;
         int hb;
+        unsigned gen;
 
         pthread_mutex_lock(&w->mu);
         hb = w->heartbeat_s;
@@ -167,6 +168,7 @@ static void *worker_heartbeat_main(void *arg)
         pthread_mutex_lock(&w->mu);
         snprintf(id, sizeof(id), "%s", w->id);
         snprintf(job, sizeof(job), "%s", w->job_id);
+        gen = w->job_gen;
         hone_rest_set_token(w->hb_rest, w->token);
         pthread_mutex_unlock(&w->mu);
         if (!id[0])
@@ -195,10 +197,11 @@ static void *worker_heartbeat_main(void *arg)
             worker_register_if(w, w->hb_rest, id);
         } else if (resp.status == 200 && job[0] &&
                    worker_json_has(json_object_get(resp.json, "cancel"), job)) {
-            /* Only while the job is still ours: the answer may come after it ended (a done job
-             * is in `cancel` too) and the next one began, which it must not stop. */
+            /* Only while the lease it spoke of is still the one run: the answer may come after
+             * that job ended (a done job is in `cancel` too) and the next began, which it must
+             * not stop, even when that is the same job leased again (a retry). */
             pthread_mutex_lock(&w->mu);
-            int current = !strcmp(w->job_id, job);
+            int current = w->job_gen == gen && !strcmp(w->job_id, job);
             if (current)
                 atomic_store(&w->cancel, 1);
             pthread_mutex_unlock(&w->mu);

@@ -25,6 +25,7 @@ typedef struct hone_worker {
     char id[128];       /* worker id from the controller ("" until registered) */
     char token[256];    /* this worker's credential, issued with the id */
     char job_id[128];   /* the job being run ("" when idle) */
+    unsigned job_gen;   /* counts worker_set_job calls: which lease a heartbeat spoke of */
     int heartbeat_s;
     atomic_int cancel;  /* the controller asked to stop job_id */
     atomic_int quit_hb; /* tells the heartbeat thread to end */

@@ -40,6 +40,7 @@ struct hone_controller {
     struct ctl_stream *streams; /* stream.c: open metrics streams */
     int n_streams;
     char admin_key_hash[65]; /* auth.c: SHA-256 (hex) of cfg.auth_token; "" with no auth */
+    struct json_t *walks;    /* routes_transfer.c: users' file-list walks in flight, by owner */
 };
 
 /* server.c: one of the things hone_controller_close waits for is done. */

@@ -99,7 +99,29 @@ typedef struct xfer_list {
     json_t *fresh;                /* [{kind, name, bytes, mtime, sha256}] to store */
     int status;
     char msg[512];
+    char owner[64]; /* a user's (not an admin's or a worker's) walk: counted in c->walks */
 } xfer_list;
+
+/* A user's file-list walks in flight (c->walks: owner -> count). Each hashes a folder on the
+ * thread pool that uploads, dataset checks and file reads share; one at a time per user, so that
+ * one user's repeated lists cannot hold every thread. */
+#define XFER_WALKS_PER_USER 1
+
+static int walks_of(hone_controller *c, const char *owner)
+{
+    return (int)json_integer_value(json_object_get(c->walks, owner));
+}
+
+static void walks_add(hone_controller *c, const char *owner, int d)
+{
+    int n = walks_of(c, owner) + d;
+    if (!c->walks)
+        c->walks = json_object();
+    if (n > 0)
+        json_object_set_new(c->walks, owner, json_integer(n));
+    else
+        json_object_del(c->walks, owner);
+}
 
 static const json_t *cached_row(const json_t *cached, const char *kind, const char *name)
 {
@@ -226,6 +248,8 @@ static void list_done(uv_work_t *w, int status)
                            json_pack("{s:s,s:O,s:O}", "dataset_id", l->id, "files", l->files,
                                      "packed", l->packed_files));
 done:
+    if (l->owner[0])
+        walks_add(c, l->owner, -1);
     json_decref(l->cached);
     json_decref(l->files);
     json_decref(l->packed_files);
@@ -233,12 +257,24 @@ done:
     free(l);
 }
 
-/* Walks root (and, for a dataset, its packed folder) on the thread pool and answers. */
+/* Walks root (and, for a dataset, its packed folder) on the thread pool and answers. owner: the
+ * user asking (NULL for admins and workers). */
 static void list_start(hone_controller *c, hone_http_res *res, const char *id, const char *root,
-                       int job_input)
+                       int job_input, const char *owner)
 {
+    if (owner && walks_of(c, owner) >= XFER_WALKS_PER_USER) {
+        hone_http_res_header(res, "Retry-After", "2");
+        hone_http_res_error(res, 503, NULL,
+                            "a file list of yours is still being made (one at a time per user); "
+                            "retry when it is done");
+        return;
+    }
     xfer_list *l = hone_xcalloc(1, sizeof *l);
     l->c = c;
+    if (owner) {
+        snprintf(l->owner, sizeof l->owner, "%s", owner);
+        walks_add(c, owner, 1);
+    }
     l->res = res;
     l->job_input = job_input;
     snprintf(l->id, sizeof l->id, "%s", id);
@@ -265,9 +301,10 @@ static void x_manifest(hone_http_req *req, hone_http_res *res, void *ud)
     hone_controller *c = ud;
     const char *id = hone_http_req_param(req, "id");
     json_t *row = NULL;
+    char ob[64];
     if (xfer_allowed(c, req, res, id, &row))
         return;
-    list_start(c, res, id, jstr(row, "path"), 0);
+    list_start(c, res, id, jstr(row, "path"), 0, ctl_auth_owner(c, req, ob));
     json_decref(row);
 }
 
@@ -310,10 +347,10 @@ static void x_input_manifest(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
     const char *id = hone_http_req_param(req, "id");
-    char folder[PATH_MAX];
+    char folder[PATH_MAX], ob[64];
     if (input_allowed(c, req, res, id, folder, sizeof folder))
         return;
-    list_start(c, res, id, folder, 1);
+    list_start(c, res, id, folder, 1, ctl_auth_owner(c, req, ob));
 }
 
 /* ---- one file's bytes ---- */

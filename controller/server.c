@@ -346,6 +346,7 @@ void hone_controller_free(hone_controller *c)
     hone_http_server_free(c->http);
     db_close(c->db);
     free(c->artifacts_dir);
+    json_decref(c->walks);
     hone_controller_config_free(&c->cfg);
     free(c);
 }

@@ -12,6 +12,7 @@ import shutil
 import socket
 import sqlite3
 import sys
+import threading
 import time
 
 import yaml
@@ -170,6 +171,31 @@ def open_stream(ctl, path, headers):
     return s, got
 
 
+def walks_shared(ctl, d, ta, adm):
+    """A user's file lists are made one at a time (each hashes a folder on the thread pool every
+    upload shares): while one of Alice's hashes a 4 GiB (sparse) file, her second is 503 with
+    Retry-After; an admin's is not held back; once hers is done, the next is answered."""
+    root = os.path.join(d, "big")
+    write_idx(root)
+    with open(os.path.join(root, "zz.bin"), "wb") as f:
+        f.truncate(4 << 30)
+    ds = ctl.ok("POST", "/api/v1/datasets", {"name": "big", "path": root}, headers=ta)["id"]
+    path = "/api/v1/datasets/%s/files" % ds
+    first = {}
+    t = threading.Thread(target=lambda: first.update(r=ctl.req("GET", path, headers=ta,
+                                                               timeout=300)))
+    t.start()
+    time.sleep(0.3)
+    st, js = ctl.req("GET", path, headers=ta)
+    check(st == 503 and "one at a time" in js["error"]["message"], ("alice's second list", st, js))
+    st, js = ctl.req("GET", "/api/v1/datasets/%s/files" % ds, headers=adm, timeout=300)
+    check(st == 200, ("the admin's list", st, js))
+    t.join()
+    check(first["r"][0] == 200 and len(first["r"][1]["files"]) == 5, ("alice's first", first))
+    st, js = ctl.req("GET", path, headers=ta)
+    check(st == 200, ("alice's next list", st, js))
+
+
 def stream_revoked(ctl, ta, adm):
     """A stream opened with a token ends when the token's key is revoked: an "auth" event naming
     the Authorization, then the end; reopening it is 401. A stream on another token of the same
@@ -318,6 +344,7 @@ def main():
         n_own = ownership(ctl, d, ta, tb, adm, alice, bob, wcred)
         check(n_own > 20, "only %d routes named ids" % n_own)
         stream_revoked(ctl, ta, adm)
+        walks_shared(ctl, d, ta, adm)
 
         # tokens made from the admin key live through a restart with that key, and end when the
         # key changes (a leaked key's rotation ends them); a user's token is not touched

@@ -3,10 +3,9 @@
  * (api/ upload routes), then, on the thread pool, mapped and checked whole (tar.c) before anything
  * is extracted, extracted into a hidden temp folder, checked like a server-side dataset, and
  * renamed to <data_dir>/datasets/<id>. The archive is never held in the heap. */
-#define _GNU_SOURCE /* madvise, nftw */
+#define _GNU_SOURCE /* madvise */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +20,7 @@
 #include "dataset_check.h"
 #include "routes.h"
 #include "store.h"
+#include "sweep.h"
 #include "tar.h"
 #include "util.h"
 
@@ -38,17 +38,6 @@ typedef struct up_work {
     int status;     /* HTTP status of a refusal; 0: stored */
     json_t *stats;
 } up_work;
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st, (void)flag, (void)f;
-    return remove(p);
-}
-
-static void rm_tree(const char *dir)
-{
-    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 /* Creates the parent folders of rel under root (names already normalized by tar.c). */
 static int mk_parents(const char *root, const char *rel)
@@ -184,7 +173,7 @@ static void up_extract(up_work *u, const uint8_t *body)
     }
     return;
 fail:
-    rm_tree(u->tmp);
+    ctl_rm_tree(u->tmp);
 }
 
 static void up_free(up_work *u)
@@ -215,7 +204,7 @@ static void up_done(uv_work_t *w, int status)
         goto fail;
     }
     if (!res) {
-        rm_tree(u->dir); /* nobody to tell: store nothing */
+        ctl_rm_tree(u->dir); /* nobody to tell: store nothing */
         goto fail;
     }
     ctl_batch_flush(c);
@@ -224,7 +213,7 @@ static void up_done(uv_work_t *w, int status)
                                   u->desc ? u->desc : "", st, u->owner, ctl_now());
     free(st);
     if (rc || store_dataset_get(c->db, u->id, NULL, &row)) {
-        rm_tree(u->dir);
+        ctl_rm_tree(u->dir);
         ctl_res_store_error(c, res);
         goto fail;
     }

@@ -15,11 +15,15 @@
 #include "sweep.h"
 #include "util.h"
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
 {
-    (void)st;
-    (void)ftw;
-    return (flag == FTW_DP ? rmdir(path) : unlink(path)) ? -1 : 0;
+    (void)st, (void)flag, (void)f;
+    return remove(p);
+}
+
+int ctl_rm_tree(const char *path)
+{
+    return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) ? HONE_EIO : HONE_OK;
 }
 
 /* Removes dir's `.upload-*` entries (folders whole), or with below, those of each folder in dir
@@ -38,7 +42,7 @@ static int sweep(const char *dir, int below, json_t *failed)
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         if (below)
             n += sweep(path, 0, failed);
-        else if (nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0)
+        else if (ctl_rm_tree(path) == HONE_OK)
             n++;
         else
             json_array_append_new(failed, json_string(path));

@@ -13,6 +13,16 @@
 
 /* ------------------------------------------------------------------ IDX files */
 
+/* The bounds of an IDX file, the same for the controller's check at dataset create time and for
+ * hone-train's loader, so a dataset the controller accepts is one the trainer can read:
+ * - HONE_DATA_IDX_MAX_BYTES: the data bytes (the product of the dims) of one file, 2 GiB (the
+ *   trainer holds a file whole in memory).
+ * - HONE_DATA_IDX_MAX_RATIO: a gzip file may inflate at most this many times its compressed size
+ *   (checked while inflating, so a decompression bomb stops after a few MiB, not gigabytes; no real
+ *   image or label file comes near it: MNIST inflates about 5 times, all-zero data about 1030). */
+#define HONE_DATA_IDX_MAX_BYTES ((uint64_t)1 << 31)
+#define HONE_DATA_IDX_MAX_RATIO 1000
+
 /* A parsed IDX file: a plain result (fields read-only), freed with hone_data_idx_free. */
 typedef struct hone_data_idx {
     int type;      /* element type code: 0x08 = uint8 (the only one accepted) */
@@ -26,15 +36,17 @@ typedef struct hone_data_idx {
  * size; err (may be NULL) receives a one-line reason. Safe on arbitrary bytes (fuzzed). */
 int hone_data_idx_read_mem(const uint8_t *buf, size_t len, hone_data_idx **out, char *err,
                            size_t errlen);
-/* Reads a file, gzip-compressed or not. HONE_ENOENT when missing, HONE_EIO, HONE_EPARSE. */
+/* Reads a file, gzip-compressed or not, within the bounds above. HONE_ENOENT when missing,
+ * HONE_EIO, HONE_EPARSE (a bound passed included). */
 int hone_data_idx_read_file(const char *path, hone_data_idx **out, char *err, size_t errlen);
 void hone_data_idx_free(hone_data_idx *idx);
 
 /* What an IDX file holds, without keeping it in memory (the controller's check at dataset create
  * time): streams the file (gzip or not) and checks it is uint8 with want_ndims dimensions (1 to 3,
- * each 1..100,000,000, at most 8 GiB of data) and exactly the bytes its header announces. dims
- * receives the dimensions; *max_value (may be NULL) the largest byte, e.g. the highest label.
- * HONE_ENOENT when missing, HONE_EPARSE naming the file otherwise. */
+ * each 1..100,000,000, at most HONE_DATA_IDX_MAX_BYTES of data) and exactly the bytes its header
+ * announces; it stops as soon as the file inflates past its header or HONE_DATA_IDX_MAX_RATIO.
+ * dims receives the dimensions; *max_value (may be NULL) the largest byte, e.g. the highest label.
+ * HONE_ENOENT when missing, HONE_EPARSE otherwise (a bound passed included); err names the file. */
 int hone_data_idx_stat_file(const char *path, int want_ndims, uint32_t dims[3], int *max_value,
                             char *err, size_t errlen);
 

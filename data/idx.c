@@ -11,7 +11,9 @@
 
 #include "data.h"
 
-#define IDX_MAX_BYTES ((size_t)1 << 31) /* 2 GiB: more than any dataset this reads */
+#define IDX_MAX_BYTES ((size_t)HONE_DATA_IDX_MAX_BYTES)
+#define IDX_MAX_HEADER 20                   /* magic and four dims */
+#define IDX_RATIO_SLACK ((uint64_t)1 << 20) /* gzip's first bytes may inflate far more */
 
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 {
@@ -22,6 +24,20 @@ static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
         va_end(ap);
     }
     return code;
+}
+
+/* HONE_EPARSE naming the file when out bytes inflated so far are more than HONE_DATA_IDX_MAX_RATIO
+ * times the compressed bytes read (gzoffset: what zlib took from the file, its buffer included, so
+ * the check errs on the generous side). A plain file reads 1:1 and always passes. */
+static int ratio_check(gzFile g, uint64_t out, const char *path, char *err, size_t errlen)
+{
+    z_off_t in = gzoffset(g);
+    if (in < 0 || out <= (uint64_t)in * HONE_DATA_IDX_MAX_RATIO + IDX_RATIO_SLACK)
+        return HONE_OK;
+    return fail(err, errlen, HONE_EPARSE,
+                "%s: inflates more than %d times its compressed size (%llu bytes from %lld): "
+                "refused as a decompression bomb",
+                path, HONE_DATA_IDX_MAX_RATIO, (unsigned long long)out, (long long)in);
 }
 
 int hone_data_idx_read_mem(const uint8_t *buf, size_t len, hone_data_idx **out, char *err,
@@ -78,19 +94,22 @@ int hone_data_idx_read_file(const char *path, hone_data_idx **out, char *err, si
     if (!f)
         return fail(err, errlen, errno == ENOENT ? HONE_ENOENT : HONE_EIO, "%s: %s", path,
                     strerror(errno ? errno : EIO));
+    /* the header and at most IDX_MAX_BYTES of data: one byte more is refused */
+    const size_t most = IDX_MAX_HEADER + IDX_MAX_BYTES;
     size_t cap = 1 << 20, len = 0;
     uint8_t *buf = hone_xmalloc(cap);
     int rc = HONE_OK;
     for (;;) {
         if (len == cap) {
-            if (cap >= IDX_MAX_BYTES) {
-                rc = fail(err, errlen, HONE_EPARSE, "%s: larger than %zu bytes", path, cap);
+            if (cap > most) {
+                rc = fail(err, errlen, HONE_EPARSE, "%s: larger than %zu bytes", path, most);
                 goto fail;
             }
-            cap *= 2;
+            cap = cap * 2 > most + 1 ? most + 1 : cap * 2;
             buf = hone_xrealloc(buf, cap);
         }
-        size_t want = cap - len > (1u << 30) ? (1u << 30) : cap - len;
+        /* 16 MiB at a time, so the inflate ratio is checked while inflating */
+        size_t want = cap - len > (16u << 20) ? (16u << 20) : cap - len;
         int n = gzread(f, buf + len, (unsigned)want);
         if (n < 0) {
             int zerr;
@@ -101,6 +120,8 @@ int hone_data_idx_read_file(const char *path, hone_data_idx **out, char *err, si
         if (n == 0)
             break;
         len += (size_t)n;
+        if ((rc = ratio_check(f, len, path, err, errlen)))
+            goto fail;
     }
     rc = hone_data_idx_read_mem(buf, len, out, err, errlen);
     if (rc < 0 && err && errlen) {
@@ -151,8 +172,9 @@ int hone_data_idx_stat_file(const char *path, int want_ndims, uint32_t dims[3], 
         }
         total *= dims[i];
     }
-    if (total > (8ull << 30)) {
-        fail(err, errlen, rc, "%s: too large", path);
+    if (total > HONE_DATA_IDX_MAX_BYTES) {
+        fail(err, errlen, rc, "%s: %llu data bytes, more than the %llu a file may hold", path,
+             (unsigned long long)total, (unsigned long long)HONE_DATA_IDX_MAX_BYTES);
         goto fail;
     }
     buf = hone_xmalloc(1 << 16);
@@ -163,6 +185,16 @@ int hone_data_idx_stat_file(const char *path, int want_ndims, uint32_t dims[3], 
         for (int i = 0; max_value && i < r; i++)
             if (buf[i] > maxv)
                 maxv = buf[i];
+        /* stop at the first byte past the header's count or the inflate-ratio cap */
+        if (got > total || ratio_check(g, got + (uint64_t)hl, path, err, errlen))
+            break;
+    }
+    if (r > 0 && got <= total)
+        goto fail; /* the ratio cap: err says so */
+    if (got > total) {
+        fail(err, errlen, rc, "%s: holds more data bytes than the %llu its header says", path,
+             (unsigned long long)total);
+        goto fail;
     }
     if (r < 0 || got != total) {
         fail(err, errlen, rc, "%s: holds %llu data bytes, header says %llu", path,

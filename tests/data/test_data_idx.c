@@ -119,6 +119,35 @@ int main(void)
     CHECK(hone_data_idx_stat_file(path, 3, dims, NULL, err, sizeof(err)) == HONE_EPARSE &&
           strstr(err, "packed.gz: holds"));
     unlink(path);
+    /* the bounds the trainer and the controller share: a header past HONE_DATA_IDX_MAX_BYTES, a
+     * gzip bomb (1e9 zero bytes announced, refused by the inflate ratio long before the end) and
+     * data past the header's count are refused, each naming the file */
+    snprintf(path, sizeof(path), "%s/bomb.gz", dir);
+    static const uint8_t big[16] = {0, 0, 8, 3, 0, 0, 0x80, 0, 0, 0, 0x80, 0, 0, 0, 0, 8};
+    static const uint8_t bomb[16] = {0, 0, 8,    3,    0, 0, 0x03, 0xe8,
+                                     0, 0, 0x03, 0xe8, 0, 0, 0x03, 0xe8};
+    static const uint8_t small[16] = {0, 0, 8, 3, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1};
+    uint8_t *zeros = calloc(1, 1 << 20);
+    const uint8_t *heads[3] = {big, bomb, small};
+    const char *want[3] = {"bomb.gz: 8589934592 data bytes, more than the 2147483648",
+                           "bomb.gz: inflates more than 1000 times",
+                           "bomb.gz: holds more data bytes than the 1"};
+    for (int k = 0; k < 3; k++) {
+        gz = gzopen(path, "wb9");
+        gzwrite(gz, heads[k], 16);
+        for (int i = 0; i < (k == 2 ? 1 : 128); i++)
+            gzwrite(gz, zeros, 1 << 20);
+        gzclose(gz);
+        err[0] = '\0';
+        CHECK(hone_data_idx_stat_file(path, 3, dims, NULL, err, sizeof(err)) == HONE_EPARSE &&
+              strstr(err, want[k]));
+        if (k == 1) {
+            CHECK(hone_data_idx_read_file(path, &x, err, sizeof(err)) == HONE_EPARSE && !x &&
+                  strstr(err, want[k]));
+        }
+    }
+    free(zeros);
+    unlink(path);
     snprintf(path, sizeof(path), "%s/missing", dir);
     CHECK(hone_data_idx_read_file(path, &x, err, sizeof(err)) == HONE_ENOENT);
     CHECK(strstr(err, "missing") != NULL);

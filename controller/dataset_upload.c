@@ -257,7 +257,8 @@ static int up_params(hone_http_req *req, hone_http_res *res, const char **name, 
         hone_http_res_error(res, 422, "format", "format %s does not fit type %s", *format, *type);
     else if (*desc && strlen(*desc) > 10000)
         hone_http_res_error(res, 422, "description", "description too long");
-    else
+    else if (!ctl_text_check(res, "name", *name, 0) &&
+             !ctl_text_check(res, "description", *desc, 1))
         return HONE_OK;
     return HONE_EINVAL;
 }

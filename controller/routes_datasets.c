@@ -155,7 +155,10 @@ static void ds_create(hone_http_req *req, hone_http_res *res, void *ud)
     json_t *body = hone_http_req_json(req, res);
     if (!body)
         return;
-    if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res) || ds_classes_check(body, res)) {
+    if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res) ||
+        ctl_text_check(res, "name", jstr(body, "name"), 0) ||
+        ctl_text_check(res, "description", jstr(body, "description"), 1) ||
+        ds_classes_check(body, res)) {
         json_decref(body);
         return;
     }

@@ -87,7 +87,9 @@ static int exp_validate(hone_controller *c, const char *owner, json_t *body, hon
     char field[300], msg[512];
     json_t *flat = NULL, *settings = NULL, *space = NULL, *ds = NULL;
     *clean = NULL;
-    if (hone_json_check(body, exp_fields, HONE_ARRAY_LEN(exp_fields), res))
+    if (hone_json_check(body, exp_fields, HONE_ARRAY_LEN(exp_fields), res) ||
+        ctl_text_check(res, "name", jstr(body, "name"), 0) ||
+        ctl_text_check(res, "description", jstr(body, "description"), 1))
         return HONE_EINVAL;
     json_t *tds = json_object_get(body, "train_datasets"), *d;
     size_t i;

@@ -57,7 +57,9 @@ static void job_create(hone_http_req *req, hone_http_res *res, void *ud)
     char id[64], field[256] = "", msg[512] = "";
     if (!body)
         return;
-    if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
+    if (hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res) ||
+        ctl_text_check(res, "name", jstr(body, "name"), 0) ||
+        ctl_text_check(res, "description", jstr(body, "description"), 1))
         goto fail;
     char ob[64];
     int rc = store_experiment_get(c->db, eid, ctl_auth_owner(c, req, ob), &exp);

@@ -1,5 +1,6 @@
 /* Serves the embedded page (web.h): index.html at /, the other files of web/ at /ui/{name}, each
- * with its content type; no-cache, so a new controller's page is picked up at once. Never reads
+ * with its content type; no-cache, so a new controller's page is picked up at once; a strict
+ * Content-Security-Policy and no framing. Never reads
  * the store or the disk. */
 #include <string.h>
 
@@ -30,15 +31,26 @@ static const char *web_type(const char *name)
     return "application/octet-stream";
 }
 
+/* The page loads only its own files (no inline script or style attribute: app.js sets colours
+ * through the DOM), talks only to its own origin (fetch), and may not be framed: a page that holds
+ * the token must not be clickjacked or have injected markup run. */
+#define WEB_CSP                                                                                    \
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src "        \
+    "'self'; "                                                                                     \
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'"
+
 static void web_send(hone_http_res *res, const char *name)
 {
     const ctl_web_file *f = web_find(name);
+    hone_http_res_header(res, "Content-Security-Policy", WEB_CSP);
+    hone_http_res_header(res, "X-Frame-Options", "DENY");
+    hone_http_res_header(res, "X-Content-Type-Options", "nosniff");
+    hone_http_res_header(res, "Referrer-Policy", "no-referrer");
     if (!f) {
         hone_http_res_error(res, 404, "name", "no file %s", name);
         return;
     }
     hone_http_res_header(res, "Cache-Control", "no-cache");
-    hone_http_res_header(res, "X-Content-Type-Options", "nosniff");
     hone_http_res_text(res, 200, web_type(name), (const char *)f->data, f->len);
 }
 

@@ -272,7 +272,7 @@ async function jobView(id) {
     <h2>${esc(job.action)} job ${esc(id)} <span id="jobstatus">${statusBadge(job.status)}</span> <span id="live" class="muted"></span></h2>
     <div class="grid">
       <div class="card"><div>metric <select id="metric"></select> <span id="npoints" class="muted"></span></div><canvas id="curves"></canvas></div>
-      <div class="card"><h2 style="margin-top:0">Best config</h2><div id="best" class="muted">none yet</div></div>
+      <div class="card"><h2 class="flush">Best config</h2><div id="best" class="muted">none yet</div></div>
     </div>
     <h2>Trials: hyperparameters against ${esc(metricDefault)}</h2>
     <div class="card"><canvas id="parallel"></canvas></div>
@@ -337,8 +337,10 @@ async function jobView(id) {
     }
     const keys = [...new Set(all.flatMap((t) => Object.keys(t.config || {})))].sort();
     $("#trials").innerHTML = `<tr><th>trial</th><th>status</th><th>epochs</th><th>best ${esc(metricDefault)}</th>${keys.map((k) => `<th>${esc(k)}</th>`).join("")}</tr>` +
-      all.map((t, i) => `<tr><td><span style="color:${colorOf(i, all.length)}">●</span> ${esc(t.trial ?? t.id)}</td><td>${statusBadge(t.status)}</td>
+      all.map((t) => `<tr><td><span class="dot">●</span> ${esc(t.trial ?? t.id)}</td><td>${statusBadge(t.status)}</td>
         <td>${t.epochs.size}</td><td>${fmt(bestOf(t) ?? "")}</td>${keys.map((k) => `<td>${fmt((t.config || {})[k] ?? "")}</td>`).join("")}</tr>`).join("");
+    // each trial's colour set through the DOM: the page's CSP allows no inline style attribute
+    $("#trials").querySelectorAll("span.dot").forEach((d, i) => { d.style.color = colorOf(i, all.length); });
   }
 
   $("#metric").onchange = (e) => { state.metric = e.target.value; state.dirty = true; };

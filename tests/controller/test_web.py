@@ -1,6 +1,8 @@
 """The page at / against a real hone-controller: index.html at /, the other files of web/ at
 /ui/{name}, byte for byte as they are in the source tree (embedded at build time), with their
-content types and no-cache; an unknown file is 404; with an admin token set the page itself needs
+content types and no-cache, and the security headers (a strict Content-Security-Policy with
+frame-ancestors 'none', X-Frame-Options DENY, nosniff, no referrer; the page has no inline script or
+style attribute for the policy to block); an unknown file is 404; with an admin token set the page itself needs
 none (it holds no data) while the API still does. The page in a browser: tests/web/."""
 import os
 import sys
@@ -11,6 +13,18 @@ from hone_test import Controller, binary_from_argv, tempdir  # noqa: E402
 
 WEB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "web")
 TYPES = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
+CSP = ("default-src 'self'", "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'",
+       "object-src 'none'", "script-src 'self'", "style-src 'self'", "connect-src 'self'")
+
+
+def secure(name, h):
+    csp = [p.strip() for p in (h["Content-Security-Policy"] or "").split(";")]
+    for p in CSP:
+        assert p in csp, (name, p, csp)
+    assert not any("unsafe" in p for p in csp), (name, csp)
+    assert h["X-Frame-Options"] == "DENY", (name, h)
+    assert h["X-Content-Type-Options"] == "nosniff", (name, h)
+    assert h["Referrer-Policy"] == "no-referrer", (name, h)
 
 
 def get(c, path):
@@ -36,6 +50,11 @@ def main():
             assert st == 200 and body == want, (name, st, len(body), len(want))
             assert h["Content-Type"].startswith(TYPES[os.path.splitext(name)[1]]), (name, h)
             assert h["Cache-Control"] == "no-cache", h
+            secure(name, h)
+            if name.endswith((".html", ".js")):  # nothing the policy would block
+                text = want.decode()
+                assert "style=" not in text and "<script>" not in text, name
+                assert " onclick=" not in text and "javascript:" not in text, name
         st, h, body = get(c, "/ui/index.html")  # also by name
         assert st == 200 and b"<!doctype html>" in body
         # index.html names only files that are served, and nothing from another host

@@ -3,7 +3,8 @@ hone-controller with an admin token, while an AutoML job runs (a fake worker rep
 epochs slowly, from a thread): the token typed into the page reaches the API, the job shows up in
 the list, and on the job's page the learning curves appear and grow as epochs arrive (the canvas
 counts what it drew), several trials get curves, the parallel-coordinates view and the best config
-fill in, and the end of the job is shown. Saves a screenshot (HONE_SCREENSHOT, default
+fill in, and the end of the job is shown; the trials' colour dots are set, and the browser logs no
+Content-Security-Policy violation (the page's strict policy blocks nothing it needs). Saves a screenshot (HONE_SCREENSHOT, default
 page.png in the build's working folder). Exit 77 (skipped) without chromium, chromedriver or
 python3-selenium. Run with /usr/bin/python3 (Debian's selenium)."""
 import os
@@ -79,6 +80,7 @@ def main():
     for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
               "--window-size=1400,1100"):
         opts.add_argument(a)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # the console, CSP reports too
     browser = None
     errors = []
     try:
@@ -131,6 +133,12 @@ def main():
         total = sum(len(v) for v in stored.values())
         wait_for("every stored epoch drawn", lambda: pts() == total)
         assert series() == len([v for v in stored.values() if v]), (series(), stored.keys())
+        dots = browser.execute_script(
+            "return [...document.querySelectorAll('#trials span.dot')].map(d => d.style.color)")
+        assert dots and all(dots), dots
+        csp = [e["message"] for e in browser.get_log("browser")
+               if "Content Security Policy" in e.get("message", "")]
+        assert not csp, csp
         browser.save_screenshot(shot)
         assert os.path.getsize(shot) > 10000, shot
         print("screenshot:", shot)

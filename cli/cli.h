@@ -79,7 +79,19 @@ typedef struct cli_ctx {
     volatile sig_atomic_t *stop;
 } cli_ctx;
 
-/* Calls the controller. On a 2xx answer returns 0 with resp filled. Otherwise prints
+/* escape.c: server text made safe for a terminal (C0/C1 controls, DEL, bidi controls, line
+ * separators and non-UTF-8 bytes written as \x1b or \u202e escapes; idempotent). cli_escape
+ * writes at most cap bytes with the NUL and returns buf; cli_escape_dup returns a malloc'd copy;
+ * cli_json_escape escapes every string and key of v in place (text output only, never --json). */
+int cli_needs_escape(const char *s);
+const char *cli_escape(const char *s, char *buf, size_t cap);
+char *cli_escape_dup(const char *s);
+void cli_json_escape(json_t *v);
+/* hone_rest_error_text, escaped for the terminal. */
+void cli_error_text(const hone_rest_resp *resp, char *buf, size_t cap);
+
+/* Calls the controller. On a 2xx answer returns 0 with resp filled (its strings escaped for the
+ * terminal, unless --json). Otherwise prints
  * "error: <message> (field: x)" and returns 1 (resp cleared). */
 int cli_call(cli_ctx *c, const char *method, const char *path, const json_t *body,
              hone_rest_resp *resp);

@@ -163,7 +163,7 @@ static json_t *fetch_labels(cli_ctx *c, const char *id)
     json_t *arr = NULL;
     if (hone_rest_download(c->rest, path, f, 600, &r, err, sizeof(err)) != 0 || r.status != 200) {
         if (r.status)
-            hone_rest_error_text(&r, err, sizeof(err));
+            cli_error_text(&r, err, sizeof(err));
         fprintf(stderr, "error: downloading the labels of job %s: %s\n", id, err);
     } else {
         arr = json_array();
@@ -198,7 +198,7 @@ static int fetch_onnx(cli_ctx *c, const char *id, const char *out)
     int rc = 0;
     if (hone_rest_download(c->rest, path, f, 600, &r, err, sizeof(err)) != 0 || r.status != 200) {
         if (r.status)
-            hone_rest_error_text(&r, err, sizeof(err));
+            cli_error_text(&r, err, sizeof(err));
         fprintf(stderr, "error: downloading model.onnx of job %s: %s\n", id, err);
         rc = 1;
     }

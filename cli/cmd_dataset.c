@@ -13,6 +13,7 @@ static void print_created(cli_ctx *c, hone_rest_resp *resp)
     if (c->json) {
         cli_print_json(resp->json);
     } else {
+        cli_json_escape(resp->json); /* the upload's answer does not come through cli_call */
         const json_t *st = json_object_get(resp->json, "stats");
         char a[64], b[64], k[64];
         printf("created dataset %s (%s): %s train / %s test images, %s classes\n",
@@ -85,7 +86,7 @@ static int dataset_upload(cli_ctx *c)
         return 1;
     }
     if (resp.status < 200 || resp.status >= 300) {
-        hone_rest_error_text(&resp, err, sizeof(err));
+        cli_error_text(&resp, err, sizeof(err));
         fprintf(stderr, "error: %s\n", err);
         hone_rest_resp_clear(&resp);
         return 1;

@@ -150,8 +150,10 @@ static int job_wait_run(cli_ctx *c, const char *job_id, double timeout_s, FILE *
             continue;
         }
         misses = 0;
+        if (!c->json)
+            cli_json_escape(resp.json);
         if (resp.status != 200) {
-            hone_rest_error_text(&resp, err, sizeof(err));
+            cli_error_text(&resp, err, sizeof(err));
             fprintf(stderr, "%serror: %s\n", tty ? "\n" : "", err);
             hone_rest_resp_clear(&resp);
             return 1;
@@ -450,7 +452,9 @@ static void sse_event(sse_reader *r, char *ev)
         if (json_is_integer(trial))
             printf("[trial %lld] ", (long long)json_integer_value(trial));
         const char *l = json_string_value(json_object_get(d, "line"));
-        printf("%s\n", l ? l : "");
+        char *e = cli_escape_dup(l ? l : "");
+        printf("%s\n", e);
+        free(e);
     }
     fflush(stdout);
     json_decref(d);
@@ -507,7 +511,7 @@ static int job_logs_follow(cli_ctx *c)
         if (strcmp(seen, r.last_id)) /* it made progress: the drops are counted afresh */
             tries = 0;
         if (st == 0 && resp.status != 200 && resp.status != 503) { /* 503: too many streams */
-            hone_rest_error_text(&resp, err, sizeof(err));
+            cli_error_text(&resp, err, sizeof(err));
             fprintf(stderr, "error: %s\n", err);
             hone_rest_resp_clear(&resp);
             goto out;
@@ -544,9 +548,14 @@ static int job_logs(cli_ctx *c)
         cli_print_json(o);
         json_decref(o);
     } else {
-        fputs(resp.body ? resp.body : "", stdout);
-        if (resp.len > 0 && resp.body[resp.len - 1] != '\n')
-            fputc('\n', stdout);
+        /* line by line, each escaped: a log holds what the trainer printed */
+        for (char *l = resp.body, *nl; l && *l; l = nl ? nl + 1 : NULL) {
+            if ((nl = strchr(l, '\n')))
+                *nl = '\0';
+            char *e = cli_escape_dup(l);
+            puts(e);
+            free(e);
+        }
     }
     hone_rest_resp_clear(&resp);
     return 0;
@@ -643,7 +652,7 @@ static int job_download(cli_ctx *c)
         cli_progress_end(c, &bar);
         if (drc != 0 || r2.status != 200) {
             if (r2.status)
-                hone_rest_error_text(&r2, err, sizeof(err));
+                cli_error_text(&r2, err, sizeof(err));
             fprintf(stderr, "error: downloading %s: %s\n", name, err);
             rc = 1;
         }

@@ -13,7 +13,7 @@ static int get_raw(cli_ctx *c, const char *path)
     char err[1024];
     int rc = hone_rest_download(c->rest, path, stdout, 30, &resp, err, sizeof(err));
     if (rc == 0 && resp.status != 200)
-        hone_rest_error_text(&resp, err, sizeof(err));
+        cli_error_text(&resp, err, sizeof(err));
     if (rc != 0 || resp.status != 200) {
         fprintf(stderr, "error: %s: %s\n", path, err);
         hone_rest_resp_clear(&resp);

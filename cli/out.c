@@ -1,5 +1,6 @@
 /* out: how the hone command talks to people and scripts: controller calls with the error
- * message built once here ("error: <message> (field: x)"), tables, key/value listings, JSON. */
+ * message built once here ("error: <message> (field: x)"), tables, key/value listings, JSON.
+ * Text output is escaped (escape.c): server strings never reach the terminal raw. */
 #include "cli.h"
 
 #include <math.h>
@@ -21,14 +22,27 @@ int cli_call(cli_ctx *c, const char *method, const char *path, const json_t *bod
                 c->url, err);
         return 1;
     }
-    if (resp->status >= 200 && resp->status < 300)
+    if (resp->status >= 200 && resp->status < 300) {
+        if (!c->json) /* text output: nothing from the server reaches the terminal raw */
+            cli_json_escape(resp->json);
         return 0;
-    hone_rest_error_text(resp, err, sizeof(err));
+    }
+    cli_error_text(resp, err, sizeof(err));
     fprintf(stderr, "error: %s\n", err);
     if (resp->status == 401 && strcmp(path, "/api/v1/login") != 0)
         fprintf(stderr, "hint: run hone login --url %s --key KEY\n", c->url);
     hone_rest_resp_clear(resp);
     return 1;
+}
+
+void cli_error_text(const hone_rest_resp *resp, char *buf, size_t cap)
+{
+    hone_rest_error_text(resp, buf, cap);
+    if (cli_needs_escape(buf)) {
+        char *e = cli_escape_dup(buf);
+        snprintf(buf, cap, "%s", e);
+        free(e);
+    }
 }
 
 void cli_print_json(const json_t *v)
@@ -46,7 +60,7 @@ const char *cli_cell(const json_t *v, char *buf, size_t len)
     if (!v || json_is_null(v))
         snprintf(buf, len, "-");
     else if (json_is_string(v))
-        snprintf(buf, len, "%s", json_string_value(v));
+        cli_escape(json_string_value(v), buf, len);
     else if (json_is_integer(v))
         snprintf(buf, len, "%lld", (long long)json_integer_value(v));
     else if (json_is_real(v)) {
@@ -92,18 +106,19 @@ void cli_print_kv(const json_t *obj, int indent)
 {
     const char *key;
     json_t *v;
-    char buf[512];
+    char buf[512], kbuf[1024];
 
     json_object_foreach((json_t *)obj, key, v)
     {
         size_t kl = strlen(key);
         if (kl > 5 && strcmp(key + kl - 5, "_unix") == 0)
             continue; /* the RFC 3339 twin is printed */
+        const char *k = cli_escape(key, kbuf, sizeof kbuf);
         if (json_is_object(v) && json_object_size(v) > 0) {
-            printf("%*s%s:\n", indent, "", key);
+            printf("%*s%s:\n", indent, "", k);
             cli_print_kv(v, indent + 2);
         } else {
-            printf("%*s%s: %s\n", indent, "", key, cli_cell(v, buf, sizeof(buf)));
+            printf("%*s%s: %s\n", indent, "", k, cli_cell(v, buf, sizeof(buf)));
         }
     }
 }

@@ -2,10 +2,13 @@
  * never crash on hostile bytes (it is fuzzed), and a file loader that inflates gzip when present.
  * Format: 0x00 0x00 type ndims, then ndims big-endian uint32 dims, then the elements. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <zlib.h>
 
@@ -38,6 +41,28 @@ static int ratio_check(gzFile g, uint64_t out, const char *path, char *err, size
                 "%s: inflates more than %d times its compressed size (%llu bytes from %lld): "
                 "refused as a decompression bomb",
                 path, HONE_DATA_IDX_MAX_RATIO, (unsigned long long)out, (long long)in);
+}
+
+/* Opens a regular file for gzread (gzip or plain). A FIFO or a device would block or never end
+ * (a thread held for good): refused with HONE_EPARSE naming the file. */
+static int idx_open(const char *path, gzFile *out, char *err, size_t errlen)
+{
+    struct stat st;
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return fail(err, errlen, errno == ENOENT ? HONE_ENOENT : HONE_EIO, "%s: %s", path,
+                    strerror(errno));
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return fail(err, errlen, HONE_EPARSE, "%s: not a regular file", path);
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    if (!(*out = gzdopen(fd, "rb"))) {
+        close(fd);
+        return fail(err, errlen, HONE_EIO, "%s: out of memory", path);
+    }
+    return HONE_OK;
 }
 
 int hone_data_idx_read_mem(const uint8_t *buf, size_t len, hone_data_idx **out, char *err,
@@ -90,10 +115,10 @@ int hone_data_idx_read_mem(const uint8_t *buf, size_t len, hone_data_idx **out, 
 int hone_data_idx_read_file(const char *path, hone_data_idx **out, char *err, size_t errlen)
 {
     *out = NULL;
-    gzFile f = gzopen(path, "rb");
-    if (!f)
-        return fail(err, errlen, errno == ENOENT ? HONE_ENOENT : HONE_EIO, "%s: %s", path,
-                    strerror(errno ? errno : EIO));
+    gzFile f;
+    int orc = idx_open(path, &f, err, errlen);
+    if (orc)
+        return orc;
     /* the header and at most IDX_MAX_BYTES of data: one byte more is refused */
     const size_t most = IDX_MAX_HEADER + IDX_MAX_BYTES;
     size_t cap = 1 << 20, len = 0;
@@ -148,10 +173,10 @@ int hone_data_idx_stat_file(const char *path, int want_ndims, uint32_t dims[3], 
 {
     if (want_ndims < 1 || want_ndims > 3)
         return fail(err, errlen, HONE_EINVAL, "%s: %d dimensions asked", path, want_ndims);
-    gzFile g = gzopen(path, "rb");
-    if (!g)
-        return fail(err, errlen, errno == ENOENT ? HONE_ENOENT : HONE_EIO, "%s: %s", path,
-                    strerror(errno ? errno : EIO));
+    gzFile g;
+    int orc = idx_open(path, &g, err, errlen);
+    if (orc)
+        return orc;
     unsigned char hdr[16], *buf = NULL;
     int rc = HONE_EPARSE, hl = 4 + 4 * want_ndims, maxv = -1;
     if (gzread(g, hdr, (unsigned)hl) != hl) {

@@ -4,6 +4,7 @@ HONE_DATA_IDX_MAX_RATIO, a gzip file inflating at most 1000 times its size, chec
 inflating). A gzip IDX whose header announces 3 GiB, and a gzip bomb of 1 GiB of zeros inside the
 size limit, are refused with 422 naming the file, uploaded (field `archive`) or registered from a
 data root (field `path`), and nothing is stored: no dataset row, no folder left under datasets/.
+A FIFO in place of an IDX file (it would block a check thread for good) is refused the same way.
 A normal IDX is still accepted both ways. (The old controller accepted both files: it allowed
 8 GiB and inflated whatever came.)"""
 import gzip
@@ -108,6 +109,15 @@ def main():
             # nothing stored: no row, no folder (nor a hidden temp one) under datasets/
             assert c.ok("GET", "/api/v1/datasets")["datasets"] == rows
             assert sorted(os.listdir(dsdir)) == dirs, (os.listdir(dsdir), dirs)
+        # a FIFO in place of a file would hold a check thread for good: refused at once
+        fifo = os.path.join(root, "fifo")
+        write_idx(fifo)
+        os.unlink(os.path.join(fifo, "train-images-idx3-ubyte.gz"))
+        os.mkfifo(os.path.join(fifo, "train-images-idx3-ubyte.gz"))
+        st, js = c.req("POST", "/api/v1/datasets", {"name": "x", "path": fifo}, timeout=30)
+        assert st == 422 and js["error"]["field"] == "path", (st, js)
+        assert "train-images-idx3-ubyte.gz: not a regular file" in js["error"]["message"], js
+        assert c.ok("GET", "/api/v1/datasets")["datasets"] == rows
         # a good dataset still goes through after the refusals
         c.ok("POST", "/api/v1/datasets", {"name": "good2", "path": good}, want=(201,))
     finally:

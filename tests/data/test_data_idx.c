@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <zlib.h>
@@ -147,6 +148,13 @@ int main(void)
         }
     }
     free(zeros);
+    unlink(path);
+    /* a FIFO would block the reader for good: refused at once */
+    snprintf(path, sizeof(path), "%s/fifo.gz", dir);
+    REQUIRE(mkfifo(path, 0600) == 0);
+    CHECK(hone_data_idx_stat_file(path, 3, dims, NULL, err, sizeof(err)) == HONE_EPARSE &&
+          strstr(err, "fifo.gz: not a regular file"));
+    CHECK(hone_data_idx_read_file(path, &x, err, sizeof(err)) == HONE_EPARSE && !x);
     unlink(path);
     snprintf(path, sizeof(path), "%s/missing", dir);
     CHECK(hone_data_idx_read_file(path, &x, err, sizeof(err)) == HONE_ENOENT);

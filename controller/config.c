@@ -25,6 +25,7 @@ void hone_controller_config_default(hone_controller_config *c)
     c->max_attempts = 3;
     c->max_wait_seconds = 60;
     c->max_streams = 64;
+    c->dataset_checks = 2;
     c->log_json = 1;
     c->token_ttl_seconds = 7 * 86400;
 }
@@ -376,6 +377,10 @@ int hone_controller_config_load(hone_controller_config *c, const char *path, cha
                 c->max_attempts = (int)n;
             else
                 c->max_wait_seconds = (int)n;
+        } else if (!strcmp(key, "dataset_checks")) {
+            if (want_int(v, key, 1, 64, &n, err, errlen))
+                goto fail;
+            c->dataset_checks = (int)n;
         } else if (!strcmp(key, "log_format")) {
             WANT_STR(v, key);
             if (!strcmp(json_string_value(v), "json"))

@@ -33,6 +33,7 @@ typedef struct hone_controller_config {
     int max_streams;         /* open metrics streams (SSE); beyond: 503 (default 64) */
     int log_json;            /* 1: one JSON object per log line (default), 0: text */
     char *port_file;         /* write the bound port here once listening */
+    int dataset_checks;      /* dataset checks run at once, on threads of their own (2) */
 } hone_controller_config;
 
 /* Fills defaults (everything owned by the config, freed by hone_controller_config_free). */

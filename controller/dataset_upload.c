@@ -1,8 +1,9 @@
 /* POST /api/v1/datasets:upload: a dataset sent as an uncompressed tar body. The request is checked
  * before its body is read; the body is spooled to a hidden temp file under <data_dir>/datasets/
- * (api/ upload routes), then, on the thread pool, mapped and checked whole (tar.c) before anything
- * is extracted, extracted into a hidden temp folder, checked like a server-side dataset, and
- * renamed to <data_dir>/datasets/<id>. The archive is never held in the heap. */
+ * (api/ upload routes), then, on the dataset check threads (checkq.h), mapped and checked whole
+ * (tar.c) before anything is extracted, extracted into a hidden temp folder, checked like a
+ * server-side dataset, and renamed to <data_dir>/datasets/<id>. The archive is never held in the
+ * heap. */
 #define _GNU_SOURCE /* madvise */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 
 #include "auth.h"
 #include "batch.h"
+#include "checkq.h"
 #include "ctl.h"
 #include "dataset_check.h"
 #include "routes.h"
@@ -27,7 +29,7 @@
 int ctl_routes_dataset_upload(hone_controller *c);
 
 typedef struct up_work {
-    uv_work_t w;
+    ctl_check_work w; /* on the dataset check threads (checkq.h) */
     hone_controller *c;
     hone_http_res *res; /* NULL once the client has gone */
     char *file;         /* the spooled archive: ours to unlink */
@@ -105,9 +107,9 @@ static void up_abort(hone_http_res *res, void *ud)
 
 static void up_extract(up_work *u, const uint8_t *body);
 
-/* On the thread pool: map the spooled archive, check, extract into tmp, inspect, rename. The
+/* On a dataset check thread: map the spooled archive, check, extract into tmp, inspect, rename. The
  * spooled file goes whatever happens; a failure leaves nothing else either. */
-static void up_run(uv_work_t *w)
+static void up_run(ctl_check_work *w)
 {
     up_work *u = w->data;
     struct stat st;
@@ -187,7 +189,7 @@ static void up_free(up_work *u)
     free(u);
 }
 
-static void up_done(uv_work_t *w, int status)
+static void up_done(ctl_check_work *w, int status)
 {
     up_work *u = w->data;
     hone_controller *c = u->c;
@@ -284,7 +286,7 @@ static int up_begin(hone_http_req *req, hone_http_res *res, void *ud, char *dir,
     return HONE_OK;
 }
 
-/* The archive is spooled whole: check and extract it on the thread pool. */
+/* The archive is spooled whole: check and extract it on a dataset check thread. */
 static void up_create(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
@@ -319,7 +321,7 @@ static void up_create(hone_http_req *req, hone_http_res *res, void *ud)
     snprintf(u->dir, sizeof u->dir, "%.3900s/%.63s", real, u->id);
     u->w.data = u;
     hone_http_res_on_abort(res, up_abort, u);
-    if (uv_queue_work(c->loop, &u->w, up_run, up_done)) {
+    if (ctl_checkq_submit(c->checkq, &u->w, u->owner, up_run, up_done)) {
         hone_http_res_on_abort(res, NULL, NULL);
         hone_http_res_error(res, 503, NULL, "cannot take the upload now");
         unlink(u->file);

@@ -8,6 +8,7 @@
 
 #include "auth.h"
 #include "batch.h"
+#include "checkq.h"
 #include "convert.h"
 #include "ctl.h"
 #include "ctl_sched.h"
@@ -34,10 +35,11 @@ json_t *ctl_dataset_json(const json_t *row)
     return o;
 }
 
-/* Checking a dataset reads every file (tens of MB of gzip for Fashion-MNIST): it runs on the thread
- * pool and the request is answered from the loop afterwards. */
+/* Checking a dataset reads every file (tens of MB of gzip for Fashion-MNIST): it runs on the
+ * dataset check threads (checkq.h: fair between owners, apart from libuv's pool that file reads
+ * need) and the request is answered from the loop afterwards. */
 typedef struct ds_work {
-    uv_work_t w;
+    ctl_check_work w;
     hone_controller *c;
     hone_http_res *res; /* NULL once the client has gone */
     json_t *body;
@@ -55,7 +57,7 @@ static void ds_abort(hone_http_res *res, void *ud)
     ((ds_work *)ud)->res = NULL;
 }
 
-static void ds_check(uv_work_t *w)
+static void ds_check(ctl_check_work *w)
 {
     ds_work *d = w->data;
     d->rc_path = ctl_path_confine(d->c->cfg.data_roots, d->c->cfg.n_data_roots, d->path, d->real,
@@ -70,7 +72,7 @@ static void ds_check(uv_work_t *w)
                 : ctl_dataset_inspect(d->format, d->real, &d->stats, d->msg, sizeof d->msg);
 }
 
-static void ds_checked(uv_work_t *w, int status)
+static void ds_checked(ctl_check_work *w, int status)
 {
     ds_work *d = w->data;
     hone_controller *c = d->c;
@@ -181,7 +183,7 @@ static void ds_create(hone_http_req *req, hone_http_res *res, void *ud)
     }
     d->w.data = d;
     hone_http_res_on_abort(res, ds_abort, d);
-    if (uv_queue_work(c->loop, &d->w, ds_check, ds_checked)) {
+    if (ctl_checkq_submit(c->checkq, &d->w, d->owner, ds_check, ds_checked)) {
         hone_http_res_on_abort(res, NULL, NULL);
         hone_http_res_error(res, 503, NULL, "cannot check the dataset now");
         json_decref(body);

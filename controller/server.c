@@ -10,6 +10,7 @@
 #include "auth.h"
 #include "automl.h"
 #include "batch.h"
+#include "checkq.h"
 #include "ctl.h"
 #include "ctl_sched.h"
 #include "routes.h"
@@ -249,6 +250,11 @@ int hone_controller_new(uv_loop_t *loop, const hone_controller_config *cfg, hone
         json_array_foreach(rows, i, r) ctl_automl_step(c, jstr(r, "id"));
     json_decref(rows);
     ctl_sweep_uploads(c); /* before it listens: no upload is in flight */
+    if ((rc = ctl_checkq_new(loop, c->cfg.dataset_checks > 0 ? c->cfg.dataset_checks : 2,
+                             &c->checkq))) {
+        snprintf(err, errlen, "cannot start the dataset check threads: %s", hone_strerror(rc));
+        goto fail;
+    }
     c->ready = 1;
     *out = c;
     return HONE_OK;
@@ -308,6 +314,10 @@ void hone_controller_close(hone_controller *c, void (*done)(void *arg), void *ar
     ctl_defer_close(c);
     ctl_sched_stop(c);
     c->close_pending += c->asks_inflight; /* each ask's completion steps once */
+    if (c->checkq) {                      /* queued checks answer 503; running ones finish */
+        c->close_pending++;
+        ctl_checkq_close(c->checkq, close_step, c);
+    }
     if (c->check_open) {
         c->close_pending++;
         c->check_open = 0;
@@ -340,6 +350,7 @@ void hone_controller_free(hone_controller *c)
         while (c->asks_inflight > 0)
             uv_run(c->loop, UV_RUN_ONCE);
     }
+    ctl_checkq_free(c->checkq); /* before the store: a running check's answer may store it */
     ctl_defer_close(c);
     ctl_automl_free_all(c);
     ctl_streams_close(c);

@@ -225,6 +225,41 @@ case("path", "dataset folder without IDX files", [422], field="path")(
     lambda x: rb("POST", D, ds_body(x["roots"] + "/empty")))
 case("path", "dataset format kitti (no checker yet)", [422])(
     lambda x: rb("POST", D, dict(ds_body(x["roots"] + "/ds"), format="kitti")))
+
+
+def idx_trap(x, kind):
+    """A dataset folder in the roots whose train images are a trap (made on first use): 'bomb' (a
+    gzip of 1e9 zero bytes: within the size limit, past the inflate-ratio cap), 'big' (a header
+    announcing 8 GiB) or 'fifo' (a FIFO, which would block the check for good)."""
+    import gzip
+    import struct
+    import zlib
+    folder = "%s/trap-%s" % (x["roots"], kind)
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+        for split in ("train", "t10k"):
+            with gzip.open("%s/%s-labels-idx1-ubyte.gz" % (folder, split), "wb") as f:
+                f.write(struct.pack(">II", 0x801, 1000) + bytes(1000))
+        images = folder + "/train-images-idx3-ubyte.gz"
+        if kind == "fifo":
+            os.mkfifo(images)
+        else:
+            dims = (1000, 1000, 1000) if kind == "bomb" else (8192, 1024, 1024)
+            z = zlib.compressobj(9, zlib.DEFLATED, 31)
+            with open(images, "wb") as f:
+                f.write(z.compress(struct.pack(">IIII", 0x803, *dims)))
+                for _ in range(64):
+                    f.write(z.compress(bytes(1 << 20)))
+                f.write(z.flush())
+    return ds_body(folder)
+
+
+case("path", "IDX gzip bomb (1e9 zero bytes in 64 KB)", [422], field="path")(
+    lambda x: rb("POST", D, idx_trap(x, "bomb")))
+case("path", "IDX header announcing 8 GiB (hone-train reads 2 at most)", [422], field="path")(
+    lambda x: rb("POST", D, idx_trap(x, "big")))
+case("path", "IDX file that is a FIFO", [422], field="path")(
+    lambda x: rb("POST", D, idx_trap(x, "fifo")))
 case("path", "artifact GET with %2e%2e%2f", [400, 403, 404, 422])(
     lambda x: rb("GET", "/api/v1/jobs/%s/artifacts/%%2e%%2e%%2f%%2e%%2e%%2fhone.db" % x["job"]))
 case("path", "artifact GET with ..%2F in the dir segment", [400, 403, 404, 422])(
@@ -237,6 +272,23 @@ case("path", "artifact PUT named %2e%2e%2fescape", [400, 403, 404, 409, 422],
                  ctype="application/octet-stream"))
 case("path", "job id with encoded slash and dots", [400, 404])(
     lambda x: rb("GET", "/api/v1/jobs/..%2F..%2Fetc%2Fpasswd"))
+
+# ---- names a terminal prints later ----------------------------------------------------------
+case("name", "experiment name with an ESC sequence", [422], field="name")(
+    lambda x: rb("POST", E, exp_body(x, name="x\x1b[2J\x1b]0;pwned\x07")))
+case("name", "experiment name with a right-to-left override", [422], field="name")(
+    lambda x: rb("POST", E, exp_body(x, name="report\u202egnp.exe")))
+case("name", "experiment description with a C1 control (CSI)", [422], field="description")(
+    lambda x: rb("POST", E, exp_body(x, description="a\u009b31m")))
+case("name", "experiment rename to a name with CR", [422], field="name")(
+    lambda x: rb("PATCH", E + "/" + x["exp"], {"name": "ok\rfake"}))
+case("name", "dataset name with BEL", [422], field="name")(
+    lambda x: rb("POST", D, dict(ds_body(x["roots"] + "/ds"), name="d\x07")))
+case("name", "job name with a bidi isolate", [422], field="name")(
+    lambda x: rb("POST", E + "/%s/jobs" % x["exp"], {"action": "train", "name": "j\u2066x"}))
+case("name", "dataset upload named with invalid UTF-8", [422], field="name")(
+    lambda x: rb("POST", "/api/v1/datasets:upload?name=%ff%fe", b"\0" * 1024,
+                 ctype="application/x-tar"))
 
 # ---- HTTP framing ---------------------------------------------------------------------------
 case("http", "body over the limit (Content-Length 10 MB, not sent)", [413, "close"])(

@@ -26,7 +26,7 @@ struct ctl_checkq {
     ctl_check_work *queue, *done; /* FIFO; done: any order */
     owner_turn *owners;
     int nowners, cap_owners;
-    int running, queued, stop, closed, async_open;
+    int stop, closed, async_open;
     uint64_t starts;
     void (*closed_cb)(void *);
     void *closed_arg;
@@ -75,8 +75,6 @@ static ctl_check_work *pick(ctl_checkq *q)
     bo->queued--;
     bo->running++;
     bo->last_start = ++q->starts;
-    q->queued--;
-    q->running++;
     return w;
 }
 
@@ -94,7 +92,6 @@ static void thread_main(void *arg)
         w->run(w);
         uv_mutex_lock(&q->mu);
         owner_get(q, w->owner)->running--;
-        q->running--;
         w->next = q->done;
         q->done = w;
         uv_async_send(&q->async);
@@ -184,18 +181,9 @@ int ctl_checkq_submit(ctl_checkq *q, ctl_check_work *w, const char *owner, ctl_c
         p = &(*p)->next;
     *p = w;
     owner_get(q, w->owner)->queued++;
-    q->queued++;
     uv_cond_signal(&q->cv);
     uv_mutex_unlock(&q->mu);
     return HONE_OK;
-}
-
-void ctl_checkq_counts(ctl_checkq *q, int *queued, int *running)
-{
-    uv_mutex_lock(&q->mu);
-    *queued = q->queued;
-    *running = q->running;
-    uv_mutex_unlock(&q->mu);
 }
 
 /* Stops the threads and hands back what was still queued (the caller cancels it). */
@@ -205,7 +193,6 @@ static ctl_check_work *stop_all(ctl_checkq *q)
     q->stop = 1;
     ctl_check_work *queued = q->queue;
     q->queue = NULL;
-    q->queued = 0;
     for (ctl_check_work *w = queued; w; w = w->next)
         owner_get(q, w->owner)->queued--;
     uv_cond_broadcast(&q->cv);

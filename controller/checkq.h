@@ -31,8 +31,6 @@ int ctl_checkq_new(uv_loop_t *loop, int threads, ctl_checkq **out);
  * second check waits behind other users' first. HONE_ESTATE once closing (nothing queued). */
 int ctl_checkq_submit(ctl_checkq *q, ctl_check_work *w, const char *owner, ctl_check_run_cb run,
                       ctl_check_done_cb done);
-/* Checks queued and running now (GET /metrics, tests). */
-void ctl_checkq_counts(ctl_checkq *q, int *queued, int *running);
 /* Cancels what is queued (done with UV_ECANCELED), lets running checks finish (done with 0), then
  * stops the threads and calls closed(arg) on the loop. */
 void ctl_checkq_close(ctl_checkq *q, void (*closed)(void *arg), void *arg);

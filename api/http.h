@@ -133,13 +133,25 @@ int hone_http_route_upload(hone_http_server *s, const char *method, const char *
                            hone_http_handler handler, void *ud);
 
 typedef struct hone_http_upload_limits {
-    int max_uploads;       /* bodies being spooled at once; later ones wait, unread. Default 4 */
-    int max_waiting;       /* uploads waiting for a slot; beyond: 503 with Retry-After. 64 */
+    int max_uploads;          /* bodies being spooled at once; later ones wait, unread. Default 4 */
+    int max_priority_uploads; /* slots of their own for priority uploads (see the upload class
+                               * below). Default: max_uploads */
+    int max_per_owner;        /* slots, and places to wait, one owner may hold in its class.
+                               * Default (0): half of them, at least one */
+    int max_waiting;          /* uploads waiting for a slot, per class; beyond: 503 with
+                               * Retry-After. 64 */
     size_t buffer_bytes;   /* one upload's bytes received, not yet written; above: pause. 1 MiB */
     size_t inflight_bytes; /* the same over every upload; above: all pause. 4 MiB */
 } hone_http_upload_limits;
 
 void hone_http_upload_limits_default(hone_http_upload_limits *l);
+/* In an upload route's begin: whose upload this is (owner, copied: a user's or a worker's id; NULL:
+ * no share applies, as for uploads whose begin does not call this) and its class: priority (a
+ * worker's checkpoint) takes the max_priority_uploads slots, never waiting behind the others; the
+ * others take the max_uploads slots. In each class an owner holds at most max_per_owner slots and
+ * as many places to wait, so one client's slow uploads cannot hold every slot. HONE_ESTATE outside
+ * a begin callback. */
+int hone_http_req_set_upload_class(hone_http_req *req, const char *owner, int priority);
 /* Copied; fields left 0 take the default. Applies to uploads that begin afterwards. */
 void hone_http_set_upload_limits(hone_http_server *s, const hone_http_upload_limits *l);
 

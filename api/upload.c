@@ -3,7 +3,9 @@
  * one of max_uploads slots (or waits, unread, in a bounded list) and its body goes to a fresh temp
  * file through uv_fs requests on the thread pool, reading from its client paused while too much
  * waits in memory; fsync and close come before the handler; a failed, refused or abandoned upload
- * leaves no file. Never touches the disk from the loop; never holds more than the limits in memory.
+ * leaves no file. Workers' uploads have slots of their own, and an owner holds at most a share of
+ * its class's slots. Never touches the disk from the loop; never holds more than the limits in
+ * memory.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -49,8 +51,10 @@ struct http_upload {
     uv_fs_t fs;
     up_op op; /* the file operation in flight; one at a time, so writes stay in order */
     uv_file fd;
-    char *dir;  /* begin's folder */
-    char *path; /* the temp file once created; NULL once taken by the handler or unlinked */
+    char *dir;   /* begin's folder */
+    char *owner; /* whose upload (hone_http_req_set_upload_class); NULL: no share applies */
+    int prio;    /* 1: a priority upload (a worker's), on the priority slots */
+    char *path;  /* the temp file once created; NULL once taken by the handler or unlinked */
     int chmodded, synced, body_done, slot, wake;
     int late_rc; /* an operation that could not even be queued: failed at the next pump */
     up_op late_op;
@@ -64,7 +68,9 @@ struct http_upload {
 struct http_uploads {
     hone_http_upload_limits lim;
     http_upload *first, *last;
-    int live; /* every upload not yet freed, those cleaning up after their request included */
+    int live;       /* every upload not yet freed, those cleaning up after their request included */
+    int active[2];  /* slots held, by class (0: users' slots, 1: priority slots) */
+    int waiting[2]; /* uploads waiting for a slot, by class */
     hone_http_upload_stats st;
 };
 
@@ -73,6 +79,8 @@ static void up_step(http_upload *u);
 void hone_http_upload_limits_default(hone_http_upload_limits *l)
 {
     l->max_uploads = 4;
+    l->max_priority_uploads = 0; /* as many as max_uploads */
+    l->max_per_owner = 0;        /* half of its class's slots, at least one */
     l->max_waiting = 64;
     l->buffer_bytes = 1 << 20;
     l->inflight_bytes = 4 << 20;
@@ -83,6 +91,7 @@ static http_uploads *pool_of(hone_http_server *s)
     if (!s->uploads) {
         s->uploads = hone_xcalloc(1, sizeof(*s->uploads));
         hone_http_upload_limits_default(&s->uploads->lim);
+        s->uploads->lim.max_priority_uploads = s->uploads->lim.max_uploads;
     }
     return s->uploads;
 }
@@ -93,6 +102,9 @@ void hone_http_set_upload_limits(hone_http_server *s, const hone_http_upload_lim
     hone_http_upload_limits_default(&d);
     http_uploads *p = pool_of(s);
     p->lim.max_uploads = l->max_uploads > 0 ? l->max_uploads : d.max_uploads;
+    p->lim.max_priority_uploads =
+        l->max_priority_uploads > 0 ? l->max_priority_uploads : p->lim.max_uploads;
+    p->lim.max_per_owner = l->max_per_owner > 0 ? l->max_per_owner : 0;
     p->lim.max_waiting = l->max_waiting > 0 ? l->max_waiting : d.max_waiting;
     p->lim.buffer_bytes = l->buffer_bytes ? l->buffer_bytes : d.buffer_bytes;
     p->lim.inflight_bytes = l->inflight_bytes ? l->inflight_bytes : d.inflight_bytes;
@@ -222,11 +234,65 @@ static void up_touch(http_upload *u)
         c->msg_start_ms = c->fake ? 1 : uv_now(c->server->loop);
 }
 
+/* ---- shares: which upload may take a slot ---------------------------------------------------
+ * Two classes, each with slots of its own: users' uploads (max_uploads) and priority ones (a
+ * worker's checkpoint: max_priority_uploads), so that the second never waits behind the first.
+ * Inside a class an owner (hone_http_req_set_upload_class) holds at most a share of the slots and
+ * of the places to wait, so one user's slow uploads leave the others a slot. */
+
+static int class_slots(const http_uploads *p, int prio)
+{
+    return prio ? p->lim.max_priority_uploads : p->lim.max_uploads;
+}
+
+/* max_per_owner, else half of the class's slots; at least one, at most all. */
+static int owner_share(const http_uploads *p, int slots)
+{
+    int share = p->lim.max_per_owner > 0 ? p->lim.max_per_owner : slots / 2;
+    return share < 1 ? 1 : share > slots ? slots : share;
+}
+
+/* The other uploads of u's owner and class holding a slot (waiting: 0) or waiting for one (1). */
+static int owner_count(const http_uploads *p, const http_upload *u, int waiting)
+{
+    int n = 0;
+    for (const http_upload *o = p->first; o; o = o->next)
+        if (o != u && o->owner && o->prio == u->prio && !strcmp(o->owner, u->owner))
+            n += waiting ? o->state == UP_WAITING : o->slot;
+    return n;
+}
+
+static int up_may_grant(const http_uploads *p, const http_upload *u)
+{
+    int slots = class_slots(p, u->prio);
+    if (p->active[u->prio] >= slots || u->s->closing)
+        return 0;
+    return !u->owner || owner_count(p, u, 0) < owner_share(p, slots);
+}
+
+/* Room in the wait list: max_waiting for each class, half of it (at least one) for one owner. */
+static int up_may_wait(const http_uploads *p, const http_upload *u)
+{
+    if (p->waiting[u->prio] >= p->lim.max_waiting)
+        return 0;
+    return !u->owner || owner_count(p, u, 1) < owner_share(p, p->lim.max_waiting);
+}
+
+static void up_unwait(http_uploads *p, http_upload *u)
+{
+    if (u->state != UP_WAITING)
+        return;
+    p->st.waiting--;
+    p->waiting[u->prio]--;
+}
+
 static void up_grant(http_upload *u)
 {
     http_uploads *p = u->s->uploads;
     hone_http_conn *c = u->req->conn;
+    up_unwait(p, u);
     p->st.active++;
+    p->active[u->prio]++;
     u->slot = 1;
     u->state = UP_OPEN;
     /* the client was told nothing yet: now it may send the body */
@@ -237,7 +303,9 @@ static void up_grant(http_upload *u)
     up_step(u);
 }
 
-/* Gives the slot to the first upload waiting for one (whose connection is still there). */
+/* Gives the freed slot to the first uploads waiting for one (whose connection is still there)
+ * that their class and share let take one: not always the first in line, whose owner may hold
+ * its share already. */
 static void up_slot_release(http_upload *u)
 {
     http_uploads *p = u->s->uploads;
@@ -245,14 +313,13 @@ static void up_slot_release(http_upload *u)
         return;
     u->slot = 0;
     p->st.active--;
+    p->active[u->prio]--;
     if (u->s->closing)
         return;
     for (http_upload *w = p->first; w; w = w->next)
-        if (w->state == UP_WAITING && w->req && w->req->conn && !w->req->conn->closing) {
-            p->st.waiting--;
+        if (w->state == UP_WAITING && w->req && w->req->conn && !w->req->conn->closing &&
+            up_may_grant(p, w))
             up_grant(w);
-            return;
-        }
 }
 
 /* After bytes left memory or a slot was given: uploads no longer paused (on the shared bound, or
@@ -299,6 +366,7 @@ static void up_destroy(http_upload *u)
         p->last = u->prev;
     p->live--;
     free(u->dir);
+    free(u->owner);
     free(u->path);
     free(u);
     http_server_maybe_done(s);
@@ -310,8 +378,7 @@ static void up_over(http_upload *u)
 {
     hone_http_req *req = u->req;
     hone_http_conn *c = req->conn;
-    if (u->state == UP_WAITING)
-        u->s->uploads->st.waiting--;
+    up_unwait(u->s->uploads, u);
     u->state = UP_OVER;
     up_drop_blocks(u);
     if (c && c->cur == req) {
@@ -528,21 +595,28 @@ static void up_begin(hone_http_conn *c, hone_http_req *req)
     if (!rc && !res->answered && dir[0]) {
         req->keep_alive = keep;
         u->dir = hone_xstrdup(dir);
-        if (p->st.active < (uint64_t)p->lim.max_uploads && !s->closing) {
+        if (up_may_grant(p, u)) {
             up_grant(u);
             return;
         }
-        if (p->st.waiting < (uint64_t)p->lim.max_waiting) {
+        if (up_may_wait(p, u)) {
             u->state = UP_WAITING;
             p->st.waiting++;
+            p->waiting[u->prio]++;
             return;
         }
         p->st.refused_busy++;
         if (!u->body_done)
             req->keep_alive = 0;
         hone_http_res_header(res, "Retry-After", "1");
-        hone_http_res_error(res, 503, NULL, "%d uploads under way and %d waiting: retry later",
-                            p->lim.max_uploads, p->lim.max_waiting);
+        if (p->waiting[u->prio] >= p->lim.max_waiting)
+            hone_http_res_error(res, 503, NULL, "%d uploads under way and %d waiting: retry later",
+                                class_slots(p, u->prio), p->lim.max_waiting);
+        else
+            hone_http_res_error(res, 503, NULL,
+                                "you have %d uploads waiting, your share of the %d places to "
+                                "wait: retry later",
+                                owner_count(p, u, 1), p->lim.max_waiting);
     } else if (!res->answered) {
         hone_http_res_error(res, 500, NULL, "the upload was neither refused nor given a folder");
     }
@@ -594,14 +668,24 @@ void http_upload_release(hone_http_req *req)
         return;
     http_uploads *p = u->s->uploads;
     req->up = NULL;
-    if (u->state == UP_WAITING)
-        p->st.waiting--;
+    up_unwait(p, u);
     u->state = UP_OVER;
     u->req = NULL;
     up_drop_blocks(u); /* unless a write still reads them: then when it is back */
     up_slot_release(u);
     uploads_wake(p);
     up_step(u); /* last: closes and unlinks what the handler did not take; may free u */
+}
+
+int hone_http_req_set_upload_class(hone_http_req *req, const char *owner, int priority)
+{
+    http_upload *u = req->up;
+    if (!u || u->state != UP_BEGIN)
+        return HONE_ESTATE;
+    free(u->owner);
+    u->owner = owner ? hone_xstrdup(owner) : NULL;
+    u->prio = priority != 0;
+    return HONE_OK;
 }
 
 /* ---- handler accessors ----------------------------------------------------------------------- */

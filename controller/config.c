@@ -28,6 +28,7 @@ void hone_controller_config_default(hone_controller_config *c)
     c->dataset_checks = 2;
     c->log_json = 1;
     c->token_ttl_seconds = 7 * 86400;
+    c->fair_max_queued = 1000;
 }
 
 void hone_controller_config_free(hone_controller_config *c)
@@ -41,6 +42,7 @@ void hone_controller_config_free(hone_controller_config *c)
     free(c->auth_token);
     free(c->worker_token);
     free(c->port_file);
+    free(c->fair_weights);
     memset(c, 0, sizeof *c);
 }
 
@@ -252,6 +254,55 @@ static int want_int(json_t *v, const char *key, long long lo, long long hi, long
         }                                                                                          \
     } while (0)
 
+/* fair_share: {max_running_per_user: N, max_queued_per_user: N, weights: {NAME: W}} (0: no
+ * cap; a weight is a number above 0). */
+static int fair_share(hone_controller_config *c, json_t *v, char *err, size_t errlen)
+{
+    const char *k, *name;
+    json_t *kv, *w;
+    long long n;
+    if (!json_is_object(v)) {
+        snprintf(err, errlen,
+                 "fair_share: expected {max_running_per_user: INT, "
+                 "max_queued_per_user: INT, weights: {USER: NUMBER}}");
+        return HONE_EINVAL;
+    }
+    json_object_foreach(v, k, kv)
+    {
+        char full[64];
+        snprintf(full, sizeof full, "fair_share.%s", k);
+        if (!strcmp(k, "max_running_per_user") || !strcmp(k, "max_queued_per_user")) {
+            if (want_int(kv, full, 0, 1 << 20, &n, err, errlen))
+                return HONE_EINVAL;
+            *(!strcmp(k, "max_running_per_user") ? &c->fair_max_running : &c->fair_max_queued) =
+                (int)n;
+        } else if (!strcmp(k, "weights")) {
+            if (!json_is_object(kv) && !json_is_null(kv)) {
+                snprintf(err, errlen, "%s: must be a mapping of user names to weights", full);
+                return HONE_EINVAL;
+            }
+            json_t *ws = json_object();
+            json_object_foreach(kv, name, w)
+            {
+                double x = json_number_value(w);
+                if (!json_is_number(w) || !(x > 0 && x <= 1e6)) {
+                    snprintf(err, errlen, "%s.%s: must be a number in (0, 1000000]", full, name);
+                    json_decref(ws);
+                    return HONE_EINVAL;
+                }
+                json_object_set_new(ws, name, json_real(x));
+            }
+            free(c->fair_weights);
+            c->fair_weights = json_object_size(ws) ? json_dumps(ws, JSON_COMPACT) : NULL;
+            json_decref(ws);
+        } else {
+            snprintf(err, errlen, "%s: unknown key", full);
+            return HONE_EINVAL;
+        }
+    }
+    return HONE_OK;
+}
+
 int hone_controller_config_load(hone_controller_config *c, const char *path, char *err,
                                 size_t errlen)
 {
@@ -365,6 +416,9 @@ int hone_controller_config_load(hone_controller_config *c, const char *path, cha
                     goto fail;
                 }
             }
+        } else if (!strcmp(key, "fair_share")) {
+            if (fair_share(c, v, err, errlen))
+                goto fail;
         } else if (!strcmp(key, "lease_seconds") || !strcmp(key, "heartbeat_seconds") ||
                    !strcmp(key, "max_attempts") || !strcmp(key, "max_wait_seconds")) {
             if (want_int(v, key, 1, 86400, &n, err, errlen))

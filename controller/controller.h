@@ -34,6 +34,10 @@ typedef struct hone_controller_config {
     int log_json;            /* 1: one JSON object per log line (default), 0: text */
     char *port_file;         /* write the bound port here once listening */
     int dataset_checks;      /* dataset checks run at once, on threads of their own (2) */
+    /* fair_share: the job queue between users (shares.c). Admins are under no cap. */
+    int fair_max_running; /* a user's running jobs, trials included; more wait (0: no cap) */
+    int fair_max_queued;  /* a user's queued jobs; creating one more is 429 (0: no cap; 1000) */
+    char *fair_weights;   /* JSON {user name: weight > 0} (NULL: every weight 1) */
 } hone_controller_config;
 
 /* Fills defaults (everything owned by the config, freed by hone_controller_config_free). */

@@ -42,6 +42,10 @@ struct hone_controller {
     char admin_key_hash[65];   /* auth.c: SHA-256 (hex) of cfg.auth_token; "" with no auth */
     struct json_t *walks;      /* routes_transfer.c: users' file-list walks in flight, by owner */
     struct ctl_checkq *checkq; /* checkq.h: users' dataset checks, on threads of their own */
+    /* shares.c: the job queue's virtual clock, and the virtual time each owner served ahead of
+     * it has reached (JSON {owner: time}) */
+    double fair_vclock;
+    struct json_t *fair_finish;
 };
 
 /* server.c: one of the things hone_controller_close waits for is done. */

@@ -283,6 +283,7 @@ static int up_begin(hone_http_req *req, hone_http_res *res, void *ud, char *dir,
         return HONE_EIO;
     }
     snprintf(dir, cap, "%s", root);
+    ctl_upload_class(c, req, 0);
     return HONE_OK;
 }
 

@@ -26,6 +26,12 @@ typedef int (*ctl_upload_recheck)(hone_controller *c, hone_http_req *req, hone_h
  * the thread pool: 422 on a mismatch) rename the body to dst and answer 201 {name, bytes}. */
 void ctl_upload_store(hone_controller *c, hone_http_req *req, hone_http_res *res, const char *dst,
                       ctl_upload_recheck recheck);
+/* shares.c, for every upload route: in its begin, once the caller is allowed, tells the HTTP
+ * server whose upload it is (hone_http_req_set_upload_class). worker_route: the route lets only
+ * the admin or a checked worker through, so whoever is not the admin is that worker, whose upload
+ * takes the workers' slots; anyone else's takes the users' slots under their user's share (with
+ * auth on; with none, every caller is the admin and no share applies). */
+void ctl_upload_class(hone_controller *c, hone_http_req *req, int worker_route);
 /* routes_jobs.c: the job row a route is about (*row, new reference), or its answer: 404 naming
  * the id when there is no such job or owner (a user id; NULL: anyone) does not own it, 500 on a
  * store error; returns the store's code. */

@@ -203,6 +203,7 @@ static int a_put_begin(hone_http_req *req, hone_http_res *res, void *ud, char *d
     mkdir(jd, 0755);
     snprintf(dir, cap, "%s", jd);
     free(jd);
+    ctl_upload_class(c, req, 1);
     return HONE_OK;
 }
 

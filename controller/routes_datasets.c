@@ -15,6 +15,7 @@
 #include "dataset_check.h"
 #include "jobs.h"
 #include "routes.h"
+#include "shares.h"
 #include "store.h"
 #include "util.h"
 
@@ -325,6 +326,10 @@ static void ds_convert(hone_http_req *req, hone_http_res *res, void *ud)
     }
     rc = ctl_convert_ensure(c, ds, (int)jint(body, "input_size"), ctl_convert_channels(ds, ch), jid,
                             sizeof jid, &created);
+    if (!rc && created && ctl_fair_queued_check(c, res, ctl_auth_owner(c, req, ob), 0)) {
+        db_rollback(c->db); /* 429: the user's share of the queue is full */
+        goto fail;
+    }
     if (rc || db_commit(c->db)) {
         db_rollback(c->db);
         ctl_res_store_error(c, res);

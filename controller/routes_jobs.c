@@ -14,6 +14,7 @@
 #include "ctl_sched.h"
 #include "jobs.h"
 #include "routes.h"
+#include "shares.h"
 #include "store.h"
 #include "util.h"
 
@@ -70,6 +71,8 @@ static void job_create(hone_http_req *req, hone_http_res *res, void *ud)
             ctl_res_store_error(c, res);
         goto fail;
     }
+    if (ctl_fair_queued_check(c, res, ctl_auth_owner(c, req, ob), 1))
+        goto fail; /* 429: the user's share of the queue is full */
     if (db_begin(c->db)) {
         ctl_res_store_error(c, res);
         goto fail;

@@ -606,6 +606,7 @@ static int packed_put_begin(hone_http_req *req, hone_http_res *res, void *ud, ch
     xfer_packed_dir(c, id, pd, sizeof pd);
     mkdir(pd, 0755);
     snprintf(dir, cap, "%s", pd);
+    ctl_upload_class(c, req, 1);
     return HONE_OK;
 }
 

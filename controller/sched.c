@@ -18,6 +18,7 @@
 #include "ctl_sched.h"
 #include "ctl_spec.h"
 #include "jobs.h"
+#include "shares.h"
 #include "store.h"
 #include "stream.h"
 #include "util.h"
@@ -88,6 +89,7 @@ static int lease_job(hone_controller *c, const char *worker_id, json_t *job, jso
     }
     rc = HONE_OK;
     c->n_leases++;
+    ctl_fair_charge(c, job);
     if (action) {
         *reply = json_pack("{s:o}", "job", ctl_action_lease_job(c, job));
     } else if (convert) {
@@ -114,7 +116,7 @@ int ctl_sched_try_lease(hone_controller *c, const char *worker_id, json_t **repl
 {
     json_t *job = NULL;
     *reply = NULL;
-    int rc = store_job_next_queued(c->db, &job);
+    int rc = ctl_fair_next(c, &job);
     return rc ? rc : lease_job(c, worker_id, job, reply);
 }
 
@@ -220,7 +222,7 @@ void ctl_sched_kick(hone_controller *c)
     while (c->waiters) {
         ctl_waiter *w = c->waiters;
         json_t *reply = NULL, *job = NULL;
-        int rc = store_job_next_queued(c->db, &job);
+        int rc = ctl_fair_next(c, &job);
         if (rc == HONE_ENOENT)
             return;
         if (rc == HONE_OK) {

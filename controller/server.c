@@ -29,6 +29,7 @@ static void config_copy(hone_controller_config *dst, const hone_controller_confi
     dst->auth_token = src->auth_token ? hone_xstrdup(src->auth_token) : NULL;
     dst->worker_token = src->worker_token ? hone_xstrdup(src->worker_token) : NULL;
     dst->port_file = src->port_file ? hone_xstrdup(src->port_file) : NULL;
+    dst->fair_weights = src->fair_weights ? hone_xstrdup(src->fair_weights) : NULL;
     dst->data_roots = NULL;
     dst->n_data_roots = 0;
     for (int i = 0; i < src->n_data_roots; i++) {
@@ -358,6 +359,7 @@ void hone_controller_free(hone_controller *c)
     db_close(c->db);
     free(c->artifacts_dir);
     json_decref(c->walks);
+    json_decref(c->fair_finish);
     hone_controller_config_free(&c->cfg);
     free(c);
 }

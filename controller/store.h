@@ -81,9 +81,17 @@ int store_job_get(ctl_db *db, const char *id, json_t **row); /* the whole row */
 int store_job_get_owned(ctl_db *db, const char *id, const char *owner, json_t **row);
 /* The columns a report needs, with the experiment's metric as exp_metric (the hot path). */
 int store_job_report_row(ctl_db *db, const char *id, json_t **row);
-/* The oldest queued train or convert job (queue order: queued_at, then insertion), skipping jobs
- * whose convert job is not done yet. */
-int store_job_next_queued(ctl_db *db, json_t **row);
+/* The queued job to lease next (train, convert, evaluate, inference, export; skipping jobs whose
+ * convert job is not done yet), fair between owners: among owners under max_running running jobs
+ * (0: no cap; admins have none), the one with the fewest running for its weight (weights: JSON
+ * {user name: weight}, NULL: all 1), then the earliest virtual start (the later of vclock and the
+ * owner's finish in finish, JSON {owner id: finish}), then the longest waiting; that owner's
+ * oldest job (queued_at, then insertion), with columns fair_start and fair_finish (its virtual
+ * start and start + 1/weight). HONE_ENOENT when none. */
+int store_job_next_queued(ctl_db *db, const char *weights, int max_running, double vclock,
+                          const char *finish, json_t **row);
+/* How many of owner's jobs are queued (trials and convert jobs included). */
+int store_jobs_queued_count(ctl_db *db, const char *owner, int *n);
 /* Jobs filtered by each non-NULL argument (top: no trials), oldest first, at most limit after
  * skipping offset. */
 int store_jobs_list(ctl_db *db, json_t **rows, const char *owner, const char *experiment_id,

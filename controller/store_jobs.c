@@ -46,14 +46,47 @@ int store_job_report_row(ctl_db *db, const char *id, json_t **row)
                   "s", id);
 }
 
-int store_job_next_queued(ctl_db *db, json_t **row)
+/* Fair share in one statement. q: the leasable queued jobs (a convert job's waiters only once it
+ * is done); o: their owners, each with its running jobs (trials included: every leased action),
+ * its weight (?1, by user name), whether it is an admin (no cap) and its virtual start, the later
+ * of the clock (?3) and where its last grant left it (?4, by owner id); p: the owner whose turn it
+ * is among those under the running cap (?2; 0: none): the fewest running jobs for its weight,
+ * then the earliest virtual start (served longest ago for its weight), then the one waiting
+ * longest. Its oldest job comes back with the owner's virtual start and finish. */
+int store_job_next_queued(ctl_db *db, const char *weights, int max_running, double vclock,
+                          const char *finish, json_t **row)
 {
-    return db_row(db, row,
-                  "SELECT * FROM jobs j WHERE status='queued' AND action IN "
-                  "('train','convert','evaluate','inference','export') "
-                  "AND NOT EXISTS (SELECT 1 FROM jobs cv WHERE cv.id=j.convert_id AND "
-                  "cv.status!='done') ORDER BY queued_at, rowid LIMIT 1",
-                  NULL);
+    return db_row(
+        db, row,
+        "WITH q AS (SELECT j.rowid AS rid, j.owner, j.queued_at FROM jobs j WHERE "
+        "j.status='queued' AND j.action IN ('train','convert','evaluate','inference','export') "
+        "AND NOT EXISTS (SELECT 1 FROM jobs cv WHERE cv.id=j.convert_id AND cv.status!='done')), "
+        "r AS (SELECT owner, COUNT(*) AS n FROM jobs WHERE status='running' AND action IN "
+        "('train','convert','evaluate','inference','export') GROUP BY owner), "
+        "o AS (SELECT q.owner, MIN(q.queued_at) AS since, MIN(q.rid) AS first, "
+        "COALESCE(r.n,0) AS running, u.role IS 'admin' AS admin, "
+        "COALESCE((SELECT CAST(w.value AS REAL) FROM json_each(?1) w WHERE w.key=u.name),1.0) "
+        "AS weight, MAX(?3,COALESCE((SELECT CAST(f.value AS REAL) FROM json_each(?4) f WHERE "
+        "f.key=q.owner),0.0)) AS start FROM q LEFT JOIN r ON r.owner=q.owner LEFT JOIN users u "
+        "ON u.id=q.owner GROUP BY q.owner), "
+        "p AS (SELECT owner, start, weight FROM o WHERE ?2<=0 OR admin OR running<?2 "
+        "ORDER BY running/weight, start, since, first LIMIT 1) "
+        "SELECT j.*, p.start AS fair_start, p.start+1.0/p.weight AS fair_finish FROM p JOIN q ON "
+        "q.owner=p.owner JOIN jobs j ON j.rowid=q.rid ORDER BY q.queued_at, q.rid LIMIT 1",
+        "sids", weights, max_running, vclock, finish);
+}
+
+int store_jobs_queued_count(ctl_db *db, const char *owner, int *n)
+{
+    json_t *r = NULL;
+    *n = 0;
+    int rc = db_row(db, &r, "SELECT COUNT(*) AS n FROM jobs WHERE owner=? AND status='queued'", "s",
+                    owner);
+    if (rc)
+        return rc;
+    *n = (int)json_integer_value(json_object_get(r, "n")); /* COUNT(*): an integer */
+    json_decref(r);
+    return HONE_OK;
 }
 
 int store_jobs_list(ctl_db *db, json_t **rows, const char *owner, const char *experiment_id,

@@ -257,21 +257,33 @@ static void stream_open(hone_controller *c, const stream_kind *kind, hone_http_r
         return;
     }
     json_decref(job);
-    /* a user gets a quarter of them (at least one), so that one cannot take every stream */
-    int mine = 0, share = c->cfg.max_streams / 4 > 1 ? c->cfg.max_streams / 4 : 1;
-    for (ctl_stream *o = c->streams; owner && o; o = o->next)
+    /* a user gets a quarter of them (at least one), so that one cannot take every stream, and
+     * users together all but a reserve for admins (an eighth, at least two; at most half) */
+    int mine = 0, users = 0, share = c->cfg.max_streams / 4 > 1 ? c->cfg.max_streams / 4 : 1;
+    int reserve = c->cfg.max_streams / 8 > 2 ? c->cfg.max_streams / 8 : 2;
+    if (reserve > c->cfg.max_streams / 2)
+        reserve = c->cfg.max_streams / 2;
+    for (ctl_stream *o = c->streams; owner && o; o = o->next) {
         mine += !strcmp(o->owner, owner);
-    if (c->n_streams >= c->cfg.max_streams || (owner && mine >= share)) {
+        users += o->owner[0] != '\0';
+    }
+    int full = c->n_streams >= c->cfg.max_streams;
+    if (full || (owner && (mine >= share || users >= c->cfg.max_streams - reserve))) {
         hone_http_res_header(res, "Retry-After", "5");
-        if (c->n_streams >= c->cfg.max_streams)
+        if (full)
             hone_http_res_error(res, 503, "limits.streams",
                                 "too many streams open (limits.streams = %d); retry later",
                                 c->cfg.max_streams);
-        else
+        else if (mine >= share)
             hone_http_res_error(res, 503, "limits.streams",
                                 "you have %d streams open, a user's share of limits.streams (%d); "
                                 "close one or retry later",
                                 mine, c->cfg.max_streams);
+        else
+            hone_http_res_error(res, 503, "limits.streams",
+                                "users hold %d streams, all of limits.streams (%d) but the %d kept "
+                                "for admins; retry later",
+                                users, c->cfg.max_streams, reserve);
         return;
     }
     hone_http_res_header(res, "Cache-Control", "no-cache");

@@ -149,8 +149,9 @@ static int filter(hone_http_req *req, hone_http_res *res, void *ud)
 }
 
 /* Upload routes: begin refuses with X-Refuse (403) before any byte is stored, else spools into
- * upload_dir. The handler answers the body's size and FNV-1a hash (read back from the file), and
- * with ?keep=1 takes the file and renames it to upload_dir/<name>. */
+ * upload_dir; X-Owner names whose upload it is and X-Priority makes it a priority one (its class,
+ * hone_http_req_set_upload_class). The handler answers the body's size and FNV-1a hash (read back
+ * from the file), and with ?keep=1 takes the file and renames it to upload_dir/<name>. */
 static int up_begin(hone_http_req *req, hone_http_res *res, void *ud, char *dir, size_t cap)
 {
     (void)ud;
@@ -158,6 +159,10 @@ static int up_begin(hone_http_req *req, hone_http_res *res, void *ud, char *dir,
         hone_http_res_error(res, 403, "X-Refuse", "refused before the body");
         return 1;
     }
+    const char *owner = hone_http_req_header(req, "x-owner");
+    if ((owner || hone_http_req_header(req, "x-priority")) &&
+        hone_http_req_set_upload_class(req, owner, hone_http_req_header(req, "x-priority") != NULL))
+        return 1;
     snprintf(dir, cap, "%s", upload_dir);
     return 0;
 }

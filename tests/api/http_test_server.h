@@ -87,6 +87,7 @@ int hts_error_is(const tc_response *r, int status, const char *code, const char 
     X(upload_stalled)                                                                              \
     X(upload_trickle)                                                                              \
     X(upload_slots)                                                                                \
+    X(upload_shares)                                                                               \
     X(upload_pipelined)
 
 #define HTS_DECLARE(name) int test_##name(void);

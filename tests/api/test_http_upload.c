@@ -359,6 +359,50 @@ int test_upload_slots(void)
     return 0;
 }
 
+/* Shares of the two slots: Alice holds one and waits for a second (her share is half); Bob's
+ * upload gets the other slot at once, and a worker's (priority) upload is answered while every
+ * users' slot is taken and one waits: it has slots of its own. Alice's second goes on when her
+ * first is done. (Before shares, Alice's second took the last slot, Bob waited and the worker was
+ * refused 503.) */
+int test_upload_shares(void)
+{
+    tc_conn a1, a2, b, w;
+    tc_response r;
+    size_t n = 100000;
+    char *data = pattern(n, 11), head[256];
+    const char *fmt =
+        "PUT /up/%s HTTP/1.1\r\nContent-Length: %zu\r\nExpect: 100-continue\r\n%s\r\n";
+    snprintf(head, sizeof(head), fmt, "a1", n, "X-Owner: alice\r\n");
+    CHECK(tc_connect(&a1, port) == 0 && tc_send_str(&a1, head) == 0 && read_head(&a1) == 100);
+    snprintf(head, sizeof(head), fmt, "a2", n, "X-Owner: alice\r\n");
+    CHECK(tc_connect(&a2, port) == 0 && tc_send_str(&a2, head) == 0);
+    CHECK(quiet_for(&a2, 100)); /* her share (one of two) is held: she waits */
+    snprintf(head, sizeof(head), fmt, "b", n, "X-Owner: bob\r\n");
+    CHECK(tc_connect(&b, port) == 0 && tc_send_str(&b, head) == 0 && read_head(&b) == 100);
+    snprintf(head, sizeof(head), fmt, "w", (size_t)1024, "X-Owner: worker-1\r\nX-Priority: 1\r\n");
+    CHECK(tc_connect(&w, port) == 0 && tc_send_str(&w, head) == 0 && read_head(&w) == 100);
+    CHECK(tc_send(&w, data, 1024) == 0);
+    CHECK(tc_read_response(&w, &r, 0) == 0 && r.status == 200 && body_matches(&r, data, 1024));
+    tc_response_free(&r);
+    CHECK(quiet_for(&a2, 50));
+    CHECK(tc_send(&a1, data, n) == 0);
+    CHECK(tc_read_response(&a1, &r, 0) == 0 && r.status == 200 && body_matches(&r, data, n));
+    tc_response_free(&r);
+    CHECK(read_head(&a2) == 100); /* her first is done: her second's turn */
+    CHECK(tc_send(&a2, data, n) == 0 && tc_send(&b, data, n) == 0);
+    CHECK(tc_read_response(&a2, &r, 0) == 0 && r.status == 200 && body_matches(&r, data, n));
+    tc_response_free(&r);
+    CHECK(tc_read_response(&b, &r, 0) == 0 && r.status == 200 && body_matches(&r, data, n));
+    tc_response_free(&r);
+    tc_close(&a1);
+    tc_close(&a2);
+    tc_close(&b);
+    tc_close(&w);
+    free(data);
+    CHECK(no_temp_left());
+    return 0;
+}
+
 /* An upload behind a deferred answer: its begin waits its turn, answers leave in order. */
 int test_upload_pipelined(void)
 {

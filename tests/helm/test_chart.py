@@ -234,6 +234,7 @@ def expect_defaults(objs, ctl, wrk, svc, cfg):
     assert arg(container(wrk), "--storage") == "http"
     assert not any(o["kind"] in ("Ingress", "ServiceMonitor") for o in objs)
     assert "db" not in cfg
+    assert cfg["fair_share"] == {"max_running_per_user": 0, "max_queued_per_user": 1000}, cfg
     pvc = one(objs, "PersistentVolumeClaim")
     assert pvc["spec"]["accessModes"] == ["ReadWriteOnce"]
 
@@ -280,6 +281,8 @@ def expect_8(objs, ctl, wrk, svc, cfg):
     ps = wrk["spec"]["template"]["spec"]
     assert ps["nodeSelector"] == {"nvidia.com/gpu.present": "true"}
     assert "podAntiAffinity" in ps["affinity"] and ps["tolerations"]
+    assert cfg["fair_share"] == {"max_running_per_user": 4, "max_queued_per_user": 500,
+                                 "weights": {"alice": 2, "team lead": 0.5}}, cfg["fair_share"]
 
 
 def expect_daemonset(objs, ctl, wrk, svc, cfg):

@@ -39,8 +39,9 @@ struct hone_controller {
     int close_pending;
     struct ctl_stream *streams; /* stream.c: open metrics streams */
     int n_streams;
-    char admin_key_hash[65]; /* auth.c: SHA-256 (hex) of cfg.auth_token; "" with no auth */
-    struct json_t *walks;    /* routes_transfer.c: users' file-list walks in flight, by owner */
+    char admin_key_hash[65];  /* auth.c: SHA-256 (hex) of cfg.auth_token; "" with no auth */
+    struct json_t *walks;     /* routes_transfer.c: users' file-list walks in flight, by owner */
+    struct json_t *downloads; /* routes_artifacts.c: users' downloads under way, by owner */
 };
 
 /* server.c: one of the things hone_controller_close waits for is done. */

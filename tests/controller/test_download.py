@@ -8,6 +8,7 @@ The old controller read the whole file into memory on the loop, and knew no Rang
 import json
 import os
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -216,12 +217,26 @@ def memory_bound(ctl, ja, adm):
     check(grew < 100, "the controller's RSS grew by %.1f MB" % grew)
 
 
+def bad_config(binary, d):
+    """A cap outside [1, 1024] is refused at start, naming the key."""
+    for v in ("0", "2000", "many"):
+        cfg = os.path.join(d, "bad.yaml")
+        with open(cfg, "w") as f:
+            f.write("limits: {downloads_per_user: %s}\n" % v)
+        p = subprocess.run([binary, "--listen", "127.0.0.1:0", "--data-dir",
+                            os.path.join(d, "bad-data"), "--config", cfg],
+                           capture_output=True, timeout=60)
+        check(p.returncode != 0 and b"limits.downloads_per_user" in p.stderr,
+              (v, p.returncode, p.stderr[-300:]))
+
+
 def main():
     binary = binary_from_argv()
     # ASan keeps freed blocks in a quarantine (256 MB by default), which would count as resident
     os.environ["ASAN_OPTIONS"] = (os.environ.get("ASAN_OPTIONS", "") +
                                   ":quarantine_size_mb=8").lstrip(":")
     d = tempdir()
+    bad_config(binary, d)
     cfg = os.path.join(d, "controller.yaml")
     with open(cfg, "w") as f:
         f.write("auth: {admin_key: %s}\ndata_roots: [\"%s\"]\nlimits: {downloads_per_user: %d}\n"

@@ -571,8 +571,11 @@ static void on_timer(uv_timer_t *t)
         return;
     }
     hone_http_req *h = c->head;
-    if (h && h->res.file && c->writes_pending) { /* its client read nothing for idle_timeout_ms */
-        http_conn_close(c);
+    if (h && h->res.file && c->writes_pending) { /* a file answer: did its client read? */
+        if (http_file_stalled(h, c->tcp.write_queue_size))
+            http_conn_close(c);
+        else
+            uv_timer_start(&c->timer, on_timer, conn_limits(c)->idle_timeout_ms, 0);
         return;
     }
     if (h && (h->dispatched || http_upload_writing(h)) && !h->res.answered)
@@ -595,6 +598,7 @@ void http_conn_arm_timer(hone_http_conn *c)
     }
     /* a file answer being written: its client's reading is the clock, restarted by each write */
     if (h && h->res.file && c->writes_pending) {
+        http_file_mark(h, c->tcp.write_queue_size);
         uv_timer_start(&c->timer, on_timer, l->idle_timeout_ms, 0);
         return;
     }

@@ -25,6 +25,7 @@ struct http_file {
     uv_file fd;
     char *buf;          /* the chunk being read */
     uint64_t off, left; /* the next byte to read; bytes not read yet */
+    size_t queued_mark; /* the socket's write queue when the connection's clock last started */
     hone_http_file_end end;
     void *end_ud;
 };
@@ -149,6 +150,23 @@ void http_file_release(hone_http_req *req)
 {
     if (req->res.file)
         file_detach(req->res.file, 0);
+}
+
+void http_file_mark(hone_http_req *req, size_t queued)
+{
+    if (req->res.file)
+        req->res.file->queued_mark = queued;
+}
+
+/* A slow client whose socket takes a few bytes now and then is making progress, even when no
+ * whole chunk's write completes within the timeout; one that takes none is stalled. */
+int http_file_stalled(hone_http_req *req, size_t queued)
+{
+    http_file *f = req->res.file;
+    if (!f || queued >= f->queued_mark)
+        return 1;
+    f->queued_mark = queued;
+    return 0;
 }
 
 void hone_http_res_file(hone_http_res *res, int status, const char *content_type, int fd,

@@ -259,6 +259,11 @@ void http_uploads_free(hone_http_server *s);
 /* file.c: the hooks conn.c and request.c call for file answers. */
 void http_file_pump(hone_http_req *req); /* the pump, at the head: next chunk when there is room */
 void http_file_release(hone_http_req *req); /* http_req_free: the answer is given up, fd closed */
+/* The clock of a file answer with a write pending: http_file_mark when it starts (queued: the
+ * socket's write queue then), http_file_stalled when it runs out: 1 when the client took no byte
+ * since the mark (the connection is then closed), else 0 and the mark moves to queued. */
+void http_file_mark(hone_http_req *req, size_t queued);
+int http_file_stalled(hone_http_req *req, size_t queued);
 
 /* For the fuzz target: parses and routes data as if it came over one connection, in chunks of
  * chunk bytes (0: all at once), then closes it. Returns the number of response bytes produced. */

@@ -54,10 +54,10 @@ void hone_http_limits_default(hone_http_limits *l);
 /* ---- server ---------------------------------------------------------------------------------- */
 
 /* A route handler, called on the loop thread. It answers with one of the hone_http_res_* answering
- * functions (json, error, text, take, empty, stream_*) either before it returns, or later from the
- * loop (a long-poll, or after uv_queue_work): a deferred answer. req and res stay valid until
- * answered; after the answer (or after the abort callback, see hone_http_res_on_abort) they are
- * gone. A request is never answered twice: later answering calls are ignored. */
+ * functions (json, error, text, take, empty, stream_*, file, download) either before it returns,
+ * or later from the loop (a long-poll, or after uv_queue_work): a deferred answer. req and res stay
+ * valid until answered; after the answer (or after the abort callback, see hone_http_res_on_abort)
+ * they are gone. A request is never answered twice: later answering calls are ignored. */
 typedef void (*hone_http_handler)(hone_http_req *req, hone_http_res *res, void *ud);
 
 /* Runs after routing, before the handler of every matched route (auth, rate limits). Returns 0 to

@@ -406,6 +406,8 @@ void http_conn_pump(hone_http_conn *c)
             break;
         if (!req->dispatched)
             conn_dispatch(c, req);
+        if (req->res.file) /* a file answer: its next chunk, if the write queue has room */
+            http_file_pump(req);
         if (!req->res.answered)
             break;
         c->head = req->next;
@@ -569,6 +571,13 @@ static void on_timer(uv_timer_t *t)
         return;
     }
     hone_http_req *h = c->head;
+    if (h && h->res.file && c->writes_pending) { /* a file answer: did its client read? */
+        if (http_file_stalled(h, c->tcp.write_queue_size))
+            http_conn_close(c);
+        else
+            uv_timer_start(&c->timer, on_timer, conn_limits(c)->idle_timeout_ms, 0);
+        return;
+    }
     if (h && (h->dispatched || http_upload_writing(h)) && !h->res.answered)
         return; /* a deferred answer (or an upload going to disk): its handler owns the clock */
     http_conn_expire(c, conn_limits(c)->request_timeout_ms);
@@ -585,6 +594,12 @@ void http_conn_arm_timer(hone_http_conn *c)
     if (c->lingering) {
         if (!uv_is_active((uv_handle_t *)&c->timer) || c->timer.timeout > now + LINGER_MS)
             uv_timer_start(&c->timer, on_timer, LINGER_MS, 0);
+        return;
+    }
+    /* a file answer being written: its client's reading is the clock, restarted by each write */
+    if (h && h->res.file && c->writes_pending) {
+        http_file_mark(h, c->tcp.write_queue_size);
+        uv_timer_start(&c->timer, on_timer, l->idle_timeout_ms, 0);
         return;
     }
     if (h && (h->dispatched || http_upload_writing(h)) && !h->res.answered &&
@@ -604,8 +619,11 @@ void http_conn_on_eof(hone_http_conn *c)
     c->eof = 1;
     c->stop_parsing = 1;
     /* After a pump the head, if any, is a deferred answer: its client has gone, so abort it. With
-     * no head, close once the last answer is written (on_write sees eof). */
-    if (c->head || c->lingering || c->writes_pending == 0)
+     * no head, close once the last answer is written (on_write sees eof). A file answer under way
+     * goes on: a client may half-close after its request and read the file (as it would have read
+     * any other answer written whole); one that has really gone fails the next write. */
+    int file = c->head && c->head->res.file;
+    if ((c->head && !file) || c->lingering || (c->writes_pending == 0 && !file))
         http_conn_close(c);
     else
         conn_update_reading(c);
@@ -633,7 +651,8 @@ void http_conn_close(hone_http_conn *c)
 }
 
 /* After the handles are closed: queued requests go; a deferred one gets its abort callback (then
- * goes) or, without one, lives on detached until its handler answers. */
+ * goes) or, without one, lives on detached until its handler answers. A file answer under way is
+ * given up (http_req_free closes its file). */
 void http_conn_release_requests(hone_http_conn *c)
 {
     if (c->cur && !c->cur->queued) /* an upload being received is in the queue too */
@@ -645,7 +664,7 @@ void http_conn_release_requests(hone_http_conn *c)
         hone_http_req *next = req->next;
         req->next = NULL;
         req->conn = NULL;
-        if (req->dispatched && !req->res.answered) {
+        if (req->dispatched && !req->res.answered && !req->res.file) {
             if (req->res.abort_cb) {
                 req->in_handler = 1; /* an answer from inside the callback must not free req */
                 req->res.abort_cb(&req->res, req->res.abort_ud);

@@ -54,10 +54,10 @@ void hone_http_limits_default(hone_http_limits *l);
 /* ---- server ---------------------------------------------------------------------------------- */
 
 /* A route handler, called on the loop thread. It answers with one of the hone_http_res_* answering
- * functions (json, error, text, take, empty, stream_*) either before it returns, or later from the
- * loop (a long-poll, or after uv_queue_work): a deferred answer. req and res stay valid until
- * answered; after the answer (or after the abort callback, see hone_http_res_on_abort) they are
- * gone. A request is never answered twice: later answering calls are ignored. */
+ * functions (json, error, text, take, empty, stream_*, file, download) either before it returns,
+ * or later from the loop (a long-poll, or after uv_queue_work): a deferred answer. req and res stay
+ * valid until answered; after the answer (or after the abort callback, see hone_http_res_on_abort)
+ * they are gone. A request is never answered twice: later answering calls are ignored. */
 typedef void (*hone_http_handler)(hone_http_req *req, hone_http_res *res, void *ud);
 
 /* Runs after routing, before the handler of every matched route (auth, rate limits). Returns 0 to
@@ -224,6 +224,44 @@ void hone_http_res_error(hone_http_res *res, int status, const char *field, cons
 int hone_http_res_stream_start(hone_http_res *res, int status, const char *content_type);
 int hone_http_res_stream_write(hone_http_res *res, const void *data, size_t len);
 void hone_http_res_stream_end(hone_http_res *res);
+
+/* ---- files: a byte range of an open file, streamed -------------------------------------- */
+
+/* Runs exactly once when a file answer is over: complete 1 once its last byte is queued to the
+ * socket (or at once for HEAD and empty ranges), 0 when it was given up (the client left, the
+ * file could not be read or shrank, the server closed). It may run before the answering call
+ * returns; req and res must not be touched from it. */
+typedef void (*hone_http_file_end)(void *ud, int complete);
+
+/* Answers with length bytes of fd from offset (Content-Length: length) and takes ownership of fd,
+ * which is closed off the loop when the answer is over, whatever happens. The bytes are read in
+ * chunks of 256 KiB on the thread pool, the next one only once the socket's write queue is below
+ * one chunk, so memory stays flat whatever the length and a client that stops reading makes the
+ * server hold no more (after idle_timeout_ms without progress its connection is closed). HEAD: the
+ * headers only, no read. The request counts as answered once the last chunk is queued; requests
+ * pipelined after it wait until then. end (may be NULL) runs as described above. */
+void hone_http_res_file(hone_http_res *res, int status, const char *content_type, int fd,
+                        uint64_t offset, uint64_t length, hone_http_file_end end, void *ud);
+
+typedef enum hone_http_range {
+    HONE_HTTP_RANGE_WHOLE = 0,     /* no Range, or one to ignore: answer 200 with the whole */
+    HONE_HTTP_RANGE_PART,          /* one satisfiable range: 206 with *off, *len */
+    HONE_HTTP_RANGE_UNSATISFIABLE, /* 416 with Content-Range: bytes * /size */
+} hone_http_range;
+
+/* Parses a Range header value (NULL: none) against a representation of size bytes, RFC 9110
+ * section 14: one range of unit "bytes", "N-M" (M past the end is cut to it), "N-" or "-S" (the
+ * last S bytes). Several ranges, another unit or anything malformed are ignored (WHOLE), as the
+ * RFC allows; a range starting at or past the end, or "-0", is UNSATISFIABLE. */
+hone_http_range hone_http_range_parse(const char *value, uint64_t size, uint64_t *off,
+                                      uint64_t *len);
+
+/* A download of fd (size bytes; ownership taken as by res_file): 200 with Accept-Ranges: bytes,
+ * or for a GET with one satisfiable Range 206 with Content-Range, or 416 (a JSON error naming
+ * Range, Content-Range: bytes * /size; fd closed). HEAD, and a Range sent with If-Range (we send
+ * no validators, so none can match), get the whole file's answer. end as for res_file. */
+void hone_http_res_download(hone_http_res *res, const char *content_type, int fd, uint64_t size,
+                            hone_http_file_end end, void *ud);
 
 /* For deferred answers: cb runs when the client disconnects (or the server closes) before the
  * answer. After cb returns, req and res are freed: cb must drop every pointer to them. Without an

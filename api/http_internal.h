@@ -11,6 +11,7 @@ typedef struct hone_http_conn hone_http_conn;
 typedef struct hone_http_route_t hone_http_route_t;
 typedef struct http_upload http_upload;   /* upload.c: one body being spooled to disk */
 typedef struct http_uploads http_uploads; /* upload.c: the server's slots, limits, bytes */
+typedef struct http_file http_file;       /* file.c: a file answer being streamed */
 
 typedef struct http_kv {
     char *name, *value;
@@ -35,6 +36,7 @@ struct hone_http_res {
     int status;
     void (*abort_cb)(hone_http_res *, void *);
     void *abort_ud;
+    http_file *file; /* a file answer under way (file.c): not answered until its last chunk */
 };
 
 struct hone_http_req {
@@ -180,6 +182,7 @@ struct hone_http_server {
     void *close_arg;
     int close_pending; /* handles still to close before close_done runs */
     http_uploads *uploads;
+    int files_live; /* file.c: file answers not yet freed (a read or close still in flight) */
 };
 
 /* router.c */
@@ -194,6 +197,10 @@ const char *http_kv_get(const http_kv *kv, size_t n, const char *name, int icase
 /* response.c */
 void http_res_init(hone_http_res *res, hone_http_req *req);
 void http_res_free(hone_http_res *res);
+/* Status line and headers. chunked: -1 close-delimited stream, 1 chunked stream, 0 fixed length */
+void http_res_head(http_buf *out, hone_http_res *res, int status, const char *ctype, uint64_t len,
+                   int chunked);
+int http_res_body_allowed(int status);
 /* what the server answers for its own errors, also used by the 503 on connection overload */
 char *http_error_body(int status, const char *field, const char *msg, size_t *len);
 
@@ -248,6 +255,15 @@ int http_upload_writing(const hone_http_req *req); /* body in, not yet on disk: 
 void http_upload_release(hone_http_req *req);      /* http_req_free: cancels, cleans up */
 int http_uploads_live(const hone_http_server *s);  /* uploads still finishing file operations */
 void http_uploads_free(hone_http_server *s);
+
+/* file.c: the hooks conn.c and request.c call for file answers. */
+void http_file_pump(hone_http_req *req); /* the pump, at the head: next chunk when there is room */
+void http_file_release(hone_http_req *req); /* http_req_free: the answer is given up, fd closed */
+/* The clock of a file answer with a write pending: http_file_mark when it starts (queued: the
+ * socket's write queue then), http_file_stalled when it runs out: 1 when the client took no byte
+ * since the mark (the connection is then closed), else 0 and the mark moves to queued. */
+void http_file_mark(hone_http_req *req, size_t queued);
+int http_file_stalled(hone_http_req *req, size_t queued);
 
 /* For the fuzz target: parses and routes data as if it came over one connection, in chunks of
  * chunk bytes (0: all at once), then closes it. Returns the number of response bytes produced. */

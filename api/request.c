@@ -21,6 +21,7 @@ void http_req_free(hone_http_req *req)
     if (!req)
         return;
     http_upload_release(req);
+    http_file_release(req);
     http_res_free(&req->res);
     free(req->url);
     free(req->path);

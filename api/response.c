@@ -1,6 +1,7 @@
 /* Building and sending responses: status line, headers, Content-Length (or chunks for streams),
  * JSON and error bodies. Every response leaves through http_conn_write, in request order (the
  * connection's pump guarantees only the head of its queue is ever dispatched). */
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,7 +145,7 @@ int hone_http_res_header(hone_http_res *res, const char *name, const char *value
 {
     static const char *const reserved[] = {"content-length", "content-type", "transfer-encoding",
                                            "connection"};
-    if (res->answered || res->streaming)
+    if (res->answered || res->streaming || res->file)
         return HONE_ESTATE;
     if (!name || !value || !name[0] || strpbrk(name, "\r\n: \t") || strpbrk(value, "\r\n"))
         return HONE_EINVAL;
@@ -157,23 +158,22 @@ int hone_http_res_header(hone_http_res *res, const char *name, const char *value
     return HONE_OK;
 }
 
-static int body_allowed(int status)
+int http_res_body_allowed(int status)
 {
     return status >= 200 && status != 204 && status != 304;
 }
 
-/* Status line and headers. chunked: -1 close-delimited stream, 1 chunked stream, 0 fixed length. */
-static void res_head(http_buf *out, hone_http_res *res, int status, const char *ctype, size_t len,
-                     int chunked)
+void http_res_head(http_buf *out, hone_http_res *res, int status, const char *ctype, uint64_t len,
+                   int chunked)
 {
     hone_http_req *req = res->req;
     http_buf_printf(out, "HTTP/1.1 %d %s\r\n", status, hone_http_status_reason(status));
-    if (ctype && body_allowed(status))
+    if (ctype && http_res_body_allowed(status))
         http_buf_printf(out, "Content-Type: %s\r\n", ctype);
     if (chunked > 0)
         http_buf_printf(out, "Transfer-Encoding: chunked\r\n");
-    else if (chunked == 0 && body_allowed(status))
-        http_buf_printf(out, "Content-Length: %zu\r\n", len);
+    else if (chunked == 0 && http_res_body_allowed(status))
+        http_buf_printf(out, "Content-Length: %" PRIu64 "\r\n", len);
     if (!req->keep_alive)
         http_buf_printf(out, "Connection: close\r\n");
     else if (req->http_major == 1 && req->http_minor == 0)
@@ -187,7 +187,7 @@ static void res_head(http_buf *out, hone_http_res *res, int status, const char *
 static void res_finish(hone_http_res *res, int status, const char *ctype, char *body, size_t len)
 {
     hone_http_req *req = res->req;
-    if (res->answered || res->streaming) {
+    if (res->answered || res->streaming || res->file) {
         free(body);
         return;
     }
@@ -197,8 +197,8 @@ static void res_finish(hone_http_res *res, int status, const char *ctype, char *
     res->status = status;
     if (req->conn && http_conn_can_write(req->conn)) {
         http_buf out = {0};
-        res_head(&out, res, status, ctype, len, 0);
-        if (!req->is_head && body_allowed(status))
+        http_res_head(&out, res, status, ctype, len, 0);
+        if (!req->is_head && http_res_body_allowed(status))
             http_buf_append(&out, body, len);
         http_conn_write(req->conn, out.data, out.len);
     }
@@ -266,7 +266,7 @@ void hone_http_res_error(hone_http_res *res, int status, const char *field, cons
 int hone_http_res_stream_start(hone_http_res *res, int status, const char *content_type)
 {
     hone_http_req *req = res->req;
-    if (res->answered || res->streaming)
+    if (res->answered || res->streaming || res->file)
         return HONE_ESTATE;
     res->streaming = 1;
     res->status = status;
@@ -276,7 +276,7 @@ int hone_http_res_stream_start(hone_http_res *res, int status, const char *conte
     if (!chunked)
         req->keep_alive = 0;
     http_buf out = {0};
-    res_head(&out, res, status, content_type, 0, chunked ? 1 : -1);
+    http_res_head(&out, res, status, content_type, 0, chunked ? 1 : -1);
     http_conn_write(req->conn, out.data, out.len);
     return HONE_OK;
 }

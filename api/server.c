@@ -286,7 +286,7 @@ int hone_http_listen(hone_http_server *s, const char *host, int port, int *bound
 void http_server_maybe_done(hone_http_server *s)
 {
     if (!s->closing || s->listener_open || s->tick_open || s->sweep_open || s->conns ||
-        !s->close_done || http_uploads_live(s))
+        !s->close_done || http_uploads_live(s) || s->files_live)
         return;
     void (*done)(void *) = s->close_done;
     s->close_done = NULL;

@@ -31,6 +31,7 @@ typedef struct hone_controller_config {
     int max_attempts;        /* a failing trainer is retried until this many attempts (3) */
     int max_wait_seconds;    /* longest lease long-poll (default 60) */
     int max_streams;         /* open metrics streams (SSE); beyond: 503 (default 64) */
+    int downloads_per_user;  /* a user's artifact downloads at once; beyond: 503 (default 4) */
     int log_json;            /* 1: one JSON object per log line (default), 0: text */
     char *port_file;         /* write the bound port here once listening */
     int dataset_checks;      /* dataset checks run at once, on threads of their own (2) */

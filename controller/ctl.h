@@ -46,6 +46,7 @@ struct hone_controller {
      * it has reached (JSON {owner: time}) */
     double fair_vclock;
     struct json_t *fair_finish;
+    struct json_t *downloads; /* routes_artifacts.c: users' downloads under way, by owner */
 };
 
 /* server.c: one of the things hone_controller_close waits for is done. */

@@ -1,8 +1,9 @@
 /* Job artifacts: list the files of a job's folder (and best_model/ for AutoML jobs), download one,
  * and upload one (workers that share no disk with the controller; only the worker holding the
- * job's lease). Uploads stream to a temp file in the job's folder (api/ upload routes): who may
- * write is settled before any byte of the body is stored. Names are confined to the job's folder:
- * one or two plain segments, no dot files, no '..'. */
+ * job's lease). Downloads stream from the file in bounded chunks off the loop (api/ file answers,
+ * with Range), a few at a time per user; uploads stream to a temp file in the job's folder (api/
+ * upload routes): who may write is settled before any byte of the body is stored. Names are
+ * confined to the job's folder: one or two plain segments, no dot files, no '..'. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -120,17 +121,63 @@ static void a_list(hone_http_req *req, hone_http_res *res, void *ud)
     hone_http_res_json(res, 200, json_pack("{s:o}", "files", arr));
 }
 
+/* A user's downloads under way (c->downloads: owner -> count). Each holds a connection, a file
+ * and up to two chunks of memory while its client reads; limits.downloads_per_user at once per
+ * user, so that one user's parallel downloads cannot hold them all. Admins and workers (a resumed
+ * trial's checkpoint) are not counted. */
+typedef struct dl_count {
+    hone_controller *c;
+    char owner[64];
+} dl_count;
+
+static int downloads_of(hone_controller *c, const char *owner)
+{
+    return (int)json_integer_value(json_object_get(c->downloads, owner));
+}
+
+static void downloads_add(hone_controller *c, const char *owner, int d)
+{
+    int n = downloads_of(c, owner) + d;
+    if (!c->downloads)
+        c->downloads = json_object();
+    if (n > 0)
+        json_object_set_new(c->downloads, owner, json_integer(n));
+    else
+        json_object_del(c->downloads, owner);
+}
+
+/* The file answer is over (whole, or its client left): the user's count drops. */
+static void download_end(void *ud, int complete)
+{
+    dl_count *d = ud;
+    (void)complete;
+    downloads_add(d->c, d->owner, -1);
+    free(d);
+}
+
 static void a_get(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
     const char *id = hone_http_req_param(req, "id");
     const char *sub = hone_http_req_param(req, "dir"), *name = hone_http_req_param(req, "name");
+    char ob[64];
     if ((sub && !name_ok(sub)) || !name_ok(name)) {
         hone_http_res_error(res, 422, "name", "bad artifact name");
         return;
     }
     if (job_exists(c, req, res, id) || worker_read_allowed(c, req, res, id))
         return;
+    /* a HEAD reads nothing: not counted */
+    const char *owner =
+        strcmp(hone_http_req_method(req), "HEAD") ? ctl_auth_owner(c, req, ob) : NULL;
+    if (owner && downloads_of(c, owner) >= c->cfg.downloads_per_user) {
+        hone_http_res_header(res, "Retry-After", "2");
+        hone_http_res_error(res, 503, "limits.downloads_per_user",
+                            "%d downloads of yours are under way (limits.downloads_per_user): "
+                            "retry when one is done",
+                            downloads_of(c, owner));
+        return;
+    }
     char *dir = ctl_job_dir(c, id), p[4096];
     snprintf(p, sizeof p, "%s/%s%s%s", dir, sub ? sub : "", sub ? "/" : "", name);
     free(dir);
@@ -143,16 +190,16 @@ static void a_get(hone_http_req *req, hone_http_res *res, void *ud)
                             name);
         return;
     }
-    size_t n = (size_t)st.st_size, got = 0;
-    char *buf = hone_xmalloc(n + 1);
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
+    dl_count *d = NULL;
+    if (owner) {
+        d = hone_xcalloc(1, sizeof *d);
+        d->c = c;
+        snprintf(d->owner, sizeof d->owner, "%s", owner);
+        downloads_add(c, owner, 1);
     }
-    close(fd);
-    hone_http_res_take(res, 200, "application/octet-stream", buf, got);
+    /* the fd is the answer's now: read in chunks on the thread pool, closed when it is over */
+    hone_http_res_download(res, "application/octet-stream", fd, (uint64_t)st.st_size,
+                           d ? download_end : NULL, d);
 }
 
 /* Only the worker holding the job's current lease may upload, and only while the job runs (or an

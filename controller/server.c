@@ -360,6 +360,7 @@ void hone_controller_free(hone_controller *c)
     free(c->artifacts_dir);
     json_decref(c->walks);
     json_decref(c->fair_finish);
+    json_decref(c->downloads);
     hone_controller_config_free(&c->cfg);
     free(c);
 }

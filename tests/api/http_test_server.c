@@ -3,6 +3,7 @@
  * and the loop thread with its orderly shutdown. */
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,8 @@
 #include "http_test_server.h"
 
 int port, port_small, port_fair;
-char upload_dir[64];
+char upload_dir[64], file_dir[64];
+atomic_int file_ends_complete, file_ends_given_up;
 atomic_int aborted, zombie_answered, log_count, hangs;
 static uv_loop_t loop;
 static uv_async_t stop_async;
@@ -216,6 +218,41 @@ static void h_upstats(hone_http_req *req, hone_http_res *res, void *ud)
                   (json_int_t)st.refused_busy));
 }
 
+static void file_end(void *ud, int complete)
+{
+    (void)ud;
+    atomic_fetch_add(complete ? &file_ends_complete : &file_ends_given_up, 1);
+}
+
+/* A download of file_dir/<name>: the whole, or the one Range asked for. */
+static void h_file(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    (void)ud;
+    char p[160];
+    struct stat st;
+    snprintf(p, sizeof(p), "%s/%s", file_dir, hone_http_req_param(req, "name"));
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || fstat(fd, &st)) {
+        if (fd >= 0)
+            close(fd);
+        hone_http_res_error(res, 404, "name", "no such file");
+        return;
+    }
+    hone_http_res_download(res, "application/octet-stream", fd, (uint64_t)st.st_size, file_end,
+                           NULL);
+}
+
+/* A handler that answers, then (wrongly) answers again with a file: ignored, the fd closed. */
+static void h_file_twice(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    (void)req;
+    (void)ud;
+    char p[160];
+    snprintf(p, sizeof(p), "%s/small", file_dir);
+    hone_http_res_text(res, 200, "text/plain", "first", 5);
+    hone_http_res_file(res, 200, "text/plain", open(p, O_RDONLY | O_CLOEXEC), 0, 3, file_end, NULL);
+}
+
 static void access_log(const char *m, const char *p, int st, uint64_t us, void *ud)
 {
     (void)m, (void)p, (void)st, (void)us, (void)ud;
@@ -268,6 +305,7 @@ int hts_start(void)
         {"GET", "/slow", h_slow},        {"GET", "/hang", h_hang},
         {"GET", "/stream", h_stream},    {"GET", "/secret", h_hello},
         {"DELETE", "/hello", h_hello},   {"GET", "/upstats", h_upstats},
+        {"GET", "/file/{name}", h_file}, {"GET", "/file-twice", h_file_twice},
     };
     for (size_t i = 0; i < HONE_ARRAY_LEN(routes); i++)
         if (hone_http_route(srv, routes[i].m, routes[i].p, routes[i].h, NULL))
@@ -278,6 +316,9 @@ int hts_start(void)
         hone_http_route(srv, "get", "/a", h_hello, NULL) != HONE_EINVAL)
         return -1;
     if (hone_http_route_ex(srv, "POST", "/upload", 4096, h_body_len, NULL))
+        return -1;
+    snprintf(file_dir, sizeof(file_dir), "/tmp/hone-http-file-XXXXXX");
+    if (!mkdtemp(file_dir))
         return -1;
     snprintf(upload_dir, sizeof(upload_dir), "/tmp/hone-http-up-XXXXXX");
     hone_http_upload_limits ul = {.max_uploads = 2,
@@ -355,6 +396,10 @@ int hts_stop(void)
     hone_http_server_free(srv);
     hone_http_server_free(srv_small);
     hone_http_server_free(srv_fair);
+    if (rmdir(file_dir) != 0) { /* every file test removes its files */
+        fprintf(stderr, "FAIL files left in %s\n", file_dir);
+        failed++;
+    }
     if (rmdir(upload_dir) != 0) { /* every test leaves it empty */
         fprintf(stderr, "FAIL files left in %s\n", upload_dir);
         failed++;

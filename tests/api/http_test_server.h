@@ -20,6 +20,8 @@ extern int port;            /* the main server: small limits, every test route *
 extern int port_small;      /* a second server with max_connections = 1, no reserve */
 extern int port_fair;       /* a third: max_connections 64, 16 per address, reserve 4 (fair.c) */
 extern char upload_dir[64]; /* where the main server's upload routes spool (and keep) files */
+extern char file_dir[64];   /* what GET /file/{name} downloads (hone_http_res_download) */
+extern atomic_int file_ends_complete, file_ends_given_up; /* its end callbacks */
 extern atomic_int aborted, zombie_answered, log_count;
 extern atomic_int hangs; /* /hang and /poll requests that reached their handler */
 extern const hone_json_field job_fields[4];
@@ -88,7 +90,15 @@ int hts_error_is(const tc_response *r, int status, const char *code, const char 
     X(upload_trickle)                                                                              \
     X(upload_slots)                                                                                \
     X(upload_shares)                                                                               \
-    X(upload_pipelined)
+    X(upload_pipelined)                                                                            \
+    X(range_parse)                                                                                 \
+    X(file_whole_and_head)                                                                         \
+    X(file_ranges)                                                                                 \
+    X(file_pipelined)                                                                              \
+    X(file_client_gone)                                                                            \
+    X(file_half_close)                                                                             \
+    X(file_stalled)                                                                                \
+    X(file_answered_twice)
 
 #define HTS_DECLARE(name) int test_##name(void);
 HTS_TESTS(HTS_DECLARE)

@@ -270,6 +270,20 @@ case("path", "artifact PUT named %2e%2e%2fescape", [400, 403, 404, 409, 422],
      check=lambda x, r: not os.path.exists(x["data"] + "/artifacts/escape.bin"))(
     lambda x: rb("PUT", "/api/v1/jobs/%s/artifacts/%%2e%%2e%%2fescape.bin" % x["job"], b"x" * 10,
                  ctype="application/octet-stream"))
+# Range on a download (1000-byte dl.bin): one range is honoured; anything else is the whole file.
+DL = "/api/v1/jobs/%s/artifacts/dl.bin"
+def whole_dl(x, r):
+    return len(r.body) == 1000 and "content-range" not in r.headers
+
+
+case("path", "download with a Range past the end", [416], field="Range")(
+    lambda x: rb("GET", DL % x["job"], headers={"Range": "bytes=1000-"}))
+case("path", "download with 1500 ranges", [200], check=whole_dl)(
+    lambda x: rb("GET", DL % x["job"], headers={"Range": "bytes=" + ",".join(["0-0"] * 1500)}))
+case("path", "download with a Range beyond 2^64", [200], check=whole_dl)(
+    lambda x: rb("GET", DL % x["job"], headers={"Range": "bytes=0-%s" % ("9" * 30)}))
+case("path", "download with a negative Range", [200], check=whole_dl)(
+    lambda x: rb("GET", DL % x["job"], headers={"Range": "bytes=-5-10"}))
 case("path", "job id with encoded slash and dots", [400, 404])(
     lambda x: rb("GET", "/api/v1/jobs/..%2F..%2Fetc%2Fpasswd"))
 

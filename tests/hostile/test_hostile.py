@@ -44,6 +44,9 @@ def fixtures(ctl, x):
     r = call(p, "POST", "/api/v1/workers/%s/lease?wait=0" % x["wrk"], b"", ctype=None,
              headers=x["auth"][x["wrk"]])
     assert r.status == 200 and r.json()["job"]["id"] == x["job"], r
+    os.makedirs(os.path.join(x["data"], "artifacts", x["job"]), exist_ok=True)
+    with open(os.path.join(x["data"], "artifacts", x["job"], "dl.bin"), "wb") as f:
+        f.write(bytes(range(250)) * 4)  # 1000 bytes, for the Range rows
     r = call(p, "POST", "/api/v1/jobs/%s/report" % x["job"],
              {"worker_id": x["wrk"], "epoch": 1, "metrics": {"val_accuracy": 0.5}},
              headers=x["auth"][x["wrk"]])

@@ -388,10 +388,10 @@ static void keys_revoke(hone_http_req *req, hone_http_res *res, void *ud)
     json_decref(user);
 }
 
-/* PATCH /api/v1/users/{id} {"disabled": true|false}, admins only. Disabling ends the user's
- * tokens (deleted: open streams end at their next check) and refuses its keys until it is
- * enabled again; its rows and keys stay. Enabling gives the keys back (revoke any that leaked),
- * not the tokens: the user logs in again. The built-in admin (the admin key) is never disabled:
+/* PATCH /api/v1/users/{id} {"disabled": true|false}, admins only. Disabling refuses the user's
+ * tokens and keys at once, saying why (open streams end at their next check); its rows, keys and
+ * tokens stay. Enabling gives the keys back (revoke any that leaked), not the tokens, which are
+ * deleted then: the user logs in again. The built-in admin (the admin key) is never disabled:
  * rotate the admin key instead. */
 static void users_patch(hone_http_req *req, hone_http_res *res, void *ud)
 {

@@ -274,8 +274,9 @@ int store_user_insert(ctl_db *db, const char *id, const char *name, const char *
 int store_user_get(ctl_db *db, const char *id, json_t **row);
 int store_user_by_name(ctl_db *db, const char *name, json_t **row); /* ignoring ASCII case */
 int store_users_list(ctl_db *db, json_t **rows, int limit, int offset);
-/* Disables the user (when: a time) and deletes its tokens, or enables it (when NAN); its keys are
- * kept (refused while it is disabled). Rows changed: 0 for an unknown user. */
+/* Disables the user (when: a time; its keys and tokens are refused while it is, auth.c), or
+ * enables it (when NAN) and deletes the tokens from before (its keys work again, the tokens do
+ * not: it logs in anew). Rows changed: 0 for an unknown user. */
 int store_user_disable(ctl_db *db, const char *id, double when);
 /* Where a new key comes from (migration 012): who made it ("admin" for the admin key), the key
  * it was minted with (NULL: the admin key), the SHA-256 of the admin key at the root of its chain

@@ -36,7 +36,7 @@ int store_users_list(ctl_db *db, json_t **rows, int limit, int offset)
 int store_user_disable(ctl_db *db, const char *id, double when)
 {
     int n = db_run(db, "UPDATE users SET disabled=? WHERE id=?", "ds", when, id);
-    if (n > 0 && isfinite(when) && db_exec(db, "DELETE FROM tokens WHERE user_id=?", "s", id))
+    if (n > 0 && !isfinite(when) && db_exec(db, "DELETE FROM tokens WHERE user_id=?", "s", id))
         return HONE_ESQL;
     return n;
 }

@@ -16,7 +16,7 @@ CREATE INDEX api_keys_by_parent ON api_keys (parent_key);
 CREATE INDEX tokens_by_user ON tokens (user_id);
 
 -- When an admin disabled the user (NULL: enabled). A disabled user's keys and tokens are refused
--- (its tokens are deleted when it is disabled); its rows stay.
+-- while it is; its rows stay; enabling it deletes the tokens from before (keys work again).
 ALTER TABLE users ADD COLUMN disabled REAL;
 
 -- Names differing only in case ("alice", "Alice") look like one user: unique now, ignoring ASCII

@@ -38,6 +38,7 @@ static void conn_fail(hone_http_conn *c, int status, const char *msg)
         req->http_minor = 1;
     }
     c->cur = NULL;
+    req->body_pending = 0; /* no more of it is read */
     if (!req->err_status) {
         req->err_status = status;
         snprintf(req->err_msg, sizeof(req->err_msg), "%s", msg);
@@ -223,6 +224,15 @@ static int on_headers_complete(http_parser *p)
         http_upload_attach(c, req); /* its begin, then 100 Continue, come when it is due */
         return 0;
     }
+    int body_coming =
+        (p->flags & F_CHUNKED) || (p->content_length != ULLONG_MAX && p->content_length > 0);
+    if (!req->err_status && c->server->filter && body_coming) {
+        /* the filter runs in its turn, before the body is kept (conn_gate); so does 100 Continue */
+        req->gate = HTTP_GATE_PENDING;
+        req->body_pending = 1;
+        http_conn_enqueue(c, req);
+        return 0;
+    }
     const char *expect = hone_http_req_header(req, "expect");
     if (expect && !strcasecmp(expect, "100-continue") && !c->head && !c->fake)
         http_conn_write(c, hone_xstrdup("HTTP/1.1 100 Continue\r\n\r\n"), 25);
@@ -257,6 +267,7 @@ static int on_message_complete(http_parser *p)
     c->cur = NULL;
     c->msg_start_ms = 0;
     c->msgs_parsed++;
+    req->body_pending = 0;
     if (req->up)
         http_upload_body_done(req);
     http_conn_enqueue(c, req);
@@ -373,15 +384,63 @@ static void conn_dispatch(hone_http_conn *c, hone_http_req *req)
 
 static void conn_linger(hone_http_conn *c);
 
+/* A request whose body was still to come when its headers were in, now at the head of the queue
+ * (every earlier answer is out, so this one's leaves in order): the filter runs before any more of
+ * the body is read (reading waits for this, so at most the rest of one read is held). A refusal
+ * ends the request: none of the body is kept, parsing stops and the connection closes after the
+ * answer (keep_alive is cleared before the filter answers, so the answer says so). Once let in,
+ * the body is read and the filter runs again before the handler (conn_dispatch): what changed in
+ * between (a revoked key) still counts. Returns whether the request can be dispatched (or is
+ * answered) now. */
+static int conn_gate(hone_http_conn *c, hone_http_req *req)
+{
+    hone_http_server *s = c->server;
+    if (req->gate == HTTP_GATE_PENDING && req->body_pending && !req->err_status) {
+        int keep = req->keep_alive;
+        req->keep_alive = 0;
+        req->in_handler = 1;
+        int rc = s->filter(req, &req->res, s->filter_ud);
+        req->in_handler = 0;
+        if (rc || req->res.answered) {
+            if (!req->res.answered)
+                hone_http_res_error(&req->res, 500, NULL, "the filter refused without an answer");
+            s->stats.requests_total++; /* conn_dispatch, which counts the others, will not run */
+            req->dispatched = 1;
+            req->body_pending = 0;
+            http_buf_free(&req->body);
+            if (c->cur == req) {
+                c->cur = NULL;
+                c->stop_parsing = 1;
+                c->msg_start_ms = 0;
+            }
+            return 1;
+        }
+        req->keep_alive = keep;
+        req->gate = HTTP_GATE_PASSED;
+        if (c->cur == req) /* the client may have waited on earlier answers: its clock restarts */
+            c->msg_start_ms = conn_now_ms(c);
+        const char *expect = hone_http_req_header(req, "expect");
+        if (expect && !strcasecmp(expect, "100-continue") && !c->fake)
+            http_conn_write(c, hone_xstrdup("HTTP/1.1 100 Continue\r\n\r\n"), 25);
+    }
+    return !req->body_pending || req->err_status;
+}
+
+/* Whether reading waits for the request being received to pass its filter (conn_gate). */
+static int conn_gate_holds(const hone_http_conn *c)
+{
+    return c->cur && c->cur->gate == HTTP_GATE_PENDING && c->cur->body_pending;
+}
+
 /* Reading is paused while too many requests wait, or the client does not read its answers. */
 static void conn_update_reading(hone_http_conn *c)
 {
     if (c->fake || c->closing)
         return;
     /* reading goes on after parsing stopped (bytes are dropped) so a vanished client is noticed */
-    int want = c->lingering ||
-               (!c->eof && c->nqueued < conn_limits(c)->max_pipelined &&
-                c->tcp.write_queue_size < WRITE_QUEUE_HIGH && !http_upload_holds_reading(c));
+    int want = c->lingering || (!c->eof && c->nqueued < conn_limits(c)->max_pipelined &&
+                                c->tcp.write_queue_size < WRITE_QUEUE_HIGH &&
+                                !http_upload_holds_reading(c) && !conn_gate_holds(c));
     if (want && !c->reading) {
         http_server_read_start(c);
     } else if (!want && c->reading) {
@@ -404,6 +463,8 @@ void http_conn_pump(hone_http_conn *c)
          * pumps again as the queue drains. */
         if (!req->dispatched && !c->fake && c->tcp.write_queue_size >= WRITE_QUEUE_HIGH)
             break;
+        if (!req->up && !req->dispatched && !conn_gate(c, req))
+            break; /* let in, its body still arriving */
         if (!req->dispatched)
             conn_dispatch(c, req);
         if (req->res.file) /* a file answer: its next chunk, if the write queue has room */

@@ -61,7 +61,14 @@ void hone_http_limits_default(hone_http_limits *l);
 typedef void (*hone_http_handler)(hone_http_req *req, hone_http_res *res, void *ud);
 
 /* Runs after routing, before the handler of every matched route (auth, rate limits). Returns 0 to
- * let the handler run, non-zero after having answered the request itself (e.g. 401). */
+ * let the handler run, non-zero after having answered the request itself (e.g. 401). It runs in
+ * the request's turn (earlier pipelined requests are answered first), and before any body is kept:
+ * for a request whose body is still to come it runs once the headers are in (reading waits for it,
+ * so at most the rest of one read is held). A refusal then keeps none of the body: a body already
+ * received whole is dropped and the connection stays open; otherwise the connection closes after
+ * the answer (the rest is never read). A request let in that way has its body read, and the filter
+ * runs again just before the handler, so it must be idempotent (what changed in between, a
+ * revoked key, counts). Upload routes: see hone_http_route_upload. */
 typedef int (*hone_http_filter)(hone_http_req *req, hone_http_res *res, void *ud);
 
 /* Called once per answered request (also for errors the server produces itself, such as 404 or

@@ -70,7 +70,12 @@ struct hone_http_req {
     char allow[128]; /* for 405 */
     http_upload *up; /* upload routes: the body's way to disk (upload.c) */
     int queued;      /* in the connection's queue (uploads join it once their headers are in) */
+    /* A body still to come when the headers were in: the filter runs first, in the request's turn
+     * (conn.c, conn_gate), so a refusal keeps none of it. gate: HTTP_GATE_*; body_pending: the
+     * body is still arriving. */
+    int gate, body_pending;
 };
+enum { HTTP_GATE_NONE = 0, HTTP_GATE_PENDING, HTTP_GATE_PASSED };
 
 /* strict.c: the framing checks http-parser leaves out (see there). Zeroed: before a request. */
 typedef struct http_strict {

@@ -1,7 +1,9 @@
 /* cmd_user: logging in and out (`hone login`, `hone logout`, `hone whoami`), users (`hone user
- * create|list`) and API keys (`hone key create|list|revoke`), and the client config file that
- * `hone login` writes: url and token, mode 0600 from the start (created O_EXCL with 0600, then
- * renamed over the old one), so a token is never world-readable, not even for a moment. */
+ * create|list|disable|enable`) and API keys (`hone key create|list|revoke`), and the client config
+ * file that `hone login` writes: url and token, mode 0600 from the start (created O_EXCL with
+ * 0600, then renamed over the old one), so a token is never world-readable, not even for a moment.
+ * An API key is read from --key-file FILE, --key - (stdin) or $HONE_API_KEY rather than the
+ * command line (which other users see in ps); --key KEY still works. Never prints a key it read. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -98,13 +100,83 @@ static int config_write(const char *url, const char *token, char *path, size_t p
     return HONE_OK;
 }
 
+enum { KEY_MAX = 512 };
+
+/* The first line of f into out, without its line end: 0, or -1 when empty or too long. */
+static int read_secret_line(FILE *f, char *out, size_t len)
+{
+    if (!fgets(out, (int)len, f))
+        return -1;
+    size_t n = strcspn(out, "\r\n");
+    if (out[n] == '\0' && n == len - 1 && !feof(f))
+        return -1; /* no line end within len: too long */
+    out[n] = '\0';
+    return n ? 0 : -1;
+}
+
+/* The API key the user gave: --key-file FILE (a warning when others may read it), --key - (the
+ * first line of stdin), --key KEY, then $HONE_API_KEY. 1 when none was given, 0 with the key in
+ * out, -1 after printing why it could not be read. */
+static int secret_key(cli_ctx *c, char *out, size_t len)
+{
+    const char *file = cli_arg(c->a, "key-file"), *key = cli_arg(c->a, "key");
+    const char *env = getenv("HONE_API_KEY");
+    if (file && key) {
+        fprintf(stderr, "usage error: give --key-file or --key, not both\n");
+        return -1;
+    }
+    if (file) {
+        struct stat st;
+        FILE *f = fopen(file, "r");
+        if (!f) {
+            fprintf(stderr, "error: cannot read --key-file %s: %s\n", file, strerror(errno));
+            return -1;
+        }
+        if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077))
+            fprintf(stderr,
+                    "warning: --key-file %s may be read by other users (mode %03o): chmod 600 "
+                    "it\n",
+                    file, (unsigned)(st.st_mode & 0777));
+        int bad = read_secret_line(f, out, len);
+        fclose(f);
+        if (bad)
+            fprintf(stderr, "error: --key-file %s holds no key on its first line\n", file);
+        return bad ? -1 : 0;
+    }
+    if (key && !strcmp(key, "-")) {
+        if (read_secret_line(stdin, out, len)) {
+            fprintf(stderr, "error: --key -: no key on the first line of stdin\n");
+            return -1;
+        }
+        return 0;
+    }
+    if (!key)
+        key = env && env[0] ? env : NULL;
+    if (!key)
+        return 1;
+    if (strlen(key) >= len) {
+        fprintf(stderr, "error: the API key is too long\n");
+        return -1;
+    }
+    snprintf(out, len, "%s", key);
+    return 0;
+}
+
 static int login(cli_ctx *c)
 {
-    json_t *body = json_pack("{s:s}", "key", cli_arg(c->a, "key"));
+    char key[KEY_MAX], path[4096];
+    int got = secret_key(c, key, sizeof key);
+    if (got) {
+        if (got > 0)
+            fprintf(stderr, "usage error: give your API key with --key-file FILE, --key - "
+                            "(stdin) or $HONE_API_KEY (or --key KEY, which others see in ps)\n");
+        return got > 0 ? 2 : 1;
+    }
+    json_t *body = json_pack("{s:s}", "key", key);
     hone_rest_resp resp;
-    char path[4096];
     int rc = cli_call(c, "POST", "/api/v1/login", body, &resp);
     json_decref(body);
+    memset(key, 0, sizeof key);
     if (rc)
         return 1;
     const char *tok = json_string_value(json_object_get(resp.json, "token"));
@@ -161,6 +233,35 @@ static int user_create(cli_ctx *c)
     return 0;
 }
 
+/* PATCH /api/v1/users/ID {"disabled": on} */
+static int user_set_disabled(cli_ctx *c, int on)
+{
+    char path[512];
+    hone_rest_resp resp;
+    json_t *body = json_pack("{s:b}", "disabled", on);
+    snprintf(path, sizeof path, "/api/v1/users/%s", c->a->pos[0]);
+    int rc = cli_call(c, "PATCH", path, body, &resp);
+    json_decref(body);
+    if (rc)
+        return 1;
+    if (c->json)
+        cli_print_json(resp.json);
+    else
+        printf("%s %s\n", on ? "disabled" : "enabled", c->a->pos[0]);
+    hone_rest_resp_clear(&resp);
+    return 0;
+}
+
+static int user_disable(cli_ctx *c)
+{
+    return user_set_disabled(c, 1);
+}
+
+static int user_enable(cli_ctx *c)
+{
+    return user_set_disabled(c, 0);
+}
+
 static int user_list(cli_ctx *c)
 {
     static const char *const h[] = {"ID", "NAME", "ROLE", "CREATED"};
@@ -175,17 +276,36 @@ static void keys_path(cli_ctx *c, const char *rest, char *buf, size_t len)
     snprintf(buf, len, "/api/v1/users/%s/keys%s", u ? u : "me", rest);
 }
 
+/* Minting a key needs a key of yours (sent itself) or an admin's token: with a key given, the
+ * request carries it instead of the saved token. */
 static int key_create(cli_ctx *c)
 {
-    char path[512];
+    char path[512], key[KEY_MAX];
     hone_rest_resp resp;
+    hone_rest *saved = c->rest, *with_key = NULL;
+    int got = secret_key(c, key, sizeof key), rc;
+    if (got < 0)
+        return 1;
+    if (!got && hone_rest_new(c->url, key, &with_key)) {
+        fprintf(stderr, "error: cannot use the key with --url %s\n", c->url);
+        return 1;
+    }
+    memset(key, 0, sizeof key);
     keys_path(c, "", path, sizeof path);
-    if (cli_call(c, "POST", path, NULL, &resp))
+    if (with_key) {
+        hone_rest_set_abort(with_key, c->stop);
+        c->rest = with_key;
+    }
+    rc = cli_call(c, "POST", path, NULL, &resp);
+    c->rest = saved;
+    hone_rest_free(with_key);
+    if (rc)
         return 1;
     if (c->json)
         cli_print_json(resp.json);
     else
-        printf("%s\n(key %s: shown once; log in with hone login --url %s --key KEY)\n",
+        printf("%s\n(key %s: shown once; keep it in a file only you read and log in with hone "
+               "login --url %s --key-file FILE)\n",
                json_string_value(json_object_get(resp.json, "key")),
                json_string_value(json_object_get(resp.json, "id")), c->url);
     hone_rest_resp_clear(&resp);
@@ -216,21 +336,33 @@ static int key_revoke(cli_ctx *c)
 }
 
 static const cli_opt login_opts[] = {
-    {"key", CLI_VALUE, "KEY  your API key (from hone key create, or the admin key)", 1}};
+    {"key-file", CLI_VALUE, "FILE  a file whose first line is your API key (prefer this)", 0},
+    {"key", CLI_VALUE,
+     "KEY  your API key (from hone key create, or the admin key); - reads it from stdin. "
+     "Default: $HONE_API_KEY. On the command line others may see it in ps: prefer --key-file",
+     0}};
+static const cli_opt key_create_opts[] = {
+    {"user", CLI_VALUE, "ID  another user's key (admins only; default: your own)", 0},
+    {"key-file", CLI_VALUE, "FILE  a live API key of yours, to mint with (a token may not)", 0},
+    {"key", CLI_VALUE, "KEY  the same on the command line; - reads stdin ($HONE_API_KEY)", 0}};
 static const cli_opt user_create_opts[] = {{"admin", CLI_FLAG, "an admin (default: a user)", 0}};
 static const cli_opt user_opts[] = {
     {"user", CLI_VALUE, "ID  another user's keys (admins only; default: your own)", 0}};
 
 const cli_command cli_user_commands[] = {
-    {"login", NULL, login, login_opts, 1, 0, 0, "--url URL --key KEY",
+    {"login", NULL, login, login_opts, 2, 0, 0, "--url URL --key-file FILE | --key -|KEY",
      "trade an API key for a token, kept in ~/.config/hone/config ($HONE_CONFIG), mode 0600", 0},
     {"logout", NULL, logout, NULL, 0, 0, 0, "", "forget the saved token", 1},
     {"whoami", NULL, whoami, NULL, 0, 0, 0, "", "the user the token stands for", 0},
     {"user", "create", user_create, user_create_opts, 1, 1, 1, "NAME [--admin]",
      "create a user (admins only)", 0},
     {"user", "list", user_list, NULL, 0, 0, 0, "", "list users (admins only)", 0},
-    {"key", "create", key_create, user_opts, 1, 0, 0, "[--user ID]",
-     "create an API key (printed once)", 0},
+    {"user", "disable", user_disable, NULL, 0, 1, 1, "ID",
+     "disable a user: its tokens end, its keys stop until enabled (admins only)", 0},
+    {"user", "enable", user_enable, NULL, 0, 1, 1, "ID",
+     "enable a disabled user: its keys work again, it logs in anew (admins only)", 0},
+    {"key", "create", key_create, key_create_opts, 3, 0, 0, "[--user ID] [--key-file FILE]",
+     "create an API key (printed once), with a key of yours or as an admin", 0},
     {"key", "list", key_list, user_opts, 1, 0, 0, "[--user ID]", "list API keys (never the keys)",
      0},
     {"key", "revoke", key_revoke, user_opts, 1, 1, 1, "KEY_ID [--user ID]",

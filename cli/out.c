@@ -30,7 +30,7 @@ int cli_call(cli_ctx *c, const char *method, const char *path, const json_t *bod
     cli_error_text(resp, err, sizeof(err));
     fprintf(stderr, "error: %s\n", err);
     if (resp->status == 401 && strcmp(path, "/api/v1/login") != 0)
-        fprintf(stderr, "hint: run hone login --url %s --key KEY\n", c->url);
+        fprintf(stderr, "hint: run hone login --url %s --key-file FILE\n", c->url);
     hone_rest_resp_clear(resp);
     return 1;
 }

@@ -3,6 +3,9 @@
  *     the built-in user 'admin';
  *   - a login token "ht_<hex>" (POST /api/v1/login, from the admin key or a user's API key
  *     "hk_<hex>"): every route but the worker protocol, as that user (users.c filters by owner);
+ *   - an API key "hk_<hex>" itself: only to mint a key (POST /api/v1/users/{id}/keys), which a
+ *     user's token may not do, so that a token (kept by the CLI and the page, living a week) never
+ *     outlives itself as a key; everywhere else a key is traded for a token at /api/v1/login;
  *   - the enrolment token (config auth.worker_token): registering a worker, nothing else;
  *   - a worker credential "<worker id>.<secret>", issued once by POST /api/v1/workers: the worker
  *     routes of that one worker (heartbeat, lease, report, complete, artifact upload of a job it
@@ -147,30 +150,91 @@ static int login_token_hash(const char *tok, char hash[65])
            strlen(tok) == strlen(CTL_TOKEN_PREFIX) + 2 * SECRET_BYTES && !sha256_hex(tok, hash);
 }
 
+/* Whether the admin-key hash a key or token was made under (NULL: none) is the current one. */
+static int admin_key_current(hone_controller *c, const char *ak)
+{
+    return ak && c->admin_key_hash[0] && strlen(ak) == 64 && bytes_equal(ak, c->admin_key_hash, 64);
+}
+
+/* An admin's key minted under an admin key (directly, or below a key or token that was) is
+ * admin power derived from that key: it ends when the admin key changes. A plain user's keys do
+ * not (their power is the user's, not the admin key's): a rotation does not end every user's
+ * access; an admin revokes or disables what the old key made (created_by, parent_key). */
+static int stale_admin_power(hone_controller *c, const char *role, const char *ak)
+{
+    return ak && role && !strcmp(role, "admin") && !admin_key_current(c, ak);
+}
+
+int ctl_auth_key_check(hone_controller *c, const json_t *krow, const char **why)
+{
+    if (!json_is_null(json_object_get(krow, "revoked")))
+        *why = "unknown or revoked API key";
+    else if (!json_is_null(json_object_get(krow, "disabled")))
+        *why = "the user of this API key is disabled: an admin may enable it again";
+    else if (stale_admin_power(c, jstr(krow, "role"), jstr(krow, "admin_key")))
+        *why = "API key minted with an admin key that has changed: ask an admin for a new key";
+    else
+        return HONE_OK;
+    return HONE_EPERM;
+}
+
 /* The token's row while it is good; HONE_EPERM with *why when it is unknown, revoked (its key's
- * tokens are deleted with it), expired, or made from an admin key that is not the current one. */
+ * tokens are deleted with it), expired, made from an admin key that is not the current one (or
+ * from a key minted under one), or its user is disabled. */
 static int token_row(hone_controller *c, const char *hash, json_t **row, const char **why)
 {
     int rc = store_token_get(c->db, hash, row);
     if (rc == HONE_ENOENT) {
-        *why = "unknown or revoked token: run hone login --url URL --key KEY";
+        *why = "unknown or revoked token: run hone login --url URL --key-file FILE";
         return HONE_EPERM;
     }
     if (rc)
         return rc;
-    const char *ak = jstr(*row, "admin_key");
     if (jnum(*row, "expires") <= ctl_now()) {
-        *why = "token expired: run hone login --url URL --key KEY";
-    } else if (!jstr(*row, "key_id") && (!ak || !c->admin_key_hash[0] || strlen(ak) != 64 ||
-                                         !bytes_equal(ak, c->admin_key_hash, 64))) {
+        *why = "token expired: run hone login --url URL --key-file FILE";
+    } else if (!json_is_null(json_object_get(*row, "disabled"))) {
+        *why = "this user is disabled: an admin may enable it again";
+    } else if (!jstr(*row, "key_id") && !admin_key_current(c, jstr(*row, "admin_key"))) {
         /* made from an admin key that is no longer the one (or with no auth configured) */
-        *why = "token made from an admin key that has changed: run hone login --url URL --key KEY";
+        *why = "token made from an admin key that has changed: run hone login --url URL "
+               "--key-file FILE";
+    } else if (jstr(*row, "key_id") &&
+               (!json_is_null(json_object_get(*row, "key_revoked")) ||
+                stale_admin_power(c, jstr(*row, "role"), jstr(*row, "key_admin_key")))) {
+        *why = "token of a revoked API key, or of one minted with an admin key that has "
+               "changed: log in with a live key";
     } else {
         return HONE_OK;
     }
     json_decref(*row);
     *row = NULL;
     return HONE_EPERM;
+}
+
+/* An API key presented itself ("hk_" + 64 hex): its user, when the key may be used. */
+static int key_caller(hone_controller *c, const char *tok, ctl_caller *who, const char **why)
+{
+    char hash[65];
+    json_t *row = NULL;
+    if (strlen(tok) != strlen(CTL_KEY_PREFIX) + 2 * SECRET_BYTES || sha256_hex(tok, hash))
+        return HONE_EPERM;
+    int rc = store_key_by_hash(c->db, hash, &row);
+    if (rc == HONE_ENOENT) {
+        *why = "unknown or revoked API key";
+        return HONE_EPERM;
+    }
+    if (!rc)
+        rc = ctl_auth_key_check(c, row, why);
+    if (!rc) {
+        who->kind = !strcmp(jstr(row, "role"), "admin") ? CTL_CALLER_ADMIN : CTL_CALLER_USER;
+        who->via = CTL_VIA_KEY;
+        snprintf(who->user_id, sizeof who->user_id, "%s", jstr(row, "user_id"));
+        snprintf(who->key_id, sizeof who->key_id, "%s", jstr(row, "id"));
+        snprintf(who->admin_key, sizeof who->admin_key, "%s",
+                 jstr(row, "admin_key") ? jstr(row, "admin_key") : "");
+    }
+    json_decref(row);
+    return rc;
 }
 
 int ctl_auth_token_hash(const hone_http_req *req, char hash[65])
@@ -192,12 +256,18 @@ int ctl_auth_caller(hone_controller *c, const hone_http_req *req, ctl_caller *wh
     char id[64], hash[65];
     json_t *row = NULL;
     memset(who, 0, sizeof *who);
-    *why = "missing or bad bearer token: run hone login --url URL --key KEY";
+    *why = "missing or bad bearer token: run hone login --url URL --key-file FILE";
     if (!c->cfg.auth_token || token_is(tok, c->cfg.auth_token)) {
         who->kind = CTL_CALLER_ADMIN;
         snprintf(who->user_id, sizeof who->user_id, "%s", CTL_ADMIN_USER);
+        if (c->cfg.auth_token) {
+            who->via = CTL_VIA_ADMIN_KEY;
+            snprintf(who->admin_key, sizeof who->admin_key, "%s", c->admin_key_hash);
+        }
         return HONE_OK;
     }
+    if (tok && !strncmp(tok, CTL_KEY_PREFIX, strlen(CTL_KEY_PREFIX)))
+        return key_caller(c, tok, who, why);
     if (c->cfg.worker_token && token_is(tok, c->cfg.worker_token)) {
         who->kind = CTL_CALLER_ENROL;
         return HONE_OK;
@@ -212,7 +282,12 @@ int ctl_auth_caller(hone_controller *c, const hone_http_req *req, ctl_caller *wh
     if (rc)
         return rc;
     who->kind = !strcmp(jstr(row, "role"), "admin") ? CTL_CALLER_ADMIN : CTL_CALLER_USER;
+    who->via = CTL_VIA_TOKEN;
     snprintf(who->user_id, sizeof who->user_id, "%s", jstr(row, "user_id"));
+    const char *kid = jstr(row, "key_id"),
+               *ak = kid ? jstr(row, "key_admin_key") : jstr(row, "admin_key");
+    snprintf(who->key_id, sizeof who->key_id, "%s", kid ? kid : "");
+    snprintf(who->admin_key, sizeof who->admin_key, "%s", ak ? ak : "");
     json_decref(row);
     return HONE_OK;
 }
@@ -248,6 +323,16 @@ int ctl_auth_is_admin(hone_controller *c, const hone_http_req *req)
            who.kind == CTL_CALLER_ADMIN;
 }
 
+int ctl_auth_admin_only(hone_controller *c, hone_http_req *req, hone_http_res *res,
+                        const char *what)
+{
+    if (!c->cfg.auth_token || ctl_auth_is_admin(c, req))
+        return 0;
+    hone_http_res_error(res, 403, "Authorization", "%s covers every user's work: admins only",
+                        what);
+    return 1;
+}
+
 static int is_worker_route(const hone_http_req *req)
 {
     const char *route = hone_http_req_route(req);
@@ -279,6 +364,12 @@ int ctl_auth_filter(hone_controller *c, hone_http_req *req, hone_http_res *res)
         return 1;
     }
     int registering = route && !strcmp(route, "/api/v1/workers") && !strcmp(method, "POST");
+    if (who.via == CTL_VIA_KEY &&
+        !(route && !strcmp(route, "/api/v1/users/{id}/keys") && !strcmp(method, "POST"))) {
+        unauthorized(res, "an API key is sent only to POST /api/v1/login (for a token) or to mint "
+                          "a key: run hone login --url URL --key-file FILE");
+        return 1;
+    }
     switch (who.kind) {
     case CTL_CALLER_ADMIN:
         return 0;

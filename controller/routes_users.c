@@ -1,7 +1,10 @@
-/* Users, API keys and login (issue 10): POST /api/v1/login trades a key for a token; admins
- * create users and any user's keys; anyone logged in reads /users/me and manages their own keys
- * through /users/me/keys. Secrets leave here once, in the reply that creates them; only their
- * hashes are stored (auth.c says why SHA-256 is enough). Never logs a secret. */
+/* Users, API keys and login (issues 10, 26): POST /api/v1/login trades a key for a token; admins
+ * create, disable and enable users and mint any user's keys; anyone logged in reads /users/me,
+ * lists and revokes their own keys, and mints one by presenting a live key of theirs (a token
+ * may not: auth.c). Keys record who minted them and from which key; revoking a key revokes what
+ * it minted. Secrets leave here once, in the reply that creates them; only their hashes are
+ * stored (auth.c says why SHA-256 is enough). Never logs a secret. */
+#include <math.h>
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <string.h>
@@ -14,14 +17,6 @@
 
 enum { SECRET_LEN = 3 + 64 + 1, PREFIX_LEN = 3 + 8 };
 
-static json_t *user_json(const json_t *row)
-{
-    char ts[32];
-    ctl_time_str(jnum(row, "created"), ts, sizeof ts);
-    return json_pack("{s:s,s:s,s:s,s:s}", "id", jstr(row, "id"), "name", jstr(row, "name"), "role",
-                     jstr(row, "role"), "created", ts);
-}
-
 static json_t *time_or_null(const json_t *row, const char *key)
 {
     char ts[32];
@@ -32,14 +27,63 @@ static json_t *time_or_null(const json_t *row, const char *key)
     return json_string(ts);
 }
 
+static json_t *user_json(const json_t *row)
+{
+    char ts[32];
+    ctl_time_str(jnum(row, "created"), ts, sizeof ts);
+    return json_pack("{s:s,s:s,s:s,s:s,s:o}", "id", jstr(row, "id"), "name", jstr(row, "name"),
+                     "role", jstr(row, "role"), "created", ts, "disabled",
+                     time_or_null(row, "disabled"));
+}
+
 static json_t *key_json(const json_t *row)
 {
     char ts[32];
     ctl_time_str(jnum(row, "created"), ts, sizeof ts);
-    return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o}", "id", jstr(row, "id"), "user_id",
+    return json_pack("{s:s,s:s,s:s,s:s,s:o,s:o,s:s?,s:s?}", "id", jstr(row, "id"), "user_id",
                      jstr(row, "user_id"), "prefix", jstr(row, "prefix"), "created", ts,
                      "last_used", time_or_null(row, "last_used"), "revoked",
-                     time_or_null(row, "revoked"));
+                     time_or_null(row, "revoked"), "created_by", jstr(row, "created_by"),
+                     "parent_key", jstr(row, "parent_key"));
+}
+
+/* Why a user name is refused, or NULL: invalid UTF-8, C0/C1 controls, bidi overrides, embeddings,
+ * isolates and marks, and zero-width characters (a name that prints as another, or rewrites the
+ * terminal or the page it is shown on). */
+static const char *name_refused(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned cp, n;
+        if (*p < 0x80) {
+            cp = *p, n = 1;
+        } else if ((*p & 0xE0) == 0xC0) {
+            cp = *p & 0x1F, n = 2;
+        } else if ((*p & 0xF0) == 0xE0) {
+            cp = *p & 0x0F, n = 3;
+        } else if ((*p & 0xF8) == 0xF0) {
+            cp = *p & 0x07, n = 4;
+        } else {
+            return "is not valid UTF-8";
+        }
+        for (unsigned i = 1; i < n; i++) {
+            if ((p[i] & 0xC0) != 0x80)
+                return "is not valid UTF-8";
+            cp = cp << 6 | (p[i] & 0x3F);
+        }
+        static const unsigned min[5] = {0, 0, 0x80, 0x800, 0x10000};
+        if (cp < min[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return "is not valid UTF-8";
+        if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F))
+            return "holds a control character";
+        if ((cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200E ||
+            cp == 0x200F || cp == 0x061C)
+            return "holds a bidirectional control (a right-to-left override or the like)";
+        if ((cp >= 0x200B && cp <= 0x200D) || cp == 0x2060 || cp == 0xFEFF || cp == 0x180E)
+            return "holds a zero-width character";
+        p += n;
+    }
+    return NULL;
 }
 
 /* The caller, or its answer (the filter let it in, so only a store error is left). */
@@ -99,7 +143,7 @@ static void login(hone_http_req *req, hone_http_res *res, void *ud)
         {.name = "key", .type = HONE_JSON_STRING, .required = 1, .min_len = 1, .max_len = 256}};
     json_t *body = hone_http_req_json(req, res), *user = NULL, *krow = NULL;
     char token[SECRET_LEN], thash[65], khash[65], ts[32];
-    const char *key_id = NULL;
+    const char *key_id = NULL, *why = NULL;
     if (!body || hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
         goto done;
     const char *key = jstr(body, "key");
@@ -111,24 +155,33 @@ static void login(hone_http_req *req, hone_http_res *res, void *ud)
     } else {
         rc = ctl_auth_hash(key, khash);
         if (!rc && (rc = store_key_by_hash(c->db, khash, &krow)) == HONE_OK &&
-            !json_is_null(json_object_get(krow, "revoked")))
-            rc = HONE_ENOENT;
-        if (rc == HONE_ENOENT && !c->cfg.auth_token)
+            ctl_auth_key_check(c, krow, &why))
+            rc = HONE_EPERM;
+        if ((rc == HONE_ENOENT || rc == HONE_EPERM) && !c->cfg.auth_token)
             rc = store_user_get(c->db, CTL_ADMIN_USER, &user); /* no auth: everyone is admin */
         else if (!rc) {
             key_id = jstr(krow, "id");
             rc = store_user_get(c->db, jstr(krow, "user_id"), &user);
         }
     }
-    if (rc == HONE_ENOENT) {
+    if (rc == HONE_EPERM && !json_is_null(json_object_get(krow, "disabled"))) {
+        hone_http_res_error(res, 403, "key", "user %s is disabled: an admin may enable it again",
+                            jstr(krow, "name"));
+        goto done;
+    }
+    if (rc == HONE_ENOENT || rc == HONE_EPERM) {
         hone_http_res_header(res, "WWW-Authenticate", "Bearer");
-        hone_http_res_error(res, 401, "key", "unknown or revoked API key");
+        hone_http_res_error(res, 401, "key", "%s",
+                            rc == HONE_EPERM ? why : "unknown or revoked API key");
         goto done;
     }
     double now = ctl_now(),
            expires = now + (c->cfg.token_ttl_seconds > 0 ? c->cfg.token_ttl_seconds : 7 * 86400);
     if (rc || (rc = ctl_auth_secret_new(CTL_TOKEN_PREFIX, token, sizeof token, thash)) ||
         (rc = store_tokens_expire(c->db, now)) ||
+        (c->cfg.auth_token &&
+         (rc = store_tokens_trim(c->db, key_id, key_id ? NULL : c->admin_key_hash,
+                                 CTL_MAX_TOKENS_PER_KEY - 1))) ||
         (rc = store_token_insert(c->db, thash, jstr(user, "id"), key_id,
                                  key_id || !c->cfg.auth_token ? NULL : c->admin_key_hash, now,
                                  expires)) ||
@@ -162,10 +215,15 @@ static void users_create(hone_http_req *req, hone_http_res *res, void *ud)
     body = hone_http_req_json(req, res);
     if (!body || hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
         goto done;
-    const char *name = jstr(body, "name"), *role = jstr(body, "role");
+    const char *name = jstr(body, "name"), *role = jstr(body, "role"), *bad = name_refused(name);
+    if (bad) {
+        hone_http_res_error(res, 422, "name", "the name %s", bad);
+        goto done;
+    }
     int rc = store_user_by_name(c->db, name, &dup);
     if (rc == HONE_OK) {
-        hone_http_res_error(res, 409, "name", "a user named %s exists (%s)", name, jstr(dup, "id"));
+        hone_http_res_error(res, 409, "name", "a user named %s exists (%s; names ignore case)",
+                            jstr(dup, "name"), jstr(dup, "id"));
         goto done;
     }
     ctl_new_id(c, "usr", id, sizeof id);
@@ -210,13 +268,56 @@ static void users_get(hone_http_req *req, hone_http_res *res, void *ud)
     json_decref(user);
 }
 
+/* Who may mint a key, and where it comes from: the admin key, an admin's token, or a live API
+ * key presented itself (its user's keys; an admin's, anyone's). A user's token may not: a token
+ * lives a week in the CLI's config and the page's storage, and a key minted with it would outlive
+ * it (and, before issue 26, the key it came from). 403 otherwise. */
+static int mint_origin(hone_controller *c, hone_http_req *req, hone_http_res *res, ctl_caller *who,
+                       store_key_origin *from)
+{
+    int rc = caller(c, req, res, who);
+    if (rc)
+        return rc;
+    if (c->cfg.auth_token && who->via == CTL_VIA_TOKEN && who->kind != CTL_CALLER_ADMIN) {
+        hone_http_res_error(res, 403, "Authorization",
+                            "minting an API key needs one of your live API keys, not a login "
+                            "token: send the key itself as 'Authorization: Bearer hk_...' "
+                            "(hone key create --key-file FILE), or ask an admin");
+        return HONE_EPERM;
+    }
+    from->created_by = who->user_id;
+    from->parent_key = who->key_id[0] ? who->key_id : NULL;
+    from->admin_key = who->admin_key[0] ? who->admin_key : NULL;
+    return HONE_OK;
+}
+
 static void keys_create(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
     json_t *user = NULL;
+    ctl_caller who;
+    store_key_origin from;
     char key[SECRET_LEN], hash[65], prefix[PREFIX_LEN + 1], id[64], ts[32];
-    if (target_user(c, req, res, &user))
+    int live = 0;
+    if (target_user(c, req, res, &user)) /* first: another user's id is 404, whatever the rest */
         return;
+    if (mint_origin(c, req, res, &who, &from))
+        goto done;
+    const char *uid = jstr(user, "id");
+    if (!json_is_null(json_object_get(user, "disabled"))) {
+        hone_http_res_error(res, 409, "id", "user %s is disabled: enable it first", uid);
+        goto done;
+    }
+    if (store_keys_live(c->db, uid, &live)) {
+        ctl_res_store_error(c, res);
+        goto done;
+    }
+    if (live >= CTL_MAX_KEYS_PER_USER) {
+        hone_http_res_error(res, 409, "keys",
+                            "user %s has %d live API keys, the most allowed: revoke one first", uid,
+                            live);
+        goto done;
+    }
     double now = ctl_now();
     ctl_new_id(c, "key", id, sizeof id);
     if (ctl_auth_secret_new(CTL_KEY_PREFIX, key, sizeof key, hash)) {
@@ -224,15 +325,20 @@ static void keys_create(hone_http_req *req, hone_http_res *res, void *ud)
         goto done;
     }
     snprintf(prefix, sizeof prefix, "%.*s", PREFIX_LEN, key);
-    if (store_key_insert(c->db, id, jstr(user, "id"), prefix, hash, now)) {
+    if (store_key_insert(c->db, id, uid, prefix, hash, now, &from) ||
+        (who.via == CTL_VIA_KEY && store_key_touch(c->db, who.key_id, now))) {
         ctl_res_store_error(c, res);
         goto done;
     }
     ctl_time_str(now, ts, sizeof ts);
+    ctl_log(c, "info", "key_minted",
+            json_pack("{s:s,s:s,s:s,s:s?}", "user", uid, "key", id, "by", from.created_by,
+                      "parent_key", from.parent_key));
     hone_http_res_json(res, 201,
-                       json_pack("{s:s,s:s,s:s,s:s,s:s,s:n,s:n}", "id", id, "key", key, "user_id",
-                                 jstr(user, "id"), "prefix", prefix, "created", ts, "last_used",
-                                 "revoked"));
+                       json_pack("{s:s,s:s,s:s,s:s,s:s,s:n,s:n,s:s,s:s?}", "id", id, "key", key,
+                                 "user_id", uid, "prefix", prefix, "created", ts, "last_used",
+                                 "revoked", "created_by", from.created_by, "parent_key",
+                                 from.parent_key));
 done:
     OPENSSL_cleanse(key, sizeof key);
     json_decref(user);
@@ -265,17 +371,70 @@ static void keys_revoke(hone_http_req *req, hone_http_res *res, void *ud)
     const char *kid = hone_http_req_param(req, "key_id");
     if (target_user(c, req, res, &user))
         return;
-    int n = store_key_revoke(c->db, jstr(user, "id"), kid, ctl_now());
+    int n = db_begin(c->db) ? HONE_ESQL : store_key_revoke(c->db, jstr(user, "id"), kid, ctl_now());
+    if (n > 0 && db_commit(c->db))
+        n = HONE_ESQL;
+    else if (n <= 0)
+        db_rollback(c->db);
     if (n < 0)
         ctl_res_store_error(c, res);
     else if (n == 0)
         hone_http_res_error(res, 404, "key_id", "user %s has no key %s", jstr(user, "id"), kid);
     else {
         ctl_log(c, "info", "key_revoked",
-                json_pack("{s:s,s:s}", "user", jstr(user, "id"), "key", kid));
+                json_pack("{s:s,s:s,s:i}", "user", jstr(user, "id"), "key", kid, "keys", n));
         hone_http_res_empty(res, 204);
     }
     json_decref(user);
+}
+
+/* PATCH /api/v1/users/{id} {"disabled": true|false}, admins only. Disabling refuses the user's
+ * tokens and keys at once, saying why (open streams end at their next check); its rows, keys and
+ * tokens stay. Enabling gives the keys back (revoke any that leaked), not the tokens, which are
+ * deleted then: the user logs in again. The built-in admin (the admin key) is never disabled:
+ * rotate the admin key instead. */
+static void users_patch(hone_http_req *req, hone_http_res *res, void *ud)
+{
+    hone_controller *c = ud;
+    static const hone_json_field fields[] = {
+        {.name = "disabled", .type = HONE_JSON_BOOL, .required = 1}};
+    json_t *body = NULL, *row = NULL;
+    const char *id = hone_http_req_param(req, "id");
+    if (require_admin(c, req, res))
+        return;
+    body = hone_http_req_json(req, res);
+    if (!body || hone_json_check(body, fields, HONE_ARRAY_LEN(fields), res))
+        goto done;
+    int off = json_is_true(json_object_get(body, "disabled"));
+    if (!strcmp(id, CTL_ADMIN_USER) || !strcmp(id, "me")) {
+        hone_http_res_error(res, 422, "id",
+                            "the built-in admin (and yourself, as 'me') cannot be disabled: "
+                            "rotate the admin key instead");
+        goto done;
+    }
+    int rc = store_user_get(c->db, id, &row);
+    if (rc == HONE_ENOENT) {
+        hone_http_res_error(res, 404, "id", "no user %s", id);
+        goto done;
+    }
+    int was_off = !json_is_null(json_object_get(row, "disabled"));
+    json_decref(row);
+    row = NULL;
+    if (rc ||
+        (off != was_off &&
+         (db_begin(c->db) || store_user_disable(c->db, id, off ? ctl_now() : NAN) < 0 ||
+          db_commit(c->db))) ||
+        store_user_get(c->db, id, &row)) {
+        db_rollback(c->db);
+        ctl_res_store_error(c, res);
+        goto done;
+    }
+    if (off != was_off)
+        ctl_log(c, "info", off ? "user_disabled" : "user_enabled", json_pack("{s:s}", "user", id));
+    hone_http_res_json(res, 200, user_json(row));
+done:
+    json_decref(row);
+    json_decref(body);
 }
 
 int ctl_routes_users(hone_controller *c)
@@ -285,6 +444,7 @@ int ctl_routes_users(hone_controller *c)
     rc |= hone_http_route(c->http, "POST", "/api/v1/users", users_create, c);
     rc |= hone_http_route(c->http, "GET", "/api/v1/users", users_list, c);
     rc |= hone_http_route(c->http, "GET", "/api/v1/users/{id}", users_get, c);
+    rc |= hone_http_route(c->http, "PATCH", "/api/v1/users/{id}", users_patch, c);
     rc |= hone_http_route(c->http, "POST", "/api/v1/users/{id}/keys", keys_create, c);
     rc |= hone_http_route(c->http, "GET", "/api/v1/users/{id}/keys", keys_list, c);
     rc |= hone_http_route(c->http, "DELETE", "/api/v1/users/{id}/keys/{key_id}", keys_revoke, c);

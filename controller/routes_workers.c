@@ -530,7 +530,8 @@ static void w_list(hone_http_req *req, hone_http_res *res, void *ud)
     hone_controller *c = ud;
     json_t *rows = NULL, *r;
     size_t i;
-    (void)req;
+    if (ctl_auth_admin_only(c, req, res, "the worker list (hosts, folders, GPUs)"))
+        return;
     if (store_workers_list(c->db, &rows)) {
         ctl_res_store_error(c, res);
         return;

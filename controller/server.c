@@ -93,7 +93,8 @@ static void metrics(hone_http_req *req, hone_http_res *res, void *ud)
     hone_http_stats st;
     json_t *rows = NULL, *r;
     size_t i;
-    (void)req;
+    if (ctl_auth_admin_only(c, req, res, "/metrics"))
+        return;
     hone_http_server_stats(c->http, &st);
     char *buf = NULL;
     size_t len = 0;

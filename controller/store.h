@@ -276,29 +276,46 @@ int store_experiment_dataset_add(ctl_db *db, const char *id, const char *dataset
 int store_experiment_datasets_clear(ctl_db *db, const char *id); /* before they are added again */
 
 /* ---- store_users.c: tables users, api_keys, tokens (hashes only; auth.c hashes) ---- */
-/* Users: {id, name, role ('admin'|'user'), created}. The built-in 'admin' exists from migration
- * 007. */
+/* Users: {id, name, role ('admin'|'user'), created, disabled (null, or when)}. The built-in
+ * 'admin' exists from migration 007. Names are unique ignoring ASCII case (migration 012). */
 int store_user_insert(ctl_db *db, const char *id, const char *name, const char *role, double now);
 int store_user_get(ctl_db *db, const char *id, json_t **row);
-int store_user_by_name(ctl_db *db, const char *name, json_t **row);
+int store_user_by_name(ctl_db *db, const char *name, json_t **row); /* ignoring ASCII case */
 int store_users_list(ctl_db *db, json_t **rows, int limit, int offset);
+/* Disables the user (when: a time; its keys and tokens are refused while it is, auth.c), or
+ * enables it (when NAN) and deletes the tokens from before (its keys work again, the tokens do
+ * not: it logs in anew). Rows changed: 0 for an unknown user. */
+int store_user_disable(ctl_db *db, const char *id, double when);
+/* Where a new key comes from (migration 012): who made it ("admin" for the admin key), the key
+ * it was minted with (NULL: the admin key), the SHA-256 of the admin key at the root of its chain
+ * (NULL: none, or no auth configured). */
+typedef struct store_key_origin {
+    const char *created_by, *parent_key, *admin_key;
+} store_key_origin;
 /* An API key of a user: its id, a non-secret prefix for lists, the SHA-256 (hex) of the key. */
 int store_key_insert(ctl_db *db, const char *id, const char *user_id, const char *prefix,
-                     const char *key_hash, double now);
-/* A user's keys without their hashes: id, user_id, prefix, created, last_used, revoked. */
+                     const char *key_hash, double now, const store_key_origin *from);
+/* A user's keys without their hashes: id, user_id, prefix, created, last_used, revoked,
+ * created_by, parent_key. */
 int store_keys_list(ctl_db *db, const char *user_id, json_t **rows, int limit, int offset);
-/* {id, user_id, revoked, name, role} of the key with that hash. */
+int store_keys_live(ctl_db *db, const char *user_id, int *n); /* keys not revoked */
+/* {id, user_id, revoked, admin_key, name, role, disabled} of the key with that hash. */
 int store_key_by_hash(ctl_db *db, const char *key_hash, json_t **row);
 int store_key_touch(ctl_db *db, const char *id, double now); /* last_used = now */
-/* Revokes user_id's key id (kept, revoked = now) and deletes the tokens made from it; rows
- * changed: 0 when the user has no such key. */
+/* Revokes user_id's key id and every key minted below it, whoever owns them (kept, revoked =
+ * now), and deletes the tokens made from any of them; rows changed (the key and those below): 0
+ * when the user has no such key. */
 int store_key_revoke(ctl_db *db, const char *user_id, const char *id, double now);
 /* A login token, made from API key key_id or (key_id NULL) from the admin key whose SHA-256 is
  * admin_key (NULL: with no auth configured). */
 int store_token_insert(ctl_db *db, const char *token_hash, const char *user_id, const char *key_id,
                        const char *admin_key, double now, double expires);
-/* {user_id, key_id, admin_key, expires, name, role} of the token with that hash. */
+/* {user_id, key_id, admin_key, expires, name, role, disabled, key_revoked, key_admin_key} of the
+ * token with that hash (key_*: its key's, null for the admin key's tokens). */
 int store_token_get(ctl_db *db, const char *token_hash, json_t **row);
 int store_tokens_expire(ctl_db *db, double now); /* deletes tokens past their time */
+/* Keeps the newest `keep` tokens made from key_id (or, key_id NULL, from the admin key admin_key)
+ * and deletes the others. */
+int store_tokens_trim(ctl_db *db, const char *key_id, const char *admin_key, int keep);
 
 #endif

@@ -1,15 +1,18 @@
-/* args: hone-worker's command line, parsed into hone_worker_opts without touching anything else.
- * Strings point into argv; nothing is allocated. */
+/* args: hone-worker's command line, parsed into hone_worker_opts without touching anything else
+ * but the --token-file it names. Strings point into argv; nothing is allocated. */
 #include "worker.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 const char *hone_worker_usage(void)
 {
     return "usage: hone-worker --controller URL [--name N] [--work-dir DIR]\n"
-           "                   [--device cpu|cuda|auto] [--threads N] [--token T]\n"
+           "                   [--device cpu|cuda|auto] [--threads N]\n"
+           "                   [--token-file FILE | --token T]\n"
            "                   [--trainer PATH] [--packer PATH] [--lease-wait S] [--grace S]\n"
            "                   [--max-jobs N] [--storage shared|http] [--cache-dir DIR]\n"
            "                   [--gpu INDEX] [--resident | --no-resident]\n"
@@ -31,8 +34,39 @@ const char *hone_worker_usage(void)
            "of CUDA_VISIBLE_DEVICES when set): trainers get CUDA_VISIBLE_DEVICES and\n"
            "--device cuda, and only that GPU is registered. One worker per GPU, or several\n"
            "sharing one --trainer-socket.\n"
-           "Environment: HONE_URL (default for --controller), HONE_TOKEN, HONE_STORAGE,\n"
+           "--token-file FILE: the enrolment token (or admin key) that registering takes,\n"
+           "on the file's first line; prefer it (or HONE_TOKEN) to --token T, which other\n"
+           "users see in ps. A file others may read gets a warning.\n"
+           "Environment: HONE_URL (default for --controller), HONE_TOKEN (default for\n"
+           "--token), HONE_STORAGE,\n"
            "HONE_GPU (default for --gpu), HONE_TRAINER_SOCKET (for --trainer-socket).\n";
+}
+
+/* The first line of path (without its line end) into o->token_buf. */
+static int args_token_file(const char *path, hone_worker_opts *o, char *err, size_t errlen)
+{
+    struct stat st;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "cannot read --token-file %s: %s", path, strerror(errno));
+        return HONE_EINVAL;
+    }
+    o->token_file_loose = fstat(fileno(f), &st) == 0 && (st.st_mode & 077);
+    int ok = fgets(o->token_buf, sizeof(o->token_buf), f) != NULL;
+    fclose(f);
+    size_t n = ok ? strcspn(o->token_buf, "\r\n") : 0;
+    if (!ok || n == 0 || n == sizeof(o->token_buf) - 1) {
+        snprintf(err, errlen, "--token-file %s holds no token on its first line", path);
+        return HONE_EINVAL;
+    }
+    o->token_buf[n] = '\0';
+    o->token = o->token_buf;
+    if (o->token_file_loose)
+        fprintf(stderr,
+                "hone-worker: warning: --token-file %s may be read by other users (mode "
+                "%03o): chmod 600 it\n",
+                path, (unsigned)(st.st_mode & 0777));
+    return HONE_OK;
 }
 
 static int args_int(const char *v, int lo, int hi, int *out)
@@ -64,6 +98,7 @@ int hone_worker_args_parse(int argc, char **argv, hone_worker_opts *o, char *err
     }
     o->pin_gpu = env_gpu && env_gpu[0];
     o->trainer_socket = getenv("HONE_TRAINER_SOCKET");
+    const char *token_file = NULL, *token_arg = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = NULL;
         const char *eq;
@@ -120,7 +155,9 @@ int hone_worker_args_parse(int argc, char **argv, hone_worker_opts *o, char *err
                 return HONE_EINVAL;
             }
         } else if (strcmp(name, "--token") == 0) {
-            o->token = v;
+            token_arg = o->token = v;
+        } else if (strcmp(name, "--token-file") == 0) {
+            token_file = v;
         } else if (strcmp(name, "--trainer") == 0) {
             o->trainer = v;
         } else if (strcmp(name, "--packer") == 0) {
@@ -163,6 +200,12 @@ int hone_worker_args_parse(int argc, char **argv, hone_worker_opts *o, char *err
             return HONE_EINVAL;
         }
     }
+    if (token_file && token_arg) {
+        snprintf(err, errlen, "give --token-file or --token, not both");
+        return HONE_EINVAL;
+    }
+    if (token_file && args_token_file(token_file, o, err, errlen))
+        return HONE_EINVAL;
     if (strcmp(o->storage, "shared") != 0 && strcmp(o->storage, "http") != 0) {
         snprintf(err, errlen, "--storage (or HONE_STORAGE) must be shared or http (got '%s')",
                  o->storage);

@@ -121,7 +121,12 @@ typedef struct hone_worker_opts {
     const char *work_dir;   /* default: ./hone-worker-<name> */
     const char *device;     /* cpu | cuda | auto (default auto) */
     int threads;            /* trainer threads (0 = let the trainer decide) */
+    /* the enrolment token (or admin key) registering takes: --token-file FILE (its first line,
+     * read into token_buf; token_file_loose when others may read the file: a warning), --token
+     * T, or HONE_TOKEN */
     const char *token;
+    char token_buf[512];
+    int token_file_loose;
     const char *trainer; /* path to hone-train (default: beside this executable, then PATH) */
     const char *packer;  /* path to hone-pack, for convert jobs (default: as hone-train, or
                             beside it) */
@@ -149,7 +154,8 @@ typedef struct hone_worker_opts {
 } hone_worker_opts;
 
 /* Parses hone-worker's command line (argv[0] is skipped). Returns 0, HONE_EINVAL with a message
- * in err, or 1 when --help was asked (usage goes to err). Strings point into argv. */
+ * in err, or 1 when --help was asked (usage goes to err). Strings point into argv (the token of
+ * --token-file into o->token_buf). */
 int hone_worker_args_parse(int argc, char **argv, hone_worker_opts *o, char *err, size_t errlen);
 const char *hone_worker_usage(void);
 

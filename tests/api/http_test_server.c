@@ -299,13 +299,21 @@ int hts_start(void)
         const char *m, *p;
         hone_http_handler h;
     } routes[] = {
-        {"GET", "/hello", h_hello},      {"GET", "/jobs/{id}", h_echo_params},
-        {"GET", "/jobs/stats", h_hello}, {"POST", "/jobs/{id}/body", h_body_len},
-        {"POST", "/json", h_json},       {"POST", "/validate", h_validate},
-        {"GET", "/slow", h_slow},        {"GET", "/hang", h_hang},
-        {"GET", "/stream", h_stream},    {"GET", "/secret", h_hello},
-        {"DELETE", "/hello", h_hello},   {"GET", "/upstats", h_upstats},
-        {"GET", "/file/{name}", h_file}, {"GET", "/file-twice", h_file_twice},
+        {"GET", "/hello", h_hello},
+        {"GET", "/jobs/{id}", h_echo_params},
+        {"GET", "/jobs/stats", h_hello},
+        {"POST", "/jobs/{id}/body", h_body_len},
+        {"POST", "/json", h_json},
+        {"POST", "/validate", h_validate},
+        {"GET", "/slow", h_slow},
+        {"GET", "/hang", h_hang},
+        {"GET", "/stream", h_stream},
+        {"GET", "/secret", h_hello},
+        {"DELETE", "/hello", h_hello},
+        {"GET", "/upstats", h_upstats},
+        {"POST", "/secret/body", h_body_len},
+        {"GET", "/file/{name}", h_file},
+        {"GET", "/file-twice", h_file_twice},
     };
     for (size_t i = 0; i < HONE_ARRAY_LEN(routes); i++)
         if (hone_http_route(srv, routes[i].m, routes[i].p, routes[i].h, NULL))

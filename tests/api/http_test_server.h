@@ -55,6 +55,7 @@ int hts_error_is(const tc_response *r, int status, const char *code, const char 
     X(expect_continue)                                                                             \
     X(pipeline_flood)                                                                              \
     X(filter)                                                                                      \
+    X(filter_before_body)                                                                          \
     X(body_limits)                                                                                 \
     X(header_too_large)                                                                            \
     X(malformed)                                                                                   \

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include "http_test_server.h"
@@ -210,6 +211,51 @@ int test_filter(void)
     tc_response_free(&r);
     CHECK(tc_send_str(&c, "GET /secret HTTP/1.1\r\nAuthorization: Bearer x\r\n\r\n") == 0);
     CHECK(tc_read_response(&c, &r, 0) == 0 && r.status == 200);
+    tc_response_free(&r);
+    tc_close(&c);
+    return 0;
+}
+
+/* The filter decides once the headers are in, before the body: a refusal of a body still to come
+ * is answered at once (not after the body, nor a 408 for the missing rest) and the connection
+ * closes; in order behind an earlier, slow answer; a refused body already whole is dropped and
+ * the connection stays open; a request let in gets its 100 Continue and its whole body. */
+int test_filter_before_body(void)
+{
+    tc_conn c;
+    tc_response r;
+    char v[64], buf[64] = {0};
+    CHECK(tc_connect(&c, port) == 0);
+    CHECK(tc_send_str(&c, "POST /secret/body HTTP/1.1\r\nContent-Length: 1000\r\n\r\n0123") == 0);
+    CHECK(tc_read_response(&c, &r, 0) == 0 && hts_error_is(&r, 401, "unauthorized", NULL));
+    CHECK(tc_header(&r, "connection", v, sizeof(v)) == 0 && !strcasecmp(v, "close"));
+    tc_response_free(&r);
+    CHECK(tc_wait_closed(&c, 3000) == 1);
+    tc_close(&c);
+    /* pipelined behind a slow answer: that one first */
+    CHECK(tc_connect(&c, port) == 0);
+    CHECK(tc_send_str(&c, "GET /slow?ms=200 HTTP/1.1\r\n\r\n"
+                          "POST /secret/body HTTP/1.1\r\nContent-Length: 1000\r\n\r\n01") == 0);
+    CHECK(tc_read_response(&c, &r, 0) == 0 && r.status == 200 && !strcmp(r.body, "late"));
+    tc_response_free(&r);
+    CHECK(tc_read_response(&c, &r, 0) == 0 && hts_error_is(&r, 401, "unauthorized", NULL));
+    tc_response_free(&r);
+    CHECK(tc_wait_closed(&c, 3000) == 1);
+    tc_close(&c);
+    /* whole already: dropped, the connection goes on */
+    CHECK(tc_connect(&c, port) == 0);
+    CHECK(tc_send_str(&c, "POST /secret/body HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc") == 0);
+    CHECK(tc_read_response(&c, &r, 0) == 0 && hts_error_is(&r, 401, "unauthorized", NULL));
+    tc_response_free(&r);
+    CHECK(hts_get(&c, "/hello", &r) == 0 && r.status == 200);
+    tc_response_free(&r);
+    /* let in: 100 Continue, then the body, whole, to the handler */
+    CHECK(tc_send_str(&c, "POST /secret/body HTTP/1.1\r\nAuthorization: x\r\n"
+                          "Content-Length: 5\r\nExpect: 100-continue\r\n\r\n") == 0);
+    CHECK(recv(c.fd, buf, 25, MSG_WAITALL) == 25 && !strcmp(buf, "HTTP/1.1 100 Continue\r\n\r\n"));
+    CHECK(tc_send_str(&c, "he") == 0 && tc_send_str(&c, "llo") == 0);
+    CHECK(tc_read_response(&c, &r, 0) == 0 && r.status == 200 && strstr(r.body, "\"len\":5") &&
+          strstr(r.body, "hello"));
     tc_response_free(&r);
     tc_close(&c);
     return 0;

@@ -154,6 +154,15 @@ case("field", "job warmup_epochs above the experiment's epochs", [422],
 
 
 
+# ---- user names (issue 26): look-alikes and terminal/page rewriting refused, naming the field --
+for _label, _name in (("a right-to-left override", "\u202eevil"), ("an ESC sequence", "eve\x1b[2J"),
+                      ("a zero-width space", "ad\u200bmin"), ("a C1 control (NEL)", "a\x85b"),
+                      ("a bidi isolate", "a\u2066b"), ("a BEL", "a\x07b")):
+    case("names", "user name with " + _label, [422], field="name")(
+        lambda x, n=_name: rb("POST", "/api/v1/users", {"name": n}))
+case("names", "user name differing from one only in case", [409], field="name")(
+    lambda x: rb("POST", "/api/v1/users", {"name": "ADMIN"}))
+
 # ---- evaluate and inference jobs (x["job"] is a running train job: no model yet) ---------------
 def act(x, body):
     return rb("POST", "/api/v1/experiments/%s/jobs" % x["exp"], body)

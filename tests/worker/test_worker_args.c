@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "worker.h"
@@ -316,8 +318,43 @@ static void test_unreported_epochs(void)
     rmdir(dir);
 }
 
+/* --token-file FILE: its first line is the token (HONE_TOKEN and no --token beside it); a file
+ * others may read is flagged (a warning); a missing or empty file, or both options, are refused
+ * naming --token-file; --help prefers it to --token. */
+static void test_token_file(void)
+{
+    hone_worker_opts o;
+    char err[4096], path[] = "/tmp/hone-worker-tok-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0 && write(fd, "enrol-secret-1\nignored\n", 23) == 23);
+    close(fd);
+    chmod(path, 0600);
+    char *a1[] = {"hone-worker", "--controller", "http://x", "--token-file", path};
+    char *a2[] = {"hone-worker", "--controller", "http://x", "--token-file", path, "--token", "t"};
+    char *a3[] = {"hone-worker", "--controller", "http://x", "--token-file", "/nonexistent/t"};
+    char *a4[] = {"hone-worker", "--help"};
+    setenv("HONE_TOKEN", "from-env", 1);
+    CHECK(parse(&o, err, sizeof(err), 5, a1) == 0 && o.token &&
+          strcmp(o.token, "enrol-secret-1") == 0 && !o.token_file_loose);
+    CHECK(parse(&o, err, sizeof(err), 3, a1) == 0 && strcmp(o.token, "from-env") == 0);
+    unsetenv("HONE_TOKEN");
+    chmod(path, 0644);
+    CHECK(parse(&o, err, sizeof(err), 5, a1) == 0 && o.token_file_loose &&
+          strcmp(o.token, "enrol-secret-1") == 0);
+    CHECK(parse(&o, err, sizeof(err), 7, a2) == HONE_EINVAL && strstr(err, "--token-file"));
+    CHECK(parse(&o, err, sizeof(err), 5, a3) == HONE_EINVAL && strstr(err, "--token-file"));
+    fd = open(path, O_WRONLY | O_TRUNC);
+    CHECK(fd >= 0 && write(fd, "\n", 1) == 1);
+    close(fd);
+    CHECK(parse(&o, err, sizeof(err), 5, a1) == HONE_EINVAL && strstr(err, "no token"));
+    CHECK(parse(&o, err, sizeof(err), 2, a4) == 1 && strstr(err, "--token-file") &&
+          strstr(err, "prefer it"));
+    unlink(path);
+}
+
 int main(void)
 {
+    test_token_file();
     test_defaults_and_values();
     test_errors();
     test_storage();

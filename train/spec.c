@@ -1,7 +1,8 @@
-/* train/spec.c: hone-train's side of the spec: YAML loading (libyaml events; nested mappings
- * flatten to dotted keys) and "key=value" overrides, both through spec/'s one setter, so a typo or
- * a wrong type is reported the same way from both and from the controller. No key table here:
- * keys, types, ranges and defaults live in spec/spec.c. */
+/* train/spec.c: hone-train's side of the spec: a spec file is YAML (what a person writes; libyaml
+ * events, nested mappings flatten to dotted keys) or the flat dotted JSON object a lease carries
+ * (what the controller stores, one form on the wire), and "key=value" overrides; all through
+ * spec/'s setters, so a typo or a wrong type is reported the same way from each and from the
+ * controller. No key table here: keys, types, ranges and defaults live in spec/spec.c. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include <jansson.h>
 #include <yaml.h>
 
 #include "train.h"
@@ -131,6 +133,38 @@ int hone_train_spec_load_string(hone_train_spec *s, const char *yaml, size_t len
     return rc;
 }
 
+/* The flat dotted JSON form: {"network": "cnn", "train.lr": 0.01, ...}: 1 when f holds such
+ * an object (every value a scalar), which is then applied (network first, as a YAML file
+ * names it before the keys that depend on it) with *rc its result; 0 otherwise, f rewound for the
+ * YAML reader (JSON is YAML too: a nested object is read as YAML, as it always was). */
+static int load_flat_json(hone_train_spec *s, FILE *f, char *err, size_t errlen, int *rc)
+{
+    json_t *obj = json_loadf(f, JSON_REJECT_DUPLICATES, NULL), *v;
+    const char *key;
+    int flat = json_is_object(obj);
+    json_object_foreach(obj, key, v)
+    {
+        flat &= !json_is_object(v) && !json_is_array(v);
+    }
+    if (!flat) {
+        json_decref(obj);
+        rewind(f);
+        return 0;
+    }
+    *rc = HONE_OK;
+    if ((v = json_object_get(obj, "network")) &&
+        hone_spec_set_json(s, "network", v, err, errlen) < 0)
+        *rc = HONE_EPARSE;
+    json_object_foreach(obj, key, v)
+    {
+        if (*rc == HONE_OK && strcmp(key, "network") &&
+            hone_spec_set_json(s, key, v, err, errlen) < 0)
+            *rc = HONE_EPARSE;
+    }
+    json_decref(obj);
+    return 1;
+}
+
 int hone_train_spec_load_file(hone_train_spec *s, const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
@@ -139,13 +173,22 @@ int hone_train_spec_load_file(hone_train_spec *s, const char *path, char *err, s
             snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return HONE_ENOENT;
     }
+    int ch, rc;
+    while ((ch = getc(f)) == ' ' || ch == '\t' || ch == '\n' || ch == '\r')
+        ;
+    if (ch != EOF)
+        ungetc(ch, f);
+    if (ch == '{' && load_flat_json(s, f, err, errlen, &rc)) {
+        fclose(f);
+        return rc;
+    }
     yaml_parser_t p;
     if (!yaml_parser_initialize(&p)) {
         fclose(f);
         return fail(err, errlen, "spec: cannot initialise the YAML parser");
     }
     yaml_parser_set_input_file(&p, f);
-    int rc = load_events(s, &p, err, errlen);
+    rc = load_events(s, &p, err, errlen);
     yaml_parser_delete(&p);
     fclose(f);
     return rc;

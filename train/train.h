@@ -26,8 +26,9 @@ typedef hone_spec hone_train_spec;
 
 /* The mlp defaults of spec/spec.c (train.lr and model.hidden follow `network` unless given). */
 void hone_train_spec_defaults(hone_train_spec *s);
-/* Apply a YAML document (file or string) over s. Unknown keys, wrong types (a quoted scalar is a
- * string) and out-of-range values are HONE_EPARSE with err naming the key, e.g.
+/* Apply a YAML document (file or string) over s; a file may instead hold the flat dotted JSON
+ * object a lease carries ({"network": "cnn", "train.lr": 0.01}). Unknown keys, wrong types (a
+ * quoted scalar is a string) and out-of-range values are HONE_EPARSE with err naming the key, e.g.
  * "train.lr: expected a number, got 'fast'". */
 int hone_train_spec_load_file(hone_train_spec *s, const char *path, char *err, size_t errlen);
 int hone_train_spec_load_string(hone_train_spec *s, const char *yaml, size_t len, char *err,

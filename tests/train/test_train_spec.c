@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 #include <unistd.h>
 
 #include "train.h"
@@ -99,6 +101,41 @@ int main(void)
     CHECK(memcmp(&s, &t, sizeof(s)) == 0);
     unlink(path);
     CHECK(hone_train_spec_load_file(&t, "/nonexistent/spec.yaml", err, sizeof(err)) == HONE_ENOENT);
+
+    /* the flat dotted JSON a lease carries loads to the same values as the YAML it replaces
+     * (network first, wherever it stands); a bad value names its key; a nested object is
+     * still read as YAML */
+    {
+        json_t *flat = hone_spec_to_json(&s);
+        json_object_del(flat, "network");
+        json_object_set_new(flat, "network", hone_spec_get_json(&s, "network"));
+        char jpath[] = "/tmp/hone-spec-json-XXXXXX";
+        int jfd = mkstemp(jpath);
+        FILE *jf = fdopen(jfd, "w");
+        CHECK(json_dumpf(flat, jf, JSON_INDENT(1)) == 0);
+        fclose(jf);
+        hone_train_spec u;
+        hone_train_spec_defaults(&u);
+        CHECK(hone_train_spec_load_file(&u, jpath, err, sizeof(err)) == HONE_OK);
+        u.given = s.given;
+        CHECK(memcmp(&s, &u, sizeof(s)) == 0);
+        jf = fopen(jpath, "w");
+        fputs(" {\"network\": \"cnn\", \"train.lr\": \"fast\"}", jf);
+        fclose(jf);
+        hone_train_spec_defaults(&u);
+        CHECK(hone_train_spec_load_file(&u, jpath, err, sizeof(err)) == HONE_EPARSE);
+        CHECK(strstr(err, "train.lr") != NULL);
+        jf = fopen(jpath, "w");
+        fputs("{\"train\": {\"lr\": 0.25}}", jf);
+        fclose(jf);
+        hone_train_spec_defaults(&u);
+        CHECK(hone_train_spec_load_file(&u, jpath, err, sizeof(err)) == HONE_OK);
+        json_t *lr = hone_spec_get_json(&u, "train.lr");
+        CHECK(json_real_value(lr) == 0.25);
+        json_decref(lr);
+        unlink(jpath);
+        json_decref(flat);
+    }
 
     /* string values: control characters and invalid UTF-8 are refused at set time, naming the
      * key (they would otherwise be written as YAML that does not load back) */

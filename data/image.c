@@ -159,6 +159,9 @@ int hone_data_image_decode(const uint8_t *buf, size_t len, const char *name, int
     return image_run(buf, len, name, channels, lim, NULL, out, err, errlen);
 }
 
+static int read_whole_fd(int fd, const char *path, const hone_data_limits *lim, uint8_t **buf,
+                         size_t *len, char *err, size_t errlen);
+
 /* Reads a regular file whole; refuses one bigger than the limit before reading it. */
 static int read_whole(const char *path, const hone_data_limits *lim, uint8_t **buf, size_t *len,
                       char *err, size_t errlen)
@@ -169,6 +172,17 @@ static int read_whole(const char *path, const hone_data_limits *lim, uint8_t **b
     if (fd < 0)
         return data__fail(err, errlen, errno == ENOENT ? HONE_ENOENT : HONE_EIO, "%s: %s", path,
                           strerror(errno));
+    int rc = read_whole_fd(fd, path, lim, buf, len, err, errlen);
+    close(fd);
+    return rc;
+}
+
+/* The same on an open file (fd borrowed; path names it in messages). */
+static int read_whole_fd(int fd, const char *path, const hone_data_limits *lim, uint8_t **buf,
+                         size_t *len, char *err, size_t errlen)
+{
+    *buf = NULL;
+    *len = 0;
     struct stat st;
     int rc = HONE_OK;
     if (fstat(fd, &st) != 0) {
@@ -204,7 +218,6 @@ fail:
         free(*buf);
         *buf = NULL;
     }
-    close(fd);
     return rc;
 }
 
@@ -232,6 +245,20 @@ int hone_data_image_read_file(const char *path, int channels, const hone_data_li
     int rc = read_whole(path, lim, &buf, &len, err, errlen);
     if (rc == HONE_OK)
         rc = hone_data_image_decode(buf, len, path, channels, lim, out, err, errlen);
+    free(buf);
+    return rc;
+}
+
+int hone_data_image_read_fd(int fd, const char *name, int channels, const hone_data_limits *lim,
+                            hone_data_image **out, char *err, size_t errlen)
+{
+    uint8_t *buf;
+    size_t len;
+    *out = NULL;
+    lim = lim ? lim : &default_limits;
+    int rc = read_whole_fd(fd, name, lim, &buf, &len, err, errlen);
+    if (rc == HONE_OK)
+        rc = hone_data_image_decode(buf, len, name, channels, lim, out, err, errlen);
     free(buf);
     return rc;
 }

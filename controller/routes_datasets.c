@@ -60,14 +60,23 @@ static void ds_abort(hone_http_res *res, void *ud)
     ((ds_work *)ud)->res = NULL;
 }
 
-/* Messages name the folder as stored, not the pinned /proc/self/fd/N it was read through. */
+/* Messages name the folder as stored, not the pinned /proc/self/fd/N it was read through (every
+ * mention: a KITTI set's message lists several files). */
 static void msg_unpin(char *msg, size_t cap, const char *pinned, const char *real)
 {
-    char *s = strstr(msg, pinned), rest[512];
-    if (!s)
-        return;
-    snprintf(rest, sizeof rest, "%s", s + strlen(pinned));
-    snprintf(s, cap - (size_t)(s - msg), "%s%s", real, rest);
+    char out[512];
+    size_t o = 0, n = strlen(pinned);
+    for (const char *p = msg; *p && o + 1 < sizeof out;) {
+        if (!strncmp(p, pinned, n) && (p[n] == '/' || p[n] == '\0' || p[n] == ':' || p[n] == ' ')) {
+            int w = snprintf(out + o, sizeof out - o, "%s", real);
+            o = w < 0 || (size_t)w >= sizeof out - o ? sizeof out - 1 : o + (size_t)w;
+            p += n;
+        } else {
+            out[o++] = *p++;
+        }
+    }
+    out[o] = '\0';
+    snprintf(msg, cap, "%s", out);
 }
 
 static void ds_check(uv_work_t *w)

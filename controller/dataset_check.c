@@ -87,7 +87,7 @@ static int idx_find(const char *dir, const char *base, char *out, size_t n)
         char p[PATH_MAX], real[PATH_MAX];
         snprintf(p, sizeof p, "%s/%s%s", dir, base, sfx[i]);
         if (realpath(p, real) && inside(rdir, real)) {
-            snprintf(out, n, "%s", real);
+            snprintf(out, n, "%s", p); /* through dir: a pinned folder stays pinned */
             return HONE_OK;
         }
     }

@@ -178,7 +178,8 @@ typedef struct list_walk {
 } list_walk;
 
 /* A regular file is listed; a link only when it stays inside the folder (where openat2 can tell:
- * hone_beneath_open), and only to a file; a link to a folder is not walked. */
+ * hone_beneath_open), and only to a file; a link to a folder is not walked. An inference folder's
+ * links are never listed: hone-train --infer does not follow them either. */
 static int list_visit(void *ud, int dirfd, const char *name, const char *rel, const struct stat *st)
 {
     list_walk *k = ud;
@@ -188,7 +189,7 @@ static int list_visit(void *ud, int dirfd, const char *name, const char *rel, co
         return 0;
     if (json_array_size(k->out) >= XFER_MAX_FILES)
         return 1;
-    if (S_ISLNK(st->st_mode))
+    if (S_ISLNK(st->st_mode) && !k->l->job_input)
         hone_beneath_open(k->rootfd, rel, O_RDONLY | O_NONBLOCK, 0, &fd);
     else if (S_ISREG(st->st_mode))
         fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -380,8 +381,9 @@ typedef struct xfer_read {
     uv_work_t w;
     hone_controller *c;
     hone_http_res *res;
-    int packed;  /* a dataset's packed file: beneath <data_dir>/packed/<id> */
-    char id[64]; /* the dataset's (packed) */
+    int packed;   /* a dataset's packed file: beneath <data_dir>/packed/<id> */
+    int no_links; /* packed files and inference inputs: no link followed, even inside */
+    char id[64];  /* the dataset's (packed) */
     char root[PATH_MAX];
     const char *field; /* what a 409 names: the dataset's path, or an inference job's folder */
     char name[1100];
@@ -430,10 +432,10 @@ static void read_run(uv_work_t *w)
         return;
     }
     /* a link out of the dataset's folder is not one of its files; one inside it is, where the
-     * kernel can tell (list_visit lists the same); packed files are never links */
+     * kernel can tell (list_visit lists the same); packed files and inference inputs: no link */
     if (!rc)
         rc = hone_beneath_open(rootfd, x->name, O_RDONLY | O_NONBLOCK,
-                               x->packed ? HONE_BENEATH_NO_LINKS : 0, &fd);
+                               x->no_links ? HONE_BENEATH_NO_LINKS : 0, &fd);
     if (rootfd >= 0)
         close(rootfd);
     if (rc || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
@@ -546,6 +548,7 @@ static void x_file(hone_http_req *req, hone_http_res *res, void *ud, int kind)
     x->ranged = range != NULL;
     snprintf(x->name, sizeof x->name, "%s", name);
     x->packed = kind == 1;
+    x->no_links = kind != 0;
     x->field = kind == 2 ? "folder" : "path";
     snprintf(x->id, sizeof x->id, "%s", id);
     if (kind != 1)

@@ -4,7 +4,8 @@ hard case):
 1. a plain user's dataset folder replaced by a symbolic link, to a folder outside the roots (a
    passwd-like file), to the data dir (hone.db), to another user's dataset: the manifest and the
    file GETs are 409 naming `path` and serve no byte of it; the lease does not hand the path out:
-   the job fails with the path named; an inference job's folder likewise (409 naming `folder`);
+   the job fails with the path named; an inference job's folder likewise (409 naming `folder`;
+   a link inside it is not followed at all, as hone-train --infer does not);
 2. a file inside the folder replaced by a link out of it is neither listed nor served;
 3. the data dir is an allow-list: a user names no path inside it (workers/, logs/, ...) nor above
    it, 422 naming `path` (`folder` for inference), nothing stored;
@@ -156,7 +157,13 @@ def inference(ctl, d, data, out, w):
                  {"action": "inference", "parent_job_id": job["id"], "folder": imgs},
                  headers=ADM)["id"]
     inp = "/api/v1/jobs/%s/input" % inf
-    check(len(ctl.ok("GET", inp, headers=ADM)["files"]) == 4, "the input before the swap")
+    # a link in an inference folder is not followed, even one that stays inside (as hone-train
+    # --infer does not)
+    os.symlink("class0/0.png", os.path.join(imgs, "alias.png"))
+    names = [f["name"] for f in ctl.ok("GET", inp, headers=ADM)["files"]]
+    check(len(names) == 4 and "alias.png" not in names, ("the input before the swap", names))
+    st, js = ctl.req("GET", inp + "/alias.png", headers=ADM)
+    check(st == 404, ("a link in the input served", st))
     kept = swap(imgs, out)
     try:
         refused(ctl, ADM, inp, "folder", imgs)

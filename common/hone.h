@@ -40,6 +40,8 @@ char *hone_xstrdup(const char *s);
 /* SHA-256 of the file at path as 64 lower-case hex digits and a NUL (transfers are verified by it);
  * HONE_EIO when it cannot be read. */
 int hone_sha256_file(const char *path, char out[65]);
+/* The same from fd's current offset to its end (fd borrowed: read, not closed). */
+int hone_sha256_fd(int fd, char out[65]);
 
 #define HONE_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -12,11 +12,21 @@
 
 int hone_sha256_file(const char *path, char out[65])
 {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return HONE_EIO;
+    int rc = hone_sha256_fd(fd, out);
+    close(fd);
+    return rc;
+}
+
+int hone_sha256_fd(int fd, char out[65])
+{
     unsigned char buf[1 << 16], md[EVP_MAX_MD_SIZE];
     unsigned int n = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC), rc = HONE_EIO;
+    int rc = HONE_EIO;
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    if (fd < 0 || !ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL))
+    if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL))
         goto fail;
     for (;;) {
         ssize_t r = read(fd, buf, sizeof buf);
@@ -35,8 +45,6 @@ int hone_sha256_file(const char *path, char out[65])
         snprintf(out + 2 * i, 3, "%02x", md[i]);
     rc = HONE_OK;
 fail:
-    if (fd >= 0)
-        close(fd);
     EVP_MD_CTX_free(ctx);
     return rc;
 }

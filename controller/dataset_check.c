@@ -59,33 +59,35 @@ int ctl_path_confine(char *const *roots, int nroots, const char *path, char *res
 
 int ctl_path_private(const char *data_dir, const char *resolved, char *msg, size_t msglen)
 {
-    static const char *const own[] = {"datasets", "artifacts", "packed"};
-    char rdir[PATH_MAX], sub[PATH_MAX + 16];
+    char rdir[PATH_MAX];
     if (!realpath(data_dir, rdir))
         return HONE_OK;
-    /* the data folder or one above it (its files would be reachable below it), or inside */
-    int above = inside(resolved, rdir), refuse = above;
-    for (size_t i = 0; i < sizeof own / sizeof own[0] && !refuse; i++) {
-        snprintf(sub, sizeof sub, "%s/%s", rdir, own[i]);
-        refuse = inside(sub, resolved);
-    }
-    if (refuse)
-        snprintf(msg, msglen,
-                 "%s %s the controller's own folders (every user's uploads, packed files "
-                 "and artifacts): upload the dataset instead",
-                 resolved, above ? "holds" : "is among");
-    return refuse ? HONE_EINVAL : HONE_OK;
+    /* an allow-list: nothing of the data dir is a user's to name (the store, every user's
+     * uploads, packed files, artifacts, workers' and logs' folders, whatever comes later), nor a
+     * folder above it (the data dir would be below it) */
+    int above = inside(resolved, rdir);
+    if (!above && !inside(rdir, resolved))
+        return HONE_OK;
+    snprintf(msg, msglen,
+             "%s %s the controller's data dir %s (the controller's own folders: its store, every "
+             "user's uploads, packed files and artifacts): users reach it only through uploads "
+             "(POST /api/v1/datasets:upload)",
+             resolved, above ? "holds" : "is inside", rdir);
+    return HONE_EINVAL;
 }
 
 /* Finds base or base.gz inside dir, confined to dir itself (a symlinked file may not leave). */
 static int idx_find(const char *dir, const char *base, char *out, size_t n)
 {
     const char *sfx[] = {"", ".gz"};
+    char rdir[PATH_MAX];
+    if (!realpath(dir, rdir)) /* dir may be a pinned /proc/self/fd/N: compare resolved paths */
+        return HONE_ENOENT;
     for (int i = 0; i < 2; i++) {
         char p[PATH_MAX], real[PATH_MAX];
         snprintf(p, sizeof p, "%s/%s%s", dir, base, sfx[i]);
-        if (realpath(p, real) && inside(dir, real)) {
-            snprintf(out, n, "%s", real);
+        if (realpath(p, real) && inside(rdir, real)) {
+            snprintf(out, n, "%s", p); /* through dir: a pinned folder stays pinned */
             return HONE_OK;
         }
     }

@@ -11,8 +11,9 @@
 int ctl_path_confine(char *const *roots, int nroots, const char *path, char *resolved, size_t n,
                      char *msg, size_t msglen);
 /* For users (not admins): a resolved path must not be the controller's data_dir itself, nor a
- * folder above it, nor inside its own folders there (datasets/: every user's uploads, packed/,
- * artifacts/), which hold other users' data (and the store). HONE_EINVAL with msg on refusal. */
+ * folder above it, nor anything inside it (an allow-list: users reach the data dir only through
+ * uploads; it holds the store and every user's uploads, packed files and artifacts). HONE_EINVAL
+ * with msg on refusal. */
 int ctl_path_private(const char *data_dir, const char *resolved, char *msg, size_t msglen);
 /* Checks the dataset files and returns their stats (new reference). */
 int ctl_dataset_inspect(const char *format, const char *dir, json_t **stats, char *msg,

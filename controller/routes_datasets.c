@@ -4,7 +4,10 @@
  * size by a worker: convert.c). */
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "auth.h"
 #include "batch.h"
@@ -12,11 +15,13 @@
 #include "convert.h"
 #include "ctl.h"
 #include "ctl_sched.h"
+#include "data_paths.h"
 #include "dataset_check.h"
 #include "jobs.h"
 #include "routes.h"
 #include "shares.h"
 #include "store.h"
+#include "sweep.h"
 #include "util.h"
 
 static const char *const ds_types[] = {"image_classification", "object_detection", NULL};
@@ -58,19 +63,51 @@ static void ds_abort(hone_http_res *res, void *ud)
     ((ds_work *)ud)->res = NULL;
 }
 
+/* Messages name the folder as stored, not the pinned /proc/self/fd/N it was read through (every
+ * mention: a KITTI set's message lists several files). */
+static void msg_unpin(char *msg, size_t cap, const char *pinned, const char *real)
+{
+    char out[512];
+    size_t o = 0, n = strlen(pinned);
+    for (const char *p = msg; *p && o + 1 < sizeof out;) {
+        if (!strncmp(p, pinned, n) && (p[n] == '/' || p[n] == '\0' || p[n] == ':' || p[n] == ' ')) {
+            int w = snprintf(out + o, sizeof out - o, "%s", real);
+            o = w < 0 || (size_t)w >= sizeof out - o ? sizeof out - 1 : o + (size_t)w;
+            p += n;
+        } else {
+            out[o++] = *p++;
+        }
+    }
+    out[o] = '\0';
+    snprintf(msg, cap, "%s", out);
+}
+
 static void ds_check(ctl_check_work *w)
 {
     ds_work *d = w->data;
+    char pinned[64];
+    struct stat st;
+    int fd = -1;
     d->rc_path = ctl_path_confine(d->c->cfg.data_roots, d->c->cfg.n_data_roots, d->path, d->real,
                                   sizeof d->real, d->msg, sizeof d->msg);
     if (!d->rc_path && d->user)
         d->rc_path = ctl_path_private(d->c->cfg.data_dir, d->real, d->msg, sizeof d->msg);
-    if (!d->rc_path)
-        d->rc_inspect =
-            !strcmp(d->format, "kitti")
-                ? ctl_dataset_inspect_kitti(d->real, json_object_get(d->body, "classes"), &d->stats,
-                                            d->msg, sizeof d->msg)
-                : ctl_dataset_inspect(d->format, d->real, &d->stats, d->msg, sizeof d->msg);
+    /* the folder is read through a descriptor opened beneath its root (no link below it), so a
+     * folder swapped for a link while it is checked is not what gets read */
+    if (!d->rc_path && ctl_data_open(&d->c->cfg, d->real, &fd, d->msg, sizeof d->msg) != HONE_OK)
+        d->rc_path = HONE_EINVAL;
+    if (d->rc_path)
+        goto done;
+    snprintf(pinned, sizeof pinned, "/proc/self/fd/%d", fd);
+    const char *dir = stat(pinned, &st) == 0 ? pinned : d->real; /* no /proc: as before */
+    d->rc_inspect = !strcmp(d->format, "kitti")
+                        ? ctl_dataset_inspect_kitti(dir, json_object_get(d->body, "classes"),
+                                                    &d->stats, d->msg, sizeof d->msg)
+                        : ctl_dataset_inspect(d->format, dir, &d->stats, d->msg, sizeof d->msg);
+    msg_unpin(d->msg, sizeof d->msg, pinned, d->real);
+done:
+    if (fd >= 0)
+        close(fd);
 }
 
 static void ds_checked(ctl_check_work *w, int status)
@@ -230,17 +267,40 @@ static void ds_get(hone_http_req *req, hone_http_res *res, void *ud)
     json_decref(row);
 }
 
+/* A delete's answer waits for its files' removal (ctl_dataset_files_remove). */
+typedef struct ds_gone {
+    hone_http_res *res; /* NULL once the client has gone */
+} ds_gone;
+
+static void ds_gone_abort(hone_http_res *res, void *ud)
+{
+    (void)res;
+    ((ds_gone *)ud)->res = NULL;
+}
+
+static void ds_gone_done(void *ud)
+{
+    ds_gone *g = ud;
+    if (g->res) {
+        hone_http_res_on_abort(g->res, NULL, NULL);
+        hone_http_res_empty(g->res, 204);
+    }
+    free(g);
+}
+
 static void ds_delete(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
     json_t *row = NULL;
     const char *id = hone_http_req_param(req, "id");
-    char ob[64];
+    char ob[64], path[PATH_MAX] = "";
     const char *owner = ctl_auth_owner(c, req, ob);
-    if (owner && store_dataset_get(c->db, id, owner, &row) == HONE_ENOENT) {
+    if (store_dataset_get(c->db, id, owner, &row) == HONE_ENOENT) {
         hone_http_res_error(res, 404, "id", "no dataset %s", id);
         return;
     }
+    if (jstr(row, "path"))
+        snprintf(path, sizeof path, "%s", jstr(row, "path"));
     json_decref(row);
     row = NULL;
     if (store_dataset_used_by(c->db, id, &row) == HONE_OK) {
@@ -255,7 +315,9 @@ static void ds_delete(hone_http_req *req, hone_http_res *res, void *ud)
         json_decref(row);
         return;
     }
-    /* Its finished convert jobs go with it (their packed files stay on disk). */
+    /* Its finished convert jobs go with it; then, off the loop, its packed files and, for an
+     * uploaded dataset, its folder (a registered folder stays). The row goes first: a controller
+     * killed before the files leaves them to the next start's sweep (sweep.c). */
     int n = -1;
     if (db_begin(c->db) == HONE_OK) {
         n = store_converts_delete(c->db, id) < 0 ? -1 : store_dataset_delete(c->db, id);
@@ -268,8 +330,12 @@ static void ds_delete(hone_http_req *req, hone_http_res *res, void *ud)
         ctl_res_store_error(c, res);
     else if (n == 0)
         hone_http_res_error(res, 404, "id", "no dataset %s", id);
-    else
-        hone_http_res_empty(res, 204);
+    else {
+        ds_gone *g = hone_xcalloc(1, sizeof *g);
+        g->res = res;
+        hone_http_res_on_abort(res, ds_gone_abort, g);
+        ctl_dataset_files_remove(c, id, path[0] ? path : NULL, ds_gone_done, g);
+    }
 }
 
 /* POST /datasets/{id}/convert {"input_size": N, "channels": 0|1|3}: the convert job that packs the

@@ -5,7 +5,9 @@
  * table dataset_files with the size and mtime they were computed at. One answer carries at most
  * XFER_CHUNK bytes (206 with Content-Range when that is not the whole file): a client asks again
  * from where the last answer ended. Names are confined to the dataset's folder (no '..', no dot
- * files, no absolute paths, nothing outside it once symlinks are resolved). A convert job's packed
+ * files, no absolute paths, no link out of it), and the folder itself is opened again beneath its
+ * data root at every request (data_paths.h): a folder replaced by a symbolic link since it was
+ * checked is refused (409 naming the path), never followed. A convert job's packed
  * file comes back the other way (PUT /datasets/{id}/packed/{name}, its lease holder only). An
  * inference job's image folder is served the same way (GET /jobs/{id}/input[/{name}]), to the
  * worker holding its lease, without the hash cache. */
@@ -21,7 +23,9 @@
 
 #include "auth.h"
 #include "ctl.h"
+#include "data_paths.h"
 #include "jobs.h"
+#include "path_beneath.h"
 #include "routes.h"
 #include "store.h"
 #include "util.h"
@@ -83,6 +87,15 @@ static void xfer_packed_dir(hone_controller *c, const char *dataset_id, char *ou
     snprintf(out, cap, "%s/packed/%s", c->cfg.data_dir, dataset_id);
 }
 
+/* Opens the folder a read is confined to: the dataset's (or inference job's) root beneath its
+ * data root, or (packed) <data_dir>/packed/<id>; no link followed below the trusted root. */
+static int xfer_root_open(hone_controller *c, int packed, const char *id, const char *root, int *fd,
+                          char *msg, size_t msglen)
+{
+    return packed ? ctl_packed_open(&c->cfg, id, fd, msg, msglen)
+                  : ctl_data_open(&c->cfg, root, fd, msg, msglen);
+}
+
 /* ---- the manifest ---- */
 
 typedef struct xfer_list {
@@ -91,8 +104,6 @@ typedef struct xfer_list {
     hone_http_res *res;
     char id[64];
     char root[PATH_MAX];          /* the dataset's folder */
-    char packed[PATH_MAX];        /* its packed files' folder */
-    char real[PATH_MAX];          /* the folder being walked, symlinks resolved */
     int job_input;                /* an inference job's folder: no hash cache, no packed files */
     json_t *cached;               /* rows of dataset_files before (loop-owned until queued) */
     json_t *files, *packed_files; /* [{name, bytes, sha256}] built off the loop */
@@ -132,9 +143,10 @@ static const json_t *cached_row(const json_t *cached, const char *kind, const ch
     return NULL;
 }
 
-/* Adds one regular file to out, hashing it unless the cached hash has its size and mtime. */
-static int list_one(xfer_list *l, const char *kind, const char *path, const char *name,
-                    const struct stat *st, json_t *out)
+/* Adds one regular file (fd, open) to out, hashing it unless the cached hash has its size and
+ * mtime. */
+static int list_one(xfer_list *l, const char *kind, int fd, const char *name, const struct stat *st,
+                    json_t *out)
 {
     double mtime = (double)st->st_mtim.tv_sec + st->st_mtim.tv_nsec * 1e-9;
     const json_t *r = cached_row(l->cached, kind, name);
@@ -143,7 +155,7 @@ static int list_one(xfer_list *l, const char *kind, const char *path, const char
         strlen(jstr(r, "sha256")) == 64) {
         snprintf(sha, sizeof sha, "%s", jstr(r, "sha256"));
     } else {
-        if (hone_sha256_file(path, sha)) {
+        if (hone_sha256_fd(fd, sha)) {
             l->status = 500;
             snprintf(l->msg, sizeof l->msg, "cannot read %.300s: %s", name, strerror(errno));
             return HONE_EIO;
@@ -157,59 +169,69 @@ static int list_one(xfer_list *l, const char *kind, const char *path, const char
     return HONE_OK;
 }
 
-/* Whether path, symlinks resolved, lies under the folder real (already resolved). */
-static int inside(const char *real, const char *path)
+/* One walk of list_run: a folder opened beneath its root, its files added to out. */
+typedef struct list_walk {
+    xfer_list *l;
+    int rootfd;
+    const char *kind;
+    json_t *out;
+} list_walk;
+
+/* A regular file is listed; a link only when it stays inside the folder (where openat2 can tell:
+ * hone_beneath_open), and only to a file; a link to a folder is not walked. An inference folder's
+ * links are never listed: hone-train --infer does not follow them either. */
+static int list_visit(void *ud, int dirfd, const char *name, const char *rel, const struct stat *st)
 {
-    char r[PATH_MAX];
-    size_t n = strlen(real);
-    return realpath(path, r) && strncmp(r, real, n) == 0 && r[n] == '/';
+    list_walk *k = ud;
+    struct stat fst;
+    int fd = -1, rc;
+    if (S_ISDIR(st->st_mode))
+        return 0;
+    if (json_array_size(k->out) >= XFER_MAX_FILES)
+        return 1;
+    if (S_ISLNK(st->st_mode) && !k->l->job_input)
+        hone_beneath_open(k->rootfd, rel, O_RDONLY | O_NONBLOCK, 0, &fd);
+    else if (S_ISREG(st->st_mode))
+        fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    rc = fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode)
+             ? list_one(k->l, k->kind, fd, rel, &fst, k->out)
+             : HONE_OK;
+    close(fd);
+    return rc;
 }
 
-/* Walks dir (name prefix rel) depth first, in name order so a manifest is stable. */
-static int list_walk(xfer_list *l, const char *kind, const char *dir, const char *rel, int depth,
-                     int max_depth, json_t *out)
+/* Walks one folder (packed: the dataset's packed folder, its top level only). A folder that is
+ * not there lists nothing; one that no longer opens beneath its root is 409. */
+static void list_folder(xfer_list *l, int packed, json_t *out)
 {
-    struct dirent **ents = NULL;
-    int n = scandir(dir, &ents, NULL, alphasort), rc = HONE_OK;
-    if (n < 0)
-        return depth == 0 && errno == ENOENT ? HONE_OK : HONE_EIO;
-    for (int i = 0; i < n; i++) {
-        char path[PATH_MAX], name[PATH_MAX];
-        struct stat st;
-        if (rc || ents[i]->d_name[0] == '.')
-            goto next;
-        snprintf(path, sizeof path, "%s/%s", dir, ents[i]->d_name);
-        snprintf(name, sizeof name, "%s%s%s", rel, *rel ? "/" : "", ents[i]->d_name);
-        if (stat(path, &st) != 0 || !inside(l->real, path))
-            goto next;
-        if (S_ISDIR(st.st_mode) && depth < max_depth)
-            rc = list_walk(l, kind, path, name, depth + 1, max_depth, out);
-        else if (S_ISREG(st.st_mode) && json_array_size(out) < XFER_MAX_FILES)
-            rc = list_one(l, kind, path, name, &st, out);
-    next:
-        free(ents[i]);
+    list_walk k = {.l = l, .kind = packed ? "packed" : "file", .out = out};
+    int rc = xfer_root_open(l->c, packed, l->id, l->root, &k.rootfd, l->msg, sizeof l->msg);
+    if (rc == HONE_ENOENT)
+        return;
+    if (rc == HONE_EPERM) {
+        l->status = 409;
+        return;
     }
-    free(ents);
-    return rc;
+    if (!rc)
+        rc = hone_beneath_walk(k.rootfd, packed ? 0 : 8, list_visit, &k) == HONE_OK ? HONE_OK
+                                                                                    : HONE_EIO;
+    if (k.rootfd >= 0)
+        close(k.rootfd);
+    if (rc && !l->status) {
+        l->status = 500;
+        snprintf(l->msg, sizeof l->msg, "cannot read %s: %s",
+                 packed ? "the packed files" : "the dataset's folder", strerror(errno));
+    }
 }
 
 static void list_run(uv_work_t *w)
 {
     xfer_list *l = w->data;
-    if (!realpath(l->root, l->real))
-        snprintf(l->real, sizeof l->real, "%s", l->root);
-    if (list_walk(l, "file", l->root, "", 0, 8, l->files) && !l->status) {
-        l->status = 500;
-        snprintf(l->msg, sizeof l->msg, "cannot read the dataset's folder: %s", strerror(errno));
-    }
-    if (l->job_input)
-        return;
-    if (!realpath(l->packed, l->real))
-        snprintf(l->real, sizeof l->real, "%s", l->packed);
-    if (!l->status && list_walk(l, "packed", l->packed, "", 0, 0, l->packed_files) && !l->status) {
-        l->status = 500;
-        snprintf(l->msg, sizeof l->msg, "cannot read the packed files: %s", strerror(errno));
-    }
+    list_folder(l, 0, l->files);
+    if (!l->job_input && !l->status)
+        list_folder(l, 1, l->packed_files);
 }
 
 static void list_abort(hone_http_res *res, void *ud)
@@ -239,6 +261,8 @@ static void list_done(uv_work_t *w, int status)
         goto done;
     if (status)
         hone_http_res_error(l->res, 503, NULL, "manifest canceled");
+    else if (l->status == 409) /* the folder is no longer where it was checked */
+        hone_http_res_error(l->res, 409, l->job_input ? "folder" : "path", "%s", l->msg);
     else if (l->status)
         hone_http_res_error(l->res, l->status, NULL, "%s", l->msg);
     else if (l->job_input)
@@ -279,8 +303,6 @@ static void list_start(hone_controller *c, hone_http_res *res, const char *id, c
     l->job_input = job_input;
     snprintf(l->id, sizeof l->id, "%s", id);
     snprintf(l->root, sizeof l->root, "%s", root);
-    if (!job_input)
-        xfer_packed_dir(c, id, l->packed, sizeof l->packed);
     if (job_input || store_dataset_files_list(c->db, id, &l->cached))
         l->cached = json_array();
     l->files = json_array();
@@ -359,8 +381,11 @@ typedef struct xfer_read {
     uv_work_t w;
     hone_controller *c;
     hone_http_res *res;
+    int packed;   /* a dataset's packed file: beneath <data_dir>/packed/<id> */
+    int no_links; /* packed files and inference inputs: no link followed, even inside */
+    char id[64];  /* the dataset's (packed) */
     char root[PATH_MAX];
-    char path[PATH_MAX];
+    const char *field; /* what a 409 names: the dataset's path, or an inference job's folder */
     char name[1100];
     uint64_t from;  /* first byte asked for */
     uint64_t until; /* one past the last byte asked for (UINT64_MAX: to the end) */
@@ -399,23 +424,21 @@ static int parse_range(const char *h, uint64_t *from, uint64_t *until)
 static void read_run(uv_work_t *w)
 {
     xfer_read *x = w->data;
-    char real_root[PATH_MAX], real[PATH_MAX];
     struct stat st;
-    int fd = -1;
-    size_t rl;
-    if (!realpath(x->root, real_root) || !realpath(x->path, real)) {
-        x->status = 404;
-        snprintf(x->msg, sizeof x->msg, "no file %s", x->name);
+    int rootfd = -1, fd = -1;
+    int rc = xfer_root_open(x->c, x->packed, x->id, x->root, &rootfd, x->msg, sizeof x->msg);
+    if (rc == HONE_EPERM) {
+        x->status = 409;
         return;
     }
-    rl = strlen(real_root);
-    if (strncmp(real, real_root, rl) != 0 || real[rl] != '/') {
-        x->status = 404; /* a link out of the dataset's folder: not one of its files */
-        snprintf(x->msg, sizeof x->msg, "no file %s", x->name);
-        return;
-    }
-    fd = open(real, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+    /* a link out of the dataset's folder is not one of its files; one inside it is, where the
+     * kernel can tell (list_visit lists the same); packed files and inference inputs: no link */
+    if (!rc)
+        rc = hone_beneath_open(rootfd, x->name, O_RDONLY | O_NONBLOCK,
+                               x->no_links ? HONE_BENEATH_NO_LINKS : 0, &fd);
+    if (rootfd >= 0)
+        close(rootfd);
+    if (rc || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
         x->status = 404;
         snprintf(x->msg, sizeof x->msg, "no file %s", x->name);
         goto fail;
@@ -472,7 +495,11 @@ static void read_done(uv_work_t *w, int status)
         hone_http_res_header(res, "Content-Range", h);
     }
     if (x->status) {
-        hone_http_res_error(res, x->status, x->status == 416 ? "Range" : "name", "%s", x->msg);
+        hone_http_res_error(res, x->status,
+                            x->status == 416   ? "Range"
+                            : x->status == 409 ? x->field
+                                               : "name",
+                            "%s", x->msg);
         goto done;
     }
     hone_http_res_header(res, "Accept-Ranges", "bytes");
@@ -520,12 +547,13 @@ static void x_file(hone_http_req *req, hone_http_res *res, void *ud, int kind)
     x->until = until;
     x->ranged = range != NULL;
     snprintf(x->name, sizeof x->name, "%s", name);
-    if (kind == 1)
-        xfer_packed_dir(c, id, x->root, sizeof x->root);
-    else
+    x->packed = kind == 1;
+    x->no_links = kind != 0;
+    x->field = kind == 2 ? "folder" : "path";
+    snprintf(x->id, sizeof x->id, "%s", id);
+    if (kind != 1)
         snprintf(x->root, sizeof x->root, "%s", kind == 2 ? folder : jstr(row, "path"));
     json_decref(row);
-    snprintf(x->path, sizeof x->path, "%.3000s/%.1024s", x->root, name);
     x->w.data = x;
     hone_http_res_on_abort(res, read_abort, x);
     if (uv_queue_work(c->loop, &x->w, read_run, read_done)) {

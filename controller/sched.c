@@ -17,6 +17,7 @@
 #include "ctl.h"
 #include "ctl_sched.h"
 #include "ctl_spec.h"
+#include "data_paths.h"
 #include "jobs.h"
 #include "shares.h"
 #include "store.h"
@@ -65,7 +66,33 @@ static json_t *lease_reply(hone_controller *c, const json_t *job, const json_t *
     return json_pack("{s:o}", "job", j);
 }
 
-/* Leases job (the queued row, taken) to the worker: 0 with *reply set. */
+/* A job whose dataset or input folder no longer opens beneath its root (replaced by a link since
+ * it was checked) fails at once, never retried (the next attempt would meet the same link): the
+ * lease is granted and ended in one transaction, so that ctl_job_finish's bookkeeping (a trial's
+ * search, a convert's waiting jobs) runs as for any failure. HONE_EPERM: failed, take the next. */
+static int lease_refuse(hone_controller *c, const char *worker_id, const json_t *job,
+                        const char *why)
+{
+    json_t *last = json_deep_copy(job); /* its last attempt: not retried */
+    json_object_set_new(last, "attempts", json_integer(c->cfg.max_attempts));
+    double now = ctl_now();
+    int rc = db_begin(c->db) ? HONE_ESQL : HONE_OK;
+    if (!rc && (store_lease_grant(c->db, jstr(job, "id"), worker_id, now, now, NULL) ||
+                ctl_job_finish(c, last, "failed", why, NULL) || db_commit(c->db))) {
+        db_rollback(c->db);
+        rc = HONE_ESQL;
+    }
+    json_decref(last);
+    if (rc)
+        return rc;
+    ctl_log(c, "warn", "lease_refused", json_pack("{s:s,s:s}", "job", jstr(job, "id"), "why", why));
+    if (jstr(job, "parent_id"))
+        ctl_automl_step(c, jstr(job, "parent_id"));
+    return HONE_EPERM;
+}
+
+/* Leases job (the queued row, taken) to the worker: 0 with *reply set; HONE_EPERM when it failed
+ * instead (lease_refuse). */
 static int lease_job(hone_controller *c, const char *worker_id, json_t *job, json_t **reply)
 {
     json_t *flat = NULL;
@@ -76,6 +103,11 @@ static int lease_job(hone_controller *c, const char *worker_id, json_t *job, jso
     int convert = !strcmp(jstr(job, "action"), "convert") || action;
     if (!convert && (rc = ctl_job_spec(c, job, &flat)))
         goto fail;
+    char why[1024];
+    if (ctl_job_paths_check(c, job, flat, why, sizeof why) == HONE_EPERM) {
+        rc = lease_refuse(c, worker_id, job, why);
+        goto fail;
+    }
     yaml = convert ? NULL : ctl_spec_yaml(flat);
     double now = ctl_now();
     rc = HONE_ESQL;
@@ -114,10 +146,15 @@ fail:
 
 int ctl_sched_try_lease(hone_controller *c, const char *worker_id, json_t **reply)
 {
-    json_t *job = NULL;
+    int rc;
     *reply = NULL;
-    int rc = ctl_fair_next(c, &job);
-    return rc ? rc : lease_job(c, worker_id, job, reply);
+    do {
+        json_t *job = NULL;
+        rc = ctl_fair_next(c, &job);
+        if (!rc)
+            rc = lease_job(c, worker_id, job, reply);
+    } while (rc == HONE_EPERM); /* that one failed (lease_refuse): the next */
+    return rc;
 }
 
 /* ---- parked lease requests ---- */
@@ -231,6 +268,8 @@ void ctl_sched_kick(hone_controller *c)
             rc = lease_job(c, w->worker_id, job, &reply);
             if (rc == HONE_ENOENT)
                 return;
+            if (rc == HONE_EPERM) /* failed instead (lease_refuse): the next job */
+                continue;
         }
         hone_http_res *res = w->res;
         hone_http_res_on_abort(res, NULL, NULL);

@@ -236,6 +236,9 @@ int store_dataset_exists(ctl_db *db, const char *id, const char *owner);
 /* {experiment_id} of an experiment that uses the dataset; HONE_ENOENT when none does. */
 int store_dataset_used_by(ctl_db *db, const char *id, json_t **row);
 int store_dataset_delete(ctl_db *db, const char *id); /* rows changed: 0 for an unknown id */
+/* HONE_OK when a dataset's path is path or lies below it (HONE_ENOENT when none does): an uploaded
+ * folder goes with its dataset only when no other dataset names it (sweep.c). */
+int store_dataset_path_used(ctl_db *db, const char *path);
 
 /* ---- store_dataset_files.c: table dataset_files (served files' hashes) ---- */
 /* {kind, name, bytes, mtime, sha256} of every hashed file of the dataset. */

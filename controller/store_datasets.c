@@ -45,3 +45,14 @@ int store_dataset_exists(ctl_db *db, const char *id, const char *owner)
     json_decref(row);
     return rc;
 }
+
+int store_dataset_path_used(ctl_db *db, const char *path)
+{
+    json_t *row = NULL;
+    int rc = db_row(db, &row,
+                    "SELECT id FROM datasets WHERE path=?1 OR substr(path,1,length(?1)+1)=?1||'/' "
+                    "LIMIT 1",
+                    "s", path);
+    json_decref(row);
+    return rc;
+}

@@ -130,6 +130,10 @@ int hone_data_image_probe_file(const char *path, const hone_data_limits *lim,
                                hone_data_image_info *info, char *err, size_t errlen);
 int hone_data_image_read_file(const char *path, int channels, const hone_data_limits *lim,
                               hone_data_image **out, char *err, size_t errlen);
+/* The same on an open file (fd borrowed, read from its offset; name for messages): for a caller
+ * that opened it beneath its folder (common/path_beneath.h). */
+int hone_data_image_read_fd(int fd, const char *name, int channels, const hone_data_limits *lim,
+                            hone_data_image **out, char *err, size_t errlen);
 void hone_data_image_free(hone_data_image *img);
 
 /* Resizes src (sw x sh x c, HWC uint8) into dst (dw x dh x c), each axis on its own:

@@ -26,6 +26,21 @@ hone_data_image *data__image_new(int w, int h, int c);
 /* Counts a KITTI check problem and keeps its message while there is room (kitti.c). */
 void data__kitti_problem(hone_data_kitti_problems *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Opens path (root as the walk was given it, then the rest) beneath the folder root (opened as
+ * given: a pinned /proc/self/fd/N stays the folder it was), no link out of it followed
+ * (common/path_beneath.h; one that stays inside is, where openat2 checks it): a file replaced by
+ * such a link since the walk is refused (HONE_EPARSE naming it), none of its bytes read. The walks'
+ * files are read through these, their folders' checks through the walk. */
+int data__open_in(const char *root, const char *path, int *fd, char *err, size_t errlen);
+/* hone_data_image_probe_file / _read_file through data__open_in. */
+int data__image_probe_in(const char *root, const char *path, const hone_data_limits *lim,
+                         hone_data_image_info *info, char *err, size_t errlen);
+int data__image_read_in(const char *root, const char *path, int channels,
+                        const hone_data_limits *lim, hone_data_image **out, char *err,
+                        size_t errlen);
+/* An image folder's root as given (folder.c), and a KITTI set's (kitti_folder.c). */
+const char *data__folder_root(const hone_data_folder *f);
+const char *data__kitti_root(const hone_data_kitti *k);
 /* Converts img in place to `want` channels (0: keep). RGB to grey is Pillow's L24 luma. */
 void data__image_convert(hone_data_image *img, int want);
 

@@ -330,15 +330,17 @@ static int check_images(hone_data_folder *f, const hone_data_folder_opts *o, cha
     for (size_t i = 0; i < f->nimg; i++) {
         hone_data_image_info in;
         int rc;
+        /* read beneath the root: a file replaced by a link out since the walk is refused */
+        const char *p = f->img[i].path;
         if (o && o->decode) {
             hone_data_image *img;
-            rc = hone_data_image_probe_file(f->img[i].path, o->limits, &in, err, errlen);
+            rc = data__image_probe_in(f->root, p, o->limits, &in, err, errlen);
             if (rc == HONE_OK)
-                rc = hone_data_image_read_file(f->img[i].path, 0, o->limits, &img, err, errlen);
+                rc = data__image_read_in(f->root, p, 0, o->limits, &img, err, errlen);
             if (rc == HONE_OK)
                 hone_data_image_free(img);
         } else {
-            rc = hone_data_image_probe_file(f->img[i].path, o ? o->limits : NULL, &in, err, errlen);
+            rc = data__image_probe_in(f->root, p, o ? o->limits : NULL, &in, err, errlen);
         }
         if (rc < 0)
             return rc;
@@ -404,6 +406,11 @@ int hone_data_folder_open(const char *root, const hone_data_folder_opts *opts,
 fail:
     hone_data_folder_free(f);
     return rc;
+}
+
+const char *data__folder_root(const hone_data_folder *f)
+{
+    return f->root;
 }
 
 void hone_data_folder_free(hone_data_folder *f)

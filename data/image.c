@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "data_internal.h"
+#include "path_beneath.h"
 
 static const hone_data_limits default_limits = HONE_DATA_LIMITS_DEFAULT;
 
@@ -159,6 +160,9 @@ int hone_data_image_decode(const uint8_t *buf, size_t len, const char *name, int
     return image_run(buf, len, name, channels, lim, NULL, out, err, errlen);
 }
 
+static int read_whole_fd(int fd, const char *path, const hone_data_limits *lim, uint8_t **buf,
+                         size_t *len, char *err, size_t errlen);
+
 /* Reads a regular file whole; refuses one bigger than the limit before reading it. */
 static int read_whole(const char *path, const hone_data_limits *lim, uint8_t **buf, size_t *len,
                       char *err, size_t errlen)
@@ -169,6 +173,17 @@ static int read_whole(const char *path, const hone_data_limits *lim, uint8_t **b
     if (fd < 0)
         return data__fail(err, errlen, errno == ENOENT ? HONE_ENOENT : HONE_EIO, "%s: %s", path,
                           strerror(errno));
+    int rc = read_whole_fd(fd, path, lim, buf, len, err, errlen);
+    close(fd);
+    return rc;
+}
+
+/* The same on an open file (fd borrowed; path names it in messages). */
+static int read_whole_fd(int fd, const char *path, const hone_data_limits *lim, uint8_t **buf,
+                         size_t *len, char *err, size_t errlen)
+{
+    *buf = NULL;
+    *len = 0;
     struct stat st;
     int rc = HONE_OK;
     if (fstat(fd, &st) != 0) {
@@ -204,7 +219,6 @@ fail:
         free(*buf);
         *buf = NULL;
     }
-    close(fd);
     return rc;
 }
 
@@ -232,6 +246,76 @@ int hone_data_image_read_file(const char *path, int channels, const hone_data_li
     int rc = read_whole(path, lim, &buf, &len, err, errlen);
     if (rc == HONE_OK)
         rc = hone_data_image_decode(buf, len, path, channels, lim, out, err, errlen);
+    free(buf);
+    return rc;
+}
+
+int data__open_in(const char *root, const char *path, int *fd, char *err, size_t errlen)
+{
+    size_t n = strlen(root);
+    const char *rel = path + n;
+    *fd = -1;
+    if (strncmp(path, root, n) != 0)
+        return data__fail(err, errlen, HONE_EINVAL, "%s: not inside %s", path, root);
+    while (*rel == '/')
+        rel++;
+    int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0)
+        return data__fail(err, errlen, errno == ENOENT ? HONE_ENOENT : HONE_EIO, "%s: %s", root,
+                          strerror(errno));
+    int rc = hone_beneath_open(rootfd, rel, O_RDONLY | O_NONBLOCK, 0, fd), e = errno;
+    close(rootfd);
+    if (rc == HONE_EPERM || rc == HONE_EINVAL)
+        return data__fail(err, errlen, HONE_EPARSE,
+                          "%s: a symbolic link out of the dataset's folder (not followed)", path);
+    if (rc)
+        return data__fail(err, errlen, rc, "%s: %s", path, strerror(e));
+    return HONE_OK;
+}
+
+int data__image_probe_in(const char *root, const char *path, const hone_data_limits *lim,
+                         hone_data_image_info *info, char *err, size_t errlen)
+{
+    uint8_t *buf;
+    size_t len;
+    int fd;
+    memset(info, 0, sizeof(*info));
+    lim = lim ? lim : &default_limits;
+    int rc = data__open_in(root, path, &fd, err, errlen);
+    if (rc < 0)
+        return rc;
+    rc = read_whole_fd(fd, path, lim, &buf, &len, err, errlen);
+    close(fd);
+    if (rc == HONE_OK)
+        rc = hone_data_image_probe(buf, len, path, lim, info, err, errlen);
+    free(buf);
+    return rc;
+}
+
+int data__image_read_in(const char *root, const char *path, int channels,
+                        const hone_data_limits *lim, hone_data_image **out, char *err,
+                        size_t errlen)
+{
+    int fd;
+    *out = NULL;
+    int rc = data__open_in(root, path, &fd, err, errlen);
+    if (rc < 0)
+        return rc;
+    rc = hone_data_image_read_fd(fd, path, channels, lim, out, err, errlen);
+    close(fd);
+    return rc;
+}
+
+int hone_data_image_read_fd(int fd, const char *name, int channels, const hone_data_limits *lim,
+                            hone_data_image **out, char *err, size_t errlen)
+{
+    uint8_t *buf;
+    size_t len;
+    *out = NULL;
+    lim = lim ? lim : &default_limits;
+    int rc = read_whole_fd(fd, name, lim, &buf, &len, err, errlen);
+    if (rc == HONE_OK)
+        rc = hone_data_image_decode(buf, len, name, channels, lim, out, err, errlen);
     free(buf);
     return rc;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "data_internal.h"
 
@@ -21,6 +22,7 @@ typedef struct kimage {
 } kimage;
 
 struct hone_data_kitti {
+    char *root; /* as given: the walk's paths start with it */
     char real[PATH_MAX];
     char **classes; /* the map given (copied) or the names found, lowercased and sorted */
     int nclasses, mapped;
@@ -146,11 +148,20 @@ static int list_files(hone_data_kitti *k, const char *dir, const char *shown, in
     return HONE_OK;
 }
 
-static char *read_small(const char *path, size_t *len, const char **why)
+static char *read_small(const hone_data_kitti *k, const char *path, size_t *len, const char **why)
 {
-    FILE *f = fopen(path, "rb");
+    char e[64];
+    int fd = -1, rc = data__open_in(k->root, path, &fd, e, sizeof e);
+    if (rc < 0) {
+        *why = rc == HONE_EPARSE   ? "a symbolic link out of the dataset's folder (not followed)"
+               : rc == HONE_ENOENT ? "no such file"
+                                   : "cannot open it";
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
         *why = strerror(errno);
+        close(fd);
         return NULL;
     }
     char *buf = hone_xmalloc(HONE_DATA_KITTI_MAX_LABEL_BYTES + 1);
@@ -194,14 +205,14 @@ static void check_pair(hone_data_kitti *k, const hone_data_kitti_opts *o, int sp
 {
     hone_data_image_info in;
     char why[600];
-    if (hone_data_image_probe_file(ipath, o ? o->limits : NULL, &in, why, sizeof why) < 0) {
+    if (data__image_probe_in(k->root, ipath, o ? o->limits : NULL, &in, why, sizeof why) < 0) {
         const char *w = strncmp(why, ipath, strlen(ipath)) == 0 ? why + strlen(ipath) : why;
         data__kitti_problem(pr, "%s%s", ishown, w);
         return;
     }
     size_t len;
     const char *rwhy = NULL;
-    char *buf = read_small(lpath, &len, &rwhy);
+    char *buf = read_small(k, lpath, &len, &rwhy);
     if (!buf) {
         data__kitti_problem(pr, "%s: %s", lshown, rwhy);
         return;
@@ -354,6 +365,7 @@ int hone_data_kitti_open(const char *root, const hone_data_kitti_opts *opts, hon
         return data__fail(err, errlen, HONE_EPARSE, "%s: not a folder", root);
     hone_data_kitti_problems own = {0}, *pr = opts && opts->problems ? opts->problems : &own;
     hone_data_kitti *k = hone_xcalloc(1, sizeof *k);
+    k->root = hone_xstrdup(root);
     k->st.min_width = k->st.min_height = INT_MAX;
     int rc = HONE_OK;
     if (!realpath(root, k->real)) {
@@ -413,10 +425,16 @@ fail:
     return rc;
 }
 
+const char *data__kitti_root(const hone_data_kitti *k)
+{
+    return k->root;
+}
+
 void hone_data_kitti_free(hone_data_kitti *k)
 {
     if (!k)
         return;
+    free(k->root);
     for (size_t i = 0; i < k->nimg; i++)
         free(k->img[i].path);
     free(k->img);

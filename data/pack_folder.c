@@ -74,7 +74,9 @@ static void *pack_worker(void *arg)
         const char *path = j->k ? hone_data_kitti_image(j->k, i, NULL, &iw, &ih, &b, &nb)
                                 : hone_data_folder_image(j->f, i, NULL, &cls);
         hone_data_image *img = NULL;
-        int rc = hone_data_image_read_file(path, c, j->o->limits, &img, err, sizeof err);
+        const char *root = j->k ? data__kitti_root(j->k) : data__folder_root(j->f);
+        /* beneath the folder: a file replaced by a link out of it since the walk is refused */
+        int rc = data__image_read_in(root, path, c, j->o->limits, &img, err, sizeof err);
         if (rc == HONE_OK && j->k && (img->width != iw || img->height != ih))
             rc = data__fail(err, sizeof err, HONE_EPARSE, "%s: changed since it was checked", path);
         if (rc == HONE_OK) {

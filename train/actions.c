@@ -1,17 +1,22 @@
 /* train/actions.c: what hone-train does with a trained model besides training it: --evaluate
  * (loss, accuracy, per-class accuracy and the confusion matrix on the spec's test part; for
  * detectnet_v2 the mAP and per-class AP at IoU 0.5) and
- * --infer (a folder of images, decoded and resized through data/, labelled one JSON line each).
+ * --infer (a folder of images, decoded and resized through data/, labelled one JSON line each;
+ * walked and read beneath the folder's descriptor, no symbolic link in it followed).
  * Both open the model through hone_trainer_open_model, so they run on the CPU or the GPU as
  * training does. */
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
+#include "path_beneath.h"
 #include "train.h"
 
 #define INFER_BATCH 256
@@ -181,37 +186,28 @@ static void list_free(list *l)
     free(l->v);
 }
 
-/* The regular files under root/rel, in name order, depth first; dot files are left out. */
-static int walk(const char *root, const char *rel, int depth, list *files, char *err, size_t errlen)
+/* The walk of an inference folder: its regular files, in name order, depth first, dot files left
+ * out. A symbolic link is skipped with a log line and never followed, wherever it points: the
+ * folder's own images are what a user asked to label (the worker's downloaded folders are hard
+ * links, which are files), and a link out of it would label (and log the first bytes of) files
+ * that are not the user's to read. */
+typedef struct infer_walk {
+    list *files;
+    FILE *log;
+    const char *folder;
+} infer_walk;
+
+static int infer_visit(void *ud, int dirfd, const char *name, const char *rel,
+                       const struct stat *st)
 {
-    char dir[4096];
-    snprintf(dir, sizeof(dir), "%s%s%s", root, rel[0] ? "/" : "", rel);
-    struct dirent **ents;
-    int m = scandir(dir, &ents, NULL, alphasort);
-    if (m < 0) {
-        snprintf(err, errlen, "%s: cannot read the folder", dir);
-        return HONE_EIO;
-    }
-    int rc = HONE_OK;
-    for (int i = 0; i < m; i++) {
-        const char *name = ents[i]->d_name;
-        char sub[4096], full[8200];
-        struct stat st;
-        if (name[0] == '.' || rc < 0)
-            continue;
-        snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", name);
-        snprintf(full, sizeof(full), "%s/%s", root, sub);
-        if (stat(full, &st) < 0)
-            continue;
-        if (S_ISDIR(st.st_mode) && depth < 16)
-            rc = walk(root, sub, depth + 1, files, err, errlen);
-        else if (S_ISREG(st.st_mode))
-            list_add(files, sub);
-    }
-    for (int i = 0; i < m; i++)
-        free(ents[i]);
-    free(ents);
-    return rc;
+    infer_walk *k = ud;
+    (void)dirfd, (void)name;
+    if (S_ISLNK(st->st_mode))
+        fprintf(k->log, "hone-train: skipped %s/%s: a symbolic link (not followed)\n", k->folder,
+                rel);
+    else if (S_ISREG(st->st_mode))
+        list_add(k->files, rel);
+    return 0;
 }
 
 /* detectnet_v2: the boxes of files[0, n) whose pixels are in x, scaled back to each image's own
@@ -317,14 +313,21 @@ int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char
 {
     hone_trainer *t = NULL;
     list files = {0}, batch = {0};
+    FILE *log = o->log ? o->log : stderr;
+    int rootfd = -1;
     uint8_t *x = NULL;
     float *probs = NULL;
     int c, h, w, k, labelled = 0;
     int rc = hone_trainer_open_model(o, model_dir, 0, &t, err, errlen);
     if (rc < 0)
         goto fail;
-    if ((rc = walk(folder, "", 0, &files, err, errlen)) < 0)
+    rootfd = open(folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    infer_walk walk = {.files = &files, .log = log, .folder = folder};
+    if (rootfd < 0 || hone_beneath_walk(rootfd, 16, infer_visit, &walk) < 0) {
+        snprintf(err, errlen, "%s: cannot read the folder", folder);
+        rc = HONE_EIO;
         goto fail;
+    }
     hone_trainer_shape(t, &c, &h, &w, &k);
     size_t row = (size_t)c * h * w;
     int detect = !strcmp(o->spec->network, "detectnet_v2"), iw[INFER_BATCH], ih[INFER_BATCH];
@@ -333,10 +336,22 @@ int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char
     for (size_t i = 0; i < files.n; i++) {
         char path[8200], e[512];
         hone_data_image *img = NULL;
+        int fd = -1;
         snprintf(path, sizeof(path), "%s/%s", folder, files.v[i]);
+        /* opened beneath the folder, no link followed (one may have replaced the file since the
+         * walk): nothing of a refused file is read */
+        if (hone_beneath_open(rootfd, files.v[i], O_RDONLY | O_NONBLOCK, HONE_BENEATH_NO_LINKS,
+                              &fd) != HONE_OK) {
+            fprintf(log, "hone-train: skipped %s: %s\n", path,
+                    errno == ELOOP || errno == EXDEV ? "a symbolic link (not followed)"
+                                                     : strerror(errno));
+            continue;
+        }
         /* decoded at the model's channels and resized as hone_data_folder_pack does */
-        if (hone_data_image_read_file(path, c, NULL, &img, e, sizeof(e)) < 0) {
-            fprintf(o->log ? o->log : stderr, "hone-train: skipped %s\n", e);
+        int rd = hone_data_image_read_fd(fd, path, c, NULL, &img, e, sizeof(e));
+        close(fd);
+        if (rd < 0) {
+            fprintf(log, "hone-train: skipped %s\n", e);
             continue;
         }
         hone_data_resize(img->pixels, img->width, img->height, c, x + row * batch.n, w, h);
@@ -366,12 +381,14 @@ int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char
         rc = HONE_EINVAL;
         goto fail;
     }
-    fprintf(o->log ? o->log : stderr, "hone-train: labelled %d image%s of %s\n", labelled,
-            labelled == 1 ? "" : "s", folder);
+    fprintf(log, "hone-train: labelled %d image%s of %s\n", labelled, labelled == 1 ? "" : "s",
+            folder);
     if (images)
         *images = labelled;
     rc = HONE_OK;
 fail:
+    if (rootfd >= 0)
+        close(rootfd);
     list_free(&files);
     list_free(&batch);
     free(x);

@@ -92,7 +92,7 @@ def ids_for(path, own):
 def ownership(ctl, d, ta, tb, adm, alice, bob, wcred, ka):
     """Alice's rows: 404 to Bob on every route naming them, absent from his lists, listed for the
     admin with their owner; reachable by Alice."""
-    root = os.path.join(d, "data", "idx")
+    root = os.path.join(d, "idx")  # not in the data dir: no user may name a path there
     write_idx(root)
     ds = ctl.ok("POST", "/api/v1/datasets", {"name": "a", "path": root}, headers=ta)
     check(ds["owner"] == alice["id"], ds)

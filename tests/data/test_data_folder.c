@@ -1,7 +1,8 @@
 /* tests/data/test_data_folder.c: image-folder checks on folders built here: both layouts, the
  * class map sorted by name, counts per class and split, skipped files, and each refusal naming
  * its file: no classes, an empty class, mismatched splits, an undecodable or unsupported image,
- * a folder inside a class, a symlink escaping the root or dangling; then packing one and reading
+ * a folder inside a class, a symlink escaping the root or dangling; an image replaced by a link
+ * out of the root after the walk (not read through it when packed); then packing one and reading
  * the packed file back (order, labels, pixels, class map). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,6 +230,21 @@ static void test_refusals(void)
     hone_data_folder *f;
     CHECK(hone_data_folder_open(root, NULL, &f, err, sizeof err) == HONE_OK);
     hone_data_folder_free(f);
+    /* walked while 2.png was an image; then replaced by a link out: packing does not read it */
+    write_png("bad/a/2.png", 2, 2, 0);
+    CHECK(hone_data_folder_open(root, NULL, &f, err, sizeof err) == HONE_OK);
+    char img2[512], pk[512];
+    snprintf(img2, sizeof img2, "%s/bad/a/2.png", base);
+    snprintf(pk, sizeof pk, "%s/swapped.hpk", base);
+    unlink(img2);
+    CHECK(symlink("/etc/hostname", img2) == 0);
+    hone_data_pack_opts po = {.width = 2, .height = 2, .channels = 1, .threads = 1};
+    err[0] = 0;
+    CHECK(hone_data_folder_pack(f, pk, &po, err, sizeof err) < 0);
+    CHECK(strstr(err, "bad/a/2.png: a symbolic link out of the dataset's folder") != NULL);
+    CHECK(access(pk, F_OK) != 0);
+    hone_data_folder_free(f);
+    unlink(img2);
     mk("bad/b\x01");
     write_png("bad/b\x01/1.png", 2, 2, 0);
     expect_refused("bad", HONE_EPARSE, "bad/b\\x01: class name is not printable UTF-8");

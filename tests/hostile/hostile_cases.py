@@ -226,6 +226,30 @@ case("path", "absolute dataset path outside the roots", [422], field="path")(
 case("path", "dataset path /etc", [422], field="path")(lambda x: rb("POST", D, ds_body("/etc")))
 case("path", "symlink inside the roots pointing outside", [422], field="path")(
     lambda x: rb("POST", D, ds_body(x["roots"] + "/escape")))
+
+
+def swapped(x, url):
+    """The fixture dataset's folder replaced by a link to a folder outside the roots after it was
+    checked (unswap, its post-condition, puts it back)."""
+    ds = x["roots"] + "/ds"
+    if not os.path.islink(ds):
+        os.rename(ds, ds + ".real")
+        os.symlink(x["outside"], ds)
+    return rb("GET", url % x["ds"])
+
+
+def unswap(x, r):
+    ds = x["roots"] + "/ds"
+    if os.path.islink(ds):
+        os.unlink(ds)
+        os.rename(ds + ".real", ds)
+    return b"\x1f\x8b" not in r.body  # no byte of the files behind the link
+
+
+case("path", "dataset folder replaced by a link out: manifest", [409], field="path", check=unswap)(
+    lambda x: swapped(x, D + "/%s/files"))
+case("path", "dataset folder replaced by a link out: a file", [409], field="path", check=unswap)(
+    lambda x: swapped(x, D + "/%s/files/train-images-idx3-ubyte.gz"))
 case("path", "relative dataset path", [422], field="path")(
     lambda x: rb("POST", D, ds_body("ds")))
 case("path", "dataset path with '..' that stays inside the roots", [422], field="path")(

@@ -316,8 +316,9 @@ static void ds_delete(hone_http_req *req, hone_http_res *res, void *ud)
         return;
     }
     /* Its finished convert jobs go with it; then, off the loop, its packed files and, for an
-     * uploaded dataset, its folder (a registered folder stays). The row goes first: a controller
-     * killed before the files leaves them to the next start's sweep (sweep.c). */
+     * uploaded dataset, its folder (a registered folder stays). The row goes first; the files are
+     * renamed to tombstones at once, so a controller killed while they are removed leaves them
+     * to the next start's sweep (sweep.c). */
     int n = -1;
     if (db_begin(c->db) == HONE_OK) {
         n = store_converts_delete(c->db, id) < 0 ? -1 : store_dataset_delete(c->db, id);

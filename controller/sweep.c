@@ -3,10 +3,11 @@
  * extracted into datasets/.upload-<id>/ before its rename; a controller killed mid-upload leaves
  * them behind, and no later request ever names them. Before the controller listens no upload is
  * in flight, so every `.upload-*` in those folders is such a leftover and goes. So do the files
- * of a deleted dataset: its upload folder (datasets/<id>) and packed folder (packed/<id>) go on
- * the thread pool after its row (ctl_dataset_files_remove); a controller killed in between leaves
- * them without a row, and the sweep removes them at the next start. Never a folder that a dataset
- * row still names (an admin's registered folder inside datasets/ stays). */
+ * of a deleted dataset: once its row is gone, its upload folder (datasets/<id>) and packed folder
+ * (packed/<id>) are renamed on the loop to `.upload-rm-<id>` beside them, then removed on the
+ * thread pool (ctl_dataset_files_remove); a controller killed during the removal leaves those
+ * names to this sweep. The sweep never guesses from a missing row: a folder without one (a store
+ * restored from a backup, another store on the same data dir) is data, and stays. */
 #define _GNU_SOURCE /* nftw */
 #include <dirent.h>
 #include <ftw.h>
@@ -58,40 +59,10 @@ static int sweep(const char *dir, int below, json_t *failed)
     return n;
 }
 
-/* Leftovers of deleted datasets: datasets/ds-... and packed/... with no dataset row of that id
- * (and, in datasets/, none naming the folder). Returns how many went, naming the others in failed.
- */
-static int sweep_orphans(hone_controller *c, const char *dir, int packed, json_t *failed)
-{
-    char real[PATH_MAX];
-    DIR *d = realpath(dir, real) ? opendir(real) : NULL;
-    struct dirent *e;
-    int n = 0;
-    if (!d)
-        return 0;
-    while ((e = readdir(d))) {
-        char path[PATH_MAX + 256];
-        if (e->d_name[0] == '.' || (!packed && strncmp(e->d_name, "ds-", 3) != 0))
-            continue;
-        snprintf(path, sizeof path, "%s/%s", real, e->d_name);
-        if (store_dataset_exists(c->db, e->d_name, NULL) != HONE_ENOENT ||
-            (!packed && store_dataset_path_used(c->db, path) != HONE_ENOENT))
-            continue;
-        if (ctl_rm_tree(path) == HONE_OK)
-            n++;
-        else
-            json_array_append_new(failed, json_string(path));
-    }
-    closedir(d);
-    return n;
-}
-
 typedef struct rm_work {
     uv_work_t w;
-    char upload[PATH_MAX]; /* its path, when no other dataset names it: removed if an upload's */
-    char datasets[PATH_MAX];
-    char id[64];
-    char packed[PATH_MAX];
+    char upload[PATH_MAX + 80]; /* the upload folder's tombstone, or "" */
+    char packed[PATH_MAX + 80]; /* the packed folder's tombstone, or "" */
     void (*done)(void *ud);
     void *ud;
 } rm_work;
@@ -99,34 +70,48 @@ typedef struct rm_work {
 static void rm_run(uv_work_t *w)
 {
     rm_work *r = w->data;
-    char real[PATH_MAX], mine[PATH_MAX + 80];
-    /* an upload's path is <realpath of datasets/>/<id> (dataset_upload.c): only that is ours */
-    if (r->upload[0] && realpath(r->datasets, real)) {
-        snprintf(mine, sizeof mine, "%s/%s", real, r->id);
-        if (!strcmp(mine, r->upload))
-            ctl_rm_tree(r->upload);
-    }
-    ctl_rm_tree(r->packed);
+    if (r->upload[0])
+        ctl_rm_tree(r->upload);
+    if (r->packed[0])
+        ctl_rm_tree(r->packed);
 }
 
 static void rm_done(uv_work_t *w, int status)
 {
     rm_work *r = w->data;
-    (void)status; /* canceled: the next start's sweep removes them */
+    (void)status; /* canceled: the next start's sweep removes the tombstones */
     if (r->done)
         r->done(r->ud);
     free(r);
+}
+
+/* Renames dir/name to dir/.upload-rm-name (what the start-up sweep removes) into tomb; "" when
+ * there is nothing to rename. */
+static void tombstone(const char *dir, const char *name, char *tomb, size_t cap)
+{
+    char from[PATH_MAX + 80];
+    snprintf(from, sizeof from, "%s/%s", dir, name);
+    snprintf(tomb, cap, "%s/.upload-rm-%s", dir, name);
+    if (rename(from, tomb) != 0)
+        tomb[0] = '\0';
 }
 
 void ctl_dataset_files_remove(hone_controller *c, const char *id, const char *path,
                               void (*done)(void *ud), void *ud)
 {
     rm_work *r = hone_xcalloc(1, sizeof *r);
-    if (path && !strchr(id, '/') && store_dataset_path_used(c->db, path) == HONE_ENOENT)
-        snprintf(r->upload, sizeof r->upload, "%s", path);
-    snprintf(r->datasets, sizeof r->datasets, "%s/datasets", c->cfg.data_dir);
-    snprintf(r->id, sizeof r->id, "%s", id);
-    snprintf(r->packed, sizeof r->packed, "%s/packed/%s", c->cfg.data_dir, id);
+    char dir[PATH_MAX], real[PATH_MAX], mine[PATH_MAX + 80];
+    if (!strchr(id, '/') && id[0] != '.') {
+        /* an upload's path is <realpath of datasets/>/<id> (dataset_upload.c): only that is ours */
+        snprintf(dir, sizeof dir, "%s/datasets", c->cfg.data_dir);
+        if (path && realpath(dir, real) && store_dataset_path_used(c->db, path) == HONE_ENOENT) {
+            snprintf(mine, sizeof mine, "%s/%s", real, id);
+            if (!strcmp(mine, path))
+                tombstone(real, id, r->upload, sizeof r->upload);
+        }
+        snprintf(dir, sizeof dir, "%s/packed", c->cfg.data_dir);
+        tombstone(dir, id, r->packed, sizeof r->packed);
+    }
     r->done = done;
     r->ud = ud;
     r->w.data = r;
@@ -145,9 +130,7 @@ int ctl_sweep_uploads(hone_controller *c)
     n += sweep(c->artifacts_dir, 1, failed);
     snprintf(path, sizeof path, "%s/packed", c->cfg.data_dir);
     n += sweep(path, 1, failed);
-    n += sweep_orphans(c, path, 1, failed);
-    snprintf(path, sizeof path, "%s/datasets", c->cfg.data_dir);
-    n += sweep_orphans(c, path, 0, failed);
+    n += sweep(path, 0, failed); /* packed/.upload-rm-<id>: a deleted dataset's */
     if (n || json_array_size(failed))
         ctl_log(c, json_array_size(failed) ? "warn" : "info", "uploads_swept",
                 json_pack("{s:i,s:O}", "removed", n, "failed", failed));

@@ -27,6 +27,7 @@
 #include "jobs.h"
 #include "path_beneath.h"
 #include "routes.h"
+#include "routes_transfer.h"
 #include "store.h"
 #include "util.h"
 
@@ -110,28 +111,52 @@ typedef struct xfer_list {
     json_t *fresh;                /* [{kind, name, bytes, mtime, sha256}] to store */
     int status;
     char msg[512];
-    char owner[64]; /* a user's (not an admin's or a worker's) walk: counted in c->walks */
+    char owner[64]; /* a user's (not an admin's or a worker's) walk: counted in the walks */
 } xfer_list;
 
-/* A user's file-list walks in flight (c->walks: owner -> count). Each hashes a folder on the
+/* A user's file-list walks in flight (walks: owner -> count). Each hashes a folder on the
  * thread pool that uploads, dataset checks and file reads share; one at a time per user, so that
  * one user's repeated lists cannot hold every thread. */
 #define XFER_WALKS_PER_USER 1
 
+struct ctl_transfer {
+    json_t *walks;
+    uint64_t n_file_reads, n_file_bytes; /* dataset file answers, bytes (GET /metrics) */
+};
+
+ctl_transfer *ctl_transfer_new(void)
+{
+    ctl_transfer *t = hone_xcalloc(1, sizeof *t);
+    t->walks = json_object();
+    return t;
+}
+
+void ctl_transfer_free(ctl_transfer *t)
+{
+    if (!t)
+        return;
+    json_decref(t->walks);
+    free(t);
+}
+
+void ctl_transfer_stats(const ctl_transfer *t, uint64_t *reads, uint64_t *bytes)
+{
+    *reads = t->n_file_reads;
+    *bytes = t->n_file_bytes;
+}
+
 static int walks_of(hone_controller *c, const char *owner)
 {
-    return (int)json_integer_value(json_object_get(c->walks, owner));
+    return (int)json_integer_value(json_object_get(c->transfer->walks, owner));
 }
 
 static void walks_add(hone_controller *c, const char *owner, int d)
 {
     int n = walks_of(c, owner) + d;
-    if (!c->walks)
-        c->walks = json_object();
     if (n > 0)
-        json_object_set_new(c->walks, owner, json_integer(n));
+        json_object_set_new(c->transfer->walks, owner, json_integer(n));
     else
-        json_object_del(c->walks, owner);
+        json_object_del(c->transfer->walks, owner);
 }
 
 static const json_t *cached_row(const json_t *cached, const char *kind, const char *name)
@@ -503,8 +528,8 @@ static void read_done(uv_work_t *w, int status)
         goto done;
     }
     hone_http_res_header(res, "Accept-Ranges", "bytes");
-    x->c->n_file_reads++;
-    x->c->n_file_bytes += x->len;
+    x->c->transfer->n_file_reads++;
+    x->c->transfer->n_file_bytes += x->len;
     if ((!x->ranged && x->len == x->size) || x->size == 0) {
         hone_http_res_take(res, 200, "application/octet-stream", x->buf, x->len);
     } else {

@@ -43,7 +43,8 @@ struct hone_controller {
     struct ctl_downloads *downloads; /* routes_artifacts.h: users' downloads under way */
 };
 
-/* server.c: one of the things hone_controller_close waits for is done. */
+/* One of the things hone_controller_close (server.c) waits for is done; the last one calls its
+ * done. Defined in util.c, below everything that waits, so that no subsystem calls server.c. */
 void ctl_close_step(hone_controller *c);
 
 #endif

@@ -175,6 +175,7 @@ static int routes(hone_controller *c)
     rc |= hone_http_route(c->http, "GET", "/api/v1/openapi.yaml", openapi, c);
     rc |= hone_http_route(c->http, "GET", "/metrics", metrics, c);
     rc |= ctl_routes_datasets(c);
+    rc |= ctl_routes_dataset_upload(c); /* after the dataset routes, as they registered it */
     rc |= ctl_routes_experiments(c);
     rc |= ctl_routes_jobs(c);
     rc |= ctl_routes_stream(c);
@@ -310,14 +311,7 @@ int hone_controller_listen(hone_controller *c, int *port)
 
 static void close_step(void *arg)
 {
-    hone_controller *c = arg;
-    if (--c->close_pending == 0 && c->close_done)
-        c->close_done(c->close_arg);
-}
-
-void ctl_close_step(hone_controller *c)
-{
-    close_step(c);
+    ctl_close_step(arg);
 }
 
 static void tick_closed(uv_handle_t *h) /* the tick timer */

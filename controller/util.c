@@ -1,6 +1,7 @@
 /* Small shared helpers: typed JSON accessors that never crash on a missing key, JSON text in and
  * out, wall-clock time, ids, the structured logger (one JSON object per line on stderr, or plain
- * text) and the check of users' free text (names that reach a terminal). Calls nothing of the
+ * text), the check of users' free text (names that reach a terminal) and the count-down of the
+ * controller's close (ctl_close_step, declared in ctl.h). Calls nothing of the
  * controller above it (the reply to a store failure is batch.c's: it knows whether the report
  * batch is open). */
 #include <fcntl.h>
@@ -167,4 +168,10 @@ int ctl_text_check(hone_http_res *res, const char *field, const char *value, int
     hone_http_res_error(res, 422, field, "%s %s: it must be printable text%s", field, why,
                         allow_newline ? " (new lines and tabs allowed)" : "");
     return HONE_EINVAL;
+}
+
+void ctl_close_step(hone_controller *c)
+{
+    if (--c->close_pending == 0 && c->close_done)
+        c->close_done(c->close_arg);
 }

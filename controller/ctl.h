@@ -1,9 +1,10 @@
-/* The controller object: struct hone_controller, which server.c creates and takes down, and whose
- * members the controller's .c files reach into (the store, the HTTP server, the searches, the
- * parked lease requests, the report batch, the held requests). A file includes this header only
- * when it reaches into the object, and the headers of what it uses beside it (store.h, util.h,
- * automl.h, ctl_sched.h, ...): the members' types are only named here. Not installed. Everything
- * runs on the loop thread. */
+/* The controller object: struct hone_controller, which server.c creates and takes down: the loop,
+ * the config, the store, the HTTP server and the scheduler's state, and one opaque handle per
+ * subsystem (the report batch, the streams, the transfer walks, the downloads, the fair-share
+ * clock, the dataset check queue), each declared in its own header and reached only through its
+ * functions. A file includes this header only when it reaches into the object, and the headers of
+ * what it uses beside it (store.h, util.h, automl.h, ctl_sched.h, ...): the members' types are
+ * only named here. Not installed. Everything runs on the loop thread. */
 #ifndef HONE_CTL_H
 #define HONE_CTL_H
 
@@ -27,29 +28,23 @@ struct hone_controller {
     int closing;
     uint64_t id_state;
     uint64_t n_reports, n_leases, n_expired, n_released;
-    uint64_t n_file_reads, n_file_bytes; /* routes_transfer.c: dataset file answers, bytes */
-    uv_check_t batch_check; /* batch.c: commits the open report batch after each poll */
-    int batch_open, check_open;
-    void *pending, *pending_tail;                  /* replies held until the batch commits */
+    struct ctl_batch *batch;                       /* batch.h: the report batch, its held replies */
     struct ctl_deferred *deferred, *deferred_tail; /* automl_async.c */
     int asks_inflight;
     uint64_t n_asks_offloop, n_deferred;
     void (*close_done)(void *);
     void *close_arg;
     int close_pending;
-    struct ctl_stream *streams; /* stream.c: open metrics streams */
-    int n_streams;
-    char admin_key_hash[65];   /* auth.c: SHA-256 (hex) of cfg.auth_token; "" with no auth */
-    struct json_t *walks;      /* routes_transfer.c: users' file-list walks in flight, by owner */
-    struct ctl_checkq *checkq; /* checkq.h: users' dataset checks, on threads of their own */
-    /* shares.c: the job queue's virtual clock, and the virtual time each owner served ahead of
-     * it has reached (JSON {owner: time}) */
-    double fair_vclock;
-    struct json_t *fair_finish;
-    struct json_t *downloads; /* routes_artifacts.c: users' downloads under way, by owner */
+    struct ctl_streams *streams;     /* stream.h: open metrics and logs streams */
+    char admin_key_hash[65];         /* auth.c: SHA-256 (hex) of cfg.auth_token; "" with no auth */
+    struct ctl_transfer *transfer;   /* routes_transfer.h: file-list walks, file read counts */
+    struct ctl_checkq *checkq;       /* checkq.h: users' dataset checks, on threads of their own */
+    struct ctl_fair *fair;           /* shares.h: the job queue's fair-share clock */
+    struct ctl_downloads *downloads; /* routes_artifacts.h: users' downloads under way */
 };
 
-/* server.c: one of the things hone_controller_close waits for is done. */
+/* One of the things hone_controller_close (server.c) waits for is done; the last one calls its
+ * done. Defined in util.c, below everything that waits, so that no subsystem calls server.c. */
 void ctl_close_step(hone_controller *c);
 
 #endif

@@ -17,6 +17,7 @@
 #include "ctl.h"
 #include "jobs.h"
 #include "routes.h"
+#include "routes_artifacts.h"
 #include "store.h"
 #include "util.h"
 
@@ -121,7 +122,7 @@ static void a_list(hone_http_req *req, hone_http_res *res, void *ud)
     hone_http_res_json(res, 200, json_pack("{s:o}", "files", arr));
 }
 
-/* A user's downloads under way (c->downloads: owner -> count). Each holds a connection, a file
+/* A user's downloads under way (by_owner: owner -> count). Each holds a connection, a file
  * and up to two chunks of memory while its client reads; limits.downloads_per_user at once per
  * user, so that one user's parallel downloads cannot hold them all. Admins and workers (a resumed
  * trial's checkpoint) are not counted. */
@@ -130,20 +131,37 @@ typedef struct dl_count {
     char owner[64];
 } dl_count;
 
+struct ctl_downloads {
+    json_t *by_owner;
+};
+
+ctl_downloads *ctl_downloads_new(void)
+{
+    ctl_downloads *d = hone_xcalloc(1, sizeof *d);
+    d->by_owner = json_object();
+    return d;
+}
+
+void ctl_downloads_free(ctl_downloads *d)
+{
+    if (!d)
+        return;
+    json_decref(d->by_owner);
+    free(d);
+}
+
 static int downloads_of(hone_controller *c, const char *owner)
 {
-    return (int)json_integer_value(json_object_get(c->downloads, owner));
+    return (int)json_integer_value(json_object_get(c->downloads->by_owner, owner));
 }
 
 static void downloads_add(hone_controller *c, const char *owner, int d)
 {
     int n = downloads_of(c, owner) + d;
-    if (!c->downloads)
-        c->downloads = json_object();
     if (n > 0)
-        json_object_set_new(c->downloads, owner, json_integer(n));
+        json_object_set_new(c->downloads->by_owner, owner, json_integer(n));
     else
-        json_object_del(c->downloads, owner);
+        json_object_del(c->downloads->by_owner, owner);
 }
 
 /* The file answer is over (whole, or its client left): the user's count drops. */

@@ -423,6 +423,5 @@ int ctl_routes_datasets(hone_controller *c)
     rc |= hone_http_route(c->http, "GET", "/api/v1/datasets/{id}", ds_get, c);
     rc |= hone_http_route(c->http, "DELETE", "/api/v1/datasets/{id}", ds_delete, c);
     rc |= hone_http_route(c->http, "POST", "/api/v1/datasets/{id}/convert", ds_convert, c);
-    rc |= ctl_routes_dataset_upload(c);
     return rc ? HONE_EINVAL : HONE_OK;
 }

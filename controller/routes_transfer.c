@@ -1,13 +1,13 @@
 /* Dataset files over HTTP, for workers that share no disk with the controller (issue 10): a
  * manifest of a dataset's files (name, bytes, sha256) and of its packed files, and each file's
  * bytes from an offset (Range: bytes=N-), so a download resumes where it broke off.
- * Hashing, walking and reading run on the libuv thread pool, never on the loop; hashes are kept in
- * table dataset_files with the size and mtime they were computed at. One answer carries at most
- * XFER_CHUNK bytes (206 with Content-Range when that is not the whole file): a client asks again
- * from where the last answer ended. Names are confined to the dataset's folder (no '..', no dot
- * files, no absolute paths, no link out of it), and the folder itself is opened again beneath its
- * data root at every request (data_paths.h): a folder replaced by a symbolic link since it was
- * checked is refused (409 naming the path), never followed. A convert job's packed
+ * Hashing, walking (transfer_list.c) and reading run on the libuv thread pool, never on the loop;
+ * hashes are kept in table dataset_files with the size and mtime they were computed at. One answer
+ * carries at most XFER_CHUNK bytes (206 with Content-Range when that is not the whole file): a
+ * client asks again from where the last answer ended. Names are confined to the dataset's folder
+ * (no '..', no dot files, no absolute paths, no link out of it), and the folder itself is opened
+ * again beneath its data root at every request (data_paths.h): a folder replaced by a symbolic link
+ * since it was checked is refused (409 naming the path), never followed. A convert job's packed
  * file comes back the other way (PUT /datasets/{id}/packed/{name}, its lease holder only). An
  * inference job's image folder is served the same way (GET /jobs/{id}/input[/{name}]), to the
  * worker holding its lease, without the hash cache. */
@@ -27,11 +27,12 @@
 #include "jobs.h"
 #include "path_beneath.h"
 #include "routes.h"
+#include "routes_transfer.h"
+#include "transfer_list.h"
 #include "store.h"
 #include "util.h"
 
 #define XFER_CHUNK (8u << 20) /* bytes in one answer at most */
-#define XFER_MAX_FILES 200000 /* files one manifest lists at most */
 
 /* Who may read a dataset's files: the admin (or anyone without auth), or a worker holding a
  * lease on a job that reads it. Answers and returns non-zero otherwise. */
@@ -87,6 +88,34 @@ static void xfer_packed_dir(hone_controller *c, const char *dataset_id, char *ou
     snprintf(out, cap, "%s/packed/%s", c->cfg.data_dir, dataset_id);
 }
 
+/* The routes' state (c->transfer): the users' manifest walks in flight (transfer_list.c, which
+ * makes and answers the manifests) and the file read counters. */
+struct ctl_transfer {
+    ctl_walks *walks;
+    uint64_t n_file_reads, n_file_bytes; /* dataset file answers, bytes (GET /metrics) */
+};
+
+ctl_transfer *ctl_transfer_new(void)
+{
+    ctl_transfer *t = hone_xcalloc(1, sizeof *t);
+    t->walks = ctl_walks_new();
+    return t;
+}
+
+void ctl_transfer_free(ctl_transfer *t)
+{
+    if (!t)
+        return;
+    ctl_walks_free(t->walks);
+    free(t);
+}
+
+void ctl_transfer_stats(const ctl_transfer *t, uint64_t *reads, uint64_t *bytes)
+{
+    *reads = t->n_file_reads;
+    *bytes = t->n_file_bytes;
+}
+
 /* Opens the folder a read is confined to: the dataset's (or inference job's) root beneath its
  * data root, or (packed) <data_dir>/packed/<id>; no link followed below the trusted root. */
 static int xfer_root_open(hone_controller *c, int packed, const char *id, const char *root, int *fd,
@@ -94,228 +123,6 @@ static int xfer_root_open(hone_controller *c, int packed, const char *id, const 
 {
     return packed ? ctl_packed_open(&c->cfg, id, fd, msg, msglen)
                   : ctl_data_open(&c->cfg, root, fd, msg, msglen);
-}
-
-/* ---- the manifest ---- */
-
-typedef struct xfer_list {
-    uv_work_t w;
-    hone_controller *c;
-    hone_http_res *res;
-    char id[64];
-    char root[PATH_MAX];          /* the dataset's folder */
-    int job_input;                /* an inference job's folder: no hash cache, no packed files */
-    json_t *cached;               /* rows of dataset_files before (loop-owned until queued) */
-    json_t *files, *packed_files; /* [{name, bytes, sha256}] built off the loop */
-    json_t *fresh;                /* [{kind, name, bytes, mtime, sha256}] to store */
-    int status;
-    char msg[512];
-    char owner[64]; /* a user's (not an admin's or a worker's) walk: counted in c->walks */
-} xfer_list;
-
-/* A user's file-list walks in flight (c->walks: owner -> count). Each hashes a folder on the
- * thread pool that uploads, dataset checks and file reads share; one at a time per user, so that
- * one user's repeated lists cannot hold every thread. */
-#define XFER_WALKS_PER_USER 1
-
-static int walks_of(hone_controller *c, const char *owner)
-{
-    return (int)json_integer_value(json_object_get(c->walks, owner));
-}
-
-static void walks_add(hone_controller *c, const char *owner, int d)
-{
-    int n = walks_of(c, owner) + d;
-    if (!c->walks)
-        c->walks = json_object();
-    if (n > 0)
-        json_object_set_new(c->walks, owner, json_integer(n));
-    else
-        json_object_del(c->walks, owner);
-}
-
-static const json_t *cached_row(const json_t *cached, const char *kind, const char *name)
-{
-    size_t i;
-    json_t *r;
-    json_array_foreach(cached, i, r) if (!strcmp(jstr(r, "kind"), kind) &&
-                                         !strcmp(jstr(r, "name"), name)) return r;
-    return NULL;
-}
-
-/* Adds one regular file (fd, open) to out, hashing it unless the cached hash has its size and
- * mtime. */
-static int list_one(xfer_list *l, const char *kind, int fd, const char *name, const struct stat *st,
-                    json_t *out)
-{
-    double mtime = (double)st->st_mtim.tv_sec + st->st_mtim.tv_nsec * 1e-9;
-    const json_t *r = cached_row(l->cached, kind, name);
-    char sha[65];
-    if (r && jint(r, "bytes") == (long long)st->st_size && jnum(r, "mtime") == mtime &&
-        strlen(jstr(r, "sha256")) == 64) {
-        snprintf(sha, sizeof sha, "%s", jstr(r, "sha256"));
-    } else {
-        if (hone_sha256_fd(fd, sha)) {
-            l->status = 500;
-            snprintf(l->msg, sizeof l->msg, "cannot read %.300s: %s", name, strerror(errno));
-            return HONE_EIO;
-        }
-        json_array_append_new(l->fresh, json_pack("{s:s,s:s,s:I,s:f,s:s}", "kind", kind, "name",
-                                                  name, "bytes", (json_int_t)st->st_size, "mtime",
-                                                  mtime, "sha256", sha));
-    }
-    json_array_append_new(out, json_pack("{s:s,s:I,s:s}", "name", name, "bytes",
-                                         (json_int_t)st->st_size, "sha256", sha));
-    return HONE_OK;
-}
-
-/* One walk of list_run: a folder opened beneath its root, its files added to out. */
-typedef struct list_walk {
-    xfer_list *l;
-    int rootfd;
-    const char *kind;
-    json_t *out;
-} list_walk;
-
-/* A regular file is listed; a link only when it stays inside the folder (where openat2 can tell:
- * hone_beneath_open), and only to a file; a link to a folder is not walked. An inference folder's
- * links are never listed: hone-train --infer does not follow them either. */
-static int list_visit(void *ud, int dirfd, const char *name, const char *rel, const struct stat *st)
-{
-    list_walk *k = ud;
-    struct stat fst;
-    int fd = -1, rc;
-    if (S_ISDIR(st->st_mode))
-        return 0;
-    if (json_array_size(k->out) >= XFER_MAX_FILES)
-        return 1;
-    if (S_ISLNK(st->st_mode) && !k->l->job_input)
-        hone_beneath_open(k->rootfd, rel, O_RDONLY | O_NONBLOCK, 0, &fd);
-    else if (S_ISREG(st->st_mode))
-        fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    rc = fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode)
-             ? list_one(k->l, k->kind, fd, rel, &fst, k->out)
-             : HONE_OK;
-    close(fd);
-    return rc;
-}
-
-/* Walks one folder (packed: the dataset's packed folder, its top level only). A folder that is
- * not there lists nothing; one that no longer opens beneath its root is 409. */
-static void list_folder(xfer_list *l, int packed, json_t *out)
-{
-    list_walk k = {.l = l, .kind = packed ? "packed" : "file", .out = out};
-    int rc = xfer_root_open(l->c, packed, l->id, l->root, &k.rootfd, l->msg, sizeof l->msg);
-    if (rc == HONE_ENOENT)
-        return;
-    if (rc == HONE_EPERM) {
-        l->status = 409;
-        return;
-    }
-    if (!rc)
-        rc = hone_beneath_walk(k.rootfd, packed ? 0 : 8, list_visit, &k) == HONE_OK ? HONE_OK
-                                                                                    : HONE_EIO;
-    if (k.rootfd >= 0)
-        close(k.rootfd);
-    if (rc && !l->status) {
-        l->status = 500;
-        snprintf(l->msg, sizeof l->msg, "cannot read %s: %s",
-                 packed ? "the packed files" : "the dataset's folder", strerror(errno));
-    }
-}
-
-static void list_run(uv_work_t *w)
-{
-    xfer_list *l = w->data;
-    list_folder(l, 0, l->files);
-    if (!l->job_input && !l->status)
-        list_folder(l, 1, l->packed_files);
-}
-
-static void list_abort(hone_http_res *res, void *ud)
-{
-    (void)res;
-    ((xfer_list *)ud)->res = NULL;
-}
-
-static void list_done(uv_work_t *w, int status)
-{
-    xfer_list *l = w->data;
-    hone_controller *c = l->c;
-    size_t i;
-    json_t *r;
-    if (l->res)
-        hone_http_res_on_abort(l->res, NULL, NULL);
-    /* New hashes are kept even when the client left: the next manifest needs no hashing. */
-    if (!status && !l->job_input && json_array_size(l->fresh) && db_begin(c->db) == HONE_OK) {
-        int rc = HONE_OK;
-        json_array_foreach(l->fresh, i, r) rc |=
-            store_dataset_file_put(c->db, l->id, jstr(r, "kind"), jstr(r, "name"), jint(r, "bytes"),
-                                   jnum(r, "mtime"), jstr(r, "sha256"));
-        if (rc || db_commit(c->db))
-            db_rollback(c->db);
-    }
-    if (!l->res)
-        goto done;
-    if (status)
-        hone_http_res_error(l->res, 503, NULL, "manifest canceled");
-    else if (l->status == 409) /* the folder is no longer where it was checked */
-        hone_http_res_error(l->res, 409, l->job_input ? "folder" : "path", "%s", l->msg);
-    else if (l->status)
-        hone_http_res_error(l->res, l->status, NULL, "%s", l->msg);
-    else if (l->job_input)
-        hone_http_res_json(l->res, 200, json_pack("{s:s,s:O}", "job_id", l->id, "files", l->files));
-    else
-        hone_http_res_json(l->res, 200,
-                           json_pack("{s:s,s:O,s:O}", "dataset_id", l->id, "files", l->files,
-                                     "packed", l->packed_files));
-done:
-    if (l->owner[0])
-        walks_add(c, l->owner, -1);
-    json_decref(l->cached);
-    json_decref(l->files);
-    json_decref(l->packed_files);
-    json_decref(l->fresh);
-    free(l);
-}
-
-/* Walks root (and, for a dataset, its packed folder) on the thread pool and answers. owner: the
- * user asking (NULL for admins and workers). */
-static void list_start(hone_controller *c, hone_http_res *res, const char *id, const char *root,
-                       int job_input, const char *owner)
-{
-    if (owner && walks_of(c, owner) >= XFER_WALKS_PER_USER) {
-        hone_http_res_header(res, "Retry-After", "2");
-        hone_http_res_error(res, 503, NULL,
-                            "a file list of yours is still being made (one at a time per user); "
-                            "retry when it is done");
-        return;
-    }
-    xfer_list *l = hone_xcalloc(1, sizeof *l);
-    l->c = c;
-    if (owner) {
-        snprintf(l->owner, sizeof l->owner, "%s", owner);
-        walks_add(c, owner, 1);
-    }
-    l->res = res;
-    l->job_input = job_input;
-    snprintf(l->id, sizeof l->id, "%s", id);
-    snprintf(l->root, sizeof l->root, "%s", root);
-    if (job_input || store_dataset_files_list(c->db, id, &l->cached))
-        l->cached = json_array();
-    l->files = json_array();
-    l->packed_files = json_array();
-    l->fresh = json_array();
-    l->w.data = l;
-    hone_http_res_on_abort(res, list_abort, l);
-    if (uv_queue_work(c->loop, &l->w, list_run, list_done)) {
-        l->res = NULL;
-        hone_http_res_on_abort(res, NULL, NULL);
-        hone_http_res_error(res, 503, NULL, "cannot list the files now");
-        list_done(&l->w, 0);
-    }
 }
 
 static void x_manifest(hone_http_req *req, hone_http_res *res, void *ud)
@@ -326,7 +133,8 @@ static void x_manifest(hone_http_req *req, hone_http_res *res, void *ud)
     char ob[64];
     if (xfer_allowed(c, req, res, id, &row))
         return;
-    list_start(c, res, id, jstr(row, "path"), 0, ctl_auth_owner(c, req, ob));
+    ctl_transfer_list(c, c->transfer->walks, res, id, jstr(row, "path"), 0,
+                      ctl_auth_owner(c, req, ob));
     json_decref(row);
 }
 
@@ -372,7 +180,7 @@ static void x_input_manifest(hone_http_req *req, hone_http_res *res, void *ud)
     char folder[PATH_MAX], ob[64];
     if (input_allowed(c, req, res, id, folder, sizeof folder))
         return;
-    list_start(c, res, id, folder, 1, ctl_auth_owner(c, req, ob));
+    ctl_transfer_list(c, c->transfer->walks, res, id, folder, 1, ctl_auth_owner(c, req, ob));
 }
 
 /* ---- one file's bytes ---- */
@@ -503,8 +311,8 @@ static void read_done(uv_work_t *w, int status)
         goto done;
     }
     hone_http_res_header(res, "Accept-Ranges", "bytes");
-    x->c->n_file_reads++;
-    x->c->n_file_bytes += x->len;
+    x->c->transfer->n_file_reads++;
+    x->c->transfer->n_file_bytes += x->len;
     if ((!x->ranged && x->len == x->size) || x->size == 0) {
         hone_http_res_take(res, 200, "application/octet-stream", x->buf, x->len);
     } else {

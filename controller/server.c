@@ -14,6 +14,9 @@
 #include "ctl.h"
 #include "ctl_sched.h"
 #include "routes.h"
+#include "routes_artifacts.h"
+#include "routes_transfer.h"
+#include "shares.h"
 #include "store.h"
 #include "stream.h"
 #include "sweep.h"
@@ -123,8 +126,10 @@ static void metrics(hone_http_req *req, hone_http_res *res, void *ud)
             (unsigned long long)c->n_leases, (unsigned long long)c->n_expired);
     fprintf(f, "hone_leases_released_total %llu\n", (unsigned long long)c->n_released);
     fprintf(f, "hone_lease_requests_waiting %d\n", c->n_waiters);
+    uint64_t reads = 0, bytes = 0;
+    ctl_transfer_stats(c->transfer, &reads, &bytes);
     fprintf(f, "hone_dataset_file_reads_total %llu\nhone_dataset_file_bytes_total %llu\n",
-            (unsigned long long)c->n_file_reads, (unsigned long long)c->n_file_bytes);
+            (unsigned long long)reads, (unsigned long long)bytes);
     fprintf(f, "hone_workers_live %d\n", ctl_live_workers(c));
     fprintf(f, "hone_automl_asks_offloop_total %llu\nhone_requests_deferred_total %llu\n",
             (unsigned long long)c->n_asks_offloop, (unsigned long long)c->n_deferred);
@@ -170,6 +175,7 @@ static int routes(hone_controller *c)
     rc |= hone_http_route(c->http, "GET", "/api/v1/openapi.yaml", openapi, c);
     rc |= hone_http_route(c->http, "GET", "/metrics", metrics, c);
     rc |= ctl_routes_datasets(c);
+    rc |= ctl_routes_dataset_upload(c); /* after the dataset routes, as they registered it */
     rc |= ctl_routes_experiments(c);
     rc |= ctl_routes_jobs(c);
     rc |= ctl_routes_stream(c);
@@ -189,6 +195,19 @@ static int routes(hone_controller *c)
     for (size_t i = 0; i < HONE_ARRAY_LEN(priority); i++)
         rc |= hone_http_route_priority(c->http, priority[i][0], priority[i][1]);
     return rc ? HONE_EINVAL : HONE_OK;
+}
+
+/* After each commit of the report batch: the epochs just made durable go out to the streams; a
+ * failed commit means the searches saw reports that were not stored, so they are rebuilt from what
+ * was. Here rather than in batch.c, so that the batch calls nothing above the store. */
+static void batch_committed(hone_controller *c, int rc)
+{
+    if (rc == HONE_OK) {
+        ctl_streams_pump(c);
+        return;
+    }
+    ctl_log(c, "error", "batch_commit_failed", NULL);
+    ctl_automl_rebuild_all(c);
 }
 
 int hone_controller_new(uv_loop_t *loop, const hone_controller_config *cfg, hone_controller **out,
@@ -219,9 +238,12 @@ int hone_controller_new(uv_loop_t *loop, const hone_controller_config *cfg, hone
         c->cfg.db_path = hone_xmalloc(n);
         snprintf(c->cfg.db_path, n, "%s/hone.db", c->cfg.data_dir);
     }
-    uv_check_init(loop, &c->batch_check);
-    c->batch_check.data = c;
-    c->check_open = 1;
+    /* the subsystems' handles, before anything that may use them */
+    c->batch = ctl_batch_new(c, batch_committed);
+    c->streams = ctl_streams_new();
+    c->transfer = ctl_transfer_new();
+    c->downloads = ctl_downloads_new();
+    c->fair = ctl_fair_new();
     if ((rc = db_open(c->cfg.db_path, &c->db, &version))) {
         snprintf(err, errlen, "cannot open the store %s", c->cfg.db_path);
         goto fail;
@@ -289,17 +311,10 @@ int hone_controller_listen(hone_controller *c, int *port)
 
 static void close_step(void *arg)
 {
-    hone_controller *c = arg;
-    if (--c->close_pending == 0 && c->close_done)
-        c->close_done(c->close_arg);
+    ctl_close_step(arg);
 }
 
-void ctl_close_step(hone_controller *c)
-{
-    close_step(c);
-}
-
-static void tick_closed(uv_handle_t *h) /* the tick timer and the batch check */
+static void tick_closed(uv_handle_t *h) /* the tick timer */
 {
     close_step(h->data);
 }
@@ -320,10 +335,9 @@ void hone_controller_close(hone_controller *c, void (*done)(void *arg), void *ar
         c->close_pending++;
         ctl_checkq_close(c->checkq, close_step, c);
     }
-    if (c->check_open) {
+    if (c->batch) {
         c->close_pending++;
-        c->check_open = 0;
-        uv_close((uv_handle_t *)&c->batch_check, tick_closed);
+        ctl_batch_close(c->batch, close_step, c);
     }
     if (c->tick_open) {
         c->close_pending++;
@@ -341,11 +355,6 @@ void hone_controller_free(hone_controller *c)
 {
     if (!c)
         return;
-    if (c->check_open) { /* failed in _new: close the handle before the memory goes */
-        c->check_open = 0;
-        uv_close((uv_handle_t *)&c->batch_check, NULL);
-        uv_run(c->loop, UV_RUN_NOWAIT);
-    }
     if (c->asks_inflight > 0) { /* not closed first: wait for the pool to give searches back */
         c->closing = 1;
         c->close_done = NULL;
@@ -356,12 +365,14 @@ void hone_controller_free(hone_controller *c)
     ctl_defer_close(c);
     ctl_automl_free_all(c);
     ctl_streams_close(c);
-    hone_http_server_free(c->http);
+    hone_http_server_free(c->http); /* its answers' ends count down downloads and walks */
+    ctl_streams_free(c->streams);
+    ctl_batch_free(c->batch); /* closes its handle first if _new failed */
+    ctl_downloads_free(c->downloads);
+    ctl_transfer_free(c->transfer);
+    ctl_fair_free(c->fair);
     db_close(c->db);
     free(c->artifacts_dir);
-    json_decref(c->walks);
-    json_decref(c->fair_finish);
-    json_decref(c->downloads);
     hone_controller_config_free(&c->cfg);
     free(c);
 }

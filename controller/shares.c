@@ -17,33 +17,55 @@
 #include "store.h"
 #include "util.h"
 
+/* The job queue's virtual clock, and the virtual time each owner served ahead of it has reached
+ * (JSON {owner: time}): in memory only. */
+struct ctl_fair {
+    double vclock;
+    json_t *finish;
+};
+
+ctl_fair *ctl_fair_new(void)
+{
+    return hone_xcalloc(1, sizeof(ctl_fair));
+}
+
+void ctl_fair_free(ctl_fair *f)
+{
+    if (!f)
+        return;
+    json_decref(f->finish);
+    free(f);
+}
+
 int ctl_fair_next(hone_controller *c, json_t **job)
 {
-    char *finish = c->fair_finish ? json_dumps(c->fair_finish, JSON_COMPACT) : NULL;
-    int rc = store_job_next_queued(c->db, c->cfg.fair_weights, c->cfg.fair_max_running,
-                                   c->fair_vclock, finish, job);
+    ctl_fair *f = c->fair;
+    char *finish = f->finish ? json_dumps(f->finish, JSON_COMPACT) : NULL;
+    int rc = store_job_next_queued(c->db, c->cfg.fair_weights, c->cfg.fair_max_running, f->vclock,
+                                   finish, job);
     free(finish);
     return rc;
 }
 
 void ctl_fair_charge(hone_controller *c, const json_t *job)
 {
+    ctl_fair *f = c->fair;
     const char *owner = jstr(job, "owner"), *k;
     double start = jnum(job, "fair_start"), fin = jnum(job, "fair_finish");
     json_t *v, *tmp;
     if (!owner || !(fin > start))
         return;
-    if (!c->fair_finish)
-        c->fair_finish = json_object();
-    if (start > c->fair_vclock)
-        c->fair_vclock = start;
-    json_object_set_new(c->fair_finish, owner, json_real(fin));
+    if (!f->finish)
+        f->finish = json_object();
+    if (start > f->vclock)
+        f->vclock = start;
+    json_object_set_new(f->finish, owner, json_real(fin));
     /* an owner the clock has passed starts at the clock anyway: forget it (the map holds only
      * owners served ahead of the clock, a handful) */
-    json_object_foreach_safe(c->fair_finish, tmp, k, v)
+    json_object_foreach_safe(f->finish, tmp, k, v)
     {
-        if (json_real_value(v) <= c->fair_vclock)
-            json_object_del(c->fair_finish, k);
+        if (json_real_value(v) <= f->vclock)
+            json_object_del(f->finish, k);
     }
 }
 

@@ -9,6 +9,11 @@
 #include "controller.h"
 #include "http.h"
 
+/* The job queue's fair-share state (c->fair): made and freed by server.c. */
+typedef struct ctl_fair ctl_fair;
+ctl_fair *ctl_fair_new(void);
+void ctl_fair_free(ctl_fair *f);
+
 /* The queued job to lease next, fair between owners (store_job_next_queued with fair_share's
  * weights and running cap and the queue's virtual clock): HONE_OK with *job, HONE_ENOENT when no
  * job may go now. */

@@ -1,12 +1,12 @@
 /* Live metrics and job logs as Server-Sent Events. A stream is a deferred, chunked answer kept in
- * a list on the controller; new rows are pushed after the report batch commits and on the
- * scheduler tick, never before the commit (a reader on the store's one connection would see
- * uncommitted rows, so a stream starts by flushing the batch). Both kinds share this machinery and
- * differ only in their stream_kind: the table read (event ids are metrics rowids, or job_logs
- * seqs: store_metrics_since and store_logs_since say why they resume without gaps) and the event
- * built from a row. The number of open streams (of both kinds) is bounded by limits.streams. A
- * stream opened with a login token ends (an "auth" event) on the tick after that token stops
- * being good: its key revoked, or its time up. */
+ * the controller's list of them (its ctl_streams handle); new rows are pushed after the report
+ * batch commits and on the scheduler tick, never before the commit (a reader on the store's one
+ * connection would see uncommitted rows, so a stream starts by flushing the batch). Both kinds
+ * share this machinery and differ only in their stream_kind: the table read (event ids are metrics
+ * rowids, or job_logs seqs: store_metrics_since and store_logs_since say why they resume without
+ * gaps) and the event built from a row. The number of open streams (of both kinds) is bounded by
+ * limits.streams. A stream opened with a login token ends (an "auth" event) on the tick after that
+ * token stops being good: its key revoked, or its time up. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,16 +44,27 @@ typedef struct ctl_stream {
     struct ctl_stream *prev, *next;
 } ctl_stream;
 
+/* The open streams of the controller (c->streams), newest first. */
+struct ctl_streams {
+    ctl_stream *head;
+    int n; /* bounded by limits.streams */
+};
+
+ctl_streams *ctl_streams_new(void)
+{
+    return hone_xcalloc(1, sizeof(ctl_streams));
+}
+
 static void stream_unlink(ctl_stream *s)
 {
-    hone_controller *c = s->c;
+    ctl_streams *set = s->c->streams;
     if (s->prev)
         s->prev->next = s->next;
     else
-        c->streams = s->next;
+        set->head = s->next;
     if (s->next)
         s->next->prev = s->prev;
-    c->n_streams--;
+    set->n--;
     free(s);
 }
 
@@ -178,7 +189,7 @@ static int stream_pump(ctl_stream *s, int check_end)
 
 void ctl_streams_pump(hone_controller *c)
 {
-    ctl_stream *s = c->streams, *next;
+    ctl_stream *s = c->streams ? c->streams->head : NULL, *next;
     for (; s; s = next) {
         next = s->next;
         if (stream_pump(s, 0))
@@ -203,7 +214,7 @@ static int stream_auth_over(ctl_stream *s)
 void ctl_streams_tick(hone_controller *c)
 {
     uint64_t now = uv_now(c->loop);
-    ctl_stream *s = c->streams, *next;
+    ctl_stream *s = c->streams ? c->streams->head : NULL, *next;
     for (; s; s = next) {
         next = s->next;
         if (stream_auth_over(s) || stream_pump(s, 1) ||
@@ -214,8 +225,13 @@ void ctl_streams_tick(hone_controller *c)
 
 void ctl_streams_close(hone_controller *c)
 {
-    while (c->streams)
-        stream_finish(c->streams);
+    while (c->streams && c->streams->head)
+        stream_finish(c->streams->head);
+}
+
+void ctl_streams_free(ctl_streams *set)
+{
+    free(set); /* ctl_streams_close ended every stream */
 }
 
 /* Last-Event-ID (or ?last_event_id= for clients that cannot set headers): a non-negative integer.
@@ -263,11 +279,12 @@ static void stream_open(hone_controller *c, const stream_kind *kind, hone_http_r
     int reserve = c->cfg.max_streams / 8 > 2 ? c->cfg.max_streams / 8 : 2;
     if (reserve > c->cfg.max_streams / 2)
         reserve = c->cfg.max_streams / 2;
-    for (ctl_stream *o = c->streams; owner && o; o = o->next) {
+    ctl_streams *set = c->streams;
+    for (ctl_stream *o = set->head; owner && o; o = o->next) {
         mine += !strcmp(o->owner, owner);
         users += o->owner[0] != '\0';
     }
-    int full = c->n_streams >= c->cfg.max_streams;
+    int full = set->n >= c->cfg.max_streams;
     if (full || (owner && (mine >= share || users >= c->cfg.max_streams - reserve))) {
         hone_http_res_header(res, "Retry-After", "5");
         if (full)
@@ -305,11 +322,11 @@ static void stream_open(hone_controller *c, const stream_kind *kind, hone_http_r
     if (!c->cfg.auth_token || !ctl_auth_token_hash(req, s->token))
         s->token[0] = '\0'; /* no token to outlive (with no auth, tokens are not asked for) */
     snprintf(s->job_id, sizeof s->job_id, "%s", id);
-    s->next = c->streams;
-    if (c->streams)
-        c->streams->prev = s;
-    c->streams = s;
-    c->n_streams++;
+    s->next = set->head;
+    if (set->head)
+        set->head->prev = s;
+    set->head = s;
+    set->n++;
     hone_http_res_on_abort(res, stream_abort, s);
     /* retry: how long a client waits before it reconnects (and resumes) */
     if (stream_send(s, "retry: 2000\n\n") || stream_pump(s, 1))

@@ -8,6 +8,11 @@
 
 #include "controller.h"
 
+/* The open streams: c->streams, made by server.c before the routes, freed after they end. */
+typedef struct ctl_streams ctl_streams;
+ctl_streams *ctl_streams_new(void);
+void ctl_streams_free(ctl_streams *set); /* after ctl_streams_close */
+
 int ctl_routes_stream(hone_controller *c);
 /* After the report batch commits: the new epochs and lines go out to every open stream. */
 void ctl_streams_pump(hone_controller *c);

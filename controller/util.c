@@ -1,7 +1,9 @@
 /* Small shared helpers: typed JSON accessors that never crash on a missing key, JSON text in and
  * out, wall-clock time, ids, the structured logger (one JSON object per line on stderr, or plain
- * text), the check of users' free text (names that reach a terminal) and the reply to a store
- * failure. */
+ * text), the check of users' free text (names that reach a terminal) and the count-down of the
+ * controller's close (ctl_close_step, declared in ctl.h). Calls nothing of the
+ * controller above it (the reply to a store failure is batch.c's: it knows whether the report
+ * batch is open). */
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,9 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "batch.h"
 #include "ctl.h"
-#include "store.h"
 #include "util.h"
 
 const char *jstr(const json_t *o, const char *key)
@@ -170,12 +170,8 @@ int ctl_text_check(hone_http_res *res, const char *field, const char *value, int
     return HONE_EINVAL;
 }
 
-void ctl_res_store_error(hone_controller *c, hone_http_res *res)
+void ctl_close_step(hone_controller *c)
 {
-    ctl_log(c, "error", "store_error", json_pack("{s:s}", "message", db_errmsg(c->db)));
-    if (c->batch_open)
-        ctl_batch_undo(c); /* only this request's savepoint; the batch stays */
-    else
-        db_rollback(c->db);
-    hone_http_res_error(res, 500, NULL, "store error: %s", db_errmsg(c->db));
+    if (--c->close_pending == 0 && c->close_done)
+        c->close_done(c->close_arg);
 }

@@ -29,7 +29,8 @@ void ctl_log(hone_controller *c, const char *level, const char *event, json_t *f
 int ctl_text_ok(const char *s, int allow_newline, char *why, size_t n);
 /* ctl_text_ok on value (NULL passes); answers 422 naming field and returns HONE_EINVAL if not. */
 int ctl_text_check(hone_http_res *res, const char *field, const char *value, int allow_newline);
-/* Answers 500 for a store failure and logs it (undoing the request's changes). */
+/* Answers 500 for a store failure and logs it (undoing the request's changes). Defined in
+ * batch.c, which knows whether the request's changes are a savepoint of the report batch. */
 void ctl_res_store_error(hone_controller *c, hone_http_res *res);
 
 #endif

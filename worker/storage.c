@@ -6,7 +6,7 @@
  * links to the cached files (the original names), or the cached packed file. A resumed job's
  * uploaded checkpoint and an action's parent model come the same way. What goes back is
  * uploads.c's. Never touches a path of the controller's data dir. */
-#include "worker_internal.h"
+#include "storage.h"
 
 #include <errno.h>
 #include <fcntl.h>

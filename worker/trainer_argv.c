@@ -3,7 +3,10 @@
  * and --threads; for an evaluate, inference or export lease, --evaluate / --infer / --export on
  * its model. Pure:
  * builds strings, runs nothing. */
-#include "worker_internal.h"
+#include "trainer_argv.h"
+
+#include "hone.h"
+#include "wire.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,17 +121,19 @@ static void push_device(const hone_worker_opts *o, char ***argv, size_t *n, size
 
 char **hone_worker_action_argv(const hone_worker_opts *o, const char *trainer, const json_t *job)
 {
-    const char *action = json_string_value(json_object_get(job, "action"));
+    hone_kind kind;
     const char *model = json_string_value(json_object_get(job, "model_dir"));
     const char *out = json_string_value(json_object_get(job, "out_dir"));
     const char *folder = json_string_value(json_object_get(job, "folder"));
-    int infer = action && !strcmp(action, "inference");
-    int export = action && !strcmp(action, "export");
+    int known = hone_kind_parse(json_string_value(json_object_get(job, "action")), &kind) == 0 &&
+                hone_kind_is_model_action(kind);
+    int infer = known && kind == HONE_KIND_INFERENCE;
+    int export = known && kind == HONE_KIND_EXPORT;
     char **argv = NULL;
     size_t n = 0, cap = 0, i;
     json_t *v;
 
-    if (!action || !model || !model[0] || !out || !out[0] || (infer && (!folder || !folder[0])))
+    if (!known || !model || !model[0] || !out || !out[0] || (infer && (!folder || !folder[0])))
         return NULL;
     job_argv_push(&argv, &n, &cap, hone_xstrdup(trainer));
     if (export) { /* --export MODEL OUT_DIR/model.onnx: the job's artifact */

@@ -4,7 +4,7 @@
  * body only when it matches) and retried; and the checkpoint uploader, a thread per job that
  * sends checkpoint.bin and metrics.jsonl after each acknowledged epoch, newest wins, so that the
  * epoch report never waits for it. */
-#include "worker_internal.h"
+#include "uploads.h"
 
 #include <dirent.h>
 #include <stdio.h>

@@ -1,5 +1,6 @@
-/* job: one leased job on this worker. Writes the resolved spec, runs hone-train with the lease's
- * overrides (its argv: trainer_argv.c), relays each epoch line as a report (retrying while the
+/* job: the train runner: one leased train job on this worker. Writes the lease's flat spec (with
+ * this worker's own data paths under --storage http) as the trainer's spec file, runs hone-train
+ * on it (its argv: trainer_argv.c), relays each epoch line as a report (retrying while the
  * controller is away, so a restarted controller finds the job still reporting), obeys the reply,
  * and completes the job. A resumed job first reports the epochs its checkpoint holds past the
  * lease's acknowledged one (read by replay.c). */
@@ -28,20 +29,6 @@ typedef struct job_ctx {
     int gap;       /* it was not: an epoch between is lost from the checkpoint's run */
     worker_ckpt_up *up; /* http storage: uploads each epoch's checkpoint, off the report path */
 } job_ctx;
-
-static int job_write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    size_t n = strlen(text);
-
-    if (!f)
-        return HONE_EIO;
-    if (fwrite(text, 1, n, f) != n) {
-        fclose(f);
-        return HONE_EIO;
-    }
-    return fclose(f) == 0 ? HONE_OK : HONE_EIO;
-}
 
 /* The report's metrics: the line's numeric members (the controller takes numbers only). */
 static json_t *job_numeric_fields(const json_t *line)
@@ -211,7 +198,6 @@ static int job_run_trainer(hone_worker *w, job_ctx *ctx, const json_t *job, cons
 void worker_train_run(hone_worker *w, hone_kind kind, const json_t *job)
 {
     const char *id = json_string_value(json_object_get(job, "id"));
-    const char *spec = json_string_value(json_object_get(job, "spec_yaml"));
     const char *out = json_string_value(json_object_get(job, "out_dir"));
     const char *ck = json_string_value(json_object_get(job, "checkpoint"));
     const json_t *eu = json_object_get(job, "epochs_until");
@@ -220,6 +206,7 @@ void worker_train_run(hone_worker *w, hone_kind kind, const json_t *job)
     job_ctx ctx = {0};
     hone_trun_result res = {0};
     json_t *local = NULL; /* http storage: the lease with our own paths */
+    json_t *spec = NULL;  /* the lease's flat spec, with this worker's own data paths */
     const char *status;
     int rc;
 
@@ -234,25 +221,30 @@ void worker_train_run(hone_worker *w, hone_kind kind, const json_t *job)
     else
         snprintf(out_dir, sizeof(out_dir), "%s/jobs/%s", w->work_dir, id);
     snprintf(specs_dir, sizeof(specs_dir), "%s/specs", w->work_dir);
-    snprintf(spec_path, sizeof(spec_path), "%s/%s.yaml", specs_dir, id);
-    if (worker_mkdirs(out_dir, 0) != 0 || worker_mkdirs(specs_dir, 0) != 0 ||
-        job_write_file(spec_path, spec ? spec : "") != 0) {
+    snprintf(spec_path, sizeof(spec_path), "%s/%s.json", specs_dir, id);
+    if (worker_mkdirs(out_dir, 0) != 0 || worker_mkdirs(specs_dir, 0) != 0) {
         char msg[9400];
-        snprintf(msg, sizeof(msg), "hone-worker: cannot write %s or %s: %s", spec_path, out_dir,
+        snprintf(msg, sizeof(msg), "hone-worker: cannot make %s or %s: %s", specs_dir, out_dir,
                  strerror(errno));
         res.log_tail = hone_xstrdup(msg);
         worker_log(w, "job %s: %s", id, msg);
         worker_job_complete(w, id, "failed", &res);
         goto fail;
     }
+    if (!json_is_object(json_object_get(job, "spec"))) {
+        res.log_tail = hone_xstrdup("hone-worker: bad lease: no spec object");
+        worker_log(w, "job %s: %s", id, res.log_tail);
+        worker_job_complete(w, id, "failed", &res);
+        goto fail;
+    }
+    spec = json_deep_copy(json_object_get(job, "spec"));
     if (w->http_storage) {
         /* Nothing of the controller's disk is read or written: the dataset comes into the
-         * cache, an uploaded checkpoint into our own out folder, and the trainer is told so. */
+         * cache (its data.path and data.packed, in the spec, are ours), an uploaded checkpoint
+         * into our own out folder. */
         char msg[1024];
         local = json_deep_copy(job);
-        if (!json_is_object(json_object_get(local, "overrides")))
-            json_object_set_new(local, "overrides", json_object());
-        if (worker_fetch_dataset(w, job, json_object_get(local, "overrides"), msg, sizeof msg)) {
+        if (worker_fetch_dataset(w, job, spec, msg, sizeof msg)) {
             if (worker_stopping(w)) { /* shutting down: handed back, queued again at once */
                 worker_set_job(w, NULL);
                 worker_job_complete(w, id, "released", &res);
@@ -273,6 +265,15 @@ void worker_train_run(hone_worker *w, hone_kind kind, const json_t *job)
         }
         job = local;
         ctx.up = worker_ckpt_up_start(w, id, out_dir);
+    }
+    /* The trainer's spec file: the flat dotted JSON object, as the controller stored it. */
+    if (json_dump_file(spec, spec_path, JSON_COMPACT) != 0) {
+        char msg[4600];
+        snprintf(msg, sizeof(msg), "hone-worker: cannot write %s: %s", spec_path, strerror(errno));
+        res.log_tail = hone_xstrdup(msg);
+        worker_log(w, "job %s: %s", id, msg);
+        worker_job_complete(w, id, "failed", &res);
+        goto fail;
     }
     ctx.w = w;
     ctx.id = id;
@@ -355,6 +356,7 @@ fail:
     if (local)
         worker_drop_dataset(w, id);
     json_decref(local);
+    json_decref(spec);
     hone_trun_result_clear(&res);
     worker_set_job(w, NULL);
 }

@@ -302,7 +302,8 @@ int worker_fetch_input(hone_worker *w, const char *job_id, char *folder, size_t 
     return rc;
 }
 
-int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *sets, char *msg, size_t msglen)
+int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *out_spec, char *msg,
+                         size_t msglen)
 {
     const char *ds = json_string_value(json_object_get(job, "dataset_id"));
     const json_t *spec = json_object_get(job, "spec");
@@ -362,7 +363,7 @@ int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *sets, char *
         rc = fetch_listed(w, url, hitf, cached, sizeof cached, &t, msg, msglen);
         if (rc)
             goto fail;
-        json_object_set_new(sets, "data.packed", json_string(cached));
+        json_object_set_new(out_spec, "data.packed", json_string(cached));
     }
     /* The folder: every file, linked under its own name (the trainer's data.path). A packed
      * image folder is read from the packed file alone; its folder still names the dataset. */
@@ -379,7 +380,7 @@ int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *sets, char *
         snprintf(folder, sizeof folder, "%s/data/%s", w->work_dir, id);
         worker_mkdirs(folder, 0);
     }
-    json_object_set_new(sets, "data.path", json_string(folder));
+    json_object_set_new(out_spec, "data.path", json_string(folder));
     worker_log(w, "job %s: dataset %s: %d file(s) downloaded (%lld bytes), %d from the cache", id,
                ds, t.got, t.bytes, t.hit);
     rc = HONE_OK;

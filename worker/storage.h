@@ -10,11 +10,11 @@
  * its .part file and verifying the hash; *hit = 1 when the cache had it (nothing downloaded). */
 int worker_cache_fetch(hone_worker *w, const char *url, long long bytes, const char *sha, char *out,
                        size_t cap, int *hit);
-/* Downloads the lease's dataset (its packed file alone when the spec names one) into the cache
- * and sets in sets what the trainer reads instead of the controller's paths: data.path (a folder
- * of links <work-dir>/data/<job id>/ with the original names) and data.packed. A message for the
- * job's log in msg on failure. */
-int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *sets, char *msg, size_t msglen);
+/* Downloads the lease's dataset (its packed file alone when the lease's spec names one) into the
+ * cache and sets in spec (the trainer's flat spec, or any object) what the trainer reads instead
+ * of the controller's paths: data.path (a folder of links <work-dir>/data/<job id>/ with the
+ * original names) and data.packed. A message for the job's log in msg on failure. */
+int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *spec, char *msg, size_t msglen);
 /* Downloads the model files (not the checkpoint) of job parent's artifacts (subdir "best_model"
  * of an AutoML job, or "") into dir. A message in msg on failure. */
 int worker_fetch_model(hone_worker *w, const char *job_id, const char *parent, const char *subdir,

@@ -7,7 +7,9 @@
 
 #include "args.h"
 
-/* Builds the trainer's argv for a leased job (the "job" object of a lease reply). Writes nothing;
+/* Builds the trainer's argv for a leased job (the "job" object of a lease reply): --spec spec_path
+ * (the lease's flat spec, written there by the caller: the trial's values are in it, nothing is
+ * passed as --set), --epochs-until, --resume, --out, --device, --threads. Writes nothing;
  * spec_path and out_dir are where the caller put (or will put) them. Free with
  * hone_worker_argv_free. */
 char **hone_worker_trainer_argv(const hone_worker_opts *o, const char *trainer, const json_t *job,

@@ -85,7 +85,7 @@ static int cache_fetch_locked(hone_worker *w, const char *url, long long bytes, 
                 return HONE_EIO;
             }
         }
-        if (*w->stop)
+        if (worker_stopping(w))
             return HONE_EIO;
         if (!tries++)
             worker_log(w, "download %s broke off (%s); resuming", url, err);
@@ -327,7 +327,7 @@ int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *out_spec, ch
         if (hone_rest_call(w->rest, "GET", path, NULL, 600, &resp, err, sizeof err) == 0 &&
             resp.status < 500)
             break;
-        if (*w->stop) {
+        if (worker_stopping(w)) {
             snprintf(msg, msglen, "hone-worker: stopping before the dataset's manifest came");
             return HONE_EIO;
         }

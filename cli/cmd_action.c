@@ -7,6 +7,7 @@
  * export as the ONNX file's size (downloaded from the job's model.onnx to --out when given).
  * --json prints the job (inference: with its labels); --no-wait prints the new job and returns. */
 #include "cli.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -16,7 +17,7 @@
 #include <sys/stat.h>
 
 /* Creates the job; *id_out is its id. 0, or 1 after printing the error. */
-static int action_create(cli_ctx *c, const char *action, const char *parent, json_t *extra,
+static int action_create(cli_ctx *c, hone_kind kind, const char *parent, json_t *extra,
                          char *id_out, size_t idlen)
 {
     hone_rest_resp resp;
@@ -35,7 +36,7 @@ static int action_create(cli_ctx *c, const char *action, const char *parent, jso
     snprintf(path, sizeof(path), "/api/v1/experiments/%s/jobs", e);
     free(e);
     hone_rest_resp_clear(&resp);
-    json_t *body = json_pack("{s:s,s:s}", "action", action, "parent_job_id", parent);
+    json_t *body = json_pack("{s:s,s:s}", "action", hone_kind_name(kind), "parent_job_id", parent);
     json_object_update(body, extra);
     int rc = cli_call(c, "POST", path, body, &resp);
     json_decref(body);
@@ -300,7 +301,7 @@ static void print_detections(const json_t *labels)
     free_rows(rows, n, 4);
 }
 
-static int action_run(cli_ctx *c, const char *action, json_t *extra)
+static int action_run(cli_ctx *c, hone_kind kind, json_t *extra)
 {
     char id[128], err[256];
     double timeout = 0;
@@ -312,7 +313,7 @@ static int action_run(cli_ctx *c, const char *action, json_t *extra)
         json_decref(extra);
         return 2;
     }
-    rc = action_create(c, action, c->a->pos[0], extra, id, sizeof(id));
+    rc = action_create(c, kind, c->a->pos[0], extra, id, sizeof(id));
     json_decref(extra);
     if (rc != 0)
         return 1;
@@ -333,12 +334,12 @@ static int action_run(cli_ctx *c, const char *action, json_t *extra)
         json_decref(fin);
         return 1;
     }
-    if (!strcmp(action, "evaluate")) {
+    if (kind == HONE_KIND_EVALUATE) {
         if (c->json)
             cli_print_json(fin);
         else
             print_evaluation(fin);
-    } else if (!strcmp(action, "export")) {
+    } else if (kind == HONE_KIND_EXPORT) {
         const char *out = cli_arg(c->a, "out");
         const json_t *r = json_object_get(fin, "result");
         if (out)
@@ -381,7 +382,7 @@ static int job_evaluate(cli_ctx *c)
     json_t *extra = json_object();
     if (ds)
         json_object_set_new(extra, "dataset_id", json_string(ds));
-    return action_run(c, "evaluate", extra);
+    return action_run(c, HONE_KIND_EVALUATE, extra);
 }
 
 static int job_infer(cli_ctx *c)
@@ -393,12 +394,12 @@ static int job_infer(cli_ctx *c)
         fprintf(stderr, "error: %s: no such folder\n", folder);
         return 1;
     }
-    return action_run(c, "inference", json_pack("{s:s}", "folder", abs));
+    return action_run(c, HONE_KIND_INFERENCE, json_pack("{s:s}", "folder", abs));
 }
 
 static int job_export(cli_ctx *c)
 {
-    return action_run(c, "export", json_object());
+    return action_run(c, HONE_KIND_EXPORT, json_object());
 }
 
 static const cli_opt evaluate_opts[] = {

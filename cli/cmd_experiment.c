@@ -2,6 +2,7 @@
  * `hone automl start`, which folds its flags into the experiment's automl_settings (TAO's names)
  * and starts an AutoML job. */
 #include "cli.h"
+#include "wire.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -260,7 +261,7 @@ static int automl_start(cli_ctx *c)
         goto fail;
     hone_rest_resp_clear(&resp);
     body = json_object();
-    json_object_set_new(body, "action", json_string("automl"));
+    json_object_set_new(body, "action", json_string(hone_kind_name(HONE_KIND_AUTOML)));
     if (json_object_size(specs) > 0)
         json_object_set(body, "specs", specs);
     if (cli_arg(c->a, "name"))
@@ -324,7 +325,7 @@ static int train_start(cli_ctx *c)
     int rc = exp_specs(c, &specs);
     if (rc != 0)
         return rc;
-    body = json_pack("{s:s}", "action", "train");
+    body = json_pack("{s:s}", "action", hone_kind_name(HONE_KIND_TRAIN));
     if (json_object_size(specs) > 0)
         json_object_set(body, "specs", specs);
     if (cli_arg(c->a, "name"))

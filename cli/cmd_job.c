@@ -2,6 +2,7 @@
  * `hone worker list`, plus the live progress line shared with `hone demo`. */
 #define _GNU_SOURCE /* fopencookie: the SSE reader of job logs --follow */
 #include "cli.h"
+#include "wire.h"
 
 #include <errno.h>
 #include <math.h>
@@ -89,8 +90,9 @@ void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len)
                  bestbuf, leftbuf, eta, gpu, el);
         return;
     }
-    if (json_string_value(json_object_get(job, "action")) &&
-        !strcmp(json_string_value(json_object_get(job, "action")), "convert")) {
+    hone_kind kind;
+    if (hone_kind_parse(json_string_value(json_object_get(job, "action")), &kind) == HONE_OK &&
+        kind == HONE_KIND_CONVERT) {
         const json_t *p = json_object_get(job, "progress");
         snprintf(buf, len, "%s | %lld/%lld images | %.0f images/s | %s", st ? st : "?",
                  (long long)json_number_value(json_object_get(p, "images_done")),
@@ -112,13 +114,20 @@ void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len)
     }
 }
 
+/* Whether waiting ends at this status: an ended job, or a paused one (it waits for a resume). */
 static int job_status_final(const char *st)
 {
-    static const char *const ends[] = {"done", "failed", "canceled", "stopped", "paused"};
-    for (size_t i = 0; st && i < HONE_ARRAY_LEN(ends); i++)
-        if (strcmp(st, ends[i]) == 0)
-            return 1;
-    return 0;
+    hone_status s;
+    return hone_status_parse(st, &s) == HONE_OK &&
+           (hone_status_is_final(s) || s == HONE_STATUS_PAUSED);
+}
+
+/* Whether a job that ended so is a failure for `hone job wait` (exit 1). */
+static int job_status_failed(const char *st)
+{
+    hone_status s;
+    return hone_status_parse(st, &s) == HONE_OK &&
+           (s == HONE_STATUS_FAILED || s == HONE_STATUS_CANCELED);
 }
 
 /* cli_job_wait and cli_job_wait_budget: a timeout is an error (--timeout) or a budget's end. */
@@ -171,7 +180,7 @@ static int job_wait_run(cli_ctx *c, const char *job_id, double timeout_s, FILE *
         if (job_status_final(st)) {
             if (tty)
                 fprintf(progress, "\n");
-            rc = (strcmp(st, "failed") == 0 || strcmp(st, "canceled") == 0) ? 1 : 0;
+            rc = job_status_failed(st);
             if (rc != 0 && !quiet) {
                 const char *e = json_string_value(json_object_get(resp.json, "error"));
                 fprintf(stderr, "job %s %s%s%s\n", job_id, st, e ? ":\n" : "", e ? e : "");

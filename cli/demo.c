@@ -5,6 +5,7 @@
 #define _GNU_SOURCE /* sched_getaffinity */
 #include "cli.h"
 #include "spec.h"
+#include "wire.h"
 
 #include <sched.h>
 #include <errno.h>
@@ -165,7 +166,8 @@ static int demo_count_paused(demo_state *d, const char *job_id)
     json_array_foreach(json_object_get(trials, "jobs"), i, t)
     {
         const char *st = json_string_value(json_object_get(t, "status"));
-        n += st && !strcmp(st, "paused");
+        hone_status s;
+        n += hone_status_parse(st, &s) == HONE_OK && s == HONE_STATUS_PAUSED;
     }
     json_decref(trials);
     return n;
@@ -397,7 +399,10 @@ int cli_demo_run(cli_ctx *c)
         goto fail;
     snprintf(path, sizeof(path), "/api/v1/experiments/%s/jobs",
              json_string_value(json_object_get(exp, "id")));
-    if (demo_post(&d, path, json_pack("{s:s,s:s}", "action", "automl", "name", "demo"), &job) != 0)
+    if (demo_post(
+            &d, path,
+            json_pack("{s:s,s:s}", "action", hone_kind_name(HONE_KIND_AUTOML), "name", "demo"),
+            &job) != 0)
         goto fail;
     snprintf(job_id, sizeof(job_id), "%s", json_string_value(json_object_get(job, "id")));
     if (!c->json) {

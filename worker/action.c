@@ -6,7 +6,11 @@
  * --storage http the parent's model (and evaluate's dataset, inference's image folder) are
  * downloaded first and the out folder is uploaded before completing. A worker told to shut down
  * stops hone-train, removes its half-written output and hands the lease back (`released`). */
-#include "worker_internal.h"
+#include "action.h"
+
+#include "storage.h"
+#include "trainer_argv.h"
+#include "uploads.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -14,14 +18,16 @@
 
 typedef struct action_ctx {
     hone_worker *w;
+    hone_kind kind; /* evaluate, inference or export: its result line's event is the kind's name */
     json_t *result; /* hone-train's result line (owned) */
 } action_ctx;
 
 static void action_on_event(void *arg, json_t *line)
 {
     action_ctx *a = arg;
-    const char *ev = json_string_value(json_object_get(line, "event"));
-    if (ev && (!strcmp(ev, "evaluate") || !strcmp(ev, "inference") || !strcmp(ev, "export"))) {
+    hone_kind ev;
+    if (hone_kind_parse(json_string_value(json_object_get(line, "event")), &ev) == HONE_OK &&
+        ev == a->kind) {
         json_decref(a->result);
         a->result = json_incref(line);
     }
@@ -53,14 +59,14 @@ static void action_release(hone_worker *w, const char *id, const char *out_dir,
 static int action_should_stop(void *arg)
 {
     action_ctx *a = arg;
-    return *a->w->stop || atomic_load(&a->w->cancel);
+    return worker_stopping(a->w) || worker_canceled(a->w);
 }
 
-void worker_action_run(hone_worker *w, const json_t *job)
+void worker_action_run(hone_worker *w, hone_kind kind, const json_t *job)
 {
     const char *id = json_string_value(json_object_get(job, "id"));
-    const char *action = json_string_value(json_object_get(job, "action"));
-    action_ctx ctx = {.w = w};
+    const char *action = hone_kind_name(kind);
+    action_ctx ctx = {.w = w, .kind = kind};
     hone_trun_hooks hooks = {
         .on_event = action_on_event, .should_stop = action_should_stop, .arg = &ctx};
     /* SIGKILL at half the grace, leaving the rest of it for handing the lease back */
@@ -91,13 +97,13 @@ void worker_action_run(hone_worker *w, const json_t *job)
             rc = worker_fetch_model(w, id, json_string_value(json_object_get(job, "parent_job_id")),
                                     json_string_value(json_object_get(job, "model_subdir")), model,
                                     msg, sizeof msg);
-        if (!rc && action && !strcmp(action, "inference")) {
+        if (!rc && kind == HONE_KIND_INFERENCE) {
             char folder[4096 + 256];
             rc = worker_fetch_input(w, id, folder, sizeof folder, msg, sizeof msg);
             if (!rc)
                 json_object_set_new(local, "folder", json_string(folder));
         }
-        if (!rc && action && !strcmp(action, "evaluate")) {
+        if (!rc && kind == HONE_KIND_EVALUATE) {
             json_t *sets = json_object();
             rc = worker_fetch_dataset(w, job, sets, msg, sizeof msg);
             if (!rc) {
@@ -111,7 +117,7 @@ void worker_action_run(hone_worker *w, const json_t *job)
             json_decref(sets);
         }
         if (rc) {
-            if (*w->stop) {
+            if (worker_stopping(w)) {
                 action_release(w, id, NULL, &res, "the download of its inputs");
                 goto fail;
             }
@@ -134,22 +140,22 @@ void worker_action_run(hone_worker *w, const json_t *job)
     if (hone_trun_run(argv, &topts, &hooks, &res) != 0)
         worker_log(w, "job %s: hone-train did not start: %s", id, res.log_tail);
     if (res.outcome == HONE_TRUN_ABORTED)
-        status = atomic_load(&w->cancel) ? "stopped" : NULL;
+        status = worker_canceled(w) ? "stopped" : NULL;
     else
         status = res.outcome == HONE_TRUN_DONE && ctx.result ? "done" : "failed";
     worker_log(w, "job %s: %s %s, exit %d", id, action,
-               status     ? status
-               : *w->stop ? "stopped (shutting down)"
-                          : "abandoned",
+               status               ? status
+               : worker_stopping(w) ? "stopped (shutting down)"
+                                    : "abandoned",
                res.exit_code);
     if (local && status && !strcmp(status, "done") &&
         worker_upload_outputs(w, id, out_dir) != HONE_OK)
-        status = *w->stop ? NULL : "failed";
+        status = worker_stopping(w) ? NULL : "failed";
     if (status) {
         json_decref(res.done);
         res.done = ctx.result ? json_incref(ctx.result) : NULL;
         worker_job_complete(w, id, status, &res);
-    } else if (*w->stop && !atomic_load(&w->cancel)) {
+    } else if (worker_stopping(w) && !worker_canceled(w)) {
         action_release(w, id, json_string_value(json_object_get(job, "out_dir")), &res,
                        "hone-train");
     }

@@ -1,6 +1,8 @@
 /* args: hone-worker's command line, parsed into hone_worker_opts without touching anything else
  * but the --token-file it names. Strings point into argv; nothing is allocated. */
-#include "worker.h"
+#include "args.h"
+
+#include "hone.h"
 
 #include <errno.h>
 #include <stdio.h>

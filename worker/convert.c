@@ -6,7 +6,10 @@
  * hone-pack, removes its partial output and hands the lease back (status `released`). With
  * --storage http the folder is downloaded first and the packed file uploaded to the controller once
  * whole. */
-#include "worker_internal.h"
+#include "convert.h"
+
+#include "storage.h"
+#include "uploads.h"
 
 #include <errno.h>
 #include <glob.h>
@@ -109,7 +112,8 @@ static void convert_on_event(void *arg, json_t *line)
     const char *ev = json_string_value(json_object_get(line, "event"));
     /* Stopping: no more progress (the lines already read would each be a report; the release
      * says all that is left to say). */
-    if (!ev || strcmp(ev, "progress") != 0 || c->stop || c->lost || c->abandoned || *c->w->stop)
+    if (!ev || strcmp(ev, "progress") != 0 || c->stop || c->lost || c->abandoned ||
+        worker_stopping(c->w))
         return;
     if (c->seq > 0 && hone_now() - c->last < CONVERT_REPORT_EVERY_S)
         return;
@@ -119,10 +123,10 @@ static void convert_on_event(void *arg, json_t *line)
 static int convert_should_stop(void *arg)
 {
     convert_ctx *c = arg;
-    return *c->w->stop || atomic_load(&c->w->cancel) || c->stop || c->lost || c->abandoned;
+    return worker_stopping(c->w) || worker_canceled(c->w) || c->stop || c->lost || c->abandoned;
 }
 
-void worker_convert_run(hone_worker *w, const json_t *job)
+void worker_convert_run(hone_worker *w, hone_kind kind, const json_t *job)
 {
     const char *id = json_string_value(json_object_get(job, "id"));
     const char *src = json_string_value(json_object_get(job, "dataset_path"));
@@ -141,6 +145,7 @@ void worker_convert_run(hone_worker *w, const json_t *job)
     json_t *sets = NULL; /* http storage: where the downloaded folder is */
     char **argv = NULL;
 
+    (void)kind; /* the table's row: HONE_KIND_CONVERT */
     worker_set_job(w, id);
     if (w->http_storage && out && out[0]) {
         /* The folder comes over HTTP into the cache; the packed file is written here and
@@ -149,7 +154,7 @@ void worker_convert_run(hone_worker *w, const json_t *job)
         const char *base = strrchr(out, '/') ? strrchr(out, '/') + 1 : out;
         sets = json_object();
         if (worker_fetch_dataset(w, job, sets, msg, sizeof msg)) {
-            if (*w->stop) {
+            if (worker_stopping(w)) {
                 convert_release(w, id, &res, "the download of the folder");
                 goto fail;
             }
@@ -201,14 +206,14 @@ void worker_convert_run(hone_worker *w, const json_t *job)
     if (hone_trun_run(argv, &topts, &hooks, &res) != 0)
         worker_log(w, "job %s: hone-pack did not start: %s", id, res.log_tail);
     if (res.outcome == HONE_TRUN_ABORTED)
-        status = ctx.stop || atomic_load(&w->cancel) ? "stopped" : NULL;
+        status = ctx.stop || worker_canceled(w) ? "stopped" : NULL;
     else
         status = res.outcome == HONE_TRUN_DONE ? "done" : "failed";
     if (sets && status && !strcmp(status, "done") && !ctx.lost &&
         worker_upload_packed(w, id, json_string_value(json_object_get(job, "dataset_id")), out)) {
         free(res.log_tail);
         res.log_tail = hone_xstrdup("hone-worker: the packed file could not be uploaded");
-        status = *w->stop ? NULL : "failed";
+        status = worker_stopping(w) ? NULL : "failed";
     }
     if (!status && !ctx.lost) {
         /* Killed mid-pack, hone-pack left its temp file; with http storage a whole file that
@@ -219,15 +224,15 @@ void worker_convert_run(hone_worker *w, const json_t *job)
             unlink(out);
     }
     worker_log(w, "job %s: convert %s after %d report(s), exit %d", id,
-               status     ? status
-               : *w->stop ? "stopped (shutting down)"
-                          : "abandoned",
+               status               ? status
+               : worker_stopping(w) ? "stopped (shutting down)"
+                                    : "abandoned",
                ctx.seq, res.exit_code);
     /* Lost: not ours anymore. Shutting down: the lease is handed back (queued again at once, a
      * later worker packs from the start); if that cannot be said, it lapses to the same end. */
     if (status && !ctx.lost)
         worker_job_complete(w, id, status, &res);
-    else if (!status && *w->stop && !ctx.lost && !ctx.abandoned)
+    else if (!status && worker_stopping(w) && !ctx.lost && !ctx.abandoned)
         convert_release(w, id, &res, "hone-pack");
 fail:
     free(argv);

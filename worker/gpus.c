@@ -3,7 +3,9 @@
  * 30 s) or answers garbage means no GPUs, never a stuck worker. Also pins a worker to its one GPU
  * (--gpu) and picks the GPUs whose NVML telemetry its heartbeats carry. Each GPU's UUID goes
  * with it, so the controller can tell which workers share a board. */
-#include "worker_internal.h"
+#include "gpus.h"
+
+#include "nvml.h"
 
 #include <errno.h>
 #include <poll.h>

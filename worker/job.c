@@ -1,9 +1,15 @@
-/* job: one leased job on this worker. Writes the resolved spec, runs hone-train with the lease's
- * overrides (its argv: trainer_argv.c), relays each epoch line as a report (retrying while the
+/* job: the train runner: one leased train job on this worker. Writes the lease's flat spec (with
+ * this worker's own data paths under --storage http) as the trainer's spec file, runs hone-train
+ * on it (its argv: trainer_argv.c), relays each epoch line as a report (retrying while the
  * controller is away, so a restarted controller finds the job still reporting), obeys the reply,
  * and completes the job. A resumed job first reports the epochs its checkpoint holds past the
  * lease's acknowledged one (read by replay.c). */
-#include "worker_internal.h"
+#include "job.h"
+
+#include "replay.h"
+#include "storage.h"
+#include "trainer_argv.h"
+#include "uploads.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -23,61 +29,6 @@ typedef struct job_ctx {
     int gap;       /* it was not: an epoch between is lost from the checkpoint's run */
     worker_ckpt_up *up; /* http storage: uploads each epoch's checkpoint, off the report path */
 } job_ctx;
-
-static int job_write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    size_t n = strlen(text);
-
-    if (!f)
-        return HONE_EIO;
-    if (fwrite(text, 1, n, f) != n) {
-        fclose(f);
-        return HONE_EIO;
-    }
-    return fclose(f) == 0 ? HONE_OK : HONE_EIO;
-}
-
-/* POSTs body to path until an HTTP answer comes, backing off while the controller is away.
- * Gives up (HONE_EIO) only when the worker is stopping and `patient` is 0, and then only after
- * one try made while stopping: a call in flight when SIGTERM came is cut short by the stop flag,
- * not by the controller, so it is sent once more (without the abort) rather than counted lost. */
-int worker_post(hone_worker *w, const char *path, json_t *body, int patient, hone_rest_resp *resp)
-{
-    int delay = 0, warned = 0, tries = 0;
-    char err[512];
-
-    for (;;) {
-        /* While stopping, the stop flag would cut every call short: calls run without it, with
-         * a short timeout instead. */
-        int stopping = *w->stop != 0, rc;
-        if (stopping)
-            hone_rest_set_abort(w->rest, NULL);
-        rc = hone_rest_call(w->rest, "POST", path, body, stopping ? 5 : 30, resp, err, sizeof(err));
-        if (stopping)
-            hone_rest_set_abort(w->rest, w->stop);
-        if (rc == 0) {
-            if (resp->status < 500 || resp->status == 501)
-                return HONE_OK;
-            hone_rest_resp_clear(resp);
-        }
-        if (*w->stop && !stopping)
-            continue; /* cut short by our own stop: once more, with the stopping timeout */
-        if (!warned++)
-            worker_log(w, "%s: controller unreachable (%s); retrying", path, err);
-        if (*w->stop && !patient)
-            return HONE_EIO;
-        /* While stopping, try a few more times, then give up: the lease will expire and the
-         * controller requeues the job from its checkpoint. */
-        if (*w->stop) {
-            if (++tries > 5)
-                return HONE_EIO;
-            usleep(500000);
-            continue;
-        }
-        worker_sleep(w, worker_backoff(w, &delay));
-    }
-}
 
 /* The report's metrics: the line's numeric members (the controller takes numbers only). */
 static json_t *job_numeric_fields(const json_t *line)
@@ -159,7 +110,7 @@ static hone_wdecision job_on_epoch(void *arg, int epoch, json_t *line)
 static int job_should_stop(void *arg)
 {
     job_ctx *c = arg;
-    return *c->w->stop || atomic_load(&c->w->cancel) || c->lost || c->gap;
+    return worker_stopping(c->w) || worker_canceled(c->w) || c->lost || c->gap;
 }
 
 /* Reports the epochs our own checkpoint holds beyond the last acknowledged one (the trainer
@@ -187,40 +138,6 @@ static hone_wdecision job_replay(job_ctx *c, const char *out_dir, int upto, int 
     }
     json_decref(lines);
     return d;
-}
-
-void worker_job_complete(hone_worker *w, const char *job_id, const char *status,
-                         const hone_trun_result *res)
-{
-    json_t *body = json_object();
-    hone_rest_resp resp;
-    char id[128], path[256];
-
-    worker_id_auth(w, w->rest, id, sizeof(id));
-    json_object_set_new(body, "worker_id", json_string(id));
-    json_object_set_new(body, "status", json_string(status));
-    json_object_set_new(body, "log_tail", json_string(res->log_tail ? res->log_tail : ""));
-    if (res->done)
-        json_object_set(body, "final", res->done);
-    snprintf(path, sizeof(path), "/api/v1/jobs/%s/complete", job_id);
-    if (worker_post(w, path, body, 1, &resp) == 0) {
-        if (resp.status != 200 && resp.status != 204) {
-            char msg[512];
-            hone_rest_error_text(&resp, msg, sizeof(msg));
-            worker_log(w, "job %s: complete refused: %s", job_id, msg);
-        }
-        hone_rest_resp_clear(&resp);
-    }
-    json_decref(body);
-}
-
-void worker_set_job(hone_worker *w, const char *id)
-{
-    pthread_mutex_lock(&w->mu); /* with the heartbeat's cancel, which checks the job under it */
-    snprintf(w->job_id, sizeof(w->job_id), "%s", id ? id : "");
-    w->job_gen++;
-    atomic_store(&w->cancel, 0);
-    pthread_mutex_unlock(&w->mu);
 }
 
 /* Runs the trainer for the lease; when it resumed past an epoch nobody reported (see
@@ -278,10 +195,9 @@ static int job_run_trainer(hone_worker *w, job_ctx *ctx, const json_t *job, cons
     return rc;
 }
 
-void worker_job_run(hone_worker *w, const json_t *job)
+void worker_train_run(hone_worker *w, hone_kind kind, const json_t *job)
 {
     const char *id = json_string_value(json_object_get(job, "id"));
-    const char *spec = json_string_value(json_object_get(job, "spec_yaml"));
     const char *out = json_string_value(json_object_get(job, "out_dir"));
     const char *ck = json_string_value(json_object_get(job, "checkpoint"));
     const json_t *eu = json_object_get(job, "epochs_until");
@@ -290,23 +206,13 @@ void worker_job_run(hone_worker *w, const json_t *job)
     job_ctx ctx = {0};
     hone_trun_result res = {0};
     json_t *local = NULL; /* http storage: the lease with our own paths */
+    json_t *spec = NULL;  /* the lease's flat spec, with this worker's own data paths */
     const char *status;
     int rc;
 
+    (void)kind;
     if (!id) {
         worker_log(w, "lease without a job id; ignored");
-        return;
-    }
-    if (json_is_string(json_object_get(job, "action")) &&
-        !strcmp(json_string_value(json_object_get(job, "action")), "convert")) {
-        worker_convert_run(w, job);
-        return;
-    }
-    if (json_is_string(json_object_get(job, "action")) &&
-        (!strcmp(json_string_value(json_object_get(job, "action")), "evaluate") ||
-         !strcmp(json_string_value(json_object_get(job, "action")), "inference") ||
-         !strcmp(json_string_value(json_object_get(job, "action")), "export"))) {
-        worker_action_run(w, job);
         return;
     }
     worker_set_job(w, id);
@@ -315,26 +221,31 @@ void worker_job_run(hone_worker *w, const json_t *job)
     else
         snprintf(out_dir, sizeof(out_dir), "%s/jobs/%s", w->work_dir, id);
     snprintf(specs_dir, sizeof(specs_dir), "%s/specs", w->work_dir);
-    snprintf(spec_path, sizeof(spec_path), "%s/%s.yaml", specs_dir, id);
-    if (worker_mkdirs(out_dir, 0) != 0 || worker_mkdirs(specs_dir, 0) != 0 ||
-        job_write_file(spec_path, spec ? spec : "") != 0) {
+    snprintf(spec_path, sizeof(spec_path), "%s/%s.json", specs_dir, id);
+    if (worker_mkdirs(out_dir, 0) != 0 || worker_mkdirs(specs_dir, 0) != 0) {
         char msg[9400];
-        snprintf(msg, sizeof(msg), "hone-worker: cannot write %s or %s: %s", spec_path, out_dir,
+        snprintf(msg, sizeof(msg), "hone-worker: cannot make %s or %s: %s", specs_dir, out_dir,
                  strerror(errno));
         res.log_tail = hone_xstrdup(msg);
         worker_log(w, "job %s: %s", id, msg);
         worker_job_complete(w, id, "failed", &res);
         goto fail;
     }
+    if (!json_is_object(json_object_get(job, "spec"))) {
+        res.log_tail = hone_xstrdup("hone-worker: bad lease: no spec object");
+        worker_log(w, "job %s: %s", id, res.log_tail);
+        worker_job_complete(w, id, "failed", &res);
+        goto fail;
+    }
+    spec = json_deep_copy(json_object_get(job, "spec"));
     if (w->http_storage) {
         /* Nothing of the controller's disk is read or written: the dataset comes into the
-         * cache, an uploaded checkpoint into our own out folder, and the trainer is told so. */
+         * cache (its data.path and data.packed, in the spec, are ours), an uploaded checkpoint
+         * into our own out folder. */
         char msg[1024];
         local = json_deep_copy(job);
-        if (!json_is_object(json_object_get(local, "overrides")))
-            json_object_set_new(local, "overrides", json_object());
-        if (worker_fetch_dataset(w, job, json_object_get(local, "overrides"), msg, sizeof msg)) {
-            if (*w->stop) { /* shutting down: handed back, queued again at once */
+        if (worker_fetch_dataset(w, job, spec, msg, sizeof msg)) {
+            if (worker_stopping(w)) { /* shutting down: handed back, queued again at once */
                 worker_set_job(w, NULL);
                 worker_job_complete(w, id, "released", &res);
                 goto fail;
@@ -355,6 +266,15 @@ void worker_job_run(hone_worker *w, const json_t *job)
         job = local;
         ctx.up = worker_ckpt_up_start(w, id, out_dir);
     }
+    /* The trainer's spec file: the flat dotted JSON object, as the controller stored it. */
+    if (json_dump_file(spec, spec_path, JSON_COMPACT) != 0) {
+        char msg[4600];
+        snprintf(msg, sizeof(msg), "hone-worker: cannot write %s: %s", spec_path, strerror(errno));
+        res.log_tail = hone_xstrdup(msg);
+        worker_log(w, "job %s: %s", id, msg);
+        worker_job_complete(w, id, "failed", &res);
+        goto fail;
+    }
     ctx.w = w;
     ctx.id = id;
     /* The lease's epoch is the last one the controller stored: later ones are reported. */
@@ -369,10 +289,10 @@ void worker_job_run(hone_worker *w, const json_t *job)
             job_replay(&ctx, out_dir, json_is_integer(eu) ? (int)json_integer_value(eu) : 0, &last);
         if (ctx.lost || ctx.abandoned || job_should_stop(&ctx)) {
             worker_log(w, "job %s: %s while replaying epochs", id,
-                       ctx.lost                  ? "lost"
-                       : atomic_load(&w->cancel) ? "canceled"
-                                                 : "abandoned");
-            if (atomic_load(&w->cancel) && !ctx.lost)
+                       ctx.lost             ? "lost"
+                       : worker_canceled(w) ? "canceled"
+                                            : "abandoned");
+            if (worker_canceled(w) && !ctx.lost)
                 worker_job_complete(w, id, "stopped", &res);
             goto fail;
         }
@@ -414,29 +334,29 @@ void worker_job_run(hone_worker *w, const json_t *job)
         break;
     }
     worker_log(w, "job %s: %s after %d epoch line(s), exit %d", id,
-               status ? status : (atomic_load(&w->cancel) ? "canceled" : "abandoned"),
-               res.epochs_seen, res.exit_code);
+               status ? status : (worker_canceled(w) ? "canceled" : "abandoned"), res.epochs_seen,
+               res.exit_code);
     if (ctx.up) {
         /* The outputs reach the controller before the job is completed (a done job's model,
          * a paused one's checkpoint); a worker shutting down leaves its last checkpoint there
          * for whoever gets the job next. Not for a job that is no longer ours. */
         worker_ckpt_up_stop(ctx.up);
         ctx.up = NULL;
-        if (!ctx.lost && !atomic_load(&w->cancel) &&
-            worker_upload_outputs(w, id, out_dir) == HONE_EPERM)
+        if (!ctx.lost && !worker_canceled(w) && worker_upload_outputs(w, id, out_dir) == HONE_EPERM)
             ctx.lost = 1;
     }
     if (status)
         worker_job_complete(w, id, status, &res);
-    else if (atomic_load(&w->cancel) && !ctx.lost)
+    else if (worker_canceled(w) && !ctx.lost)
         worker_job_complete(w, id, "stopped", &res);
-    else if (*w->stop && !ctx.lost && !ctx.abandoned)
+    else if (worker_stopping(w) && !ctx.lost && !ctx.abandoned)
         worker_job_complete(w, id, "released", &res);
 fail:
     worker_ckpt_up_stop(ctx.up);
     if (local)
         worker_drop_dataset(w, id);
     json_decref(local);
+    json_decref(spec);
     hone_trun_result_clear(&res);
     worker_set_job(w, NULL);
 }

@@ -3,7 +3,9 @@
  * CUDA or the driver. No library, a missing symbol or a failing nvmlInit means "absent": no
  * telemetry, never an error. The few NVML types and prototypes below are written from NVML's
  * documented API (nvmlReturn_t 0 = success, opaque device handles, the two result structs). */
-#include "worker_internal.h"
+#include "nvml.h"
+
+#include "hone.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>

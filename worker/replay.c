@@ -1,7 +1,9 @@
 /* replay: the epoch lines a resumed job's own metrics.jsonl holds past the last acknowledged epoch
  * (checkpointed by the trainer, never acknowledged by the controller), for job.c to report before
  * the trainer goes on. Reads one file; talks to nobody. */
-#include "worker_internal.h"
+#include "replay.h"
+
+#include "hone.h"
 
 #include <stdio.h>
 #include <stdlib.h>

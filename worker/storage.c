@@ -6,7 +6,7 @@
  * links to the cached files (the original names), or the cached packed file. A resumed job's
  * uploaded checkpoint and an action's parent model come the same way. What goes back is
  * uploads.c's. Never touches a path of the controller's data dir. */
-#include "worker_internal.h"
+#include "storage.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -85,7 +85,7 @@ static int cache_fetch_locked(hone_worker *w, const char *url, long long bytes, 
                 return HONE_EIO;
             }
         }
-        if (*w->stop)
+        if (worker_stopping(w))
             return HONE_EIO;
         if (!tries++)
             worker_log(w, "download %s broke off (%s); resuming", url, err);
@@ -302,7 +302,8 @@ int worker_fetch_input(hone_worker *w, const char *job_id, char *folder, size_t 
     return rc;
 }
 
-int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *sets, char *msg, size_t msglen)
+int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *out_spec, char *msg,
+                         size_t msglen)
 {
     const char *ds = json_string_value(json_object_get(job, "dataset_id"));
     const json_t *spec = json_object_get(job, "spec");
@@ -326,7 +327,7 @@ int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *sets, char *
         if (hone_rest_call(w->rest, "GET", path, NULL, 600, &resp, err, sizeof err) == 0 &&
             resp.status < 500)
             break;
-        if (*w->stop) {
+        if (worker_stopping(w)) {
             snprintf(msg, msglen, "hone-worker: stopping before the dataset's manifest came");
             return HONE_EIO;
         }
@@ -362,7 +363,7 @@ int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *sets, char *
         rc = fetch_listed(w, url, hitf, cached, sizeof cached, &t, msg, msglen);
         if (rc)
             goto fail;
-        json_object_set_new(sets, "data.packed", json_string(cached));
+        json_object_set_new(out_spec, "data.packed", json_string(cached));
     }
     /* The folder: every file, linked under its own name (the trainer's data.path). A packed
      * image folder is read from the packed file alone; its folder still names the dataset. */
@@ -379,7 +380,7 @@ int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *sets, char *
         snprintf(folder, sizeof folder, "%s/data/%s", w->work_dir, id);
         worker_mkdirs(folder, 0);
     }
-    json_object_set_new(sets, "data.path", json_string(folder));
+    json_object_set_new(out_spec, "data.path", json_string(folder));
     worker_log(w, "job %s: dataset %s: %d file(s) downloaded (%lld bytes), %d from the cache", id,
                ds, t.got, t.bytes, t.hit);
     rc = HONE_OK;

@@ -1,36 +1,15 @@
-/* trainer_argv: the hone-train command line for a lease: the resolved spec, the trial's
- * overrides as --set key=value, --epochs-until, --resume from the checkpoint, --out, --device
- * and --threads; for an evaluate, inference or export lease, --evaluate / --infer / --export on
- * its model. Pure:
- * builds strings, runs nothing. */
-#include "worker_internal.h"
+/* trainer_argv: the hone-train command line for a lease: --spec the file holding its resolved
+ * flat spec (the trial's values in it: no --set), --epochs-until, --resume from the checkpoint,
+ * --out, --device and --threads; for an evaluate, inference or export lease, --evaluate / --infer /
+ * --export on its model. Pure: builds strings, runs nothing. */
+#include "trainer_argv.h"
+
+#include "hone.h"
+#include "wire.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static char *job_value_text(const json_t *v)
-{
-    char buf[64];
-
-    if (json_is_string(v))
-        return hone_xstrdup(json_string_value(v));
-    if (json_is_integer(v)) {
-        snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(v));
-        return hone_xstrdup(buf);
-    }
-    if (json_is_real(v)) {
-        snprintf(buf, sizeof(buf), "%.17g", json_real_value(v));
-        return hone_xstrdup(buf);
-    }
-    if (json_is_true(v))
-        return hone_xstrdup("true");
-    if (json_is_false(v))
-        return hone_xstrdup("false");
-    if (json_is_null(v))
-        return hone_xstrdup("null");
-    return json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-}
 
 static void job_argv_push(char ***argv, size_t *n, size_t *cap, char *s)
 {
@@ -47,25 +26,12 @@ char **hone_worker_trainer_argv(const hone_worker_opts *o, const char *trainer, 
 {
     char **argv = NULL;
     size_t n = 0, cap = 0;
-    const json_t *ov = json_object_get(job, "overrides");
     const json_t *eu = json_object_get(job, "epochs_until");
-    const char *key;
-    json_t *v;
     char buf[64];
 
     job_argv_push(&argv, &n, &cap, hone_xstrdup(trainer));
     job_argv_push(&argv, &n, &cap, hone_xstrdup("--spec"));
     job_argv_push(&argv, &n, &cap, hone_xstrdup(spec_path));
-    json_object_foreach((json_t *)ov, key, v)
-    {
-        char *text = job_value_text(v);
-        size_t len = strlen(key) + strlen(text) + 2;
-        char *kv = hone_xmalloc(len);
-        snprintf(kv, len, "%s=%s", key, text);
-        free(text);
-        job_argv_push(&argv, &n, &cap, hone_xstrdup("--set"));
-        job_argv_push(&argv, &n, &cap, kv);
-    }
     if (json_is_integer(eu) && json_integer_value(eu) > 0) {
         snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(eu));
         job_argv_push(&argv, &n, &cap, hone_xstrdup("--epochs-until"));
@@ -118,17 +84,19 @@ static void push_device(const hone_worker_opts *o, char ***argv, size_t *n, size
 
 char **hone_worker_action_argv(const hone_worker_opts *o, const char *trainer, const json_t *job)
 {
-    const char *action = json_string_value(json_object_get(job, "action"));
+    hone_kind kind;
     const char *model = json_string_value(json_object_get(job, "model_dir"));
     const char *out = json_string_value(json_object_get(job, "out_dir"));
     const char *folder = json_string_value(json_object_get(job, "folder"));
-    int infer = action && !strcmp(action, "inference");
-    int export = action && !strcmp(action, "export");
+    int known = hone_kind_parse(json_string_value(json_object_get(job, "action")), &kind) == 0 &&
+                hone_kind_is_model_action(kind);
+    int infer = known && kind == HONE_KIND_INFERENCE;
+    int export = known && kind == HONE_KIND_EXPORT;
     char **argv = NULL;
     size_t n = 0, cap = 0, i;
     json_t *v;
 
-    if (!action || !model || !model[0] || !out || !out[0] || (infer && (!folder || !folder[0])))
+    if (!known || !model || !model[0] || !out || !out[0] || (infer && (!folder || !folder[0])))
         return NULL;
     job_argv_push(&argv, &n, &cap, hone_xstrdup(trainer));
     if (export) { /* --export MODEL OUT_DIR/model.onnx: the job's artifact */

@@ -6,7 +6,7 @@
 
 #include <sys/types.h>
 
-#include "worker.h"
+#include "trun.h"
 
 #define TRUN_LINE_MAX 65536
 #define TRUN_LOG_LINE_MAX 400

@@ -4,7 +4,7 @@
  * body only when it matches) and retried; and the checkpoint uploader, a thread per job that
  * sends checkpoint.bin and metrics.jsonl after each acknowledged epoch, newest wins, so that the
  * epoch report never waits for it. */
-#include "worker_internal.h"
+#include "uploads.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -32,7 +32,7 @@ static int upload_to(hone_worker *w, const char *path, const char *file, const c
         hone_rest_resp resp = {0};
         /* While shutting down the stop flag would cut the transfer short: it runs without it,
          * bounded by the grace period instead. */
-        int stopping = *w->stop != 0;
+        int stopping = worker_stopping(w);
         long limit = stopping ? (long)w->o->grace_s + 1 : 600;
         if (stopping)
             hone_rest_set_abort(w->rest, NULL);
@@ -62,11 +62,11 @@ static int upload_to(hone_worker *w, const char *path, const char *file, const c
         }
         if (rc == 0)
             hone_rest_resp_clear(&resp);
-        if ((*w->stop && tries >= 2) || tries >= 40) {
+        if ((worker_stopping(w) && tries >= 2) || tries >= 40) {
             worker_log(w, "job %s: upload of %s failed: %s", job_id, name, err);
             return HONE_EIO;
         }
-        if (*w->stop) {
+        if (worker_stopping(w)) {
             usleep(200000);
             continue;
         }

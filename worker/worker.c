@@ -1,7 +1,13 @@
 /* worker: the hone-worker daemon loop. Registers (with its CPUs and GPUs), heartbeats on its own
- * thread, long-polls for leases and hands each job to job.c. Every call to the controller backs
- * off (capped, jittered) while it is unreachable and re-registers when it forgot this worker. */
-#include "worker_internal.h"
+ * thread, long-polls for leases and hands each job to the kind table (kinds.c). Every call to the
+ * controller backs off (capped, jittered) while it is unreachable and re-registers when it forgot
+ * this worker. */
+#include "worker.h"
+
+#include "gpus.h"
+#include "kinds.h"
+#include "lease.h"
+#include "nvml.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -12,52 +18,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-void worker_log(hone_worker *w, const char *fmt, ...)
-{
-    char buf[2048];
-    char ts[32];
-    time_t now = time(NULL);
-    struct tm tm;
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    gmtime_r(&now, &tm);
-    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
-    fprintf(stderr, "%s hone-worker[%s] %s\n", ts, w->name, buf);
-}
-
-int worker_sleep(hone_worker *w, int ms)
-{
-    while (ms > 0 && !*w->stop) {
-        int step = ms < 100 ? ms : 100;
-        usleep((useconds_t)step * 1000);
-        ms -= step;
-    }
-    return *w->stop ? 1 : 0;
-}
-
-int worker_backoff(hone_worker *w, int *delay_ms)
-{
-    int d = *delay_ms <= 0 ? 250 : *delay_ms * 2;
-    double jitter;
-
-    if (d > 15000)
-        d = 15000;
-    *delay_ms = d;
-    jitter = 0.75 + 0.5 * ((double)rand_r(&w->seed) / (double)RAND_MAX);
-    return (int)(d * jitter);
-}
-
-void worker_id_auth(hone_worker *w, hone_rest *rest, char *buf, size_t len)
-{
-    pthread_mutex_lock(&w->mu);
-    snprintf(buf, len, "%s", w->id);
-    hone_rest_set_token(rest, w->token);
-    pthread_mutex_unlock(&w->mu);
-}
 
 static json_t *worker_resources(hone_worker *w)
 {
@@ -129,7 +89,7 @@ static int worker_register_if(hone_worker *w, hone_rest *rest, const char *stale
     return rc;
 }
 
-int worker_register(hone_worker *w, hone_rest *rest)
+static int worker_register(hone_worker *w, hone_rest *rest)
 {
     return worker_register_if(w, rest, NULL);
 }
@@ -294,27 +254,6 @@ static void worker_find_packer(hone_worker *w)
     snprintf(w->packer, sizeof(w->packer), "hone-pack");
 }
 
-int worker_mkdirs(const char *path, int parent_only)
-{
-    char tmp[4096];
-    size_t n = strlen(path);
-
-    if (n == 0 || n >= sizeof(tmp))
-        return HONE_EINVAL;
-    memcpy(tmp, path, n + 1);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {
-            *p = '\0';
-            if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
-                return HONE_EIO;
-            *p = '/';
-        }
-    }
-    if (!parent_only && mkdir(tmp, 0755) != 0 && errno != EEXIST)
-        return HONE_EIO;
-    return HONE_OK;
-}
-
 static int worker_setup(hone_worker *w, const hone_worker_opts *o, volatile sig_atomic_t *stop)
 {
     char host[128] = "host";
@@ -381,7 +320,7 @@ static int worker_lease_once(hone_worker *w)
     if (rc != 0)
         return rc;
     if (resp.status == 200 && json_is_object(json_object_get(resp.json, "job"))) {
-        worker_job_run(w, json_object_get(resp.json, "job"));
+        worker_kind_run(w, json_object_get(resp.json, "job"));
         rc = 1;
     } else if (resp.status == 204 || resp.status == 200) {
         rc = 0;

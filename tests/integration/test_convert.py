@@ -105,8 +105,9 @@ def train(bins, ctl, root, worker_dir):
     t = api(ctl, "GET", "/api/v1/jobs/" + job["id"])
     # Leased only after the convert job ended.
     assert t["started_unix"] >= cv["finished_unix"], (t, cv)
-    spec = open(os.path.join(worker_dir, "specs", job["id"] + ".yaml")).read()
-    assert 'packed: "%s"' % cv["config"]["out"] in spec, spec
+    with open(os.path.join(worker_dir, "specs", job["id"] + ".json")) as f:
+        spec = json.load(f)  # the lease's flat spec, as the trainer read it
+    assert spec["data.packed"] == cv["config"]["out"], spec
     # the same set as a tar upload (`hone dataset upload`): stored, then converted like it
     tar = os.path.join(root, "kitti.tar")
     subprocess.run(["tar", "--format=ustar", "-cf", tar, "-C", os.path.join(root, "data", "kitti"),
@@ -164,8 +165,9 @@ def kitti(bins, ctl, root, worker_dir):
     job, cv2 = kitti_train(bins, ctl, ds)
     assert cv2["id"] == cv["id"], (cv2, cv)  # reused: no second convert
     assert len(api(ctl, "GET", "/api/v1/jobs?action=convert")["jobs"]) == 1
-    spec = open(os.path.join(worker_dir, "specs", job["id"] + ".yaml")).read()
-    assert 'packed: "%s"' % cv["config"]["out"] in spec, spec
+    with open(os.path.join(worker_dir, "specs", job["id"] + ".json")) as f:
+        spec = json.load(f)  # the lease's flat spec, as the trainer read it
+    assert spec["data.packed"] == cv["config"]["out"], spec
     # the same set as a tar upload (`hone dataset upload`): stored, then converted like it
     tar = os.path.join(root, "kitti.tar")
     subprocess.run(["tar", "--format=ustar", "-cf", tar, "-C", os.path.join(root, "data", "kitti"),

@@ -9,7 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "worker_internal.h"
+#include "gpus.h"
+#include "nvml.h"
 #include "check.h"
 
 static void fake_trainer(const char *path, const char *body)

@@ -15,8 +15,9 @@
 #include "ctl.h"
 #include "ctl_sched.h"
 #include "ctl_spec.h"
-#include "jobs.h"
+#include "job_rows.h"
 #include "store.h"
+#include "train.h"
 #include "util.h"
 
 static int step_new(hone_controller *c, ctl_search *s, const json_t *job, const hone_ask *a)
@@ -115,7 +116,7 @@ static void copy_best(hone_controller *c, const char *automl_id, const json_t *b
     if (d)
         closedir(d);
     json_t *flat = NULL;
-    if (ctl_job_spec(c, best, &flat) == HONE_OK) {
+    if (ctl_train_spec(c, best, &flat) == HONE_OK) {
         char *y = ctl_spec_yaml(flat);
         if (snprintf(p2, sizeof p2, "%s/spec.yaml", dst) < (int)sizeof p2)
             write_text(p2, y);

@@ -441,10 +441,11 @@ static int automl_create(hone_controller *c, const json_t *exp, const json_t *bo
                          const char *owner, char *id_out, size_t idlen, int *http, char *field,
                          size_t fieldlen, char *msg, size_t msglen)
 {
+    static const ctl_train_search search = {ctl_automl_space_json, ctl_automl_start};
     (void)owner;
     *http = 422;
-    return ctl_train_create_as(c, exp, HONE_KIND_AUTOML, body, id_out, idlen, field, fieldlen, msg,
-                               msglen);
+    return ctl_train_create_as(c, exp, HONE_KIND_AUTOML, &search, body, id_out, idlen, field,
+                               fieldlen, msg, msglen);
 }
 
 static void automl_created(hone_controller *c, const char *id)
@@ -488,6 +489,22 @@ static void automl_view(hone_controller *c, json_t *o, const json_t *row)
     ctl_convert_json(o, row);
 }
 
+static int automl_trial_budget(hone_controller *c, const char *parent_id)
+{
+    ctl_search *s = ctl_automl_find(c, parent_id);
+    return s ? s->full_epochs : 0;
+}
+
+static void automl_trial_step(hone_controller *c, const char *parent_id)
+{
+    ctl_automl_step(c, parent_id);
+}
+
+static void automl_forget(hone_controller *c, const char *id)
+{
+    ctl_automl_drop(c, id);
+}
+
 const ctl_kind ctl_kind_automl = {
     .id = HONE_KIND_AUTOML,
     .user_creates = 1,
@@ -501,4 +518,8 @@ const ctl_kind ctl_kind_automl = {
     .resume = automl_resume,
     .controlled = automl_controlled,
     .view = automl_view,
+    .forget = automl_forget,
+    .trial_budget = automl_trial_budget,
+    .trial_end = ctl_automl_end,
+    .trial_step = automl_trial_step,
 };

@@ -13,7 +13,6 @@
 
 #include "automl.h"
 #include "ctl.h"
-#include "ctl_sched.h"
 #include "ctl_spec.h"
 #include "job_rows.h"
 #include "store.h"
@@ -292,7 +291,7 @@ int ctl_automl_step(hone_controller *c, const char *job_id)
         made++;
     }
     if (made)
-        ctl_sched_kick(c);
+        c->kind_up.kick(c);
 fail:
     json_decref(job);
     return rc;

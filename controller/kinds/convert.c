@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "automl.h"
 #include "convert.h"
 #include "ctl.h"
 #include "kind.h"
@@ -167,8 +166,9 @@ static int fail_waiting(hone_controller *c, const char *convert_id, const char *
             rc = HONE_ESQL;
         if (rc)
             break;
-        if (automl)
-            ctl_automl_drop(c, id);
+        const ctl_kind *k = ctl_kind_of(r);
+        if (k->forget)
+            k->forget(c, id);
         ctl_log(c, "warn", "job_end",
                 json_pack("{s:s,s:s,s:s}", "job", id, "status", "failed", "convert", convert_id));
     }

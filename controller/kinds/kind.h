@@ -46,6 +46,14 @@ typedef struct ctl_kind {
     void (*controlled)(hone_controller *c, const json_t *job, const char *verb);
     /* Its members of the job's API view. */
     void (*view)(hone_controller *c, json_t *o, const json_t *row);
+    /* A job ended outside its own hooks (its convert failed): forget what is kept in memory. */
+    void (*forget)(hone_controller *c, const char *id);
+    /* A kind whose jobs have trials (train jobs with it as parent): a trial's whole budget in
+     * epochs (0: unknown), a trial's end (inside the caller's transaction; failed: ranks as
+     * failed), and a step of the parent after something happened to a trial. */
+    int (*trial_budget)(hone_controller *c, const char *parent_id);
+    int (*trial_end)(hone_controller *c, const json_t *trial, int failed);
+    void (*trial_step)(hone_controller *c, const char *parent_id);
 } ctl_kind;
 
 /* The row of a kind; NULL out of range. */

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "automl.h"
 #include "convert.h"
 #include "ctl.h"
 #include "ctl_spec.h"
@@ -16,6 +15,12 @@
 #include "store.h"
 #include "train.h"
 #include "util.h"
+
+/* The kind of a trial's parent, through the table: this file calls the search by no name. */
+static const ctl_kind *trial_parent(void)
+{
+    return ctl_kind_get(HONE_KIND_AUTOML);
+}
 
 static void coerce_ints(json_t *flat, const json_t *defaults)
 {
@@ -118,8 +123,8 @@ fail:
 /* What the job will train, checked as hone-train will check it (before anything is stored):
  * HONE_EINVAL with field and message, HONE_ESQL. */
 static int check_spec(hone_controller *c, const json_t *exp, const json_t *job_specs,
-                      const json_t *settings, int automl, char *field, size_t fieldlen, char *msg,
-                      size_t msglen)
+                      const json_t *settings, const ctl_train_search *search, char *field,
+                      size_t fieldlen, char *msg, size_t msglen)
 {
     json_t *tds = jparse(jstr(exp, "train_datasets")), *ds = NULL, *espec = NULL, *space = NULL;
     const char *net = jstr(exp, "network");
@@ -129,8 +134,7 @@ static int check_spec(hone_controller *c, const json_t *exp, const json_t *job_s
         goto fail;
     }
     espec = jparse(jstr(exp, "specs"));
-    rc = automl ? ctl_automl_space_json(net, settings, &space, field, fieldlen, msg, msglen)
-                : HONE_OK;
+    rc = search ? search->space(net, settings, &space, field, fieldlen, msg, msglen) : HONE_OK;
     if (rc == HONE_OK)
         rc = ctl_spec_check_create(net, ds, espec, job_specs, settings, space, field, fieldlen, msg,
                                    msglen);
@@ -142,9 +146,9 @@ fail:
     return rc;
 }
 
-int ctl_train_create_as(hone_controller *c, const json_t *exp, hone_kind kind, const json_t *body,
-                        char *id_out, size_t idlen, char *field, size_t fieldlen, char *msg,
-                        size_t msglen)
+int ctl_train_create_as(hone_controller *c, const json_t *exp, hone_kind kind,
+                        const ctl_train_search *search, const json_t *body, char *id_out,
+                        size_t idlen, char *field, size_t fieldlen, char *msg, size_t msglen)
 {
     json_t *flat = NULL, *settings = jparse(jstr(exp, "automl_settings"));
     const json_t *specs = json_object_get(body, "specs");
@@ -152,10 +156,8 @@ int ctl_train_create_as(hone_controller *c, const json_t *exp, hone_kind kind, c
     int rc = HONE_EINVAL;
     if (ctl_spec_flatten(specs, "specs", &flat, field, fieldlen, msg, msglen))
         goto fail;
-    if (kind == HONE_KIND_TRAIN && json_is_true(json_object_get(settings, "automl_enabled")))
-        kind = HONE_KIND_AUTOML;
-    int is_automl = kind == HONE_KIND_AUTOML;
-    if ((rc = check_spec(c, exp, flat, settings, is_automl, field, fieldlen, msg, msglen)))
+    int is_automl = search != NULL;
+    if ((rc = check_spec(c, exp, flat, settings, search, field, fieldlen, msg, msglen)))
         goto fail;
     /* Epochs for a plain train job: the resolved spec's train.epochs. */
     json_t *defaults = ctl_spec_defaults(jstr(exp, "network"));
@@ -176,7 +178,7 @@ int ctl_train_create_as(hone_controller *c, const json_t *exp, hone_kind kind, c
     free(sp);
     if (rc)
         goto fail;
-    rc = is_automl ? ctl_automl_start(c, id_out, msg, msglen) : HONE_OK;
+    rc = search ? search->start(c, id_out, msg, msglen) : HONE_OK;
     if (rc == HONE_EINVAL)
         snprintf(field, fieldlen, "specs");
 fail:
@@ -237,9 +239,9 @@ int ctl_train_finish(hone_controller *c, const json_t *job, const char *status,
     const char *id = jstr(job, "id");
     int trial = jstr(job, "parent_id") && json_is_integer(json_object_get(job, "trial"));
     int stopped_early = 0, full = (int)jint(job, "epochs_target");
-    ctl_search *s = trial ? ctl_automl_find(c, jstr(job, "parent_id")) : NULL;
-    if (s && s->full_epochs > full)
-        full = s->full_epochs;
+    int budget = trial ? trial_parent()->trial_budget(c, jstr(job, "parent_id")) : 0;
+    if (budget > full)
+        full = budget;
     const char *st = decided_status(job, status, full, &stopped_early);
     double now = ctl_now();
     json_t *res = jparse(jstr(job, "result"));
@@ -274,7 +276,7 @@ int ctl_train_finish(hone_controller *c, const json_t *job, const char *status,
     ctl_log(c, "info", "job_end",
             json_pack("{s:s,s:s,s:b}", "job", id, "status", st, "stopped_early", stopped_early));
     if (trial) /* a canceled trial ranks as failed; a dropped search (parent canceled) ignores it */
-        return ctl_automl_end(c, job, failed || !strcmp(st, "canceled"));
+        return trial_parent()->trial_end(c, job, failed || !strcmp(st, "canceled"));
     return HONE_OK;
 }
 
@@ -282,10 +284,15 @@ static int train_create(hone_controller *c, const json_t *exp, const json_t *bod
                         const char *owner, char *id_out, size_t idlen, int *http, char *field,
                         size_t fieldlen, char *msg, size_t msglen)
 {
-    (void)owner;
+    json_t *settings = jparse(jstr(exp, "automl_settings"));
+    int search = json_is_true(json_object_get(settings, "automl_enabled"));
+    json_decref(settings);
+    if (search) /* the experiment searches: its train job is an AutoML job */
+        return trial_parent()->create(c, exp, body, owner, id_out, idlen, http, field, fieldlen,
+                                      msg, msglen);
     *http = 422;
-    return ctl_train_create_as(c, exp, HONE_KIND_TRAIN, body, id_out, idlen, field, fieldlen, msg,
-                               msglen);
+    return ctl_train_create_as(c, exp, HONE_KIND_TRAIN, NULL, body, id_out, idlen, field, fieldlen,
+                               msg, msglen);
 }
 
 static json_t *train_lease_job(hone_controller *c, const json_t *job, const json_t *flat,
@@ -306,7 +313,7 @@ static int train_cancel(hone_controller *c, const json_t *job)
     hone_status st = HONE_STATUS_COUNT;
     hone_status_parse(jstr(job, "status"), &st);
     if (!rc && ended && jstr(job, "parent_id") && st == HONE_STATUS_QUEUED)
-        return ctl_automl_end(c, job, 1);
+        return trial_parent()->trial_end(c, job, 1);
     return rc;
 }
 
@@ -329,7 +336,7 @@ static void train_controlled(hone_controller *c, const json_t *job, const char *
 {
     (void)verb;
     if (jstr(job, "parent_id"))
-        ctl_automl_step(c, jstr(job, "parent_id"));
+        trial_parent()->trial_step(c, jstr(job, "parent_id"));
 }
 
 static void train_view(hone_controller *c, json_t *o, const json_t *row)

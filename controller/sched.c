@@ -64,7 +64,7 @@ static int lease_job(hone_controller *c, const char *worker_id, json_t *job, jso
 {
     const ctl_kind *k = ctl_kind_of(job);
     json_t *flat = NULL;
-    char *yaml = NULL;
+    char *spec = NULL;
     int rc = HONE_ESTATE;
     *reply = NULL;
     if (!k->lease_job)
@@ -76,13 +76,14 @@ static int lease_job(hone_controller *c, const char *worker_id, json_t *job, jso
         rc = lease_refuse(c, worker_id, job, why);
         goto fail;
     }
-    yaml = flat ? ctl_spec_yaml(flat) : NULL;
+    /* The jobs row keeps what the lease carried (its column is still named spec_yaml). */
+    spec = flat ? jdump(flat) : NULL;
     double now = ctl_now();
     rc = HONE_ESQL;
     if (db_begin(c->db))
         goto fail;
     if (store_lease_grant(c->db, jstr(job, "id"), worker_id, now, now + c->cfg.lease_seconds,
-                          yaml) ||
+                          spec) ||
         db_commit(c->db)) {
         db_rollback(c->db);
         goto fail;
@@ -90,13 +91,13 @@ static int lease_job(hone_controller *c, const char *worker_id, json_t *job, jso
     rc = HONE_OK;
     c->n_leases++;
     ctl_fair_charge(c, job);
-    *reply = json_pack("{s:o}", "job", k->lease_job(c, job, flat, yaml));
+    *reply = json_pack("{s:o}", "job", k->lease_job(c, job, flat));
     ctl_log(c, "info", "lease",
             json_pack("{s:s,s:s,s:I,s:b}", "job", jstr(job, "id"), "worker", worker_id,
                       "epochs_until", (json_int_t)jint(job, "epochs_target"), "resume",
                       (int)jint(job, "resume")));
 fail:
-    free(yaml);
+    free(spec);
     json_decref(flat);
     json_decref(job);
     return rc;

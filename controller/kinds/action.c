@@ -258,11 +258,9 @@ void ctl_action_json(json_t *o, const json_t *row)
 
 /* ---- the rows of evaluate, inference and export (kind.h): one shape, three names ---- */
 
-static json_t *action_lease_job(hone_controller *c, const json_t *job, const json_t *flat,
-                                const char *yaml)
+static json_t *action_lease_job(hone_controller *c, const json_t *job, const json_t *flat)
 {
     (void)flat;
-    (void)yaml;
     return ctl_action_lease_job(c, job);
 }
 

@@ -115,8 +115,13 @@ static void copy_best(hone_controller *c, const char *automl_id, const json_t *b
     if (d)
         closedir(d);
     json_t *flat = NULL;
-    if (ctl_train_spec(c, best, &flat) == HONE_OK) {
-        char *y = ctl_spec_yaml(flat);
+    char err[256];
+    char *y =
+        ctl_train_spec(c, best, &flat) == HONE_OK ? ctl_spec_to_yaml(flat, err, sizeof err) : NULL;
+    if (flat && !y)
+        ctl_log(c, "warn", "best_model_spec",
+                json_pack("{s:s,s:s}", "job", automl_id, "error", err));
+    if (y) {
         if (snprintf(p2, sizeof p2, "%s/spec.yaml", dst) < (int)sizeof p2)
             write_text(p2, y);
         /* and under TAO's name for the winning spec, which says which recommendation won */
@@ -124,8 +129,8 @@ static void copy_best(hone_controller *c, const char *automl_id, const json_t *b
                      (long long)jint(best, "trial")) < (int)sizeof p2)
             write_text(p2, y);
         free(y);
-        json_decref(flat);
     }
+    json_decref(flat);
     json_t *rows = NULL, *r;
     size_t i;
     FILE *f =

@@ -267,11 +267,9 @@ void ctl_convert_json(json_t *o, const json_t *row)
 
 /* ---- the convert kind's row (kind.h) ---- */
 
-static json_t *convert_lease_job(hone_controller *c, const json_t *job, const json_t *flat,
-                                 const char *yaml)
+static json_t *convert_lease_job(hone_controller *c, const json_t *job, const json_t *flat)
 {
     (void)flat;
-    (void)yaml;
     return ctl_convert_lease_job(c, job);
 }
 

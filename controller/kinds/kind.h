@@ -30,8 +30,7 @@ typedef struct ctl_kind {
     /* The spec a lease carries, resolved (NULL hook: none). */
     int (*lease_spec)(hone_controller *c, const json_t *job, json_t **flat);
     /* The "job" object of its lease reply (new reference); flat: lease_spec's or NULL. */
-    json_t *(*lease_job)(hone_controller *c, const json_t *job, const json_t *flat,
-                         const char *yaml);
+    json_t *(*lease_job)(hone_controller *c, const json_t *job, const json_t *flat);
     /* Inside the caller's transaction: a leased job ends (complete, or its lease lost after a
      * stop, pause or cancel). */
     int (*finish)(hone_controller *c, const json_t *job, const char *status, const char *log_tail,

@@ -210,18 +210,17 @@ static const char *decided_status(const json_t *job, const char *reported, int f
     return "done";
 }
 
-static json_t *lease_reply(hone_controller *c, const json_t *job, const json_t *flat,
-                           const char *yaml)
+/* The job object of a train lease: the resolved flat spec (dotted keys, the trial's values
+ * included) once, as hone-train --spec reads it, and where to run. */
+static json_t *lease_reply(hone_controller *c, const json_t *job, const json_t *flat)
 {
     char *dir = ctl_job_dir(c, jstr(job, "id"));
     int resume = (int)jint(job, "resume");
-    json_t *cfg = jparse(jstr(job, "config"));
-    json_t *j = json_pack("{s:s,s:s,s:O,s:O,s:s,s:O,s:o,s:I,s:I,s:b,s:o,s:s,s:s,s:I,s:I}", "id",
+    json_t *j = json_pack("{s:s,s:s,s:O,s:O,s:O,s:I,s:I,s:b,s:o,s:s,s:s,s:I,s:I}", "id",
                           jstr(job, "id"), "experiment_id", jstr(job, "experiment_id"), "parent_id",
                           json_object_get(job, "parent_id"), "trial", json_object_get(job, "trial"),
-                          "spec_yaml", yaml, "spec", flat, "overrides", cfg ? cfg : json_object(),
-                          "epochs_until", (json_int_t)jint(job, "epochs_target"), "epoch",
-                          (json_int_t)jint(job, "epoch"), "resume", resume, "checkpoint",
+                          "spec", flat, "epochs_until", (json_int_t)jint(job, "epochs_target"),
+                          "epoch", (json_int_t)jint(job, "epoch"), "resume", resume, "checkpoint",
                           resume ? json_string(dir) : json_null(), "out_dir", dir, "dataset_path",
                           jstr(flat, "data.path"), "attempts", (json_int_t)jint(job, "attempts"),
                           "lease_seconds", (json_int_t)c->cfg.lease_seconds);
@@ -295,14 +294,13 @@ static int train_create(hone_controller *c, const json_t *exp, const json_t *bod
                                msg, msglen);
 }
 
-static json_t *train_lease_job(hone_controller *c, const json_t *job, const json_t *flat,
-                               const char *yaml)
+static json_t *train_lease_job(hone_controller *c, const json_t *job, const json_t *flat)
 {
     char *dir = ctl_job_dir(c, jstr(job, "id"));
     mkdir(c->artifacts_dir, 0755);
     mkdir(dir, 0755);
     free(dir);
-    return lease_reply(c, job, flat, yaml);
+    return lease_reply(c, job, flat);
 }
 
 /* Cancel: queued/paused jobs end now, a running one is told through heartbeat and report

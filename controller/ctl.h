@@ -21,7 +21,14 @@ struct hone_controller {
     struct hone_http_server *http; /* http.h */
     uv_timer_t tick;               /* sched.c: lease expiry, once a second */
     int tick_open;
-    struct ctl_search *searches;               /* automl.h: the live searches */
+    struct ctl_search *searches; /* automl.h: the live searches */
+    /* What the kinds (kinds/) ask of the layers above them, set by server.c before anything
+     * runs: a kind never calls the scheduler, the report batch or the server by name. */
+    struct {
+        void (*kick)(struct hone_controller *c);       /* work became leasable (ctl_sched_kick) */
+        int (*flush)(struct hone_controller *c);       /* commit the open report batch */
+        void (*close_step)(struct hone_controller *c); /* an off-loop ask ended while closing */
+    } kind_up;
     struct ctl_waiter *waiters, *waiters_tail; /* sched.c: parked lease requests */
     int n_waiters;                             /* how many are parked (GET /metrics) */
     int ready;

@@ -9,6 +9,7 @@
 
 #include "controller.h"
 #include "http.h"
+#include "job_rows.h" /* ctl_live_workers, once here */
 
 typedef struct ctl_waiter ctl_waiter; /* a parked lease request (sched.c) */
 
@@ -23,6 +24,5 @@ int ctl_sched_release(hone_controller *c, const json_t *job);
 /* Tries to lease a job to the worker: 0 with *reply set, HONE_ENOENT when nothing queued. */
 int ctl_sched_try_lease(hone_controller *c, const char *worker_id, json_t **reply);
 void ctl_sched_park(hone_controller *c, const char *worker_id, hone_http_res *res, int wait_s);
-int ctl_live_workers(hone_controller *c);
 
 #endif

@@ -1,5 +1,5 @@
 /* spec.c, spec_check.c: the trainer spec over spec/'s one schema (spec/spec.h): user overrides
- * flattened and checked, defaults, the YAML hone-train reads, AutoML spaces, the spec a job
+ * flattened and checked, defaults, best_model's spec.yaml, AutoML spaces, the spec a job
  * resolves to and the create-time check of what it will train. Named ctl_spec.h, not spec.h:
  * controller/ and spec/ are both on the include path. Pure functions of their arguments: no
  * store, no controller object. */
@@ -19,8 +19,10 @@ int ctl_spec_flatten(const json_t *in, const char *prefix, json_t **flat, char *
 int ctl_spec_key_sweepable(const char *key, const char *network);
 /* The default spec for a network as a flat object of every key (new reference). */
 json_t *ctl_spec_defaults(const char *network);
-/* Emits a flat spec as nested YAML (malloc'd). */
-char *ctl_spec_yaml(const json_t *flat);
+/* A flat spec as the YAML a person reads (best_model/spec.yaml), written by spec/'s one emitter
+ * (hone_spec_write_yaml: hone-train --spec reads it back to the same values); malloc'd, or NULL
+ * with err naming the key that spec/ refuses. Leases carry the flat JSON itself. */
+char *ctl_spec_to_yaml(const json_t *flat, char *err, size_t errlen);
 /* AutoML spaces in search/search.h JSON shape for a network: the default swept set and all. */
 json_t *ctl_space_default(const char *network);
 json_t *ctl_space_all(const char *network);

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "actions.h"
+#include "wire.h"
 #include "ctl.h"
 #include "data_paths.h"
 #include "jobs.h"
@@ -122,18 +122,19 @@ static int dataset_confined(hone_controller *c, const char *id, char *msg, size_
 int ctl_job_paths_check(hone_controller *c, const json_t *job, const json_t *flat, char *msg,
                         size_t msglen)
 {
-    const char *action = jstr(job, "action");
+    hone_kind kind = HONE_KIND_COUNT;
+    hone_kind_parse(jstr(job, "action"), &kind);
     json_t *cfg = NULL, *exp_ds = NULL, *v;
     size_t i;
     int rc;
-    if (!strcmp(action, "export"))
+    if (kind == HONE_KIND_EXPORT)
         return HONE_OK; /* reads the model only */
     rc = still_confined(c, jstr(flat, "data.path"), msg, msglen);
     if (!rc)
         rc = dataset_confined(c, jstr(job, "dataset_id"), msg, msglen);
     if (!rc && (exp_ds = ctl_job_dataset_id(c, job)))
         rc = dataset_confined(c, json_string_value(exp_ds), msg, msglen);
-    if (!rc && ctl_action_is(action) && (cfg = jparse(jstr(job, "config")))) {
+    if (!rc && hone_kind_is_model_action(kind) && (cfg = jparse(jstr(job, "config")))) {
         rc = still_confined(c, jstr(cfg, "folder"), msg, msglen);
         json_array_foreach(json_object_get(cfg, "sets"), i, v)
         {

@@ -13,7 +13,7 @@
 #include "hone.h"
 #include "report_check.h"
 
-enum { TRAIN = 1, CONVERT = 2 };
+enum { TRAIN = CTL_REPORT_EPOCHS, CONVERT = CTL_REPORT_PROGRESS };
 
 typedef struct metric_rule {
     const char *name;
@@ -43,13 +43,13 @@ static const metric_rule rules[] = {
     {"images_total", 0, 1e10, 1, CONVERT},
 };
 
-int ctl_report_metrics_check(const json_t *metrics, const char *action, char *field,
+int ctl_report_metrics_check(const json_t *metrics, ctl_report_form form, char *field,
                              size_t fieldlen, char *msg, size_t msglen)
 {
     const char *k;
     json_t *v;
-    int convert = action && !strcmp(action, "convert");
-    int jobs = !action ? TRAIN | CONVERT : convert ? CONVERT : TRAIN;
+    int jobs = (int)form;
+    int convert = form == CTL_REPORT_PROGRESS;
     json_object_foreach((json_t *)metrics, k, v)
     {
         const metric_rule *r = NULL;
@@ -60,9 +60,9 @@ int ctl_report_metrics_check(const json_t *metrics, const char *action, char *fi
             snprintf(field, fieldlen, "metrics");
             snprintf(msg, msglen, "metrics.%.60s%s is not a metric %s reports", k,
                      strlen(k) > 60 ? "..." : "",
-                     convert  ? "a convert job"
-                     : action ? "hone-train"
-                              : "a job");
+                     convert                     ? "a convert job"
+                     : form == CTL_REPORT_EPOCHS ? "hone-train"
+                                                 : "a job");
             return HONE_EINVAL;
         }
         if (json_is_null(v)) /* not computed this epoch */

@@ -7,11 +7,16 @@
 #include <jansson.h>
 #include <stddef.h>
 
+/* What a job's reports carry (a kind's row says which, kind.h). */
+typedef enum ctl_report_form {
+    CTL_REPORT_EPOCHS = 1,   /* per-epoch training metrics (train jobs and trials) */
+    CTL_REPORT_PROGRESS = 2, /* a convert's progress (images_done <= images_total) */
+    CTL_REPORT_ANY = 3       /* before the job is known: a name either may report */
+} ctl_report_form;
+
 /* Checks a report's metrics object: known names only, numbers (or null) in each one's natural
- * range. action "train" (train jobs and trials), "convert" (progress: images_done <= images_total)
- * or NULL (before the job is known: a name either may report). On refusal writes the field
- * ("metrics.val_accuracy") and a message. */
-int ctl_report_metrics_check(const json_t *metrics, const char *action, char *field,
+ * range, as the form allows. On refusal writes the field ("metrics.val_accuracy") and a message. */
+int ctl_report_metrics_check(const json_t *metrics, ctl_report_form form, char *field,
                              size_t fieldlen, char *msg, size_t msglen);
 
 /* A report's log: an array of at most HONE_REPORT_LOG_LINES strings (the trainer's stderr lines

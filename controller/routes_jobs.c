@@ -6,19 +6,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "actions.h"
 #include "auth.h"
 #include "automl.h"
-#include "convert.h"
 #include "ctl.h"
 #include "ctl_sched.h"
 #include "jobs.h"
+#include "kind.h"
 #include "routes.h"
 #include "shares.h"
 #include "store.h"
 #include "util.h"
-
-static const char *const actions[] = {"train", "automl", "evaluate", "inference", "export", NULL};
 
 int ctl_job_row_res(hone_controller *c, hone_http_res *res, const char *id, const char *owner,
                     json_t **row)
@@ -44,8 +41,11 @@ static void job_reply(hone_controller *c, hone_http_res *res, const char *id, co
 static void job_create(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
-    static const hone_json_field fields[] = {
-        {.name = "action", .type = HONE_JSON_STRING, .required = 1, .enum_values = actions},
+    const hone_json_field fields[] = {
+        {.name = "action",
+         .type = HONE_JSON_STRING,
+         .required = 1,
+         .enum_values = ctl_kind_create_names()},
         {.name = "specs", .type = HONE_JSON_OBJECT, .nullable = 1},
         {.name = "name", .type = HONE_JSON_STRING, .nullable = 1, .max_len = 200},
         {.name = "description", .type = HONE_JSON_STRING, .nullable = 1, .max_len = 10000},
@@ -78,10 +78,13 @@ static void job_create(hone_http_req *req, hone_http_res *res, void *ud)
         goto fail;
     }
     int http = 422;
+    hone_kind kid = HONE_KIND_TRAIN; /* one of ctl_kind_create_names(): checked above */
+    hone_kind_parse(jstr(body, "action"), &kid);
+    const ctl_kind *k = ctl_kind_get(kid);
     /* a train or automl job takes its data from the experiment and starts from random weights:
      * the fields of the actions are refused, not ignored */
     static const char *const action_only[] = {"parent_job_id", "dataset_id", "folder"};
-    for (size_t i = 0; !ctl_action_is(jstr(body, "action")) && i < HONE_ARRAY_LEN(action_only); i++)
+    for (size_t i = 0; !k->takes_model && i < HONE_ARRAY_LEN(action_only); i++)
         if (jstr(body, action_only[i])) {
             db_rollback(c->db);
             hone_http_res_error(res, 422, action_only[i],
@@ -93,13 +96,8 @@ static void job_create(hone_http_req *req, hone_http_res *res, void *ud)
                                     : "");
             goto fail;
         }
-    if (ctl_action_is(jstr(body, "action")))
-        rc = ctl_action_create(c, exp, body, ctl_auth_owner(c, req, ob), id, sizeof id, &http,
-                               field, sizeof field, msg, sizeof msg);
-    else
-        rc =
-            ctl_job_create(c, exp, jstr(body, "action"), json_object_get(body, "specs"),
-                           jstr(body, "name"), id, sizeof id, field, sizeof field, msg, sizeof msg);
+    rc = k->create(c, exp, body, ctl_auth_owner(c, req, ob), id, sizeof id, &http, field,
+                   sizeof field, msg, sizeof msg);
     if (rc == HONE_EINVAL) {
         db_rollback(c->db);
         hone_http_res_error(res, http, field, "%s", msg);
@@ -114,8 +112,9 @@ static void job_create(hone_http_req *req, hone_http_res *res, void *ud)
     ctl_log(
         c, "info", "job_created",
         json_pack("{s:s,s:s,s:s}", "job", id, "experiment", eid, "action", jstr(row, "action")));
-    if (!strcmp(jstr(row, "action"), "automl"))
-        ctl_automl_step(c, id);
+    k = ctl_kind_of(row); /* a train job may have become an AutoML job */
+    if (k->created)
+        k->created(c, id);
     else
         ctl_sched_kick(c);
     json_decref(row);
@@ -156,30 +155,12 @@ static int is_over(const char *st)
            !strcmp(st, "stopped");
 }
 
-/* Cancel: queued/paused jobs end now; a running train or convert job is told through heartbeat
- * and report replies (a convert job's waiting jobs fail with it). An AutoML job ends with all its
- * trials at once, running ones included: their leases end, so their workers get 409 on report and
- * the job under `cancel` on heartbeat. */
+/* Cancel: what a cancel does depends on the kind (its row's cancel hook); one that is already
+ * over was refused before. */
 static int do_cancel(hone_controller *c, const json_t *job)
 {
-    const char *id = jstr(job, "id"), *st = jstr(job, "status");
-    double now = ctl_now();
-    if (!strcmp(jstr(job, "action"), "automl")) {
-        if (store_job_cancel(c->db, id, now) || store_leases_cancel_trials(c->db, id, now) ||
-            store_trials_cancel(c->db, id, now))
-            return HONE_ESQL;
-        return HONE_OK;
-    }
-    if (!strcmp(st, "running"))
-        return store_job_request_cancel(c->db, id);
-    if (store_job_cancel(c->db, id, now))
-        return HONE_ESQL;
-    if (!strcmp(jstr(job, "action"), "convert")) /* the jobs waiting for it fail */
-        return ctl_convert_canceled(c, job);
-    /* A queued trial counts as running in its search; a paused one is resumable: end both. */
-    if (jstr(job, "parent_id") && !strcmp(st, "queued"))
-        return ctl_automl_end(c, job, 1);
-    return HONE_OK;
+    const ctl_kind *k = ctl_kind_of(job);
+    return k->cancel ? k->cancel(c, job) : HONE_ESTATE;
 }
 
 static void job_verb(hone_controller *c, hone_http_req *req, hone_http_res *res, const char *id,
@@ -197,9 +178,8 @@ static void job_verb(hone_controller *c, hone_http_req *req, hone_http_res *res,
         return;
     }
     const char *st = jstr(job, "status");
-    int automl = !strcmp(jstr(job, "action"), "automl");
-    if ((!strcmp(jstr(job, "action"), "convert") || ctl_action_is(jstr(job, "action"))) &&
-        (!strcmp(verb, "pause") || !strcmp(verb, "resume"))) {
+    const ctl_kind *k = ctl_kind_of(job);
+    if (!k->pause && (!strcmp(verb, "pause") || !strcmp(verb, "resume"))) {
         hone_http_res_error(res, 409, "action", "a%s %s job cannot %s: cancel it instead",
                             jstr(job, "action")[0] == 'c' ? "" : "n", jstr(job, "action"), verb);
         goto fail;
@@ -221,24 +201,21 @@ static void job_verb(hone_controller *c, hone_http_req *req, hone_http_res *res,
             hone_http_res_error(res, 409, "status", "job %s is %s, not running", id, st);
             goto fail;
         }
-        if (automl || !strcmp(st, "queued"))
-            rc = store_job_pause(c->db, id);
-        else
-            rc = store_job_request_pause(c->db, id);
-        if (!automl && jstr(job, "parent_id")) {
+        if (jstr(job, "parent_id")) {
             db_rollback(c->db);
             hone_http_res_error(res, 409, "id", "trials are paused by their AutoML search");
             goto fail;
         }
+        rc = k->pause(c, job);
     } else if (!strcmp(verb, "resume")) {
-        if (strcmp(st, "paused") != 0 || (!automl && jstr(job, "parent_id"))) {
+        if (strcmp(st, "paused") != 0 || jstr(job, "parent_id")) {
             db_rollback(c->db);
             hone_http_res_error(res, 409, "status", "job %s is %s%s", id, st,
                                 jstr(job, "parent_id") ? " (trials are resumed by their search)"
                                                        : ", not paused");
             goto fail;
         }
-        rc = automl ? store_automl_resume(c->db, id) : store_job_resume(c->db, id);
+        rc = k->resume(c, job);
     } else {
         db_rollback(c->db);
         hone_http_res_error(res, 404, "verb", "unknown job action '%s'", verb);
@@ -251,12 +228,8 @@ static void job_verb(hone_controller *c, hone_http_req *req, hone_http_res *res,
         goto fail;
     }
     ctl_log(c, "info", "job_control", json_pack("{s:s,s:s}", "job", id, "verb", verb));
-    if (automl && !strcmp(verb, "cancel"))
-        ctl_automl_drop(c, id);
-    else if (automl && !strcmp(verb, "resume"))
-        ctl_automl_step(c, id);
-    else if (jstr(job, "parent_id"))
-        ctl_automl_step(c, jstr(job, "parent_id"));
+    if (k->controlled)
+        k->controlled(c, job, verb);
     ctl_sched_kick(c);
     job_reply(c, res, id, NULL, 200); /* job_verb checked the owner */
 fail:
@@ -323,7 +296,7 @@ static void job_metrics(hone_http_req *req, hone_http_res *res, void *ud)
     if (rc) {
         goto done;
     }
-    if (!strcmp(jstr(job, "action"), "automl")) {
+    if (ctl_kind_of(job)->has_trials) {
         json_t *trials = NULL, *t, *out = json_object();
         size_t i, n = 0;
         if (store_trials_list(c->db, id, &trials) == HONE_OK)

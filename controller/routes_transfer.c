@@ -25,6 +25,7 @@
 #include "ctl.h"
 #include "data_paths.h"
 #include "jobs.h"
+#include "kind.h"
 #include "path_beneath.h"
 #include "routes.h"
 #include "routes_transfer.h"
@@ -161,7 +162,7 @@ static int input_allowed(hone_controller *c, hone_http_req *req, hone_http_res *
             goto fail;
         }
     }
-    if (strcmp(jstr(job, "action"), "inference") != 0 || !jstr(cfg, "folder")) {
+    if (ctl_kind_of(job)->id != HONE_KIND_INFERENCE || !jstr(cfg, "folder")) {
         hone_http_res_error(res, 404, "id", "job %s is not an inference job: it has no input", id);
         goto fail;
     }

@@ -12,6 +12,7 @@
 
 #include "auth.h"
 #include "automl.h"
+#include "kind.h"
 #include "batch.h"
 #include "ctl.h"
 #include "ctl_sched.h"
@@ -294,14 +295,15 @@ static const char *dec_name(hone_decision d)
     return d == HONE_DECIDE_STOP ? "stop" : d == HONE_DECIDE_PAUSE ? "pause" : "continue";
 }
 
-/* A convert job's progress (its "epoch" is the worker's report count: a re-run starts again at
- * 1): the latest report is the job's progress; the lease is extended; a cancel answers stop.
- * Nothing goes to the metrics table. Inside the report batch's savepoint; answers itself. */
+/* A progress report (a convert job's: its "epoch" is the worker's report count: a re-run starts
+ * again at 1): the latest report is the job's progress; the lease is extended; a cancel answers
+ * stop. Nothing goes to the metrics table. Inside the report batch's savepoint; answers itself. */
 static void convert_report(hone_controller *c, hone_http_res *res, const json_t *job,
                            const json_t *metrics, int seq)
 {
     char field[160], msg[256];
-    if (ctl_report_metrics_check(metrics, "convert", field, sizeof field, msg, sizeof msg)) {
+    if (ctl_report_metrics_check(metrics, CTL_REPORT_PROGRESS, field, sizeof field, msg,
+                                 sizeof msg)) {
         ctl_batch_undo(c);
         hone_http_res_error(res, 422, field, "%s", msg);
         return;
@@ -359,7 +361,7 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
     int epoch = (int)jint(body, "epoch");
     json_t *metrics = json_object_get(body, "metrics");
     char field[160], msg[256];
-    if (ctl_report_metrics_check(metrics, NULL, field, sizeof field, msg, sizeof msg)) {
+    if (ctl_report_metrics_check(metrics, CTL_REPORT_ANY, field, sizeof field, msg, sizeof msg)) {
         hone_http_res_error(res, 422, field, "%s", msg);
         goto fail;
     }
@@ -379,11 +381,13 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
         ctl_batch_undo(c);
         goto fail;
     }
-    if (!strcmp(jstr(job, "action"), "convert")) {
+    ctl_report_form form = ctl_kind_of(job)->report;
+    if (form == CTL_REPORT_PROGRESS) {
         convert_report(c, res, job, metrics, epoch);
         goto fail;
     }
-    if (ctl_report_metrics_check(metrics, "train", field, sizeof field, msg, sizeof msg)) {
+    if (ctl_report_metrics_check(metrics, form ? form : CTL_REPORT_EPOCHS, field, sizeof field, msg,
+                                 sizeof msg)) {
         ctl_batch_undo(c);
         hone_http_res_error(res, 422, field, "%s", msg);
         goto fail;

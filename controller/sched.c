@@ -8,17 +8,15 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "automl.h"
 #include "batch.h"
-#include "actions.h"
-#include "convert.h"
 #include "ctl.h"
 #include "ctl_sched.h"
 #include "ctl_spec.h"
 #include "data_paths.h"
 #include "jobs.h"
+#include "kind.h"
 #include "shares.h"
 #include "store.h"
 #include "stream.h"
@@ -34,37 +32,6 @@ struct ctl_waiter {
     uv_timer_t timer;
     struct ctl_waiter *prev, *next;
 };
-
-int ctl_live_workers(hone_controller *c)
-{
-    int n = 0;
-    if (store_workers_count_live(c->db, ctl_now() - c->cfg.lease_seconds, &n))
-        return 0;
-    return n;
-}
-
-static json_t *lease_reply(hone_controller *c, const json_t *job, const json_t *flat,
-                           const char *yaml)
-{
-    char *dir = ctl_job_dir(c, jstr(job, "id"));
-    int resume = (int)jint(job, "resume");
-    json_t *cfg = jparse(jstr(job, "config"));
-    json_t *j = json_pack("{s:s,s:s,s:O,s:O,s:s,s:O,s:o,s:I,s:I,s:b,s:o,s:s,s:s,s:I,s:I}", "id",
-                          jstr(job, "id"), "experiment_id", jstr(job, "experiment_id"), "parent_id",
-                          json_object_get(job, "parent_id"), "trial", json_object_get(job, "trial"),
-                          "spec_yaml", yaml, "spec", flat, "overrides", cfg ? cfg : json_object(),
-                          "epochs_until", (json_int_t)jint(job, "epochs_target"), "epoch",
-                          (json_int_t)jint(job, "epoch"), "resume", resume, "checkpoint",
-                          resume ? json_string(dir) : json_null(), "out_dir", dir, "dataset_path",
-                          jstr(flat, "data.path"), "attempts", (json_int_t)jint(job, "attempts"),
-                          "lease_seconds", (json_int_t)c->cfg.lease_seconds);
-    free(dir);
-    /* The dataset data.path names, for a worker that downloads it (GET /datasets/{id}/files). */
-    json_t *ds = ctl_job_dataset_id(c, job);
-    if (ds)
-        json_object_set_new(j, "dataset_id", ds);
-    return json_pack("{s:o}", "job", j);
-}
 
 /* A job whose dataset or input folder no longer opens beneath its root (replaced by a link since
  * it was checked) fails at once, never retried (the next attempt would meet the same link): the
@@ -95,26 +62,28 @@ static int lease_refuse(hone_controller *c, const char *worker_id, const json_t 
  * instead (lease_refuse). */
 static int lease_job(hone_controller *c, const char *worker_id, json_t *job, json_t **reply)
 {
+    const ctl_kind *k = ctl_kind_of(job);
     json_t *flat = NULL;
-    char *yaml = NULL;
-    int rc;
+    char *spec = NULL;
+    int rc = HONE_ESTATE;
     *reply = NULL;
-    int action = ctl_action_is(jstr(job, "action")); /* evaluate, inference: no spec here */
-    int convert = !strcmp(jstr(job, "action"), "convert") || action;
-    if (!convert && (rc = ctl_job_spec(c, job, &flat)))
+    if (!k->lease_job)
+        goto fail; /* a kind that is never leased */
+    if (k->lease_spec && (rc = k->lease_spec(c, job, &flat)))
         goto fail;
     char why[1024];
     if (ctl_job_paths_check(c, job, flat, why, sizeof why) == HONE_EPERM) {
         rc = lease_refuse(c, worker_id, job, why);
         goto fail;
     }
-    yaml = convert ? NULL : ctl_spec_yaml(flat);
+    /* The jobs row keeps what the lease carried (its column is still named spec_yaml). */
+    spec = flat ? jdump(flat) : NULL;
     double now = ctl_now();
     rc = HONE_ESQL;
     if (db_begin(c->db))
         goto fail;
     if (store_lease_grant(c->db, jstr(job, "id"), worker_id, now, now + c->cfg.lease_seconds,
-                          yaml) ||
+                          spec) ||
         db_commit(c->db)) {
         db_rollback(c->db);
         goto fail;
@@ -122,23 +91,13 @@ static int lease_job(hone_controller *c, const char *worker_id, json_t *job, jso
     rc = HONE_OK;
     c->n_leases++;
     ctl_fair_charge(c, job);
-    if (action) {
-        *reply = json_pack("{s:o}", "job", ctl_action_lease_job(c, job));
-    } else if (convert) {
-        *reply = json_pack("{s:o}", "job", ctl_convert_lease_job(c, job));
-    } else {
-        char *dir = ctl_job_dir(c, jstr(job, "id"));
-        mkdir(c->artifacts_dir, 0755);
-        mkdir(dir, 0755);
-        free(dir);
-        *reply = lease_reply(c, job, flat, yaml);
-    }
+    *reply = json_pack("{s:o}", "job", k->lease_job(c, job, flat));
     ctl_log(c, "info", "lease",
             json_pack("{s:s,s:s,s:I,s:b}", "job", jstr(job, "id"), "worker", worker_id,
                       "epochs_until", (json_int_t)jint(job, "epochs_target"), "resume",
                       (int)jint(job, "resume")));
 fail:
-    free(yaml);
+    free(spec);
     json_decref(flat);
     json_decref(job);
     return rc;
@@ -223,11 +182,11 @@ void ctl_sched_park(hone_controller *c, const char *worker_id, hone_http_res *re
     hone_http_res_on_abort(res, waiter_abort, w);
 }
 
-/* The parked request a train job goes to: the one whose GPU runs the fewest leases, the first
- * parked among equals. Only the first parked when none of them named a GPU (CPU workers: FIFO,
- * no query) or when the counts cannot be read. One query, then O(waiters): the counts by group
- * are a hash (a JSON object). */
-static ctl_waiter *waiter_for_train(hone_controller *c)
+/* The parked request a train job (a kind that spreads over GPUs) goes to: the one whose GPU runs
+ * the fewest leases, the first parked among equals. Only the first parked when none of them named a
+ * GPU (CPU workers: FIFO, no query) or when the counts cannot be read. One query, then O(waiters):
+ * the counts by group are a hash (a JSON object). */
+static ctl_waiter *waiter_for_gpu(hone_controller *c)
 {
     ctl_waiter *best = c->waiters, *w;
     int gpus = 0;
@@ -263,8 +222,8 @@ void ctl_sched_kick(hone_controller *c)
         if (rc == HONE_ENOENT)
             return;
         if (rc == HONE_OK) {
-            if (!strcmp(jstr(job, "action"), "train"))
-                w = waiter_for_train(c);
+            if (ctl_kind_of(job)->spread_gpus)
+                w = waiter_for_gpu(c);
             rc = lease_job(c, w->worker_id, job, &reply);
             if (rc == HONE_ENOENT)
                 return;

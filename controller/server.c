@@ -263,6 +263,9 @@ int hone_controller_new(uv_loop_t *loop, const hone_controller_config *cfg, hone
     hone_http_set_upload_limits(c->http, &ul);
     hone_http_set_filter(c->http, auth_filter, c);
     hone_http_set_access_log(c->http, access_log, c);
+    c->kind_up.kick = ctl_sched_kick; /* the kinds call up through these (ctl.h) */
+    c->kind_up.flush = ctl_batch_flush;
+    c->kind_up.close_step = ctl_close_step;
     ctl_log(c, "info", "store_open",
             json_pack("{s:s,s:i}", "db", c->cfg.db_path, "schema_version", version));
     if ((rc = ctl_automl_rebuild_all(c)) || (rc = ctl_sched_start(c))) {

@@ -1,9 +1,11 @@
 /* The controller's side of the trainer spec, over spec/'s one schema (keys, ranges, defaults,
  * spaces live there): flattening user overrides (nested or dotted) into dotted keys with a field
  * name for every error, resolving a job's spec, the cross-key checks at create time against the
- * dataset's stats, and emitting the resolved spec as YAML. Keeps no key table of its own. */
+ * dataset's stats, and the resolved spec as YAML through spec/'s one emitter. Keeps no key table of
+ * its own. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctl_spec.h"
@@ -75,79 +77,32 @@ json_t *ctl_spec_defaults(const char *network)
     return hone_spec_to_json(&s);
 }
 
-static void yaml_scalar(FILE *f, const json_t *v)
+char *ctl_spec_to_yaml(const json_t *flat, char *err, size_t errlen)
 {
-    if (json_is_string(v)) {
-        fputc('"', f);
-        for (const char *p = json_string_value(v); *p; p++) {
-            if (*p == '"' || *p == '\\')
-                fputc('\\', f);
-            if ((unsigned char)*p < 0x20)
-                fprintf(f, "\\x%02x", (unsigned char)*p);
-            else
-                fputc(*p, f);
-        }
-        fputc('"', f);
-    } else if (json_is_integer(v)) {
-        fprintf(f, "%lld", (long long)json_integer_value(v));
-    } else if (json_is_real(v)) {
-        char b[64];
-        snprintf(b, sizeof b, "%.17g", json_real_value(v));
-        if (!strpbrk(b, ".eEn"))
-            strcat(b, ".0");
-        fputs(b, f);
-    } else if (json_is_boolean(v)) {
-        fputs(json_is_true(v) ? "true" : "false", f);
-    } else {
-        fputs("null", f);
-    }
-}
-
-/* Groups dotted keys by their first segment, in the order sections first appear. */
-char *ctl_spec_yaml(const json_t *flat)
-{
+    hone_spec *s = hone_xcalloc(1, sizeof *s);
     char *buf = NULL;
     size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f)
-        return hone_xstrdup("");
-    fputs("# resolved by hone-controller\n", f);
     const char *k;
     json_t *v;
+    int rc = HONE_OK;
+    hone_spec_defaults(s, json_string_value(json_object_get(flat, "network")));
     json_object_foreach((json_t *)flat, k, v)
     {
-        if (!strchr(k, '.')) {
-            fprintf(f, "%s: ", k);
-            yaml_scalar(f, v);
-            fputc('\n', f);
-        }
+        if ((rc = hone_spec_set_json(s, k, v, err, errlen)))
+            break;
     }
-    json_t *done = json_object();
-    json_object_foreach((json_t *)flat, k, v)
-    {
-        const char *dot = strchr(k, '.');
-        if (!dot)
-            continue;
-        char section[64];
-        snprintf(section, sizeof section, "%.*s", (int)(dot - k), k);
-        if (json_object_get(done, section))
-            continue;
-        json_object_set_new(done, section, json_true());
-        fprintf(f, "%s:\n", section);
-        const char *k2;
-        json_t *v2;
-        json_object_foreach((json_t *)flat, k2, v2)
-        {
-            size_t sl = strlen(section);
-            if (strncmp(k2, section, sl) == 0 && k2[sl] == '.') {
-                fprintf(f, "  %s: ", k2 + sl + 1);
-                yaml_scalar(f, v2);
-                fputc('\n', f);
-            }
-        }
+    FILE *f = rc ? NULL : open_memstream(&buf, &len);
+    if (f) {
+        rc = hone_spec_write_yaml(s, f);
+        fclose(f);
     }
-    json_decref(done);
-    fclose(f);
+    free(s);
+    if (rc || !buf) {
+        if (!rc)
+            snprintf(err, errlen, "out of memory");
+        free(buf);
+        return NULL;
+    }
     return buf;
 }
 

@@ -124,7 +124,7 @@ class FakeWorker:
 
     def run_job(self, job, stop_after=None, on_report=None):
         """Returns the status it completed with, or None if it stopped without completing."""
-        cfg = job.get("overrides") or {}
+        cfg = job.get("spec") or {}  # the trial's values are in its resolved spec
         start = job.get("epoch", 0) + 1
         status = "done"
         for epoch in range(start, job["epochs_until"] + 1):

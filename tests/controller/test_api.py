@@ -290,8 +290,10 @@ def main():
         expect_err(c, "POST", "/api/v1/workers/%s/heartbeat" % w["id"], {"jobs": []}, 401,
                    "Authorization", headers=forged)
         job = c.ok("POST", "/api/v1/workers/%s/lease?wait=0" % w["id"], headers=H)["job"]
-        assert job["id"] == tj["id"] and "lr: 0.01" in job["spec_yaml"], job
-        assert "epochs: 2" in job["spec_yaml"]
+        assert job["id"] == tj["id"] and job["spec"]["train.lr"] == 0.01, job
+        assert job["spec"]["train.epochs"] == 2, job
+        # the spec once, as the flat dotted JSON the store keeps (issue 27)
+        assert "spec_yaml" not in job and "overrides" not in job, job
         rurl = "/api/v1/jobs/%s/report" % job["id"]
         expect_err(c, "POST", rurl, {"worker_id": w["id"], "epoch": "one", "metrics": {}}, 422,
                    "epoch", headers=H)

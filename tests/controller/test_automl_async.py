@@ -87,7 +87,7 @@ def main():
                 if st != 200:
                     continue
                 job = js["job"]
-                cfg_ = job.get("overrides") or {}
+                cfg_ = job.get("spec") or {}
                 status = "done"
                 for epoch in range(job["epoch"] + 1, job["epochs_until"] + 1):
                     st, r = w.report(job, epoch, {"val_accuracy": fake_metric(cfg_, epoch)})

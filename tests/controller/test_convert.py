@@ -142,7 +142,7 @@ def route_and_reuse(c, root, w):
     assert "event" not in done["result"], done
     tl = w.lease()
     assert tl and tl["id"] == tj["id"], tl
-    assert 'packed: "%s"' % out in tl["spec_yaml"], tl["spec_yaml"]
+    assert tl["spec"]["data.packed"] == out, tl["spec"]
     st, js = w.report(tl, 1, {"images_done": 1, "images_total": 6})
     assert st == 422 and js["error"]["field"] == "metrics", (st, js)
     w.run_job(tl)
@@ -154,7 +154,7 @@ def route_and_reuse(c, root, w):
     assert tj2["convert_job_id"] == cv["id"], tj2
     assert len(c.ok("GET", "/api/v1/jobs?action=convert")["jobs"]) == 2
     tl2 = w.lease()
-    assert tl2["id"] == tj2["id"] and out in tl2["spec_yaml"], tl2
+    assert tl2["id"] == tj2["id"] and tl2["spec"]["data.packed"] == out, tl2
     w.run_job(tl2)
     # A done convert job whose file has gone is not reused: the next job packs again.
     os.unlink(out)
@@ -219,7 +219,7 @@ def released(c, ds, w):
     cv = job(c, cid)
     assert cv["status"] == "done" and cv["attempts"] == 0, cv
     tl = w2.lease()
-    assert tl["id"] == tj["id"] and again["out_path"] in tl["spec_yaml"], tl
+    assert tl["id"] == tj["id"] and tl["spec"]["data.packed"] == again["out_path"], tl
     w2.complete(tl, "stopped")
 
 
@@ -319,8 +319,8 @@ def kitti(c, root, w):
     w.complete(lease, "done", {"event": "done", "images": 4})
     tl = w.lease()
     assert tl["id"] == tj["id"], tl
-    assert 'packed: "%s"' % cv["config"]["out"] in tl["spec_yaml"], tl["spec_yaml"]
-    assert "format: kitti" in tl["spec_yaml"] or 'format: "kitti"' in tl["spec_yaml"], tl
+    assert tl["spec"]["data.packed"] == cv["config"]["out"], tl["spec"]
+    assert tl["spec"]["data.format"] == "kitti", tl["spec"]
     w.complete(tl, "stopped")
     c.ok("POST", "/api/v1/jobs/%s/cancel" % cv128["id"])
     assert job(c, dflt["id"])["status"] == "failed"
@@ -347,7 +347,7 @@ def restart(binary, c, root, ds):
     assert w.lease() is None, "the waiting job was leased after a restart"
     w.complete(lease, "done", {"images": 6})
     tl = w.lease()
-    assert tl["id"] == tj["id"] and lease["out_path"] in tl["spec_yaml"], tl
+    assert tl["id"] == tj["id"] and tl["spec"]["data.packed"] == lease["out_path"], tl
     w.run_job(tl)
     return c2
 

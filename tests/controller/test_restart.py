@@ -83,7 +83,7 @@ def main():
                 if st != 200:
                     continue
                 job = js["job"]
-                cfg_ = job.get("overrides") or {}
+                cfg_ = job.get("spec") or {}
                 for epoch in range(job["epoch"] + 1, job["epochs_until"] + 1):
                     from hone_test import fake_metric
                     m = fake_metric(cfg_, epoch)

@@ -3,8 +3,9 @@
  * just-out-of-range and wrong-type JSON values, and a grid of combinations (model size, batch,
  * optimiser, warmup, learning rates, data splits), for each network. The controller side is what
  * an experiment create runs (ctl_spec_flatten, then ctl_spec_check_create against the dataset's
- * stats from ctl_dataset_inspect); the trainer side is what a worker's hone-train runs on the YAML
- * the controller writes (load, validate, dataset_load, which checks the data it loads). Both sides
+ * stats from ctl_dataset_inspect); the trainer side is what a worker's hone-train runs on the
+ * spec a lease carries, the flat JSON written to a file (hone-train --spec FILE: load, validate,
+ * dataset_load, which checks the data it loads). Both sides
  * must also blame the same key. detectnet_v2 is walked on a real KITTI set (RGB PNGs and their
  * labels, written here), the other networks on an IDX one. SPEC_AGREE_DEBUG=1 prints each of
  * hone-train's refusals. */
@@ -187,11 +188,16 @@ static int controller(const char *network, const json_t *in, char *key, size_t k
 static int trainer(const char *network, const json_t *in, char *key, size_t keylen)
 {
     json_t *flat = ctl_spec_resolve(network, ds_row, in, NULL);
-    char *yaml = ctl_spec_yaml(flat), err[512] = "";
+    char err[512] = "", path[] = "/tmp/spec_agree_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0 || json_dumpfd(flat, fd, JSON_COMPACT) || close(fd)) {
+        fprintf(stderr, "cannot write %s\n", path);
+        exit(1);
+    }
     hone_train_spec s;
     dataset d;
     hone_train_spec_defaults(&s);
-    int ok = hone_train_spec_load_string(&s, yaml, strlen(yaml), err, sizeof err) == HONE_OK &&
+    int ok = hone_train_spec_load_file(&s, path, err, sizeof err) == HONE_OK &&
              hone_train_spec_validate(&s, err, sizeof err) == HONE_OK &&
              dataset_load(&s, 0, &d, err, sizeof err) == HONE_OK;
     if (ok)
@@ -200,7 +206,7 @@ static int trainer(const char *network, const json_t *in, char *key, size_t keyl
         fprintf(stderr, "trainer: %s\n", err);
     const char *colon = strchr(err, ':');
     snprintf(key, keylen, "%.*s", colon ? (int)(colon - err) : 0, err);
-    free(yaml);
+    unlink(path);
     json_decref(flat);
     return ok;
 }

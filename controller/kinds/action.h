@@ -1,4 +1,5 @@
-/* actions.c: evaluate, inference and export jobs (TAO's action names): hone-train --evaluate /
+/* kinds/action.c: the evaluate, inference and export kinds (TAO's action names): hone-train
+ * --evaluate /
  * --infer / --export run by a worker on the model of a parent job, a done train job (its model.bin)
  * or an AutoML job (its best_model/, TAO's best_model). The job row keeps what to run in config:
  * {parent_job_id, model_dir, sets (the --set data overrides of evaluate on another dataset), folder
@@ -12,8 +13,6 @@
 
 #include "controller.h"
 
-/* 1 for "evaluate", "inference" and "export". */
-int ctl_action_is(const char *action);
 /* Inside the caller's transaction: a queued evaluate or inference job of experiment exp from the
  * request body (parent_job_id; evaluate: dataset_id optional; inference: folder; export: neither).
  * owner (a user id, NULL: anyone's): the parent job and dataset must be theirs, else "no job" /

@@ -13,10 +13,10 @@
 
 #include "automl.h"
 #include "ctl.h"
-#include "ctl_sched.h"
 #include "ctl_spec.h"
-#include "jobs.h"
+#include "job_rows.h"
 #include "store.h"
+#include "train.h"
 #include "util.h"
 
 static int step_new(hone_controller *c, ctl_search *s, const json_t *job, const hone_ask *a)
@@ -115,8 +115,13 @@ static void copy_best(hone_controller *c, const char *automl_id, const json_t *b
     if (d)
         closedir(d);
     json_t *flat = NULL;
-    if (ctl_job_spec(c, best, &flat) == HONE_OK) {
-        char *y = ctl_spec_yaml(flat);
+    char err[256];
+    char *y =
+        ctl_train_spec(c, best, &flat) == HONE_OK ? ctl_spec_to_yaml(flat, err, sizeof err) : NULL;
+    if (flat && !y)
+        ctl_log(c, "warn", "best_model_spec",
+                json_pack("{s:s,s:s}", "job", automl_id, "error", err));
+    if (y) {
         if (snprintf(p2, sizeof p2, "%s/spec.yaml", dst) < (int)sizeof p2)
             write_text(p2, y);
         /* and under TAO's name for the winning spec, which says which recommendation won */
@@ -124,8 +129,8 @@ static void copy_best(hone_controller *c, const char *automl_id, const json_t *b
                      (long long)jint(best, "trial")) < (int)sizeof p2)
             write_text(p2, y);
         free(y);
-        json_decref(flat);
     }
+    json_decref(flat);
     json_t *rows = NULL, *r;
     size_t i;
     FILE *f =
@@ -291,7 +296,7 @@ int ctl_automl_step(hone_controller *c, const char *job_id)
         made++;
     }
     if (made)
-        ctl_sched_kick(c);
+        c->kind_up.kick(c);
 fail:
     json_decref(job);
     return rc;

@@ -1,8 +1,8 @@
-/* convert.c: convert jobs (TAO's dataset-convert): an image_folder or kitti dataset packed once at
- * one size and channel count by a worker (hone-pack; a KITTI set with its boxes), reused by every
- * job that trains at that size. Finding or creating one, the lease a worker gets, its progress and
- * end, the jobs that wait for it (not leased before it is done; failed with it when it fails) and
- * the data.packed of their specs. */
+/* kinds/convert.c: the convert kind (TAO's dataset-convert): an image_folder or kitti dataset
+ * packed once at one size and channel count by a worker (hone-pack; a KITTI set with its boxes),
+ * reused by every job that trains at that size. Finding or creating one, the lease a worker gets,
+ * its progress and end, the jobs that wait for it (not leased before it is done; failed with it
+ * when it fails) and the data.packed of their specs. */
 #ifndef HONE_CTL_CONVERT_H
 #define HONE_CTL_CONVERT_H
 
@@ -38,8 +38,8 @@ int ctl_convert_finish(hone_controller *c, const json_t *job, const char *status
 int ctl_convert_canceled(hone_controller *c, const json_t *job);
 /* Sets data.packed in a job's flat spec from the convert job it waits for (none: unchanged). */
 int ctl_convert_spec(hone_controller *c, const json_t *job, json_t *flat);
-/* The convert members of a job's API view: dataset_id, progress (convert jobs), convert_job_id
- * (jobs that wait for one). */
+/* The dataset members of any job's API view: dataset_id, convert_job_id (jobs that wait for a
+ * convert); a convert job's row adds its progress. */
 void ctl_convert_json(json_t *o, const json_t *row);
 
 #endif

@@ -1,6 +1,7 @@
-/* automl.c, automl_step.c, automl_async.c: the AutoML driver between search/ and jobs. One live
- * search per running or paused AutoML job, rebuilt from its automl_events; asks turn into trials
- * (queued train jobs), reports and trial ends feed it, model-based asks run on the thread pool. */
+/* kinds/automl.c, automl_step.c, automl_async.c: the AutoML kind, its driver between search/ and
+ * jobs. One live search per running or paused AutoML job, rebuilt from its automl_events; asks turn
+ * into trials (queued train jobs), reports and trial ends feed it, model-based asks run on the
+ * thread pool. */
 #ifndef HONE_CTL_AUTOML_H
 #define HONE_CTL_AUTOML_H
 

@@ -1,17 +1,19 @@
 /* The AutoML driver, part 1: the search space and options of an AutoML job (fixed once at start and
  * stored in jobs.automl), the live searches kept in memory, rebuilding them by replaying the
  * job's automl_events in order, and feeding reports and trial ends to them with their events
- * logged in the caller's transaction. */
+ * logged in the caller's transaction; and the AutoML kind's row (kind.h). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "automl.h"
 #include "ctl.h"
-#include "ctl_sched.h"
+#include "job_rows.h"
+#include "kind.h"
+#include "convert.h"
 #include "ctl_spec.h"
-#include "jobs.h"
 #include "store.h"
+#include "train.h"
 #include "util.h"
 
 int ctl_automl_space_json(const char *network, const json_t *settings, json_t **space, char *field,
@@ -210,7 +212,7 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
                                msglen);
     if (rc)
         goto fail;
-    if ((rc = ctl_job_spec(c, job, &flat)))
+    if ((rc = ctl_train_spec(c, job, &flat)))
         goto fail;
     const char *metric = jstr(exp, "metric");
     int maximize = strstr(metric, "loss") == NULL;
@@ -432,3 +434,92 @@ int ctl_automl_end(hone_controller *c, const json_t *trial, int failed)
         return rc;
     return ev_append(c, s->job_id, "end", t, 0, NAN, failed ? "{\"failed\":true}" : "{}");
 }
+
+/* ---- the AutoML kind's row (kind.h) ---- */
+
+static int automl_create(hone_controller *c, const json_t *exp, const json_t *body,
+                         const char *owner, char *id_out, size_t idlen, int *http, char *field,
+                         size_t fieldlen, char *msg, size_t msglen)
+{
+    static const ctl_train_search search = {ctl_automl_space_json, ctl_automl_start};
+    (void)owner;
+    *http = 422;
+    return ctl_train_create_as(c, exp, HONE_KIND_AUTOML, &search, body, id_out, idlen, field,
+                               fieldlen, msg, msglen);
+}
+
+static void automl_created(hone_controller *c, const char *id)
+{
+    ctl_automl_step(c, id);
+}
+
+/* An AutoML job ends with all its trials at once, running ones included: their leases end, so
+ * their workers get 409 on report and the job under `cancel` on heartbeat. */
+static int automl_cancel(hone_controller *c, const json_t *job)
+{
+    const char *id = jstr(job, "id");
+    double now = ctl_now();
+    if (store_job_cancel(c->db, id, now) || store_leases_cancel_trials(c->db, id, now) ||
+        store_trials_cancel(c->db, id, now))
+        return HONE_ESQL;
+    return HONE_OK;
+}
+
+static int automl_pause(hone_controller *c, const json_t *job)
+{
+    return store_job_pause(c->db, jstr(job, "id"));
+}
+
+static int automl_resume(hone_controller *c, const json_t *job)
+{
+    return store_automl_resume(c->db, jstr(job, "id"));
+}
+
+static void automl_controlled(hone_controller *c, const json_t *job, const char *verb)
+{
+    if (!strcmp(verb, "cancel"))
+        ctl_automl_drop(c, jstr(job, "id"));
+    else if (!strcmp(verb, "resume"))
+        ctl_automl_step(c, jstr(job, "id"));
+}
+
+static void automl_view(hone_controller *c, json_t *o, const json_t *row)
+{
+    json_object_set_new(o, "automl", ctl_automl_status(c, row));
+    ctl_convert_json(o, row);
+}
+
+static int automl_trial_budget(hone_controller *c, const char *parent_id)
+{
+    ctl_search *s = ctl_automl_find(c, parent_id);
+    return s ? s->full_epochs : 0;
+}
+
+static void automl_trial_step(hone_controller *c, const char *parent_id)
+{
+    ctl_automl_step(c, parent_id);
+}
+
+static void automl_forget(hone_controller *c, const char *id)
+{
+    ctl_automl_drop(c, id);
+}
+
+const ctl_kind ctl_kind_automl = {
+    .id = HONE_KIND_AUTOML,
+    .user_creates = 1,
+    .has_trials = 1,
+    .report = CTL_REPORT_EPOCHS,
+    .create = automl_create,
+    .created = automl_created,
+    .finish = ctl_train_finish,
+    .cancel = automl_cancel,
+    .pause = automl_pause,
+    .resume = automl_resume,
+    .controlled = automl_controlled,
+    .view = automl_view,
+    .forget = automl_forget,
+    .trial_budget = automl_trial_budget,
+    .trial_end = ctl_automl_end,
+    .trial_step = automl_trial_step,
+};

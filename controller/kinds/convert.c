@@ -1,7 +1,7 @@
-/* Convert jobs: an image_folder or kitti dataset decoded, resized and packed once per (size,
- * channels) by a worker running hone-pack (a KITTI set with its boxes, in the numbering of the
- * dataset's class map), into <data_dir>/packed/<dataset id>/<size>x<size>x<channels>.hpk.
- * A convert job is a job row (action 'convert', dataset_id, config {input_size, channels, out})
+/* The convert kind (kind.h): an image_folder or kitti dataset decoded, resized and packed once per
+ * (size, channels) by a worker running hone-pack (a KITTI set with its boxes, in the numbering of
+ * the dataset's class map), into <data_dir>/packed/<dataset id>/<size>x<size>x<channels>.hpk. A
+ * convert job is a job row (action 'convert', dataset_id, config {input_size, channels, out})
  * leased, heartbeated and expired like a train job; train and AutoML jobs of image-folder and
  * kitti experiments name it in convert_id and are not leased until it is done
  * (store_job_next_queued). Everything here runs inside its caller's transaction: a restart finds
@@ -11,9 +11,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "automl.h"
 #include "convert.h"
 #include "ctl.h"
+#include "kind.h"
 #include "spec.h"
 #include "store.h"
 #include "util.h"
@@ -157,15 +157,18 @@ static int fail_waiting(hone_controller *c, const char *convert_id, const char *
     json_array_foreach(rows, i, r)
     {
         const char *id = jstr(r, "id");
-        int automl = !strcmp(jstr(r, "action"), "automl");
+        hone_kind kind = HONE_KIND_TRAIN;
+        hone_kind_parse(jstr(r, "action"), &kind);
+        int automl = kind == HONE_KIND_AUTOML; /* its trials end with it */
         rc = store_job_end(c->db, id, "failed", 0, now, 1, msg, jstr(r, "result"));
         if (!rc && automl &&
             (store_leases_cancel_trials(c->db, id, now) || store_trials_cancel(c->db, id, now)))
             rc = HONE_ESQL;
         if (rc)
             break;
-        if (automl)
-            ctl_automl_drop(c, id);
+        const ctl_kind *k = ctl_kind_of(r);
+        if (k->forget)
+            k->forget(c, id);
         ctl_log(c, "warn", "job_end",
                 json_pack("{s:s,s:s,s:s}", "job", id, "status", "failed", "convert", convert_id));
     }
@@ -260,10 +263,38 @@ void ctl_convert_json(json_t *o, const json_t *row)
         json_object_set(o, "dataset_id", json_object_get(row, "dataset_id"));
     if (jstr(row, "convert_id"))
         json_object_set(o, "convert_job_id", json_object_get(row, "convert_id"));
-    if (!strcmp(jstr(row, "action"), "convert")) {
-        json_t *res = jparse(jstr(row, "result"));
-        json_t *p = json_object_get(res, "progress");
-        json_object_set(o, "progress", json_is_object(p) ? p : json_null());
-        json_decref(res);
-    }
 }
+
+/* ---- the convert kind's row (kind.h) ---- */
+
+static json_t *convert_lease_job(hone_controller *c, const json_t *job, const json_t *flat)
+{
+    (void)flat;
+    return ctl_convert_lease_job(c, job);
+}
+
+/* The jobs waiting for a convert canceled before it ran fail with it. */
+static int convert_cancel(hone_controller *c, const json_t *job)
+{
+    int ended, rc = ctl_kind_cancel_plain(c, job, &ended);
+    return !rc && ended ? ctl_convert_canceled(c, job) : rc;
+}
+
+static void convert_view(hone_controller *c, json_t *o, const json_t *row)
+{
+    (void)c;
+    ctl_convert_json(o, row);
+    json_t *res = jparse(jstr(row, "result"));
+    json_t *p = json_object_get(res, "progress");
+    json_object_set(o, "progress", json_is_object(p) ? p : json_null());
+    json_decref(res);
+}
+
+const ctl_kind ctl_kind_convert = {
+    .id = HONE_KIND_CONVERT,
+    .report = CTL_REPORT_PROGRESS,
+    .lease_job = convert_lease_job,
+    .finish = ctl_convert_finish,
+    .cancel = convert_cancel,
+    .view = convert_view,
+};

@@ -7,10 +7,8 @@
 #include <string.h>
 
 #include "automl.h"
-#include "batch.h"
 #include "ctl.h"
-#include "ctl_sched.h"
-#include "jobs.h"
+#include "job_rows.h"
 #include "util.h"
 
 /* A request held until the search of job_id is idle. */
@@ -112,7 +110,7 @@ static void run_deferred(hone_controller *c, const char *job_id)
         hone_http_handler h = d->handler;
         free(d);
         if (strcmp(hone_http_req_route(req), "/api/v1/jobs/{id}/report") != 0)
-            ctl_batch_flush(c); /* what the server's filter does for every other writer */
+            c->kind_up.flush(c); /* what the server's filter does for every other writer */
         h(req, res, c);
     }
 }
@@ -140,7 +138,7 @@ static void ask_done(uv_work_t *w, int status)
     if (c->closing) {
         if (s)
             ctl_automl_remaining(s);
-        ctl_close_step(c);
+        c->kind_up.close_step(c);
         return;
     }
     if (!s) {
@@ -148,7 +146,7 @@ static void ask_done(uv_work_t *w, int status)
         ctl_automl_step(c, job_id);
         return;
     }
-    ctl_batch_flush(c); /* step_new opens its own transaction */
+    c->kind_up.flush(c); /* step_new opens its own transaction */
     again = s->step_again;
     s->step_again = 0;
     if (status != 0 || s->ask_rc != HONE_OK) {
@@ -175,7 +173,7 @@ static void ask_done(uv_work_t *w, int status)
     if (again)
         ctl_automl_step(c, job_id);
     if (made)
-        ctl_sched_kick(c);
+        c->kind_up.kick(c);
 }
 
 void ctl_automl_ask_async(hone_controller *c, ctl_search *s)

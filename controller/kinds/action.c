@@ -1,23 +1,19 @@
-/* Evaluate, inference and export jobs (actions.h): created from a parent job that has a model,
- * leased to a worker that runs hone-train --evaluate / --infer / --export on it, ended with
- * hone-train's result line.
- * Everything here runs inside its caller's transaction. */
+/* The evaluate, inference and export kinds (action.h; three rows of kind.h over one shape): created
+ * from a parent job that has a model, leased to a worker that runs hone-train --evaluate / --infer
+ * / --export on it, ended with hone-train's result line. Everything here runs inside its caller's
+ * transaction. */
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "actions.h"
+#include "action.h"
+#include "convert.h"
 #include "ctl.h"
 #include "dataset_check.h"
-#include "jobs.h"
+#include "job_rows.h"
+#include "kind.h"
 #include "store.h"
 #include "util.h"
-
-int ctl_action_is(const char *action)
-{
-    return action && (!strcmp(action, "evaluate") || !strcmp(action, "inference") ||
-                      !strcmp(action, "export"));
-}
 
 static int has_file(const char *dir, const char *name)
 {
@@ -46,17 +42,19 @@ static char *model_dir(hone_controller *c, const json_t *exp, const char *pid, c
         goto fail;
     }
     const char *act = jstr(p, "action"), *st = jstr(p, "status");
+    hone_kind pk = HONE_KIND_COUNT;
+    hone_kind_parse(act, &pk);
     if (!jstr(p, "experiment_id") || strcmp(jstr(p, "experiment_id"), jstr(exp, "id"))) {
         snprintf(msg, msglen, "job %s is not a job of experiment %s", pid, jstr(exp, "id"));
         goto fail;
     }
-    if (strcmp(act, "train") && strcmp(act, "automl")) {
+    if (pk != HONE_KIND_TRAIN && pk != HONE_KIND_AUTOML) {
         snprintf(msg, msglen, "job %s is a%s %s job; a model comes from a train or automl job", pid,
                  act[0] == 'a' || act[0] == 'e' || act[0] == 'i' ? "n" : "", act);
         goto fail;
     }
     char *jd = ctl_job_dir(c, pid);
-    if (!strcmp(act, "automl")) { /* TAO's best_model: the best trial's files */
+    if (pk == HONE_KIND_AUTOML) { /* TAO's best_model: the best trial's files */
         size_t n = strlen(jd) + 16;
         dir = hone_xmalloc(n);
         snprintf(dir, n, "%s/best_model", jd);
@@ -65,13 +63,13 @@ static char *model_dir(hone_controller *c, const json_t *exp, const char *pid, c
         dir = jd;
     }
     *http = 409;
-    if (!strcmp(act, "train") && strcmp(st, "done")) {
+    if (pk == HONE_KIND_TRAIN && strcmp(st, "done")) {
         snprintf(msg, msglen, "job %s is %s: it has no model until it is done", pid, st);
         goto fail;
     }
     if (!has_file(dir, "model.bin") || !has_file(dir, "spec.yaml")) {
         snprintf(msg, msglen, "job %s has no model yet (%s is %s)", pid,
-                 !strcmp(act, "automl") ? "its best_model/" : "its model.bin", st);
+                 pk == HONE_KIND_AUTOML ? "its best_model/" : "its model.bin", st);
         goto fail;
     }
     if (!has_file(dir, "model.json")) {
@@ -95,7 +93,9 @@ int ctl_action_create(hone_controller *c, const json_t *exp, const json_t *body,
 {
     const char *action = jstr(body, "action"), *pid = jstr(body, "parent_job_id");
     const char *dsid = jstr(body, "dataset_id"), *folder = jstr(body, "folder");
-    int inference = !strcmp(action, "inference");
+    hone_kind kind = HONE_KIND_COUNT;
+    hone_kind_parse(action, &kind);
+    int inference = kind == HONE_KIND_INFERENCE;
     json_t *sets = json_array(), *ds = NULL, *cfg = NULL;
     char *dir = NULL, real[4096];
     int rc = HONE_EINVAL;
@@ -138,12 +138,12 @@ int ctl_action_create(hone_controller *c, const json_t *exp, const json_t *body,
     } else if (folder) {
         snprintf(field, fieldlen, "folder");
         snprintf(msg, msglen, "%s",
-                 strcmp(action, "export") ? "evaluate runs on a dataset "
+                 kind != HONE_KIND_EXPORT ? "evaluate runs on a dataset "
                                             "(dataset_id), not a folder"
                                           : "export takes no folder");
         goto fail;
     }
-    if (dsid && !strcmp(action, "export")) {
+    if (dsid && kind == HONE_KIND_EXPORT) {
         snprintf(field, fieldlen, "dataset_id");
         snprintf(msg, msglen, "export writes the model as ONNX: it takes no dataset_id");
         goto fail;
@@ -209,7 +209,7 @@ json_t *ctl_action_lease_job(hone_controller *c, const json_t *job)
         json_string(ml > 11 && !strcmp(md + ml - 11, "/best_model") ? "best_model" : ""));
     if (jstr(job, "dataset_id")) {
         json_object_set_new(j, "dataset_id", json_string(jstr(job, "dataset_id")));
-    } else if (!strcmp(jstr(job, "action"), "evaluate")) {
+    } else if (ctl_kind_of(job)->id == HONE_KIND_EVALUATE) {
         json_t *ds = ctl_job_dataset_id(c, job);
         if (ds)
             json_object_set_new(j, "dataset_id", ds);
@@ -248,8 +248,6 @@ int ctl_action_finish(hone_controller *c, const json_t *job, const char *status,
 
 void ctl_action_json(json_t *o, const json_t *row)
 {
-    if (!ctl_action_is(jstr(row, "action")))
-        return;
     json_t *cfg = jparse(jstr(row, "config"));
     json_object_set_new(o, "parent_job_id",
                         json_string(jstr(cfg, "parent_job_id") ? jstr(cfg, "parent_job_id") : ""));
@@ -257,3 +255,35 @@ void ctl_action_json(json_t *o, const json_t *row)
         json_object_set_new(o, "folder", json_string(jstr(cfg, "folder")));
     json_decref(cfg);
 }
+
+/* ---- the rows of evaluate, inference and export (kind.h): one shape, three names ---- */
+
+static json_t *action_lease_job(hone_controller *c, const json_t *job, const json_t *flat)
+{
+    (void)flat;
+    return ctl_action_lease_job(c, job);
+}
+
+static int action_cancel(hone_controller *c, const json_t *job)
+{
+    int ended;
+    return ctl_kind_cancel_plain(c, job, &ended);
+}
+
+static void action_view(hone_controller *c, json_t *o, const json_t *row)
+{
+    (void)c;
+    ctl_convert_json(o, row);
+    ctl_action_json(o, row);
+}
+
+#define CTL_ACTION_ROW(kind)                                                                       \
+    {                                                                                              \
+        .id = (kind), .user_creates = 1, .takes_model = 1, .report = CTL_REPORT_EPOCHS,            \
+        .create = ctl_action_create, .lease_job = action_lease_job, .finish = ctl_action_finish,   \
+        .cancel = action_cancel, .view = action_view,                                              \
+    }
+
+const ctl_kind ctl_kind_evaluate = CTL_ACTION_ROW(HONE_KIND_EVALUATE);
+const ctl_kind ctl_kind_inference = CTL_ACTION_ROW(HONE_KIND_INFERENCE);
+const ctl_kind ctl_kind_export = CTL_ACTION_ROW(HONE_KIND_EXPORT);

@@ -1,7 +1,7 @@
 /* train/net.c: builds the MLP, CNN and ResNet-18/34 of the spec as a list of layers over the
  * kernels API and runs them forward and backward. Enqueues kernel ops only (no host reads of
- * device data), so a whole training step can be captured into a graph. spec/spec_check.c walks
- * the same networks for its estimate: change both together. */
+ * device data), so a whole training step can be captured into a graph. The layers are
+ * spec/layers.c's description, which spec_check.c's estimate also prices. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,175 +12,10 @@
 
 typedef struct {
     layer *v;
-    int n, cap;
-    int c, h, w; /* shape flowing out of layer cur (the input before any) */
-    int cur;     /* the layer the next one reads (-1: the network input) */
+    int n;
     size_t ndecay, nbias, nstate;
     int ncounters;
 } builder;
-
-static layer *push(builder *b, layer_kind kind, int oc, int oh, int ow)
-{
-    if (b->n == b->cap) {
-        b->cap = b->cap ? 2 * b->cap : 16;
-        b->v = hone_xrealloc(b->v, sizeof(layer) * (size_t)b->cap);
-    }
-    layer *L = &b->v[b->n];
-    memset(L, 0, sizeof(*L));
-    L->c = b->c;
-    L->h = b->h;
-    L->w = b->w;
-    L->kind = kind;
-    L->in = b->cur;
-    L->in2 = -1;
-    b->cur = b->n;
-    L->oc = b->c = oc;
-    L->oh = b->h = oh;
-    L->ow = b->w = ow;
-    b->n++;
-    return L;
-}
-
-/* The next layer reads layer i's output (branches of a residual block). */
-static void read_from(builder *b, int i)
-{
-    b->cur = i;
-    b->c = b->v[i].oc;
-    b->h = b->v[i].oh;
-    b->w = b->v[i].ow;
-}
-
-/* r x r convolution; output side (side + 2*pad - r) / stride + 1 as hone_conv_desc_init. */
-static void add_conv_ex(builder *b, int oc, int r, int stride, int pad, int bias)
-{
-    int oh = (b->h + 2 * pad - r) / stride + 1, ow = (b->w + 2 * pad - r) / stride + 1;
-    layer *L = push(b, L_CONV, oc, oh, ow);
-    L->r = r;
-    L->stride = stride;
-    L->pad = pad;
-    L->bias = bias;
-    L->w_off = b->ndecay;
-    b->ndecay += (size_t)oc * L->c * r * r;
-    if (bias) {
-        L->b_off = b->nbias;
-        b->nbias += (size_t)oc;
-    }
-}
-
-/* 3x3 convolution, stride 1, padding 1, with bias: keeps the spatial size (cnn). */
-static void add_conv(builder *b, int oc)
-{
-    add_conv_ex(b, oc, 3, 1, 1, 1);
-}
-
-static void add_dense(builder *b, int out)
-{
-    layer *L = push(b, L_DENSE, out, 1, 1);
-    L->w_off = b->ndecay;
-    b->ndecay += (size_t)out * L->c * L->h * L->w;
-    L->b_off = b->nbias;
-    b->nbias += (size_t)out;
-}
-
-static void add_same(builder *b, layer_kind kind)
-{
-    layer *L = push(b, kind, b->c, b->h, b->w);
-    if (kind == L_BN) {
-        L->b_off = b->nbias; /* gamma, then beta */
-        b->nbias += 2 * (size_t)L->c;
-        L->s_off = b->nstate; /* running mean, then var */
-        b->nstate += 2 * (size_t)L->c;
-    }
-}
-
-static void add_pool(builder *b)
-{
-    layer *L = push(b, L_POOL, b->c, b->h / 2, b->w / 2);
-    L->r = L->stride = 2;
-}
-
-/* size x size max pooling with padding (the ImageNet stem's 3/2/1). */
-static void add_pool_pad(builder *b, int size, int stride, int pad)
-{
-    layer *L = push(b, L_POOL, b->c, (b->h + 2 * pad - size) / stride + 1,
-                    (b->w + 2 * pad - size) / stride + 1);
-    L->r = size;
-    L->stride = stride;
-    L->pad = pad;
-}
-
-static void add_dropout(builder *b, double p)
-{
-    if (p <= 0.0)
-        return;
-    add_same(b, L_DROPOUT);
-    b->v[b->n - 1].p = (float)p;
-    b->v[b->n - 1].rng = b->ncounters++;
-}
-
-/* One BasicBlock: conv3x3(stride) -> BN -> ReLU -> conv3x3 -> BN, joined by add + ReLU with the
- * block's input, or with a 1x1 stride-s conv + BN projection of it when the stride or the channels
- * change. Convs before a BN have no bias. The block's last BN starts at gamma 0, so each block
- * starts as the identity (Goyal et al. 2017: steadier early training at large batch and lr). */
-static void add_block(builder *b, int oc, int stride)
-{
-    int in = b->cur, c = b->c;
-    add_conv_ex(b, oc, 3, stride, 1, 0);
-    add_same(b, L_BN);
-    add_same(b, L_RELU);
-    add_conv_ex(b, oc, 3, 1, 1, 0);
-    add_same(b, L_BN);
-    b->v[b->n - 1].gamma0 = 1;
-    int main_out = b->n - 1, skip = in;
-    if (stride != 1 || c != oc) {
-        read_from(b, in);
-        add_conv_ex(b, oc, 1, stride, 0, 0);
-        add_same(b, L_BN);
-        skip = b->n - 1;
-    }
-    read_from(b, main_out);
-    layer *L = push(b, L_ADD, oc, b->h, b->w);
-    L->in2 = skip;
-}
-
-/* ResNet-18 ([2,2,2,2]) or -34 ([3,4,6,3]) of BasicBlocks, stage widths w, 2w, 4w, 8w. Inputs up
- * to 64 px a side get the small-image stem (3x3 conv, no pool), larger ones the ImageNet stem
- * (7x7/2 conv, 3x3/2 max-pool). Then global average pooling, dropout, dense to the classes. */
-static void add_resnet(builder *b, const int blocks[4], int width, double dropout, int classes)
-{
-    if (b->h <= 64 && b->w <= 64) {
-        add_conv_ex(b, width, 3, 1, 1, 0);
-        add_same(b, L_BN);
-        add_same(b, L_RELU);
-    } else {
-        add_conv_ex(b, width, 7, 2, 3, 0);
-        add_same(b, L_BN);
-        add_same(b, L_RELU);
-        add_pool_pad(b, 3, 2, 1);
-    }
-    for (int s = 0; s < 4; s++)
-        for (int i = 0; i < blocks[s]; i++)
-            add_block(b, width << s, s > 0 && i == 0 ? 2 : 1);
-    push(b, L_GAP, b->c, 1, 1);
-    add_dropout(b, dropout);
-    add_dense(b, classes);
-}
-
-/* DetectNet_v2 (train/detect.h): the ResNet above with the ImageNet stem whatever the input size,
- * cut after its third stage (stride 16: stem 4, stages 2 and 3 halve again), then one 1x1 conv
- * with bias giving per cell the coverage logits (classes channels) and the 4 box offsets a class
- * (4 x classes): the two heads of DetectNet_v2 as one layer, as hone_k_detect_loss reads them. */
-static void add_detectnet(builder *b, const int blocks[4], int width, int classes)
-{
-    add_conv_ex(b, width, 7, 2, 3, 0);
-    add_same(b, L_BN);
-    add_same(b, L_RELU);
-    add_pool_pad(b, 3, 2, 1);
-    for (int s = 0; s < 3; s++)
-        for (int i = 0; i < blocks[s]; i++)
-            add_block(b, width << s, s > 0 && i == 0 ? 2 : 1);
-    add_conv_ex(b, 5 * classes, 1, 1, 0, 1);
-}
 
 /* Marks the layers whose backward must add to their input's gradient: walking backward, the
  * first layer to reach a producer writes its dout, later ones add. Only convs can add (their
@@ -209,6 +44,13 @@ static int mark_fan_out(builder *b)
 }
 
 static int half_eligible(hone_net *net, const hone_train_spec *spec);
+
+/* A layer's buffer, counted in net->layer_bytes (what spec/'s estimate prices as layer_bytes). */
+static void *layer_alloc(hone_net *net, size_t bytes)
+{
+    net->layer_bytes += bytes;
+    return hone_k_alloc(net->k, bytes);
+}
 
 static int conv_desc(const layer *L, int n, hone_conv_desc *d)
 {
@@ -277,48 +119,58 @@ static void init_params(hone_net *net, const hone_train_spec *spec, int t)
     free(st);
 }
 
-/* The layers of spec's network for [c, h, w] inputs into b (b->v owned by the caller). */
+/* The layers of spec's network for [c, h, w] inputs into b (b->v owned by the caller): spec/'s
+ * description (layers.h), each entry given its place in the parameters (weights in the decay
+ * region, then biases and norm scales in the order of the layers), norm statistics and dropout
+ * counter. */
 static int build(builder *b, const hone_train_spec *spec, int c, int h, int w, int classes)
 {
-    *b = (builder){.c = c, .h = h, .w = w, .cur = -1};
-    int bn = spec->model.batchnorm;
-    if (strcmp(spec->network, "cnn") == 0) {
-        static const int widths[2] = {32, 64};
-        for (int i = 0; i < 2; i++) {
-            add_conv(b, widths[i]);
-            if (bn)
-                add_same(b, L_BN);
-            /* pool before relu: max-pool and relu commute (values, argmax and gradients are the
-             * same as relu-then-pool), and relu then touches a quarter of the elements */
-            add_pool(b);
-            add_same(b, L_RELU);
-        }
-        add_dense(b, spec->model.hidden);
-        if (bn)
-            add_same(b, L_BN);
-        add_same(b, L_RELU);
-        add_dropout(b, spec->model.dropout);
-        add_dense(b, classes);
-    } else if (strcmp(spec->network, "mlp") == 0) {
-        for (int i = 0; i < spec->model.depth; i++) {
-            add_dense(b, spec->model.hidden);
-            if (bn)
-                add_same(b, L_BN);
-            add_same(b, L_RELU);
-            add_dropout(b, spec->model.dropout);
-        }
-        add_dense(b, classes);
-    } else if (strcmp(spec->network, "resnet18") == 0 || strcmp(spec->network, "resnet34") == 0) {
-        static const int r18[4] = {2, 2, 2, 2}, r34[4] = {3, 4, 6, 3};
-        add_resnet(b, spec->network[6] == '1' ? r18 : r34, spec->model.width, spec->model.dropout,
-                   classes);
-    } else if (strcmp(spec->network, "detectnet_v2") == 0) {
-        static const int r18[4] = {2, 2, 2, 2}, r34[4] = {3, 4, 6, 3};
-        add_detectnet(b, strcmp(spec->model.backbone, "resnet34") ? r18 : r34, spec->model.width,
-                      classes);
-    } else {
+    *b = (builder){0};
+    hone_layers l;
+    if (hone_spec_layers(spec, c, h, w, classes, &l) != HONE_OK)
         return HONE_EINVAL;
+    b->n = l.n;
+    b->v = hone_xcalloc((size_t)l.n + 1, sizeof(layer));
+    for (int i = 0; i < l.n; i++) {
+        const hone_layer_desc *D = &l.v[i];
+        layer *L = &b->v[i];
+        L->kind = (layer_kind)D->kind;
+        L->c = D->c, L->h = D->h, L->w = D->w;
+        L->oc = D->oc, L->oh = D->oh, L->ow = D->ow;
+        L->in = D->in, L->in2 = D->in2;
+        L->r = D->r, L->stride = D->stride, L->pad = D->pad;
+        L->bias = D->bias;
+        L->gamma0 = D->gamma0;
+        L->p = D->p;
+        switch (L->kind) {
+        case L_CONV:
+            L->w_off = b->ndecay;
+            b->ndecay += (size_t)L->oc * L->c * L->r * L->r;
+            if (L->bias) {
+                L->b_off = b->nbias;
+                b->nbias += (size_t)L->oc;
+            }
+            break;
+        case L_DENSE:
+            L->w_off = b->ndecay;
+            b->ndecay += (size_t)L->oc * L->c * L->h * L->w;
+            L->b_off = b->nbias;
+            b->nbias += (size_t)L->oc;
+            break;
+        case L_BN:
+            L->b_off = b->nbias; /* gamma, then beta */
+            b->nbias += 2 * (size_t)L->c;
+            L->s_off = b->nstate; /* running mean, then var */
+            b->nstate += 2 * (size_t)L->c;
+            break;
+        case L_DROPOUT:
+            L->rng = b->ncounters++;
+            break;
+        default:
+            break;
+        }
     }
+    hone_layers_free(&l);
     if (mark_fan_out(b) != HONE_OK) {
         free(b->v);
         b->v = NULL;
@@ -423,20 +275,20 @@ int net_new_pack(hone_kctx *k, const hone_train_spec *const *specs, int trials, 
         size_t osz = T * (size_t)batch * L->oc * L->oh * L->ow;
         int half = net->half && i < net->half_end;
         if (half) {
-            L->hout = hone_k_alloc(k, osz * sizeof(hone_bf16));
-            L->hdout = hone_k_alloc(k, osz * sizeof(hone_bf16));
+            L->hout = layer_alloc(net, osz * sizeof(hone_bf16));
+            L->hdout = layer_alloc(net, osz * sizeof(hone_bf16));
         }
         if (!half || (i == net->half_end - 1 && net->layers[i + 1].kind != L_GAP)) {
-            L->out = hone_k_alloc(k, osz * sizeof(float));
-            L->dout = hone_k_alloc(k, osz * sizeof(float));
+            L->out = layer_alloc(net, osz * sizeof(float));
+            L->dout = layer_alloc(net, osz * sizeof(float));
         }
         if (L->kind == L_POOL)
-            L->idx = hone_k_alloc(k, osz * sizeof(int32_t));
+            L->idx = layer_alloc(net, osz * sizeof(int32_t));
         if (L->kind == L_DROPOUT)
-            L->mask = hone_k_alloc(k, osz);
+            L->mask = layer_alloc(net, osz);
         if (L->kind == L_BN) {
-            L->save_mean = hone_k_alloc(k, T * (size_t)L->c * sizeof(float));
-            L->save_invstd = hone_k_alloc(k, T * (size_t)L->c * sizeof(float));
+            L->save_mean = layer_alloc(net, T * (size_t)L->c * sizeof(float));
+            L->save_invstd = layer_alloc(net, T * (size_t)L->c * sizeof(float));
         }
         if (L->kind == L_CONV) {
             if (half)

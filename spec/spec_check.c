@@ -1,5 +1,5 @@
 /* spec/spec_check.c: the cross-key rules and the size limits of spec.h: what a spec costs to
- * train (parameters and device memory: the network's layers as layers.c lists them, which
+ * train (parameters and device memory: the network's layers as spec_layers.c lists them, which
  * train/net.c builds, and the buffers train/loop.c adds) and whether a worker can train it.
  * tests/train/test_train_estimate.c compares the estimate with the buffers net.c allocates. */
 #include <math.h>
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layers.h"
+#include "spec_layers.h"
 #include "spec_internal.h"
 
 static uint64_t add(uint64_t a, uint64_t b)

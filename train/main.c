@@ -26,7 +26,7 @@
  * train at the same time in this one process (packed trials; serve_listen.c says how).
  *
  * hone-train --pack-file FILE [--threads N]: the trials of FILE (one JSON array of ARGS a line)
- * in one fused step (hone_train_run_pack, train/pack.c); see pack_file below. */
+ * in one fused step (hone_train_run_pack, train/run_pack.c); see pack_file below. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>

@@ -1,7 +1,7 @@
 /* train/net.c: builds the network of the spec (mlp, cnn, resnet18/34, detectnet_v2) from
- * spec/layers.c's description, which spec_check.c's estimate also prices: each layer's place in
- * the parameters and its device buffers, for one trial or several packed ones. net_run.c runs it,
- * net_params.c initialises its parameters, net_half.c runs its bf16 part. */
+ * spec/spec_layers.c's description, which spec_check.c's estimate also prices: each layer's place
+ * in the parameters and its device buffers, for one trial or several packed ones. net_run.c runs
+ * it, net_params.c initialises its parameters, net_half.c runs its bf16 part. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,7 +59,7 @@ size_t net__conv_ws(const hone_net *net, int i, int n)
 }
 
 /* The layers of spec's network for [c, h, w] inputs into b (b->v owned by the caller): spec/'s
- * description (layers.h), each entry given its place in the parameters (weights in the decay
+ * description (spec_layers.h), each entry given its place in the parameters (weights in the decay
  * region, then biases and norm scales in the order of the layers), norm statistics and dropout
  * counter. */
 int net__build(builder *b, const hone_train_spec *spec, int c, int h, int w, int classes)

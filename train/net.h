@@ -6,13 +6,13 @@
 #ifndef HONE_TRAIN_NET_H
 #define HONE_TRAIN_NET_H
 
-#include "layers.h"
+#include "spec_layers.h"
 #include "train.h"
 
 /* Batch norm's epsilon, var + eps under the square root (export.c writes it into the model). */
 #define NET_BN_EPS 1e-5f
 
-/* The kinds of spec/layers.h, whose list net.c builds. */
+/* The kinds of spec/spec_layers.h, whose list net.c builds. */
 typedef enum {
     L_CONV = HONE_LAYER_CONV,
     L_DENSE = HONE_LAYER_DENSE,

@@ -16,7 +16,7 @@
  * to log. */
 int train_run_argv(int argc, char **argv, hone_train_cache *cache, volatile sig_atomic_t *cancel,
                    FILE *out, FILE *log);
-/* train_run_argv in two halves, for the listener's ganged jobs (serve_listen.c): the parsed
+/* train_run_argv in two halves, for the listener's packed jobs (serve_listen.c): the parsed
  * command line (train_args_parse: -1 when it is to run, else the exit status it ends with now;
  * *a is set either way, train_args_free releases it), its options when it is a plain training
  * run (NULL for --evaluate, --infer, --export, --print-spec) and the run itself. */
@@ -26,15 +26,15 @@ int train_args_parse(int argc, char **argv, hone_train_cache *cache, volatile si
 const hone_train_opts *train_args_training(const run_args *a);
 int train_args_exec(run_args *a);
 void train_args_free(run_args *a);
-/* Ganged jobs of --listen --pack-window-ms (serve_gang.c): training requests of one pack key that
+/* Packed jobs of --listen --pack-window-ms (serve_pack.c): training requests of one pack key that
  * arrive within window_ms of the first train as one hone_train_run_pack, up to max. Thread safe.
- * serve_gangs_job: a's exit status, after its trial left its pack; -1 when a cannot be ganged
- * (not a training run, or a network that cannot be packed): run it as usual. serve_gangs_free
+ * serve_packs_job: a's exit status, after its trial left its pack; -1 when a cannot be packed
+ * (not a training run, or a network that cannot be packed): run it as usual. serve_packs_free
  * waits for every pack to end (they borrow the server's dataset cache). */
-typedef struct serve_gangs serve_gangs;
-serve_gangs *serve_gangs_new(int window_ms, int max);
-int serve_gangs_job(serve_gangs *s, run_args *a);
-void serve_gangs_free(serve_gangs *s);
+typedef struct serve_packs serve_packs;
+serve_packs *serve_packs_new(int window_ms, int max);
+int serve_packs_job(serve_packs *s, run_args *a);
+void serve_packs_free(serve_packs *s);
 /* One request line {"run": [ARGS]} as argv (argv[0] "hone-train", the strings borrowed from *req:
  * free(*argv) and json_decref(*req) when done). HONE_EPARSE, with the reason on log, for anything
  * else (also an argument that is not a string or starts with --serve). */

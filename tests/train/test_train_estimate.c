@@ -1,5 +1,5 @@
 /* tests/train/test_train_estimate.c: spec/'s estimate (hone_spec_estimate) against the network
- * train/net.c builds from the same description (spec/layers.c), for every network (mlp, cnn,
+ * train/net.c builds from the same description (spec/spec_layers.c), for every network (mlp, cnn,
  * resnet18/34 with both stems, detectnet_v2 on both backbones) at several widths, input sizes and
  * batch sizes on the CPU. Compared, all exact but the workspace:
  *  - trainable parameters: cost.params == net->nparams;

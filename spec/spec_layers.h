@@ -1,6 +1,6 @@
-/* spec/layers.h: each network of the spec (mlp, cnn, resnet18, resnet34, detectnet_v2) as a pure
- * list of layers: kind, shapes, channels, kernel, stride, padding and the layers each one reads. No
- * kernels and no buffers: train/net.c turns each entry into its kernels and buffers, and
+/* spec/spec_layers.h: each network of the spec (mlp, cnn, resnet18, resnet34, detectnet_v2) as a
+ * pure list of layers: kind, shapes, channels, kernel, stride, padding and the layers each one
+ * reads. No kernels and no buffers: train/net.c turns each entry into its kernels and buffers, and
  * spec_check.c's estimate (hone_spec_estimate) prices the same entries, so the two cannot drift. */
 #ifndef HONE_SPEC_LAYERS_H
 #define HONE_SPEC_LAYERS_H

@@ -1,10 +1,10 @@
-/* spec/layers.c: the one description of each network (layers.h): the list of layers that
+/* spec/spec_layers.c: the one description of each network (spec_layers.h): the list of layers that
  * train/net.c builds and hone_spec_estimate prices. Shapes only; nothing here allocates beyond the
  * list. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "layers.h"
+#include "spec_layers.h"
 
 /* The list being written, the shape flowing out of layer cur and the layer the next one reads. */
 typedef struct {

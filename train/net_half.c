@@ -5,59 +5,6 @@
 
 #include "net_internal.h"
 
-/* ------------------------------------------------------------------ bf16 NHWC (half) networks
- * train.math=bf16 on CUDA: cuDNN's tensor-core convolutions run on bf16 NHWC tensors without the
- * transposes and with half the memory traffic of fp32 NCHW (ResNet-18 at batch 512 on an H100:
- * 5.6 ms of convolution a step against 16.6). A network qualifies when its leading layers are
- * bias-free convs, batch norms (their relu fused), residual joins or a padded max pool, all of
- * multiples of 8 channels (whole 16-byte groups), and cuDNN has a bf16 algorithm for every such
- * conv: resnet18 and resnet34 at any input size, and detectnet_v2's backbone (its head,
- * a conv with a bias, runs in fp32 on a copy), model.width a multiple of 8. The first other layer
- * ends the bf16 part; it must read the layer before it, which nothing else reads. Anything else
- * (mlp, cnn, packed trials) trains in fp32 as before. */
-int net__half_eligible(hone_net *net, const hone_train_spec *spec)
-{
-    if (net->trials != 1 || strcmp(spec->train.math, "bf16") != 0 ||
-        hone_kctx_device(net->k) != HONE_DEV_CUDA)
-        return 0;
-    int end = net->nlayers;
-    for (int i = 0; i < net->nlayers && end == net->nlayers; i++) {
-        const layer *L = &net->layers[i];
-        hone_conv_desc d;
-        size_t ws;
-        int ok = 0;
-        switch (L->kind) {
-        case L_CONV:
-            ok = !L->bias && L->oc % 8 == 0 && net__conv_desc(L, net->batch, &d) == HONE_OK &&
-                 hone_k_conv_workspace_h(net->k, &d, &ws) == HONE_OK;
-            break;
-        case L_BN:
-        case L_ADD:
-            ok = L->oc % 8 == 0;
-            break;
-        case L_RELU:
-            ok = bn_relu_fused(net, i - 1);
-            break;
-        case L_POOL: /* the ImageNet stem's padded pool */
-            ok = L->pad > 0;
-            break;
-        default:
-            break;
-        }
-        if (!ok)
-            end = i;
-    }
-    /* the boundary reads the layer before it, which no later layer reads */
-    if (end < 2 || end == net->nlayers || net->layers[end].in != end - 1 ||
-        net->layers[end].in2 >= 0)
-        return 0;
-    for (int j = end + 1; j < net->nlayers; j++)
-        if (net->layers[j].in < end || net->layers[j].in2 >= 0)
-            return 0;
-    net->half_end = end;
-    return 1;
-}
-
 /* Layer i is a residual block's last batch norm, read only by the join after it as its main
  * input: in a half network the join runs it (hone_k_batchnorm_add_relu_fwd_h) and the norm's own
  * output is never stored; its backward is unchanged (it reads only its input and gradient). */

@@ -1,6 +1,7 @@
-/* train/net_internal.h: what the files of the network (net.c builds it, net_params.c initialises
- * and copies its parameters, net_run.c runs it forward and backward with packed trials, net_half.c
- * runs its bf16 part) share; not part of net.h's API. */
+/* train/net_internal.h: what the files of the network (net.c builds it, net_run.c runs it forward
+ * and backward with packed trials, net_half.c runs its bf16 part, net_copy.c copies parameters
+ * into it) share; not part of net.h's API. Calls run net_run.c -> net_half.c -> net.c and
+ * net_copy.c -> net.c. */
 #ifndef HONE_TRAIN_NET_INTERNAL_H
 #define HONE_TRAIN_NET_INTERNAL_H
 
@@ -20,11 +21,8 @@ typedef struct {
 int net__build(builder *b, const hone_train_spec *spec, int c, int h, int w, int classes);
 /* Workspace bytes conv layer i needs at batch n (net.c). */
 size_t net__conv_ws(const hone_net *net, int i, int n);
-/* Trial t's slice of params and state, as a solo network from spec would start (net_params.c). */
-void net__init_params(hone_net *net, const hone_train_spec *spec, int t);
-/* The bf16 part (net_half.c): whether net qualifies (sets half_end), and layer i of it, forward
- * and backward. */
-int net__half_eligible(hone_net *net, const hone_train_spec *spec);
+/* The bf16 part (net_half.c; net.c decides which layers it holds): layer i of it, forward and
+ * backward. */
 void net__half_fwd(hone_net *net, int i, int n, int training);
 void net__half_bwd(hone_net *net, int i, int n);
 

@@ -1,54 +1,10 @@
-/* train/net_params.c: a network's parameters: their He-normal initialisation from each trial's
- * train.seed, and model.pretrained's copy of another network's leading layers (net_copy_prefix). */
-#include <math.h>
+/* train/net_copy.c: model.pretrained's copy of another network's leading layers into a network
+ * (net_copy_prefix), the layers that agree in kind, channels, kernel, stride, padding and inputs.
+ */
 #include <stdlib.h>
 #include <string.h>
 
 #include "net_internal.h"
-
-/* Box-Muller over splitmix64: deterministic He-normal initialisation from the seed. */
-static double normal(uint64_t *s)
-{
-    double u[2];
-    for (int i = 0; i < 2; i++) {
-        uint64_t z = (*s += 0x9E3779B97F4A7C15ULL);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-        z ^= z >> 31;
-        u[i] = ((z >> 11) + 0.5) * (1.0 / 9007199254740992.0);
-    }
-    return sqrt(-2.0 * log(u[0])) * cos(2.0 * M_PI * u[1]);
-}
-
-/* Trial t's slice of params and state, as a solo network from spec would start. */
-void net__init_params(hone_net *net, const hone_train_spec *spec, int t)
-{
-    float *p = hone_xcalloc(net->nparams, sizeof(float));
-    float *st = hone_xcalloc(net->nstate ? net->nstate : 1, sizeof(float));
-    uint64_t s = spec->train.seed ^ 0x5EEDC0DE12345678ULL;
-    for (int i = 0; i < net->nlayers; i++) {
-        layer *L = &net->layers[i];
-        if (L->kind == L_CONV || L->kind == L_DENSE) {
-            size_t fan_in =
-                (size_t)L->c * (L->kind == L_CONV ? (size_t)L->r * L->r : (size_t)L->h * L->w);
-            size_t nw = fan_in * (size_t)L->oc;
-            double sd = sqrt(2.0 / (double)fan_in);
-            for (size_t j = 0; j < nw; j++)
-                p[L->w_off + j] = (float)(sd * normal(&s));
-        } else if (L->kind == L_BN) {
-            for (int j = 0; j < L->c; j++) {
-                p[L->b_off + j] = L->gamma0 ? 0.0f : 1.0f;
-                st[L->s_off + L->c + j] = 1.0f;
-            }
-        }
-    }
-    hone_k_upload(net->k, net->params + (size_t)t * net->nparams, p, net->nparams * sizeof(float));
-    if (net->nstate)
-        hone_k_upload(net->k, net->state + (size_t)t * net->nstate, st,
-                      net->nstate * sizeof(float));
-    free(p);
-    free(st);
-}
 
 /* 1 when layer a of one network and b of another hold the same parameters in the same place of
  * their graphs: kind, channels, kernel, stride, padding, bias, inputs (spatial sizes may differ:

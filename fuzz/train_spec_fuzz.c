@@ -1,4 +1,4 @@
-/* libFuzzer target for the hone-train spec loader (train/spec.c): YAML documents and dotted
+/* libFuzzer target for the hone-train spec loader (train/spec_load.c): YAML documents and dotted
  * "key=value" overrides. A spec that loads and validates must write out as YAML that loads back
  * and writes out the same again (the worker and controller depend on that round trip). */
 #include <stdint.h>

@@ -194,6 +194,11 @@ typedef struct hone_spec_cost {
     uint64_t act_bytes;   /* activations and their gradients at the batch, with the buffers above */
     uint64_t data_bytes;  /* the dataset on the device (0 when the data is unknown) */
     long long batch;      /* the batch trained on: batch_size, or fewer when the data is smaller */
+    /* parts of act_bytes: the network's per-layer buffers (exactly what train/net.c allocates for
+     * them in fp32) and the largest convolution workspace (the CUDA backend's; the CPU's is less)
+     */
+    uint64_t layer_bytes;
+    uint64_t ws_bytes;
 } hone_spec_cost;
 
 /* The [c, h, w] of what the network sees: data.channels and model.input_size where set, else the

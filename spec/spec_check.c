@@ -1,12 +1,13 @@
 /* spec/spec_check.c: the cross-key rules and the size limits of spec.h: what a spec costs to
- * train (parameters and device memory, mirroring what train/net.c and train/loop.c allocate) and
- * whether a worker can train it. Must stay in step with train/net.c: tests/train checks the
- * parameter count against the network it builds (mlp, cnn, resnet18, resnet34, detectnet_v2). */
+ * train (parameters and device memory: the network's layers as spec_layers.c lists them, which
+ * train/net.c builds, and the buffers train/loop.c adds) and whether a worker can train it.
+ * tests/train/test_train_estimate.c compares the estimate with the buffers net.c allocates. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "spec_layers.h"
 #include "spec_internal.h"
 
 static uint64_t add(uint64_t a, uint64_t b)
@@ -17,139 +18,6 @@ static uint64_t add(uint64_t a, uint64_t b)
 static uint64_t mul(uint64_t a, uint64_t b)
 {
     return a && b > UINT64_MAX / a ? UINT64_MAX : a * b;
-}
-
-/* The shape flowing through the network while it is built, and what its layers allocate. */
-typedef struct {
-    uint64_t c, h, w;
-    uint64_t batch;
-    uint64_t params, nstate;
-    uint64_t act; /* bytes */
-    uint64_t ws;  /* the largest convolution workspace, bytes */
-} walk;
-
-/* out and dout of a layer: [batch, c*h*w] floats each */
-static void layer_out(walk *k, uint64_t extra_per_elem)
-{
-    uint64_t n = mul(k->batch, mul(k->c, mul(k->h, k->w)));
-    k->act = add(k->act, mul(n, 8 + extra_per_elem));
-}
-
-/* r x r convolution (output side (side + 2*pad - r) / stride + 1), with or without bias.
- * Workspace as kernels/cuda/conv.cu sizes it for the shape (im2col columns, the output in GEMM
- * layout and the partial weight gradients); the CPU backend's is smaller. */
-static void conv_ex(walk *k, uint64_t oc, uint64_t r, uint64_t stride, uint64_t pad, int bias)
-{
-    uint64_t p = (k->h + 2 * pad - r) / stride + 1, q = (k->w + 2 * pad - r) / stride + 1;
-    uint64_t crs = mul(k->c, r * r), npq = mul(k->batch, mul(p, q));
-    uint64_t pa = mul(mul(k->batch, oc), add(crs, 1));
-    uint64_t pb = mul(mul(k->batch, oc), (mul(p, q) + 255) / 256);
-    uint64_t ws = mul(add(mul(add(crs, oc), npq), pa > pb ? pa : pb), 4);
-    if (ws > k->ws)
-        k->ws = ws;
-    k->params = add(k->params, add(mul(oc, crs), bias ? oc : 0));
-    k->c = oc;
-    k->h = p;
-    k->w = q;
-    layer_out(k, 0);
-}
-
-/* 3x3 convolution, stride 1, padding 1, with bias (cnn). */
-static void conv(walk *k, uint64_t oc)
-{
-    conv_ex(k, oc, 3, 1, 1, 1);
-}
-
-static void dense(walk *k, uint64_t out)
-{
-    k->params = add(k->params, add(mul(out, mul(k->c, mul(k->h, k->w))), out));
-    k->c = out;
-    k->h = k->w = 1;
-    layer_out(k, 0);
-}
-
-static void batchnorm(walk *k)
-{
-    k->params = add(k->params, mul(2, k->c));
-    k->nstate = add(k->nstate, mul(2, k->c));
-    k->act = add(k->act, mul(8, k->c)); /* saved mean and 1/std */
-    layer_out(k, 0);
-}
-
-static void pool(walk *k)
-{
-    k->h /= 2;
-    k->w /= 2;
-    layer_out(k, 4); /* + int32 argmax */
-}
-
-static void dropout(walk *k, double p)
-{
-    if (p > 0.0)
-        layer_out(k, 1); /* + byte mask */
-}
-
-/* One BasicBlock as train/net.c's add_block: conv, BN, ReLU, conv, BN, the projection (conv 1x1
- * + BN) when the stride or the channels change, the join (add + ReLU). */
-static void block(walk *k, uint64_t oc, uint64_t stride)
-{
-    walk in = *k;
-    conv_ex(k, oc, 3, stride, 1, 0);
-    batchnorm(k);
-    layer_out(k, 0); /* relu */
-    conv_ex(k, oc, 3, 1, 1, 0);
-    batchnorm(k);
-    if (stride != 1 || in.c != oc) {
-        walk sk = *k; /* the projection reads the block's input, with the totals so far */
-        sk.c = in.c, sk.h = in.h, sk.w = in.w;
-        conv_ex(&sk, oc, 1, stride, 0, 0);
-        batchnorm(&sk);
-        sk.c = k->c, sk.h = k->h, sk.w = k->w;
-        *k = sk;
-    }
-    layer_out(k, 0); /* join */
-}
-
-/* ResNet-18 / -34 as train/net.c's add_resnet. */
-static void resnet(walk *k, const int blocks[4], uint64_t width, double drop, uint64_t classes)
-{
-    if (k->h <= 64 && k->w <= 64) {
-        conv_ex(k, width, 3, 1, 1, 0);
-        batchnorm(k);
-        layer_out(k, 0);
-    } else {
-        conv_ex(k, width, 7, 2, 3, 0);
-        batchnorm(k);
-        layer_out(k, 0);
-        k->h = (k->h + 2 - 3) / 2 + 1; /* 3x3 stride-2 pad-1 max-pool */
-        k->w = (k->w + 2 - 3) / 2 + 1;
-        layer_out(k, 4); /* + int32 argmax */
-    }
-    for (int s = 0; s < 4; s++)
-        for (int i = 0; i < blocks[s]; i++)
-            block(k, width << s, s > 0 && i == 0 ? 2 : 1);
-    k->h = k->w = 1; /* global average pool */
-    layer_out(k, 0);
-    dropout(k, drop);
-    dense(k, classes);
-}
-
-/* detectnet_v2 as train/net.c's add_detectnet: the ResNet's ImageNet stem (7x7 stride 2, BN, ReLU,
- * 3x3 stride-2 max-pool) whatever the input size, its first three stages (stride 16), then one
- * 1x1 convolution with bias giving the coverage (classes) and box (4 x classes) channels, and the
- * loss's gradient buffer (the layer's dout holds it already). */
-static void detectnet(walk *k, const int blocks[4], uint64_t width, uint64_t classes)
-{
-    conv_ex(k, width, 7, 2, 3, 0);
-    batchnorm(k);
-    layer_out(k, 0);
-    k->h = (k->h + 2 - 3) / 2 + 1;
-    k->w = (k->w + 2 - 3) / 2 + 1;
-    layer_out(k, 4);
-    for (int s = 0; s < 3; s++)
-        for (int i = 0; i < blocks[s]; i++)
-            block(k, width << s, s > 0 && i == 0 ? 2 : 1);
-    conv_ex(k, mul(5, classes), 1, 1, 0, 1);
 }
 
 void hone_spec_input_shape(const hone_spec *s, const hone_spec_data *d, int *c, int *h, int *w)
@@ -193,51 +61,24 @@ void hone_spec_estimate(const hone_spec *s, const hone_spec_data *d, hone_spec_c
         batch = ntrain;
     out->batch = batch;
 
-    walk k = {.c = c, .h = h, .w = w, .batch = (uint64_t)batch};
+    hone_layers l;
     uint64_t grid = 0; /* detectnet_v2: target floats an image */
-    int bn = s->model.batchnorm;
-    uint64_t hidden = s->model.hidden > 0 ? (uint64_t)s->model.hidden : 1;
-    if (!strcmp(s->network, "cnn")) {
-        static const uint64_t widths[2] = {32, 64};
-        for (int i = 0; i < 2; i++) {
-            conv(&k, widths[i]);
-            if (bn)
-                batchnorm(&k);
-            pool(&k);
-            layer_out(&k, 0); /* relu */
-        }
-        dense(&k, hidden);
-        if (bn)
-            batchnorm(&k);
-        layer_out(&k, 0);
-        dropout(&k, s->model.dropout);
-        dense(&k, classes);
-    } else if (!strcmp(s->network, "resnet18") || !strcmp(s->network, "resnet34")) {
-        static const int r18[4] = {2, 2, 2, 2}, r34[4] = {3, 4, 6, 3};
-        uint64_t width = s->model.width > 0 ? (uint64_t)s->model.width : 1;
-        resnet(&k, s->network[6] == '1' ? r18 : r34, width, s->model.dropout, classes);
-    } else if (!strcmp(s->network, "detectnet_v2")) {
-        static const int r18[4] = {2, 2, 2, 2}, r34[4] = {3, 4, 6, 3};
-        uint64_t width = s->model.width > 0 ? (uint64_t)s->model.width : 1;
-        detectnet(&k, strcmp(s->model.backbone, "resnet34") ? r18 : r34, width, classes);
+    uint64_t nstate = 0;
+    if (hone_spec_layers(s, ic, ih, iw, (int)classes, &l) == HONE_OK && l.n > 0) {
+        hone_layers_cost(&l, (uint64_t)batch, &out->params, &nstate, &out->layer_bytes,
+                         &out->ws_bytes);
+        const hone_layer_desc *last = &l.v[l.n - 1];
         /* the batch's targets: coverage, weights (classes each) and boxes (4 x classes) a cell */
-        grid = mul(mul(6, classes), mul(k.h, k.w));
-    } else {
-        for (int i = 0; i < s->model.depth; i++) {
-            dense(&k, hidden);
-            if (bn)
-                batchnorm(&k);
-            layer_out(&k, 0);
-            dropout(&k, s->model.dropout);
-        }
-        dense(&k, classes);
+        if (!strcmp(s->network, "detectnet_v2"))
+            grid = mul(mul(6, classes), mul((uint64_t)last->oh, (uint64_t)last->ow));
     }
-    out->params = k.params;
+    hone_layers_free(&l);
     uint64_t copies = 2 + (strcmp(s->train.optimizer, "adamw") == 0 ? 2 : 1);
-    out->model_bytes = add(mul(mul(k.params, copies), 4), mul(k.nstate, 4));
+    out->model_bytes = add(mul(mul(out->params, copies), 4), mul(nstate, 4));
     /* + the batch's images and labels (gathered each step) and the step's lr schedule */
     uint64_t row = mul(c, mul(h, w));
-    uint64_t act = add(add(k.act, k.ws), mul((uint64_t)batch, add(mul(row, 4), 4)));
+    uint64_t act =
+        add(add(out->layer_bytes, out->ws_bytes), mul((uint64_t)batch, add(mul(row, 4), 4)));
     act = add(act, mul((uint64_t)batch, mul(grid, 4)));
     if (ntrain > 0)
         act = add(act, mul((uint64_t)(ntrain / batch), 4));

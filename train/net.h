@@ -6,12 +6,23 @@
 #ifndef HONE_TRAIN_NET_H
 #define HONE_TRAIN_NET_H
 
+#include "spec_layers.h"
 #include "train.h"
 
 /* Batch norm's epsilon, var + eps under the square root (export.c writes it into the model). */
 #define NET_BN_EPS 1e-5f
 
-typedef enum { L_CONV, L_DENSE, L_RELU, L_POOL, L_BN, L_DROPOUT, L_ADD, L_GAP } layer_kind;
+/* The kinds of spec/spec_layers.h, whose list net.c builds. */
+typedef enum {
+    L_CONV = HONE_LAYER_CONV,
+    L_DENSE = HONE_LAYER_DENSE,
+    L_RELU = HONE_LAYER_RELU,
+    L_POOL = HONE_LAYER_POOL,
+    L_BN = HONE_LAYER_BN,
+    L_DROPOUT = HONE_LAYER_DROPOUT,
+    L_ADD = HONE_LAYER_ADD,
+    L_GAP = HONE_LAYER_GAP
+} layer_kind;
 
 typedef struct {
     layer_kind kind;
@@ -54,7 +65,8 @@ typedef struct hone_net {
     int ncounters;      /* a trial's */
     void *ws;           /* conv workspace shared by all conv layers */
     size_t ws_bytes;
-    void *ws_other; /* a forward at another batch that needs more (net_forward), or NULL */
+    size_t layer_bytes; /* the layers' own buffers (out, dout, hout, hdout, idx, mask, saves) */
+    void *ws_other;     /* a forward at another batch that needs more (net_forward), or NULL */
     size_t ws_other_bytes;
     uint64_t *seeds; /* each trial's train.seed (host) */
     /* train.math=bf16 on CUDA for a resnet backbone (net.c's half_eligible): the layers before

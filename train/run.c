@@ -1,5 +1,5 @@
 /* train/run.c: a training run's reporting, shared by hone_train_run (here, over the solo trainer
- * of loop.c) and hone_train_run_pack (pack.c): out_dir, spec.yaml, resuming, each epoch's JSON
+ * of loop.c) and hone_train_run_pack (run_pack.c): out_dir, spec.yaml, resuming, each epoch's JSON
  * line and metrics.jsonl line, its checkpoint written off the training path, the callback, and at
  * the end model.bin, model.json and the done or paused line. Trains nothing itself: the callers'
  * trainers do (train/trainer.h). */

@@ -11,7 +11,7 @@
  * exits 0; so does --idle-exit S seconds without a connection. A job that fails (code 1) on a GPU
  * ends the server: every running job is cancelled, and each exit line says "restart": true.
  * --pack-window-ms MS (0: off): training requests whose specs share a hone_train_pack_key and
- * arrive within MS of the first train together in one fused step (serve_gang.c, up to
+ * arrive within MS of the first train together in one fused step (serve_pack.c, up to
  * --pack-max); each connection still gets exactly its own lines, cancel and exit code.
  * It never writes the process's stdout; its own messages go to stderr. */
 #define _GNU_SOURCE /* fopencookie, accept4, pipe2, ppoll */
@@ -67,7 +67,7 @@ struct server {
     int lfd;
     hone_train_cache *cache;
     int alive_ms;
-    serve_gangs *gangs; /* --pack-window-ms: ganged jobs (serve_gang.c); NULL: off */
+    serve_packs *packs; /* --pack-window-ms: packed jobs (serve_pack.c); NULL: off */
     pthread_mutex_t mu; /* conns */
     conn *conns;
     int stop_pipe[2]; /* written once when the server stops: wakes every connection */
@@ -257,15 +257,15 @@ static void scan_cancels(conn *c)
     }
 }
 
-/* One job: a training request that can share a pack joins a gang when --pack-window-ms is set;
+/* One job: a training request that can share a pack joins a pack when --pack-window-ms is set;
  * anything else runs as hone-train ARGS would. */
 static int job_exec(conn *c)
 {
     server *s = c->srv;
     run_args *a;
     int code = train_args_parse(c->argc, c->argv, s->cache, &c->cancel, c->out, c->log, &a);
-    if (code < 0 && s->gangs)
-        code = serve_gangs_job(s->gangs, a);
+    if (code < 0 && s->packs)
+        code = serve_packs_job(s->packs, a);
     if (code < 0)
         code = train_args_exec(a);
     train_args_free(a);
@@ -514,7 +514,7 @@ int train_serve_listen(const char *path, int ncache, int alive_ms, int idle_exit
     int rc = 1;
     pthread_mutex_init(&s.mu, NULL);
     if (pack_window_ms > 0)
-        s.gangs = serve_gangs_new(pack_window_ms, pack_max);
+        s.packs = serve_packs_new(pack_window_ms, pack_max);
     s.lfd = -1;
     s.stop_pipe[0] = s.stop_pipe[1] = s.wake_pipe[0] = s.wake_pipe[1] = -1;
     /* the signals only interrupt the accept loop's ppoll: every other thread blocks them */
@@ -606,8 +606,8 @@ out:
             ;
     }
     reap(&s, 1);
-    serve_gangs_free(s.gangs); /* after its packs gave their contexts and data back */
-    s.gangs = NULL;
+    serve_packs_free(s.packs); /* after its packs gave their contexts and data back */
+    s.packs = NULL;
     close(s.lfd);
     unlink(path);
     hone_train_cache_free(s.cache);
@@ -619,6 +619,6 @@ fail:
             close(s.wake_pipe[i]);
     }
     pthread_mutex_destroy(&s.mu);
-    serve_gangs_free(s.gangs); /* not started (a refused path) */
+    serve_packs_free(s.packs); /* not started (a refused path) */
     return rc;
 }

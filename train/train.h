@@ -110,13 +110,14 @@ int hone_train_run(const hone_train_opts *o, hone_train_result *res, char *err, 
 
 /* Packed trials (HFTA): trains n trials, o[i] each, as n hone_train_run calls would (each with
  * its own hyperparameters, seed, augmentation, out_dir, resume_path, epochs_until, callback,
- * cancel flag, out and log), on ONE copy of the data in one fused step per batch (train/pack.c).
- * A trial's outputs (JSON lines, metrics.jsonl, checkpoints, model) and its numbers are its solo
- * run's (bit for bit on the CPU; on CUDA the batched GEMMs may differ from the solo convolution's
- * cuDNN path in the last bits). Trial i's outcome goes to rc[i] (0 or hone_train_run's code),
- * err[i] and res[i]; a trial that ends leaves the others' numbers unchanged. All o[i] must share
- * trial 0's hone_train_pack_key, else every trial is refused (HONE_EINVAL, err naming the first
- * key that differs). Returns 0 when every trial's rc is 0, else the first failing code. */
+ * cancel flag, out and log), on ONE copy of the data in one fused step per batch
+ * (train/run_pack.c). A trial's outputs (JSON lines, metrics.jsonl, checkpoints, model) and its
+ * numbers are its solo run's (bit for bit on the CPU; on CUDA the batched GEMMs may differ from the
+ * solo convolution's cuDNN path in the last bits). Trial i's outcome goes to rc[i] (0 or
+ * hone_train_run's code), err[i] and res[i]; a trial that ends leaves the others' numbers
+ * unchanged. All o[i] must share trial 0's hone_train_pack_key, else every trial is refused
+ * (HONE_EINVAL, err naming the first key that differs). Returns 0 when every trial's rc is 0, else
+ * the first failing code. */
 int hone_train_run_pack(const hone_train_opts *const *o, int n, hone_train_result *res, int *rc,
                         char (*err)[256]);
 /* A key equal for two specs (on devices named `device`) exactly when they can share a pack:

@@ -1,6 +1,6 @@
 /* train/trainer.h (private): the trainer's state and the per-trial pieces of a training run that
  * the solo trainer (loop.c: hone_trainer_*; run.c: hone_train_run) and the packed-trial trainer
- * (pack.c: hone_train_run_pack) share: a step's gather, loss and optimiser update, an epoch's
+ * (run_pack.c: hone_train_run_pack) share: a step's gather, loss and optimiser update, an epoch's
  * learning rates and metrics, evaluation, checkpoints, and a run's reporting (JSON lines,
  * metrics.jsonl, checkpoint.bin, model.bin, spec.yaml, model.json). One copy of each, so a packed
  * trial writes exactly what its solo run writes. */
@@ -15,7 +15,7 @@
 #include "detect_train.h"
 #include "net.h"
 
-/* One trial's trainer. Solo: it owns everything. Packed (pack.c): `borrowed` is set and k, ds,
+/* One trial's trainer. Solo: it owns everything. Packed (run_pack.c): `borrowed` is set and k, ds,
  * the data, norm, net and xb/yb are the pack's; the trial is slot `slot` of the packed net, and
  * the rest (shuffle, step and learning-rate state, accumulators, optimiser state) is its own. */
 struct hone_trainer {

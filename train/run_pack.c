@@ -1,7 +1,7 @@
-/* train/pack.c: packed trials (HFTA, MLSys 2021): hone_train_run_pack trains several trials of one
- * network on one dataset in ONE fused step: each trial gathers its own shuffled, augmented batch
- * into its slot, one forward and backward runs all slots (train/net.c with trials > 1: batched
- * GEMMs and convolutions), then each trial's loss and optimiser step with its own
+/* train/run_pack.c: packed trials (HFTA, MLSys 2021): hone_train_run_pack trains several trials of
+ * one network on one dataset in ONE fused step: each trial gathers its own shuffled, augmented
+ * batch into its slot, one forward and backward runs all slots (train/net.c with trials > 1:
+ * batched GEMMs and convolutions), then each trial's loss and optimiser step with its own
  * hyperparameters. Everything a trial reports goes through the solo trainer's pieces
  * (train/trainer.h), so it writes exactly what its solo run writes. A trial that finishes, pauses,
  * is stopped, cancelled or fails leaves (a cancel at once, its slot computing, ignored, to the

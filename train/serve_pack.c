@@ -1,9 +1,9 @@
-/* train/serve_gang.c: ganged jobs of hone-train --serve --listen --pack-window-ms MS. The first
- * training request of a pack key (hone_train_pack_key) opens a gang and leads it: it waits MS
- * milliseconds (or until --pack-max members joined), closes the gang, and, with members, trains
+/* train/serve_pack.c: packed jobs of hone-train --serve --listen --pack-window-ms MS. The first
+ * training request of a pack key (hone_train_pack_key) opens a pack and leads it: it waits MS
+ * milliseconds (or until --pack-max members joined), closes the pack, and, with members, trains
  * them all as one hone_train_run_pack on a thread of its own; each member's job thread (the
  * leader's too) answers with its code as soon as its trial leaves the pack
- * (hone_train_opts.on_end). A gang of one runs its job as hone-train ARGS would. Never touches a
+ * (hone_train_opts.on_end). A pack of one runs its job as hone-train ARGS would. Never touches a
  * connection: the jobs' options carry their own output streams and cancel flags. */
 #include <errno.h>
 #include <pthread.h>
@@ -13,39 +13,39 @@
 
 #include "serve.h"
 
-typedef struct gang gang;
+typedef struct pack pack;
 
-/* A member's slot: which gang, which trial (the on_end callback's user). */
+/* A member's slot: which pack, which trial (the on_end callback's user). */
 typedef struct {
-    gang *g;
+    pack *g;
     int i;
-} gang_slot;
+} pack_slot;
 
-struct gang {
+struct pack {
     char key[8192];
     hone_train_opts *opts; /* copies of the members' options (their specs borrowed from their job
                               threads, which wait until their trial has left the pack) */
     const hone_train_opts **o;
-    gang_slot *slot;
+    pack_slot *slot;
     int *code;  /* each member's exit status */
     int *ended; /* 1: the member's trial left the pack (its code is set) */
     int n, max, closed, refs;
-    serve_gangs *all;
+    serve_packs *all;
     pthread_cond_t cv;
-    gang *next;
+    pack *next;
 };
 
-struct serve_gangs {
+struct serve_packs {
     int window_ms, max;
-    pthread_mutex_t mu; /* everything below, and every gang's fields */
-    gang *open;         /* gangs still taking members */
-    int running;        /* packs (gang_main threads) still training or cleaning up */
+    pthread_mutex_t mu; /* everything below, and every pack's fields */
+    pack *open;         /* packs still taking members */
+    int running;        /* packs (pack_main threads) still training or cleaning up */
     pthread_cond_t cv;  /* running went down */
 };
 
-serve_gangs *serve_gangs_new(int window_ms, int max)
+serve_packs *serve_packs_new(int window_ms, int max)
 {
-    serve_gangs *s = hone_xcalloc(1, sizeof(*s));
+    serve_packs *s = hone_xcalloc(1, sizeof(*s));
     s->window_ms = window_ms;
     s->max = max;
     pthread_mutex_init(&s->mu, NULL);
@@ -53,7 +53,7 @@ serve_gangs *serve_gangs_new(int window_ms, int max)
     return s;
 }
 
-void serve_gangs_free(serve_gangs *s)
+void serve_packs_free(serve_packs *s)
 {
     if (!s)
         return;
@@ -67,7 +67,7 @@ void serve_gangs_free(serve_gangs *s)
 }
 
 /* Drops one hold on g (with s->mu held); the last frees it. */
-static void gang_release(gang *g)
+static void pack_release(pack *g)
 {
     if (--g->refs > 0)
         return;
@@ -80,12 +80,12 @@ static void gang_release(gang *g)
     free(g);
 }
 
-/* hone_train_opts.on_end of a ganged trial (on the pack's thread): its code, as train_run_argv
+/* hone_train_opts.on_end of a packed trial (on the pack's thread): its code, as train_run_argv
  * would exit (its reason on its own log first), and its job thread woken to answer at once. */
-static void gang_trial_end(int rc, const char *err, void *user)
+static void pack_trial_end(int rc, const char *err, void *user)
 {
-    gang_slot *sl = user;
-    gang *g = sl->g;
+    pack_slot *sl = user;
+    pack *g = sl->g;
     if (rc < 0)
         fprintf(g->opts[sl->i].log, "hone-train: %s\n", err && err[0] ? err : hone_strerror(rc));
     pthread_mutex_lock(&g->all->mu);
@@ -95,13 +95,13 @@ static void gang_trial_end(int rc, const char *err, void *user)
     pthread_mutex_unlock(&g->all->mu);
 }
 
-/* The pack's own thread: trains the gang's members (each one's code comes through on_end, as its
- * trial leaves), then drops its hold on the gang. serve_gangs_free waits for every such thread,
+/* The pack's own thread: trains the pack's members (each one's code comes through on_end, as its
+ * trial leaves), then drops its hold on the pack. serve_packs_free waits for every such thread,
  * so the server frees the dataset cache the pack borrows from only after it. */
-static void *gang_main(void *arg)
+static void *pack_main(void *arg)
 {
-    gang *g = arg;
-    serve_gangs *s = g->all;
+    pack *g = arg;
+    serve_packs *s = g->all;
     int n = g->n;
     hone_train_result *res = hone_xcalloc((size_t)n, sizeof(*res));
     int *rc = hone_xcalloc((size_t)n, sizeof(int));
@@ -113,16 +113,16 @@ static void *gang_main(void *arg)
     pthread_mutex_lock(&s->mu);
     s->running--;
     pthread_cond_broadcast(&s->cv);
-    gang_release(g);
+    pack_release(g);
     pthread_mutex_unlock(&s->mu);
     return NULL;
 }
 
-/* The leader's half: waits out the window (or a full gang) and closes the gang; alone, it runs
+/* The leader's half: waits out the window (or a full pack) and closes the pack; alone, it runs
  * its job as hone-train ARGS would; with members, the pack trains on its own thread and the
  * leader, like every member, answers as soon as its own trial has left. Called and returns with
  * s->mu held. */
-static int gang_lead(serve_gangs *s, gang *g, run_args *a)
+static int pack_lead(serve_packs *s, pack *g, run_args *a)
 {
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
@@ -132,7 +132,7 @@ static int gang_lead(serve_gangs *s, gang *g, run_args *a)
     while (g->n < g->max && pthread_cond_timedwait(&g->cv, &s->mu, &until) != ETIMEDOUT)
         ;
     g->closed = 1;
-    for (gang **pp = &s->open; *pp; pp = &(*pp)->next)
+    for (pack **pp = &s->open; *pp; pp = &(*pp)->next)
         if (*pp == g) {
             *pp = g->next;
             break;
@@ -146,19 +146,19 @@ static int gang_lead(serve_gangs *s, gang *g, run_args *a)
     }
     fprintf(stderr, "hone-train: listen: %d jobs packed in one fused step\n", n);
     for (int i = 0; i < n; i++) {
-        g->slot[i] = (gang_slot){g, i};
-        g->opts[i].on_end = gang_trial_end;
+        g->slot[i] = (pack_slot){g, i};
+        g->opts[i].on_end = pack_trial_end;
         g->opts[i].user = &g->slot[i];
         g->o[i] = &g->opts[i];
     }
     pthread_t th;
     g->refs++;
     s->running++;
-    if (pthread_create(&th, NULL, gang_main, g) == 0) {
+    if (pthread_create(&th, NULL, pack_main, g) == 0) {
         pthread_detach(th);
     } else { /* no thread: train here */
         pthread_mutex_unlock(&s->mu);
-        gang_main(g);
+        pack_main(g);
         pthread_mutex_lock(&s->mu);
     }
     while (!g->ended[0])
@@ -166,14 +166,14 @@ static int gang_lead(serve_gangs *s, gang *g, run_args *a)
     return g->code[0];
 }
 
-int serve_gangs_job(serve_gangs *s, run_args *a)
+int serve_packs_job(serve_packs *s, run_args *a)
 {
     const hone_train_opts *o = train_args_training(a);
     char key[8192];
     if (!o || hone_train_pack_key(o->spec, o->device, key, sizeof(key)) != HONE_OK)
         return -1;
     pthread_mutex_lock(&s->mu);
-    gang *g = s->open;
+    pack *g = s->open;
     while (g && (g->closed || g->n >= g->max || strcmp(g->key, key) != 0))
         g = g->next;
     int code;
@@ -200,9 +200,9 @@ int serve_gangs_job(serve_gangs *s, run_args *a)
         pthread_cond_init(&g->cv, NULL);
         g->next = s->open;
         s->open = g;
-        code = gang_lead(s, g, a);
+        code = pack_lead(s, g, a);
     }
-    gang_release(g);
+    pack_release(g);
     pthread_mutex_unlock(&s->mu);
     return code;
 }

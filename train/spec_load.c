@@ -1,8 +1,8 @@
-/* train/spec.c: hone-train's side of the spec: a spec file is YAML (what a person writes; libyaml
- * events, nested mappings flatten to dotted keys) or the flat dotted JSON object a lease carries
- * (what the controller stores, one form on the wire), and "key=value" overrides; all through
- * spec/'s setters, so a typo or a wrong type is reported the same way from each and from the
- * controller. No key table here: keys, types, ranges and defaults live in spec/spec.c. */
+/* train/spec_load.c: hone-train's side of the spec: a spec file is YAML (what a person writes;
+ * libyaml events, nested mappings flatten to dotted keys) or the flat dotted JSON object a lease
+ * carries (what the controller stores, one form on the wire), and "key=value" overrides; all
+ * through spec/'s setters, so a typo or a wrong type is reported the same way from each and from
+ * the controller. No key table here: keys, types, ranges and defaults live in spec/spec.c. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>

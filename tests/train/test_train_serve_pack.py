@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""hone-train --serve --listen SOCKET --pack-window-ms MS (ganged jobs: requests of one pack key
+"""hone-train --serve --listen SOCKET --pack-window-ms MS (packed jobs: requests of one pack key
 that arrive within the window train as one fused step) against plain hone-train runs of the same
 arguments (CPU, a small Fashion-MNIST subset):
 1. Four CNN trials on four connections at once, three with SGD (their own lr, seed, dropout) and
@@ -7,11 +7,11 @@ arguments (CPU, a small Fashion-MNIST subset):
    step") and runs the fourth alone; every connection gets exactly its own stdout lines (but their
    timings) and exit code 0, and every trial's files (metrics.jsonl but its timings, model.bin,
    checkpoint.bin, model.json, spec.yaml) equal its solo run's byte for byte.
-2. {"cancel":true} on one ganged connection after its first epoch: that job ends with code 143
+2. {"cancel":true} on one packed connection after its first epoch: that job ends with code 143
    at once (before the rest of its pack; its whole epochs kept, as the solo run's), the two others
    still equal their solo runs.
 It exits 77 (skipped) without Fashion-MNIST.
-Usage: test_train_gang.py HONE_TRAIN
+Usage: test_train_serve_pack.py HONE_TRAIN
 """
 import json
 import os
@@ -95,19 +95,19 @@ def main():
         with open(err.name) as f:
             return f.read()
 
-    # 1. three ganged, one alone
-    outs = [os.path.join(TMP, "gang%d" % i) for i in range(len(TRIALS))]
+    # 1. three packed, one alone
+    outs = [os.path.join(TMP, "pack%d" % i) for i in range(len(TRIALS))]
     res = run_at_once(sock, range(len(TRIALS)), outs)
     for i in range(len(TRIALS)):
         out, logs, ex, _ = res[i]
         check(ex is not None and ex["code"] == 0, "trial %d: exit %s, logs %s" % (i, ex, logs))
         check([strip(d) for d in out] == solo_lines[i],
               "trial %d: its lines differ from solo:\n%s\n%s" % (i, out, solo_lines[i]))
-        same_files(outs[i], solo[i], "ganged trial %d" % i)
+        same_files(outs[i], solo[i], "packed trial %d" % i)
     check(server_err().count("3 jobs packed in one fused step") == 1,
           "the three SGD trials were not packed together: %s" % server_err()[-2000:])
 
-    # 2. a cancel inside a gang
+    # 2. a cancel inside a pack
     outs = [os.path.join(TMP, "cancel%d" % i) for i in range(3)]
     res = run_at_once(sock, range(3), outs, cancel_at=1)
     check(res[1][3] < min(res[0][3], res[2][3]),
@@ -123,17 +123,17 @@ def main():
         check(ex is not None and ex["code"] == 0, "trial %d beside a cancel: exit %s" % (i, ex))
         same_files(outs[i], solo[i], "trial %d beside a cancel" % i)
     check(server_err().count("3 jobs packed in one fused step") == 2,
-          "the second gang was not packed: %s" % server_err()[-2000:])
+          "the second pack was not packed: %s" % server_err()[-2000:])
     srv.send_signal(signal.SIGTERM)
     check(srv.wait(timeout=60) == 0, "server exit")
     return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    TMP = tempfile.mkdtemp(prefix="hone-gang-")
+    TMP = tempfile.mkdtemp(prefix="hone-pack-")
     try:
         code = main()
     finally:
         shutil.rmtree(TMP, ignore_errors=True)
-    print("test_train_gang:", "ok" if code == 0 else "skipped" if code == 77 else "FAILED")
+    print("test_train_serve_pack:", "ok" if code == 0 else "skipped" if code == 77 else "FAILED")
     sys.exit(code)

@@ -19,7 +19,6 @@
 #include "kind.h"
 #include "shares.h"
 #include "store.h"
-#include "stream.h"
 #include "util.h"
 
 /* A worker's lease request parked until work appears or its wait runs out. */
@@ -294,7 +293,8 @@ static void tick(uv_timer_t *t)
             ctl_sched_kick(c);
     }
     json_decref(rows);
-    ctl_streams_tick(c);
+    if (c->on_tick)
+        c->on_tick(c); /* the streams' keep-alives, ends and auth checks (server.c sets it) */
 }
 
 int ctl_sched_start(hone_controller *c)

@@ -266,6 +266,7 @@ int hone_controller_new(uv_loop_t *loop, const hone_controller_config *cfg, hone
     c->kind_up.kick = ctl_sched_kick; /* the kinds call up through these (ctl.h) */
     c->kind_up.flush = ctl_batch_flush;
     c->kind_up.close_step = ctl_close_step;
+    c->on_tick = ctl_streams_tick; /* the scheduler's tick, without it naming the streams */
     ctl_log(c, "info", "store_open",
             json_pack("{s:s,s:i}", "db", c->cfg.db_path, "schema_version", version));
     if ((rc = ctl_automl_rebuild_all(c)) || (rc = ctl_sched_start(c))) {

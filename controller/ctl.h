@@ -36,10 +36,8 @@ struct hone_controller {
     int closing;
     uint64_t id_state;
     uint64_t n_reports, n_leases, n_expired, n_released;
-    struct ctl_batch *batch;                       /* batch.h: the report batch, its held replies */
-    struct ctl_deferred *deferred, *deferred_tail; /* automl_async.c */
-    int asks_inflight;
-    uint64_t n_asks_offloop, n_deferred;
+    struct ctl_batch *batch; /* batch.h: the report batch, its held replies */
+    struct ctl_asks *asks;   /* automl.h: requests held for busy searches, asks off the loop */
     void (*close_done)(void *);
     void *close_arg;
     int close_pending;

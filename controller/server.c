@@ -131,8 +131,10 @@ static void metrics(hone_http_req *req, hone_http_res *res, void *ud)
     fprintf(f, "hone_dataset_file_reads_total %llu\nhone_dataset_file_bytes_total %llu\n",
             (unsigned long long)reads, (unsigned long long)bytes);
     fprintf(f, "hone_workers_live %d\n", ctl_live_workers(c));
+    uint64_t offloop = 0, deferred = 0;
+    ctl_asks_stats(c->asks, &offloop, &deferred);
     fprintf(f, "hone_automl_asks_offloop_total %llu\nhone_requests_deferred_total %llu\n",
-            (unsigned long long)c->n_asks_offloop, (unsigned long long)c->n_deferred);
+            (unsigned long long)offloop, (unsigned long long)deferred);
     if (store_jobs_count_by_status(c->db, &rows) == HONE_OK)
         json_array_foreach(rows, i, r) fprintf(f, "hone_jobs{action=\"%s\",status=\"%s\"} %lld\n",
                                                jstr(r, "action"), jstr(r, "status"), jint(r, "n"));
@@ -244,6 +246,7 @@ int hone_controller_new(uv_loop_t *loop, const hone_controller_config *cfg, hone
     c->transfer = ctl_transfer_new();
     c->downloads = ctl_downloads_new();
     c->fair = ctl_fair_new();
+    c->asks = ctl_asks_new();
     if ((rc = db_open(c->cfg.db_path, &c->db, &version))) {
         snprintf(err, errlen, "cannot open the store %s", c->cfg.db_path);
         goto fail;
@@ -334,8 +337,8 @@ void hone_controller_close(hone_controller *c, void (*done)(void *arg), void *ar
     ctl_streams_close(c);
     ctl_defer_close(c);
     ctl_sched_stop(c);
-    c->close_pending += c->asks_inflight; /* each ask's completion steps once */
-    if (c->checkq) {                      /* queued checks answer 503; running ones finish */
+    c->close_pending += ctl_asks_inflight(c->asks); /* each ask's completion steps once */
+    if (c->checkq) { /* queued checks answer 503; running ones finish */
         c->close_pending++;
         ctl_checkq_close(c->checkq, close_step, c);
     }
@@ -359,10 +362,10 @@ void hone_controller_free(hone_controller *c)
 {
     if (!c)
         return;
-    if (c->asks_inflight > 0) { /* not closed first: wait for the pool to give searches back */
+    if (ctl_asks_inflight(c->asks) > 0) { /* not closed: wait for the pool to give searches back */
         c->closing = 1;
         c->close_done = NULL;
-        while (c->asks_inflight > 0)
+        while (ctl_asks_inflight(c->asks) > 0)
             uv_run(c->loop, UV_RUN_ONCE);
     }
     ctl_checkq_free(c->checkq); /* before the store: a running check's answer may store it */
@@ -375,6 +378,7 @@ void hone_controller_free(hone_controller *c)
     ctl_downloads_free(c->downloads);
     ctl_transfer_free(c->transfer);
     ctl_fair_free(c->fair);
+    ctl_asks_free(c->asks); /* ctl_defer_close above answered what it held */
     db_close(c->db);
     free(c->artifacts_dir);
     hone_controller_config_free(&c->cfg);

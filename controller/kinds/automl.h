@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <uv.h>
 
 #include "controller.h"
@@ -38,6 +39,13 @@ typedef struct ctl_search {
 } ctl_search;
 
 typedef struct ctl_deferred ctl_deferred; /* a request held for a busy search (automl_async.c) */
+/* The controller's deferred AutoML work (c->asks, automl_async.c): held requests and off-loop
+ * asks. server.c makes it before anything runs and frees it last. */
+typedef struct ctl_asks ctl_asks;
+ctl_asks *ctl_asks_new(void);
+void ctl_asks_free(ctl_asks *a);
+int ctl_asks_inflight(const ctl_asks *a); /* asks on the thread pool now (0 for NULL) */
+void ctl_asks_stats(const ctl_asks *a, uint64_t *offloop, uint64_t *deferred);
 
 /* ---- automl.c ---- */
 /* The effective space of an experiment's AutoML settings (defaults +/- add/remove, or

@@ -4,6 +4,7 @@
  * run again once the answer has been applied and logged, so automl_events keeps the order in which
  * the search saw its events and a replay after a crash rebuilds the same state. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "automl.h"
@@ -19,6 +20,35 @@ struct ctl_deferred {
     hone_http_handler handler;
     struct ctl_deferred *next;
 };
+
+/* The controller's deferred AutoML work (c->asks): the held requests in arrival order, and the
+ * asks on the thread pool. */
+struct ctl_asks {
+    ctl_deferred *head, *tail;
+    int inflight;                   /* asks on the thread pool now */
+    uint64_t n_offloop, n_deferred; /* since start: asks run off the loop, requests held */
+};
+
+ctl_asks *ctl_asks_new(void)
+{
+    return hone_xcalloc(1, sizeof(ctl_asks));
+}
+
+void ctl_asks_free(ctl_asks *a)
+{
+    free(a); /* ctl_defer_close answered every held request; no ask is in flight */
+}
+
+int ctl_asks_inflight(const ctl_asks *a)
+{
+    return a ? a->inflight : 0;
+}
+
+void ctl_asks_stats(const ctl_asks *a, uint64_t *offloop, uint64_t *deferred)
+{
+    *offloop = a ? a->n_offloop : 0;
+    *deferred = a ? a->n_deferred : 0;
+}
 
 int ctl_automl_offload(hone_controller *c, ctl_search *s)
 {
@@ -40,16 +70,16 @@ int ctl_automl_busy(hone_controller *c, const char *job_id)
 
 static void deferred_abort(hone_http_res *res, void *ud)
 {
-    hone_controller *c = ud;
+    ctl_asks *a = ((hone_controller *)ud)->asks;
     ctl_deferred *prev = NULL;
-    for (ctl_deferred *d = c->deferred; d; prev = d, d = d->next)
+    for (ctl_deferred *d = a->head; d; prev = d, d = d->next)
         if (d->res == res) {
             if (prev)
                 prev->next = d->next;
             else
-                c->deferred = d->next;
-            if (c->deferred_tail == d)
-                c->deferred_tail = prev;
+                a->head = d->next;
+            if (a->tail == d)
+                a->tail = prev;
             free(d);
             return;
         }
@@ -63,25 +93,28 @@ void ctl_defer(hone_controller *c, const char *job_id, hone_http_req *req, hone_
     d->req = req;
     d->res = res;
     d->handler = handler;
-    if (c->deferred_tail)
-        c->deferred_tail->next = d;
+    ctl_asks *a = c->asks;
+    if (a->tail)
+        a->tail->next = d;
     else
-        c->deferred = d;
-    c->deferred_tail = d;
-    c->n_deferred++;
+        a->head = d;
+    a->tail = d;
+    a->n_deferred++;
     hone_http_res_on_abort(res, deferred_abort, c);
 }
 
 void ctl_defer_close(hone_controller *c)
 {
-    while (c->deferred) {
-        ctl_deferred *d = c->deferred;
-        c->deferred = d->next;
+    ctl_asks *a = c->asks;
+    while (a && a->head) {
+        ctl_deferred *d = a->head;
+        a->head = d->next;
         hone_http_res_on_abort(d->res, NULL, NULL);
         hone_http_res_error(d->res, 503, NULL, "controller shutting down");
         free(d);
     }
-    c->deferred_tail = NULL;
+    if (a)
+        a->tail = NULL;
 }
 
 /* Runs the requests held for job_id, oldest first, for as long as its search stays idle (one of
@@ -91,7 +124,8 @@ static void run_deferred(hone_controller *c, const char *job_id)
     for (;;) {
         if (ctl_automl_busy(c, job_id))
             return;
-        ctl_deferred *d = c->deferred, *prev = NULL;
+        ctl_asks *a = c->asks;
+        ctl_deferred *d = a->head, *prev = NULL;
         while (d && strcmp(d->job_id, job_id) != 0) {
             prev = d;
             d = d->next;
@@ -101,9 +135,9 @@ static void run_deferred(hone_controller *c, const char *job_id)
         if (prev)
             prev->next = d->next;
         else
-            c->deferred = d->next;
-        if (c->deferred_tail == d)
-            c->deferred_tail = prev;
+            a->head = d->next;
+        if (a->tail == d)
+            a->tail = prev;
         hone_http_res_on_abort(d->res, NULL, NULL);
         hone_http_req *req = d->req;
         hone_http_res *res = d->res;
@@ -130,7 +164,7 @@ static void ask_done(uv_work_t *w, int status)
     int made = 0, again;
     snprintf(job_id, sizeof job_id, "%s", s->job_id);
     s->busy = 0;
-    c->asks_inflight--;
+    c->asks->inflight--;
     if (s->orphan) { /* dropped or rebuilt meanwhile: its answer was never logged, forget it */
         ctl_automl_search_free(s);
         s = NULL;
@@ -182,8 +216,8 @@ void ctl_automl_ask_async(hone_controller *c, ctl_search *s)
     s->busy = 1;
     s->step_again = 0;
     s->work.data = s;
-    c->asks_inflight++;
-    c->n_asks_offloop++;
+    c->asks->inflight++;
+    c->asks->n_offloop++;
     int rc = uv_queue_work(c->loop, &s->work, ask_work, ask_done);
     if (rc) { /* cannot happen with a valid loop; ask here rather than stall */
         s->work.data = s;

@@ -8,48 +8,27 @@
 #include <string.h>
 
 #include "cli.h"
-
-/* One UTF-8 sequence at s: its code point, or -1 when malformed (overlong, a surrogate, past
- * U+10FFFF, cut short); *len receives its length (1 for a malformed byte). */
-static long utf8_next(const unsigned char *s, int *len)
-{
-    static const long min[] = {0, 0, 0x80, 0x800, 0x10000};
-    int n = s[0] < 0x80             ? 1
-            : (s[0] & 0xe0) == 0xc0 ? 2
-            : (s[0] & 0xf0) == 0xe0 ? 3
-            : (s[0] & 0xf8) == 0xf0 ? 4
-                                    : 0;
-    *len = 1;
-    if (!n)
-        return -1;
-    long cp = n == 1 ? s[0] : s[0] & (0x7f >> n);
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return -1;
-        cp = cp << 6 | (s[i] & 0x3f);
-    }
-    if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return -1;
-    *len = n;
-    return cp;
-}
+#include "text.h"
 
 /* The escape for the sequence at s (written to out, at most 8 bytes with its NUL), or 0 when it
  * prints as it is; *len receives the sequence's length. */
 static int escape_one(const unsigned char *s, int *len, char out[8])
 {
-    long cp = utf8_next(s, len);
+    long cp = hone_utf8_next(s, len);
     if (cp < 0)
         return snprintf(out, 8, "\\x%02x", s[0]);
     if (cp == '\n' || cp == '\t' || cp == '\r')
         return snprintf(out, 8, "\\%c", cp == '\n' ? 'n' : cp == '\t' ? 't' : 'r');
-    if (cp < 0x20 || cp == 0x7f)
-        return snprintf(out, 8, "\\x%02lx", (unsigned long)cp);
-    if ((cp >= 0x80 && cp <= 0x9f) || (cp >= 0x202a && cp <= 0x202e) ||
-        (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e || cp == 0x200f || cp == 0x061c ||
-        cp == 0x2028 || cp == 0x2029)
+    switch (hone_text_classify(cp)) {
+    case HONE_TEXT_CONTROL: /* C0 and DEL as bytes, C1 as code points */
+        return cp < 0x80 ? snprintf(out, 8, "\\x%02lx", (unsigned long)cp)
+                         : snprintf(out, 8, "\\u%04lx", (unsigned long)cp);
+    case HONE_TEXT_BIDI:
+    case HONE_TEXT_LINE_SEP:
         return snprintf(out, 8, "\\u%04lx", (unsigned long)cp);
-    return 0;
+    default: /* zero-width characters print as nothing, but change nothing either */
+        return 0;
+    }
 }
 
 int cli_needs_escape(const char *s)

@@ -13,6 +13,7 @@
 #include "ctl.h"
 #include "routes.h"
 #include "store.h"
+#include "text.h"
 #include "util.h"
 
 enum { SECRET_LEN = 3 + 64 + 1, PREFIX_LEN = 3 + 8 };
@@ -48,40 +49,27 @@ static json_t *key_json(const json_t *row)
 }
 
 /* Why a user name is refused, or NULL: invalid UTF-8, C0/C1 controls, bidi overrides, embeddings,
- * isolates and marks, and zero-width characters (a name that prints as another, or rewrites the
- * terminal or the page it is shown on). */
+ * isolates and marks, line separators and zero-width characters (a name that prints as another,
+ * or rewrites the terminal or the page it is shown on). */
 static const char *name_refused(const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned cp, n;
-        if (*p < 0x80) {
-            cp = *p, n = 1;
-        } else if ((*p & 0xE0) == 0xC0) {
-            cp = *p & 0x1F, n = 2;
-        } else if ((*p & 0xF0) == 0xE0) {
-            cp = *p & 0x0F, n = 3;
-        } else if ((*p & 0xF8) == 0xF0) {
-            cp = *p & 0x07, n = 4;
-        } else {
+    for (int len; *p; p += len) {
+        long cp = hone_utf8_next(p, &len);
+        if (cp < 0)
             return "is not valid UTF-8";
-        }
-        for (unsigned i = 1; i < n; i++) {
-            if ((p[i] & 0xC0) != 0x80)
-                return "is not valid UTF-8";
-            cp = cp << 6 | (p[i] & 0x3F);
-        }
-        static const unsigned min[5] = {0, 0, 0x80, 0x800, 0x10000};
-        if (cp < min[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return "is not valid UTF-8";
-        if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F))
+        switch (hone_text_classify(cp)) {
+        case HONE_TEXT_CONTROL:
             return "holds a control character";
-        if ((cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200E ||
-            cp == 0x200F || cp == 0x061C)
+        case HONE_TEXT_BIDI:
             return "holds a bidirectional control (a right-to-left override or the like)";
-        if ((cp >= 0x200B && cp <= 0x200D) || cp == 0x2060 || cp == 0xFEFF || cp == 0x180E)
+        case HONE_TEXT_LINE_SEP:
+            return "holds a line separator";
+        case HONE_TEXT_ZERO_WIDTH:
             return "holds a zero-width character";
-        p += n;
+        default:
+            break;
+        }
     }
     return NULL;
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "text.h"
 #include "util.h"
 
 const char *jstr(const json_t *o, const char *key)
@@ -105,49 +106,20 @@ void ctl_log(hone_controller *c, const char *level, const char *event, json_t *f
     json_decref(fields);
 }
 
-/* One UTF-8 sequence at s: its code point, or -1 when malformed (overlong, a surrogate, past
- * U+10FFFF, cut short). *len receives its length in bytes. */
-static long utf8_next(const unsigned char *s, int *len)
-{
-    static const long min[] = {0, 0, 0x80, 0x800, 0x10000};
-    int n = s[0] < 0x80             ? 1
-            : (s[0] & 0xe0) == 0xc0 ? 2
-            : (s[0] & 0xf0) == 0xe0 ? 3
-            : (s[0] & 0xf8) == 0xf0 ? 4
-                                    : 0;
-    *len = 1;
-    if (!n)
-        return -1;
-    long cp = n == 1 ? s[0] : s[0] & (0x7f >> n);
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return -1;
-        cp = cp << 6 | (s[i] & 0x3f);
-    }
-    *len = n;
-    if (cp < min[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return -1;
-    return cp;
-}
-
 int ctl_text_ok(const char *s, int allow_newline, char *why, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
     for (size_t i = 0; p[i];) {
         int len;
-        long cp = utf8_next(p + i, &len);
+        long cp = hone_utf8_next(p + i, &len);
+        hone_text_class cls = cp < 0 ? HONE_TEXT_PRINTABLE : hone_text_classify(cp);
         const char *what = NULL;
         if (cp < 0)
             what = "invalid UTF-8";
         else if ((cp == '\n' || cp == '\t') && allow_newline)
             what = NULL;
-        else if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f))
-            what = "a control character";
-        else if ((cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x200e ||
-                 cp == 0x200f || cp == 0x061c)
-            what = "a bidirectional control";
-        else if (cp == 0x2028 || cp == 0x2029)
-            what = "a line separator";
+        else if (cls != HONE_TEXT_PRINTABLE && cls != HONE_TEXT_ZERO_WIDTH)
+            what = hone_text_class_name(cls);
         if (what) {
             if (cp < 0)
                 snprintf(why, n, "holds invalid UTF-8 at byte %zu", i);

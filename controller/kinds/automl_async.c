@@ -68,18 +68,24 @@ int ctl_automl_busy(hone_controller *c, const char *job_id)
     return s && s->busy;
 }
 
+/* Takes d (whose predecessor is prev, NULL for the head) out of the held list. */
+static void asks_unlink(ctl_asks *a, ctl_deferred *prev, ctl_deferred *d)
+{
+    if (prev)
+        prev->next = d->next;
+    else
+        a->head = d->next;
+    if (a->tail == d)
+        a->tail = prev;
+}
+
 static void deferred_abort(hone_http_res *res, void *ud)
 {
     ctl_asks *a = ((hone_controller *)ud)->asks;
     ctl_deferred *prev = NULL;
     for (ctl_deferred *d = a->head; d; prev = d, d = d->next)
         if (d->res == res) {
-            if (prev)
-                prev->next = d->next;
-            else
-                a->head = d->next;
-            if (a->tail == d)
-                a->tail = prev;
+            asks_unlink(a, prev, d);
             free(d);
             return;
         }
@@ -132,12 +138,7 @@ static void run_deferred(hone_controller *c, const char *job_id)
         }
         if (!d)
             return;
-        if (prev)
-            prev->next = d->next;
-        else
-            a->head = d->next;
-        if (a->tail == d)
-            a->tail = prev;
+        asks_unlink(a, prev, d);
         hone_http_res_on_abort(d->res, NULL, NULL);
         hone_http_req *req = d->req;
         hone_http_res *res = d->res;

@@ -310,9 +310,23 @@ const char *ctl_auth_user(hone_controller *c, const hone_http_req *req, char buf
 {
     ctl_caller who;
     const char *why;
-    int ok = !ctl_auth_caller(c, req, &who, &why) && who.user_id[0];
-    snprintf(buf, 64, "%s", ok ? who.user_id : CTL_ADMIN_USER);
+    buf[0] = '\0';
+    if (ctl_auth_caller(c, req, &who, &why))
+        return NULL; /* no longer good (disabled, revoked, expired): never "admin" by default */
+    snprintf(buf, 64, "%s", who.user_id[0] ? who.user_id : CTL_ADMIN_USER);
     return buf;
+}
+
+int ctl_auth_recheck(hone_controller *c, hone_http_req *req, hone_http_res *res)
+{
+    ctl_caller who;
+    const char *why = NULL;
+    int rc = ctl_auth_caller(c, req, &who, &why);
+    if (rc == HONE_EPERM)
+        hone_http_res_error(res, 401, "Authorization", "%s", why ? why : "not authenticated");
+    else if (rc)
+        ctl_res_store_error(c, res);
+    return rc;
 }
 
 int ctl_auth_is_admin(hone_controller *c, const hone_http_req *req)

@@ -55,8 +55,12 @@ int ctl_auth_token_check(hone_controller *c, const char *hash, const char **why)
  * every row (admins, workers, no auth configured). For requests the filter let through; fails
  * closed (an owner no row has) when the caller cannot be told. */
 const char *ctl_auth_owner(hone_controller *c, const hone_http_req *req, char buf[64]);
-/* Who new rows belong to: the caller's user id (the admin key and no auth: "admin"), in buf. */
+/* Who new rows belong to: the caller's user id (the admin key and no auth: "admin"), in buf; NULL
+ * (buf "") when the caller is no longer good (disabled, revoked or expired since the filter). */
 const char *ctl_auth_user(hone_controller *c, const hone_http_req *req, char buf[64]);
+/* The caller checked again, for a handler that runs long after the filter (an upload's, once its
+ * body is on disk): 0, or answered 401 naming Authorization (500 for a store error). */
+int ctl_auth_recheck(hone_controller *c, hone_http_req *req, hone_http_res *res);
 /* A fresh secret prefix + 64 hex digits (API keys, tokens) in secret, and its SHA-256 (hex). */
 int ctl_auth_secret_new(const char *prefix, char *secret, size_t len, char hash[65]);
 int ctl_auth_hash(const char *secret, char hash[65]); /* SHA-256 (hex) of a presented secret */

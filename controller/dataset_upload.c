@@ -294,6 +294,10 @@ static void up_create(hone_http_req *req, hone_http_res *res, void *ud)
     const char *name, *type, *format, *desc;
     if (up_params(req, res, &name, &type, &format, &desc))
         return;
+    /* the body took its time: its sender may have been disabled or revoked since the filter
+     * (the server unlinks the spooled file after a refusal) */
+    if (ctl_auth_recheck(c, req, res))
+        return;
     size_t len = (size_t)hone_http_req_body_file_size(req);
     char *file = hone_http_req_body_file_take(req);
     if (!file || !len) {

@@ -202,11 +202,17 @@ static void ds_create(hone_http_req *req, hone_http_res *res, void *ud)
         json_decref(body);
         return;
     }
+    char who[64];
+    if (!ctl_auth_user(c, req, who)) { /* gone since the filter: answered 401 */
+        ctl_auth_recheck(c, req, res);
+        json_decref(body);
+        return;
+    }
     ds_work *d = hone_xcalloc(1, sizeof *d);
     d->c = c;
     d->res = res;
     d->body = body;
-    ctl_auth_user(c, req, d->owner);
+    snprintf(d->owner, sizeof d->owner, "%s", who);
     char ob[64];
     d->user = ctl_auth_owner(c, req, ob) != NULL;
     d->type = jstr(body, "type") ? jstr(body, "type") : "image_classification";

@@ -253,7 +253,9 @@ static void exp_create(hone_http_req *req, hone_http_res *res, void *ud)
     if (exp_validate(c, owner, body, res, &clean) == HONE_OK) {
         char id[64];
         ctl_new_id(c, "exp", id, sizeof id);
-        if (exp_store(c, id, ctl_auth_user(c, req, ub), clean, 0))
+        if (!ctl_auth_user(c, req, ub))
+            ctl_auth_recheck(c, req, res); /* gone since the filter: 401 */
+        else if (exp_store(c, id, ub, clean, 0))
             ctl_res_store_error(c, res);
         else
             reply_exp(c, res, id, owner, 201);

@@ -101,5 +101,7 @@ void ctl_upload_class(hone_controller *c, hone_http_req *req, int worker_route)
         return;
     }
     /* with no auth every caller is the admin: one principal, no share between them */
-    hone_http_req_set_upload_class(req, c->cfg.auth_token ? ctl_auth_user(c, req, user) : NULL, 0);
+    if (c->cfg.auth_token)
+        ctl_auth_user(c, req, user); /* "" when gone since the filter: one share for all such */
+    hone_http_req_set_upload_class(req, c->cfg.auth_token ? user : NULL, 0);
 }

@@ -2,16 +2,18 @@
 with auth on: a login token cannot mint a key, the key itself (or an admin) can, and the new key
 records who made it and from which key; revoking a key revokes what it minted, transitively, and
 ends their tokens; an admin's key minted with the admin key ends when that key is rotated (a plain
-user's does not); a disabled user's tokens and keys stop at once (an open stream ends, login is
-403 naming why), its rows stay, and enabling gives the keys back; caps on live keys per user (409)
+user's does not); a disabled user's tokens and keys stop at once (an open stream ends, an upload
+under way is refused once its body is in, login is 403 naming why), its rows stay, and enabling gives the keys back; caps on live keys per user (409)
 and live tokens per key (the oldest ends); user names unique whatever their case and free of
 controls, bidi and zero-width characters (422 naming name); GET /api/v1/workers and /metrics for
 admins only; a store with names differing in case upgrades. Nothing stored changes on a refusal."""
+import io
 import os
 import shutil
 import socket
 import sqlite3
 import sys
+import tarfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hone_test import Controller, binary_from_argv, tempdir, write_idx  # noqa: E402
@@ -128,6 +130,17 @@ def disabling(ctl, store, d, adm, alice, ka, ta):
     check(st == 404, ("disabling nobody", st, js))
     check(store.snap() == before, "a refused disable changed the store")
     stream, _ = open_stream(ctl, "/api/v1/jobs/%s/metrics/stream" % job["id"], ta)
+    # an archive upload under way: its body ends after the disabling (the filter ran at its start)
+    bio = io.BytesIO()
+    with tarfile.open(fileobj=bio, mode="w", format=tarfile.USTAR_FORMAT) as t:
+        for n in sorted(os.listdir(root)):
+            t.add(os.path.join(root, n), arcname=n)
+    tar = bio.getvalue()
+    up = socket.create_connection(("127.0.0.1", ctl.port))
+    up.sendall(("POST /api/v1/datasets:upload?name=cut-by-disable&format=idx HTTP/1.1\r\n"
+                "Host: x\r\nAuthorization: %s\r\nContent-Type: application/x-tar\r\n"
+                "Content-Length: %d\r\n\r\n" % (ta["Authorization"], len(tar))).encode())
+    up.sendall(tar[:1024])
     u = ctl.ok("PATCH", "/api/v1/users/%s" % alice["id"], {"disabled": True}, headers=adm)
     check(u["disabled"], u)
     st, js = ctl.req("GET", "/api/v1/users/me", headers=ta)
@@ -148,6 +161,18 @@ def disabling(ctl, store, d, adm, alice, ka, ta):
         raise AssertionError(("the stream outlived its user's disabling", got))
     stream.close()
     check(b"event: auth" in got, ("no auth event before the end", got))
+    up.sendall(tar[1024:])
+    up.settimeout(30)
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        b = up.recv(65536)
+        if not b:
+            break
+        answer += b
+    up.close()
+    check(answer.startswith(b"HTTP/1.1 401"), ("a disabled user's upload", answer[:300]))
+    check(not store.rows("SELECT id, owner FROM datasets WHERE name='cut-by-disable'"),
+          "a disabled user's upload was stored")
     # rows stay
     mine = ctl.ok("GET", "/api/v1/jobs?limit=1000", headers=adm)["jobs"]
     check(any(j["id"] == job["id"] for j in mine), "a disabled user's job is gone")

@@ -21,6 +21,7 @@ struct hone_controller {
     struct hone_http_server *http; /* http.h */
     uv_timer_t tick;               /* sched.c: lease expiry, once a second */
     int tick_open;
+    int kick_on_tick; /* sched.c: a lease attempt waits for a busy search; try at the next tick */
     void (*on_tick)(hone_controller *c); /* server.c: what else runs each tick (the streams) */
     struct ctl_search *searches;         /* automl.h: the live searches */
     /* What the kinds (kinds/) ask of the layers above them, set by server.c before anything

@@ -72,7 +72,14 @@ static int lease_job(hone_controller *c, const char *worker_id, json_t *job, jso
         goto fail;
     char why[1024];
     if (ctl_job_paths_check(c, job, flat, why, sizeof why) == HONE_EPERM) {
-        rc = lease_refuse(c, worker_id, job, why);
+        /* A trial's end goes to its search, which cannot take it while an ask is off the loop:
+         * nothing to lease now; the next tick tries again (the search is idle by then). */
+        if (jstr(job, "parent_id") && ctl_automl_busy(c, jstr(job, "parent_id"))) {
+            c->kick_on_tick = 1;
+            rc = HONE_ENOENT;
+        } else {
+            rc = lease_refuse(c, worker_id, job, why);
+        }
         goto fail;
     }
     /* The jobs row keeps what the lease carried (its column is still named spec_yaml). */
@@ -293,6 +300,10 @@ static void tick(uv_timer_t *t)
             ctl_sched_kick(c);
     }
     json_decref(rows);
+    if (c->kick_on_tick) { /* a refusal waited for a busy search (lease_job) */
+        c->kick_on_tick = 0;
+        ctl_sched_kick(c);
+    }
     if (c->on_tick)
         c->on_tick(c); /* the streams' keep-alives, ends and auth checks (server.c sets it) */
 }

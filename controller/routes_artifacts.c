@@ -16,6 +16,7 @@
 #include "auth.h"
 #include "ctl.h"
 #include "jobs.h"
+#include "path_beneath.h"
 #include "routes.h"
 #include "routes_artifacts.h"
 #include "store.h"
@@ -196,10 +197,17 @@ static void a_get(hone_http_req *req, hone_http_res *res, void *ud)
                             downloads_of(c, owner));
         return;
     }
-    char *dir = ctl_job_dir(c, id), p[4096];
-    snprintf(p, sizeof p, "%s/%s%s%s", dir, sub ? sub : "", sub ? "/" : "", name);
+    char *dir = ctl_job_dir(c, id), rel[512];
+    snprintf(rel, sizeof rel, "%s%s%s", sub ? sub : "", sub ? "/" : "", name);
+    /* opened beneath the job's folder, no link followed (a folder of it replaced by a link on a
+     * shared disk leads nowhere) */
+    int fd = -1, root = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
     free(dir);
-    int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (root >= 0 &&
+        hone_beneath_open(root, rel, O_RDONLY | O_NONBLOCK, HONE_BENEATH_NO_LINKS, &fd) != HONE_OK)
+        fd = -1;
+    if (root >= 0)
+        close(root);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
         if (fd >= 0)

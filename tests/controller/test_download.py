@@ -266,6 +266,15 @@ def main():
         check(a.status == 416 and a.headers.get("content-range") == "bytes */0", a.status)
         a.close()
         ranges(ctl, url, data, ta)
+        # a folder of the job's replaced by a link out (a shared disk): not followed, 404
+        outside = os.path.join(d, "outside")
+        os.makedirs(outside)
+        with open(os.path.join(outside, "model.bin"), "wb") as f:
+            f.write(b"secret bytes behind a link")
+        os.symlink(outside, os.path.join(d, "data", "artifacts", jb, "best_model"))
+        a = Answer(ctl.port, "/api/v1/jobs/%s/artifacts/best_model/model.bin" % jb, tb)
+        check(a.status == 404 and b"secret" not in a.body(), ("a linked folder", a.status))
+        a.close()
         # bob cannot read alice's (404, as if it did not exist), nor by a Range
         a = Answer(ctl.port, url, dict(tb, Range="bytes=0-9"))
         check(a.status == 404, ("bob on alice's", a.status))

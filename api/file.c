@@ -28,7 +28,11 @@ struct http_file {
     size_t queued_mark; /* the socket's write queue when the connection's clock last started */
     hone_http_file_end end;
     void *end_ud;
+    int (*guard)(void *ud); /* hone_http_res_file_guard's: 0 ends the answer */
+    unsigned reads;         /* chunks read so far */
 };
+
+#define FILE_GUARD_EVERY 16 /* chunks (4 MiB) between two questions to the guard */
 
 static void file_step(http_file *f);
 
@@ -127,6 +131,10 @@ static void file_step(http_file *f)
         return;
     if (!c->fake && c->tcp.write_queue_size >= FILE_QUEUE)
         return; /* on_write pumps the connection, and so this, as the queue drains */
+    if (f->guard && ++f->reads % FILE_GUARD_EVERY == 0 && !f->guard(f->end_ud)) {
+        http_conn_close(c); /* no longer allowed: a short body; the release gives the file up */
+        return;
+    }
     size_t n = f->left < FILE_CHUNK ? (size_t)f->left : FILE_CHUNK;
     f->buf = hone_xmalloc(n);
     uv_buf_t b = uv_buf_init(f->buf, (unsigned)n);
@@ -169,6 +177,11 @@ int http_file_stalled(hone_http_req *req, size_t queued)
     return 0;
 }
 
+void hone_http_res_file_guard(hone_http_res *res, int (*ok)(void *ud))
+{
+    res->file_guard = ok;
+}
+
 void hone_http_res_file(hone_http_res *res, int status, const char *content_type, int fd,
                         uint64_t offset, uint64_t length, hone_http_file_end end, void *ud)
 {
@@ -197,6 +210,7 @@ void hone_http_res_file(hone_http_res *res, int status, const char *content_type
     f->left = http_res_body_allowed(status) && !req->is_head ? length : 0;
     f->end = end;
     f->end_ud = ud;
+    f->guard = res->file_guard;
     res->status = status;
     if (http_conn_can_write(c)) {
         http_buf out = {0};

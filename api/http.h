@@ -249,6 +249,10 @@ typedef void (*hone_http_file_end)(void *ud, int complete);
  * pipelined after it wait until then. end (may be NULL) runs as described above. */
 void hone_http_res_file(hone_http_res *res, int status, const char *content_type, int fd,
                         uint64_t offset, uint64_t length, hone_http_file_end end, void *ud);
+/* Called before hone_http_res_file (or _download): ok(ud), ud being the end callback's, is asked
+ * before every 16th chunk (4 MiB) is read; 0 ends the answer there (the connection closes: the
+ * client sees a short body). For an answer whose right to go on can end (a revoked login). */
+void hone_http_res_file_guard(hone_http_res *res, int (*ok)(void *ud));
 
 typedef enum hone_http_range {
     HONE_HTTP_RANGE_WHOLE = 0,     /* no Range, or one to ignore: answer 200 with the whole */

@@ -37,6 +37,7 @@ struct hone_http_res {
     void (*abort_cb)(hone_http_res *, void *);
     void *abort_ud;
     http_file *file; /* a file answer under way (file.c): not answered until its last chunk */
+    int (*file_guard)(void *ud); /* hone_http_res_file_guard: asked as the file answer goes */
 };
 
 struct hone_http_req {

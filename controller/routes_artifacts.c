@@ -130,6 +130,7 @@ static void a_list(hone_http_req *req, hone_http_res *res, void *ud)
 typedef struct dl_count {
     hone_controller *c;
     char owner[64];
+    char token[65]; /* the SHA-256 of the login token it began with, or "" */
 } dl_count;
 
 struct ctl_downloads {
@@ -163,6 +164,15 @@ static void downloads_add(hone_controller *c, const char *owner, int d)
         json_object_set_new(c->downloads->by_owner, owner, json_integer(n));
     else
         json_object_del(c->downloads->by_owner, owner);
+}
+
+/* Whether a user's download may go on: the login token it began with is still good (not revoked,
+ * expired, nor its user disabled); asked every few MiB (hone_http_res_file_guard). */
+static int download_ok(void *ud)
+{
+    dl_count *d = ud;
+    const char *why = NULL;
+    return !d->token[0] || ctl_auth_token_check(d->c, d->token, &why) != HONE_EPERM;
 }
 
 /* The file answer is over (whole, or its client left): the user's count drops. */
@@ -222,6 +232,8 @@ static void a_get(hone_http_req *req, hone_http_res *res, void *ud)
         d->c = c;
         snprintf(d->owner, sizeof d->owner, "%s", owner);
         downloads_add(c, owner, 1);
+        if (ctl_auth_token_hash(req, d->token))
+            hone_http_res_file_guard(res, download_ok);
     }
     /* the fd is the answer's now: read in chunks on the thread pool, closed when it is over */
     hone_http_res_download(res, "application/octet-stream", fd, (uint64_t)st.st_size,

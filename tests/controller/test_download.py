@@ -217,6 +217,21 @@ def memory_bound(ctl, ja, adm):
     check(grew < 100, "the controller's RSS grew by %.1f MB" % grew)
 
 
+def disabled_mid_download(ctl, ja, ta, alice_id, adm):
+    """A download under way when its user is disabled ends within a few MiB (the file answer asks
+    again every 4 MiB), where it used to run to the end of the file."""
+    a = Answer(ctl.port, "/api/v1/jobs/%s/artifacts/big.bin" % ja, ta)
+    check(a.status == 200, ("alice's download", a.status))
+    got = len(a.rest)
+    while got < (1 << 20):
+        b = a.sock.recv(1 << 16)
+        check(b, "closed before the first MiB")
+        got += len(b)
+    ctl.ok("PATCH", "/api/v1/users/%s" % alice_id, {"disabled": True}, headers=adm)
+    total = got + len(a.body())
+    check(total < BIG // 4, ("a disabled user's download went on", total, BIG))
+
+
 def bad_config(binary, d):
     """A cap outside [1, 1024] is refused at start, naming the key."""
     for v in ("0", "2000", "many"):
@@ -244,9 +259,10 @@ def main():
     ctl = Controller(binary, os.path.join(d, "data"), config=cfg).start()
     try:
         adm = bearer(ADMIN)
-        toks = []
+        toks, ids = [], []
         for name in ("alice", "bob"):
             u = ctl.ok("POST", "/api/v1/users", {"name": name}, headers=adm)
+            ids.append(u["id"])
             k = ctl.ok("POST", "/api/v1/users/%s/keys" % u["id"], headers=adm)
             toks.append(bearer(ctl.ok("POST", "/api/v1/login", {"key": k["key"]})["token"]))
         ta, tb = toks
@@ -297,6 +313,7 @@ def main():
 
         user_cap(ctl, ja, jb, ta, tb, adm, data)
         memory_bound(ctl, ja, adm)
+        disabled_mid_download(ctl, ja, ta, ids[0], adm)
         st, js = ctl.req("GET", "/healthz")
         check(st == 200, st)
     finally:

@@ -102,18 +102,6 @@ static int config_write(const char *url, const char *token, char *path, size_t p
 
 enum { KEY_MAX = 512 };
 
-/* The first line of f into out, without its line end: 0, or -1 when empty or too long. */
-static int read_secret_line(FILE *f, char *out, size_t len)
-{
-    if (!fgets(out, (int)len, f))
-        return -1;
-    size_t n = strcspn(out, "\r\n");
-    if (out[n] == '\0' && n == len - 1 && !feof(f))
-        return -1; /* no line end within len: too long */
-    out[n] = '\0';
-    return n ? 0 : -1;
-}
-
 /* The API key the user gave: --key-file FILE (a warning when others may read it), --key - (the
  * first line of stdin), --key KEY, then $HONE_API_KEY. 1 when none was given, 0 with the key in
  * out, -1 after printing why it could not be read. */
@@ -125,30 +113,21 @@ static int secret_key(cli_ctx *c, char *out, size_t len)
         fprintf(stderr, "usage error: give --key-file or --key, not both\n");
         return -1;
     }
-    if (file) {
-        struct stat st;
-        FILE *f = fopen(file, "r");
-        if (!f) {
+    if (file || (key && !strcmp(key, "-"))) {
+        unsigned mode;
+        int rc = hone_secret_read(file, out, len, &mode);
+        if (rc == HONE_EIO)
             fprintf(stderr, "error: cannot read --key-file %s: %s\n", file, strerror(errno));
-            return -1;
-        }
-        if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077))
+        else if (rc && file)
+            fprintf(stderr, "error: --key-file %s holds no key on its first line\n", file);
+        else if (rc)
+            fprintf(stderr, "error: --key -: no key on the first line of stdin\n");
+        else if (mode & 077)
             fprintf(stderr,
                     "warning: --key-file %s may be read by other users (mode %03o): chmod 600 "
                     "it\n",
-                    file, (unsigned)(st.st_mode & 0777));
-        int bad = read_secret_line(f, out, len);
-        fclose(f);
-        if (bad)
-            fprintf(stderr, "error: --key-file %s holds no key on its first line\n", file);
-        return bad ? -1 : 0;
-    }
-    if (key && !strcmp(key, "-")) {
-        if (read_secret_line(stdin, out, len)) {
-            fprintf(stderr, "error: --key -: no key on the first line of stdin\n");
-            return -1;
-        }
-        return 0;
+                    file, mode);
+        return rc ? -1 : 0;
     }
     if (!key)
         key = env && env[0] ? env : NULL;

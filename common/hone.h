@@ -1,6 +1,7 @@
 /* Shared error codes and allocation helpers for every Hone module.
  * Functions return 0 or a negative HONE_E* code; out-of-memory aborts (redis style) instead of
- * being threaded through every caller. No I/O beyond the abort message and hone_sha256_file. */
+ * being threaded through every caller. No I/O beyond the abort message, hone_sha256_file and
+ * hone_secret_read. */
 #ifndef HONE_COMMON_H
 #define HONE_COMMON_H
 
@@ -42,6 +43,11 @@ char *hone_xstrdup(const char *s);
 int hone_sha256_file(const char *path, char out[65]);
 /* The same from fd's current offset to its end (fd borrowed: read, not closed). */
 int hone_sha256_fd(int fd, char out[65]);
+/* The first line of path (NULL: stdin) without its line end, into out: HONE_OK; HONE_EIO when the
+ * file cannot be opened (errno kept); HONE_EINVAL when it holds no line, an empty one, or one of
+ * len - 1 bytes or more. *mode: the file's permission bits (0 for stdin), so that the caller can
+ * warn when others may read it. */
+int hone_secret_read(const char *path, char *out, size_t len, unsigned *mode);
 
 #define HONE_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -47,27 +47,23 @@ const char *hone_worker_usage(void)
 /* The first line of path (without its line end) into o->token_buf. */
 static int args_token_file(const char *path, hone_worker_opts *o, char *err, size_t errlen)
 {
-    struct stat st;
-    FILE *f = fopen(path, "r");
-    if (!f) {
+    unsigned mode;
+    int rc = hone_secret_read(path, o->token_buf, sizeof(o->token_buf), &mode);
+    if (rc == HONE_EIO) {
         snprintf(err, errlen, "cannot read --token-file %s: %s", path, strerror(errno));
         return HONE_EINVAL;
     }
-    o->token_file_loose = fstat(fileno(f), &st) == 0 && (st.st_mode & 077);
-    int ok = fgets(o->token_buf, sizeof(o->token_buf), f) != NULL;
-    fclose(f);
-    size_t n = ok ? strcspn(o->token_buf, "\r\n") : 0;
-    if (!ok || n == 0 || n == sizeof(o->token_buf) - 1) {
+    if (rc) {
         snprintf(err, errlen, "--token-file %s holds no token on its first line", path);
         return HONE_EINVAL;
     }
-    o->token_buf[n] = '\0';
     o->token = o->token_buf;
+    o->token_file_loose = (mode & 077) != 0;
     if (o->token_file_loose)
         fprintf(stderr,
                 "hone-worker: warning: --token-file %s may be read by other users (mode "
                 "%03o): chmod 600 it\n",
-                path, (unsigned)(st.st_mode & 0777));
+                path, mode);
     return HONE_OK;
 }
 

@@ -31,7 +31,23 @@ args = ["--device", dev, "--set", "network=cnn", "--set", "data.path=" + fm,
         "--set", "train.epochs=1"]
 if dev == "cpu":  # a CPU epoch of all 60,000 images takes long; the first step is what counts
     args += ["--set", "data.train_limit=2048", "--set", "data.test_limit=1000"]
-first = re.compile(r"first step done at (\d+\.\d+)")
+first_re = re.compile(r"first step done at (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z")
+
+
+class first:  # the line's ISO 8601 UTC time, as Unix seconds
+    class _m:
+        def __init__(self, m):
+            self.m = m
+
+        def group(self, i):
+            import datetime
+            t = datetime.datetime.strptime(self.m.group(1), "%Y-%m-%dT%H:%M:%S.%f")
+            return t.replace(tzinfo=datetime.timezone.utc).timestamp()
+
+    @staticmethod
+    def search(text):
+        m = first_re.search(text)
+        return first._m(m) if m else None
 
 def fresh(i):
     t0 = time.time()

@@ -546,8 +546,12 @@ int trainer_first_step_done(hone_trainer *t)
     t->first_step_pending = 0;
     int rc = hone_k_sync(t->k);
     clock_gettime(CLOCK_REALTIME, &ts);
-    fprintf(t->log, "hone-train: first step done at %lld.%06ld\n", (long long)ts.tv_sec,
-            ts.tv_nsec / 1000);
+    struct tm tm;
+    char iso[32];
+    gmtime_r(&ts.tv_sec, &tm);
+    strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%S", &tm);
+    /* ISO 8601 UTC to the microsecond: a person reads it, bench/resident.sh times from it */
+    fprintf(t->log, "hone-train: first step done at %s.%06ldZ\n", iso, ts.tv_nsec / 1000);
     return rc;
 }
 

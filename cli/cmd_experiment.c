@@ -181,6 +181,7 @@ static int automl_settings(cli_ctx *c, const json_t *current, json_t **out)
         {"nu", "automl_nu", 2, 100},
         {"epoch-multiplier", "epoch_multiplier", 1, 10000},
         {"max-parallel", "automl_max_parallel", 1, 10000},
+        {"max-failed-trials", "automl_max_failed_trials", 1, 100000},
         {"seed", "seed", 0, 2147483647L},
     };
     json_t *s = json_is_object(current) ? json_deep_copy(current) : json_object();
@@ -411,6 +412,10 @@ static const cli_opt automl_opts[] = {
     {"nu", CLI_VALUE, "N  Hyperband's reduction factor", 0},
     {"epoch-multiplier", CLI_VALUE, "N  epochs per budget unit", 0},
     {"max-parallel", CLI_VALUE, "N  trials running at once", 0},
+    {"max-failed-trials", CLI_VALUE,
+     "N  failed trials that end the search (default: 3 while none has a metric, then half the "
+     "trials)",
+     0},
     {"seed", CLI_VALUE, "N  search seed", 0},
     {"param", CLI_MULTI,
      "NAME=DEF  sweep NAME: float:LO:HI[:log], int:LO:HI[:log], A,B,C, bool (the --param "

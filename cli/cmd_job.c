@@ -78,9 +78,10 @@ void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len)
         if (json_is_number(gu)) /* GPU telemetry from the workers' NVML, when they have it */
             snprintf(gpu, sizeof(gpu), " | GPU %.0f%%", json_number_value(gu));
         snprintf(buf, len,
-                 "%s | trials %lld done, %lld running, %lld halted at a rung, %lld stopped early | "
-                 "best %s %s | %s epochs left | ETA %s%s | %s",
+                 "%s | trials %lld done, %lld failed, %lld running, %lld halted at a rung, %lld "
+                 "stopped early | best %s %s | %s epochs left | ETA %s%s | %s",
                  st ? st : "?", (long long)json_integer_value(json_object_get(a, "trials_done")),
+                 (long long)json_integer_value(json_object_get(a, "trials_failed")),
                  (long long)json_integer_value(json_object_get(a, "trials_running")),
                  (long long)json_integer_value(json_object_get(a, "trials_paused")),
                  (long long)json_integer_value(json_object_get(a, "trials_stopped_early")),

@@ -1,11 +1,14 @@
 /* Jobs: the API view of a job row and the end of a leased job, each through its kind's row
- * (kinds/kind.h): this file names no kind. */
+ * (kinds/kind.h): this file names no kind. A failed job's error is its cause, one line; its
+ * error_log the trainer's last lines (joblog.h). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ctl.h"
 #include "jobs.h"
+#include "joblog.h"
 #include "kind.h"
 #include "store.h"
 #include "util.h"
@@ -32,6 +35,12 @@ json_t *ctl_job_json(hone_controller *c, const json_t *row)
         "epoch", "worker_id",     "attempts",  "error",  "owner"};
     for (size_t i = 0; i < HONE_ARRAY_LEN(copy); i++)
         json_object_set(o, copy[i], json_object_get(row, copy[i]));
+    /* the failure's last lines (the trainer's stderr, or the trials' of a failed search) */
+    char *elog = !strcmp(jstr(row, "status") ? jstr(row, "status") : "", "failed")
+                     ? ctl_failure_tail(jstr(row, "log_tail"))
+                     : NULL;
+    json_object_set_new(o, "error_log", elog ? json_string(elog) : json_null());
+    free(elog);
     json_object_set_new(o, "stopped_early", json_boolean(jint(row, "stopped_early")));
     json_object_set_new(o, "resume", json_boolean(jint(row, "resume")));
     json_t *cfg = jparse(jstr(row, "config"));
@@ -61,5 +70,8 @@ int ctl_job_finish(hone_controller *c, const json_t *job, const char *status, co
                    const json_t *final)
 {
     const ctl_kind *k = ctl_kind_of(job);
-    return k->finish ? k->finish(c, job, status, log_tail, final) : HONE_ESTATE;
+    int rc = k->finish ? ctl_joblog_tail(c, job, status, log_tail) : HONE_ESTATE;
+    if (rc == HONE_OK)
+        rc = k->finish(c, job, status, log_tail, final);
+    return rc ? rc : ctl_joblog_finished(c, job, log_tail);
 }

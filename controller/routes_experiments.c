@@ -54,6 +54,13 @@ static const hone_json_field automl_fields[] = {
      .has_range = 1,
      .min = 1,
      .max = 1024},
+    /* failed trials that end the search (Katib's maxFailedTrialCount); absent or null: auto */
+    {.name = "automl_max_failed_trials",
+     .type = HONE_JSON_INT,
+     .nullable = 1,
+     .has_range = 1,
+     .min = 1,
+     .max = 100000},
     {.name = "seed", .type = HONE_JSON_INT, .has_range = 1, .min = 0, .max = 4294967295.0},
 };
 
@@ -77,6 +84,9 @@ static json_t *automl_with_defaults(const json_t *in)
     n = json_object_get(s, "automl_max_parallel");
     if (n && json_is_null(n))
         json_object_del(s, "automl_max_parallel");
+    n = json_object_get(s, "automl_max_failed_trials");
+    if (n && json_is_null(n))
+        json_object_del(s, "automl_max_failed_trials");
     return s;
 }
 

@@ -10,6 +10,7 @@
 #include "automl.h"
 #include "ctl.h"
 #include "ctl_sched.h"
+#include "joblog.h"
 #include "jobs.h"
 #include "kind.h"
 #include "routes.h"
@@ -354,9 +355,11 @@ done:
     json_decref(job);
 }
 
-/* text/plain: the lines reported with epochs (of the job, and of an AutoML job's trials, those
- * prefixed "[trial N] "), then the rest of the tail sent at completion: its lines after the last
- * reported line of the job itself (all of it when that line is not in it). */
+/* text/plain: the lines reported with epochs and those the controller wrote (of the job, and of an
+ * AutoML job's trials, those prefixed "[trial N] "), then the rest of the tail sent at completion:
+ * its lines after the last reported line of the job itself (all of it when that line is not in
+ * it), unless the job's newest line is one the controller logged at a failure with them
+ * (joblog.c). */
 static void job_logs(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
@@ -390,16 +393,24 @@ static void job_logs(hone_http_req *req, hone_http_res *res, void *ud)
             seq = jint(json_array_get(rows, n - 1), "seq");
         json_decref(rows);
     } while (n == 1000);
+    /* the job's newest line is the controller's (a failure logged with its tail's lines): no
+     * run since has a tail left to show */
+    int ended_logged = 0;
     json_array_foreach(all, i, r)
     {
         json_t *trial = json_object_get(r, "trial");
-        if (json_is_integer(trial))
+        int own = jstr(r, "job_id") && !strcmp(jstr(r, "job_id"), id);
+        if (!own && json_is_integer(trial))
             fprintf(b, "[trial %lld] ", (long long)json_integer_value(trial));
-        else
+        if (own)
+            ended_logged = jint(r, "epoch") == 0;
+        if (own && !ended_logged && jint(r, "n") < CTL_LOG_N_EPOCH) /* a trainer's line */
             last = jstr(r, "line");
         fprintf(b, "%s\n", jstr(r, "line") ? jstr(r, "line") : "");
     }
     const char *t = jstr(job, "log_tail") ? jstr(job, "log_tail") : "";
+    if (ended_logged)
+        t = "";
     if (last && *t) { /* skip what was reported already */
         size_t ll = strlen(last);
         const char *p = t, *after = NULL;

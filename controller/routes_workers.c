@@ -16,6 +16,7 @@
 #include "batch.h"
 #include "ctl.h"
 #include "ctl_sched.h"
+#include "joblog.h"
 #include "jobs.h"
 #include "report_check.h"
 #include "routes.h"
@@ -422,7 +423,10 @@ static void j_report(hone_http_req *req, hone_http_res *res, void *ud)
     char *data = jdump(metrics);
     int fresh = store_metrics_append(c->db, jid, epoch, data, ctl_now());
     /* The epoch's log lines go in with its first report only: a replay stores nothing twice. */
-    if (fresh < 0 || (fresh > 0 && log && store_log_lines(c, jid, epoch, log))) {
+    /* then the epoch as a person reads it (joblog.c), after the trainer's lines */
+    if (fresh < 0 || (fresh > 0 && log && store_log_lines(c, jid, epoch, log)) ||
+        (fresh > 0 && ctl_joblog_epoch(c, jid, epoch, (int)jint(job, "epochs_target"), metrics,
+                                       (int)json_array_size(log)))) {
         free(data);
         ctl_res_store_error(c, res);
         goto fail;

@@ -182,9 +182,14 @@ int store_metrics_trials_summary(ctl_db *db, const char *automl_id, double since
 /* Rows changed: 1 for a fresh line, 0 for one already stored (job, epoch, n). */
 int store_logs_append(ctl_db *db, const char *job_id, int epoch, int n, const char *line,
                       double now);
-/* Rows {seq, job_id, trial, epoch, line} of the job and its trials after seq `after`, at most
+/* Rows {seq, job_id, trial, epoch, n, line} of the job and its trials after seq `after`, at most
  * limit, in seq order (GET .../logs and the logs stream). */
 int store_logs_since(ctl_db *db, const char *job_id, long long after, int limit, json_t **rows);
+/* A line of the controller's own about the job (epoch 0: no report carried it). */
+int store_logs_add(ctl_db *db, const char *job_id, const char *line, double now);
+/* {line}: the job's last line that came with a report (from the trainer: n < 1000, not an
+ * epoch's own line); HONE_ENOENT when none did. */
+int store_logs_last_reported(ctl_db *db, const char *job_id, json_t **row);
 
 /* ---- store_automl.c: AutoML job rows and their event log (table automl_events) ---- */
 /* Fixes the job's space and options (automl, JSON text) and marks it running. */
@@ -193,6 +198,10 @@ int store_automl_resume(ctl_db *db, const char *id); /* running again, control c
 /* The job ends: status, result (JSON text), best metric and epoch, error (NULL: none). */
 int store_automl_finish(ctl_db *db, const char *id, const char *status, double now,
                         const char *result, double best_metric, int best_epoch, const char *error);
+/* The trials' errors ({error}) of the trials of automl_id that failed, oldest first. */
+int store_trials_failed_errors(ctl_db *db, const char *automl_id, json_t **rows);
+/* The job's error, and its log_tail where tail is not NULL (the failure's last lines). */
+int store_job_set_error(ctl_db *db, const char *id, const char *error, const char *tail);
 /* Rows {id}: running and paused AutoML jobs, oldest first (the searches to rebuild). */
 int store_automl_list_live(ctl_db *db, json_t **rows);
 /* Rows {id}: running AutoML jobs (to step after a restart). */

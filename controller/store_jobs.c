@@ -176,3 +176,9 @@ int store_job_end(ctl_db *db, const char *id, const char *status, int stopped_ea
                    status, stopped_early, status, now, status, failed, failed, log_tail, log_tail,
                    result, id);
 }
+
+int store_job_set_error(ctl_db *db, const char *id, const char *error, const char *tail)
+{
+    return db_exec(db, "UPDATE jobs SET error=?, log_tail=COALESCE(?,log_tail) WHERE id=?", "sss",
+                   error, tail, id);
+}

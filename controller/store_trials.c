@@ -86,3 +86,11 @@ int store_trials_stop_waiting(ctl_db *db, const char *automl_id, double now)
                    "parent_id=? AND status IN ('paused','queued')",
                    "ds", now, automl_id);
 }
+
+int store_trials_failed_errors(ctl_db *db, const char *automl_id, json_t **rows)
+{
+    return db_rows(db, rows,
+                   "SELECT error, log_tail FROM jobs WHERE parent_id=? AND status='failed' "
+                   "ORDER BY finished, trial",
+                   "s", automl_id);
+}

@@ -9,6 +9,7 @@
 #include "automl.h"
 #include "ctl.h"
 #include "job_rows.h"
+#include "joblog.h"
 #include "kind.h"
 #include "convert.h"
 #include "ctl_spec.h"
@@ -183,6 +184,14 @@ static int space_start_from_spec(json_t *space, const json_t *flat)
     return ok;
 }
 
+/* A trial's whole budget in epochs (Hyperband's R units, else train.epochs). */
+static int s_full_epochs(const hone_search_opts *o)
+{
+    return o->algo == HONE_ALGO_HYPERBAND || o->algo == HONE_ALGO_BOHB || o->algo == HONE_ALGO_ASHA
+               ? o->R * o->epoch_multiplier
+               : o->max_epochs;
+}
+
 static int opts_from_json(const json_t *o, hone_search_opts *opts)
 {
     hone_search_opts_default(opts);
@@ -198,6 +207,25 @@ static int opts_from_json(const json_t *o, hone_search_opts *opts)
     opts->max_parallel = (int)jint(o, "max_parallel");
     opts->start_default = json_is_true(json_object_get(o, "start_from_spec"));
     return HONE_OK;
+}
+
+int ctl_automl_failed_limit(const ctl_search *s, int any_metric)
+{
+    if (s->max_failed > 0)
+        return s->max_failed;
+    if (!any_metric)
+        return 3;
+    return s->max_trials / 2 > 3 ? s->max_trials / 2 : 3;
+}
+
+/* "max_failed_trials 3" or "max_failed_trials auto (3 ...)" for the search's log. */
+static void failed_limit_text(int max_failed, int max_trials, char *buf, size_t len)
+{
+    if (max_failed > 0)
+        snprintf(buf, len, "max_failed_trials %d", max_failed);
+    else
+        snprintf(buf, len, "max_failed_trials auto (3 while no trial has a metric, then %d)",
+                 max_trials / 2 > 3 ? max_trials / 2 : 3);
 }
 
 int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t msglen)
@@ -226,6 +254,9 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
         (json_int_t)jint(flat, "train.epochs"), "R", (json_int_t)jint(settings, "automl_R"), "eta",
         (json_int_t)jint(settings, "automl_nu"), "epoch_multiplier",
         (json_int_t)jint(settings, "epoch_multiplier"), "max_parallel", par);
+    /* absent (auto) or a count: the failed trials that end the search */
+    json_object_set_new(opts, "max_failed_trials",
+                        json_integer(jint(settings, "automl_max_failed_trials")));
     /* absent (an experiment stored before the setting existed): the default, true */
     if (!json_is_false(json_object_get(settings, "automl_start_from_spec")))
         json_object_set_new(opts, "start_from_spec",
@@ -246,6 +277,16 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
     json_decref(automl);
     rc = store_automl_start(c->db, job_id, txt, ctl_now());
     free(txt);
+    if (rc == HONE_OK) {
+        char lim[128];
+        failed_limit_text((int)jint(settings, "automl_max_failed_trials"), o.max_trials, lim,
+                          sizeof lim);
+        rc = ctl_joblog(c, job_id,
+                        "search started: %s, %d trials at most, %d at once, %s %s, %d epochs a "
+                        "trial at most, %s",
+                        hone_algo_name(o.algo), o.max_trials, o.max_parallel,
+                        o.maximize ? "maximizing" : "minimizing", metric, s_full_epochs(&o), lim);
+    }
 fail:
     json_decref(job);
     json_decref(exp);
@@ -321,10 +362,9 @@ int ctl_automl_rebuild(hone_controller *c, const char *job_id)
     s->maximize = o.maximize;
     s->max_epochs = o.max_epochs;
     s->model_based = o.algo == HONE_ALGO_BAYESIAN || o.algo == HONE_ALGO_BOHB;
-    s->full_epochs =
-        o.algo == HONE_ALGO_HYPERBAND || o.algo == HONE_ALGO_BOHB || o.algo == HONE_ALGO_ASHA
-            ? o.R * o.epoch_multiplier
-            : o.max_epochs;
+    s->full_epochs = s_full_epochs(&o);
+    s->max_trials = o.max_trials;
+    s->max_failed = (int)jint(json_object_get(automl, "opts"), "max_failed_trials");
     if ((rc = store_automl_events(c->db, job_id, &events)))
         goto fail;
     json_t *ev;
@@ -418,7 +458,26 @@ int ctl_automl_report(hone_controller *c, const json_t *trial, int epoch, double
     }
     if (rc || !fresh)
         return rc;
-    return ev_append(c, s->job_id, "report", t, epoch, metric, NULL);
+    hone_search_progress after;
+    hone_search_progress_get(s->search, &after);
+    rc = ev_append(c, s->job_id, "report", t, epoch, metric, NULL);
+    if (rc)
+        return rc;
+    /* the search's log: a new best, a halt at a rung, an early stop */
+    if (after.best_trial == t && after.best_epoch == epoch && !isnan(after.best_metric))
+        rc = ctl_joblog(c, s->job_id, "new best: trial %d %s %.4f at epoch %d", t, s->metric,
+                        metric, epoch);
+    if (!rc && *dec == HONE_DECIDE_PAUSE)
+        rc = ctl_joblog(c, s->job_id,
+                        "trial %d halted at the rung of epoch %d (%s %.4f): it waits for the rest "
+                        "of its rung, whose best are promoted",
+                        t, epoch, s->metric, metric);
+    else if (!rc && *dec == HONE_DECIDE_STOP && epoch < s->full_epochs)
+        rc = ctl_joblog(c, s->job_id,
+                        "trial %d stopped early at epoch %d of a budget of %d (%s %.4f): not among "
+                        "the best of its rung",
+                        t, epoch, s->full_epochs, s->metric, metric);
+    return rc;
 }
 
 int ctl_automl_end(hone_controller *c, const json_t *trial, int failed)
@@ -432,7 +491,29 @@ int ctl_automl_end(hone_controller *c, const json_t *trial, int failed)
     int rc = hone_search_end(s->search, t, failed);
     if (rc)
         return rc;
-    return ev_append(c, s->job_id, "end", t, 0, NAN, failed ? "{\"failed\":true}" : "{}");
+    rc = ev_append(c, s->job_id, "end", t, 0, NAN, failed ? "{\"failed\":true}" : "{}");
+    if (rc)
+        return rc;
+    /* the trial's row as it ended (its kind stored the status and the error first) */
+    json_t *row = NULL;
+    if (ctl_job_row(c, jstr(trial, "id"), &row) != HONE_OK)
+        return HONE_OK;
+    const char *st = jstr(row, "status") ? jstr(row, "status") : "?";
+    if (!strcmp(st, "paused")) { /* halted at a rung: logged with its report */
+    } else if (!strcmp(st, "failed")) {
+        char cause[1024];
+        ctl_failure_cause(jstr(row, "error"), cause, sizeof cause);
+        rc = ctl_joblog(c, s->job_id, "trial %d failed (job %s): %s", t, jstr(row, "id"), cause);
+    } else if (json_is_number(json_object_get(row, "best_metric"))) {
+        rc = ctl_joblog(c, s->job_id, "trial %d %s after epoch %lld: best %s %.4f at epoch %lld", t,
+                        st, (long long)jint(row, "epoch"), s->metric, jnum(row, "best_metric"),
+                        (long long)jint(row, "best_epoch"));
+    } else {
+        rc = ctl_joblog(c, s->job_id, "trial %d %s after epoch %lld, with no metric", t, st,
+                        (long long)jint(row, "epoch"));
+    }
+    json_decref(row);
+    return rc;
 }
 
 /* ---- the AutoML kind's row (kind.h) ---- */

@@ -25,6 +25,8 @@ typedef struct ctl_search {
     int maximize;
     int max_epochs;
     int full_epochs; /* a trial's whole budget: below it, a stop is an early stop */
+    int max_trials;
+    int max_failed;  /* automl_max_failed_trials: failed trials that end the search (0: auto) */
     int model_based; /* bayesian / bohb: asks past the random start fit a model */
     int busy, step_again;
     int orphan;          /* dropped while busy: freed when the ask is back */
@@ -78,6 +80,9 @@ void ctl_automl_search_free(ctl_search *s);
 void ctl_automl_free_all(hone_controller *c);
 /* Epochs still to run (cached while the search is busy). */
 long ctl_automl_remaining(ctl_search *s);
+/* The limit of failed trials that ends the search: max_failed, or with 0 (auto) 3 while no trial
+ * has reported a metric and half the search's trials (at least 3) once one has. */
+int ctl_automl_failed_limit(const ctl_search *s, int any_metric);
 
 /* ---- automl_step.c ---- */
 /* Asks the search for work until it waits; creates / requeues trials; finishes the job on DONE. */

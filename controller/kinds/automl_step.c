@@ -15,6 +15,7 @@
 #include "ctl.h"
 #include "ctl_spec.h"
 #include "job_rows.h"
+#include "joblog.h"
 #include "store.h"
 #include "train.h"
 #include "util.h"
@@ -34,6 +35,8 @@ static int step_new(hone_controller *c, ctl_search *s, const json_t *job, const 
                            a->epochs, now) ||
         ctl_automl_log_new(c, s->job_id, a->trial, a->epochs, a->values,
                            hone_space_nparams(s->space)) ||
+        ctl_joblog(c, s->job_id, "trial %d launched (job %s) for %d epoch%s: %s", a->trial, id,
+                   a->epochs, a->epochs == 1 ? "" : "s", cfg) ||
         db_commit(c->db))
         goto fail;
     rc = HONE_OK;
@@ -53,7 +56,11 @@ static int step_resume(hone_controller *c, ctl_search *s, const hone_ask *a)
     if (db_begin(c->db))
         return rc;
     int n = store_trial_requeue(c->db, s->job_id, a->trial, a->epochs, ctl_now());
-    if (n != 1 || ctl_automl_log_resume(c, s->job_id, a->trial, a->epochs) || db_commit(c->db)) {
+    if (n != 1 || ctl_automl_log_resume(c, s->job_id, a->trial, a->epochs) ||
+        ctl_joblog(c, s->job_id,
+                   "trial %d promoted: resumes from its checkpoint to train until epoch %d",
+                   a->trial, a->epochs) ||
+        db_commit(c->db)) {
         db_rollback(c->db);
         return rc;
     }
@@ -171,7 +178,58 @@ static void delete_ckpts(hone_controller *c, const char *automl_id, const char *
     json_decref(rows);
 }
 
-static int finish(hone_controller *c, ctl_search *s)
+/* "N of M trials failed: CAUSE", the most common cause of the failed trials first, with its
+ * count and that of the others when they differ. *tail: the last lines of the newest trial that
+ * failed of that cause (the caller frees it). Returns the number failed, or < 0 on a store
+ * error. */
+static int failed_summary(hone_controller *c, ctl_search *s, char *msg, size_t len, char **tail)
+{
+    json_t *rows = NULL, *r;
+    size_t i, j, n;
+    *tail = NULL;
+    msg[0] = '\0';
+    if (store_trials_failed_errors(c->db, s->job_id, &rows))
+        return HONE_ESQL;
+    n = json_array_size(rows);
+    if (n == 0) {
+        json_decref(rows);
+        return 0;
+    }
+    char(*causes)[512] = hone_xcalloc(n, sizeof *causes);
+    json_array_foreach(rows, i, r) ctl_failure_cause(jstr(r, "error"), causes[i], sizeof causes[i]);
+    size_t best = 0, best_n = 0;
+    for (i = 0; i < n; i++) {
+        size_t k = 0;
+        for (j = 0; j < n; j++)
+            k += !strcmp(causes[i], causes[j]);
+        if (k > best_n || (k == best_n && i > best)) { /* ties: the newest */
+            best = i;
+            best_n = k;
+        }
+    }
+    long total = 0;
+    json_t *counts = NULL, *cr;
+    if (store_trials_count_by_status(c->db, s->job_id, &counts) == HONE_OK)
+        json_array_foreach(counts, j, cr) total += (long)jint(cr, "n");
+    json_decref(counts);
+    if (best_n == n)
+        snprintf(msg, len, "%zu of %ld trials failed: %s", n, total, causes[best]);
+    else
+        snprintf(msg, len, "%zu of %ld trials failed: %s (%zu trials; %zu others failed otherwise)",
+                 n, total, causes[best], best_n, n - best_n);
+    for (i = n; i-- > 0;)
+        if (!strcmp(causes[i], causes[best]) && jstr(json_array_get(rows, i), "log_tail")) {
+            *tail = hone_xstrdup(jstr(json_array_get(rows, i), "log_tail"));
+            break;
+        }
+    free(causes);
+    json_decref(rows);
+    return (int)n;
+}
+
+/* Ends the search. fail_msg: it ends failed so (too many trials failed), its trials still queued
+ * or running canceled; else done with the best trial, or failed when none reported a metric. */
+static int finish(hone_controller *c, ctl_search *s, const char *fail_msg, const char *fail_tail)
 {
     json_t *best = NULL, *result;
     int have = store_trial_best(c->db, s->job_id, s->maximize, &best) == HONE_OK;
@@ -203,13 +261,29 @@ static int finish(hone_controller *c, ctl_search *s)
     json_decref(result);
     int rc = HONE_ESQL;
     double now = ctl_now();
+    char why[1024] = "";
+    char *tail = NULL;
+    if (fail_msg) {
+        snprintf(why, sizeof why, "%s", fail_msg);
+        tail = fail_tail ? hone_xstrdup(fail_tail) : NULL;
+    } else if (!have && failed_summary(c, s, why, sizeof why, &tail) <= 0) {
+        snprintf(why, sizeof why, "no trial reported a metric");
+    }
+    int failed = fail_msg || !have;
     if (db_begin(c->db))
         goto fail;
     if (store_trials_stop_waiting(c->db, s->job_id, now) ||
-        store_automl_finish(c->db, s->job_id, have ? "done" : "failed", now, rs,
+        (fail_msg && (store_leases_cancel_trials(c->db, s->job_id, now) ||
+                      store_trials_cancel(c->db, s->job_id, now))) ||
+        store_automl_finish(c->db, s->job_id, failed ? "failed" : "done", now, rs,
                             have ? jnum(best, "best_metric") : NAN,
-                            have ? (int)jint(best, "best_epoch") : 0,
-                            have ? NULL : "no trial reported a metric") ||
+                            have ? (int)jint(best, "best_epoch") : 0, failed ? why : NULL) ||
+        (tail && store_job_set_error(c->db, s->job_id, why, tail)) ||
+        (failed ? ctl_joblog(c, s->job_id, "search failed: %s", why)
+                : ctl_joblog(c, s->job_id,
+                             "search done: best trial %lld (job %s) %s %.4f at epoch %lld",
+                             (long long)jint(best, "trial"), jstr(best, "id"), s->metric,
+                             jnum(best, "best_metric"), (long long)jint(best, "best_epoch"))) ||
         db_commit(c->db)) {
         db_rollback(c->db);
         goto fail;
@@ -219,6 +293,7 @@ static int finish(hone_controller *c, ctl_search *s)
     if (json_is_true(json_object_get(automl, "delete_intermediate_ckpt")))
         delete_ckpts(c, s->job_id, have ? jstr(best, "id") : NULL);
 fail:
+    free(tail);
     free(rs);
     json_decref(best);
     json_decref(automl);
@@ -247,7 +322,7 @@ int ctl_automl_apply(hone_controller *c, ctl_search *s, const json_t *job, const
         if (store_trials_count_active(c->db, job_id, &active))
             return HONE_ESQL;
         if (active == 0) {
-            rc = finish(c, s);
+            rc = finish(c, s, NULL, NULL);
             ctl_automl_drop(c, job_id);
             *dropped = 1;
         }
@@ -263,6 +338,35 @@ int ctl_automl_apply(hone_controller *c, ctl_search *s, const json_t *job, const
     return 1;
 }
 
+/* Ends the search when its failed trials reached the limit (ctl_automl_failed_limit): 1 when it
+ * ended (the search is dropped), 0 when it goes on, < 0 on a store error. */
+static int failed_out(hone_controller *c, ctl_search *s)
+{
+    hone_search_progress p;
+    hone_search_progress_get(s->search, &p);
+    if (p.trials_failed == 0) /* failed or canceled, as the search counts them */
+        return 0;
+    char msg[1024], *tail = NULL;
+    int n = failed_summary(c, s, msg, sizeof msg, &tail);
+    json_t *best = NULL;
+    int any = store_trial_best(c->db, s->job_id, s->maximize, &best) == HONE_OK;
+    json_decref(best);
+    int limit = ctl_automl_failed_limit(s, any);
+    if (n < limit) {
+        free(tail);
+        return n < 0 ? n : 0;
+    }
+    char why[1200];
+    snprintf(why, sizeof why, "%s (the search ends at %d failed trial%s: max_failed_trials%s)", msg,
+             limit, limit == 1 ? "" : "s", s->max_failed > 0 ? "" : " auto");
+    char job_id[64];
+    snprintf(job_id, sizeof job_id, "%s", s->job_id);
+    int rc = finish(c, s, why, tail);
+    free(tail);
+    ctl_automl_drop(c, job_id);
+    return rc ? rc : 1;
+}
+
 int ctl_automl_step(hone_controller *c, const char *job_id)
 {
     json_t *job = NULL;
@@ -276,6 +380,13 @@ int ctl_automl_step(hone_controller *c, const char *job_id)
         s = ctl_automl_find(c, job_id);
     if (!s)
         goto fail;
+    if (!s->busy && (rc = failed_out(c, s)) != 0) {
+        if (rc > 0) { /* ended: too many trials failed */
+            rc = HONE_OK;
+            made = 1; /* the scheduler drops the canceled trials' leases */
+        }
+        goto fail;
+    }
     for (int guard = 0; guard < 1024; guard++) {
         if (s->busy) { /* an ask runs on the thread pool: it steps again when it is back */
             s->step_again = 1;
@@ -362,8 +473,20 @@ json_t *ctl_automl_status(hone_controller *c, const json_t *job)
                         json_string(jstr(automl, "metric") ? jstr(automl, "metric") : ""));
     json_object_set_new(o, "maximize", json_boolean(maximize));
     json_object_set(o, "max_parallel", json_object_get(opts, "max_parallel"));
+    {
+        /* the limit as it stands now: auto's depends on whether a trial has a metric yet */
+        ctl_search lim = {.max_failed = (int)jint(opts, "max_failed_trials"),
+                          .max_trials = (int)jint(opts, "max_trials")};
+        json_t *b = NULL;
+        int any = store_trial_best(c->db, jstr(job, "id"), maximize, &b) == HONE_OK;
+        json_decref(b);
+        json_object_set_new(o, "max_failed_trials",
+                            json_integer(ctl_automl_failed_limit(&lim, any)));
+        json_object_set_new(o, "max_failed_trials_auto", json_boolean(lim.max_failed <= 0));
+    }
     json_object_set(o, "search_space", json_object_get(automl, "space"));
     long n_done = 0, n_run = 0, n_queued = 0, n_stopped = 0, n_failed = 0, n_paused = 0;
+    long n_canceled = 0;
     long newest = -1; /* the highest trial number: TAO's current recommendation */
     if (store_trials_count_by_status(c->db, id, &rows) == HONE_OK) {
         size_t i;
@@ -382,17 +505,20 @@ json_t *ctl_automl_status(hone_controller *c, const json_t *job)
                 n_paused += n;
             else if (!strcmp(st, "failed"))
                 n_failed += n;
+            else if (!strcmp(st, "canceled"))
+                n_canceled += n;
             else
                 n_done += n;
         }
     }
     json_decref(rows);
-    json_object_set_new(o, "trials_done", json_integer(n_done + n_failed));
+    json_object_set_new(o, "trials_done", json_integer(n_done));
     json_object_set_new(o, "trials_running", json_integer(n_run));
     json_object_set_new(o, "trials_queued", json_integer(n_queued));
     json_object_set_new(o, "trials_paused", json_integer(n_paused));
     json_object_set_new(o, "trials_stopped_early", json_integer(n_stopped));
     json_object_set_new(o, "trials_failed", json_integer(n_failed));
+    json_object_set_new(o, "trials_canceled", json_integer(n_canceled));
     double spe = NAN, now = ctl_now();
     long epochs_done = 0, recent = 0;
     double first = NAN;

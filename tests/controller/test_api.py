@@ -6,6 +6,7 @@ and the served spec schema."""
 import gzip
 import json
 import os
+import re
 import socket
 import struct
 import sys
@@ -348,7 +349,10 @@ def main():
         assert c.ok("GET", "/api/v1/jobs/" + job["id"])["status"] == "canceled"
         expect_err(c, "POST", "/api/v1/jobs/%s:cancel" % job["id"], None, 409, "status")
         st, text = c.req("GET", "/api/v1/jobs/%s/logs" % job["id"])
-        assert st == 200 and text == b"bye", (st, text)
+        # each epoch's own line (issue 28), then the tail
+        iso = rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+        assert st == 200 and re.match(rb"%s epoch 1/2: val_accuracy 0\.5, 1\.00 s\n%s epoch 2/2: "
+                                      rb"val_accuracy 0\.6\nbye$" % (iso, iso), text), (st, text)
         st, _ = c.req("POST", "/api/v1/workers/%s/lease?wait=0" % w["id"], headers=H)
         assert st == 204
         spec_combinations(c, root, ex_url)

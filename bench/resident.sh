@@ -24,7 +24,7 @@ if [ "${HONE_BENCH_CUDA:-}" = 1 ] || "$build/train/hone-train" --list-devices | 
 fi
 for dev in $devices; do
   python3 - "$build/train/hone-train" "$fm" "$dev" "$runs" <<'PY'
-import json, os, re, statistics, subprocess, sys, tempfile, time
+import datetime, json, os, re, statistics, subprocess, sys, tempfile, time
 train, fm, dev, runs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 tmp = tempfile.mkdtemp(prefix="hone-bench-resident-")
 args = ["--device", dev, "--set", "network=cnn", "--set", "data.path=" + fm,
@@ -34,28 +34,21 @@ if dev == "cpu":  # a CPU epoch of all 60,000 images takes long; the first step 
 first_re = re.compile(r"first step done at (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z")
 
 
-class first:  # the line's ISO 8601 UTC time, as Unix seconds
-    class _m:
-        def __init__(self, m):
-            self.m = m
-
-        def group(self, i):
-            import datetime
-            t = datetime.datetime.strptime(self.m.group(1), "%Y-%m-%dT%H:%M:%S.%f")
-            return t.replace(tzinfo=datetime.timezone.utc).timestamp()
-
-    @staticmethod
-    def search(text):
-        m = first_re.search(text)
-        return first._m(m) if m else None
+def first_step(text):
+    """The "first step done at" line's ISO 8601 UTC time as Unix seconds (None without one)."""
+    m = first_re.search(text)
+    if not m:
+        return None
+    t = datetime.datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f")
+    return t.replace(tzinfo=datetime.timezone.utc).timestamp()
 
 def fresh(i):
     t0 = time.time()
     p = subprocess.run([train] + args + ["--out", "%s/f%d" % (tmp, i)], capture_output=True,
                        text=True)
-    m = first.search(p.stderr)
-    assert p.returncode == 0 and m, p.stderr[-2000:]
-    return float(m.group(1)) - t0
+    t = first_step(p.stderr)
+    assert p.returncode == 0 and t is not None, p.stderr[-2000:]
+    return t - t0
 
 err = open(os.path.join(tmp, "serve.err"), "w+")
 srv = subprocess.Popen([train, "--serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -74,7 +67,7 @@ def resident(i):
     err.flush()
     with open(err.name) as f:
         f.seek(pos)
-        return float(first.search(f.read()).group(1)) - t0
+        return first_step(f.read()) - t0
 
 resident(-1)  # the worker's first trial: loads the data; later ones find it
 f = statistics.median(fresh(i) for i in range(runs))

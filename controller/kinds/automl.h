@@ -27,6 +27,7 @@ typedef struct ctl_search {
     int full_epochs; /* a trial's whole budget: below it, a stop is an early stop */
     int max_trials;
     int max_failed;  /* automl_max_failed_trials: failed trials that end the search (0: auto) */
+    int failed_seen; /* the search's trials_failed when the limit was last checked */
     int model_based; /* bayesian / bohb: asks past the random start fit a model */
     int busy, step_again;
     int orphan;          /* dropped while busy: freed when the ask is back */

@@ -272,9 +272,10 @@ static int finish(hone_controller *c, ctl_search *s, const char *fail_msg, const
     int failed = fail_msg || !have;
     if (db_begin(c->db))
         goto fail;
-    if (store_trials_stop_waiting(c->db, s->job_id, now) ||
-        (fail_msg && (store_leases_cancel_trials(c->db, s->job_id, now) ||
+    /* ended by its failures: what still waits or runs is canceled, not counted stopped */
+    if ((fail_msg && (store_leases_cancel_trials(c->db, s->job_id, now) ||
                       store_trials_cancel(c->db, s->job_id, now))) ||
+        store_trials_stop_waiting(c->db, s->job_id, now) ||
         store_automl_finish(c->db, s->job_id, failed ? "failed" : "done", now, rs,
                             have ? jnum(best, "best_metric") : NAN,
                             have ? (int)jint(best, "best_epoch") : 0, failed ? why : NULL) ||
@@ -344,8 +345,11 @@ static int failed_out(hone_controller *c, ctl_search *s)
 {
     hone_search_progress p;
     hone_search_progress_get(s->search, &p);
-    if (p.trials_failed == 0) /* failed or canceled, as the search counts them */
+    /* failed or canceled, as the search counts them: read the store only when one more ended so
+     * (a trial reporting a metric only raises auto's limit) */
+    if (p.trials_failed == s->failed_seen)
         return 0;
+    s->failed_seen = p.trials_failed;
     char msg[1024], *tail = NULL;
     int n = failed_summary(c, s, msg, sizeof msg, &tail);
     json_t *best = NULL;

@@ -109,6 +109,10 @@ case("field", "automl_max_recommendations negative", [422],
      field="automl_settings.automl_max_recommendations")(
     lambda x: rb("POST", E, exp_body(x, automl_settings={
         "automl_enabled": True, "automl_max_recommendations": -1})))
+case("field", "automl_max_failed_trials zero", [422],
+     field="automl_settings.automl_max_failed_trials")(
+    lambda x: rb("POST", E, exp_body(x, automl_settings={
+        "automl_enabled": True, "automl_max_failed_trials": 0})))
 case("field", "unknown automl algorithm", [422], field="automl_settings.automl_algorithm")(
     lambda x: rb("POST", E, exp_body(x, automl_settings={
         "automl_enabled": True, "automl_algorithm": "genetic"})))

@@ -220,7 +220,9 @@ def main():
     finally:
         for w in workers:
             w.stop()
-        ctl.stop()
+        rc = ctl.stop()
+    # non-zero under ASan when LeakSanitizer found a leak
+    assert rc == 0, "controller exited %d:\n%s" % (rc, ctl.tail())
     print("failures: ok")
     return 0
 

@@ -543,17 +543,21 @@ static int automl_cancel(hone_controller *c, const json_t *job)
     if (store_job_cancel(c->db, id, now) || store_leases_cancel_trials(c->db, id, now) ||
         store_trials_cancel(c->db, id, now))
         return HONE_ESQL;
-    return HONE_OK;
+    return ctl_joblog(c, id, "search canceled: its queued, halted and running trials with it");
 }
 
 static int automl_pause(hone_controller *c, const json_t *job)
 {
-    return store_job_pause(c->db, jstr(job, "id"));
+    int rc = store_job_pause(c->db, jstr(job, "id"));
+    return rc ? rc
+              : ctl_joblog(c, jstr(job, "id"),
+                           "search paused: no trial starts or resumes until it is resumed");
 }
 
 static int automl_resume(hone_controller *c, const json_t *job)
 {
-    return store_automl_resume(c->db, jstr(job, "id"));
+    int rc = store_automl_resume(c->db, jstr(job, "id"));
+    return rc ? rc : ctl_joblog(c, jstr(job, "id"), "search resumed");
 }
 
 static void automl_controlled(hone_controller *c, const json_t *job, const char *verb)

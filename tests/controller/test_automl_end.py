@@ -80,6 +80,8 @@ def cancel_ends_trials(binary):
     assert st == 200 and js["decision"] == "continue", (st, js)
     c.ok("POST", "/api/v1/jobs/%s:cancel" % automl)
     assert c.ok("GET", "/api/v1/jobs/" + automl)["status"] == "canceled"
+    st, text = c.req("GET", "/api/v1/jobs/%s/logs" % automl)  # the search's log says so
+    assert st == 200 and b"Z search canceled: " in text, (st, text)
     trials = c.ok("GET", "/api/v1/jobs?parent=" + automl)["jobs"]
     assert len(trials) == 3, trials
     for t in trials:

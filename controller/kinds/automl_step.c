@@ -270,6 +270,18 @@ static int finish(hone_controller *c, ctl_search *s, const char *fail_msg, const
         snprintf(why, sizeof why, "no trial reported a metric");
     }
     int failed = fail_msg || !have;
+    long waiting = 0; /* halted at a rung and never promoted: stopped now */
+    json_t *counts = NULL, *cr;
+    size_t ci;
+    if (!fail_msg && store_trials_count_by_status(c->db, s->job_id, &counts) == HONE_OK) {
+        json_array_foreach(counts, ci, cr)
+        {
+            const char *st = jstr(cr, "status");
+            if (!strcmp(st, "paused") || !strcmp(st, "queued"))
+                waiting += (long)jint(cr, "n");
+        }
+    }
+    json_decref(counts);
     if (db_begin(c->db))
         goto fail;
     /* ended by its failures: what still waits or runs is canceled, not counted stopped */
@@ -280,6 +292,9 @@ static int finish(hone_controller *c, ctl_search *s, const char *fail_msg, const
                             have ? jnum(best, "best_metric") : NAN,
                             have ? (int)jint(best, "best_epoch") : 0, failed ? why : NULL) ||
         (tail && store_job_set_error(c->db, s->job_id, why, tail)) ||
+        (waiting > 0 &&
+         ctl_joblog(c, s->job_id, "%ld trial%s halted at a rung and not promoted: stopped", waiting,
+                    waiting == 1 ? "" : "s")) ||
         (failed ? ctl_joblog(c, s->job_id, "search failed: %s", why)
                 : ctl_joblog(c, s->job_id,
                              "search done: best trial %lld (job %s) %s %.4f at epoch %lld",

@@ -209,13 +209,13 @@ static int opts_from_json(const json_t *o, hone_search_opts *opts)
     return HONE_OK;
 }
 
-int ctl_automl_failed_limit(const ctl_search *s, int any_metric)
+int ctl_automl_failed_limit(int max_failed, int max_trials, int any_metric)
 {
-    if (s->max_failed > 0)
-        return s->max_failed;
+    if (max_failed > 0)
+        return max_failed;
     if (!any_metric)
         return 3;
-    return s->max_trials / 2 > 3 ? s->max_trials / 2 : 3;
+    return max_trials / 2 > 3 ? max_trials / 2 : 3;
 }
 
 /* "max_failed_trials 3" or "max_failed_trials auto (3 ...)" for the search's log. */
@@ -225,7 +225,7 @@ static void failed_limit_text(int max_failed, int max_trials, char *buf, size_t 
         snprintf(buf, len, "max_failed_trials %d", max_failed);
     else
         snprintf(buf, len, "max_failed_trials auto (3 while no trial has a metric, then %d)",
-                 max_trials / 2 > 3 ? max_trials / 2 : 3);
+                 ctl_automl_failed_limit(0, max_trials, 1));
 }
 
 int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t msglen)

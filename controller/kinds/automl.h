@@ -81,9 +81,10 @@ void ctl_automl_search_free(ctl_search *s);
 void ctl_automl_free_all(hone_controller *c);
 /* Epochs still to run (cached while the search is busy). */
 long ctl_automl_remaining(ctl_search *s);
-/* The limit of failed trials that ends the search: max_failed, or with 0 (auto) 3 while no trial
- * has reported a metric and half the search's trials (at least 3) once one has. */
-int ctl_automl_failed_limit(const ctl_search *s, int any_metric);
+/* The failed trials that end a search: max_failed (automl_max_failed_trials), or with 0 (auto) 3
+ * while no trial has reported a metric and half of max_trials (at least 3) once one has: a search
+ * that cannot work ends within a few trials, one where some configurations fail goes on. */
+int ctl_automl_failed_limit(int max_failed, int max_trials, int any_metric);
 
 /* ---- automl_step.c ---- */
 /* Asks the search for work until it waits; creates / requeues trials; finishes the job on DONE. */

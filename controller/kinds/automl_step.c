@@ -370,7 +370,7 @@ static int failed_out(hone_controller *c, ctl_search *s)
     json_t *best = NULL;
     int any = store_trial_best(c->db, s->job_id, s->maximize, &best) == HONE_OK;
     json_decref(best);
-    int limit = ctl_automl_failed_limit(s, any);
+    int limit = ctl_automl_failed_limit(s->max_failed, s->max_trials, any);
     if (n < limit) {
         free(tail);
         return n < 0 ? n : 0;
@@ -492,17 +492,6 @@ json_t *ctl_automl_status(hone_controller *c, const json_t *job)
                         json_string(jstr(automl, "metric") ? jstr(automl, "metric") : ""));
     json_object_set_new(o, "maximize", json_boolean(maximize));
     json_object_set(o, "max_parallel", json_object_get(opts, "max_parallel"));
-    {
-        /* the limit as it stands now: auto's depends on whether a trial has a metric yet */
-        ctl_search lim = {.max_failed = (int)jint(opts, "max_failed_trials"),
-                          .max_trials = (int)jint(opts, "max_trials")};
-        json_t *b = NULL;
-        int any = store_trial_best(c->db, jstr(job, "id"), maximize, &b) == HONE_OK;
-        json_decref(b);
-        json_object_set_new(o, "max_failed_trials",
-                            json_integer(ctl_automl_failed_limit(&lim, any)));
-        json_object_set_new(o, "max_failed_trials_auto", json_boolean(lim.max_failed <= 0));
-    }
     json_object_set(o, "search_space", json_object_get(automl, "space"));
     long n_done = 0, n_run = 0, n_queued = 0, n_stopped = 0, n_failed = 0, n_paused = 0;
     long n_canceled = 0;
@@ -574,7 +563,15 @@ json_t *ctl_automl_status(hone_controller *c, const json_t *job)
                             : json_null());
     json_decref(ended);
     json_t *best = NULL;
-    if (store_trial_best(c->db, id, maximize, &best) == HONE_OK) {
+    int any = store_trial_best(c->db, id, maximize, &best) == HONE_OK;
+    /* the failed trials that end it, as it stands now: auto's depends on whether one has a metric
+     */
+    int max_failed = (int)jint(opts, "max_failed_trials");
+    json_object_set_new(
+        o, "max_failed_trials",
+        json_integer(ctl_automl_failed_limit(max_failed, (int)jint(opts, "max_trials"), any)));
+    json_object_set_new(o, "max_failed_trials_auto", json_boolean(max_failed <= 0));
+    if (any) {
         json_object_set(o, "best_metric", json_object_get(best, "best_metric"));
         json_object_set(o, "best_trial", json_object_get(best, "trial"));
         json_object_set(o, "best_job_id", json_object_get(best, "id"));

@@ -160,11 +160,16 @@ static int job_wait_run(cli_ctx *c, const char *job_id, double timeout_s, FILE *
             continue;
         }
         misses = 0;
+        /* a failed job's last lines, read before the escaping below writes its newlines \n */
+        char *elog = NULL;
+        if (!c->json && json_is_string(json_object_get(resp.json, "error_log")))
+            elog = hone_xstrdup(json_string_value(json_object_get(resp.json, "error_log")));
         if (!c->json)
             cli_json_escape(resp.json);
         if (resp.status != 200) {
             cli_error_text(&resp, err, sizeof(err));
             fprintf(stderr, "%serror: %s\n", tty ? "\n" : "", err);
+            free(elog);
             hone_rest_resp_clear(&resp);
             return 1;
         }
@@ -185,9 +190,21 @@ static int job_wait_run(cli_ctx *c, const char *job_id, double timeout_s, FILE *
             if (rc != 0 && !quiet) {
                 const char *e = json_string_value(json_object_get(resp.json, "error"));
                 fprintf(stderr, "job %s %s%s%s\n", job_id, st, e ? ":\n" : "", e ? e : "");
+                if (elog) /* each line escaped; `hone job logs` has the whole log */
+                    fprintf(stderr, "last lines (hone job logs %s):\n", job_id);
+                for (char *l = elog; l;) {
+                    char *nl = strchr(l, '\n'), *x;
+                    if (nl)
+                        *nl = '\0';
+                    x = cli_escape_dup(l);
+                    fprintf(stderr, "  %s\n", x);
+                    free(x);
+                    l = nl ? nl + 1 : NULL;
+                }
             }
             if (final)
                 *final = json_incref(resp.json);
+            free(elog);
             hone_rest_resp_clear(&resp);
             return rc;
         }
@@ -197,9 +214,11 @@ static int job_wait_run(cli_ctx *c, const char *job_id, double timeout_s, FILE *
             else if (!budget)
                 fprintf(stderr, "%serror: job %s still %s after %.0f s (--timeout)\n",
                         tty ? "\n" : "", job_id, st ? st : "?", timeout_s);
+            free(elog);
             hone_rest_resp_clear(&resp);
             return 1;
         }
+        free(elog);
         hone_rest_resp_clear(&resp);
         for (int i = 0; i < 10 && !(c->stop && *c->stop); i++)
             usleep(100000);

@@ -3,7 +3,8 @@ workers on loopback, on a 100-image PNG folder:
 
 1. An AutoML search whose every trial fails ends after max_failed_trials (auto: 3 while no trial
    has a metric), not after its 20 trials: `hone job wait` exits 1 naming the trials' common cause
-   ("3 of N trials failed: data.val_size: 5000 leaves no training images ..."), its progress line
+   ("3 of N trials failed: data.val_size: 5000 leaves no training images ...") and the trainer's
+   last lines, its progress line
    counts the failed trials as failed, `hone job status` shows the cause, `hone job logs` of the
    AutoML job holds the search's decisions (each trial launched, each failure with its cause, the
    end and its reason) and the trials' trainer lines; a trial's error is the cause, one line, its
@@ -91,6 +92,9 @@ def all_failing(bins, ctl, root):
     p = hone(bins, ctl, "job", "wait", automl, "--timeout", "300", check=False)
     assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
     assert CAUSE in p.stderr and "trials failed" in p.stderr, p.stderr
+    # and the last lines behind it, one a line
+    assert re.search(r"^last lines \(hone job logs %s\):\n  hone-train: %s" %
+                     (automl, re.escape(CAUSE)), p.stderr, re.M), p.stderr
     # the progress line counts them as failed, not done
     assert re.search(r"failed \| trials 0 done, 3 failed, 0 running", p.stdout), p.stdout
     st = hone_json(bins, ctl, "job", "status", automl)

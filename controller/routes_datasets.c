@@ -20,12 +20,13 @@
 #include "jobs.h"
 #include "routes.h"
 #include "shares.h"
+#include "spec.h"
 #include "store.h"
 #include "sweep.h"
 #include "util.h"
 
 static const char *const ds_types[] = {"image_classification", "object_detection", NULL};
-static const char *const ds_formats[] = {"idx", "image_folder", "kitti", NULL};
+static const char *const ds_formats[] = {"idx", "image_folder", "kitti", "coco", NULL};
 
 json_t *ctl_dataset_json(const json_t *row)
 {
@@ -218,7 +219,7 @@ static void ds_create(hone_http_req *req, hone_http_res *res, void *ud)
     d->type = jstr(body, "type") ? jstr(body, "type") : "image_classification";
     d->format = jstr(body, "format") ? jstr(body, "format") : "idx";
     d->path = jstr(body, "path");
-    if (!strcmp(d->type, "object_detection") != !strcmp(d->format, "kitti")) {
+    if ((!strcmp(d->type, "object_detection")) != hone_spec_format_detect(d->format)) {
         hone_http_res_error(res, 422, "format", "format %s does not fit type %s", d->format,
                             d->type);
         json_decref(body);

@@ -51,9 +51,9 @@ typedef struct ds_work {
     hone_http_res *res; /* NULL once the client has gone */
     json_t *body;
     const char *type, *format, *path;
-    char real[PATH_MAX], msg[512];
-    char owner[64]; /* who asked (the request is gone by the time it is stored) */
-    int user;       /* a user, not an admin: kept out of the controller's own folders */
+    char real[PATH_MAX], msg[2048]; /* a detection set's message lists several problems */
+    char owner[64];                 /* who asked (the request is gone by the time it is stored) */
+    int user; /* a user, not an admin: kept out of the controller's own folders */
     int rc_path, rc_inspect;
     json_t *stats;
 } ds_work;
@@ -68,7 +68,7 @@ static void ds_abort(hone_http_res *res, void *ud)
  * mention: a KITTI set's message lists several files). */
 static void msg_unpin(char *msg, size_t cap, const char *pinned, const char *real)
 {
-    char out[512];
+    char out[2048];
     size_t o = 0, n = strlen(pinned);
     for (const char *p = msg; *p && o + 1 < sizeof out;) {
         if (!strncmp(p, pinned, n) && (p[n] == '/' || p[n] == '\0' || p[n] == ':' || p[n] == ' ')) {

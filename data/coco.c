@@ -339,8 +339,8 @@ static hone_data_coco_file *result(img *im, size_t nim, const ann *an, size_t na
     return f;
 }
 
-int hone_data_coco_parse(const uint8_t *buf, size_t len, const char *name,
-                         hone_data_coco_file **out, hone_data_kitti_problems *probs)
+int data__coco_parse(const uint8_t *buf, size_t len, const char *name, int partial,
+                     hone_data_coco_file **out, hone_data_kitti_problems *probs)
 {
     hone_data_kitti_problems own = {0}, *pr = probs ? probs : &own;
     size_t before = pr->count;
@@ -413,7 +413,7 @@ int hone_data_coco_parse(const uint8_t *buf, size_t len, const char *name,
     for (size_t i = 1; i < nids; i++)
         if (ids[i] == ids[i - 1] && (i == 1 || ids[i - 1] != ids[i - 2]))
             P("%s: annotation %" PRId64 ": id listed more than once", name, ids[i]);
-    if (pr->count == before)
+    if (pr->count == before || partial)
         *out = result(im, nim, an, nan, c, nc);
 done:
     free(ids);
@@ -422,5 +422,11 @@ done:
     free(c);
     json_decref(root);
     hone_data_kitti_problems_clear(&own);
-    return *out ? HONE_OK : HONE_EPARSE;
+    return pr->count == before ? HONE_OK : HONE_EPARSE;
+}
+
+int hone_data_coco_parse(const uint8_t *buf, size_t len, const char *name,
+                         hone_data_coco_file **out, hone_data_kitti_problems *probs)
+{
+    return data__coco_parse(buf, len, name, 0, out, probs);
 }

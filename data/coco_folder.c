@@ -231,14 +231,15 @@ int hone_data_coco_open(const char *root, const hone_data_coco_opts *opts, hone_
         uint8_t *buf = read_json(root, sf[s].json, &len, pr);
         if (!buf)
             continue;
-        hone_data_coco_parse(buf, len, sf[s].json, &files[s], pr);
+        size_t before = pr->count;
+        data__coco_parse(buf, len, sf[s].json, 1, &files[s], pr); /* on to the images anyway */
         free(buf);
         if (!files[s])
             continue;
-        if (!first) {
+        if (!first && pr->count == before) {
             first = files[s];
             first_name = sf[s].json;
-        } else if (!same_categories(first, files[s])) {
+        } else if (first && !same_categories(first, files[s])) {
             P("%s: its categories differ from %s's (every split must list the same ids and "
               "names)",
               sf[s].json, first_name);

@@ -54,6 +54,10 @@ void data__kitti_add_image(hone_data_kitti *k, const char *path, int split,
 void data__kitti_set_classes(hone_data_kitti *k, char **names, int64_t *ids, int n);
 void data__kitti_set_layout(hone_data_kitti *k, int split_layout);
 int data__kitti_finish(hone_data_kitti *k, char *err, size_t errlen);
+/* hone_data_coco_parse; partial: *out also when the file has problems, with what passed its
+ * checks (images, annotations, categories), so a folder's check goes on to the image files. */
+int data__coco_parse(const uint8_t *buf, size_t len, const char *name, int partial,
+                     hone_data_coco_file **out, hone_data_kitti_problems *probs);
 /* Converts img in place to `want` channels (0: keep). RGB to grey is Pillow's L24 luma. */
 void data__image_convert(hone_data_image *img, int want);
 

@@ -347,8 +347,8 @@ static void ds_delete(hone_http_req *req, hone_http_res *res, void *ud)
 }
 
 /* POST /datasets/{id}/convert {"input_size": N, "channels": 0|1|3}: the convert job that packs the
- * image folder or detection set (KITTI, COCO) at NxN (channels 0: the folder's own), 201 when created, 200 when one
- * at that size is queued, running or done already (reused). */
+ * image folder or detection set (KITTI, COCO) at NxN (channels 0: the folder's own), 201 when
+ * created, 200 when one at that size is queued, running or done already (reused). */
 static void ds_convert(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
@@ -387,9 +387,10 @@ static void ds_convert(hone_http_req *req, hone_http_res *res, void *ud)
         goto fail;
     }
     if (!ctl_convert_format(jstr(ds, "format"))) {
-        hone_http_res_error(res, 409, "format",
-                            "dataset %s is %s: only image_folder, kitti and coco datasets are converted",
-                            id, jstr(ds, "format"));
+        hone_http_res_error(
+            res, 409, "format",
+            "dataset %s is %s: only image_folder, kitti and coco datasets are converted", id,
+            jstr(ds, "format"));
         goto fail;
     }
     char jid[64];

@@ -202,8 +202,8 @@ typedef struct hone_spec_cost {
 } hone_spec_cost;
 
 /* The [c, h, w] of what the network sees: data.channels and model.input_size where set, else the
- * data's own (d may be NULL; unknown: 1x28x28 for idx, 3x32x32 for an image folder); kitti images
- * vary in size: 128x128 unless model.input_size says, 3 channels unless known. */
+ * data's own (d may be NULL; unknown: 1x28x28 for idx, 3x32x32 for an image folder); kitti and
+ * coco images vary in size: 128x128 unless model.input_size says, 3 channels unless known. */
 void hone_spec_input_shape(const hone_spec *s, const hone_spec_data *d, int *c, int *h, int *w);
 /* 1 for a detection set's data.format (kitti, coco): boxes, trained by detectnet_v2 only. */
 int hone_spec_format_detect(const char *format);

@@ -1,9 +1,10 @@
 /* convert: one leased convert job on this worker. Runs hone-pack --json on the dataset's folder
- * (--kitti with the lease's class map for a KITTI set) into the lease's packed file (hone-pack
- * writes a temp file and renames it, so the file at its name is whole even when this worker dies
- * mid-way), relays progress lines as reports (the first at once, then at most one a second), stops
- * on cancel, and completes the job with hone-pack's final line. A worker told to shut down stops
- * hone-pack, removes its partial output and hands the lease back (status `released`). With
+ * (--kitti with the lease's class map for a KITTI set, --coco for a COCO set) into the lease's
+ * packed file (hone-pack writes a temp file and renames it, so the file at its name is whole even
+ * when this worker dies mid-way), relays progress lines as reports (the first at once, then at most
+ * one a second), stops on cancel, and completes the job with hone-pack's final line. A worker told
+ * to shut down stops hone-pack, removes its partial output and hands the lease back (status
+ * `released`). With
  * --storage http the folder is downloaded first and the packed file uploaded to the controller once
  * whole. */
 #include "convert.h"

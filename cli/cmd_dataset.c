@@ -197,14 +197,14 @@ static const cli_opt create_opts[] = {
     {"name", CLI_VALUE, "NAME  dataset name", 1},
     {"path", CLI_VALUE, "DIR  folder on the controller's side, inside its data roots", 1},
     {"type", CLI_VALUE, "TYPE  image_classification (default) or object_detection", 0},
-    {"format", CLI_VALUE, "FORMAT  idx (default), image_folder or kitti", 0},
+    {"format", CLI_VALUE, "FORMAT  idx (default), image_folder, kitti or coco", 0},
     {"description", CLI_VALUE, "TEXT  free text", 0},
 };
 
 static const cli_opt upload_opts[] = {
     {"name", CLI_VALUE, "NAME  dataset name", 1},
     {"type", CLI_VALUE, "TYPE  image_classification (default) or object_detection", 0},
-    {"format", CLI_VALUE, "FORMAT  idx (default), image_folder or kitti", 0},
+    {"format", CLI_VALUE, "FORMAT  idx (default), image_folder, kitti or coco", 0},
     {"description", CLI_VALUE, "TEXT  free text", 0},
 };
 

@@ -168,24 +168,9 @@ static int folder_inspect(const char *dir, json_t **stats, char *msg, size_t msg
     return HONE_OK;
 }
 
-/* kitti: data/'s checks (data/data.h: images/ and labels/ paired, every label line parsed, every
- * problem listed with file and line: the message names the first ones), and the stats: images
- * per split, boxes per class, image sizes. classes (a JSON array of names, or NULL: the classes
- * found) is the dataset's class map. */
-int ctl_dataset_inspect_kitti(const char *dir, const json_t *classes, json_t **stats, char *msg,
-                              size_t msglen)
+/* The stats of a detection set (KITTI or COCO): images per split, boxes per class, sizes. */
+static json_t *detect_stats(const hone_data_kitti *k)
 {
-    *stats = NULL;
-    size_t n = json_array_size(classes);
-    const char **names = hone_xcalloc(n ? n : 1, sizeof(char *));
-    for (size_t i = 0; i < n; i++)
-        names[i] = json_string_value(json_array_get(classes, i));
-    hone_data_kitti_opts o = {.classes = classes ? names : NULL, .nclasses = (int)n};
-    hone_data_kitti *k;
-    int rc = hone_data_kitti_open(dir, &o, &k, msg, msglen);
-    free(names);
-    if (rc < 0)
-        return rc == HONE_EINVAL ? HONE_EINVAL : rc == HONE_ENOENT ? rc : HONE_EPARSE;
     hone_data_kitti_stats st;
     hone_data_kitti_get_stats(k, &st);
     json_t *o2 = json_pack(
@@ -205,8 +190,51 @@ int ctl_dataset_inspect_kitti(const char *dir, const json_t *classes, json_t **s
     }
     json_object_set_new(o2, "class_names", names_j);
     json_object_set_new(o2, "class_boxes", boxes_j);
+    return o2;
+}
+
+/* kitti: data/'s checks (data/data.h: images/ and labels/ paired, every label line parsed, every
+ * problem listed with file and line: the message names the first ones), and the stats: images
+ * per split, boxes per class, image sizes. classes (a JSON array of names, or NULL: the classes
+ * found) is the dataset's class map. */
+int ctl_dataset_inspect_kitti(const char *dir, const json_t *classes, json_t **stats, char *msg,
+                              size_t msglen)
+{
+    *stats = NULL;
+    size_t n = json_array_size(classes);
+    const char **names = hone_xcalloc(n ? n : 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        names[i] = json_string_value(json_array_get(classes, i));
+    hone_data_kitti_opts o = {.classes = classes ? names : NULL, .nclasses = (int)n};
+    hone_data_kitti *k;
+    int rc = hone_data_kitti_open(dir, &o, &k, msg, msglen);
+    free(names);
+    if (rc < 0)
+        return rc == HONE_EINVAL ? HONE_EINVAL : rc == HONE_ENOENT ? rc : HONE_EPARSE;
+    *stats = detect_stats(k);
     hone_data_kitti_free(k);
-    *stats = o2;
+    return HONE_OK;
+}
+
+/* coco: data/'s checks (data/data.h: every JSON file parsed whole, ids, images on disk, boxes,
+ * categories: every problem named with its file and id) and the stats of a KITTI set, plus
+ * category_ids (class i's COCO id: classes are the categories by id) and crowd_boxes. */
+int ctl_dataset_inspect_coco(const char *dir, json_t **stats, char *msg, size_t msglen)
+{
+    *stats = NULL;
+    hone_data_kitti *k;
+    int rc = hone_data_coco_open(dir, NULL, &k, msg, msglen);
+    if (rc < 0)
+        return rc == HONE_ENOENT ? rc : HONE_EPARSE;
+    json_t *o = detect_stats(k), *ids = json_array();
+    hone_data_kitti_stats st;
+    hone_data_kitti_get_stats(k, &st);
+    for (int i = 0; i < st.classes; i++)
+        json_array_append_new(ids, json_integer((json_int_t)hone_data_kitti_category_id(k, i)));
+    json_object_set_new(o, "category_ids", ids);
+    json_object_set(o, "crowd_boxes", json_object_get(o, "dontcare_boxes"));
+    hone_data_kitti_free(k);
+    *stats = o;
     return HONE_OK;
 }
 
@@ -241,6 +269,8 @@ int ctl_dataset_inspect(const char *format, const char *dir, json_t **stats, cha
         return folder_inspect(dir, stats, msg, msglen);
     if (!strcmp(format, "kitti"))
         return ctl_dataset_inspect_kitti(dir, NULL, stats, msg, msglen);
+    if (!strcmp(format, "coco"))
+        return ctl_dataset_inspect_coco(dir, stats, msg, msglen);
     snprintf(msg, msglen, "format %s cannot be checked yet", format);
     return HONE_ENOTSUP;
 }

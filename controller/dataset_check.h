@@ -22,5 +22,8 @@ int ctl_dataset_inspect(const char *format, const char *dir, json_t **stats, cha
  * HONE_EPARSE with msg naming the folder and its first problems (file:line: why). */
 int ctl_dataset_inspect_kitti(const char *dir, const json_t *classes, json_t **stats, char *msg,
                               size_t msglen);
+/* A COCO dataset (data/data.h's layouts). HONE_EPARSE with msg naming the folder and its first
+ * problems (JSON file: annotation|image|category id: why). */
+int ctl_dataset_inspect_coco(const char *dir, json_t **stats, char *msg, size_t msglen);
 
 #endif

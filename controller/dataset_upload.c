@@ -21,6 +21,7 @@
 #include "ctl.h"
 #include "dataset_check.h"
 #include "routes.h"
+#include "spec.h"
 #include "store.h"
 #include "sweep.h"
 #include "tar.h"
@@ -240,7 +241,7 @@ static int up_params(hone_http_req *req, hone_http_res *res, const char **name, 
                      const char **format, const char **desc)
 {
     static const char *const types[] = {"image_classification", "object_detection", NULL};
-    static const char *const formats[] = {"idx", "image_folder", "kitti", NULL};
+    static const char *const formats[] = {"idx", "image_folder", "kitti", "coco", NULL};
     *name = hone_http_req_query(req, "name");
     *type = hone_http_req_query(req, "type");
     *format = hone_http_req_query(req, "format");
@@ -254,8 +255,8 @@ static int up_params(hone_http_req *req, hone_http_res *res, const char **name, 
                             "type must be image_classification or object_detection for uploads");
     else if (!one_of(*format, formats))
         hone_http_res_error(res, 422, "format",
-                            "format must be idx, image_folder or kitti for uploads");
-    else if (!strcmp(*type, "object_detection") != !strcmp(*format, "kitti"))
+                            "format must be idx, image_folder, kitti or coco for uploads");
+    else if ((!strcmp(*type, "object_detection")) != hone_spec_format_detect(*format))
         hone_http_res_error(res, 422, "format", "format %s does not fit type %s", *format, *type);
     else if (*desc && strlen(*desc) > 10000)
         hone_http_res_error(res, 422, "description", "description too long");

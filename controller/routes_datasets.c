@@ -20,12 +20,13 @@
 #include "jobs.h"
 #include "routes.h"
 #include "shares.h"
+#include "spec.h"
 #include "store.h"
 #include "sweep.h"
 #include "util.h"
 
 static const char *const ds_types[] = {"image_classification", "object_detection", NULL};
-static const char *const ds_formats[] = {"idx", "image_folder", "kitti", NULL};
+static const char *const ds_formats[] = {"idx", "image_folder", "kitti", "coco", NULL};
 
 json_t *ctl_dataset_json(const json_t *row)
 {
@@ -50,9 +51,9 @@ typedef struct ds_work {
     hone_http_res *res; /* NULL once the client has gone */
     json_t *body;
     const char *type, *format, *path;
-    char real[PATH_MAX], msg[512];
-    char owner[64]; /* who asked (the request is gone by the time it is stored) */
-    int user;       /* a user, not an admin: kept out of the controller's own folders */
+    char real[PATH_MAX], msg[2048]; /* a detection set's message lists several problems */
+    char owner[64];                 /* who asked (the request is gone by the time it is stored) */
+    int user; /* a user, not an admin: kept out of the controller's own folders */
     int rc_path, rc_inspect;
     json_t *stats;
 } ds_work;
@@ -67,7 +68,7 @@ static void ds_abort(hone_http_res *res, void *ud)
  * mention: a KITTI set's message lists several files). */
 static void msg_unpin(char *msg, size_t cap, const char *pinned, const char *real)
 {
-    char out[512];
+    char out[2048];
     size_t o = 0, n = strlen(pinned);
     for (const char *p = msg; *p && o + 1 < sizeof out;) {
         if (!strncmp(p, pinned, n) && (p[n] == '/' || p[n] == '\0' || p[n] == ':' || p[n] == ' ')) {
@@ -218,7 +219,7 @@ static void ds_create(hone_http_req *req, hone_http_res *res, void *ud)
     d->type = jstr(body, "type") ? jstr(body, "type") : "image_classification";
     d->format = jstr(body, "format") ? jstr(body, "format") : "idx";
     d->path = jstr(body, "path");
-    if (!strcmp(d->type, "object_detection") != !strcmp(d->format, "kitti")) {
+    if ((!strcmp(d->type, "object_detection")) != hone_spec_format_detect(d->format)) {
         hone_http_res_error(res, 422, "format", "format %s does not fit type %s", d->format,
                             d->type);
         json_decref(body);
@@ -346,8 +347,8 @@ static void ds_delete(hone_http_req *req, hone_http_res *res, void *ud)
 }
 
 /* POST /datasets/{id}/convert {"input_size": N, "channels": 0|1|3}: the convert job that packs the
- * image folder or KITTI set at NxN (channels 0: the folder's own), 201 when created, 200 when one
- * at that size is queued, running or done already (reused). */
+ * image folder or detection set (KITTI, COCO) at NxN (channels 0: the folder's own), 201 when
+ * created, 200 when one at that size is queued, running or done already (reused). */
 static void ds_convert(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
@@ -386,9 +387,10 @@ static void ds_convert(hone_http_req *req, hone_http_res *res, void *ud)
         goto fail;
     }
     if (!ctl_convert_format(jstr(ds, "format"))) {
-        hone_http_res_error(res, 409, "format",
-                            "dataset %s is %s: only image_folder and kitti datasets are converted",
-                            id, jstr(ds, "format"));
+        hone_http_res_error(
+            res, 409, "format",
+            "dataset %s is %s: only image_folder, kitti and coco datasets are converted", id,
+            jstr(ds, "format"));
         goto fail;
     }
     char jid[64];

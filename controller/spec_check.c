@@ -45,8 +45,8 @@ void ctl_spec_data(const json_t *dataset_row, hone_spec_data *d)
      * is test/, or else a tenth of train/; val/ joins the training part as its val split */
     const char *fmt = jstr(dataset_row, "format");
     long long nv = 0;
-    if (fmt && (!strcmp(fmt, "image_folder") || !strcmp(fmt, "kitti")) && d->train_images >= 0 &&
-        d->test_images >= 0) {
+    if (fmt && (!strcmp(fmt, "image_folder") || hone_spec_format_detect(fmt)) &&
+        d->train_images >= 0 && d->test_images >= 0) {
         long long carve = d->test_images ? 0 : d->train_images / 10;
         d->train_images -= carve;
         if (!d->test_images)
@@ -63,7 +63,7 @@ static long long val_split(const json_t *dataset_row)
 {
     const char *fmt = jstr(dataset_row, "format");
     long long nv = 0;
-    if (!fmt || (strcmp(fmt, "image_folder") && strcmp(fmt, "kitti")))
+    if (!fmt || (strcmp(fmt, "image_folder") && !hone_spec_format_detect(fmt)))
         return 0;
     json_t *st = jparse(jstr(dataset_row, "stats"));
     if (!int_in(json_object_get(st, "val_images"), 1, INT_MAX, &nv))

@@ -301,9 +301,95 @@ void hone_data_kitti_free(hone_data_kitti *k);
 void hone_data_kitti_get_stats(const hone_data_kitti *k, hone_data_kitti_stats *st);
 const char *hone_data_kitti_class_name(const hone_data_kitti *k, int i); /* borrowed */
 size_t hone_data_kitti_class_boxes(const hone_data_kitti *k, int i);
+/* A COCO set's category id of class i (hone_data_coco_open); -1 for a KITTI set. */
+int64_t hone_data_kitti_category_id(const hone_data_kitti *k, int i);
 /* Image i (split order, then file name): its path (borrowed), split, size and boxes (borrowed). */
 const char *hone_data_kitti_image(const hone_data_kitti *k, size_t i, int *split, int *width,
                                   int *height, const hone_data_box **boxes, size_t *nboxes);
+
+/* ------------------------------------------------------------------ COCO detection datasets */
+
+/* A COCO object-detection dataset (the instances JSON of cocodataset.org) in one of three layouts:
+ *   <root>/annotations.json, <root>/images/<file_name>            one split, "train"
+ *   <root>/train/annotations.json, <root>/train/images/...      with val/ and/or test/ beside it
+ *   <root>/annotations/instances_<split><tag>.json, <root>/<split><tag>/<file_name> (or
+ *   <root>/images/<split><tag>/...), split train (required), val, test: COCO's own download
+ *   (instances_train2017.json with train2017/); a second file matching one split is a problem.
+ * A JSON file is an object with arrays "images" ({id, file_name, width, height}), "annotations"
+ * ({id, image_id, category_id, bbox [x, y, w, h], iscrowd}) and "categories" ({id, name}); other
+ * keys (info, licenses, segmentation, area, supercategory...) are ignored. Rules:
+ * - ids are integers, unique within their array; file_name a relative path of printable UTF-8
+ *   (at most 1024 bytes, no "..", no leading '/'), unique; width and height integers 1..65535
+ *   that must match the image file's own size; every image must exist (its header read: PNG or
+ *   JPEG, within the limits), beneath the set's folder (no link out);
+ * - an annotation's image_id and category_id must name an image and a category of its file;
+ *   bbox holds 4 finite numbers, w > 0 and h > 0, inside the image: x >= 0, y >= 0, x + w <=
+ *   width, y + h <= height, each within HONE_DATA_COCO_EDGE_SLACK pixels (COCO's boxes come from
+ *   polygons and overshoot an edge by a fraction of a pixel), then clamped to the image;
+ *   iscrowd is absent, 0 or 1; at most HONE_DATA_KITTI_MAX_BOXES annotations an image;
+ * - categories: names printable UTF-8 of 1..255 bytes, unique regardless of case; class i is the
+ *   category with the i-th smallest id (ids are sparse in COCO: 1..90 for 80 classes), so the
+ *   order is stable and documented, and every split's file must list the same categories.
+ * iscrowd 1 boxes are kept as ignore regions, class HONE_DATA_DONTCARE as KITTI's DontCare: in
+ * training they write no target, and in evaluation a detection inside one is neither a true nor
+ * a false positive. Images are kept in split order, then by file_name (bytewise); an image's
+ * boxes in the file's order. Image files in the folders that the JSON does not list are ignored.
+ * Every problem is counted and the first HONE_DATA_KITTI_MAX_PROBLEMS kept, each naming the JSON
+ * file and the annotation, image or category by id ("annotations.json: annotation 17: ..."), or
+ * by position where the id itself is bad ("annotations.json: annotations[3]: ...").
+ * Bounds (the JSON is hostile): a file of at most HONE_DATA_COCO_MAX_JSON_BYTES, whose values
+ * would take at most HONE_DATA_COCO_MAX_JSON_MEMORY once parsed (estimated from a scan before
+ * parsing), nested at most jansson's depth; at most HONE_DATA_COCO_MAX_IMAGES images and
+ * HONE_DATA_COCO_MAX_ANNOTATIONS annotations a file; HONE_DATA_MAX_CLASSES categories. */
+
+#define HONE_DATA_COCO_MAX_JSON_BYTES ((size_t)1 << 30)  /* COCO's train2017 is 448 MiB */
+#define HONE_DATA_COCO_MAX_JSON_MEMORY ((size_t)6 << 30) /* train2017 takes about 3 GiB */
+#define HONE_DATA_COCO_MAX_IMAGES 10000000
+#define HONE_DATA_COCO_MAX_ANNOTATIONS 50000000
+#define HONE_DATA_COCO_MAX_FILE_NAME 1024
+#define HONE_DATA_COCO_EDGE_SLACK 1.0
+
+/* One parsed JSON file: images sorted by file_name, each with its boxes (boxes[box0, box0 +
+ * nbox), classes dense, HONE_DATA_DONTCARE for a crowd region) and the annotation ids beside them
+ * (ann_ids[j] is boxes[j]'s); categories sorted by id (class i is cat_ids[i], named cat_names[i]).
+ * A plain result, freed with hone_data_coco_file_free. */
+typedef struct hone_data_coco_image {
+    int64_t id;
+    char *file_name;
+    int width, height;
+    size_t box0, nbox;
+} hone_data_coco_image;
+
+typedef struct hone_data_coco_file {
+    hone_data_coco_image *images;
+    size_t nimages;
+    hone_data_box *boxes;
+    int64_t *ann_ids;
+    size_t nboxes, crowd;
+    int64_t *cat_ids;
+    char **cat_names;
+    int ncats;
+} hone_data_coco_file;
+
+/* Parses and checks one JSON file held in memory (name prefixes every problem), everything above
+ * but the image files themselves. HONE_OK with *out when it has no problem; HONE_EPARSE with *out
+ * NULL otherwise, every problem added to probs (may be NULL). Safe on arbitrary bytes (fuzzed). */
+int hone_data_coco_parse(const uint8_t *buf, size_t len, const char *name,
+                         hone_data_coco_file **out, hone_data_kitti_problems *probs);
+void hone_data_coco_file_free(hone_data_coco_file *f);
+
+typedef struct hone_data_coco_opts {
+    const hone_data_limits *limits;     /* NULL: the defaults */
+    hone_data_kitti_problems *problems; /* NULL: only err says the first problems */
+} hone_data_coco_opts;
+
+/* Walks and checks a COCO set at root (opts may be NULL) into a detection set read, stat'ed and
+ * packed through hone_data_kitti_* (stats.split_layout: 1 for the train/ and annotations/
+ * layouts; stats.dontcare counts crowd regions; hone_data_kitti_category_id gives the COCO id of
+ * a class). HONE_ENOENT when root is missing; HONE_EPARSE when no layout fits or any problem was
+ * found: err names the first problems, opts->problems receives them all (bounded), *out NULL. */
+int hone_data_coco_open(const char *root, const hone_data_coco_opts *opts, hone_data_kitti **out,
+                        char *err, size_t errlen);
 
 /* ------------------------------------------------------------------ the packed dataset file */
 

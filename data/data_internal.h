@@ -26,6 +26,8 @@ hone_data_image *data__image_new(int w, int h, int c);
 /* Counts a KITTI check problem and keeps its message while there is room (kitti.c). */
 void data__kitti_problem(hone_data_kitti_problems *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* 1 when s[0..n) is well-formed UTF-8 of 1..max bytes with no control character (kitti.c). */
+int data__printable_utf8(const unsigned char *s, size_t n, size_t max);
 /* Opens path (root as the walk was given it, then the rest) beneath the folder root (opened as
  * given: a pinned /proc/self/fd/N stays the folder it was), no link out of it followed
  * (common/path_beneath.h; one that stays inside is, where openat2 checks it): a file replaced by
@@ -41,6 +43,21 @@ int data__image_read_in(const char *root, const char *path, int channels,
 /* An image folder's root as given (folder.c), and a KITTI set's (kitti_folder.c). */
 const char *data__folder_root(const hone_data_folder *f);
 const char *data__kitti_root(const hone_data_kitti *k);
+/* Building a detection set (kitti_folder.c) from another format's parser (coco_folder.c):
+ * data__kitti_new makes an empty one at root (*out set even on failure: free it); images are
+ * added in their final order with their boxes (copied, classes already numbered); set_classes
+ * takes ownership of names[n] (malloc'd strings in a malloc'd array) and ids (may be NULL);
+ * finish counts boxes per class and fills the stats (HONE_EPARSE: no images, or no classes). */
+int data__kitti_new(const char *root, hone_data_kitti **out, char *err, size_t errlen);
+void data__kitti_add_image(hone_data_kitti *k, const char *path, int split,
+                           const hone_data_image_info *in, const hone_data_box *b, size_t n);
+void data__kitti_set_classes(hone_data_kitti *k, char **names, int64_t *ids, int n);
+void data__kitti_set_layout(hone_data_kitti *k, int split_layout);
+int data__kitti_finish(hone_data_kitti *k, char *err, size_t errlen);
+/* hone_data_coco_parse; partial: *out also when the file has problems, with what passed its
+ * checks (images, annotations, categories), so a folder's check goes on to the image files. */
+int data__coco_parse(const uint8_t *buf, size_t len, const char *name, int partial,
+                     hone_data_coco_file **out, hone_data_kitti_problems *probs);
 /* Converts img in place to `want` channels (0: keep). RGB to grey is Pillow's L24 luma. */
 void data__image_convert(hone_data_image *img, int want);
 

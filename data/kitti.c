@@ -54,11 +54,9 @@ void data__kitti_problem(hone_data_kitti_problems *p, const char *fmt, ...)
     p->msg[p->kept++] = hone_xstrdup(shown);
 }
 
-/* Printable UTF-8 (well-formed, no control bytes), 1..255 bytes: names go into JSON and the
- * packed file's class map. */
-static int name_ok(const unsigned char *s, size_t n)
+int data__printable_utf8(const unsigned char *s, size_t n, size_t max)
 {
-    if (n == 0 || n > 255)
+    if (n == 0 || n > max)
         return 0;
     for (size_t i = 0; i < n;) {
         unsigned char c = s[i];
@@ -76,6 +74,13 @@ static int name_ok(const unsigned char *s, size_t n)
         i += len;
     }
     return 1;
+}
+
+/* Printable UTF-8 (well-formed, no control bytes), 1..255 bytes: names go into JSON and the
+ * packed file's class map. */
+static int name_ok(const unsigned char *s, size_t n)
+{
+    return data__printable_utf8(s, n, 255);
 }
 
 /* A finite decimal number filling the whole token (strtod's syntax, no hex, no inf/nan). */

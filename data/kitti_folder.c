@@ -26,6 +26,7 @@ struct hone_data_kitti {
     char real[PATH_MAX];
     char **classes; /* the map given (copied) or the names found, lowercased and sorted */
     int nclasses, mapped;
+    int64_t *class_ids; /* a COCO set's category ids (class i's); NULL for KITTI */
     size_t *class_boxes;
     kimage *img;
     size_t nimg, capimg;
@@ -198,6 +199,33 @@ static int class_of(hone_data_kitti *k, const char *name, size_t len)
     return k->nclasses++;
 }
 
+void data__kitti_add_image(hone_data_kitti *k, const char *path, int split,
+                           const hone_data_image_info *in, const hone_data_box *b, size_t n)
+{
+    if (k->nimg == k->capimg) {
+        k->capimg = k->capimg ? k->capimg * 2 : 1024;
+        k->img = hone_xrealloc(k->img, k->capimg * sizeof(kimage));
+    }
+    k->img[k->nimg++] = (kimage){hone_xstrdup(path), split, in->width, in->height, k->nbox, n};
+    for (size_t i = 0; i < n; i++) {
+        if (k->nbox == k->capbox) {
+            k->capbox = k->capbox ? k->capbox * 2 : 4096;
+            k->boxes = hone_xrealloc(k->boxes, k->capbox * sizeof(hone_data_box));
+        }
+        k->boxes[k->nbox++] = b[i];
+    }
+    hone_data_kitti_stats *st = &k->st;
+    st->split_images[split]++;
+    st->png += in->format == HONE_DATA_FORMAT_PNG;
+    st->jpeg += in->format == HONE_DATA_FORMAT_JPEG;
+    st->grey += in->channels == 1;
+    st->colour += in->channels == 3;
+    st->min_width = in->width < st->min_width ? in->width : st->min_width;
+    st->min_height = in->height < st->min_height ? in->height : st->min_height;
+    st->max_width = in->width > st->max_width ? in->width : st->max_width;
+    st->max_height = in->height > st->max_height ? in->height : st->max_height;
+}
+
 /* One image and its label file. */
 static void check_pair(hone_data_kitti *k, const hone_data_kitti_opts *o, int split,
                        const char *ipath, const char *ishown, const char *lpath, const char *lshown,
@@ -233,29 +261,11 @@ static void check_pair(hone_data_kitti *k, const hone_data_kitti_opts *o, int sp
                                 HONE_DATA_MAX_CLASSES);
     }
     if (rc == HONE_OK && pr->count == before) {
-        if (k->nimg == k->capimg) {
-            k->capimg = k->capimg ? k->capimg * 2 : 1024;
-            k->img = hone_xrealloc(k->img, k->capimg * sizeof(kimage));
-        }
-        k->img[k->nimg++] = (kimage){hone_xstrdup(ipath), split, in.width, in.height, k->nbox, n};
-        for (size_t i = 0; i < n; i++) {
-            if (k->nbox == k->capbox) {
-                k->capbox = k->capbox ? k->capbox * 2 : 4096;
-                k->boxes = hone_xrealloc(k->boxes, k->capbox * sizeof(hone_data_box));
-            }
-            k->boxes[k->nbox++] =
-                (hone_data_box){cls[i], obj[i].x1, obj[i].y1, obj[i].x2, obj[i].y2};
-        }
-        hone_data_kitti_stats *st = &k->st;
-        st->split_images[split]++;
-        st->png += in.format == HONE_DATA_FORMAT_PNG;
-        st->jpeg += in.format == HONE_DATA_FORMAT_JPEG;
-        st->grey += in.channels == 1;
-        st->colour += in.channels == 3;
-        st->min_width = in.width < st->min_width ? in.width : st->min_width;
-        st->min_height = in.height < st->min_height ? in.height : st->min_height;
-        st->max_width = in.width > st->max_width ? in.width : st->max_width;
-        st->max_height = in.height > st->max_height ? in.height : st->max_height;
+        hone_data_box *b = hone_xmalloc(sizeof *b * (n ? n : 1));
+        for (size_t i = 0; i < n; i++)
+            b[i] = (hone_data_box){cls[i], obj[i].x1, obj[i].y1, obj[i].x2, obj[i].y2};
+        data__kitti_add_image(k, ipath, split, &in, b, n);
+        free(b);
     }
     free(cls);
     free(obj);
@@ -353,6 +363,54 @@ static int take_map(hone_data_kitti *k, const hone_data_kitti_opts *o, char *err
     return HONE_OK;
 }
 
+int data__kitti_new(const char *root, hone_data_kitti **out, char *err, size_t errlen)
+{
+    hone_data_kitti *k = hone_xcalloc(1, sizeof *k);
+    k->root = hone_xstrdup(root);
+    k->st.min_width = k->st.min_height = INT_MAX;
+    *out = k;
+    if (!realpath(root, k->real))
+        return data__fail(err, errlen, HONE_EIO, "%s: %s", root, strerror(errno));
+    return HONE_OK;
+}
+
+void data__kitti_set_classes(hone_data_kitti *k, char **names, int64_t *ids, int n)
+{
+    for (int i = 0; i < k->nclasses; i++)
+        free(k->classes[i]);
+    free(k->classes);
+    free(k->class_ids);
+    k->classes = names;
+    k->class_ids = ids;
+    k->nclasses = n;
+    k->mapped = 1;
+}
+
+void data__kitti_set_layout(hone_data_kitti *k, int split_layout)
+{
+    k->st.split_layout = split_layout;
+}
+
+int data__kitti_finish(hone_data_kitti *k, char *err, size_t errlen)
+{
+    if (k->nimg == 0)
+        return data__fail(err, errlen, HONE_EPARSE, "%s: no images", k->root);
+    if (k->nclasses == 0)
+        return data__fail(err, errlen, HONE_EPARSE, "%s: no labelled objects, so no classes",
+                          k->root);
+    k->class_boxes = hone_xcalloc((size_t)k->nclasses, sizeof(size_t));
+    for (size_t i = 0; i < k->nbox; i++) {
+        if (k->boxes[i].cls >= 0)
+            k->class_boxes[k->boxes[i].cls]++;
+        else
+            k->st.dontcare++;
+    }
+    k->st.classes = k->nclasses;
+    k->st.images = k->nimg;
+    k->st.boxes = k->nbox;
+    return HONE_OK;
+}
+
 int hone_data_kitti_open(const char *root, const hone_data_kitti_opts *opts, hone_data_kitti **out,
                          char *err, size_t errlen)
 {
@@ -364,14 +422,10 @@ int hone_data_kitti_open(const char *root, const hone_data_kitti_opts *opts, hon
     if (!S_ISDIR(st.st_mode))
         return data__fail(err, errlen, HONE_EPARSE, "%s: not a folder", root);
     hone_data_kitti_problems own = {0}, *pr = opts && opts->problems ? opts->problems : &own;
-    hone_data_kitti *k = hone_xcalloc(1, sizeof *k);
-    k->root = hone_xstrdup(root);
-    k->st.min_width = k->st.min_height = INT_MAX;
-    int rc = HONE_OK;
-    if (!realpath(root, k->real)) {
-        rc = data__fail(err, errlen, HONE_EIO, "%s: %s", root, strerror(errno));
+    hone_data_kitti *k = NULL;
+    int rc = data__kitti_new(root, &k, err, errlen);
+    if (rc < 0)
         goto fail;
-    }
     if (opts && opts->classes && (rc = take_map(k, opts, err, errlen)) < 0)
         goto fail;
     char *train = join(root, "train");
@@ -396,26 +450,10 @@ int hone_data_kitti_open(const char *root, const hone_data_kitti_opts *opts, hon
         rc = data__fail(err, errlen, HONE_EPARSE, "%s: %s", root, b);
         goto fail;
     }
-    if (k->nimg == 0) {
-        rc = data__fail(err, errlen, HONE_EPARSE, "%s: no images", root);
-        goto fail;
-    }
-    if (!k->mapped)
+    if (k->nimg && !k->mapped)
         sort_classes(k);
-    if (k->nclasses == 0) {
-        rc = data__fail(err, errlen, HONE_EPARSE, "%s: no labelled objects, so no classes", root);
+    if ((rc = data__kitti_finish(k, err, errlen)) < 0)
         goto fail;
-    }
-    k->class_boxes = hone_xcalloc((size_t)k->nclasses, sizeof(size_t));
-    for (size_t i = 0; i < k->nbox; i++) {
-        if (k->boxes[i].cls >= 0)
-            k->class_boxes[k->boxes[i].cls]++;
-        else
-            k->st.dontcare++;
-    }
-    k->st.classes = k->nclasses;
-    k->st.images = k->nimg;
-    k->st.boxes = k->nbox;
     hone_data_kitti_problems_clear(&own);
     *out = k;
     return HONE_OK;
@@ -442,6 +480,7 @@ void hone_data_kitti_free(hone_data_kitti *k)
     for (int i = 0; i < k->nclasses; i++)
         free(k->classes[i]);
     free(k->classes);
+    free(k->class_ids);
     free(k->class_boxes);
     free(k);
 }
@@ -454,6 +493,11 @@ void hone_data_kitti_get_stats(const hone_data_kitti *k, hone_data_kitti_stats *
 const char *hone_data_kitti_class_name(const hone_data_kitti *k, int i)
 {
     return i >= 0 && i < k->nclasses ? k->classes[i] : NULL;
+}
+
+int64_t hone_data_kitti_category_id(const hone_data_kitti *k, int i)
+{
+    return k->class_ids && i >= 0 && i < k->nclasses ? k->class_ids[i] : -1;
 }
 
 size_t hone_data_kitti_class_boxes(const hone_data_kitti *k, int i)

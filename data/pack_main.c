@@ -1,7 +1,7 @@
-/* data/pack_main.c: hone-pack, an image folder or (--kitti) a KITTI dataset to a packed dataset
- * file (and --verify, which checks one and prints what it holds). A shell over data/: the checks,
- * the packing and the messages are the library's; this file parses arguments and prints. With
- * --json (the convert job: hone-worker relays it) stdout is one JSON object a line:
+/* data/pack_main.c: hone-pack, an image folder or (--kitti, --coco) a detection set to a packed
+ * dataset file (and --verify, which checks one and prints what it holds). A shell over data/: the
+ * checks, the packing and the messages are the library's; this file parses arguments and prints.
+ * With --json (the convert job: hone-worker relays it) stdout is one JSON object a line:
  * {"event":"progress",...} per progress callback, then {"event":"done",...} or
  * {"event":"error",...}; stderr keeps the text. */
 #include <stdio.h>
@@ -14,19 +14,23 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: hone-pack FOLDER OUT --size WxH [--grey | --rgb] [--threads N] [--quiet]\n"
-               "                 [--json] [--kitti [--classes a,b,...] [--class NAME]...]\n"
-               "       hone-pack --verify FILE\n"
-               "FOLDER is <root>/<class>/<image> or <root>/train|val|test/<class>/<image>\n"
-               "(PNG and JPEG). Every image is decoded, resized to WxH (area when shrinking,\n"
-               "bilinear when growing) and written to OUT, a packed dataset file (data/data.h).\n"
-               "Channels: 1 when every image is grey, else 3, unless --grey or --rgb.\n"
-               "--threads: 0 (the default) uses every core.\n"
-               "--kitti: FOLDER is a KITTI set (images/ and labels/, or train|val|test/ of\n"
-               "them); its boxes are packed too, scaled with the plain resize (no letterbox).\n"
-               "--classes: its class map, comma-separated (default: the classes found);\n"
-               "--class NAME: one more name of it (names holding commas; hone-worker's way).\n"
-               "--json: JSON lines on stdout (progress, then done or error), for hone-worker.\n");
+    fprintf(f, /* the help */
+            "usage: hone-pack FOLDER OUT --size WxH [--grey | --rgb] [--threads N] [--quiet]\n"
+            "                 [--json] [--kitti [--classes a,b,...] [--class NAME]... | --coco]\n"
+            "       hone-pack --verify FILE\n"
+            "FOLDER is <root>/<class>/<image> or <root>/train|val|test/<class>/<image>\n"
+            "(PNG and JPEG). Every image is decoded, resized to WxH (area when shrinking,\n"
+            "bilinear when growing) and written to OUT, a packed dataset file (data/data.h).\n"
+            "Channels: 1 when every image is grey, else 3, unless --grey or --rgb.\n"
+            "--threads: 0 (the default) uses every core.\n"
+            "--kitti: FOLDER is a KITTI set (images/ and labels/, or train|val|test/ of\n"
+            "them); its boxes are packed too, scaled with the plain resize (no letterbox).\n"
+            "--classes: its class map, comma-separated (default: the classes found);\n"
+            "--class NAME: one more name of it (names holding commas; hone-worker's way).\n"
+            "--coco: FOLDER is a COCO set (annotations.json with images/, or\n"
+            "annotations/instances_train*.json with train*/); its classes are its\n"
+            "categories by id, iscrowd boxes packed as ignore regions (data/data.h).\n"
+            "--json: JSON lines on stdout (progress, then done or error), for hone-worker.\n");
 }
 
 typedef struct progress {
@@ -99,7 +103,7 @@ static int verify(const char *path)
 int main(int argc, char **argv)
 {
     const char *pos[2] = {NULL, NULL};
-    int npos = 0, w = 0, h = 0, channels = 0, threads = 0, quiet = 0, json = 0, kitti = 0;
+    int npos = 0, w = 0, h = 0, channels = 0, threads = 0, quiet = 0, json = 0, kitti = 0, coco = 0;
     const char *classes = NULL;
     const char *one[1024]; /* --class names, after those of --classes */
     int none = 0;
@@ -131,6 +135,8 @@ int main(int argc, char **argv)
             json = 1;
         } else if (!strcmp(a, "--kitti")) {
             kitti = 1;
+        } else if (!strcmp(a, "--coco")) {
+            coco = 1;
         } else if (!strcmp(a, "--classes") && i + 1 < argc) {
             classes = argv[++i];
         } else if (!strcmp(a, "--class") && i + 1 < argc) {
@@ -146,7 +152,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (npos != 2 || w == 0) {
+    if (npos != 2 || w == 0 || (coco && (kitti || classes || none))) {
         usage(stderr);
         return 2;
     }
@@ -162,8 +168,9 @@ int main(int argc, char **argv)
     for (int i = 0; i < none && nnames < 1024; i++)
         names[nnames++] = one[i];
     hone_data_kitti_opts ko = {.classes = cl || none ? names : NULL, .nclasses = nnames};
-    int orc = kitti ? hone_data_kitti_open(pos[0], &ko, &k, err, sizeof err)
-                    : hone_data_folder_open(pos[0], NULL, &f, err, sizeof err);
+    int orc = coco    ? hone_data_coco_open(pos[0], NULL, &k, err, sizeof err)
+              : kitti ? hone_data_kitti_open(pos[0], &ko, &k, err, sizeof err)
+                      : hone_data_folder_open(pos[0], NULL, &f, err, sizeof err);
     free(cl);
     if (orc < 0) {
         fprintf(stderr, "hone-pack: %s\n", err);

@@ -347,6 +347,30 @@ HONE_HD int hone_kdet_covers(const hone_kdet_grid *g, const hone_kdet_geom *q, i
     return fabs(dx) <= 1.0 && fabs(dy) <= 1.0;
 }
 
+/* Whether the centre of cell (gx, gy) lies inside an ignore region of the image: a box of class
+ * -1 (KITTI's DontCare, COCO's iscrowd), moved by the affine map of d when d is non-NULL and
+ * affine (and dropped where that map drops a box), edges [x1, x2) x [y1, y2). Step (3) then marks
+ * the cell's coverage target -1 in every class that no object owns there: the loss gives such a
+ * cell no coverage term (kernels.h), so a detector is neither rewarded nor penalised inside a
+ * region whose objects are not labelled one by one. */
+HONE_HD int hone_kdet_ignored(const hone_kdet_grid *g, const hone_kbox *bx, int nb,
+                              const hone_aug_draw *d, int h, int w, int gx, int gy)
+{
+    double half = g->stride / 2.0;
+    double px = HONE_DADD(HONE_DMUL((double)gx, (double)g->stride), half);
+    double py = HONE_DADD(HONE_DMUL((double)gy, (double)g->stride), half);
+    for (int j = 0; j < nb; j++) {
+        if (bx[j].cls != -1)
+            continue;
+        float o[4] = {bx[j].x1, bx[j].y1, bx[j].x2, bx[j].y2};
+        if (d && d->affine && !hone_aug_box(d, h, w, bx[j].x1, bx[j].y1, bx[j].x2, bx[j].y2, o))
+            continue;
+        if (px >= (double)o[0] && px < (double)o[2] && py >= (double)o[1] && py < (double)o[3])
+            return 1;
+    }
+    return 0;
+}
+
 /* Box bx as the encoder sees it: 1 when it writes targets (a class below classes, kept by the
  * affine map of d when d is non-NULL and affine, not empty), its corners in o[4]. */
 HONE_HD int hone_kdet_box(const hone_kbox *bx, const hone_aug_draw *d, int h, int w, int classes,

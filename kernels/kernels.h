@@ -243,7 +243,9 @@ typedef enum { HONE_KCOV_L2 = 0, HONE_KCOV_BCE = 1, HONE_KCOV_FOCAL = 2 } hone_k
  * stably; HONE_KCOV_FOCAL (1 - p)^gamma times the BCE, p = t s + (1 - t)(1 - s) (hone_kdet_cov in
  * backend.h: one definition for both backends). The sum over the n images is ADDED to
  * loss_sum[0]; dpred (may be NULL: evaluation) gets its gradient divided by n (the batch mean),
- * sign(0) = 0 for the L1 part. bg_weight < 1 keeps the many background cells from drowning the few
+ * sign(0) = 0 for the L1 part. A coverage target below 0 marks an ignore cell (the centre of a
+ * DontCare or crowd region that no object of that class owns): it adds no coverage term and its
+ * coverage gradient is 0. bg_weight < 1 keeps the many background cells from drowning the few
  * covered ones; a covered cell's other classes keep the full weight, so naming the wrong class
  * costs as much as missing the object. */
 int hone_k_detect_loss(hone_kctx *k, const float *pred, const float *target, int n, int classes,

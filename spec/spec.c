@@ -14,8 +14,13 @@ const char *const hone_spec_networks[HONE_SPEC_NNETS + 1] = {"mlp",      "cnn", 
                                                              "resnet34", "detectnet_v2", NULL};
 
 static const char *const networks[] = {"mlp", "cnn", "resnet18", "resnet34", "detectnet_v2", NULL};
-/* what hone-train loads; kitti only with detectnet_v2 */
-static const char *const formats[] = {"idx", "image_folder", "kitti", NULL};
+/* what hone-train loads; kitti and coco (detection sets) only with detectnet_v2 */
+static const char *const formats[] = {"idx", "image_folder", "kitti", "coco", NULL};
+
+int hone_spec_format_detect(const char *format)
+{
+    return format && (!strcmp(format, "kitti") || !strcmp(format, "coco"));
+}
 static const char *const backbones[] = {"resnet18", "resnet34", NULL};
 static const char *const clusters[] = {"dbscan", "nms", NULL};
 static const char *const confidences[] = {"aggregate_cov", "max_cov", NULL};

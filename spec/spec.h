@@ -26,8 +26,8 @@
  * cutout are the classifiers', augment.translate, zoom_min and zoom_max detectnet_v2's: it moves
  * the boxes with the image); data.val_size below the
  * images in the training file (when the data is known); data.path set; network detectnet_v2 if and
- * only if data.format kitti (blamed on `network`); detectnet_v2's input side a multiple of
- * detect.stride, at least 64 (model.input_size; 0 for kitti is 128). */
+ * only if data.format kitti or coco (blamed on `network`); detectnet_v2's input side a multiple of
+ * detect.stride, at least 64 (model.input_size; 0 for kitti and coco is 128). */
 #ifndef HONE_SPEC_H
 #define HONE_SPEC_H
 
@@ -53,7 +53,7 @@ int hone_spec_network_index(const char *network);
 typedef struct hone_spec {
     char network[16]; /* mlp | cnn | resnet18 | resnet34 | detectnet_v2 */
     struct {
-        char format[16];   /* idx | image_folder | kitti (detectnet_v2 only) */
+        char format[16];   /* idx | image_folder | kitti | coco (the last two detectnet_v2 only) */
         char path[1024];   /* idx: folder with {train,t10k}-{images-idx3,labels-idx1}-ubyte[.gz];
                               image_folder: <root>/[train|val|test/]<class>/<image> */
         char packed[1024]; /* image_folder: its packed file ("": hone-train packs it) */
@@ -202,9 +202,11 @@ typedef struct hone_spec_cost {
 } hone_spec_cost;
 
 /* The [c, h, w] of what the network sees: data.channels and model.input_size where set, else the
- * data's own (d may be NULL; unknown: 1x28x28 for idx, 3x32x32 for an image folder); kitti images
- * vary in size: 128x128 unless model.input_size says, 3 channels unless known. */
+ * data's own (d may be NULL; unknown: 1x28x28 for idx, 3x32x32 for an image folder); kitti and
+ * coco images vary in size: 128x128 unless model.input_size says, 3 channels unless known. */
 void hone_spec_input_shape(const hone_spec *s, const hone_spec_data *d, int *c, int *h, int *w);
+/* 1 for a detection set's data.format (kitti, coco): boxes, trained by detectnet_v2 only. */
+int hone_spec_format_detect(const char *format);
 /* Estimates without checking; the counts saturate instead of overflowing. d may be NULL. */
 void hone_spec_estimate(const hone_spec *s, const hone_spec_data *d, hone_spec_cost *out);
 /* Every per-key rule again on the stored values (a spec filled in by code, or a controller

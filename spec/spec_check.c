@@ -23,7 +23,7 @@ static uint64_t mul(uint64_t a, uint64_t b)
 void hone_spec_input_shape(const hone_spec *s, const hone_spec_data *d, int *c, int *h, int *w)
 {
     int folder = !strcmp(s->data.format, "image_folder");
-    int kitti = !strcmp(s->data.format, "kitti");
+    int kitti = hone_spec_format_detect(s->data.format);
     *c = s->data.channels > 0 ? s->data.channels : d && d->c > 0 ? d->c : folder || kitti ? 3 : 1;
     if (s->model.input_size > 0) {
         *h = *w = s->model.input_size;
@@ -196,15 +196,16 @@ int hone_spec_check(const hone_spec *s, const hone_spec_data *d, char *field, si
             return fail(field, fieldlen, "data.channels", err, errlen,
                         "data.channels: idx images are grey (leave it at 0 or 1)");
     }
-    int det = !strcmp(s->network, "detectnet_v2"), kitti = !strcmp(s->data.format, "kitti");
+    int det = !strcmp(s->network, "detectnet_v2"), kitti = hone_spec_format_detect(s->data.format);
     if (det && !kitti)
         return fail(field, fieldlen, "network", err, errlen,
-                    "network: detectnet_v2 detects objects and trains on a kitti dataset, not %s",
+                    "network: detectnet_v2 detects objects and trains on a kitti or coco dataset, "
+                    "not %s",
                     s->data.format);
     if (kitti && !det)
         return fail(field, fieldlen, "network", err, errlen,
-                    "network: %s classifies images; a kitti dataset trains detectnet_v2",
-                    s->network);
+                    "network: %s classifies images; a %s dataset trains detectnet_v2", s->network,
+                    s->data.format);
     if (det) {
         int c, h, w;
         hone_spec_input_shape(s, d, &c, &h, &w);

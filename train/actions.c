@@ -38,7 +38,7 @@ static int data_mode(const char *model_dir, hone_train_spec *s)
     int c = (int)json_integer_value(json_object_get(m, "channels"));
     int h = (int)json_integer_value(json_object_get(m, "height"));
     json_decref(m);
-    if (!strcmp(s->data.format, "image_folder") || !strcmp(s->data.format, "kitti")) {
+    if (!strcmp(s->data.format, "image_folder") || hone_spec_format_detect(s->data.format)) {
         char kv[64];
         if (s->model.input_size == 0 && h > 0) {
             snprintf(kv, sizeof(kv), "model.input_size=%d", h);

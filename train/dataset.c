@@ -215,7 +215,7 @@ static int load_folder(const hone_train_spec *spec, int test_only, FILE *log, da
 {
     hone_data_folder *f = NULL;
     hone_data_kitti *kt = NULL;
-    int kitti = !strcmp(spec->data.format, "kitti");
+    int kitti = hone_spec_format_detect(spec->data.format); /* kitti or coco: boxes */
     hone_data_pack *pk = NULL;
     uint32_t *pool = NULL, *test = NULL;
     char e[512];
@@ -230,8 +230,8 @@ static int load_folder(const hone_train_spec *spec, int test_only, FILE *log, da
         }
         hone_data_pack_get_info(pk, &in);
         if (kitti && !in.has_boxes) {
-            snprintf(err, errlen, "data.packed: %s has no boxes (not a packed KITTI set)",
-                     spec->data.packed);
+            snprintf(err, errlen, "data.packed: %s has no boxes (not a packed %s set)",
+                     spec->data.packed, spec->data.format);
             rc = HONE_EINVAL;
             goto fail;
         }
@@ -247,7 +247,9 @@ static int load_folder(const hone_train_spec *spec, int test_only, FILE *log, da
             goto fail;
         }
     } else if (kitti) {
-        rc = hone_data_kitti_open(spec->data.path, NULL, &kt, e, sizeof e);
+        rc = !strcmp(spec->data.format, "coco")
+                 ? hone_data_coco_open(spec->data.path, NULL, &kt, e, sizeof e)
+                 : hone_data_kitti_open(spec->data.path, NULL, &kt, e, sizeof e);
         if (rc < 0) {
             snprintf(err, errlen, "data.path: %s", e);
             goto fail;
@@ -378,9 +380,10 @@ int dataset_load_log(const hone_train_spec *spec, int test_only, FILE *log, data
                      size_t errlen)
 {
     memset(out, 0, sizeof(*out));
-    int rc = !strcmp(spec->data.format, "image_folder") || !strcmp(spec->data.format, "kitti")
-                 ? load_folder(spec, test_only, log, out, err, errlen)
-                 : load_idx(spec, out, err, errlen);
+    int rc =
+        !strcmp(spec->data.format, "image_folder") || hone_spec_format_detect(spec->data.format)
+            ? load_folder(spec, test_only, log, out, err, errlen)
+            : load_idx(spec, out, err, errlen);
     if (rc < 0) {
         dataset_free(out);
         return rc;

@@ -19,7 +19,8 @@
  *     data.test_limit keeps the first images of the test part, which is in a random order too.
  *   Every random pick comes from one fixed seed (DATASET_SPLIT_SEED), never from train.seed: each
  *   trial of a search trains and validates on the same images, whatever its seed.
- * - data.format kitti (detectnet_v2): as an image folder, packed with its boxes
+ * - data.format kitti or coco (detectnet_v2): as an image folder, packed with its boxes (a COCO
+ *   set read by hone_data_coco_open into the same detection set as a KITTI folder)
  *   (hone_data_kitti_pack, plain resize to the spec's input shape) or data.packed when it has a
  *   boxes section; each part keeps its images' boxes, and their grid targets are encoded once
  *   (detect_data.c); with spatial augmentation the training targets are encoded each step

@@ -55,8 +55,11 @@ double hone_det_iou(const hone_det_box *a, const hone_det_box *b, int inclusive)
  * max(cov_radius_x * w / 2, min_radius) and max(cov_radius_y * h / 2, min_radius) (TAO's
  * coverage_foreground with cov_center/cov_radius/bbox_min_radius); the cell holding that centre is
  * always covered, so no object is lost. Where objects of one class overlap, the smaller one wins
- * (it is drawn last), so a small object in front of a large one keeps its cells. DontCare and
- * ignored boxes write no targets. */
+ * (it is drawn last), so a small object in front of a large one keeps its cells. Ignored boxes
+ * (HONE_DET_GT_IGNORE) write no targets; a DontCare region (KITTI's DontCare, COCO's iscrowd)
+ * writes cov = -1 in every class plane at the cells whose centres lie in [x1, x2) x [y1, y2) and
+ * that no object of that class owns: ignore cells, which the loss gives no coverage term (neither
+ * positive nor negative). */
 enum { HONE_DET_COV_RECT = 0, HONE_DET_COV_ELLIPSE = 1 };
 typedef struct hone_det_grid_opts {
     int stride;         /* pixels per cell (16) */

@@ -166,6 +166,25 @@ int hone_det_encode(const hone_det_grid_opts *o, int n_classes, int grid_h, int 
                 cov[at] = 1.0f;
                 weight[at] = o->normalise_by_area ? 1.0f / (float)cells[id] : 1.0f;
             }
+    /* DontCare regions: the cells whose centres they hold, where no object is, are ignored */
+    for (int i = 0; i < n; i++) {
+        const hone_det_box *b = &gts[i].box;
+        if (gts[i].cls != HONE_DET_DONTCARE || (gts[i].flags & HONE_DET_GT_IGNORE))
+            continue;
+        for (int gy = 0; gy < grid_h; gy++)
+            for (int gx = 0; gx < grid_w; gx++) {
+                double px = (double)gx * o->stride + o->stride / 2.0;
+                double py = (double)gy * o->stride + o->stride / 2.0;
+                if (!(px >= (double)b->x1 && px < (double)b->x2 && py >= (double)b->y1 &&
+                      py < (double)b->y2))
+                    continue;
+                for (int c = 0; c < n_classes; c++) {
+                    size_t at = c * plane + (size_t)gy * grid_w + gx;
+                    if (cov[at] <= 0)
+                        cov[at] = -1.0f;
+                }
+            }
+    }
     free(order);
     free(cells);
     return 0;

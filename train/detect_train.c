@@ -51,7 +51,7 @@ int detect_train_new(hone_kctx *k, const hone_train_spec *s, const dataset *d, h
 {
     *out = NULL;
     if (!d->detect || d->grid_h < 1 || d->grid_w < 1) {
-        snprintf(err, errlen, "data.format: detectnet_v2 trains on a kitti dataset");
+        snprintf(err, errlen, "data.format: detectnet_v2 trains on a kitti or coco dataset");
         return HONE_EINVAL;
     }
     const layer *head = &net->layers[net->nlayers - 1];

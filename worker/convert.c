@@ -1,9 +1,10 @@
 /* convert: one leased convert job on this worker. Runs hone-pack --json on the dataset's folder
- * (--kitti with the lease's class map for a KITTI set) into the lease's packed file (hone-pack
- * writes a temp file and renames it, so the file at its name is whole even when this worker dies
- * mid-way), relays progress lines as reports (the first at once, then at most one a second), stops
- * on cancel, and completes the job with hone-pack's final line. A worker told to shut down stops
- * hone-pack, removes its partial output and hands the lease back (status `released`). With
+ * (--kitti with the lease's class map for a KITTI set, --coco for a COCO set) into the lease's
+ * packed file (hone-pack writes a temp file and renames it, so the file at its name is whole even
+ * when this worker dies mid-way), relays progress lines as reports (the first at once, then at most
+ * one a second), stops on cancel, and completes the job with hone-pack's final line. A worker told
+ * to shut down stops hone-pack, removes its partial output and hands the lease back (status
+ * `released`). With
  * --storage http the folder is downloaded first and the packed file uploaded to the controller once
  * whole. */
 #include "convert.h"
@@ -183,7 +184,7 @@ void worker_convert_run(hone_worker *w, hone_kind kind, const json_t *job)
     snprintf(th, sizeof(th), "%d", w->o->threads > 0 ? w->o->threads : 0);
     /* A KITTI set: --kitti, and its class map one --class at a time (names may hold commas) */
     const char *fmt = json_string_value(json_object_get(job, "format"));
-    int kitti = fmt && !strcmp(fmt, "kitti");
+    int kitti = fmt && !strcmp(fmt, "kitti"), coco = fmt && !strcmp(fmt, "coco");
     json_t *classes = json_object_get(job, "classes");
     size_t ncl = kitti ? json_array_size(classes) : 0, na = 0;
     argv = hone_xcalloc(12 + 2 * ncl, sizeof *argv);
@@ -194,6 +195,8 @@ void worker_convert_run(hone_worker *w, hone_kind kind, const json_t *job)
         argv[na++] = fixed[i];
     if (kitti)
         argv[na++] = "--kitti";
+    if (coco) /* a COCO set: its classes are its categories, numbered by id */
+        argv[na++] = "--coco";
     for (size_t i = 0; i < ncl; i++) {
         const char *name = json_string_value(json_array_get(classes, i));
         if (name) {
@@ -202,7 +205,10 @@ void worker_convert_run(hone_worker *w, hone_kind kind, const json_t *job)
         }
     }
     worker_log(w, "job %s: %s %s%s -> %s at %s, %lld channel(s)", id, w->packer,
-               kitti ? "KITTI set " : "", src, out, sz, (long long)ch);
+               kitti  ? "KITTI set "
+               : coco ? "COCO set "
+                      : "",
+               src, out, sz, (long long)ch);
     if (hone_trun_run(argv, &topts, &hooks, &res) != 0)
         worker_log(w, "job %s: hone-pack did not start: %s", id, res.log_tail);
     if (res.outcome == HONE_TRUN_ABORTED)

@@ -20,7 +20,7 @@
 
 int ctl_convert_format(const char *format)
 {
-    return format && (!strcmp(format, "image_folder") || !strcmp(format, "kitti"));
+    return format && (!strcmp(format, "image_folder") || hone_spec_format_detect(format));
 }
 
 int ctl_convert_channels(const json_t *dataset_row, int channels)
@@ -132,6 +132,8 @@ json_t *ctl_convert_lease_job(hone_controller *c, const json_t *job)
         json_object_set_new(j, "format", json_string("kitti"));
         json_object_set(j, "classes", json_is_array(names) ? names : json_array());
         json_decref(st);
+    } else if (jstr(ds, "format") && !strcmp(jstr(ds, "format"), "coco")) {
+        json_object_set_new(j, "format", json_string("coco")); /* classes: its categories by id */
     }
     free(parent);
     free(dir);

@@ -23,7 +23,10 @@ int cpu_detect_loss(hone_kctx *k, const float *pred, const float *target, int n,
             for (size_t q = 0; q < plane; q++) {
                 float z = p[c * plane + q], tc = t[c * plane + q],
                       m = hone_kdet_cov_mass(t, classes, hw, (int)q, cov_weight, bg_weight);
-                if (cov_loss == HONE_KCOV_L2) {
+                if (tc < 0.0f) { /* an ignore cell: no coverage term */
+                    if (dp)
+                        dp[c * plane + q] = 0.0f;
+                } else if (cov_loss == HONE_KCOV_L2) {
                     float s = 1.0f / (1.0f + expf(-z)), d = s - tc;
                     loss += (double)m * (double)d * (double)d;
                     if (dp)
@@ -92,8 +95,11 @@ static void targets_image(void *arg, int i, int slot)
         for (int gy = 0; gy < g->grid_h; gy++)
             for (int gx = 0; gx < g->grid_w; gx++) {
                 float *cv = &cov[c * plane + (size_t)gy * g->grid_w + gx];
-                if (*cv <= 0.0f)
+                if (*cv <= 0.0f) {
+                    if (hone_kdet_ignored(g, bx, nb, dp, j->h, j->w, gx, gy))
+                        *cv = -1.0f;
                     continue;
+                }
                 float o[4] = {0, 0, 0, 0};
                 hone_kdet_box(&bx[(int)*cv - 1], dp, j->h, j->w, g->classes, o);
                 hone_kdet_offsets(g, o, gx, gy, bbox + 4 * c * plane, plane);

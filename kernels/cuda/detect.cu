@@ -18,7 +18,10 @@ __global__ static void k_detect_loss(const float *pred, const float *target, int
         float *dp = dpred ? dpred + (size_t)i * 5 * kc * hw : NULL;
         float z = p[c * hw + q];
         float tc = t[c * hw + q], m = hone_kdet_cov_mass(t, kc, hw, q, cov_weight, bg_weight);
-        if (cov_loss == HONE_KCOV_L2) {
+        if (tc < 0.f) { /* an ignore cell: no coverage term */
+            if (dp)
+                dp[c * hw + q] = 0.f;
+        } else if (cov_loss == HONE_KCOV_L2) {
             float s = 1.f / (1.f + expf(-z)), d = s - tc;
             part += m * d * d;
             if (dp)
@@ -92,9 +95,12 @@ __global__ static void k_detect_targets(const hone_kbox *boxes, const uint32_t *
         }
         __syncthreads();
         for (int u = threadIdx.x; u < cells; u += blockDim.x) { /* (3) offsets */
-            if (cov[u] <= 0.0f)
-                continue;
             int c = u / plane, q = u % plane;
+            if (cov[u] <= 0.0f) {
+                if (hone_kdet_ignored(&g, bx, nb, dp, h, w, q % g.grid_w, q / g.grid_w))
+                    cov[u] = -1.0f;
+                continue;
+            }
             float o[4] = {0, 0, 0, 0};
             hone_kdet_box(&bx[(int)cov[u] - 1], dp, h, w, kc, o);
             hone_kdet_offsets(&g, o, q % g.grid_w, q / g.grid_w, bbox + (size_t)4 * c * plane,

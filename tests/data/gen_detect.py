@@ -15,6 +15,13 @@ one image can be rebuilt by itself (render()). Layout:
   ROOT/train/images/<i>.png  ROOT/train/labels/<i>.txt   (--count images)
   ROOT/val/images/...        ROOT/val/labels/...          (a tenth as many, from t10k)
   ROOT/classes.txt           the class names, one a line (the Fashion-MNIST classes)
+--coco LAYOUT: the same set (the same images, the same boxes) written as COCO instead (to_coco):
+  flat       ROOT/annotations.json, ROOT/images/<i>.png  (train/ only: one split)
+  splits     ROOT/train/annotations.json, ROOT/train/images/..., ROOT/val/ the same
+  instances  ROOT/annotations/instances_{train,val}2017.json, ROOT/{train,val}2017/<i>.png
+  categories: every class, ids sparse (1, 3, 5, ...) in the order of their sorted names, so the
+  dense classes (by id) are those a KITTI set's class map sorted(CLASSES) gives; image ids
+  1000 + i (train) and 500000 + i (val), annotation ids numbered on across the files.
 --tiny: 300 images at 128x128; the default: 5000 at 160x160.
 --classify: instead, an image folder of single items in the same look (ROOT/train/<class>/,
 ROOT/test/<class>/; --count, default 60000, at --size, default 72), to pretrain a backbone on.
@@ -215,6 +222,72 @@ def write(root, count, size, seed, fm, photos_dir, val=None, jobs=1):
     return out
 
 
+COCO_LAYOUTS = ("flat", "splits", "instances")
+
+
+def coco_categories():
+    """[{id, name}]: every class, ids 1, 3, 5, ... in sorted-name order."""
+    return [{"id": 1 + 2 * i, "name": n, "supercategory": "fashion"}
+            for i, n in enumerate(sorted(CLASSES))]
+
+
+def png_size(path):
+    with open(path, "rb") as f:
+        head = f.read(24)
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+def to_coco(kitti, root, layout):
+    """Writes the KITTI set at kitti (write()'s layout) as COCO at root (LAYOUT above), images
+    hard-linked (copied across file systems); returns {split: images}."""
+    import json
+    import shutil
+    if layout not in COCO_LAYOUTS:
+        raise ValueError("layout: one of %s" % ", ".join(COCO_LAYOUTS))
+    cats = coco_categories()
+    cat_of = {c["name"]: c["id"] for c in cats}
+    splits = ["train"] if layout == "flat" else ["train", "val"]
+    out, ann_id = {}, 1
+    for split in splits:
+        idir = os.path.join(kitti, split, "images")
+        names = sorted(f for f in os.listdir(idir) if f.endswith(".png"))
+        if layout == "flat":
+            jpath, dest = os.path.join(root, "annotations.json"), os.path.join(root, "images")
+        elif layout == "splits":
+            jpath = os.path.join(root, split, "annotations.json")
+            dest = os.path.join(root, split, "images")
+        else:
+            jpath = os.path.join(root, "annotations", "instances_%s2017.json" % split)
+            dest = os.path.join(root, "%s2017" % split)
+        os.makedirs(os.path.dirname(jpath), exist_ok=True)
+        os.makedirs(dest, exist_ok=True)
+        images, anns = [], []
+        base = 1000 if split == "train" else 500000
+        for i, name in enumerate(names):
+            src = os.path.join(idir, name)
+            try:
+                os.link(src, os.path.join(dest, name))
+            except OSError:
+                shutil.copyfile(src, os.path.join(dest, name))
+            w, h = png_size(src)
+            images.append({"id": base + i, "file_name": name, "width": w, "height": h})
+            with open(os.path.join(kitti, split, "labels", name[:-4] + ".txt")) as f:
+                for line in f:
+                    t = line.split()
+                    if not t:
+                        continue
+                    x1, y1, x2, y2 = (float(v) for v in t[4:8])
+                    anns.append({"id": ann_id, "image_id": base + i, "category_id": cat_of[t[0]],
+                                 "bbox": [x1, y1, x2 - x1, y2 - y1], "area": (x2 - x1) * (y2 - y1),
+                                 "iscrowd": 0, "segmentation": []})
+                    ann_id += 1
+        with open(jpath, "w") as f:
+            json.dump({"info": {"description": "gen_detect.py"}, "licenses": [],
+                       "images": images, "annotations": anns, "categories": cats}, f)
+        out[split] = len(images)
+    return out
+
+
 def render_item(i, seed, size, photos, items):
     """Classification image i (--classify): (PIL RGB image, class index): item i of the split
     (i modulo its count) pasted as render() pastes one, scaled to half the side up to the whole
@@ -273,6 +346,8 @@ def main():
     ap.add_argument("--classify", action="store_true",
                     help="an image folder of single items to pretrain a backbone on (default "
                          "60000 images at 72x72)")
+    ap.add_argument("--coco", choices=COCO_LAYOUTS,
+                    help="write the set as COCO in this layout (see above)")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
                     help="processes (default: the cores)")
     a = ap.parse_args()
@@ -299,6 +374,19 @@ def main():
         print("gen_detect: no photographs found: run scripts/bootstrap.sh (it fetches them into "
               ".cache/photos), or set HONE_PHOTOS_DIR or --photos", file=sys.stderr)
         return 2
+    if a.coco:
+        import shutil
+        import tempfile
+        os.makedirs(a.root, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".kitti-", dir=a.root)
+        try:
+            write(tmp, count, size, a.seed, fm, photos, jobs=max(1, a.jobs))
+            n = to_coco(tmp, a.root, a.coco)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print("gen_detect: %s: COCO (%s) %s at %dx%d" % (
+            a.root, a.coco, ", ".join("%d %s" % (v, k) for k, v in n.items()), size, size))
+        return 0
     n = write(a.root, count, size, a.seed, fm, photos, jobs=max(1, a.jobs))
     print("gen_detect: %s: %d train, %d val images at %dx%d" % (a.root, n["train"], n["val"],
                                                               size, size))

@@ -2,7 +2,8 @@
 """tests/data/gen_detect.py: the same files for a seed (and different ones for another), every box
 inside the image with x1 < x2 and y1 < y2, class names from classes.txt, and labels that match
 the drawn items: every pixel the items changed lies in some box, and a box that overlaps no other
-is exactly the bounding box of the pixels changed in it. Skips (77) without Pillow, Fashion-MNIST
+is exactly the bounding box of the pixels changed in it. The set written as COCO (to_coco) in
+each layout holds the same images and boxes. Skips (77) without Pillow, Fashion-MNIST
 or the photographs."""
 import filecmp
 import os
@@ -27,6 +28,47 @@ def same_tree(a, b):
             return False
         todo += c.subdirs.values()
     return True
+
+
+def check_coco(kitti, d):
+    """to_coco: each layout holds the KITTI set's images (the same bytes) and boxes ([x, y, w, h]
+    of the same corners, in the same order), categories sparse in sorted-name order."""
+    import json
+    cats = gen_detect.coco_categories()
+    assert [c["name"] for c in cats] == sorted(gen_detect.CLASSES)
+    assert [c["id"] for c in cats] == list(range(1, 20, 2))
+    name_of = {c["id"]: c["name"] for c in cats}
+    where = {"flat": {"train": ("annotations.json", "images")},
+             "splits": {s: (s + "/annotations.json", s + "/images") for s in ("train", "val")},
+             "instances": {s: ("annotations/instances_%s2017.json" % s, s + "2017")
+                           for s in ("train", "val")}}
+    ann_ids = set()
+    for layout, splits in where.items():
+        root = os.path.join(d, "coco-" + layout)
+        n = gen_detect.to_coco(kitti, root, layout)
+        assert n == {s: (30 if s == "train" else 3) for s in splits}, (layout, n)
+        for split, (jname, idir) in splits.items():
+            js = json.load(open(os.path.join(root, jname)))
+            assert js["categories"] == cats
+            by_image = {}
+            for a in js["annotations"]:
+                assert a["iscrowd"] == 0 and a["id"] not in ann_ids  # unique across files
+                by_image.setdefault(a["image_id"], []).append(a)
+            for im in js["images"]:
+                f = im["file_name"]
+                assert filecmp.cmp(os.path.join(root, idir, f),
+                                   os.path.join(kitti, split, "images", f), shallow=False)
+                assert (im["width"], im["height"]) == (128, 128)
+                want = [line.split() for line in
+                        open(os.path.join(kitti, split, "labels", f[:-4] + ".txt"))]
+                got = by_image.get(im["id"], [])
+                assert len(got) == len(want), (layout, f)
+                for a, w in zip(got, want):
+                    x, y, bw, bh = a["bbox"]
+                    assert name_of[a["category_id"]] == w[0]
+                    assert [x, y, x + bw, y + bh] == [float(v) for v in w[4:8]], (a, w)
+            if layout == "instances":
+                ann_ids |= {a["id"] for a in js["annotations"]}
 
 
 def main():
@@ -89,6 +131,7 @@ def main():
                 assert all(abs(g - w) <= 1 for g, w in zip(got, bx)), (i, got, bx)
         assert overlapping > 0, "no overlapping items"
         assert min(scales) < 40 and max(scales) > 50, scales
+        check_coco(a, d)
         print("gen_detect: %d boxes in 30 images, %d overlapping, ok" % (nboxes, overlapping))
         return 0
     finally:

@@ -297,6 +297,41 @@ case("path", "IDX header announcing 8 GiB (hone-train reads 2 at most)", [422], 
     lambda x: rb("POST", D, idx_trap(x, "big")))
 case("path", "IDX file that is a FIFO", [422], field="path")(
     lambda x: rb("POST", D, idx_trap(x, "fifo")))
+
+
+def coco_trap(x, kind):
+    """A COCO dataset folder in the roots whose annotations.json is a trap (made on first use):
+    'deep' (arrays nested 100,000 deep), 'dupkey' (a key twice), 'link' (a link to a file outside
+    the roots), 'escape' (an image file_name climbing out with '..')."""
+    folder = "%s/coco-%s" % (x["roots"], kind)
+    if not os.path.isdir(folder):
+        os.makedirs(folder + "/images")
+        js = folder + "/annotations.json"
+        good = '"annotations": [], "categories": [{"id": 1, "name": "a"}]'
+        if kind == "deep":
+            text = '{"images": ' + "[" * 100000 + "]" * 100000 + ", " + good + "}"
+        elif kind == "dupkey":
+            text = '{"images": [], "images": [], ' + good + "}"
+        elif kind == "escape":
+            text = ('{"images": [{"id": 1, "file_name": "../../etc/passwd", "width": 1, '
+                    '"height": 1}], ' + good + "}")
+        else:
+            text = None
+        if text is None:
+            with open(x["outside"] + "/coco.json", "w") as f:
+                f.write('{"images": [], ' + good + "}")
+            os.symlink(x["outside"] + "/coco.json", js)
+        else:
+            with open(js, "w") as f:
+                f.write(text)
+    return dict(ds_body(folder), type="object_detection", format="coco")
+
+
+for _kind, _name in (("deep", "COCO JSON nested 100,000 deep"),
+                     ("dupkey", "COCO JSON with a key twice"),
+                     ("link", "COCO annotations.json a link out of the roots"),
+                     ("escape", "COCO image file_name with '..'")):
+    case("path", _name, [422], field="path")(lambda x, k=_kind: rb("POST", D, coco_trap(x, k)))
 case("path", "artifact GET with %2e%2e%2f", [400, 403, 404, 422])(
     lambda x: rb("GET", "/api/v1/jobs/%s/artifacts/%%2e%%2e%%2f%%2e%%2e%%2fhone.db" % x["job"]))
 case("path", "artifact GET with ..%2F in the dir segment", [400, 403, 404, 422])(

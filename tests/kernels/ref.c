@@ -456,7 +456,9 @@ void ref_detect_loss(const float *pred, const float *target, int n, int classes,
                     covered |= t[(size_t)c2 * hw + q] > 0;
                 double tc = t[(size_t)c * hw + q],
                        m = covered ? cov_weight : cov_weight * bg_weight;
-                double dz, l = ref_cov(cov_loss, gamma, (double)pred[pc], tc, &dz);
+                double dz = 0, l = 0; /* below 0: an ignore cell, no coverage term */
+                if (tc >= 0)
+                    l = ref_cov(cov_loss, gamma, (double)pred[pc], tc, &dz);
                 *loss_sum += m * l;
                 if (dpred)
                     dpred[pc] = m * dz / n;

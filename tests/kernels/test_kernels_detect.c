@@ -26,8 +26,11 @@ static float *targets(int n, int classes, int hw, uint64_t seed)
     float *t = calloc((size_t)n * per, sizeof(float));
     for (size_t i = 0; i < (size_t)n; i++)
         for (size_t cq = 0; cq < nc; cq++) {
-            if (u[i * nc + cq] >= 0.25f)
+            if (u[i * nc + cq] >= 0.25f) {
+                if (u[i * nc + cq] < 0.35f) /* an ignore cell (DontCare, crowd) */
+                    t[i * per + cq] = -1.0f;
                 continue;
+            }
             size_t c = cq / hw, q = cq % hw;
             t[i * per + cq] = 1.0f;
             t[i * per + 5 * nc + cq] = 1.0f / (1.0f + (float)(cq % 5));

@@ -277,9 +277,12 @@ static void defaults(void)
     json_t *fmt = json_string("kitti"); /* a dataset format; only detectnet_v2 trains on it */
     CHECK(hone_spec_check_json("data.format", fmt, err, sizeof err) == HONE_OK);
     json_decref(fmt);
-    fmt = json_string("coco");
+    fmt = json_string("coco"); /* the other detection format (issue 30) */
+    CHECK(hone_spec_check_json("data.format", fmt, err, sizeof err) == HONE_OK);
+    json_decref(fmt);
+    fmt = json_string("voc");
     CHECK(hone_spec_check_json("data.format", fmt, err, sizeof err) == HONE_EINVAL &&
-          strstr(err, "data.format: 'coco' is not one of: idx, image_folder, kitti"));
+          strstr(err, "data.format: 'voc' is not one of: idx, image_folder, kitti, coco"));
     json_decref(fmt);
     fmt = json_string("image_folder");
     CHECK(hone_spec_check_json("data.format", fmt, err, sizeof err) == HONE_OK);

@@ -158,8 +158,12 @@ static void check_image(const hone_det_grid_opts *o, int classes, int gh, int gw
             }
             (*kept)++;
             g.box = (hone_det_box){c[0], c[1], c[2], c[3]};
-        } else if (d) {
-            continue; /* DontCare: no targets either way */
+        } else if (d) { /* DontCare: moved as the op moves it, dropped where it drops a box */
+            float c[4] = {b[j].x1, b[j].y1, b[j].x2, b[j].y2};
+            if (d->affine && !hone_aug_box(d, H, W, b[j].x1, b[j].y1, b[j].x2, b[j].y2, c))
+                continue;
+            g.box = (hone_det_box){c[0], c[1], c[2], c[3]};
+            want[m][0] = want[m][1] = want[m][2] = want[m][3] = 0;
         }
         gts[m++] = g;
     }

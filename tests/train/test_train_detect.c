@@ -94,14 +94,27 @@ static void test_encode(void)
     CHECK(near(weight[at], 1.0, 1e-7));
     CHECK(near(bbox[0], 0.5 / 35.0, 1e-6)); /* cell (0,0): the large one's */
     CHECK(near(weight[0], 1.0 / 15, 1e-7));
-    /* DontCare and ignored boxes write nothing; a bad class is refused */
-    hone_det_gt dc[2] = {{B(0, 0, 64, 64), HONE_DET_DONTCARE, 0},
-                         {B(0, 0, 64, 64), 1, HONE_DET_GT_IGNORE}};
-    REQUIRE(hone_det_encode(&o, NC, GH, GW, dc, 2, cov, bbox, weight) == 0);
+    /* an ignored box writes nothing; a DontCare region (KITTI's DontCare, COCO's iscrowd) makes
+     * the cells whose centres it holds ignore cells (-1) in every class, but those an object owns;
+     * a bad class is refused */
+    hone_det_gt dc[3] = {{B(0, 0, 64, 64), 1, HONE_DET_GT_IGNORE},
+                         {B(0, 0, 64, 64), HONE_DET_DONTCARE, 0},
+                         {B(20, 20, 38, 38), 0, 0}};
+    REQUIRE(hone_det_encode(&o, NC, GH, GW, dc, 1, cov, bbox, weight) == 0);
     on = 0;
     for (int i = 0; i < NC * GH * GW; i++)
         on += cov[i] != 0 || weight[i] != 0;
     CHECK(on == 0);
+    REQUIRE(hone_det_encode(&o, NC, GH, GW, dc, 3, cov, bbox, weight) == 0);
+    int ign = 0, pos = 0;
+    for (int i = 0; i < NC * GH * GW; i++) {
+        int gy = i % (GH * GW) / GW, gx = i % GW, in = gx < 4 && gy < 4; /* centres < 64 */
+        ign += cov[i] == -1.0f;
+        pos += cov[i] == 1.0f;
+        CHECK(in ? cov[i] != 0 : cov[i] == 0);
+        CHECK(cov[i] == 1.0f || weight[i] == 0);
+    }
+    CHECK(pos == 1 && ign == 2 * 16 - 1 && cov[1 * GW + 1] == 1.0f); /* (24, 24): the object's */
     hone_det_gt bad = {B(0, 0, 10, 10), NC, 0};
     CHECK(hone_det_encode(&o, NC, GH, GW, &bad, 1, cov, bbox, weight) == HONE_EINVAL);
     o.stride = 0;

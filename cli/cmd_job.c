@@ -4,7 +4,9 @@
 #include "cli.h"
 #include "wire.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +51,38 @@ static int job_list(cli_ctx *c)
     return cli_get_list(c, path, "jobs", h, k, 9);
 }
 
+const char *cli_job_metric(const json_t *job)
+{
+    const char *m = json_string_value(json_object_get(job, "metric"));
+    const json_t *last = cli_path_get(job, "result.last");
+    if (!m)
+        m = json_string_value(cli_path_get(job, "automl.metric"));
+    if (m && strcmp(m, "kpi") != 0)
+        return m;
+    /* not told: the metric the trainer reports that an experiment optimises by default */
+    return json_object_get(last, "val_map") ? "val_map" : "val_accuracy";
+}
+
+/* The experiment's metric of a job (into buf; "" when it has none or cannot be asked). */
+static void job_experiment_metric(cli_ctx *c, const json_t *job, char *buf, size_t len)
+{
+    const char *eid = json_string_value(json_object_get(job, "experiment_id"));
+    hone_rest_resp r;
+    char path[512], err[256];
+    buf[0] = '\0';
+    if (!eid)
+        return;
+    char *e = hone_rest_escape(eid);
+    snprintf(path, sizeof path, "/api/v1/experiments/%s", e);
+    free(e);
+    if (hone_rest_call(c->rest, "GET", path, NULL, 30, &r, err, sizeof err) != 0)
+        return;
+    const char *m = r.status == 200 ? json_string_value(json_object_get(r.json, "metric")) : NULL;
+    if (m && !cli_needs_escape(m))
+        snprintf(buf, len, "%s", m);
+    hone_rest_resp_clear(&r);
+}
+
 void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len)
 {
     const json_t *a = json_object_get(job, "automl");
@@ -91,8 +125,15 @@ void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len)
         return;
     }
     hone_kind kind;
-    if (hone_kind_parse(json_string_value(json_object_get(job, "action")), &kind) == HONE_OK &&
-        kind == HONE_KIND_CONVERT) {
+    int known = hone_kind_parse(json_string_value(json_object_get(job, "action")), &kind) == 0;
+    if (known && hone_kind_is_model_action(kind)) {
+        /* evaluate, inference, export: no epochs of their own, so no epoch line */
+        const char *parent = json_string_value(json_object_get(job, "parent_job_id"));
+        snprintf(buf, len, "%s | %s of %s | %s", st ? st : "?", hone_kind_name(kind),
+                 parent ? parent : "?", el);
+        return;
+    }
+    if (known && kind == HONE_KIND_CONVERT) {
         const json_t *p = json_object_get(job, "progress");
         snprintf(buf, len, "%s | %lld/%lld images | %.0f images/s | %s", st ? st : "?",
                  (long long)json_number_value(json_object_get(p, "images_done")),
@@ -102,15 +143,17 @@ void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len)
     }
     {
         const json_t *last = cli_path_get(job, "result.last");
-        const json_t *acc = json_object_get(last, "val_accuracy");
+        const char *metric = cli_job_metric(job);
+        const json_t *acc = json_object_get(last, metric);
         char accbuf[32];
         if (json_is_number(acc))
             snprintf(accbuf, sizeof(accbuf), "%.4f", json_number_value(acc));
         else
             snprintf(accbuf, sizeof(accbuf), "-");
-        snprintf(buf, len, "%s | epoch %lld/%lld | val_accuracy %s | %s", st ? st : "?",
+        snprintf(buf, len, "%s | epoch %lld/%lld | %s %s | %s", st ? st : "?",
                  (long long)json_integer_value(json_object_get(job, "epoch")),
-                 (long long)json_integer_value(json_object_get(job, "epochs_target")), accbuf, el);
+                 (long long)json_integer_value(json_object_get(job, "epochs_target")), metric,
+                 accbuf, el);
     }
 }
 
@@ -137,8 +180,8 @@ static int job_wait_run(cli_ctx *c, const char *job_id, double timeout_s, FILE *
     int quiet = progress == NULL;
     int tty = progress && isatty(fileno(progress));
     double t0 = hone_now(), last_print = -1e9;
-    char path[512], line[512], err[1024];
-    int rc = 1, misses = 0;
+    char path[512], line[512], err[1024], metric[64] = "";
+    int rc = 1, misses = 0, asked_metric = 0;
 
     if (final)
         *final = NULL;
@@ -168,7 +211,17 @@ static int job_wait_run(cli_ctx *c, const char *job_id, double timeout_s, FILE *
             return 1;
         }
         st = json_string_value(json_object_get(resp.json, "status"));
-        cli_job_progress(resp.json, now - t0, line, sizeof(line));
+        if (!asked_metric) { /* once: the experiment says which metric the line shows */
+            job_experiment_metric(c, resp.json, metric, sizeof metric);
+            asked_metric = 1;
+        }
+        if (metric[0] && !json_object_get(resp.json, "metric")) {
+            json_object_set_new(resp.json, "metric", json_string(metric));
+            cli_job_progress(resp.json, now - t0, line, sizeof(line));
+            json_object_del(resp.json, "metric"); /* --json prints the job as the server sent it */
+        } else {
+            cli_job_progress(resp.json, now - t0, line, sizeof(line));
+        }
         if (tty) {
             fprintf(progress, "\r%s\033[K", line);
             fflush(progress);
@@ -238,60 +291,439 @@ static int job_wait(cli_ctx *c)
     return rc;
 }
 
-static void job_print_trials(cli_ctx *c, const char *parent)
+/* Every trial of an AutoML job (all pages), as the list answers them. NULL after printing why. */
+static json_t *job_trials_get(cli_ctx *c, const char *parent)
+{
+    json_t *all = json_array();
+    long long offset = 0;
+    char path[600], *e = hone_rest_escape(parent);
+
+    for (;;) {
+        hone_rest_resp resp;
+        snprintf(path, sizeof(path), "/api/v1/jobs?parent=%s&limit=1000&offset=%lld", e, offset);
+        if (cli_call(c, "GET", path, NULL, &resp) != 0) {
+            json_decref(all);
+            all = NULL;
+            break;
+        }
+        json_array_extend(all, json_object_get(resp.json, "jobs"));
+        const json_t *next = json_object_get(resp.json, "next_offset");
+        long long n = json_is_integer(next) ? (long long)json_integer_value(next) : 0;
+        hone_rest_resp_clear(&resp);
+        if (n <= offset)
+            break;
+        offset = n;
+    }
+    free(e);
+    return all;
+}
+
+/* `hone job trials ID`: an AutoML job's trials, one row each, with their configurations. */
+static int job_trials(cli_ctx *c)
 {
     static const char *const h[] = {"TRIAL", "ID",         "STATUS", "EPOCH",
                                     "BEST",  "EARLY STOP", "CONFIG"};
     static const char *const k[] = {
         "trial", "id", "status", "epoch", "result.best_metric", "stopped_early", "config"};
-    hone_rest_resp resp;
-    char path[512], *e = hone_rest_escape(parent);
+    json_t *all = job_trials_get(c, c->a->pos[0]);
+    if (!all)
+        return 1;
+    if (c->json) {
+        json_t *o = json_pack("{s:O}", "jobs", all);
+        cli_print_json(o);
+        json_decref(o);
+    } else {
+        cli_print_list(all, h, k, 7);
+    }
+    json_decref(all);
+    return 0;
+}
 
-    snprintf(path, sizeof(path), "/api/v1/jobs?parent=%s", e);
-    free(e);
-    if (cli_call(c, "GET", path, NULL, &resp) != 0)
-        return;
+/* The trial order of `job status`: the best metric first (by the search's direction), trials
+ * without one last, then by trial number. */
+static int trials_maximize = 1;
+static int trial_cmp(const void *pa, const void *pb)
+{
+    const json_t *a = *(json_t *const *)pa, *b = *(json_t *const *)pb;
+    const json_t *ma = cli_path_get(a, "result.best_metric"),
+                 *mb = cli_path_get(b, "result.best_metric");
+    if (json_is_number(ma) != json_is_number(mb))
+        return json_is_number(ma) ? -1 : 1;
+    if (json_is_number(ma)) {
+        double x = json_number_value(ma), y = json_number_value(mb);
+        if (x != y)
+            return (x > y) == trials_maximize ? -1 : 1;
+    }
+    return (int)(json_integer_value(json_object_get(a, "trial")) -
+                 json_integer_value(json_object_get(b, "trial")));
+}
+
+#define STATUS_TRIALS_SHOWN 10
+
+static void status_line(const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void status_line(const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    printf("%-10s ", key);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
     printf("\n");
-    cli_print_list(json_object_get(resp.json, "jobs"), h, k, 7);
-    hone_rest_resp_clear(&resp);
+}
+
+/* "a=1 b=0.03" from an object of scalars (a trial's configuration). */
+static void config_text(const json_t *cfg, char *buf, size_t len)
+{
+    const char *key;
+    json_t *v;
+    size_t n = 0;
+    char cell[128];
+    buf[0] = '\0';
+    json_object_foreach((json_t *)cfg, key, v)
+    {
+        if (n < len)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s=%s", n ? " " : "", key,
+                                  cli_cell(v, cell, sizeof cell));
+    }
+}
+
+static void status_times(const json_t *job)
+{
+    const char *cr = json_string_value(json_object_get(job, "created"));
+    const char *sa = json_string_value(json_object_get(job, "started"));
+    const char *fi = json_string_value(json_object_get(job, "finished"));
+    const json_t *s0 = json_object_get(job, "started_unix"),
+                 *s1 = json_object_get(job, "finished_unix");
+    char took[32] = "";
+    if (json_is_number(s0) && json_is_number(s1)) {
+        char d[24];
+        cli_fmt_seconds(json_number_value(s1) - json_number_value(s0), d, sizeof d);
+        snprintf(took, sizeof took, " (took %s)", d);
+    }
+    status_line("created", "%s", cr ? cr : "-");
+    if (sa)
+        status_line("started", "%s", sa);
+    if (fi)
+        status_line("finished", "%s%s", fi, took);
+}
+
+/* The AutoML part of `job status`: its search, counts, best and its trials, briefly. */
+static void status_automl(cli_ctx *c, const json_t *job)
+{
+    const json_t *a = json_object_get(job, "automl");
+    const char *id = json_string_value(json_object_get(job, "id"));
+    const char *metric = cli_job_metric(job);
+    char cell[64], cfg[1024];
+    const json_t *best = json_object_get(a, "best_metric");
+
+    status_line("search", "%s, %zu parameters swept, %s %s",
+                json_string_value(json_object_get(a, "algorithm"))
+                    ? json_string_value(json_object_get(a, "algorithm"))
+                    : "?",
+                json_object_size(json_object_get(a, "search_space")),
+                json_is_false(json_object_get(a, "maximize")) ? "minimising" : "maximising",
+                metric);
+    status_line(
+        "trials",
+        "%lld done (%lld stopped early), %lld failed, %lld running, %lld queued, %lld paused",
+        (long long)json_integer_value(json_object_get(a, "trials_done")),
+        (long long)json_integer_value(json_object_get(a, "trials_stopped_early")),
+        (long long)json_integer_value(json_object_get(a, "trials_failed")),
+        (long long)json_integer_value(json_object_get(a, "trials_running")),
+        (long long)json_integer_value(json_object_get(a, "trials_queued")),
+        (long long)json_integer_value(json_object_get(a, "trials_paused")));
+    {
+        char eta[32] = "?";
+        if (json_is_number(json_object_get(a, "eta_seconds")))
+            cli_fmt_seconds(json_number_value(json_object_get(a, "eta_seconds")), eta, sizeof eta);
+        status_line("epochs", "%lld done, %s left, ETA %s",
+                    (long long)json_integer_value(json_object_get(a, "epochs_done")),
+                    json_is_number(json_object_get(a, "epochs_remaining"))
+                        ? cli_cell(json_object_get(a, "epochs_remaining"), cell, sizeof cell)
+                        : "?",
+                    eta);
+    }
+    if (json_is_number(best)) {
+        char b[64];
+        snprintf(b, sizeof b, "%.4f", json_number_value(best));
+        status_line("best", "%s %s (trial %s, job %s)", metric, b,
+                    cli_cell(json_object_get(a, "best_trial"), cell, sizeof cell),
+                    json_string_value(json_object_get(a, "best_job_id"))
+                        ? json_string_value(json_object_get(a, "best_job_id"))
+                        : "-");
+        config_text(json_object_get(a, "best_config"), cfg, sizeof cfg);
+        if (cfg[0])
+            status_line("config", "%s", cfg);
+    } else {
+        status_line("best", "- (no trial has reported %s yet)", metric);
+    }
+    status_times(job);
+    json_t *trials = job_trials_get(c, id);
+    size_t n = json_array_size(trials);
+    if (n > 0) {
+        static const char *const h[] = {"TRIAL", "STATUS", "EPOCH", "BEST", "ID"};
+        static const char *const k[] = {"trial", "status", "epoch", "result.best_metric", "id"};
+        json_t **v = hone_xcalloc(n, sizeof(json_t *)), *shown = json_array();
+        for (size_t i = 0; i < n; i++)
+            v[i] = json_array_get(trials, i);
+        trials_maximize = !json_is_false(json_object_get(a, "maximize"));
+        qsort(v, n, sizeof(json_t *), trial_cmp);
+        for (size_t i = 0; i < n && i < STATUS_TRIALS_SHOWN; i++)
+            json_array_append(shown, v[i]);
+        printf("\n%s:\n", n > STATUS_TRIALS_SHOWN ? "best trials" : "trials");
+        cli_print_list(shown, h, k, 5);
+        if (n > STATUS_TRIALS_SHOWN)
+            printf("... and %zu more\n", n - STATUS_TRIALS_SHOWN);
+        free(v);
+        json_decref(shown);
+    }
+    json_decref(trials);
+    printf("\nall trials: hone job trials %s; their epochs: hone job metrics %s; everything: hone "
+           "job status %s --json\n",
+           id, id, id);
+}
+
+/* An object's scalars as "k v, k v" on one line under label, and the names of its tables (the
+ * per-class ones of an evaluation: `job evaluate` prints them, --json has them) on a second. */
+static void status_scalars(const char *label, const json_t *obj)
+{
+    const char *key;
+    json_t *v;
+    char cell[128], line[1024], more[512];
+    size_t n = 0, m = 0;
+    line[0] = more[0] = '\0';
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        if (!strcmp(key, "best_metric") || !strcmp(key, "best_epoch") || json_is_null(v))
+            continue; /* the best has its own line */
+        if (json_is_object(v) || json_is_array(v)) {
+            if (m < sizeof more)
+                m += (size_t)snprintf(more + m, sizeof more - m, "%s%s", m ? ", " : "", key);
+        } else if (n < sizeof line) {
+            n += (size_t)snprintf(line + n, sizeof line - n, "%s%s %s", n ? ", " : "", key,
+                                  cli_cell(v, cell, sizeof cell));
+        }
+    }
+    if (line[0])
+        status_line(label, "%s", line);
+    if (more[0])
+        status_line("", "also %s (--json)", more);
 }
 
 static int job_status(cli_ctx *c)
 {
     hone_rest_resp resp;
-    char path[512];
+    char path[512], line[512], cell[64], metric[64];
 
     job_path(c->a->pos[0], "", path, sizeof(path));
     if (cli_call(c, "GET", path, NULL, &resp) != 0)
         return 1;
     if (c->json) {
         cli_print_json(resp.json);
-    } else {
-        cli_print_kv(resp.json, 0);
-        if (json_is_object(json_object_get(resp.json, "automl")))
-            job_print_trials(c, c->a->pos[0]);
+        hone_rest_resp_clear(&resp);
+        return 0;
     }
+    const json_t *j = resp.json;
+    const char *name = json_string_value(json_object_get(j, "name"));
+    const char *err = json_string_value(json_object_get(j, "error"));
+    const char *eid = json_string_value(json_object_get(j, "experiment_id"));
+    const char *parent = json_string_value(json_object_get(j, "parent_id"));
+    const char *model = json_string_value(json_object_get(j, "parent_job_id"));
+    const char *action = json_string_value(json_object_get(j, "action"));
+    job_experiment_metric(c, j, metric, sizeof metric);
+    if (metric[0] && !json_object_get(j, "metric"))
+        json_object_set_new(resp.json, "metric", json_string(metric));
+
+    printf("job %s%s%s%s (%s", json_string_value(json_object_get(j, "id")),
+           name && *name ? " \"" : "", name && *name ? name : "", name && *name ? "\"" : "",
+           action ? action : "?");
+    if (json_is_integer(json_object_get(j, "trial")) && parent)
+        printf(", trial %lld of %s", (long long)json_integer_value(json_object_get(j, "trial")),
+               parent);
+    else if (model)
+        printf(" of %s", model);
+    if (eid)
+        printf(", experiment %s", eid);
+    printf(")\n");
+    status_line("status", "%s",
+                json_string_value(json_object_get(j, "status"))
+                    ? json_string_value(json_object_get(j, "status"))
+                    : "?");
+    if (err)
+        status_line("error", "%s", err);
+    if (json_is_object(json_object_get(j, "automl"))) {
+        status_automl(c, j);
+        json_object_del(resp.json, "metric");
+        hone_rest_resp_clear(&resp);
+        return 0;
+    }
+    if (json_string_value(json_object_get(j, "dataset_id")))
+        status_line("dataset", "%s", json_string_value(json_object_get(j, "dataset_id")));
+    if (json_is_object(json_object_get(j, "progress"))) { /* a convert job's own counts */
+        status_scalars("progress", json_object_get(j, "progress"));
+        line[0] = '\0';
+    } else {
+        cli_job_progress(j, 0, line, sizeof line);
+    }
+    {
+        /* the progress line less its status and elapsed time: what the job has done */
+        char *first = strstr(line, " | "), *last = strrchr(line, '|');
+        if (first && last && last > first + 3) {
+            *(last - 1) = '\0';
+            status_line("progress", "%s", first + 3);
+        }
+    }
+    const json_t *best = cli_path_get(j, "result.best_metric");
+    if (json_is_number(best) && !json_object_get(j, "automl"))
+        status_line("best", "%s %.4f at epoch %s", cli_job_metric(j), json_number_value(best),
+                    cli_cell(cli_path_get(j, "result.best_epoch"), cell, sizeof cell));
+    if (json_is_object(json_object_get(j, "config")) &&
+        json_object_size(json_object_get(j, "config"))) {
+        char cfg[1024];
+        config_text(json_object_get(j, "config"), cfg, sizeof cfg);
+        status_line("config", "%s", cfg);
+    }
+    if (json_string_value(json_object_get(j, "worker_id")))
+        status_line("worker", "%s (attempt %lld)",
+                    json_string_value(json_object_get(j, "worker_id")),
+                    (long long)json_integer_value(json_object_get(j, "attempts")));
+    status_times(j);
+    status_scalars("result", json_object_get(j, "result"));
+    printf("\nits epochs: hone job metrics %s; its log: hone job logs %s; everything: hone job "
+           "status %s --json\n",
+           c->a->pos[0], c->a->pos[0], c->a->pos[0]);
+    json_object_del(resp.json, "metric");
     hone_rest_resp_clear(&resp);
     return 0;
 }
 
-static void metrics_rows(const json_t *arr, const char *trial, char ****rows, int *n, int *cap)
+/* A job's metrics, every page: {"metrics": [...]} or {"trials": {"<trial>": [...]}}. NULL after
+ * printing why. */
+static json_t *metrics_get(cli_ctx *c, const char *id)
 {
-    static const char *const k[] = {"epoch", "train_loss", "val_loss", "val_accuracy", "seconds"};
+    json_t *all = NULL;
+    long long offset = 0;
+    char base[512], path[600];
+
+    job_path(id, "/metrics", base, sizeof(base));
+    for (;;) {
+        hone_rest_resp resp;
+        snprintf(path, sizeof(path), "%s?offset=%lld", base, offset);
+        if (cli_call(c, "GET", path, NULL, &resp) != 0) {
+            json_decref(all);
+            return NULL;
+        }
+        if (!all) {
+            all = json_incref(resp.json);
+        } else if (json_is_object(json_object_get(all, "trials"))) {
+            json_object_update(json_object_get(all, "trials"),
+                               json_object_get(resp.json, "trials"));
+        } else {
+            json_array_extend(json_object_get(all, "metrics"),
+                              json_object_get(resp.json, "metrics"));
+        }
+        const json_t *next = json_object_get(resp.json, "next_offset");
+        long long n = json_is_integer(next) ? (long long)json_integer_value(next) : 0;
+        hone_rest_resp_clear(&resp);
+        if (n <= offset)
+            break;
+        offset = n;
+    }
+    if (json_object_get(all, "next_offset"))
+        json_object_set_new(all, "next_offset", json_null());
+    return all;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The metric names of every epoch of arr (but "epoch"), added to names (sorted, unique). */
+static void metric_names(const json_t *arr, const char **names, int *n, int cap)
+{
+    size_t i;
+    json_t *m;
+    json_array_foreach(arr, i, m)
+    {
+        const char *key;
+        json_t *v;
+        json_object_foreach(m, key, v)
+        {
+            int seen = !strcmp(key, "epoch") || !strcmp(key, "trial");
+            for (int j = 0; j < *n && !seen; j++)
+                seen = !strcmp(names[j], key);
+            if (!seen && *n < cap)
+                names[(*n)++] = key;
+        }
+    }
+    qsort(names, (size_t)*n, sizeof(char *), str_cmp);
+}
+
+/* One CSV field (RFC 4180): as is, or quoted when it holds a comma, quote or line break. */
+static void csv_field(const char *s)
+{
+    if (!strpbrk(s, ",\"\r\n")) {
+        fputs(s, stdout);
+        return;
+    }
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"')
+            putchar('"');
+        putchar(*s);
+    }
+    putchar('"');
+}
+
+static void csv_value(const json_t *v)
+{
+    char buf[64];
+    if (!v || json_is_null(v))
+        return;
+    if (json_is_integer(v))
+        printf("%lld", (long long)json_integer_value(v));
+    else if (json_is_real(v))
+        printf("%.10g", json_real_value(v));
+    else if (json_is_string(v))
+        csv_field(json_string_value(v));
+    else
+        csv_field(cli_cell(v, buf, sizeof buf));
+}
+
+/* The rows of one series (a trial's or the job's) as table cells or CSV lines. */
+static void metrics_rows(const json_t *arr, const char *trial, const char **names, int nn, int csv,
+                         char ****rows, int *n, int *cap)
+{
     size_t i;
     json_t *m;
     char buf[64];
 
     json_array_foreach(arr, i, m)
     {
+        if (csv) {
+            if (trial)
+                printf("%s,", trial);
+            csv_value(json_object_get(m, "epoch"));
+            for (int j = 0; j < nn; j++) {
+                putchar(',');
+                csv_value(json_object_get(m, names[j]));
+            }
+            putchar('\n');
+            continue;
+        }
         if (*n >= *cap) {
             *cap = *cap ? *cap * 2 : 64;
             *rows = hone_xrealloc(*rows, (size_t)*cap * sizeof(char **));
         }
-        char **r = hone_xcalloc(6, sizeof(char *));
-        r[0] = hone_xstrdup(trial);
-        for (int j = 0; j < 5; j++)
-            r[j + 1] = hone_xstrdup(cli_cell(json_object_get(m, k[j]), buf, sizeof(buf)));
+        int off = trial ? 1 : 0;
+        char **r = hone_xcalloc((size_t)(nn + 2), sizeof(char *));
+        if (trial)
+            r[0] = hone_xstrdup(trial);
+        r[off] = hone_xstrdup(cli_cell(json_object_get(m, "epoch"), buf, sizeof(buf)));
+        for (int j = 0; j < nn; j++)
+            r[off + 1 + j] = hone_xstrdup(cli_cell(json_object_get(m, names[j]), buf, sizeof(buf)));
         (*rows)[(*n)++] = r;
     }
 }
@@ -306,42 +738,66 @@ static int job_artifacts(cli_ctx *c)
     return cli_get_list(c, path, "files", h, k, 2);
 }
 
+/* `hone job metrics ID [--csv]`: every epoch (of every trial), a column per metric the trainer
+ * reported (val_map for a detector, val_accuracy for a classifier, and whatever else it sent). */
 static int job_metrics(cli_ctx *c)
 {
-    static const char *const h[] = {"TRIAL",    "EPOCH",   "TRAIN LOSS",
-                                    "VAL LOSS", "VAL ACC", "SECONDS"};
-    hone_rest_resp resp;
-    char path[512], ***rows = NULL;
-    int n = 0, cap = 0;
-    const json_t *trials;
+    json_t *all = metrics_get(c, c->a->pos[0]);
+    const char *names[64], *hdr[66];
+    char ***rows = NULL, heads[66][48];
+    int n = 0, cap = 0, nn = 0, csv = cli_flag(c->a, "csv") > 0;
 
-    job_path(c->a->pos[0], "/metrics", path, sizeof(path));
-    if (cli_call(c, "GET", path, NULL, &resp) != 0)
+    if (!all)
         return 1;
     if (c->json) {
-        cli_print_json(resp.json);
-        hone_rest_resp_clear(&resp);
+        cli_print_json(all);
+        json_decref(all);
         return 0;
     }
-    trials = json_object_get(resp.json, "trials");
-    if (json_is_object(trials)) {
-        const char *key;
-        json_t *arr;
-        json_object_foreach((json_t *)trials, key, arr) metrics_rows(arr, key, &rows, &n, &cap);
-        cli_print_table(h, 6, rows, n);
+    const json_t *trials = json_object_get(all, "trials");
+    int automl = json_is_object(trials);
+    const char *key;
+    json_t *arr;
+    if (automl) {
+        json_object_foreach((json_t *)trials, key, arr)
+            metric_names(arr, names, &nn, (int)HONE_ARRAY_LEN(names));
     } else {
-        metrics_rows(json_object_get(resp.json, "metrics"), "-", &rows, &n, &cap);
-        for (int i = 0; i < n; i++) /* drop the TRIAL column */
-            free(rows[i][0]), memmove(rows[i], rows[i] + 1, 5 * sizeof(char *));
-        cli_print_table(h + 1, 5, rows, n);
+        metric_names(json_object_get(all, "metrics"), names, &nn, (int)HONE_ARRAY_LEN(names));
     }
+    int nh = 0;
+    if (automl)
+        hdr[nh++] = "TRIAL";
+    hdr[nh++] = "EPOCH";
+    for (int j = 0; j < nn; j++) { /* val_accuracy → VAL ACCURACY */
+        size_t k = 0;
+        for (; names[j][k] && k + 1 < sizeof heads[0]; k++)
+            heads[j][k] = names[j][k] == '_' ? ' ' : (char)toupper((unsigned char)names[j][k]);
+        heads[j][k] = '\0';
+        hdr[nh++] = heads[j];
+    }
+    if (csv) { /* the controller's own CSV shape: trial (AutoML), epoch, the metrics sorted */
+        printf("%sepoch", automl ? "trial," : "");
+        for (int j = 0; j < nn; j++) {
+            putchar(',');
+            csv_field(names[j]);
+        }
+        putchar('\n');
+    }
+    if (automl) {
+        json_object_foreach((json_t *)trials, key, arr)
+            metrics_rows(arr, key, names, nn, csv, &rows, &n, &cap);
+    } else {
+        metrics_rows(json_object_get(all, "metrics"), NULL, names, nn, csv, &rows, &n, &cap);
+    }
+    if (!csv)
+        cli_print_table(hdr, nh, rows, n);
     for (int i = 0; i < n; i++) {
-        for (int j = 0; j < (json_is_object(trials) ? 6 : 5); j++)
+        for (int j = 0; j < nh; j++)
             free(rows[i][j]);
         free(rows[i]);
     }
     free(rows);
-    hone_rest_resp_clear(&resp);
+    json_decref(all);
     return 0;
 }
 
@@ -729,6 +1185,9 @@ static const cli_opt list_opts[] = {
     {"parent", CLI_VALUE, "ID  only the trials of this AutoML job", 0},
     {"limit", CLI_VALUE, "N  rows per page asked of the server (every page is listed)", 0},
 };
+static const cli_opt metrics_opts[] = {
+    {"csv", CLI_FLAG, "  print CSV (a header line, then one line per epoch) instead of a table", 0},
+};
 static const cli_opt wait_opts[] = {
     {"timeout", CLI_VALUE, "SECONDS  give up after this long (exit 1)", 0},
 };
@@ -747,9 +1206,12 @@ static const cli_opt download_opts[] = {
 const cli_command cli_job_commands[] = {
     {"job", "list", job_list, list_opts, (int)HONE_ARRAY_LEN(list_opts), 0, 0,
      "[--experiment ID] [--status S] [--parent ID] [--limit N]", "list jobs", 0},
-    {"job", "status", job_status, NULL, 0, 1, 1, "ID", "show a job (an AutoML job with its trials)",
-     0},
-    {"job", "metrics", job_metrics, NULL, 0, 1, 1, "ID", "per-epoch metrics", 0},
+    {"job", "status", job_status, NULL, 0, 1, 1, "ID",
+     "a job in brief: status, progress, best, error, times (an AutoML job: its best trials)", 0},
+    {"job", "metrics", job_metrics, metrics_opts, (int)HONE_ARRAY_LEN(metrics_opts), 1, 1,
+     "ID [--csv]", "per-epoch metrics (every trial's for an AutoML job), a column per metric", 0},
+    {"job", "trials", job_trials, NULL, 0, 1, 1, "ID",
+     "an AutoML job's trials with their status, best metric and configuration", 0},
     {"job", "curves", job_curves, curves_opts, (int)HONE_ARRAY_LEN(curves_opts), 1, 1,
      "ID [--out FILE.svg] [--metric NAME]", "draw the learning curves of a job's trials as an SVG",
      0},

@@ -3,6 +3,7 @@
  * Text output is escaped (escape.c): server strings never reach the terminal raw. */
 #include "cli.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,4 +297,117 @@ void cli_progress_end(cli_ctx *c, cli_progress *p)
         progress_draw(p, hone_now());
         fputc('\n', stderr);
     }
+}
+
+/* --json errors: whatever the command writes on stderr (its own "error: ...", the controller's
+ * message, a usage error, from any file of the CLI) is held in memory and handed back at the end
+ * as one JSON object on stderr, so that a script reads every failure the same way. */
+static FILE *json_err_orig, *json_err_mem;
+static char *json_err_buf;
+static size_t json_err_len;
+
+void cli_json_errors_begin(void)
+{
+    fflush(stderr);
+    json_err_mem = open_memstream(&json_err_buf, &json_err_len);
+    if (!json_err_mem)
+        return; /* plain text then */
+    json_err_orig = stderr;
+    stderr = json_err_mem;
+}
+
+/* " (field: x)" at the end of msg: cut off, x into field. */
+static void json_err_field(char *msg, char *field, size_t cap)
+{
+    char *f = strstr(msg, " (field: ");
+    size_t n = strlen(msg);
+    if (f && n > 0 && msg[n - 1] == ')' && !strchr(f + 9, '(')) {
+        snprintf(field, cap, "%.*s", (int)(msg + n - 1 - (f + 9)), f + 9);
+        *f = '\0';
+    }
+}
+
+static void json_err_append(char **dst, const char *line)
+{
+    size_t a = *dst ? strlen(*dst) : 0, b = strlen(line);
+    *dst = hone_xrealloc(*dst, a + b + 2);
+    if (a)
+        (*dst)[a++] = '\n';
+    memcpy(*dst + a, line, b + 1);
+}
+
+int cli_json_errors_end(int rc)
+{
+    char *msg = NULL, *hint = NULL, *usage = NULL, field[128] = "";
+    int is_usage = 0;
+
+    if (!json_err_mem)
+        return rc;
+    fclose(json_err_mem);
+    json_err_mem = NULL;
+    stderr = json_err_orig;
+    for (char *l = json_err_buf, *nl; l && *l; l = nl ? nl + 1 : NULL) {
+        if ((nl = strchr(l, '\n')))
+            *nl = '\0';
+        char *cr = strrchr(l, '\r'); /* a progress line rewritten in place: its last state */
+        if (cr)
+            l = cr + 1;
+        if (!*l)
+            continue;
+        if (!strncmp(l, "usage error: ", 13)) {
+            is_usage = 1;
+            json_err_append(&msg, l + 13);
+        } else if (!strncmp(l, "error: ", 7)) {
+            json_err_append(&msg, l + 7);
+        } else if (!strncmp(l, "hint: ", 6)) {
+            json_err_append(&hint, l + 6);
+        } else if (!strncmp(l, "usage: ", 7)) {
+            json_err_append(&usage, l + 7);
+        } else {
+            json_err_append(&msg, l);
+        }
+    }
+    if (msg || rc != 0) {
+        json_t *o = json_object();
+        if (msg) { /* the field belongs to the first line, the message's own */
+            char *nl = strchr(msg, '\n'), *tail = nl ? hone_xstrdup(nl + 1) : NULL;
+            if (nl)
+                *nl = '\0';
+            json_err_field(msg, field, sizeof field);
+            if (tail)
+                json_err_append(&msg, tail);
+            free(tail);
+        }
+        if (!field[0] && msg && is_usage) { /* a usage error names its option */
+            const char *d = strstr(msg, "--");
+            size_t n = 0;
+            if (d)
+                while (d[2 + n] && (isalnum((unsigned char)d[2 + n]) || d[2 + n] == '-') &&
+                       n + 1 < sizeof field)
+                    n++;
+            if (n)
+                snprintf(field, sizeof field, "%.*s", (int)n, d + 2);
+            else if (strstr(msg, "unknown command"))
+                snprintf(field, sizeof field, "command");
+        }
+        json_object_set_new(o, rc != 0 ? "error" : "warning",
+                            json_string(msg ? msg : "the command failed"));
+        json_object_set_new(o, "field", field[0] ? json_string(field) : json_null());
+        if (hint)
+            json_object_set_new(o, "hint", json_string(hint));
+        if (usage)
+            json_object_set_new(o, "usage", json_string(usage));
+        json_object_set_new(o, "exit", json_integer(rc));
+        char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+        if (s)
+            fprintf(stderr, "%s\n", s);
+        free(s);
+        json_decref(o);
+    }
+    free(msg);
+    free(hint);
+    free(usage);
+    free(json_err_buf);
+    json_err_buf = NULL;
+    return rc;
 }

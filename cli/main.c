@@ -168,9 +168,14 @@ static int run(int argc, char **argv)
         const cli_command *tabs[HONE_ARRAY_LEN(tables)];
         int ns[HONE_ARRAY_LEN(tables)];
         tables_flat(tabs, ns);
-        /* `hone --help` is help (stdout, 0); a bare `hone` or `hone --json` is a usage error */
-        cli_usage_all(asked_help ? stdout : stderr, tabs, ns, (int)HONE_ARRAY_LEN(tables));
-        return asked_help ? 0 : 2;
+        /* `hone` and `hone --help` are help (stdout, 0); `hone --json` alone lacks a command */
+        if (!asked_help && argc > 1) {
+            fprintf(stderr, "usage error: no command given (run `hone help` for the list)\n"
+                            "usage: hone [--url URL] [--token T] [--json] COMMAND ...\n");
+            return 2;
+        }
+        cli_usage_all(stdout, tabs, ns, (int)HONE_ARRAY_LEN(tables));
+        return 0;
     }
     if (strcmp(argv[first], "help") == 0 || strcmp(argv[first], "-h") == 0)
         return help(argc, argv, first + 1);

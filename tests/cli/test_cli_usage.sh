@@ -54,7 +54,8 @@ out 0 "hyperband" -- "$HONE" help algorithms
 out 0 "image_folder" -- "$HONE" help formats
 out 0 "detectnet_v2" -- "$HONE" help networks
 out 0 "hone local" -- "$HONE" help local
-out 2 "^$" -- "$HONE"
+out 0 "hone job status" -- "$HONE"
+check 2 "usage: hone" -- "$HONE" --json
 # the spec topic is the spec key table: every key hone-spec-schema knows a user may set
 out 0 "model.hidden " -- "$HONE" help specs
 check 2 "no command or help topic 'specz'; did you mean specs" -- "$HONE" help specz

@@ -55,7 +55,6 @@ out 0 "image_folder" -- "$HONE" help formats
 out 0 "detectnet_v2" -- "$HONE" help networks
 out 0 "hone local" -- "$HONE" help local
 out 0 "hone job status" -- "$HONE"
-check 2 "usage: hone" -- "$HONE" --json
 # the spec topic is the spec key table: every key hone-spec-schema knows a user may set
 out 0 "model.hidden " -- "$HONE" help specs
 check 2 "no command or help topic 'specz'; did you mean specs" -- "$HONE" help specz
@@ -95,5 +94,6 @@ assert o["exit"] == int(sys.argv[4]), o' "$se" "$field" "$pat" "$code"; then
 json_err 2 jsno "unknown option --jsno" -- "$HONE" --json job list --jsno
 json_err 2 algorithm "did you mean hyperband" -- "$HONE" automl start --json --experiment e --algorithm hyperbnd
 json_err 2 command "unknown command 'frob'" -- "$HONE" --json frob
+json_err 2 "" "no command given" -- "$HONE" --json
 json_err 1 "" "cannot reach the controller" -- "$HONE" --json --url http://127.0.0.1:9 dataset list
 [ $fails -eq 0 ] && echo "ok" || { echo "$fails failure(s)"; exit 1; }

@@ -198,6 +198,8 @@ typedef struct cli_help_topic {
     int (*print)(FILE *f);
 } cli_help_topic;
 extern const cli_help_topic cli_help_topics[]; /* ends with a NULL name */
+/* man.c: the hone(1) page from the same tables (`hone __man`, run at build time: cli/hone.1). */
+int cli_man_page(FILE *f, const cli_command *const *tabs, const int *ns, int ntabs);
 const cli_help_topic *cli_help_topic_find(const char *name);
 
 /* values.c: the values an option takes (NULL-terminated; NULL: any), and the check of the ones

@@ -179,6 +179,12 @@ static int run(int argc, char **argv)
     }
     if (strcmp(argv[first], "help") == 0 || strcmp(argv[first], "-h") == 0)
         return help(argc, argv, first + 1);
+    if (strcmp(argv[first], "__man") == 0) { /* the build writes cli/hone.1 with it */
+        const cli_command *tabs[HONE_ARRAY_LEN(tables)];
+        int ns[HONE_ARRAY_LEN(tables)];
+        tables_flat(tabs, ns);
+        return cli_man_page(stdout, tabs, ns, (int)HONE_ARRAY_LEN(tables)) ? 1 : 0;
+    }
     if (strcmp(argv[first], "completion") == 0) {
         if (first + 1 >= argc || strcmp(argv[first + 1], "bash") != 0) {
             fprintf(stderr,

@@ -96,4 +96,18 @@ json_err 2 algorithm "did you mean hyperband" -- "$HONE" automl start --json --e
 json_err 2 command "unknown command 'frob'" -- "$HONE" --json frob
 json_err 2 "" "no command given" -- "$HONE" --json
 json_err 1 "" "cannot reach the controller" -- "$HONE" --json --url http://127.0.0.1:9 dataset list
+# hone(1), from the same tables: every command of `hone help`, the topics, and valid roff
+man=$("$HONE" __man) || { echo "FAIL: hone __man exit $?"; fails=$((fails+1)); }
+plain=$(sed 's/\\-/-/g' <<<"$man")
+while IFS= read -r line; do
+  read -r noun verb _ <<<"${line:7:28}" # the command column of `hone help`
+  [ "$noun" = completion ] && continue
+  case $verb in --*|\[*) verb= ;; esac
+  grep -q "^\.B hone $noun${verb:+ $verb}\( \|\$\)" <<<"$plain" || { echo "FAIL: the man page lacks hone $noun $verb"; fails=$((fails+1)); }
+done < <("$HONE" help | grep '^  hone ')
+grep -q '^\.SH SPECS' <<<"$man" && grep -q 'train.lr ' <<<"$plain" || { echo "FAIL: the man page lacks the spec keys"; fails=$((fails+1)); }
+if command -v groff >/dev/null; then
+  warn=$(groff -man -Tutf8 -ww <<<"$man" 2>&1 >/dev/null)
+  [ -z "$warn" ] || { echo "FAIL: groff warns: $warn"; fails=$((fails+1)); }
+fi
 [ $fails -eq 0 ] && echo "ok" || { echo "$fails failure(s)"; exit 1; }

@@ -234,9 +234,10 @@ static int job_wait_run(cli_ctx *c, const char *job_id, double timeout_s, FILE *
             if (tty)
                 fprintf(progress, "\n");
             rc = job_status_failed(st);
-            if (rc != 0 && !quiet) {
+            if (rc != 0 && (!quiet || c->json)) { /* --json: the JSON error on stderr says it */
                 const char *e = json_string_value(json_object_get(resp.json, "error"));
-                fprintf(stderr, "job %s %s%s%s\n", job_id, st, e ? ":\n" : "", e ? e : "");
+                fprintf(stderr, "%sjob %s %s%s%s\n", quiet ? "error: " : "", job_id, st,
+                        e ? ":\n" : "", e ? e : "");
             }
             if (final)
                 *final = json_incref(resp.json);

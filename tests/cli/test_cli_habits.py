@@ -4,7 +4,8 @@ real hone-controller, with a fake worker reporting epochs:
 1. names wherever ids are: `dataset get NAME`, `experiment get NAME`, `job status NAME`, `train
    start --experiment NAME`, `experiment create --train-dataset NAME`; a name two datasets share
    is an error (exit 2) listing both ids; an id still works;
-2. errors under --json: one JSON object on stderr with the controller's message and field, exit 1;
+2. errors under --json: one JSON object on stderr with the controller's message and field, exit 1
+   (a canceled job's too, from `job wait`);
 3. did you mean: a spec key (train.lrr -> train.lr) from the controller; the controller's algorithm
    list names the five algorithms once, with no stray "b h", and suggests the near one;
 4. `job status` of an AutoML job is a short summary (no field printed twice), its trials behind
@@ -212,6 +213,14 @@ def main():
         assert p.returncode == 0, (so, se)
         assert "epoch 0/0" not in se and "val_accuracy -" not in se, se
         assert "evaluate of %s" % tj["id"] in se, se
+
+        # a job that ended badly, waited for under --json: the job on stdout, the error as JSON
+        fj = json.loads(ok(u, "train", "start", "--experiment", "det", "--json"))
+        ok(u, "job", "cancel", fj["id"])
+        rc, so, se = hone(u, "--json", "job", "wait", fj["id"])
+        err = json.loads(se)
+        assert rc == 1 and json.loads(so)["status"] == "canceled", (rc, so, se)
+        assert err["exit"] == 1 and ("job %s canceled" % fj["id"]) in err["error"], err
 
         # 8. curves: a trial stopped after one epoch is drawn
         so = ok(u, "job", "curves", "search1", "--out", "-")

@@ -10,6 +10,17 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The stderr that --json holds (out.c's end), and the real one under it. */
+static FILE *json_err_orig, *json_err_mem;
+static char *json_err_buf;
+static size_t json_err_len;
+
+/* Where a progress bar goes: the terminal's stderr, never the --json error being collected. */
+static FILE *progress_out(void)
+{
+    return json_err_mem ? json_err_orig : stderr;
+}
+
 int cli_call(cli_ctx *c, const char *method, const char *path, const json_t *body,
              hone_rest_resp *resp)
 {
@@ -258,9 +269,9 @@ static void progress_draw(cli_progress *p, double now)
     fmt_bytes((double)p->done, done, sizeof done);
     fmt_bytes((double)p->total, total, sizeof total);
     fmt_bytes(dt > 0 ? (double)p->done / dt : 0.0, rate, sizeof rate);
-    fprintf(stderr, "\r%s %3d%% [%s] %s / %s  %s/s  ", p->what, (int)(frac * 100.0 + 0.5), bar,
-            done, total, rate);
-    fflush(stderr);
+    fprintf(progress_out(), "\r%s %3d%% [%s] %s / %s  %s/s  ", p->what, (int)(frac * 100.0 + 0.5),
+            bar, done, total, rate);
+    fflush(progress_out());
     p->shown = 1;
     p->last = now;
 }
@@ -295,16 +306,13 @@ void cli_progress_end(cli_ctx *c, cli_progress *p)
     hone_rest_set_progress(c->rest, NULL, NULL);
     if (p->total > 0) {
         progress_draw(p, hone_now());
-        fputc('\n', stderr);
+        fputc('\n', progress_out());
     }
 }
 
 /* --json errors: whatever the command writes on stderr (its own "error: ...", the controller's
  * message, a usage error, from any file of the CLI) is held in memory and handed back at the end
  * as one JSON object on stderr, so that a script reads every failure the same way. */
-static FILE *json_err_orig, *json_err_mem;
-static char *json_err_buf;
-static size_t json_err_len;
 
 void cli_json_errors_begin(void)
 {

@@ -66,15 +66,17 @@ LIST(storage_list, storages)
 LIST(type_list, ds_types)
 #undef LIST
 
-/* check: refused before anything is sent when not in the list. Offered, not checked: --metric (`job
- * curves` draws any metric a trainer reports), --format and --type (the controller's own check
- * answers them, with its "did you mean", and may learn formats this list has not heard of). */
+/* check: refused before anything is sent when not in the list: the values only this side reads
+ * (the local stack's --device, --storage, --math) and the list filter --status, which the
+ * controller takes as given (a typo listed nothing). Offered, not checked: what the controller
+ * checks itself, with its own "did you mean" and exit 1 as ever (--algorithm, --network, --format,
+ * --type), and --metric (`job curves` draws any metric a trainer reports). */
 static const struct {
     const char *opt;
     const char *const *(*list)(void);
     int check;
 } values[] = {
-    {"algorithm", algorithms, 1}, {"network", networks, 1},     {"format", formats, 0},
+    {"algorithm", algorithms, 0}, {"network", networks, 0},     {"format", formats, 0},
     {"device", device_list, 1},   {"storage", storage_list, 1}, {"math", maths, 1},
     {"status", statuses, 1},      {"type", type_list, 0},       {"metric", metrics, 0},
 };

@@ -139,6 +139,14 @@ def main():
         s, body = c.req("PATCH", "/api/v1/experiments/" + exp["id"],
                         {"automl_settings": {"automl_algorithm": "hyperbnd"}})
         assert s == 422 and "(did you mean hyperband?)" in body["error"]["message"], body
+        rc, so, se = hone(u, "automl", "start", "--experiment", "hb", "--algorithm", "hyperbnd")
+        assert rc == 1 and "random (did you mean hyperband?)" in se and " b h" not in se, se
+        rc, so, se = hone(u, "--json", "automl", "start", "--experiment", "hb", "--algorithm", "x")
+        err = json.loads(se)
+        assert rc == 1 and err["field"] == "automl_settings.automl_algorithm", (rc, se)
+        rc, so, se = hone(u, "experiment", "create", "--name", "x", "--network", "resnet19",
+                          "--train-dataset", ds["id"])
+        assert rc == 1 and "did you mean resnet18?" in se, (rc, se)
         s, body = c.req("PATCH", "/api/v1/experiments/" + exp["id"],
                         {"automl_settings": {"automl_algorithm": "h"}})  # TAO's alias still works
         assert s == 200 and body["automl_settings"]["automl_algorithm"] == "hyperband", (s, body)

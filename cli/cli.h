@@ -183,6 +183,13 @@ int cli_job_wait_budget(cli_ctx *c, const char *job_id, double budget_s, FILE *p
 /* The metric a job is judged by: its "metric" member when set (the wait loop sets the
  * experiment's), an AutoML job's automl.metric, else val_map or val_accuracy by what it reports. */
 const char *cli_job_metric(const json_t *job);
+/* The metric of a job's experiment into buf ("" when it has none or the controller does not say).
+ */
+void cli_job_experiment_metric(cli_ctx *c, const json_t *job, char *buf, size_t len);
+/* job_status.c and job_metrics.c: `hone job status`, `job trials`, `job metrics`. */
+int cli_job_status(cli_ctx *c);
+int cli_job_trials(cli_ctx *c);
+int cli_job_metrics(cli_ctx *c);
 /* One-line progress text for a job (automl or train) into buf. */
 void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len);
 

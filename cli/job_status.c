@@ -95,6 +95,24 @@ static void status_line(const char *key, const char *fmt, ...)
     printf("\n");
 }
 
+/* A text of several lines (a job's error with the trainer's last lines) under key, each line after
+ * the first indented to the value column. The text comes escaped for the terminal (escape.c), its
+ * line breaks as the two characters \n: they break the line here. */
+static void status_text(const char *key, const char *text)
+{
+    printf("%-10s ", key);
+    for (const char *p = text; *p; p++) {
+        if (p[0] == '\\' && p[1] == 'n') {
+            p++;
+            if (p[1])
+                printf("\n%-10s ", "");
+            continue;
+        }
+        putchar(*p);
+    }
+    putchar('\n');
+}
+
 /* "a=1 b=0.03" from an object of scalars (a trial's configuration). */
 static void config_text(const json_t *cfg, char *buf, size_t len)
 {
@@ -274,7 +292,7 @@ int cli_job_status(cli_ctx *c)
                     ? json_string_value(json_object_get(j, "status"))
                     : "?");
     if (err)
-        status_line("error", "%s", err);
+        status_text("error", err);
     if (json_is_object(json_object_get(j, "automl"))) {
         status_automl(c, j);
         json_object_del(resp.json, "metric");

@@ -5,7 +5,8 @@ real hone-controller, with a fake worker reporting epochs:
    start --experiment NAME`, `experiment create --train-dataset NAME`; a name two datasets share
    is an error (exit 2) listing both ids; an id still works;
 2. errors under --json: one JSON object on stderr with the controller's message and field, exit 1
-   (a canceled job's too, from `job wait`);
+   (a canceled or failed job's too, from `job wait`); a failed job's error in `job status`, line by
+   line;
 3. did you mean: a spec key (train.lrr -> train.lr) from the controller; the controller's algorithm
    list names the five algorithms once, with no stray "b h", and suggests the near one;
 4. `job status` of an AutoML job is a short summary (no field printed twice), its trials behind
@@ -229,6 +230,24 @@ def main():
         err = json.loads(se)
         assert rc == 1 and json.loads(so)["status"] == "canceled", (rc, so, se)
         assert err["exit"] == 1 and ("job %s canceled" % fj["id"]) in err["error"], err
+
+        # a job that failed: its error in job status line by line, under --json the JSON error
+        fj = json.loads(ok(u, "train", "start", "--experiment", "det", "--json"))
+        for _ in range(10):  # failed for good after the controller's attempts
+            if c.ok("GET", "/api/v1/jobs/" + fj["id"])["status"] == "failed":
+                break
+            job = w.lease(wait=5)
+            assert job and job["id"] == fj["id"], job
+            c.ok("POST", "/api/v1/jobs/%s/complete" % job["id"],
+                 {"worker_id": w.id, "status": "failed", "log_tail": "first line\nsecond line\n",
+                  "final": {}}, headers=w.headers)
+        so = ok(u, "job", "status", fj["id"])
+        assert re.search(r"^status +failed$", so, re.M), so
+        assert re.search(r"^error +.*first line$", so, re.M), so
+        assert re.search(r"^ {11}second line$", so, re.M), so
+        rc, so, se = hone(u, "--json", "job", "wait", fj["id"])
+        err = json.loads(se)
+        assert rc == 1 and "second line" in err["error"] and err["exit"] == 1, (rc, se)
 
         # 8. curves: a trial stopped after one epoch is drawn
         so = ok(u, "job", "curves", "search1", "--out", "-")

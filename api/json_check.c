@@ -3,6 +3,7 @@
  * Pure: looks at the JSON and, only on failure, answers through hone_http_res_error. */
 #include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 #include "http_internal.h"
 
@@ -76,8 +77,12 @@ static int value_ok(const hone_json_field *f, const json_t *v, char *msg, size_t
             if (used < cap)
                 used += (size_t)snprintf(msg + used, cap - used, " %s", *e);
         }
-        if (!found)
+        if (!found) {
+            const char *near = hone_suggest(s, f->enum_values, SIZE_MAX);
+            if (near && used < cap)
+                snprintf(msg + used, cap - used, " (did you mean %s?)", near);
             return 0;
+        }
     }
     if (json_is_number(v) && f->has_range) {
         double d = json_number_value(v);

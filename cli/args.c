@@ -12,6 +12,7 @@ const cli_opt cli_global_opts[] = {
     {"token", CLI_VALUE, "TOKEN  bearer token (env HONE_TOKEN)", 0},
     {"json", CLI_FLAG, "  print machine-readable JSON", 0},
     {"help", CLI_FLAG, "  show this help", 0},
+    {"version", CLI_FLAG, "  print hone's version", 0},
 };
 const int cli_nglobal_opts = (int)HONE_ARRAY_LEN(cli_global_opts);
 
@@ -68,8 +69,15 @@ int cli_args_parse(const cli_opt *opts, int nopts, int npos_min, int npos_max, i
         snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - s - 2) : (int)strlen(s + 2), s + 2);
         k = args_find(a, name);
         if (k < 0) {
-            snprintf(err, errlen, "unknown option --%s (see --help for this command's options)",
-                     name);
+            const char *names[CLI_MAX_OPTS], *near;
+            for (int j = 0; j < a->nopts; j++)
+                names[j] = args_opt(a, j)->name;
+            near = hone_suggest(name, names, (size_t)a->nopts);
+            if (near)
+                snprintf(err, errlen, "unknown option --%s (did you mean --%s?)", name, near);
+            else
+                snprintf(err, errlen, "unknown option --%s (see --help for this command's options)",
+                         name);
             return HONE_EINVAL;
         }
         o = args_opt(a, k);

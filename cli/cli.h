@@ -129,6 +129,12 @@ void cli_progress_end(cli_ctx *c, cli_progress *p);
 /* Seconds as "1h02m", "3m05s", "42s". */
 void cli_fmt_seconds(double s, char *buf, size_t len);
 
+/* --json: stderr is held from _begin and handed back by _end as one JSON object ({"error",
+ * "field", "hint", "usage", "exit"}; "warning" for what a command that succeeded said). _end
+ * returns rc unchanged. */
+void cli_json_errors_begin(void);
+int cli_json_errors_end(int rc);
+
 /* ---------------------------------------------------------------- commands (cmd_*.c) */
 
 typedef struct cli_command {
@@ -174,14 +180,58 @@ int cli_job_wait(cli_ctx *c, const char *job_id, double timeout_s, FILE *progres
  * caller says what it does next); returns 1 with *final NULL then. */
 int cli_job_wait_budget(cli_ctx *c, const char *job_id, double budget_s, FILE *progress,
                         json_t **final);
+/* The metric a job is judged by: its "metric" member when set (the wait loop sets the
+ * experiment's), an AutoML job's automl.metric, else val_map or val_accuracy by what it reports. */
+const char *cli_job_metric(const json_t *job);
+/* The metric of a job's experiment into buf ("" when it has none or the controller does not say).
+ */
+void cli_job_experiment_metric(cli_ctx *c, const json_t *job, char *buf, size_t len);
+/* job_status.c and job_metrics.c: `hone job status`, `job trials`, `job metrics`. */
+int cli_job_status(cli_ctx *c);
+int cli_job_trials(cli_ctx *c);
+int cli_job_metrics(cli_ctx *c);
 /* One-line progress text for a job (automl or train) into buf. */
 void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len);
+
+/* ---------------------------------------------------------------- help, values, names */
+
+/* help.c: `hone help` (every command), a command's usage, a noun's verbs, and the topics. */
+void cli_usage_all(FILE *f, const cli_command *const *tabs, const int *ns, int ntabs);
+void cli_usage_cmd(FILE *f, const cli_command *c);
+void cli_list_verbs(FILE *f, const char *noun, const cli_command *const *tabs, const int *ns,
+                    int ntabs);
+typedef struct cli_help_topic {
+    const char *name, *summary;
+    int (*print)(FILE *f);
+} cli_help_topic;
+extern const cli_help_topic cli_help_topics[]; /* ends with a NULL name */
+/* man.c: the hone(1) page from the same tables (`hone __man`, run at build time: cli/hone.1). */
+int cli_man_page(FILE *f, const cli_command *const *tabs, const int *ns, int ntabs);
+const cli_help_topic *cli_help_topic_find(const char *name);
+
+/* values.c: the values an option takes (NULL-terminated; NULL: any), and the check of the ones
+ * that are refused before sending (HONE_EINVAL with "--x must be a, b or c (got 'v'); did you
+ * mean b?" in err). */
+const char *const *cli_values_of(const char *opt);
+int cli_values_check(const cli_args *a, char *err, size_t errlen);
+extern const char *const cli_metric_names[];
+
+/* resolve.c: names for ids. cli_resolve_args rewrites the command's dataset, experiment and job
+ * arguments given by name to their ids (0, or 2 after printing the ids an ambiguous name
+ * matches); cli_resolve_free frees what it put in place. cli_resolve_kind: "datasets" /
+ * "experiments" / "jobs" (or the singular) → a kind for cli_resolve_list, which lists the
+ * caller's objects of that kind (an empty array when the controller does not answer in time). */
+int cli_resolve_args(cli_ctx *c, const cli_command *cmd);
+void cli_resolve_free(void);
+int cli_resolve_kind(const char *what);
+json_t *cli_resolve_list(cli_ctx *c, int kind, long timeout_s);
 
 /* ---------------------------------------------------------------- curves (curves.c) */
 
 /* Learning curves as an SVG document (malloc'd; free it): series is an object {label: [{"epoch":
  * 1, metric: value, ...}, ...]} (the shape of GET /jobs/{id}/metrics per trial), one polyline per
- * label that has a finite value of metric (data-label="label"), the one named highlight (may be
+ * label that has a finite value of metric (data-label="label"; one of a single point also gets a
+ * circle, which a polyline of one point does not draw), the one named highlight (may be
  * NULL) drawn thicker and marked "(best)" in the legend. *ncurves / *npoints (may be NULL): the
  * curves drawn and the points on them. */
 char *cli_curves_svg(const json_t *series, const char *metric, const char *title,

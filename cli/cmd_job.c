@@ -1,5 +1,6 @@
-/* cmd_job: `hone job list|status|metrics|curves|logs|cancel|pause|resume|download|wait` and
- * `hone worker list`, plus the live progress line shared with `hone demo`. */
+/* cmd_job: `hone job list|curves|logs|cancel|pause|resume|artifacts|download|wait` and `hone
+ * worker list`, plus the live progress line shared with `hone demo` (`job status` and `job trials`:
+ * job_status.c; `job metrics`: job_metrics.c). */
 #define _GNU_SOURCE /* fopencookie: the SSE reader of job logs --follow */
 #include "cli.h"
 #include "wire.h"
@@ -49,6 +50,37 @@ static int job_list(cli_ctx *c)
     return cli_get_list(c, path, "jobs", h, k, 9);
 }
 
+const char *cli_job_metric(const json_t *job)
+{
+    const char *m = json_string_value(json_object_get(job, "metric"));
+    const json_t *last = cli_path_get(job, "result.last");
+    if (!m)
+        m = json_string_value(cli_path_get(job, "automl.metric"));
+    if (m && strcmp(m, "kpi") != 0)
+        return m;
+    /* not told: the metric the trainer reports that an experiment optimises by default */
+    return json_object_get(last, "val_map") ? "val_map" : "val_accuracy";
+}
+
+void cli_job_experiment_metric(cli_ctx *c, const json_t *job, char *buf, size_t len)
+{
+    const char *eid = json_string_value(json_object_get(job, "experiment_id"));
+    hone_rest_resp r;
+    char path[512], err[256];
+    buf[0] = '\0';
+    if (!eid)
+        return;
+    char *e = hone_rest_escape(eid);
+    snprintf(path, sizeof path, "/api/v1/experiments/%s", e);
+    free(e);
+    if (hone_rest_call(c->rest, "GET", path, NULL, 30, &r, err, sizeof err) != 0)
+        return;
+    const char *m = r.status == 200 ? json_string_value(json_object_get(r.json, "metric")) : NULL;
+    if (m && !cli_needs_escape(m))
+        snprintf(buf, len, "%s", m);
+    hone_rest_resp_clear(&r);
+}
+
 void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len)
 {
     const json_t *a = json_object_get(job, "automl");
@@ -92,8 +124,15 @@ void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len)
         return;
     }
     hone_kind kind;
-    if (hone_kind_parse(json_string_value(json_object_get(job, "action")), &kind) == HONE_OK &&
-        kind == HONE_KIND_CONVERT) {
+    int known = hone_kind_parse(json_string_value(json_object_get(job, "action")), &kind) == 0;
+    if (known && hone_kind_is_model_action(kind)) {
+        /* evaluate, inference, export: no epochs of their own, so no epoch line */
+        const char *parent = json_string_value(json_object_get(job, "parent_job_id"));
+        snprintf(buf, len, "%s | %s of %s | %s", st ? st : "?", hone_kind_name(kind),
+                 parent ? parent : "?", el);
+        return;
+    }
+    if (known && kind == HONE_KIND_CONVERT) {
         const json_t *p = json_object_get(job, "progress");
         snprintf(buf, len, "%s | %lld/%lld images | %.0f images/s | %s", st ? st : "?",
                  (long long)json_number_value(json_object_get(p, "images_done")),
@@ -103,15 +142,17 @@ void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len)
     }
     {
         const json_t *last = cli_path_get(job, "result.last");
-        const json_t *acc = json_object_get(last, "val_accuracy");
+        const char *metric = cli_job_metric(job);
+        const json_t *acc = json_object_get(last, metric);
         char accbuf[32];
         if (json_is_number(acc))
             snprintf(accbuf, sizeof(accbuf), "%.4f", json_number_value(acc));
         else
             snprintf(accbuf, sizeof(accbuf), "-");
-        snprintf(buf, len, "%s | epoch %lld/%lld | val_accuracy %s | %s", st ? st : "?",
+        snprintf(buf, len, "%s | epoch %lld/%lld | %s %s | %s", st ? st : "?",
                  (long long)json_integer_value(json_object_get(job, "epoch")),
-                 (long long)json_integer_value(json_object_get(job, "epochs_target")), accbuf, el);
+                 (long long)json_integer_value(json_object_get(job, "epochs_target")), metric,
+                 accbuf, el);
     }
 }
 
@@ -138,8 +179,8 @@ static int job_wait_run(cli_ctx *c, const char *job_id, double timeout_s, FILE *
     int quiet = progress == NULL;
     int tty = progress && isatty(fileno(progress));
     double t0 = hone_now(), last_print = -1e9;
-    char path[512], line[512], err[1024];
-    int rc = 1, misses = 0;
+    char path[512], line[512], err[1024], metric[64] = "";
+    int rc = 1, misses = 0, asked_metric = 0;
 
     if (final)
         *final = NULL;
@@ -174,7 +215,17 @@ static int job_wait_run(cli_ctx *c, const char *job_id, double timeout_s, FILE *
             return 1;
         }
         st = json_string_value(json_object_get(resp.json, "status"));
-        cli_job_progress(resp.json, now - t0, line, sizeof(line));
+        if (!asked_metric) { /* once: the experiment says which metric the line shows */
+            cli_job_experiment_metric(c, resp.json, metric, sizeof metric);
+            asked_metric = 1;
+        }
+        if (metric[0] && !json_object_get(resp.json, "metric")) {
+            json_object_set_new(resp.json, "metric", json_string(metric));
+            cli_job_progress(resp.json, now - t0, line, sizeof(line));
+            json_object_del(resp.json, "metric"); /* --json prints the job as the server sent it */
+        } else {
+            cli_job_progress(resp.json, now - t0, line, sizeof(line));
+        }
         if (tty) {
             fprintf(progress, "\r%s\033[K", line);
             fflush(progress);
@@ -187,9 +238,10 @@ static int job_wait_run(cli_ctx *c, const char *job_id, double timeout_s, FILE *
             if (tty)
                 fprintf(progress, "\n");
             rc = job_status_failed(st);
-            if (rc != 0 && !quiet) {
+            if (rc != 0 && (!quiet || c->json)) { /* --json: the JSON error on stderr says it */
                 const char *e = json_string_value(json_object_get(resp.json, "error"));
-                fprintf(stderr, "job %s %s%s%s\n", job_id, st, e ? ":\n" : "", e ? e : "");
+                fprintf(stderr, "%sjob %s %s%s%s\n", quiet ? "error: " : "", job_id, st,
+                        e ? ":\n" : "", e ? e : "");
                 if (elog) /* each line escaped; `hone job logs` has the whole log */
                     fprintf(stderr, "last lines (hone job logs %s):\n", job_id);
                 for (char *l = elog; l;) {
@@ -258,64 +310,6 @@ static int job_wait(cli_ctx *c)
     return rc;
 }
 
-static void job_print_trials(cli_ctx *c, const char *parent)
-{
-    static const char *const h[] = {"TRIAL", "ID",         "STATUS", "EPOCH",
-                                    "BEST",  "EARLY STOP", "CONFIG"};
-    static const char *const k[] = {
-        "trial", "id", "status", "epoch", "result.best_metric", "stopped_early", "config"};
-    hone_rest_resp resp;
-    char path[512], *e = hone_rest_escape(parent);
-
-    snprintf(path, sizeof(path), "/api/v1/jobs?parent=%s", e);
-    free(e);
-    if (cli_call(c, "GET", path, NULL, &resp) != 0)
-        return;
-    printf("\n");
-    cli_print_list(json_object_get(resp.json, "jobs"), h, k, 7);
-    hone_rest_resp_clear(&resp);
-}
-
-static int job_status(cli_ctx *c)
-{
-    hone_rest_resp resp;
-    char path[512];
-
-    job_path(c->a->pos[0], "", path, sizeof(path));
-    if (cli_call(c, "GET", path, NULL, &resp) != 0)
-        return 1;
-    if (c->json) {
-        cli_print_json(resp.json);
-    } else {
-        cli_print_kv(resp.json, 0);
-        if (json_is_object(json_object_get(resp.json, "automl")))
-            job_print_trials(c, c->a->pos[0]);
-    }
-    hone_rest_resp_clear(&resp);
-    return 0;
-}
-
-static void metrics_rows(const json_t *arr, const char *trial, char ****rows, int *n, int *cap)
-{
-    static const char *const k[] = {"epoch", "train_loss", "val_loss", "val_accuracy", "seconds"};
-    size_t i;
-    json_t *m;
-    char buf[64];
-
-    json_array_foreach(arr, i, m)
-    {
-        if (*n >= *cap) {
-            *cap = *cap ? *cap * 2 : 64;
-            *rows = hone_xrealloc(*rows, (size_t)*cap * sizeof(char **));
-        }
-        char **r = hone_xcalloc(6, sizeof(char *));
-        r[0] = hone_xstrdup(trial);
-        for (int j = 0; j < 5; j++)
-            r[j + 1] = hone_xstrdup(cli_cell(json_object_get(m, k[j]), buf, sizeof(buf)));
-        (*rows)[(*n)++] = r;
-    }
-}
-
 /* `hone job artifacts ID`: the files a job stored (best_model/ of an AutoML job included). */
 static int job_artifacts(cli_ctx *c)
 {
@@ -324,45 +318,6 @@ static int job_artifacts(cli_ctx *c)
     char path[512];
     job_path(c->a->pos[0], "/artifacts", path, sizeof(path));
     return cli_get_list(c, path, "files", h, k, 2);
-}
-
-static int job_metrics(cli_ctx *c)
-{
-    static const char *const h[] = {"TRIAL",    "EPOCH",   "TRAIN LOSS",
-                                    "VAL LOSS", "VAL ACC", "SECONDS"};
-    hone_rest_resp resp;
-    char path[512], ***rows = NULL;
-    int n = 0, cap = 0;
-    const json_t *trials;
-
-    job_path(c->a->pos[0], "/metrics", path, sizeof(path));
-    if (cli_call(c, "GET", path, NULL, &resp) != 0)
-        return 1;
-    if (c->json) {
-        cli_print_json(resp.json);
-        hone_rest_resp_clear(&resp);
-        return 0;
-    }
-    trials = json_object_get(resp.json, "trials");
-    if (json_is_object(trials)) {
-        const char *key;
-        json_t *arr;
-        json_object_foreach((json_t *)trials, key, arr) metrics_rows(arr, key, &rows, &n, &cap);
-        cli_print_table(h, 6, rows, n);
-    } else {
-        metrics_rows(json_object_get(resp.json, "metrics"), "-", &rows, &n, &cap);
-        for (int i = 0; i < n; i++) /* drop the TRIAL column */
-            free(rows[i][0]), memmove(rows[i], rows[i] + 1, 5 * sizeof(char *));
-        cli_print_table(h + 1, 5, rows, n);
-    }
-    for (int i = 0; i < n; i++) {
-        for (int j = 0; j < (json_is_object(trials) ? 6 : 5); j++)
-            free(rows[i][j]);
-        free(rows[i]);
-    }
-    free(rows);
-    hone_rest_resp_clear(&resp);
-    return 0;
 }
 
 /* `hone job curves ID`: every trial's (or the job's) curve of one metric as an SVG file. */
@@ -749,6 +704,9 @@ static const cli_opt list_opts[] = {
     {"parent", CLI_VALUE, "ID  only the trials of this AutoML job", 0},
     {"limit", CLI_VALUE, "N  rows per page asked of the server (every page is listed)", 0},
 };
+static const cli_opt metrics_opts[] = {
+    {"csv", CLI_FLAG, "  print CSV (a header line, then one line per epoch) instead of a table", 0},
+};
 static const cli_opt wait_opts[] = {
     {"timeout", CLI_VALUE, "SECONDS  give up after this long (exit 1)", 0},
 };
@@ -767,9 +725,12 @@ static const cli_opt download_opts[] = {
 const cli_command cli_job_commands[] = {
     {"job", "list", job_list, list_opts, (int)HONE_ARRAY_LEN(list_opts), 0, 0,
      "[--experiment ID] [--status S] [--parent ID] [--limit N]", "list jobs", 0},
-    {"job", "status", job_status, NULL, 0, 1, 1, "ID", "show a job (an AutoML job with its trials)",
-     0},
-    {"job", "metrics", job_metrics, NULL, 0, 1, 1, "ID", "per-epoch metrics", 0},
+    {"job", "status", cli_job_status, NULL, 0, 1, 1, "ID",
+     "a job in brief: status, progress, best, error, times (an AutoML job: its best trials)", 0},
+    {"job", "metrics", cli_job_metrics, metrics_opts, (int)HONE_ARRAY_LEN(metrics_opts), 1, 1,
+     "ID [--csv]", "per-epoch metrics (every trial's for an AutoML job), a column per metric", 0},
+    {"job", "trials", cli_job_trials, NULL, 0, 1, 1, "ID",
+     "an AutoML job's trials with their status, best metric and configuration", 0},
     {"job", "curves", job_curves, curves_opts, (int)HONE_ARRAY_LEN(curves_opts), 1, 1,
      "ID [--out FILE.svg] [--metric NAME]", "draw the learning curves of a job's trials as an SVG",
      0},

@@ -144,7 +144,8 @@ char *cli_curves_svg(const json_t *series, const char *metric, const char *title
     }
     json_object_foreach((json_t *)series, label, arr)
     {
-        int first = 1, hl = highlight && !strcmp(label, highlight);
+        int first = 1, hl = highlight && !strcmp(label, highlight), npts = 0;
+        double px = 0, py = 0;
         json_array_foreach(arr, i, m)
         {
             double y = point_value(m, metric);
@@ -159,11 +160,20 @@ char *cli_curves_svg(const json_t *series, const char *metric, const char *title
                         hl ? "3.5" : "1.5");
                 first = 0;
             }
-            fprintf(f, "%.1f,%.1f ", SX((double)e), SY(y));
+            px = SX((double)e);
+            py = SY(y);
+            fprintf(f, "%.1f,%.1f ", px, py);
+            npts++;
         }
         if (first)
             continue;
         fputs("\"/>\n", f);
+        if (npts == 1) { /* a trial stopped after one epoch: a line of one point draws nothing */
+            fprintf(f, "<circle data-label=\"");
+            svg_text(f, label);
+            fprintf(f, "\" cx=\"%.1f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\"/>\n", px, py,
+                    hl ? "5" : "3.5", color);
+        }
         if (drawn < LEGEND_MAX) {
             int ly = PAD_T + 10 + drawn * 17;
             fprintf(f,

@@ -33,33 +33,11 @@ static const cmd_table tables[] = {
     {cli_local_commands, &cli_nlocal_commands},
 };
 
-static void usage_all(FILE *f)
+/* The command tables as arrays, for help.c and completion.c. */
+static void tables_flat(const cli_command **tabs, int *ns)
 {
-    fprintf(f, "usage: hone [--url URL] [--token T] [--json] COMMAND ...\n\ncommands:\n");
     for (size_t t = 0; t < HONE_ARRAY_LEN(tables); t++)
-        for (int i = 0; i < *tables[t].n; i++) {
-            const cli_command *c = &tables[t].cmds[i];
-            char head[64];
-            snprintf(head, sizeof(head), "%s%s%s", c->noun, c->verb ? " " : "",
-                     c->verb ? c->verb : "");
-            fprintf(f, "  hone %-28s %s\n", head, c->summary);
-        }
-    fprintf(f, "  hone %-28s %s\n", "completion bash", "print a bash completion script");
-    fprintf(f, "\nRun `hone COMMAND --help` for a command's options. The controller URL comes\n"
-               "from --url, then $HONE_URL, then the url `hone login` saved, then\n"
-               "http://127.0.0.1:8080; the token from --token, then $HONE_TOKEN, then the one\n"
-               "`hone login` saved for that url.\n");
-}
-
-static void usage_cmd(FILE *f, const cli_command *c)
-{
-    fprintf(f, "usage: hone %s%s%s %s\n%s\n\noptions:\n", c->noun, c->verb ? " " : "",
-            c->verb ? c->verb : "", c->usage, c->summary);
-    for (int i = 0; i < c->nopts; i++)
-        fprintf(f, "  --%-22s %s%s\n", c->opts[i].name, c->opts[i].help,
-                c->opts[i].required ? " (required)" : "");
-    for (int i = 0; i < cli_nglobal_opts; i++)
-        fprintf(f, "  --%-22s %s\n", cli_global_opts[i].name, cli_global_opts[i].help);
+        tabs[t] = tables[t].cmds, ns[t] = *tables[t].n;
 }
 
 static const cli_command *find_cmd(const char *noun, const char *verb, int *noun_known)
@@ -77,59 +55,177 @@ static const cli_command *find_cmd(const char *noun, const char *verb, int *noun
     return NULL;
 }
 
-static void list_verbs(FILE *f, const char *noun)
+/* The nearest noun (verb NULL) or verb of noun to word, for "did you mean". */
+static const char *near_word(const char *noun, const char *word)
 {
-    fprintf(f, "hone %s commands:", noun);
+    const char *cands[128];
+    size_t n = 0;
+    if (!noun) {
+        cands[n++] = "help";
+        cands[n++] = "completion";
+    }
     for (size_t t = 0; t < HONE_ARRAY_LEN(tables); t++)
-        for (int i = 0; i < *tables[t].n; i++)
-            if (strcmp(tables[t].cmds[i].noun, noun) == 0 && tables[t].cmds[i].verb)
-                fprintf(f, " %s", tables[t].cmds[i].verb);
-    fprintf(f, "\n");
+        for (int i = 0; i < *tables[t].n && n < HONE_ARRAY_LEN(cands); i++) {
+            const cli_command *c = &tables[t].cmds[i];
+            if (!noun)
+                cands[n++] = c->noun;
+            else if (!strcmp(c->noun, noun) && c->verb)
+                cands[n++] = c->verb;
+        }
+    return hone_suggest(word, cands, n);
 }
 
-int main(int argc, char **argv)
+/* `hone help [NOUN [VERB] | TOPIC]`: on stdout, exit 0; an unknown word is a usage error. */
+static int help(int argc, char **argv, int at)
+{
+    const cli_command *tabs[HONE_ARRAY_LEN(tables)];
+    int ns[HONE_ARRAY_LEN(tables)], known;
+    tables_flat(tabs, ns);
+    if (at >= argc) {
+        cli_usage_all(stdout, tabs, ns, (int)HONE_ARRAY_LEN(tables));
+        return 0;
+    }
+    const cli_help_topic *t = cli_help_topic_find(argv[at]);
+    if (t)
+        return t->print(stdout);
+    const cli_command *c = find_cmd(argv[at], at + 1 < argc ? argv[at + 1] : NULL, &known);
+    if (c) {
+        cli_usage_cmd(stdout, c);
+        return 0;
+    }
+    if (known && at + 1 >= argc) {
+        cli_list_verbs(stdout, argv[at], tabs, ns, (int)HONE_ARRAY_LEN(tables));
+        return 0;
+    }
+    const char *words[64], *near;
+    size_t n = 0;
+    for (size_t i = 0; cli_help_topics[i].name && n < HONE_ARRAY_LEN(words); i++)
+        words[n++] = cli_help_topics[i].name;
+    if (known) {
+        near = near_word(argv[at], argv[at + 1]);
+        fprintf(stderr, "usage error: unknown command 'hone %s %s'%s%s%s\n", argv[at], argv[at + 1],
+                near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
+        return 2;
+    }
+    near = hone_suggest(argv[at], words, n);
+    if (!near)
+        near = near_word(NULL, argv[at]);
+    fprintf(stderr, "usage error: no command or help topic '%s'%s%s%s (topics:", argv[at],
+            near ? "; did you mean " : "", near ? near : "", near ? "?" : "");
+    for (size_t i = 0; i < n; i++)
+        fprintf(stderr, " %s", words[i]);
+    fprintf(stderr, ")\n");
+    return 2;
+}
+
+/* `hone __complete KIND`: the ids and names bash completion offers, one a line, from a
+ * controller that answers within a second; nothing at all otherwise. */
+static int complete_ids(cli_ctx *c, const char *what)
+{
+    int kind = cli_resolve_kind(what);
+    if (kind < 0 || !c->rest)
+        return 0;
+    json_t *all = cli_resolve_list(c, kind, 1), *o;
+    size_t i;
+    json_array_foreach(all, i, o)
+    {
+        const char *id = json_string_value(json_object_get(o, "id"));
+        const char *name = json_string_value(json_object_get(o, "name"));
+        if (id)
+            printf("%s\n", id);
+        /* a name completes too when it is one plain word (bash splits on spaces) */
+        if (name && *name && !strpbrk(name, " \t\n\"'\\$`") && !cli_needs_escape(name))
+            printf("%s\n", name);
+    }
+    json_decref(all);
+    return 0;
+}
+
+static int run(int argc, char **argv)
 {
     const cli_command *cmd;
     cli_args args;
     cli_ctx ctx = {0};
     char err[1024], self[PATH_MAX], *slash, cfg_url[2048], cfg_token[512];
     const char *url, *token;
-    int known, first = 1, rc;
+    int known, first = 1, rc, asked_help = 0;
     ssize_t n;
     struct sigaction sa;
 
     /* Global options may come before the command: hone --url U job list. */
-    while (first < argc && strncmp(argv[first], "--", 2) == 0 && argv[first][2] != '\0')
+    while (first < argc && strncmp(argv[first], "--", 2) == 0 && argv[first][2] != '\0') {
+        if (!strcmp(argv[first], "--version")) {
+            printf("hone %s\n", hone_version());
+            return 0;
+        }
+        asked_help |= !strcmp(argv[first], "--help");
         first += strchr(argv[first], '=') || strcmp(argv[first], "--json") == 0 ||
                          strcmp(argv[first], "--help") == 0
                      ? 1
                      : 2;
-    if (first >= argc || strcmp(argv[first], "help") == 0 || strcmp(argv[first], "-h") == 0) {
-        usage_all(first >= argc && argc > 1 ? stderr : stdout);
-        return first >= argc && argc > 1 ? 2 : 0;
+    }
+    if (first >= argc) {
+        const cli_command *tabs[HONE_ARRAY_LEN(tables)];
+        int ns[HONE_ARRAY_LEN(tables)];
+        tables_flat(tabs, ns);
+        /* `hone` and `hone --help` are help (stdout, 0); `hone --json` alone lacks a command */
+        if (!asked_help && argc > 1) {
+            fprintf(stderr, "usage error: no command given (run `hone help` for the list)\n"
+                            "usage: hone [--url URL] [--token T] [--json] COMMAND ...\n");
+            return 2;
+        }
+        cli_usage_all(stdout, tabs, ns, (int)HONE_ARRAY_LEN(tables));
+        return 0;
+    }
+    if (strcmp(argv[first], "help") == 0 || strcmp(argv[first], "-h") == 0)
+        return help(argc, argv, first + 1);
+    if (strcmp(argv[first], "__man") == 0) { /* the build writes cli/hone.1 with it */
+        const cli_command *tabs[HONE_ARRAY_LEN(tables)];
+        int ns[HONE_ARRAY_LEN(tables)];
+        tables_flat(tabs, ns);
+        return cli_man_page(stdout, tabs, ns, (int)HONE_ARRAY_LEN(tables)) ? 1 : 0;
     }
     if (strcmp(argv[first], "completion") == 0) {
         if (first + 1 >= argc || strcmp(argv[first + 1], "bash") != 0) {
             fprintf(stderr,
-                    "usage: hone completion bash   (then: source <(hone completion bash))\n");
+                    "usage error: hone completion bash   (then: source <(hone completion bash))\n");
             return 2;
         }
         const cli_command *tabs[HONE_ARRAY_LEN(tables)];
         int ns[HONE_ARRAY_LEN(tables)];
-        for (size_t t = 0; t < HONE_ARRAY_LEN(tables); t++)
-            tabs[t] = tables[t].cmds, ns[t] = *tables[t].n;
+        tables_flat(tabs, ns);
         return cli_completion_bash(stdout, tabs, ns, (int)HONE_ARRAY_LEN(tables)) ? 1 : 0;
     }
     cmd = find_cmd(argv[first], first + 1 < argc ? argv[first + 1] : NULL, &known);
+    if (!cmd && !strcmp(argv[first], "__complete")) {
+        static const cli_command complete = {
+            "__complete", NULL, NULL, NULL, 0, 1, 1, "KIND", "ids for bash completion", 0};
+        cmd = &complete;
+    }
     if (!cmd) {
+        const cli_command *tabs[HONE_ARRAY_LEN(tables)];
+        int ns[HONE_ARRAY_LEN(tables)];
+        tables_flat(tabs, ns);
+        if (known && (first + 1 >= argc || !strcmp(argv[first + 1], "--help") ||
+                      !strcmp(argv[first + 1], "-h"))) {
+            /* `hone job --help` asks for the verbs; a bare `hone job` lacks one */
+            int h = first + 1 < argc || asked_help;
+            if (!h)
+                fprintf(stderr, "usage error: 'hone %s' needs a command\n", argv[first]);
+            cli_list_verbs(h ? stdout : stderr, argv[first], tabs, ns, (int)HONE_ARRAY_LEN(tables));
+            return h ? 0 : 2;
+        }
+        const char *near =
+            near_word(known ? argv[first] : NULL, known ? argv[first + 1] : argv[first]);
         if (known) {
-            if (first + 1 < argc && strcmp(argv[first + 1], "--help") != 0)
-                fprintf(stderr, "usage error: unknown command 'hone %s %s'\n", argv[first],
-                        argv[first + 1]);
-            list_verbs(stderr, argv[first]);
+            fprintf(stderr, "usage error: unknown command 'hone %s %s'%s%s%s\n", argv[first],
+                    argv[first + 1], near ? " (did you mean '" : "", near ? near : "",
+                    near ? "'?)" : "");
+            cli_list_verbs(stderr, argv[first], tabs, ns, (int)HONE_ARRAY_LEN(tables));
         } else {
-            fprintf(stderr, "usage error: unknown command '%s' (run `hone help` for the list)\n",
-                    argv[first]);
+            fprintf(
+                stderr, "usage error: unknown command '%s'%s%s%s (run `hone help` for the list)\n",
+                argv[first], near ? "; did you mean '" : "", near ? near : "", near ? "'?" : "");
         }
         return 2;
     }
@@ -152,8 +248,16 @@ int main(int argc, char **argv)
         return 2;
     }
     if (cli_flag(&args, "help")) {
-        usage_cmd(stdout, cmd);
+        cli_usage_cmd(stdout, cmd);
         return 0;
+    }
+    if (cli_flag(&args, "version")) {
+        printf("hone %s\n", hone_version());
+        return 0;
+    }
+    if (cli_values_check(&args, err, sizeof err) != 0) {
+        fprintf(stderr, "usage error: %s\n", err);
+        return 2;
     }
     /* --url, $HONE_URL, then the url `hone login` saved; the saved token goes only to that url */
     cli_config_read(cfg_url, sizeof cfg_url, cfg_token, sizeof cfg_token);
@@ -189,8 +293,23 @@ int main(int argc, char **argv)
     }
     if (ctx.rest)
         hone_rest_set_abort(ctx.rest, &cli_stop_flag);
-    rc = cmd->run(&ctx);
+    if (!cmd->run)
+        rc = complete_ids(&ctx, args.pos[0]);
+    else if ((rc = cli_resolve_args(&ctx, cmd)) == 0)
+        rc = cmd->run(&ctx);
+    cli_resolve_free();
     hone_rest_free(ctx.rest);
     curl_global_cleanup();
     return rc;
+}
+
+int main(int argc, char **argv)
+{
+    int json = 0;
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        json |= !strcmp(argv[i], "--json");
+    if (json) /* every error as one JSON object on stderr, whichever file printed it */
+        cli_json_errors_begin();
+    int rc = run(argc, argv);
+    return json ? cli_json_errors_end(rc) : rc;
 }

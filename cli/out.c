@@ -3,11 +3,23 @@
  * Text output is escaped (escape.c): server strings never reach the terminal raw. */
 #include "cli.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+/* The stderr that --json holds (out.c's end), and the real one under it. */
+static FILE *json_err_orig, *json_err_mem;
+static char *json_err_buf;
+static size_t json_err_len;
+
+/* Where a progress bar goes: the terminal's stderr, never the --json error being collected. */
+static FILE *progress_out(void)
+{
+    return json_err_mem ? json_err_orig : stderr;
+}
 
 int cli_call(cli_ctx *c, const char *method, const char *path, const json_t *body,
              hone_rest_resp *resp)
@@ -257,9 +269,9 @@ static void progress_draw(cli_progress *p, double now)
     fmt_bytes((double)p->done, done, sizeof done);
     fmt_bytes((double)p->total, total, sizeof total);
     fmt_bytes(dt > 0 ? (double)p->done / dt : 0.0, rate, sizeof rate);
-    fprintf(stderr, "\r%s %3d%% [%s] %s / %s  %s/s  ", p->what, (int)(frac * 100.0 + 0.5), bar,
-            done, total, rate);
-    fflush(stderr);
+    fprintf(progress_out(), "\r%s %3d%% [%s] %s / %s  %s/s  ", p->what, (int)(frac * 100.0 + 0.5),
+            bar, done, total, rate);
+    fflush(progress_out());
     p->shown = 1;
     p->last = now;
 }
@@ -294,6 +306,116 @@ void cli_progress_end(cli_ctx *c, cli_progress *p)
     hone_rest_set_progress(c->rest, NULL, NULL);
     if (p->total > 0) {
         progress_draw(p, hone_now());
-        fputc('\n', stderr);
+        fputc('\n', progress_out());
     }
+}
+
+/* --json errors: whatever the command writes on stderr (its own "error: ...", the controller's
+ * message, a usage error, from any file of the CLI) is held in memory and handed back at the end
+ * as one JSON object on stderr, so that a script reads every failure the same way. */
+
+void cli_json_errors_begin(void)
+{
+    fflush(stderr);
+    json_err_mem = open_memstream(&json_err_buf, &json_err_len);
+    if (!json_err_mem)
+        return; /* plain text then */
+    json_err_orig = stderr;
+    stderr = json_err_mem;
+}
+
+/* " (field: x)" at the end of msg: cut off, x into field. */
+static void json_err_field(char *msg, char *field, size_t cap)
+{
+    char *f = strstr(msg, " (field: ");
+    size_t n = strlen(msg);
+    if (f && n > 0 && msg[n - 1] == ')' && !strchr(f + 9, '(')) {
+        snprintf(field, cap, "%.*s", (int)(msg + n - 1 - (f + 9)), f + 9);
+        *f = '\0';
+    }
+}
+
+static void json_err_append(char **dst, const char *line)
+{
+    size_t a = *dst ? strlen(*dst) : 0, b = strlen(line);
+    *dst = hone_xrealloc(*dst, a + b + 2);
+    if (a)
+        (*dst)[a++] = '\n';
+    memcpy(*dst + a, line, b + 1);
+}
+
+int cli_json_errors_end(int rc)
+{
+    char *msg = NULL, *hint = NULL, *usage = NULL, field[128] = "";
+    int is_usage = 0;
+
+    if (!json_err_mem)
+        return rc;
+    fclose(json_err_mem);
+    json_err_mem = NULL;
+    stderr = json_err_orig;
+    for (char *l = json_err_buf, *nl; l && *l; l = nl ? nl + 1 : NULL) {
+        if ((nl = strchr(l, '\n')))
+            *nl = '\0';
+        char *cr = strrchr(l, '\r'); /* a progress line rewritten in place: its last state */
+        if (cr)
+            l = cr + 1;
+        if (!*l)
+            continue;
+        if (!strncmp(l, "usage error: ", 13)) {
+            is_usage = 1;
+            json_err_append(&msg, l + 13);
+        } else if (!strncmp(l, "error: ", 7)) {
+            json_err_append(&msg, l + 7);
+        } else if (!strncmp(l, "hint: ", 6)) {
+            json_err_append(&hint, l + 6);
+        } else if (!strncmp(l, "usage: ", 7)) {
+            json_err_append(&usage, l + 7);
+        } else {
+            json_err_append(&msg, l);
+        }
+    }
+    if (msg || rc != 0) {
+        json_t *o = json_object();
+        if (msg) { /* the field belongs to the first line, the message's own */
+            char *nl = strchr(msg, '\n'), *tail = nl ? hone_xstrdup(nl + 1) : NULL;
+            if (nl)
+                *nl = '\0';
+            json_err_field(msg, field, sizeof field);
+            if (tail)
+                json_err_append(&msg, tail);
+            free(tail);
+        }
+        if (!field[0] && msg && is_usage) { /* a usage error names its option */
+            const char *d = strstr(msg, "--");
+            size_t n = 0;
+            if (d)
+                while (d[2 + n] && (isalnum((unsigned char)d[2 + n]) || d[2 + n] == '-') &&
+                       n + 1 < sizeof field)
+                    n++;
+            if (n)
+                snprintf(field, sizeof field, "%.*s", (int)n, d + 2);
+            else if (strstr(msg, "unknown command"))
+                snprintf(field, sizeof field, "command");
+        }
+        json_object_set_new(o, rc != 0 ? "error" : "warning",
+                            json_string(msg ? msg : "the command failed"));
+        json_object_set_new(o, "field", field[0] ? json_string(field) : json_null());
+        if (hint)
+            json_object_set_new(o, "hint", json_string(hint));
+        if (usage)
+            json_object_set_new(o, "usage", json_string(usage));
+        json_object_set_new(o, "exit", json_integer(rc));
+        char *s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+        if (s)
+            fprintf(stderr, "%s\n", s);
+        free(s);
+        json_decref(o);
+    }
+    free(msg);
+    free(hint);
+    free(usage);
+    free(json_err_buf);
+    json_err_buf = NULL;
+    return rc;
 }

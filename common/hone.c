@@ -83,3 +83,8 @@ char *hone_xstrdup(const char *s)
     memcpy(p, s, n);
     return p;
 }
+
+const char *hone_version(void)
+{
+    return HONE_VERSION;
+}

@@ -49,6 +49,15 @@ int hone_sha256_fd(int fd, char out[65]);
  * warn when others may read it. */
 int hone_secret_read(const char *path, char *out, size_t len, unsigned *mode);
 
+/* The candidate closest to word by edit distance (adjacent swaps count one edit, case ignored)
+ * when it is close enough to be a slip, or the one candidate word is a prefix of; else NULL.
+ * cands: n entries, or fewer when a NULL ends them (pass SIZE_MAX for a NULL-terminated list).
+ * What commands, options, enum values and spec keys say in their "did you mean" (suggest.c). */
+const char *hone_suggest(const char *word, const char *const *cands, size_t n);
+
+/* The version of every Hone program: CMake's project version (one place, CMakeLists.txt). */
+const char *hone_version(void);
+
 #define HONE_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif

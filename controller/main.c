@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include "controller.h"
+#include "hone.h"
 
 static void usage(FILE *f)
 {
@@ -46,6 +47,9 @@ static void on_signal(uv_signal_t *s, int signum)
 
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* the version of every Hone program, one string */
+        if (!strcmp(argv[i], "--version"))
+            return printf("hone-controller %s\n", hone_version()) < 0;
     hone_controller_config cfg;
     char err[512] = "";
     const char *flags[][2] = {{"--listen", "listen"},

@@ -10,13 +10,12 @@
 #include "ctl.h"
 #include "ctl_spec.h"
 #include "routes.h"
+#include "search.h"
 #include "store.h"
 #include "util.h"
 
 static const char *const metrics[] = {"val_accuracy", "val_loss", "train_loss", "val_map",
                                       "map",          "kpi",      NULL};
-static const char *const algos[] = {"bayesian", "hyperband", "asha", "bohb",
-                                    "random",   "b",         "h",    NULL};
 
 static const hone_json_field exp_fields[] = {
     {.name = "name", .type = HONE_JSON_STRING, .required = 1, .min_len = 1, .max_len = 200},
@@ -34,7 +33,9 @@ static const hone_json_field exp_fields[] = {
 
 static const hone_json_field automl_fields[] = {
     {.name = "automl_enabled", .type = HONE_JSON_BOOL},
-    {.name = "automl_algorithm", .type = HONE_JSON_STRING, .enum_values = algos},
+    /* search's names; TAO's one-letter aliases "b" and "h" are accepted too (exp_validate spells
+     * them out before the check, so that no message lists them) */
+    {.name = "automl_algorithm", .type = HONE_JSON_STRING, .enum_values = hone_algo_names},
     {.name = "automl_max_recommendations",
      .type = HONE_JSON_INT,
      .has_range = 1,
@@ -126,6 +127,10 @@ static int exp_validate(hone_controller *c, const char *owner, json_t *body, hon
         return HONE_EINVAL;
     }
     json_t *as = json_object_get(body, "automl_settings");
+    const char *alias = json_is_object(as) ? jstr(as, "automl_algorithm") : NULL;
+    if (alias && (!strcmp(alias, "b") || !strcmp(alias, "h")))
+        json_object_set_new(as, "automl_algorithm",
+                            json_string(alias[0] == 'b' ? "bayesian" : "hyperband"));
     if (as && json_is_object(as) &&
         hone_json_check_prefix(as, "automl_settings", automl_fields, HONE_ARRAY_LEN(automl_fields),
                                res))

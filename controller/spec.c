@@ -33,8 +33,10 @@ static int flatten(const json_t *in, const char *base, const char *prefix, json_
         }
         const hone_spec_key *sk = hone_spec_key_find(dotted);
         if (!sk || !sk->user) {
-            snprintf(msg, msglen, "%s: %s", dotted,
-                     sk ? "is set by the controller" : "unknown spec key");
+            const char *near = sk ? NULL : hone_spec_key_suggest(dotted);
+            snprintf(msg, msglen, "%s: %s%s%s%s", dotted,
+                     sk ? "is set by the controller" : "unknown spec key",
+                     near ? " (did you mean " : "", near ? near : "", near ? "?)" : "");
             return HONE_EINVAL;
         }
         if (hone_spec_check_json(dotted, v, msg, msglen))

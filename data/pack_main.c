@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "data.h"
+#include "hone.h"
 
 static void usage(FILE *f)
 {
@@ -102,6 +103,9 @@ static int verify(const char *path)
 
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* the version of every Hone program, one string */
+        if (!strcmp(argv[i], "--version"))
+            return printf("hone-pack %s\n", hone_version()) < 0;
     const char *pos[2] = {NULL, NULL};
     int npos = 0, w = 0, h = 0, channels = 0, threads = 0, quiet = 0, json = 0, kitti = 0, coco = 0;
     const char *classes = NULL;

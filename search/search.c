@@ -8,6 +8,8 @@
 
 #include "search_internal.h"
 
+const char *const hone_algo_names[] = {"bayesian", "hyperband", "asha", "bohb", "random", NULL};
+
 int hone_algo_parse(const char *name, hone_algo *out)
 {
     static const struct {

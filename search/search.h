@@ -99,6 +99,9 @@ typedef enum {
 
 /* Parses "random", "bayesian", "hyperband", "asha", "bohb" (TAO's "b"/"h" too). */
 int hone_algo_parse(const char *name, hone_algo *out);
+/* The algorithms' names, NULL-terminated, in the order help and messages list them (the parser
+ * also takes TAO's aliases "b" and "h", which no list shows). */
+extern const char *const hone_algo_names[];
 const char *hone_algo_name(hone_algo a);
 
 typedef struct hone_search_opts {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "spec.h"
+#include "hone.h"
 
 static char *read_all(const char *path)
 {
@@ -29,6 +30,9 @@ static char *read_all(const char *path)
 
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* the version of every Hone program, one string */
+        if (!strcmp(argv[i], "--version"))
+            return printf("hone-spec-schema %s\n", hone_version()) < 0;
     char *text = hone_spec_json_schema_text();
     int rc = 0;
     if (argc == 3 && !strcmp(argv[1], "--check")) {

@@ -264,6 +264,16 @@ const hone_spec_key *hone_spec_key_find(const char *name)
     return NULL;
 }
 
+const char *hone_spec_key_suggest(const char *name)
+{
+    const char *names[HONE_ARRAY_LEN(keys)];
+    size_t n = 0;
+    for (size_t i = 0; i < HONE_ARRAY_LEN(keys); i++)
+        if (keys[i].user) /* the keys a user may set, never the controller's own */
+            names[n++] = keys[i].name;
+    return hone_suggest(name, names, n);
+}
+
 int hone_spec_key_used_by(const hone_spec_key *k, const char *network)
 {
     int i = hone_spec_network_index(network);
@@ -279,6 +289,14 @@ static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
         va_end(ap);
     }
     return rc;
+}
+
+/* "train.lrr: unknown key (did you mean train.lr?)" */
+static int unknown_key(char *err, size_t errlen, int rc, const char *key)
+{
+    const char *near = hone_spec_key_suggest(key);
+    return fail(err, errlen, rc, "%s: unknown key%s%s%s", key, near ? " (did you mean " : "",
+                near ? near : "", near ? "?)" : "");
 }
 
 /* Decodes one UTF-8 sequence at s (shortest form, no surrogates, at most U+10FFFF): its length
@@ -545,7 +563,7 @@ int hone_spec_set_text(hone_spec *s, const char *key, const char *text, int quot
     const hone_spec_key *k = hone_spec_key_find(key);
     value v = {0};
     if (!k)
-        return fail(err, errlen, HONE_EPARSE, "%s: unknown key", key);
+        return unknown_key(err, errlen, HONE_EPARSE, key);
     int rc = parse_text(k, text, quoted, &v, err, errlen);
     if (rc == HONE_OK)
         rc = check_value(k, &v, HONE_EPARSE, err, errlen);
@@ -559,7 +577,7 @@ int hone_spec_check_json(const char *key, const json_t *j, char *err, size_t err
     const hone_spec_key *k = hone_spec_key_find(key);
     value v = {0};
     if (!k)
-        return fail(err, errlen, HONE_EINVAL, "%s: unknown key", key);
+        return unknown_key(err, errlen, HONE_EINVAL, key);
     int rc = parse_json(k, j, &v, err, errlen);
     return rc ? rc : check_value(k, &v, HONE_EINVAL, err, errlen);
 }
@@ -569,7 +587,7 @@ int hone_spec_set_json(hone_spec *s, const char *key, const json_t *j, char *err
     const hone_spec_key *k = hone_spec_key_find(key);
     value v = {0};
     if (!k)
-        return fail(err, errlen, HONE_EINVAL, "%s: unknown key", key);
+        return unknown_key(err, errlen, HONE_EINVAL, key);
     int rc = parse_json(k, j, &v, err, errlen);
     if (rc == HONE_OK)
         rc = check_value(k, &v, HONE_EINVAL, err, errlen);

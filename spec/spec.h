@@ -147,6 +147,8 @@ typedef struct hone_spec_key {
 size_t hone_spec_nkeys(void);
 const hone_spec_key *hone_spec_key_at(size_t i);
 const hone_spec_key *hone_spec_key_find(const char *name); /* NULL when unknown */
+/* The user key closest to name (a slip: "train.lrr" gives "train.lr"), or NULL (hone_suggest). */
+const char *hone_spec_key_suggest(const char *name);
 /* Whether a network (by name) uses the key. */
 int hone_spec_key_used_by(const hone_spec_key *k, const char *network);
 

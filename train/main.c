@@ -38,6 +38,7 @@
 
 #include "serve.h"
 #include "train.h"
+#include "hone.h"
 
 /* A --pack-file trial's end: its reason on stderr, its trial_exit line on stdout at once. */
 typedef struct {
@@ -151,6 +152,9 @@ static int pack_file(const char *path, int threads)
 
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* the version of every Hone program, one string */
+        if (!strcmp(argv[i], "--version"))
+            return printf("hone-train %s\n", hone_version()) < 0;
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--serve") == 0)
             return train_serve(argc, argv);

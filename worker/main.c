@@ -7,6 +7,7 @@
 #include <curl/curl.h>
 
 #include "worker.h"
+#include "hone.h"
 
 static volatile sig_atomic_t worker_stop_flag;
 
@@ -18,6 +19,9 @@ static void on_signal(int sig)
 
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++) /* the version of every Hone program, one string */
+        if (!strcmp(argv[i], "--version"))
+            return printf("hone-worker %s\n", hone_version()) < 0;
     hone_worker_opts o;
     char err[2048];
     struct sigaction sa;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/cli/test_cli_completion.sh: `hone completion bash` completes every command `hone help`
-# lists (noun, then verb), each command's own options, and skips option values while finding them.
+# lists (noun, then verb), each command's own options, and skips option values while finding them;
+# option values and help topics complete too (the controller's ids: test_cli_habits.py).
 # Usage: test_cli_completion.sh HONE
 set -u
 HONE=$1
@@ -40,5 +41,16 @@ expect --spec experiment create --name x --sp
 expect evaluate --url http://x job ev
 expect --parent job list --status running --pa
 expect bash completion b
+# option values from the code's own tables (issue 28): algorithms, networks, statuses, devices,
+# spec keys (as KEY=), sweepable keys, help topics; the word after a value option is its value
+expect hyperband automl start --algorithm hy
+expect_not --name automl start --algorithm ""
+expect detectnet_v2 experiment create --network de
+expect running job list --status ru
+expect cuda local --device c
+expect train.lr= train start --spec train.l
+expect train.lr automl start --param train.l
+expect specs help sp
+expect help he
 [ $fail = 0 ] && echo "completion: ok ($n commands)"
 exit $fail

@@ -74,7 +74,8 @@ check_search() {
   "$HONE" job download "$job" --out "$dir" >/dev/null || fail "$algo: download"
   [ -s "$dir/best_model/model.bin" ] || fail "$algo: best_model/model.bin missing"
   [ -s "$dir/best_model/spec.yaml" ] || fail "$algo: best_model/spec.yaml missing"
-  "$HONE" job status "$job" | grep -q "best_metric" || fail "$algo: human status"
+  # issue 28: the human status is a summary, its best on a "best  METRIC VALUE (trial N, job ID)" line
+  "$HONE" job status "$job" | grep -q "^best  *val_accuracy [0-9.]* (trial [0-9]*, job $best_job)" || fail "$algo: human status"
   echo "$algo: best val_accuracy $best (job $best_job), artifacts ok"
 }
 

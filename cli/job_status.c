@@ -268,6 +268,7 @@ int cli_job_status(cli_ctx *c)
     const json_t *j = resp.json;
     const char *name = json_string_value(json_object_get(j, "name"));
     const char *err = json_string_value(json_object_get(j, "error"));
+    const char *elog = json_string_value(json_object_get(j, "error_log"));
     const char *eid = json_string_value(json_object_get(j, "experiment_id"));
     const char *parent = json_string_value(json_object_get(j, "parent_id"));
     const char *model = json_string_value(json_object_get(j, "parent_job_id"));
@@ -293,6 +294,8 @@ int cli_job_status(cli_ctx *c)
                     : "?");
     if (err)
         status_text("error", err);
+    if (elog) /* a failed job's last lines, one a line (`hone job logs` has them all) */
+        status_text("last lines", elog);
     if (json_is_object(json_object_get(j, "automl"))) {
         status_automl(c, j);
         json_object_del(resp.json, "metric");

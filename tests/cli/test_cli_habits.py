@@ -5,7 +5,7 @@ real hone-controller, with a fake worker reporting epochs:
    start --experiment NAME`, `experiment create --train-dataset NAME`; a name two datasets share
    is an error (exit 2) listing both ids; an id still works;
 2. errors under --json: one JSON object on stderr with the controller's message and field, exit 1
-   (a canceled or failed job's too, from `job wait`); a failed job's error in `job status`, line by
+   (a canceled or failed job's too, from `job wait`); a failed job's error and last lines in `job status`, line by
    line;
 3. did you mean: a spec key (train.lrr -> train.lr) from the controller; the controller's algorithm
    list names the five algorithms once, with no stray "b h", and suggests the near one;
@@ -243,7 +243,8 @@ def main():
                   "final": {}}, headers=w.headers)
         so = ok(u, "job", "status", fj["id"])
         assert re.search(r"^status +failed$", so, re.M), so
-        assert re.search(r"^error +.*first line$", so, re.M), so
+        assert re.search(r"^error +second line$", so, re.M), so  # the cause: the last line
+        assert re.search(r"^last lines first line$", so, re.M), so  # then the tail, a line each
         assert re.search(r"^ {11}second line$", so, re.M), so
         rc, so, se = hone(u, "--json", "job", "wait", fj["id"])
         err = json.loads(se)

@@ -240,6 +240,12 @@ export async function jobView(id, compareSel) {
       const v = [...t.epochs.values()].map((m) => m[metricDefault]).filter(Number.isFinite);
       return v.length ? (maximize ? Math.max(...v) : Math.min(...v)) : null;
     };
+    const bestEpoch = (t, jj) => {
+      if (jj.result && jj.result.best_epoch) return jj.result.best_epoch;
+      const es = [...t.epochs.entries()].filter(([, m]) => Number.isFinite(m[metricDefault]));
+      if (!es.length) return "-";
+      return es.reduce((a, b) => ((maximize ? b[1][metricDefault] > a[1][metricDefault] : b[1][metricDefault] < a[1][metricDefault]) ? b : a))[0];
+    };
     let best = all.find((t) => t.id === bestId);
     if (!best) best = all.filter((t) => Number.isFinite(bestOf(t))).sort((a, b) => (maximize ? -1 : 1) * (bestOf(a) - bestOf(b)))[0];
     drawCurves($("#curves"), all.map((t) => ({
@@ -252,7 +258,7 @@ export async function jobView(id, compareSel) {
     if (best) {
       const cfg = Object.entries(best.config || {}).map(([k, v]) => `<tr><td>${esc(k)}</td><td>${esc(fmt(v))}</td></tr>`).join("");
       $("#best").innerHTML = `<table class="kv"><tr><td>${best.trial !== null ? "trial" : "job"}</td><td>${esc(best.trial ?? best.id)}</td></tr>
-        <tr><td>${esc(metricDefault)}</td><td>${esc(fmt(bestOf(best) ?? ""))}</td></tr>${cfg || `<tr><td>best epoch</td><td>${esc(j.result && j.result.best_epoch ? j.result.best_epoch : "-")}</td></tr><tr><td colspan="2" class="muted">the experiment's spec</td></tr>`}</table>`;
+        <tr><td>${esc(metricDefault)}</td><td>${esc(fmt(bestOf(best) ?? ""))}</td></tr>${cfg || `<tr><td>best epoch</td><td>${esc(bestEpoch(best, j))}</td></tr><tr><td colspan="2" class="muted">the experiment's spec</td></tr>`}</table>`;
     }
     const keys = [...new Set(all.flatMap((t) => Object.keys(t.config || {})))].sort();
     const anyError = all.some((t) => t.error);

@@ -24,6 +24,7 @@ let generation = 0;
 async function route() {
   const gen = ++generation;
   if (current) { current(); current = null; }
+  delete document.body.dataset.view;
   showError(null);
   const h = location.hash.replace(/^#/, "");
   let m, teardown;
@@ -45,6 +46,7 @@ async function route() {
   }
   if (gen !== generation) { teardown(); return; }
   current = teardown;
+  document.body.dataset.view = h; // the view shown (the browser test waits for it)
 }
 
 $("#token").value = api.token;

@@ -85,7 +85,17 @@ class Page:
 
     def go(self, hash_):
         self.b.get(self.base + "/" + hash_)
-        wait_for("the view of " + hash_, lambda: "loading" not in self.text("#main"))
+        # a new hash on the same page is no reload: wait for the view of this one
+        wait_for("the view of " + hash_, lambda: self.b.execute_script(
+            "return document.body.dataset.view") == hash_.lstrip("#"))
+
+    def open_new_job(self):
+        """Follows the link an action's notice gives to the job it started; returns its id once
+        its page (not the one before) is shown."""
+        jid = wait_for("the new job's link", lambda: self.attr("#newjob", "href").rsplit("/", 1)[1])
+        self.click("#newjob")
+        wait_for("the page of " + jid, lambda: jid in self.text("#main h2"))
+        return jid
 
     def status(self):
         return self.text("#jobstatus")
@@ -254,16 +264,14 @@ def run(c, p, d, dl):
     p.click("#act-download")
     downloaded(dl, t1 + "-model.bin", artifact(c, t1, "model.bin"))
     p.click("#act-evaluate")
-    p.click("#newjob")
-    ev = b.current_url.rsplit("/", 1)[1]
+    ev = p.open_new_job()
     wait_for("evaluate done", lambda: p.status() == "done", timeout=120)
     res = wait_for("its result", lambda: p.text("#resulttable"))
     acc = api(c, "GET", "/api/v1/jobs/" + ev)["result"]["accuracy"]
     assert "accuracy" in res and ("%.4g" % acc) in res, (res, acc)
     p.go("#/jobs/" + t1)
     p.click("#act-export")
-    p.click("#newjob")
-    ex = b.current_url.rsplit("/", 1)[1]
+    ex = p.open_new_job()
     wait_for("export done", lambda: p.status() == "done", timeout=120)
     p.click("#act-download")
     downloaded(dl, ex + "-model.onnx", artifact(c, ex, "model.onnx"))

@@ -209,6 +209,7 @@ export async function jobView(id, compareSel) {
     const p = progressOf(j, Date.now() / 1000, perEpoch(state.arrivals), state.seen, state.last);
     $("#progress").textContent = p.text;
     $("#bar").hidden = p.frac === null;
+    $("#bar").className = j.status === "failed" || j.status === "canceled" ? "bad" : "";
     if (p.frac !== null) $("#bar").style.width = `${Math.round(Math.min(1, Math.max(0, p.frac)) * 100)}%`;
     if (j.automl && typeof j.automl === "object") {
       // every plain field the controller reports, those added later too
@@ -267,7 +268,7 @@ export async function jobView(id, compareSel) {
       {key: "status", label: "status", value: (t) => t.status, html: (t) => statusBadge(t.status)},
       {key: "epochs", label: "epochs", value: (t) => Math.max(t.epochs.size, t.epochN || 0), html: (t) => esc(Math.max(t.epochs.size, t.epochN || 0))},
       {key: "best", label: `best ${metricDefault}`, value: bestOf, html: (t) => esc(fmt(bestOf(t) ?? ""))},
-      ...(anyError ? [{key: "error", label: "error", value: (t) => t.error || "", cls: "err", html: (t) => `<span title="${esc(t.error || "")}">${esc((t.error || "").split("\n").filter(Boolean).pop() || "")}</span>`}] : []),
+      ...(anyError ? [{key: "error", label: "error", value: (t) => t.error || "", cls: "err", html: (t) => `<span title="${esc(t.error || "")}">${esc((t.error || "").split("\n").find((l) => l.trim()) || "")}</span>`}] : []),
       ...keys.map((k) => ({key: "cfg." + k, label: k, value: (t) => (t.config || {})[k], html: (t) => esc(fmt((t.config || {})[k] ?? ""))})),
     ];
     // each trial's colour set through the DOM: the page's CSP allows no inline style attribute

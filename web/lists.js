@@ -54,7 +54,7 @@ export async function listView(expId, compareSel) {
     {key: "status", label: "status", value: (j) => j.status, html: (j) => statusBadge(j.status)},
     {key: "progress", label: "progress", value: (j) => (j.epochs_target ? (j.epoch || 0) / j.epochs_target : j.automl ? j.automl.trials_done : null), html: (j) => esc(jobProgress(j))},
     {key: "best", label: "best", value: bestOf, html: (j) => esc(fmt(bestOf(j) ?? ""))},
-    {key: "error", label: "error", value: (j) => j.error || "", cls: "err", html: (j) => `<span title="${esc(j.error || "")}">${esc((j.error || "").split("\n").filter(Boolean).pop() || "")}</span>`},
+    {key: "error", label: "error", value: (j) => j.error || "", cls: "err", html: (j) => `<span title="${esc(j.error || "")}">${esc((j.error || "").split("\n").find((l) => l.trim()) || "")}</span>`},
     {key: "experiment", label: "experiment", value: (j) => j.experiment_id, cls: "muted", html: (j) => esc(j.experiment_id)},
     {key: "created", label: "created", value: (j) => j.created_unix ?? j.created, cls: "muted", html: (j) => esc(j.created)},
   ], rows, sorts.jobs, {select: compareSel, onSelect, onRow: (j) => go("#/jobs/" + j.id)()});

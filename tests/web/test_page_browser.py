@@ -81,7 +81,8 @@ class Page:
         return self.el(css).text
 
     def click(self, css):
-        wait_for("%s clickable" % css, lambda: self.el(css).is_enabled() and (self.el(css).click() or True))
+        wait_for("%s clickable" % css,
+                 lambda: self.el(css).is_enabled() and (self.el(css).click() or True))
 
     def go(self, hash_):
         self.b.get(self.base + "/" + hash_)
@@ -300,7 +301,8 @@ def run(c, p, d, dl):
           const g = cv.getContext('2d');
           let outside = 0;  // coloured pixels in the 20 rows below the plot's foot
           const px = g.getImageData(0, 300 - 20, 600, 20).data;
-          for (let i = 0; i < px.length; i += 4) if (px[i + 3] && (px[i] > 150 || px[i + 2] > 150) && px[i + 1] < 100) outside++;
+          for (let i = 0; i < px.length; i += 4)
+            if (px[i + 3] && (px[i] > 150 || px[i + 2] > 150) && px[i + 1] < 100) outside++;
           done([cv.dataset.missing, cv.dataset.offplot, cv.dataset.lines, outside]);
           cv.remove();
         }, (e) => done(String(e)));""")
@@ -339,7 +341,8 @@ def run(c, p, d, dl):
     wait_for("the list", lambda: p.el("#jobs"))
     p.click("#jobs th[data-key=status]")
     wait_for("sorted by status", lambda: p.attr("#jobs", "data-sort") == "status:asc")
-    st = [tr.find_elements(By.TAG_NAME, "td")[4].text for tr in b.find_elements(By.CSS_SELECTOR, "#jobs tbody tr")]
+    st = [tr.find_elements(By.TAG_NAME, "td")[4].text
+          for tr in b.find_elements(By.CSS_SELECTOR, "#jobs tbody tr")]
     assert st == sorted(st) and "canceled" in st and "failed" in st, st
     for jid in (t1, auto):
         p.click('#jobs input[data-id="%s"]' % jid)
@@ -353,7 +356,8 @@ def run(c, p, d, dl):
     wait_for("the datasets", lambda: "fmnist" in p.text("#datasets") and "broken" in p.text("#datasets"))
     assert "60000 train" in p.text("#datasets"), p.text("#datasets")
     p.click('a[href="#/datasets/%s"]' % fm["id"])
-    wait_for("its stats", lambda: "train_images" in p.text("#dsdetail") and "60000" in p.text("#dsdetail"))
+    wait_for("its stats",
+             lambda: "train_images" in p.text("#dsdetail") and "60000" in p.text("#dsdetail"))
 
     # a user's login token: the page works, and hides the admins' worker list
     user = api(c, "POST", "/api/v1/users", {"name": "alice", "role": "user"})

@@ -104,13 +104,13 @@ export async function jobView(id, compareSel) {
     </div>
     <div id="parsec"><h2>Trials: hyperparameters against ${esc(metricDefault)}</h2>
     <div class="card"><canvas id="parallel"></canvas></div></div>
-    <h2><span id="trialshead">Trials</span> <button id="compare" type="button" disabled>Compare selected</button></h2>
-    <div class="scroll"><table id="trials"></table></div>
+    <div id="trialsec"><h2><span id="trialshead">Trials</span> <button id="compare" type="button" disabled>Compare selected</button></h2>
+    <div class="scroll"><table id="trials"></table></div></div>
     <h2>Log <span id="loginfo" class="muted"></span></h2>
     <pre id="logs" class="logs"></pre>
     <div id="workersec" hidden><h2>Workers</h2><div class="scroll"><table id="workers"></table></div></div>
     <h2>Artifacts</h2><div class="scroll"><table id="artifacts"></table></div>`;
-  if (!trainLike) { $("#plots").hidden = true; $("#parsec").hidden = true; }
+  if (!trainLike) { $("#plots").hidden = true; $("#parsec").hidden = true; $("#trialsec").hidden = true; }
 
   const state = {job, trials: new Map(), metrics: new Set(), metric: metricDefault, dirty: true, files: null,
     sort: {key: "trial", dir: 1}, arrivals: [], seen: 0};
@@ -188,17 +188,35 @@ export async function jobView(id, compareSel) {
     $("#act-download").disabled = !(mf && state.files && state.files.some((f) => f.name === mf));
   }
 
+  // An ended non-training job's result: its plain fields, and for evaluate the confusion matrix
+  // (rows: true class, columns: predicted) with each class's accuracy, shaded by row share.
   function renderResult() {
     const r = state.job.result || {};
-    if (trainLike || !isOver(state.job.status)) { $("#result").innerHTML = ""; return; }
+    const el = $("#result");
+    if (trainLike || !isOver(state.job.status)) { el.innerHTML = ""; return; }
+    if (el.dataset.for === state.job.status) return;
+    el.dataset.for = state.job.status;
     const scalars = Object.entries(r).filter(([, v]) => v !== null && typeof v !== "object");
     let html = `<div class="card"><h2 class="flush">Result</h2><table class="kv" id="resulttable">${scalars.map(([k, v]) =>
       `<tr><td>${esc(k)}</td><td>${esc(fmt(v))}</td></tr>`).join("")}</table>`;
-    if (Array.isArray(r.classes) && Array.isArray(r.per_class_accuracy)) {
-      html += `<table class="kv"><tr><th>class</th><th>accuracy</th></tr>${r.classes.map((c, i) =>
-        `<tr><td>${esc(c)}</td><td>${esc(fmt(r.per_class_accuracy[i] ?? "-"))}</td></tr>`).join("")}</table>`;
+    const cm = r.confusion_matrix, cls = r.classes;
+    if (Array.isArray(cls) && Array.isArray(cm) && cm.length === cls.length) {
+      html += `<h2>Confusion matrix <span class="muted">(rows: true class, columns: predicted)</span></h2>
+        <div class="scroll"><table id="confusion" class="matrix"><tr><th></th>${cls.map((c) => `<th>${esc(c)}</th>`).join("")}<th>accuracy</th></tr>` +
+        cm.map((row, i) => `<tr><th>${esc(cls[i])}</th>${row.map((n) => `<td>${esc(n)}</td>`).join("")}
+          <td>${esc(fmt((r.per_class_accuracy || [])[i] ?? "-"))}</td></tr>`).join("") + "</table></div>";
     }
-    $("#result").innerHTML = html + "</div>";
+    el.innerHTML = html + "</div>";
+    if (Array.isArray(cm)) {
+      el.querySelectorAll("#confusion tr").forEach((tr, i) => {
+        if (!i) return;
+        const row = cm[i - 1] || [], total = row.reduce((a, b) => a + b, 0) || 1;
+        tr.querySelectorAll("td").forEach((td, j) => {
+          if (j >= row.length) return;
+          td.style.backgroundColor = `hsla(${i - 1 === j ? 140 : 0}, 70%, 45%, ${(row[j] / total) * 0.8})`;
+        });
+      });
+    }
   }
 
   function render() {
@@ -328,7 +346,7 @@ export async function jobView(id, compareSel) {
   const logEl = $("#logs");
   const showLogs = () => {
     const atEnd = logEl.scrollTop + logEl.clientHeight >= logEl.scrollHeight - 4;
-    logEl.textContent = logs.lines.join("\n");
+    logEl.textContent = logs.lines.length ? logs.lines.join("\n") : logs.complete ? "no log lines" : "no log lines yet";
     logEl.dataset.lines = String(logs.lines.length);
     if (atEnd) logEl.scrollTop = logEl.scrollHeight;
   };
@@ -342,6 +360,7 @@ export async function jobView(id, compareSel) {
     end: async () => {
       try {
         const text = await api.raw(`${jobPath(id)}/logs`, "text");
+        logs.complete = true;
         logs.lines = text.split("\n").filter((l, i, a) => l !== "" || i < a.length - 1).slice(-LOG_LINES);
         showLogs();
         $("#loginfo").textContent = "(complete)";

@@ -13,7 +13,8 @@ CPU). Through the page only:
 - a job whose trainer fails (its dataset's file broken after the check) shows its error text;
   screenshot job-failed.png;
 - the done train job (screenshot job-done.png): download its model (the artifact's bytes),
-  evaluate (the new job's page shows its accuracy), export and download the ONNX file;
+  evaluate (the new job's page shows its accuracy and confusion matrix), export and download the
+  ONNX file;
 - the AutoML job: its trials' curves, parallel-coordinates lines and table dots share one colour
   per trial, nothing drawn off the plot; the trials table sorts by any column; two trials compared
   overlaid and side by side, the results table sorted; screenshot compare.png; two jobs compared
@@ -270,6 +271,13 @@ def run(c, p, d, dl):
     res = wait_for("its result", lambda: p.text("#resulttable"))
     acc = api(c, "GET", "/api/v1/jobs/" + ev)["result"]["accuracy"]
     assert "accuracy" in res and ("%.4g" % acc) in res, (res, acc)
+    # the confusion matrix: its diagonal over its total is the accuracy
+    cells = [[int(td.text) for td in tr.find_elements(By.TAG_NAME, "td")[:-1]]
+             for tr in b.find_elements(By.CSS_SELECTOR, "#confusion tr")[1:]]
+    assert len(cells) == 10 and all(len(r) == 10 for r in cells), cells
+    total = sum(map(sum, cells))
+    assert total == 200 and abs(sum(cells[i][i] for i in range(10)) / total - acc) < 1e-6, cells
+    p.shot("evaluate.png")
     p.go("#/jobs/" + t1)
     p.click("#act-export")
     ex = p.open_new_job()

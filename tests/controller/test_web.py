@@ -3,8 +3,10 @@
 content types and no-cache, and the security headers (a strict Content-Security-Policy with
 frame-ancestors 'none', X-Frame-Options DENY, nosniff, no referrer; the page has no inline script or
 style attribute for the policy to block); an unknown file is 404; with an admin token set the page itself needs
-none (it holds no data) while the API still does. The page in a browser: tests/web/."""
+none (it holds no data) while the API still does; every module a script imports is served beside it.
+The page in a browser: tests/web/."""
 import os
+import re
 import sys
 import urllib.request
 
@@ -63,6 +65,13 @@ def main():
         assert "http://" not in html and "https://" not in html
         for ref in ("/ui/app.js", "/ui/style.css"):
             assert ref in html and get(c, ref)[0] == 200
+        # every module a script imports is served beside it (a missing one breaks the page)
+        for name in files:
+            if name.endswith(".js"):
+                with open(os.path.join(WEB, name)) as f:
+                    refs = re.findall(r'^import .* from "\./([^"]+)";$', f.read(), re.M)
+                for ref in refs:
+                    assert ref in files and get(c, "/ui/" + ref)[0] == 200, (name, ref)
         st, err = c.req("GET", "/ui/nope.js")
         assert st == 404 and err["error"]["field"] == "name", (st, err)
         st, err = c.req("GET", "/ui/..%2fhone.db")

@@ -22,6 +22,12 @@ static void print_created(cli_ctx *c, hone_rest_resp *resp)
                cli_cell(json_object_get(st, "train_images"), a, sizeof(a)),
                cli_cell(json_object_get(st, "test_images"), b, sizeof(b)),
                cli_cell(json_object_get(st, "classes"), k, sizeof(k)));
+        const char *fmt = json_string_value(json_object_get(resp->json, "format"));
+        if (json_is_true(json_object_get(resp->json, "format_guessed")))
+            printf("format: %s (guessed from the folder's shape; give --format to choose)\n",
+                   fmt ? fmt : "?");
+        else if (fmt)
+            printf("format: %s\n", fmt);
     }
     hone_rest_resp_clear(resp);
 }
@@ -35,11 +41,11 @@ static int dataset_create(cli_ctx *c)
     int rc;
 
     json_object_set_new(body, "name", json_string(cli_arg(c->a, "name")));
-    json_object_set_new(
-        body, "type",
-        json_string(cli_arg(c->a, "type") ? cli_arg(c->a, "type") : "image_classification"));
-    json_object_set_new(body, "format",
-                        json_string(cli_arg(c->a, "format") ? cli_arg(c->a, "format") : "idx"));
+    /* no --format (and no --type): the controller guesses them from the folder's shape */
+    if (cli_arg(c->a, "type"))
+        json_object_set_new(body, "type", json_string(cli_arg(c->a, "type")));
+    if (cli_arg(c->a, "format"))
+        json_object_set_new(body, "format", json_string(cli_arg(c->a, "format")));
     if (path && path[0] != '/' && realpath(path, abs))
         path = abs;
     json_object_set_new(body, "path", json_string(path));
@@ -53,8 +59,9 @@ static int dataset_create(cli_ctx *c)
     return 0;
 }
 
-/* `hone dataset upload FILE.tar`: sends a plain (ustar) tar archive; the controller checks it
- * whole before it stores anything. */
+/* `hone dataset upload FILE`: sends a tar (of the dataset folder or of its contents), tar.gz or
+ * zip as it is; the controller tells them apart by their first bytes and checks the archive whole
+ * before it stores anything. */
 static int dataset_upload(cli_ctx *c)
 {
     const char *params[] = {"name", "type", "format", "description"};
@@ -78,8 +85,8 @@ static int dataset_upload(cli_ctx *c)
     }
     cli_progress bar;
     cli_progress_begin(c, &bar, "upload", 1);
-    int rc = hone_rest_upload(c->rest, "POST", path, c->a->pos[0], "application/x-tar", 600, &resp,
-                              err, sizeof(err));
+    int rc = hone_rest_upload(c->rest, "POST", path, c->a->pos[0], "application/octet-stream", 600,
+                              &resp, err, sizeof(err));
     cli_progress_end(c, &bar);
     if (rc != 0) {
         fprintf(stderr, "error: %s\n", err);
@@ -196,15 +203,19 @@ static const cli_opt convert_opts[] = {
 static const cli_opt create_opts[] = {
     {"name", CLI_VALUE, "NAME  dataset name", 1},
     {"path", CLI_VALUE, "DIR  folder on the controller's side, inside its data roots", 1},
-    {"type", CLI_VALUE, "TYPE  image_classification (default) or object_detection", 0},
-    {"format", CLI_VALUE, "FORMAT  idx (default), image_folder or kitti", 0},
+    {"type", CLI_VALUE, "TYPE  image_classification or object_detection (default: the format's)",
+     0},
+    {"format", CLI_VALUE,
+     "FORMAT  idx, image_folder or kitti (default: guessed from the folder's shape)", 0},
     {"description", CLI_VALUE, "TEXT  free text", 0},
 };
 
 static const cli_opt upload_opts[] = {
     {"name", CLI_VALUE, "NAME  dataset name", 1},
-    {"type", CLI_VALUE, "TYPE  image_classification (default) or object_detection", 0},
-    {"format", CLI_VALUE, "FORMAT  idx (default), image_folder or kitti", 0},
+    {"type", CLI_VALUE, "TYPE  image_classification or object_detection (default: the format's)",
+     0},
+    {"format", CLI_VALUE,
+     "FORMAT  idx, image_folder or kitti (default: guessed from the folder's shape)", 0},
     {"description", CLI_VALUE, "TEXT  free text", 0},
 };
 
@@ -212,8 +223,8 @@ const cli_command cli_dataset_commands[] = {
     {"dataset", "create", dataset_create, create_opts, (int)HONE_ARRAY_LEN(create_opts), 0, 0,
      "--name NAME --path DIR [--type T] [--format F]", "register a dataset folder", 0},
     {"dataset", "upload", dataset_upload, upload_opts, (int)HONE_ARRAY_LEN(upload_opts), 1, 1,
-     "FILE.tar --name NAME [--type T] [--format F]",
-     "upload a dataset as a plain tar archive (tar --format=ustar)", 0},
+     "FILE --name NAME [--type T] [--format F]",
+     "upload a dataset folder as a tar, tar.gz or zip (tar czf pets.tgz pets, or zip -r)", 0},
     {"dataset", "list", dataset_list, NULL, 0, 0, 0, "", "list datasets", 0},
     {"dataset", "get", dataset_get, NULL, 0, 1, 1, "ID", "show one dataset with its stats", 0},
     {"dataset", "delete", dataset_delete, NULL, 0, 1, 1, "ID", "delete a dataset", 0},

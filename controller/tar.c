@@ -60,7 +60,7 @@ static int field_str(const uint8_t *f, size_t n, char *out, size_t *outlen)
 }
 
 /* Normalizes raw (relative, no '..', no backslash or control bytes) into out. */
-static int norm_name(const char *raw, char *out, size_t outn, char *msg, size_t msglen)
+int ctl_tar_name_norm(const char *raw, char *out, size_t outn, char *msg, size_t msglen)
 {
     size_t o = 0;
     if (raw[0] == '/') {
@@ -111,12 +111,15 @@ static int name_cmp(const void *a, const void *b)
     }
 }
 
-static int check_names(ent *es, size_t n, char *msg, size_t msglen)
+int ctl_tar_names_check(char *const *names, const int *is_dir, size_t n, char *msg, size_t msglen)
 {
     if (!n)
-        return HONE_OK; /* an empty archive (es is NULL) */
-    ent *s = hone_xmalloc(n * sizeof *s);
-    memcpy(s, es, n * sizeof *s);
+        return HONE_OK;
+    ent *s = hone_xcalloc(n, sizeof *s);
+    for (size_t i = 0; i < n; i++) {
+        s[i].name = names[i];
+        s[i].is_dir = is_dir[i];
+    }
     qsort(s, n, sizeof *s, name_cmp);
     int rc = HONE_OK;
     for (size_t i = 0; i + 1 < n; i++) {
@@ -221,7 +224,7 @@ static int parse_header(const uint8_t *h, char *name, size_t namen, int *is_dir,
         snprintf(msg, msglen, "folder entry '%.200s' has a size", raw);
         return HONE_EPARSE;
     }
-    return norm_name(raw, name, namen, msg, msglen);
+    return ctl_tar_name_norm(raw, name, namen, msg, msglen);
 }
 
 int ctl_tar_walk(const uint8_t *buf, size_t len, const ctl_tar_limits *lim, ctl_tar_cb cb, void *ud,
@@ -297,7 +300,17 @@ int ctl_tar_walk(const uint8_t *buf, size_t len, const ctl_tar_limits *lim, ctl_
             rc = HONE_EPARSE;
             goto fail;
         }
-    rc = check_names(es, n, msg, msglen);
+    if (n) {
+        char **nm = hone_xmalloc(n * sizeof *nm);
+        int *dirs = hone_xmalloc(n * sizeof *dirs);
+        for (size_t i = 0; i < n; i++) {
+            nm[i] = es[i].name;
+            dirs[i] = es[i].is_dir;
+        }
+        rc = ctl_tar_names_check(nm, dirs, n, msg, msglen);
+        free(nm);
+        free(dirs);
+    }
     if (rc)
         goto fail;
     if (n_entries)

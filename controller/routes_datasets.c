@@ -232,9 +232,12 @@ static void ds_create(hone_http_req *req, hone_http_res *res, void *ud)
     snprintf(d->owner, sizeof d->owner, "%s", who);
     char ob[64];
     d->user = ctl_auth_owner(c, req, ob) != NULL;
-    d->type = jstr(body, "type") ? jstr(body, "type") : "image_classification";
     d->format = jstr(body, "format"); /* absent: guessed on the check thread */
     d->guessed = !d->format;
+    /* absent: the format's (the guess's, on the check thread) */
+    d->type = jstr(body, "type") ? jstr(body, "type")
+              : d->format        ? hone_data_format_type(d->format)
+                                 : "image_classification";
     d->path = jstr(body, "path");
     if (d->format && strcmp(hone_data_format_type(d->format), d->type) != 0) {
         hone_http_res_error(res, 422, "format", "format %s does not fit type %s", d->format,

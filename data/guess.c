@@ -172,7 +172,8 @@ int hone_data_guess_format(const char *dir, const char **format, char *seen, siz
     if ((s.has_images && !s.has_labels && (s.has_annotations_json || s.json == 1)) ||
         s.has_instances)
         fits[nf++] = "coco";
-    if ((s.class_dirs >= 1 && !s.has_images && !s.has_labels && !s.splits) ||
+    /* (COCO's image folders, train2017/ ..., beside annotations/ are not classes) */
+    if ((s.class_dirs >= 1 && !s.has_images && !s.has_labels && !s.splits && !s.has_instances) ||
         (s.split_class && s.split_class == s.splits && !s.split_kitti))
         fits[nf++] = "image_folder";
     if (nf == 1) {

@@ -124,6 +124,10 @@ def main():
         ds = c.ok("POST", "/api/v1/datasets", {"name": "given", "path": fm, "format": "idx"},
                   want=(201,))
         assert ds["format_guessed"] is False, ds
+        # a format without a type takes the format's type
+        ds = c.ok("POST", "/api/v1/datasets", {"name": "k", "path": boxes, "format": "kitti"},
+                  want=(201,))
+        assert ds["type"] == "object_detection" and ds["format_guessed"] is False, ds
 
         n_rows = len(c.ok("GET", "/api/v1/datasets?limit=500")["datasets"])
         n_dirs = sorted(os.listdir(dsdir))

@@ -101,8 +101,8 @@ static int local_run(cli_ctx *c)
         printf("; data in %s (logs in %s/logs)\n", so.data_dir, so.data_dir);
         for (int i = 0; i < nroots; i++)
             printf("  data root: %s\n", roots[i]);
-        printf("  datasets come from %s/datasets, /usr/share/datasets%s (add a folder: hone "
-               "local --data-root DIR)\n"
+        printf("  hone dataset create --path takes folders inside %s, /usr/share/datasets%s (add "
+               "one: hone local --data-root DIR)\n"
                "  try: HONE_URL=%s hone worker list\n"
                "Press Ctrl-C to stop.\n",
                so.data_dir, nroots ? " and the data roots above" : "", cli_stack_url(s));

@@ -469,11 +469,13 @@ static void up_refusal(up_work *u, const char *m, const char *field)
     }
     rel[o] = '\0';
     int layout = strstr(rel, "folder") || strstr(rel, "not found") || strstr(rel, "no images");
-    snprintf(u->msg, sizeof u->msg, "%s: %s%s", field, rel,
-             layout ? "; make the archive of the dataset folder itself (tar cf set.tar set) or of "
-                      "its contents (tar -C set .): at its top, the class folders (or train/ and "
-                      "val/ of them), images/ + labels/, or the IDX files"
-                    : "");
+    char fix[400] = "";
+    if (layout)
+        snprintf(fix, sizeof fix,
+                 "; make the archive of the dataset folder itself (tar cf set.tar set) or of its "
+                 "contents (tar -C set .): at its top, the class folders (or train/ and val/ of "
+                 "them), images/ + labels/, or the IDX files");
+    snprintf(u->msg, sizeof u->msg, "%s: %.700s%s", field, rel, fix);
     u->field = field;
     u->status = 422;
 }

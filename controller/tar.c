@@ -202,13 +202,18 @@ static int parse_header(const uint8_t *h, char *name, size_t namen, int *is_dir,
         break;
     case '1':
     case '2':
-        snprintf(msg, msglen, "entry '%.200s' is a %s link: links are refused", raw,
-                 t == '1' ? "hard" : "symbolic");
+        snprintf(msg, msglen,
+                 "entry '%.200s' is a %s link: links are refused (tar -h stores the file a link "
+                 "points to)",
+                 raw, t == '1' ? "hard" : "symbolic");
         return HONE_EINVAL;
     case '3':
     case '4':
     case '6':
-        snprintf(msg, msglen, "entry '%.200s' is a device or fifo: refused", raw);
+        snprintf(msg, msglen,
+                 "entry '%.200s' is a device or fifo: refused (leave it out of the "
+                 "archive)",
+                 raw);
         return HONE_EINVAL;
     case 'S':
         snprintf(msg, msglen, "entry '%.200s' is a GNU sparse file: refused", raw);

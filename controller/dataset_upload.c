@@ -327,7 +327,7 @@ static int gunzip_to(const uint8_t *in, size_t len, int fd, uint64_t max, uint64
             break;
         }
         /* as data/'s IDX reader: no real archive inflates 1000 times (a tar of PNGs about once, of
-         * IDX files 5 times), all-zero data about 1030: a bomb stops after a few MiB */
+         * IDX files 5 times), all-zero data about 1030: a bomb of zeros stops after 36 MiB */
         uint64_t used = (uint64_t)(off - z.avail_in);
         if (got + k > (uint64_t)HONE_DATA_IDX_MAX_RATIO * used + (1u << 20)) {
             snprintf(msg, msglen,

@@ -344,7 +344,7 @@ case("name", "dataset upload named with invalid UTF-8", [422], field="name")(
 
 # ---- dataset uploads: compressed and zip archives (issue 30) ---------------------------------
 def _gzip_bomb():
-    """64 MiB of zeros gzipped (about 64 KiB): refused after a few MiB by the 1000x bound."""
+    """64 MiB of zeros gzipped (about 64 KiB): refused after 36 MiB by the 1000x bound."""
     co = zlib.compressobj(9, zlib.DEFLATED, 31)
     return b"".join(co.compress(b"\0" * (1 << 20)) for _ in range(64)) + co.flush()
 

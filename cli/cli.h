@@ -241,6 +241,11 @@ typedef struct cli_stack_opts {
 
 /* Starts hone-controller and N hone-workers as children and waits for /readyz. Binaries are
  * found through $HONE_BIN_DIR, then beside/near the hone executable, then PATH. */
+/* Writes the folder dir's contents to fd as a ustar archive (as `tar -C dir .`; links to files
+ * stored as their files, links to folders, devices and names too long for ustar refused with the
+ * path named in err). For `hone dataset upload FOLDER` (tar_write.c). */
+int cli_tar_folder(const char *dir, int fd, char *err, size_t errlen);
+
 int cli_stack_start(const cli_stack_opts *o, cli_stack **out, char *err, size_t errlen);
 /* The stack's kept data roots (DATA_DIR/data_roots, with this start's --data-root): count. */
 int cli_stack_roots(const cli_stack *s, char *const **roots);

@@ -3,9 +3,12 @@
  * its side. */
 #include "cli.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Prints a created dataset (JSON or one line with its stats) and clears resp. */
 static void print_created(cli_ctx *c, hone_rest_resp *resp)
@@ -59,8 +62,9 @@ static int dataset_create(cli_ctx *c)
     return 0;
 }
 
-/* `hone dataset upload FILE`: sends a tar (of the dataset folder or of its contents), tar.gz or
- * zip as it is; the controller tells them apart by their first bytes and checks the archive whole
+/* `hone dataset upload FOLDER|FILE`: a folder is packed into a temporary tar of its contents
+ * (tar_write.c); a file, a tar (of the dataset folder or of its contents), tar.gz or zip, is sent
+ * as it is; the controller tells them apart by their first bytes and checks the archive whole
  * before it stores anything. */
 static int dataset_upload(cli_ctx *c)
 {
@@ -83,11 +87,38 @@ static int dataset_upload(cli_ctx *c)
         fprintf(stderr, "usage error: --name/--description too long\n");
         return 2;
     }
+    /* a folder: packed here into a temporary tar of its contents (as `tar -C FOLDER .`) */
+    const char *file = c->a->pos[0];
+    char tmp[PATH_MAX] = "";
+    struct stat st;
+    if (stat(file, &st) == 0 && S_ISDIR(st.st_mode)) {
+        const char *td = getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
+        snprintf(tmp, sizeof(tmp), "%s/hone-upload-XXXXXX", td);
+        int fd = mkstemp(tmp);
+        if (fd < 0) {
+            fprintf(stderr, "error: cannot create a temporary archive in %s: %s\n", td,
+                    strerror(errno));
+            return 1;
+        }
+        int trc = cli_tar_folder(file, fd, err, sizeof(err));
+        if (close(fd) != 0 && trc == 0) {
+            snprintf(err, sizeof(err), "cannot write %s: %s", tmp, strerror(errno));
+            trc = HONE_EIO;
+        }
+        if (trc != 0) {
+            unlink(tmp);
+            fprintf(stderr, "error: %s\n", err);
+            return 1;
+        }
+        file = tmp;
+    }
     cli_progress bar;
     cli_progress_begin(c, &bar, "upload", 1);
-    int rc = hone_rest_upload(c->rest, "POST", path, c->a->pos[0], "application/octet-stream", 600,
-                              &resp, err, sizeof(err));
+    int rc = hone_rest_upload(c->rest, "POST", path, file, "application/octet-stream", 600, &resp,
+                              err, sizeof(err));
     cli_progress_end(c, &bar);
+    if (tmp[0])
+        unlink(tmp);
     if (rc != 0) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
@@ -223,8 +254,8 @@ const cli_command cli_dataset_commands[] = {
     {"dataset", "create", dataset_create, create_opts, (int)HONE_ARRAY_LEN(create_opts), 0, 0,
      "--name NAME --path DIR [--type T] [--format F]", "register a dataset folder", 0},
     {"dataset", "upload", dataset_upload, upload_opts, (int)HONE_ARRAY_LEN(upload_opts), 1, 1,
-     "FILE --name NAME [--type T] [--format F]",
-     "upload a dataset folder as a tar, tar.gz or zip (tar czf pets.tgz pets, or zip -r)", 0},
+     "FOLDER|FILE --name NAME [--type T] [--format F]",
+     "upload a dataset folder (packed here), or an archive of it: tar, tar.gz or zip", 0},
     {"dataset", "list", dataset_list, NULL, 0, 0, 0, "", "list datasets", 0},
     {"dataset", "get", dataset_get, NULL, 0, 1, 1, "ID", "show one dataset with its stats", 0},
     {"dataset", "delete", dataset_delete, NULL, 0, 1, 1, "ID", "delete a dataset", 0},

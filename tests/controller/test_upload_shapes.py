@@ -99,6 +99,18 @@ def main():
             assert ds["type"] == "image_classification", (what, ds)
             assert ds["stats"]["classes"] == 3 and ds["stats"]["train_images"] == 12, (what, ds)
             same(ds, pets)
+        # long paths: Python's tarfile (pax headers, its default) and GNU tar (GNU long names)
+        longp = os.path.join(work, "longp")
+        write_folder(longp, classes=2, per_class=2, size=16)
+        os.rename(os.path.join(longp, "class1"), os.path.join(longp, "c" * 120))
+        bio = io.BytesIO()
+        with tarfile.open(fileobj=bio, mode="w") as t:
+            t.add(longp, "longp")
+        for what, body in (("pax", bio.getvalue()),
+                           ("gnu-long", tar_cmd("--format=gnu", "-cf", "-", "-C", work, "longp"))):
+            ds = upload(body, what)
+            assert ds["stats"]["class_names"] == ["c" * 120, "class0"], (what, ds)
+            same(ds, longp)
         # the name does not matter: a .tgz is a gzip by its bytes; a given format is not guessed
         ds = upload(gzip.compress(tar_cmd("cf", "-", "-C", work, "pets")), "named",
                     "&format=image_folder")

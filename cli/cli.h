@@ -274,8 +274,12 @@ typedef struct cli_stack_opts {
     const char *bin_dir;
     int quiet;               /* children's logs go to DATA_DIR/logs only */
     const char *extra_roots; /* extra data root for the controller config (e.g. the demo data) */
-    const char *storage;     /* the workers' --storage: shared (NULL) or http */
-    const char *trainer;     /* hone-train for the workers (NULL: found as the other binaries) */
+    /* --data-root folders as given (relative to the current folder): resolved, refused when
+     * missing, and added to DATA_DIR/data_roots, which every start of the stack reads. */
+    const char **data_roots;
+    int n_data_roots;
+    const char *storage; /* the workers' --storage: shared (NULL) or http */
+    const char *trainer; /* hone-train for the workers (NULL: found as the other binaries) */
     /* GPUs `trainer --list-devices` reported (0: none, or --device cpu): worker i then runs with
      * --gpu i % gpus, so one worker per GPU by default and --workers N spread over them. */
     int gpus;
@@ -287,7 +291,14 @@ typedef struct cli_stack_opts {
 
 /* Starts hone-controller and N hone-workers as children and waits for /readyz. Binaries are
  * found through $HONE_BIN_DIR, then beside/near the hone executable, then PATH. */
+/* Writes the folder dir's contents to fd as a ustar archive (as `tar -C dir .`; links to files
+ * stored as their files, links to folders, devices and names too long for ustar refused with the
+ * path named in err). For `hone dataset upload FOLDER` (tar_write.c). */
+int cli_tar_folder(const char *dir, int fd, char *err, size_t errlen);
+
 int cli_stack_start(const cli_stack_opts *o, cli_stack **out, char *err, size_t errlen);
+/* The stack's kept data roots (DATA_DIR/data_roots, with this start's --data-root): count. */
+int cli_stack_roots(const cli_stack *s, char *const **roots);
 const char *cli_stack_url(const cli_stack *s);
 /* Nonzero while every child is alive. */
 int cli_stack_alive(cli_stack *s, char *err, size_t errlen);

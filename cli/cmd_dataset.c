@@ -3,9 +3,12 @@
  * its side. */
 #include "cli.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* Prints a created dataset (JSON or one line with its stats) and clears resp. */
 static void print_created(cli_ctx *c, hone_rest_resp *resp)
@@ -22,6 +25,12 @@ static void print_created(cli_ctx *c, hone_rest_resp *resp)
                cli_cell(json_object_get(st, "train_images"), a, sizeof(a)),
                cli_cell(json_object_get(st, "test_images"), b, sizeof(b)),
                cli_cell(json_object_get(st, "classes"), k, sizeof(k)));
+        const char *fmt = json_string_value(json_object_get(resp->json, "format"));
+        if (json_is_true(json_object_get(resp->json, "format_guessed")))
+            printf("format: %s (guessed from the folder's shape; give --format to choose)\n",
+                   fmt ? fmt : "?");
+        else if (fmt)
+            printf("format: %s\n", fmt);
     }
     hone_rest_resp_clear(resp);
 }
@@ -35,11 +44,11 @@ static int dataset_create(cli_ctx *c)
     int rc;
 
     json_object_set_new(body, "name", json_string(cli_arg(c->a, "name")));
-    json_object_set_new(
-        body, "type",
-        json_string(cli_arg(c->a, "type") ? cli_arg(c->a, "type") : "image_classification"));
-    json_object_set_new(body, "format",
-                        json_string(cli_arg(c->a, "format") ? cli_arg(c->a, "format") : "idx"));
+    /* no --format (and no --type): the controller guesses them from the folder's shape */
+    if (cli_arg(c->a, "type"))
+        json_object_set_new(body, "type", json_string(cli_arg(c->a, "type")));
+    if (cli_arg(c->a, "format"))
+        json_object_set_new(body, "format", json_string(cli_arg(c->a, "format")));
     if (path && path[0] != '/' && realpath(path, abs))
         path = abs;
     json_object_set_new(body, "path", json_string(path));
@@ -53,8 +62,10 @@ static int dataset_create(cli_ctx *c)
     return 0;
 }
 
-/* `hone dataset upload FILE.tar`: sends a plain (ustar) tar archive; the controller checks it
- * whole before it stores anything. */
+/* `hone dataset upload FOLDER|FILE`: a folder is packed into a temporary tar of its contents
+ * (tar_write.c); a file, a tar (of the dataset folder or of its contents), tar.gz or zip, is sent
+ * as it is; the controller tells them apart by their first bytes and checks the archive whole
+ * before it stores anything. */
 static int dataset_upload(cli_ctx *c)
 {
     const char *params[] = {"name", "type", "format", "description"};
@@ -76,11 +87,38 @@ static int dataset_upload(cli_ctx *c)
         fprintf(stderr, "usage error: --name/--description too long\n");
         return 2;
     }
+    /* a folder: packed here into a temporary tar of its contents (as `tar -C FOLDER .`) */
+    const char *file = c->a->pos[0];
+    char tmp[PATH_MAX] = "";
+    struct stat st;
+    if (stat(file, &st) == 0 && S_ISDIR(st.st_mode)) {
+        const char *td = getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR") : "/tmp";
+        snprintf(tmp, sizeof(tmp), "%s/hone-upload-XXXXXX", td);
+        int fd = mkstemp(tmp);
+        if (fd < 0) {
+            fprintf(stderr, "error: cannot create a temporary archive in %s: %s\n", td,
+                    strerror(errno));
+            return 1;
+        }
+        int trc = cli_tar_folder(file, fd, err, sizeof(err));
+        if (close(fd) != 0 && trc == 0) {
+            snprintf(err, sizeof(err), "cannot write %s: %s", tmp, strerror(errno));
+            trc = HONE_EIO;
+        }
+        if (trc != 0) {
+            unlink(tmp);
+            fprintf(stderr, "error: %s\n", err);
+            return 1;
+        }
+        file = tmp;
+    }
     cli_progress bar;
     cli_progress_begin(c, &bar, "upload", 1);
-    int rc = hone_rest_upload(c->rest, "POST", path, c->a->pos[0], "application/x-tar", 600, &resp,
+    int rc = hone_rest_upload(c->rest, "POST", path, file, "application/octet-stream", 600, &resp,
                               err, sizeof(err));
     cli_progress_end(c, &bar);
+    if (tmp[0])
+        unlink(tmp);
     if (rc != 0) {
         fprintf(stderr, "error: %s\n", err);
         return 1;
@@ -196,15 +234,19 @@ static const cli_opt convert_opts[] = {
 static const cli_opt create_opts[] = {
     {"name", CLI_VALUE, "NAME  dataset name", 1},
     {"path", CLI_VALUE, "DIR  folder on the controller's side, inside its data roots", 1},
-    {"type", CLI_VALUE, "TYPE  image_classification (default) or object_detection", 0},
-    {"format", CLI_VALUE, "FORMAT  idx (default), image_folder, kitti or coco", 0},
+    {"type", CLI_VALUE, "TYPE  image_classification or object_detection (default: the format's)",
+     0},
+    {"format", CLI_VALUE,
+     "FORMAT  idx, image_folder, kitti or coco (default: guessed from the folder's shape)", 0},
     {"description", CLI_VALUE, "TEXT  free text", 0},
 };
 
 static const cli_opt upload_opts[] = {
     {"name", CLI_VALUE, "NAME  dataset name", 1},
-    {"type", CLI_VALUE, "TYPE  image_classification (default) or object_detection", 0},
-    {"format", CLI_VALUE, "FORMAT  idx (default), image_folder, kitti or coco", 0},
+    {"type", CLI_VALUE, "TYPE  image_classification or object_detection (default: the format's)",
+     0},
+    {"format", CLI_VALUE,
+     "FORMAT  idx, image_folder, kitti or coco (default: guessed from the folder's shape)", 0},
     {"description", CLI_VALUE, "TEXT  free text", 0},
 };
 
@@ -212,8 +254,8 @@ const cli_command cli_dataset_commands[] = {
     {"dataset", "create", dataset_create, create_opts, (int)HONE_ARRAY_LEN(create_opts), 0, 0,
      "--name NAME --path DIR [--type T] [--format F]", "register a dataset folder", 0},
     {"dataset", "upload", dataset_upload, upload_opts, (int)HONE_ARRAY_LEN(upload_opts), 1, 1,
-     "FILE.tar --name NAME [--type T] [--format F]",
-     "upload a dataset as a plain tar archive (tar --format=ustar)", 0},
+     "FOLDER|FILE --name NAME [--type T] [--format F]",
+     "upload a dataset folder (packed here), or an archive of it: tar, tar.gz or zip", 0},
     {"dataset", "list", dataset_list, NULL, 0, 0, 0, "", "list datasets", 0},
     {"dataset", "get", dataset_get, NULL, 0, 1, 1, "ID", "show one dataset with its stats", 0},
     {"dataset", "delete", dataset_delete, NULL, 0, 1, 1, "ID", "delete a dataset", 0},

@@ -39,6 +39,7 @@ int cli_local_stack_opts(cli_ctx *c, cli_stack_opts *so, int default_workers, in
         return 2;
     }
     so->trainer = cli_arg(c->a, "trainer");
+    so->n_data_roots = cli_multi(c->a, "data-root", &so->data_roots);
     if (strcmp(so->device, "cpu") != 0) {
         static const char *const trn_rel[] = {"../train", ".", NULL};
         char trn[PATH_MAX];
@@ -78,9 +79,15 @@ static int local_run(cli_ctx *c)
                     so.port);
         return 1;
     }
+    char *const *roots;
+    int nroots = cli_stack_roots(s, &roots);
     if (c->json) {
         json_t *o = json_pack("{s:s,s:s,s:i,s:i,s:i}", "url", cli_stack_url(s), "data_dir",
                               so.data_dir, "workers", so.workers, "gpus", so.gpus, "pack", so.pack);
+        json_t *jr = json_array();
+        for (int i = 0; i < nroots; i++)
+            json_array_append_new(jr, json_string(roots[i]));
+        json_object_set_new(o, "data_roots", jr);
         char *t = json_dumps(o, JSON_COMPACT);
         printf("%s\n", t);
         free(t);
@@ -91,10 +98,14 @@ static int local_run(cli_ctx *c)
             printf(" on %d GPU(s)", so.gpus);
         if (so.pack > 1)
             printf(", trials packed %d to a GPU", so.pack);
-        printf("; data in %s (logs in %s/logs)\n"
+        printf("; data in %s (logs in %s/logs)\n", so.data_dir, so.data_dir);
+        for (int i = 0; i < nroots; i++)
+            printf("  data root: %s\n", roots[i]);
+        printf("  hone dataset create --path takes folders inside %s, /usr/share/datasets%s (add "
+               "one: hone local --data-root DIR)\n"
                "  try: HONE_URL=%s hone worker list\n"
                "Press Ctrl-C to stop.\n",
-               so.data_dir, so.data_dir, cli_stack_url(s));
+               so.data_dir, nroots ? " and the data roots above" : "", cli_stack_url(s));
     }
     fflush(stdout);
     while (!*c->stop) {
@@ -113,6 +124,10 @@ static int local_run(cli_ctx *c)
 
 static const cli_opt local_opts[] = {
     {"data-dir", CLI_VALUE, "DIR  database, artifacts and logs (default ./hone-data)", 0},
+    {"data-root", CLI_MULTI,
+     "DIR  a folder datasets may come from (hone dataset create --path); repeatable, kept in "
+     "DATA_DIR/data_roots across restarts",
+     0},
     {"port", CLI_VALUE, "N  controller port (default 8080; 0 picks a free one)", 0},
     {"workers", CLI_VALUE,
      "N  workers to start, in all (default: --pack per GPU with --device cuda/auto, else 1; "
@@ -131,6 +146,8 @@ static const cli_opt local_opts[] = {
 
 static const cli_opt demo_opts[] = {
     {"data-dir", CLI_VALUE, "DIR  database, artifacts and logs (default ./hone-data)", 0},
+    {"data-root", CLI_MULTI,
+     "DIR  a folder datasets may come from; repeatable, kept in DATA_DIR/data_roots", 0},
     {"budget-minutes", CLI_VALUE, "N  time budget for the whole run (default 12)", 0},
     {"algorithm", CLI_VALUE,
      "ALGO  hyperband, bayesian, asha or bohb (default: chosen for the budget)", 0},
@@ -158,7 +175,7 @@ static const cli_opt demo_opts[] = {
 
 const cli_command cli_local_commands[] = {
     {"local", NULL, local_run, local_opts, (int)HONE_ARRAY_LEN(local_opts), 0, 0,
-     "[--data-dir DIR] [--port N] [--workers N] [--pack N] [--device D]",
+     "[--data-dir DIR] [--data-root DIR]... [--port N] [--workers N] [--pack N] [--device D]",
      "run a controller and workers on this machine until Ctrl-C", 1},
     {"demo", NULL, cli_demo_run, demo_opts, (int)HONE_ARRAY_LEN(demo_opts), 0, 0,
      "[--data-dir DIR] [--budget-minutes N] [--algorithm A] [--workers N] [--pack N] [--json]",

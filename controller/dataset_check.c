@@ -13,6 +13,7 @@
 
 #include "data.h"
 #include "dataset_check.h"
+#include "guess.h"
 #include "hone.h"
 
 static int inside(const char *root, const char *p)
@@ -53,7 +54,27 @@ int ctl_path_confine(char *const *roots, int nroots, const char *path, char *res
             return HONE_OK;
         }
     }
-    snprintf(msg, msglen, "%s resolves to %s, outside the controller's data roots", path, real);
+    /* the roots are listed: a user must know them to name a path at all (they are the admin's
+     * configuration, not a secret), and the fix is one of the two ways to add one */
+    char list[300];
+    size_t o = 0;
+    list[0] = '\0';
+    for (int i = 0; i < nroots && o + 4 < sizeof list; i++) {
+        char rroot[PATH_MAX];
+        const char *r = realpath(roots[i], rroot) ? rroot : roots[i];
+        int w = snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", r);
+        if (w < 0 || (size_t)w >= sizeof list - o) {
+            snprintf(list + (sizeof list - 5), 5, "...");
+            break;
+        }
+        o += (size_t)w;
+    }
+    snprintf(msg, msglen,
+             "%.150s resolves to %.150s, outside the controller's data roots (%s): move the folder "
+             "into one, or add a root (the controller's config key data_roots; with a local stack, "
+             "restart it with hone local --data-root DIR), or upload the folder (hone dataset "
+             "upload)",
+             path, real, list);
     return HONE_EINVAL;
 }
 
@@ -273,4 +294,28 @@ int ctl_dataset_inspect(const char *format, const char *dir, json_t **stats, cha
         return ctl_dataset_inspect_coco(dir, stats, msg, msglen);
     snprintf(msg, msglen, "format %s cannot be checked yet", format);
     return HONE_ENOTSUP;
+}
+
+int ctl_dataset_guess(const char *dir, const char *type_given, const char **format,
+                      const char **type, char *msg, size_t msglen)
+{
+    char seen[400];
+    int rc = hone_data_guess_format(dir, format, seen, sizeof seen);
+    if (rc) {
+        snprintf(msg, msglen,
+                 "no format given and none could be guessed from the folder's shape: %s; give "
+                 "format (--format idx, image_folder, kitti or coco)",
+                 seen);
+        return HONE_EINVAL;
+    }
+    const char *t = hone_data_format_type(*format);
+    if (type_given && strcmp(type_given, t) != 0) {
+        snprintf(msg, msglen,
+                 "no format given: the folder looks like %s (%s), which does not fit type %s; "
+                 "give format, or leave type out",
+                 *format, t, type_given);
+        return HONE_EINVAL;
+    }
+    *type = t;
+    return HONE_OK;
 }

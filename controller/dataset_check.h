@@ -26,4 +26,10 @@ int ctl_dataset_inspect_kitti(const char *dir, const json_t *classes, json_t **s
  * problems (JSON file: annotation|image|category id: why). */
 int ctl_dataset_inspect_coco(const char *dir, json_t **stats, char *msg, size_t msglen);
 
+/* No format given: guesses it from dir's shape (data/guess.h) into *format, and the type with it
+ * into *type unless the user gave one (type_given), which the guess must then fit. HONE_EINVAL with
+ * msg (what was seen, and the fix: give format) otherwise. Lists folders: a check thread's work. */
+int ctl_dataset_guess(const char *dir, const char *type_given, const char **format,
+                      const char **type, char *msg, size_t msglen);
+
 #endif

@@ -17,6 +17,7 @@
 #include "ctl_sched.h"
 #include "data_paths.h"
 #include "dataset_check.h"
+#include "guess.h"
 #include "jobs.h"
 #include "routes.h"
 #include "shares.h"
@@ -55,6 +56,8 @@ typedef struct ds_work {
     char owner[64];                 /* who asked (the request is gone by the time it is stored) */
     int user; /* a user, not an admin: kept out of the controller's own folders */
     int rc_path, rc_inspect;
+    int guessed;  /* no format given: guessed from the folder's shape (data/guess.h) */
+    int rc_guess; /* the guess failed, or its format does not fit the type given: 422 format */
     json_t *stats;
 } ds_work;
 
@@ -101,6 +104,14 @@ static void ds_check(ctl_check_work *w)
         goto done;
     snprintf(pinned, sizeof pinned, "/proc/self/fd/%d", fd);
     const char *dir = stat(pinned, &st) == 0 ? pinned : d->real; /* no /proc: as before */
+    if (d->guessed) {
+        d->rc_guess = ctl_dataset_guess(dir, jstr(d->body, "type"), &d->format, &d->type, d->msg,
+                                        sizeof d->msg);
+        if (d->rc_guess) {
+            msg_unpin(d->msg, sizeof d->msg, pinned, d->real);
+            goto done;
+        }
+    }
     d->rc_inspect = !strcmp(d->format, "kitti")
                         ? ctl_dataset_inspect_kitti(dir, json_object_get(d->body, "classes"),
                                                     &d->stats, d->msg, sizeof d->msg)
@@ -124,6 +135,10 @@ static void ds_checked(ctl_check_work *w, int status)
         hone_http_res_error(res, 503, NULL, "dataset check canceled");
         goto fail;
     }
+    if (!d->rc_path && d->rc_guess) {
+        hone_http_res_error(res, 422, "format", "format: %s", d->msg);
+        goto fail;
+    }
     if (!d->rc_path && d->rc_inspect == HONE_EINVAL && json_object_get(d->body, "classes")) {
         hone_http_res_error(res, 422, "classes", "classes: %s", d->msg);
         goto fail;
@@ -145,7 +160,9 @@ static void ds_checked(ctl_check_work *w, int status)
         goto fail;
     }
     ctl_log(c, "info", "dataset_created", json_pack("{s:s,s:s}", "id", id, "path", d->real));
-    hone_http_res_json(res, 201, ctl_dataset_json(row));
+    json_t *out = ctl_dataset_json(row);
+    json_object_set_new(out, "format_guessed", json_boolean(d->guessed));
+    hone_http_res_json(res, 201, out);
     json_decref(row);
 fail:
     json_decref(d->stats);
@@ -216,10 +233,14 @@ static void ds_create(hone_http_req *req, hone_http_res *res, void *ud)
     snprintf(d->owner, sizeof d->owner, "%s", who);
     char ob[64];
     d->user = ctl_auth_owner(c, req, ob) != NULL;
-    d->type = jstr(body, "type") ? jstr(body, "type") : "image_classification";
-    d->format = jstr(body, "format") ? jstr(body, "format") : "idx";
+    d->format = jstr(body, "format"); /* absent: guessed on the check thread */
+    d->guessed = !d->format;
+    /* absent: the format's (the guess's, on the check thread) */
+    d->type = jstr(body, "type") ? jstr(body, "type")
+              : d->format        ? hone_data_format_type(d->format)
+                                 : "image_classification";
     d->path = jstr(body, "path");
-    if ((!strcmp(d->type, "object_detection")) != hone_spec_format_detect(d->format)) {
+    if (d->format && strcmp(hone_data_format_type(d->format), d->type) != 0) {
         hone_http_res_error(res, 422, "format", "format %s does not fit type %s", d->format,
                             d->type);
         json_decref(body);

@@ -31,4 +31,10 @@ typedef int (*ctl_tar_cb)(const ctl_tar_entry *e, void *ud);
 int ctl_tar_walk(const uint8_t *buf, size_t len, const ctl_tar_limits *lim, ctl_tar_cb cb, void *ud,
                  size_t *n_entries, uint64_t *total, char *msg, size_t msglen);
 
+/* Shared with the zip reader (zip.c): an entry's name normalized (relative, '/'-separated, no '.',
+ * '..' or empty parts; no backslash or control bytes; HONE_EINVAL naming it otherwise), and the
+ * whole archive's names checked for duplicates and file/folder clashes. */
+int ctl_tar_name_norm(const char *raw, char *out, size_t outn, char *msg, size_t msglen);
+int ctl_tar_names_check(char *const *names, const int *is_dir, size_t n, char *msg, size_t msglen);
+
 #endif

@@ -1,8 +1,12 @@
 """The hostile-input table: each case builds raw request bytes against a live controller (ids of
 fixtures in x) and says which answers are acceptable, which error field must be named, and what
 must hold afterwards. 'close' in expect accepts the server dropping the connection unanswered."""
+import io
 import json
 import os
+import stat
+import zipfile
+import zlib
 
 from hostile_http import request_bytes as rb
 
@@ -375,6 +379,42 @@ case("name", "job name with a bidi isolate", [422], field="name")(
 case("name", "dataset upload named with invalid UTF-8", [422], field="name")(
     lambda x: rb("POST", "/api/v1/datasets:upload?name=%ff%fe", b"\0" * 1024,
                  ctype="application/x-tar"))
+
+
+# ---- dataset uploads: compressed and zip archives (issue 30) ---------------------------------
+def _gzip_bomb():
+    """64 MiB of zeros gzipped (about 64 KiB): refused after 36 MiB by the 1000x bound."""
+    co = zlib.compressobj(9, zlib.DEFLATED, 31)
+    return b"".join(co.compress(b"\0" * (1 << 20)) for _ in range(64)) + co.flush()
+
+
+def _zip(entries):
+    """entries: (name or ZipInfo, bytes)."""
+    bio = io.BytesIO()
+    with zipfile.ZipFile(bio, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, data in entries:
+            z.writestr(name, data)
+    return bio.getvalue()
+
+
+def _zip_link():
+    zi = zipfile.ZipInfo("pets/cat/link.png")
+    zi.create_system = 3  # Unix: the mode in the high half of the external attributes
+    zi.external_attr = (stat.S_IFLNK | 0o777) << 16
+    return _zip([(zi, b"/etc/passwd")])
+
+
+UP = "/api/v1/datasets:upload?name=up&format=image_folder"
+case("upload", "dataset upload: a gzip bomb", [422], field="archive")(
+    lambda x: rb("POST", UP, _gzip_bomb(), ctype="application/gzip"))
+case("upload", "dataset upload: a zip with a ../ entry", [422], field="archive")(
+    lambda x: rb("POST", UP, _zip([("pets/../../evil.png", b"x")]), ctype="application/zip"))
+case("upload", "dataset upload: a zip with a symbolic link", [422], field="archive")(
+    lambda x: rb("POST", UP, _zip_link(), ctype="application/zip"))
+case("upload", "dataset upload: a zip bomb (one entry declared 1000x its bytes)", [422],
+     field="archive")(
+    lambda x: rb("POST", UP, _zip([("pets/cat/0.png", b"\0" * (128 << 20))]),
+                 ctype="application/zip"))
 
 # ---- HTTP framing ---------------------------------------------------------------------------
 case("http", "body over the limit (Content-Length 10 MB, not sent)", [413, "close"])(

@@ -266,6 +266,8 @@ static int automl_start(cli_ctx *c)
         json_object_set(body, "specs", specs);
     if (cli_arg(c->a, "name"))
         json_object_set_new(body, "name", json_string(cli_arg(c->a, "name")));
+    if (cli_arg(c->a, "parent")) /* fine-tuning: every trial starts from that job's model */
+        json_object_set_new(body, "parent_job_id", json_string(cli_arg(c->a, "parent")));
     exp_path(exp, "/jobs", path, sizeof(path));
     rc = cli_call(c, "POST", path, body, &resp);
     if (rc != 0)
@@ -330,6 +332,8 @@ static int train_start(cli_ctx *c)
         json_object_set(body, "specs", specs);
     if (cli_arg(c->a, "name"))
         json_object_set_new(body, "name", json_string(cli_arg(c->a, "name")));
+    if (cli_arg(c->a, "parent")) /* fine-tuning: start from that job's model */
+        json_object_set_new(body, "parent_job_id", json_string(cli_arg(c->a, "parent")));
     exp_path(cli_arg(c->a, "experiment"), "/jobs", path, sizeof(path));
     rc = cli_call(c, "POST", path, body, &resp);
     if (rc != 0)
@@ -394,6 +398,8 @@ static const cli_opt train_opts[] = {
     {"experiment", CLI_VALUE, "ID  the experiment to train", 1},
     {"spec", CLI_MULTI, "KEY=VALUE  spec override (repeatable)", 0},
     {"name", CLI_VALUE, "NAME  job name", 0},
+    {"parent", CLI_VALUE, "JOB  fine-tune: start from the model of this done train or AutoML job",
+     0},
     {"wait", CLI_FLAG, "  wait for the job, showing progress", 0},
 };
 
@@ -423,6 +429,8 @@ static const cli_opt automl_opts[] = {
      0},
     {"spec", CLI_MULTI, "KEY=VALUE  spec override for every trial (repeatable)", 0},
     {"name", CLI_VALUE, "NAME  job name", 0},
+    {"parent", CLI_VALUE, "JOB  fine-tune: start from the model of this done train or AutoML job",
+     0},
     {"wait", CLI_FLAG, "  wait for the job, showing progress", 0},
 };
 

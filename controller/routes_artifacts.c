@@ -16,6 +16,7 @@
 #include "auth.h"
 #include "ctl.h"
 #include "jobs.h"
+#include "kind.h"
 #include "path_beneath.h"
 #include "routes.h"
 #include "routes_artifacts.h"
@@ -58,6 +59,15 @@ static int action_parent_of(hone_controller *c, const char *wid, const char *id)
     return yes;
 }
 
+/* Whether worker wid runs a train job (or trial) that starts from job id's model. */
+static int finetune_parent_of(hone_controller *c, const char *wid, const char *id)
+{
+    json_t *row = NULL;
+    int yes = store_worker_finetune_running(c->db, wid, id, &row) == HONE_OK;
+    json_decref(row);
+    return yes;
+}
+
 /* A worker credential reads artifacts of a job it holds only (a resumed trial's checkpoint); the
  * admin (or anyone without auth) reads them all. Answers and returns non-zero otherwise. */
 static int worker_read_allowed(hone_controller *c, hone_http_req *req, hone_http_res *res,
@@ -75,7 +85,7 @@ static int worker_read_allowed(hone_controller *c, hone_http_req *req, hone_http
     if (rc == HONE_OK &&
         (!jstr(job, "worker_id") || strcmp(jstr(job, "worker_id"), wid) != 0 ||
          strcmp(jstr(job, "status"), "running") != 0) &&
-        !action_parent_of(c, wid, id)) {
+        !action_parent_of(c, wid, id) && !finetune_parent_of(c, wid, id)) {
         hone_http_res_error(res, 403, "Authorization", "job %s is not leased to worker %s", id,
                             wid);
         rc = HONE_EPERM;
@@ -117,6 +127,15 @@ static void a_list(hone_http_req *req, hone_http_res *res, void *ud)
     if (job_exists(c, req, res, id) || worker_read_allowed(c, req, res, id))
         return;
     char *dir = ctl_job_dir(c, id);
+    const char *model = hone_http_req_query(req, "model");
+    if (model && strcmp(model, "0")) { /* the model's files with their sha256 (model_files.c) */
+        json_t *row = NULL;
+        int search = ctl_job_row(c, id, &row) == HONE_OK && ctl_kind_of(row)->has_trials;
+        json_decref(row);
+        ctl_model_files_list(c, res, dir, search ? "best_model" : "");
+        free(dir);
+        return;
+    }
     json_t *arr = json_array();
     list_dir(arr, dir, "");
     free(dir);

@@ -499,8 +499,8 @@ int worker_fetch_model(hone_worker *w, const char *job_id, const char *parent, c
         }
     }
     worker_log(w,
-               "job %s: model of job %s%s%s: %d file(s) downloaded (%lld bytes, sha-256 checked), "
-               "%d from the cache",
+               "job %s: model of job %s%s%s fetched (%d file(s) downloaded, %lld bytes, %d from "
+               "the cache; sha-256 checked)",
                job_id, parent, sl ? "/" : "", sl ? subdir : "", t.got, t.bytes, t.hit);
     rc = HONE_OK;
 fail:

@@ -225,8 +225,9 @@ def run(mode, bins, ctl, root, fm, data_dir, workers):
     assert alice.ok("GET", "/api/v1/jobs/" + child["id"])["parent_job_id"] == parent
     if http:
         wlog = "".join(w.text() for w in workers)
-        assert re.search(r"job %s: model of job %s: \d+ file\(s\) downloaded \(\d+ bytes, sha-256 "
-                         r"checked\)" % (child["id"], parent), wlog), wlog[-3000:]
+        assert re.search(r"job %s: model of job %s fetched \(\d+ file\(s\) downloaded, \d+ bytes, "
+                         r"\d+ from the cache; sha-256 checked\)" % (child["id"], parent), wlog), \
+            wlog[-3000:]
 
     # 2. another class count: a new head
     three = experiment(alice, "three", three_ds, "mlp", dict(mlp, data={
@@ -282,7 +283,7 @@ def run(mode, bins, ctl, root, fm, data_dir, workers):
     if http:
         wlog = "".join(w.text() for w in workers)
         for t in trials:
-            assert re.search(r"job %s: model of job %s/best_model: \d+ file\(s\) downloaded"
+            assert re.search(r"job %s: model of job %s/best_model fetched \(\d+ file\(s\)"
                              % (t["id"], ap), wlog), wlog[-3000:]
 
     # 4. refusals

@@ -446,10 +446,10 @@ const cli_command cli_experiment_commands[] = {
     {"experiment", "automl-defaults", experiment_automl_defaults, NULL, 0, 1, 1, "ID",
      "list the hyperparameters AutoML sweeps by default and all that could be", 0},
     {"automl", "start", automl_start, automl_opts, (int)HONE_ARRAY_LEN(automl_opts), 0, 0,
-     "--experiment ID [--algorithm A] [--max-recommendations N] [--param ...]",
+     "--experiment ID [--algorithm A] [--max-recommendations N] [--param ...] [--parent JOB]",
      "start an AutoML search on an experiment", 0},
     {"train", "start", train_start, train_opts, (int)HONE_ARRAY_LEN(train_opts), 0, 0,
-     "--experiment ID [--spec k=v ...] [--name N] [--wait]",
+     "--experiment ID [--spec k=v ...] [--name N] [--parent JOB] [--wait]",
      "start one train job on an experiment (TAO's model train)", 0},
 };
 const int cli_nexperiment_commands = (int)HONE_ARRAY_LEN(cli_experiment_commands);

@@ -280,6 +280,7 @@ def run(mode, bins, ctl, root, fm, data_dir, workers):
     for t in trials:
         cp = copied(alice.logs(t["id"]))
         assert cp and cp[0] == cp[1], (t["id"], cp)
+        assert t["parent_job_id"] == ap, t
     if http:
         wlog = "".join(w.text() for w in workers)
         for t in trials:

@@ -26,6 +26,8 @@ typedef struct model_list {
     json_t *files;
     int status;
     char msg[256];
+    void (*end)(void *ud); /* the caller's count of the user's work under way */
+    void *ud;
 } model_list;
 
 /* One plain file of the model folder (fd: the folder), hashed into l->files. */
@@ -111,14 +113,18 @@ static void list_done(uv_work_t *w, int status)
         else
             hone_http_res_json(l->res, 200, json_pack("{s:O}", "files", l->files));
     }
+    if (l->end)
+        l->end(l->ud);
     json_decref(l->files);
     free(l);
 }
 
 void ctl_model_files_list(hone_controller *c, hone_http_res *res, const char *job_dir,
-                          const char *subdir)
+                          const char *subdir, void (*end)(void *ud), void *ud)
 {
     model_list *l = hone_xcalloc(1, sizeof *l);
+    l->end = end;
+    l->ud = ud;
     l->res = res;
     snprintf(l->dir, sizeof l->dir, "%s", job_dir);
     snprintf(l->sub, sizeof l->sub, "%s", subdir ? subdir : "");
@@ -129,6 +135,8 @@ void ctl_model_files_list(hone_controller *c, hone_http_res *res, const char *jo
         l->res = NULL;
         hone_http_res_on_abort(res, NULL, NULL);
         hone_http_res_error(res, 503, NULL, "cannot list the model now");
+        if (end)
+            end(ud);
         json_decref(l->files);
         free(l);
     }

@@ -18,8 +18,9 @@ root, the controller's data dir mode 0700), so the parent's model comes over RES
   5. a parent whose files are gone (outside the API: no route deletes a job's model) fails its
      child with an error naming model.pretrained (shared) or the parent's model (http), not a
      crash, and a failed job is then refused as a parent.
-  6. (shared) resume: a fine-tuning job's worker is killed mid-run; another worker resumes it from
-     its checkpoint, and the resumed trainer says the parent was not applied over it.
+  6. resume: a fine-tuning job's worker is killed mid-run (shared) or stopped with SIGTERM (http:
+     its checkpoint uploaded); another worker resumes it from its checkpoint, and the resumed
+     trainer says the parent was not applied over it.
 
 usage: test_finetune.py MODE HONE-CONTROLLER HONE-WORKER HONE-TRAIN"""
 import json
@@ -333,20 +334,29 @@ def run(mode, bins, ctl, root, fm, data_dir, workers):
     refused(alice, db, small, {"action": "train", "parent_job_id": gone}, 422, ["no model"])
     bob.wait(bobs)
 
-    # 6. resume after the worker died: the checkpoint, not the parent
-    if not http:
-        long_spec = {"train": {"epochs": 40}, "data": {"train_limit": 20000}}
-        rj = train(alice, small, parent_job_id=parent, specs=long_spec)["id"]
-        alice.wait(rj, until=lambda j: (j.get("epoch") or 0) >= 2)
-        workers[0].kill9()
-        b = Worker(bins, root, "b", ctl.base, http).start()
-        workers.append(b)
-        j = alice.wait(rj, timeout=400)
-        assert j["status"] == "done", j
-        log = alice.logs(rj)
-        assert re.search(r"model\.pretrained: not applied: resuming from \S+checkpoint\.bin", log), \
-            log[-3000:]
-        assert len(re.findall(r"model\.pretrained: copied", log)) == 1, log[-3000:]
+    # 6. resume on another worker: the checkpoint, not the parent (shared: the worker dies and
+    # its lease lapses; http: SIGTERM, its checkpoint uploaded and the lease handed back)
+    long_spec = {"train": {"epochs": 40}, "data": {"train_limit": 20000}}
+    rj = train(alice, small, parent_job_id=parent, specs=long_spec)["id"]
+    alice.wait(rj, until=lambda j: (j.get("epoch") or 0) >= 2)
+    a = workers[0]
+    if http:
+        a.proc.send_signal(15)
+        a.proc.wait(timeout=30)
+        a.log.close()
+    else:
+        a.kill9()
+    assert alice.ok("GET", "/api/v1/jobs/" + rj)["epoch"] < 40, "ended before the kill"
+    b = Worker(bins, root, "b", ctl.base, http).start()
+    workers.append(b)
+    j = alice.wait(rj, timeout=400)
+    assert j["status"] == "done", j
+    log = alice.logs(rj)
+    assert re.search(r"model\.pretrained: not applied: resuming from \S+checkpoint\.bin", log), \
+        log[-3000:]
+    assert len(re.findall(r"model\.pretrained: copied", log)) == 1, log[-3000:]
+    if http:
+        assert "job %s: checkpoint.bin fetched from the controller" % rj in b.text(), b.text()
 
 
 def main():

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "automl.h"
+#include "convert.h"
 #include "ctl.h"
 #include "ctl_spec.h"
 #include "finetune.h"
@@ -95,6 +96,11 @@ static int layers_fit(const char *pid, const char *dir, const json_t *pflat, con
     spec_of(cflat, &cs);
     ctl_spec_data(ds, &d);
     hone_spec_input_shape(&cs, &d, &c, &h, &w);
+    if (ctl_convert_format(
+            jstr(ds, "format"))) { /* what its convert job packs, as convert.c says */
+        ctl_convert_shape(ds, cflat, &h, &c);
+        w = h;
+    }
     int k = d.classes > 0 ? d.classes : 10;
     if (hone_spec_layers(&ps, pc, ph, pw, pk, &from) == HONE_OK &&
         hone_spec_layers(&cs, c, h, w, k, &to) == HONE_OK && to.n > 0) {

@@ -267,6 +267,8 @@ static int automl_start(cli_ctx *c)
         json_object_set(body, "specs", specs);
     if (cli_arg(c->a, "name"))
         json_object_set_new(body, "name", json_string(cli_arg(c->a, "name")));
+    if (cli_arg(c->a, "parent")) /* fine-tuning: every trial starts from that job's model */
+        json_object_set_new(body, "parent_job_id", json_string(cli_arg(c->a, "parent")));
     exp_path(exp, "/jobs", path, sizeof(path));
     rc = cli_call(c, "POST", path, body, &resp);
     if (rc != 0)
@@ -331,6 +333,8 @@ static int train_start(cli_ctx *c)
         json_object_set(body, "specs", specs);
     if (cli_arg(c->a, "name"))
         json_object_set_new(body, "name", json_string(cli_arg(c->a, "name")));
+    if (cli_arg(c->a, "parent")) /* fine-tuning: start from that job's model */
+        json_object_set_new(body, "parent_job_id", json_string(cli_arg(c->a, "parent")));
     exp_path(cli_arg(c->a, "experiment"), "/jobs", path, sizeof(path));
     rc = cli_call(c, "POST", path, body, &resp);
     if (rc != 0)
@@ -395,6 +399,8 @@ static const cli_opt train_opts[] = {
     {"experiment", CLI_VALUE, "ID  the experiment to train", 1},
     {"spec", CLI_MULTI, "KEY=VALUE  spec override (repeatable)", 0},
     {"name", CLI_VALUE, "NAME  job name", 0},
+    {"parent", CLI_VALUE, "JOB  fine-tune: start from the model of this done train or AutoML job",
+     0},
     {"wait", CLI_FLAG, "  wait for the job, showing progress", 0},
 };
 
@@ -428,6 +434,8 @@ static const cli_opt automl_opts[] = {
      0},
     {"spec", CLI_MULTI, "KEY=VALUE  spec override for every trial (repeatable)", 0},
     {"name", CLI_VALUE, "NAME  job name", 0},
+    {"parent", CLI_VALUE, "JOB  fine-tune: start from the model of this done train or AutoML job",
+     0},
     {"wait", CLI_FLAG, "  wait for the job, showing progress", 0},
 };
 
@@ -443,10 +451,10 @@ const cli_command cli_experiment_commands[] = {
     {"experiment", "automl-defaults", experiment_automl_defaults, NULL, 0, 1, 1, "ID",
      "list the hyperparameters AutoML sweeps by default and all that could be", 0},
     {"automl", "start", automl_start, automl_opts, (int)HONE_ARRAY_LEN(automl_opts), 0, 0,
-     "--experiment ID [--algorithm A] [--max-recommendations N] [--param ...]",
+     "--experiment ID [--algorithm A] [--max-recommendations N] [--param ...] [--parent JOB]",
      "start an AutoML search on an experiment", 0},
     {"train", "start", train_start, train_opts, (int)HONE_ARRAY_LEN(train_opts), 0, 0,
-     "--experiment ID [--spec k=v ...] [--name N] [--wait]",
+     "--experiment ID [--spec k=v ...] [--name N] [--parent JOB] [--wait]",
      "start one train job on an experiment (TAO's model train)", 0},
 };
 const int cli_nexperiment_commands = (int)HONE_ARRAY_LEN(cli_experiment_commands);

@@ -16,6 +16,7 @@
 #include "auth.h"
 #include "ctl.h"
 #include "jobs.h"
+#include "kind.h"
 #include "path_beneath.h"
 #include "routes.h"
 #include "routes_artifacts.h"
@@ -58,6 +59,15 @@ static int action_parent_of(hone_controller *c, const char *wid, const char *id)
     return yes;
 }
 
+/* Whether worker wid runs a train job (or trial) that starts from job id's model. */
+static int finetune_parent_of(hone_controller *c, const char *wid, const char *id)
+{
+    json_t *row = NULL;
+    int yes = store_worker_finetune_running(c->db, wid, id, &row) == HONE_OK;
+    json_decref(row);
+    return yes;
+}
+
 /* A worker credential reads artifacts of a job it holds only (a resumed trial's checkpoint); the
  * admin (or anyone without auth) reads them all. Answers and returns non-zero otherwise. */
 static int worker_read_allowed(hone_controller *c, hone_http_req *req, hone_http_res *res,
@@ -75,7 +85,7 @@ static int worker_read_allowed(hone_controller *c, hone_http_req *req, hone_http
     if (rc == HONE_OK &&
         (!jstr(job, "worker_id") || strcmp(jstr(job, "worker_id"), wid) != 0 ||
          strcmp(jstr(job, "status"), "running") != 0) &&
-        !action_parent_of(c, wid, id)) {
+        !action_parent_of(c, wid, id) && !finetune_parent_of(c, wid, id)) {
         hone_http_res_error(res, 403, "Authorization", "job %s is not leased to worker %s", id,
                             wid);
         rc = HONE_EPERM;
@@ -110,6 +120,9 @@ static void list_dir(json_t *arr, const char *dir, const char *prefix)
         closedir(d);
 }
 
+static void model_list_start(hone_controller *c, hone_http_req *req, hone_http_res *res,
+                             const char *id, const char *dir);
+
 static void a_list(hone_http_req *req, hone_http_res *res, void *ud)
 {
     hone_controller *c = ud;
@@ -117,6 +130,12 @@ static void a_list(hone_http_req *req, hone_http_res *res, void *ud)
     if (job_exists(c, req, res, id) || worker_read_allowed(c, req, res, id))
         return;
     char *dir = ctl_job_dir(c, id);
+    const char *model = hone_http_req_query(req, "model");
+    if (model && strcmp(model, "0")) { /* the model's files with their sha256 (model_files.c) */
+        model_list_start(c, req, res, id, dir);
+        free(dir);
+        return;
+    }
     json_t *arr = json_array();
     list_dir(arr, dir, "");
     free(dir);
@@ -182,6 +201,40 @@ static void download_end(void *ud, int complete)
     (void)complete;
     downloads_add(d->c, d->owner, -1);
     free(d);
+}
+
+/* GET /jobs/{id}/artifacts?model=1: hashing a model is read off the loop, and counts as one of a
+ * user's downloads while it runs (limits.downloads_per_user), so that no user fills the thread
+ * pool with it. */
+static void model_list_end(void *ud)
+{
+    download_end(ud, 1);
+}
+
+static void model_list_start(hone_controller *c, hone_http_req *req, hone_http_res *res,
+                             const char *id, const char *dir)
+{
+    json_t *row = NULL;
+    char ob[64];
+    const char *owner = ctl_auth_owner(c, req, ob);
+    if (owner && downloads_of(c, owner) >= c->cfg.downloads_per_user) {
+        hone_http_res_header(res, "Retry-After", "2");
+        hone_http_res_error(res, 503, "limits.downloads_per_user",
+                            "%d downloads of yours are under way (limits.downloads_per_user): "
+                            "retry when one is done",
+                            downloads_of(c, owner));
+        return;
+    }
+    dl_count *d = NULL;
+    if (owner) {
+        d = hone_xcalloc(1, sizeof *d);
+        d->c = c;
+        snprintf(d->owner, sizeof d->owner, "%s", owner);
+        downloads_add(c, owner, 1);
+    }
+    int search = ctl_job_row(c, id, &row) == HONE_OK && ctl_kind_of(row)->has_trials;
+    json_decref(row);
+    ctl_model_files_list(c, res, dir, search ? "best_model" : "", d ? model_list_end : NULL, d);
 }
 
 static void a_get(hone_http_req *req, hone_http_res *res, void *ud)

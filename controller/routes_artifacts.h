@@ -9,4 +9,12 @@ typedef struct ctl_downloads ctl_downloads;
 ctl_downloads *ctl_downloads_new(void);
 void ctl_downloads_free(ctl_downloads *d);
 
+/* model_files.c: answers res with the files of the model in job_dir (or its subdir, best_model of
+ * an AutoML job), each with bytes and sha256, hashed on the thread pool; end(ud), when given, once
+ * the work is over (answered, or its client gone). */
+struct hone_controller;
+struct hone_http_res;
+void ctl_model_files_list(struct hone_controller *c, struct hone_http_res *res, const char *job_dir,
+                          const char *subdir, void (*end)(void *ud), void *ud);
+
 #endif

@@ -82,19 +82,15 @@ static void job_create(hone_http_req *req, hone_http_res *res, void *ud)
     hone_kind kid = HONE_KIND_TRAIN; /* one of ctl_kind_create_names(): checked above */
     hone_kind_parse(jstr(body, "action"), &kid);
     const ctl_kind *k = ctl_kind_get(kid);
-    /* a train or automl job takes its data from the experiment and starts from random weights:
-     * the fields of the actions are refused, not ignored */
-    static const char *const action_only[] = {"parent_job_id", "dataset_id", "folder"};
+    /* a train or automl job takes its data from the experiment (and may start from a parent
+     * job's model, parent_job_id): the other fields of the actions are refused, not ignored */
+    static const char *const action_only[] = {"dataset_id", "folder"};
     for (size_t i = 0; !k->takes_model && i < HONE_ARRAY_LEN(action_only); i++)
         if (jstr(body, action_only[i])) {
             db_rollback(c->db);
             hone_http_res_error(res, 422, action_only[i],
-                                "a %s job does not take %s (evaluate, inference and export do)%s",
-                                jstr(body, "action"), action_only[i],
-                                i == 0
-                                    ? "; starting from a trained model's weights is hone-train's "
-                                      "--set model.pretrained=MODEL_DIR for now"
-                                    : "");
+                                "a %s job does not take %s (evaluate, inference and export do)",
+                                jstr(body, "action"), action_only[i]);
             goto fail;
         }
     rc = k->create(c, exp, body, ctl_auth_owner(c, req, ob), id, sizeof id, &http, field,

@@ -79,6 +79,11 @@ int store_action_insert(ctl_db *db, const char *id, const char *experiment_id, c
 int store_job_get(ctl_db *db, const char *id, json_t **row); /* the whole row */
 /* The same, only when owner (a user id) owns it (owner NULL: anyone's); HONE_ENOENT otherwise. */
 int store_job_get_owned(ctl_db *db, const char *id, const char *owner, json_t **row);
+/* Fine-tuning: the job whose model job id starts from (from_job); whether worker_id runs a job
+ * starting from model_id's model (a row, else HONE_ENOENT). */
+int store_job_set_from(ctl_db *db, const char *id, const char *from_job);
+int store_worker_finetune_running(ctl_db *db, const char *worker_id, const char *model_id,
+                                  json_t **row);
 /* The columns a report needs, with the experiment's metric as exp_metric (the hot path). */
 int store_job_report_row(ctl_db *db, const char *id, json_t **row);
 /* The queued job to lease next (train, convert, evaluate, inference, export; skipping jobs whose

@@ -25,6 +25,24 @@ int store_action_insert(ctl_db *db, const char *id, const char *experiment_id, c
                    "ssssssdd", id, experiment_id, action, name, config, dataset_id, now, now);
 }
 
+/* Fine-tuning (migration 013): the job whose model job id starts from. */
+int store_job_set_from(ctl_db *db, const char *id, const char *from_job)
+{
+    return db_exec(db, "UPDATE jobs SET from_job=? WHERE id=?", "ss", from_job, id);
+}
+
+/* A running job of worker_id that starts from job model_id's model (itself, or as a trial of a
+ * search that does): one row, else HONE_ENOENT. */
+int store_worker_finetune_running(ctl_db *db, const char *worker_id, const char *model_id,
+                                  json_t **row)
+{
+    return db_row(db, row,
+                  "SELECT j.id FROM jobs j LEFT JOIN jobs p ON p.id=j.parent_id WHERE "
+                  "j.worker_id=?1 AND j.status='running' AND (j.from_job=?2 OR p.from_job=?2) "
+                  "LIMIT 1",
+                  "ss", worker_id, model_id);
+}
+
 int store_job_get(ctl_db *db, const char *id, json_t **row)
 {
     return db_row(db, row, "SELECT * FROM jobs WHERE id=?", "s", id);

@@ -6,11 +6,13 @@
 int store_trial_insert(ctl_db *db, const char *id, const char *experiment_id, const char *automl_id,
                        const char *name, int trial, const char *config, int epochs, double now)
 {
-    /* A trial waits for the convert job its AutoML job waits for. */
+    /* A trial waits for the convert job its AutoML job waits for, and starts from the model its
+     * AutoML job was fine-tuned from (from_job, migration 013). */
     return db_exec(db,
                    "INSERT INTO jobs(id,experiment_id,parent_id,action,name,status,trial,config,"
-                   "epochs_target,created,queued_at,convert_id) VALUES(?1,?2,?3,'train',?4,"
-                   "'queued',?5,?6,?7,?8,?9,(SELECT convert_id FROM jobs WHERE id=?3))",
+                   "epochs_target,created,queued_at,convert_id,from_job) VALUES(?1,?2,?3,'train',"
+                   "?4,'queued',?5,?6,?7,?8,?9,(SELECT convert_id FROM jobs WHERE id=?3),"
+                   "(SELECT from_job FROM jobs WHERE id=?3))",
                    "ssssisidd", id, experiment_id, automl_id, name, trial, config, epochs, now,
                    now);
 }

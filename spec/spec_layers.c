@@ -269,3 +269,38 @@ void hone_layers_cost(const hone_layers *l, uint64_t n, uint64_t *params, uint64
     *bytes = b;
     *ws = w;
 }
+
+/* 1 when layer a of one network and b of another hold the same parameters in the same place of
+ * their graphs: kind, channels, kernel, stride, padding, bias, inputs (spatial sizes may differ:
+ * convolutions and norms do not depend on them; a dense layer's input must agree). */
+static int same_params(const hone_layer_desc *a, const hone_layer_desc *b)
+{
+    if (a->kind != b->kind || a->c != b->c || a->oc != b->oc || a->in != b->in ||
+        a->in2 != b->in2 || a->r != b->r || a->stride != b->stride || a->pad != b->pad ||
+        a->bias != b->bias)
+        return 0;
+    return a->kind != HONE_LAYER_DENSE || (uint64_t)a->c * (uint64_t)a->h * (uint64_t)a->w ==
+                                              (uint64_t)b->c * (uint64_t)b->h * (uint64_t)b->w;
+}
+
+int hone_layers_fit(const hone_layers *from, const hone_layers *to, unsigned char *done)
+{
+    int n = from->n < to->n ? from->n : to->n, count = 0;
+    int graph = from->n == to->n; /* one graph: the same kinds reading the same layers */
+    for (int i = 0; graph && i < n; i++)
+        graph = from->v[i].kind == to->v[i].kind && from->v[i].in == to->v[i].in &&
+                from->v[i].in2 == to->v[i].in2;
+    for (int i = 0; i < to->n; i++)
+        done[i] = 0;
+    for (int i = 0; i < n; i++) {
+        if (!same_params(&from->v[i], &to->v[i])) {
+            if (graph)
+                continue; /* this layer stays fresh; the next may agree again */
+            break;
+        }
+        done[i] = 1;
+        count += to->v[i].kind == HONE_LAYER_CONV || to->v[i].kind == HONE_LAYER_DENSE ||
+                 to->v[i].kind == HONE_LAYER_BN;
+    }
+    return count;
+}

@@ -39,6 +39,15 @@ typedef struct {
 int hone_spec_layers(const hone_spec *s, int c, int h, int w, int classes, hone_layers *out);
 void hone_layers_free(hone_layers *l);
 
+/* Fine-tuning's rule (model.pretrained): which layers of network `to` take their parameters from
+ * network `from`, those that agree in kind, channels, kernel, stride, padding, bias and inputs (a
+ * dense layer's input size too): every such layer when both have one graph (the same layer kinds
+ * reading the same layers: a new head, a first convolution of other channels stays fresh), else
+ * the leading ones up to the first that does not agree (a classifier's backbone into
+ * detectnet_v2). done[to->n]: 1 for each; returns how many of them hold parameters (conv, dense,
+ * batch norm). hone-train copies by it; it and the controller refuse a model that gives none. */
+int hone_layers_fit(const hone_layers *from, const hone_layers *to, unsigned char *done);
+
 /* What the layers cost at batch n: one trial's trainable parameters (*params) and batch-norm
  * running statistics (*nstate) in floats, and the bytes of the per-layer buffers (*bytes: each
  * layer's output and its gradient as floats, a pool's int32 argmax, a dropout's byte mask, a

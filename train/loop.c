@@ -503,9 +503,13 @@ int hone_trainer_new(const hone_train_opts *o, hone_trainer **out, char *err, si
     t->cancel = o->cancel;
     if ((rc = setup(t, o, NULL, 1, err, errlen)) < 0)
         goto fail;
-    /* a resumed run then takes every weight from its checkpoint */
-    if (o->spec->model.pretrained[0] &&
-        (rc = trainer_load_pretrained(t, o->spec->model.pretrained, err, errlen)) < 0)
+    /* A run resumed from its checkpoint takes every weight from it: the model it started from is
+     * not read again (it may be gone by now), nor laid over what the run has learned since. */
+    if (o->spec->model.pretrained[0] && o->resume_path)
+        fprintf(t->log, "hone-train: model.pretrained: not applied: resuming from %s\n",
+                o->resume_path);
+    else if (o->spec->model.pretrained[0] &&
+             (rc = trainer_load_pretrained(t, o->spec->model.pretrained, err, errlen)) < 0)
         goto fail;
     if (!o->eager && (rc = hone_kgraph_capture(t->k, train_step, t, &t->graph)) < 0) {
         snprintf(err, errlen, "graph capture: %s", hone_strerror(rc));

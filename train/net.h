@@ -93,13 +93,15 @@ int net_new_pack(hone_kctx *k, const hone_train_spec *const *specs, int trials, 
 void net_free(hone_net *n);
 /* model.pretrained: copies into every trial of net the parameters and norm statistics of a model
  * of src_spec's network for [c, h, w] inputs and `classes` classes (its flat params[nparams] and
- * state[nstate], as model.bin holds them), layer by layer from the first while the two agree in
- * kind, channels, kernel, stride, padding, bias and inputs; stops at the first that does not.
- * *layers: the layers that agreed; *copied: the floats copied. HONE_EPARSE when the arrays are
- * not of the network src_spec builds, HONE_EINVAL for a network it cannot build. */
+ * state[nstate], as model.bin holds them), layer by layer where the two agree in kind, channels,
+ * kernel, stride, padding, bias and inputs: every such layer when both have one graph (the same
+ * layer kinds reading the same layers; the others keep their fresh initialisation), else from the
+ * first while they agree. done[net->nlayers]: 1 for each layer copied. *layers: the layers
+ * copied; *copied: the floats copied. HONE_EPARSE when the arrays are not of the network src_spec
+ * builds, HONE_EINVAL for a network it cannot build. */
 int net_copy_prefix(hone_net *net, const hone_train_spec *src_spec, int c, int h, int w,
                     int classes, const float *params, size_t nparams, const float *state,
-                    size_t nstate, int *layers, size_t *copied);
+                    size_t nstate, unsigned char *done, int *layers, size_t *copied);
 /* Forward n <= batch samples of each trial, x [trials][n][c][h][w]; returns the logits buffer
  * [trials][n][classes]. */
 const float *net_forward(hone_net *net, const float *x, int n, int training);

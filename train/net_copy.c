@@ -1,26 +1,34 @@
-/* train/net_copy.c: model.pretrained's copy of another network's leading layers into a network
- * (net_copy_prefix), the layers that agree in kind, channels, kernel, stride, padding and inputs.
- */
+/* train/net_copy.c: model.pretrained's copy of another network's layers into a network
+ * (net_copy_prefix), the layers spec/'s hone_layers_fit picks (kind, channels, kernel, stride,
+ * padding, inputs): every such layer when both networks have one graph (the same network: a new
+ * head, a first convolution of other channels or a dense layer after another input size stays
+ * fresh), else the leading ones (a classifier's backbone into detectnet_v2). Never copies a layer
+ * whose shape differs. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "net_internal.h"
 
-/* 1 when layer a of one network and b of another hold the same parameters in the same place of
- * their graphs: kind, channels, kernel, stride, padding, bias, inputs (spatial sizes may differ:
- * convolutions and norms do not depend on them; a dense layer's input must agree). */
-static int same_params(const layer *a, const layer *b)
+/* A network's layers as spec/'s descriptions, for hone_layers_fit (the rule lives there, shared
+ * with the controller's check of a parent at create). */
+static void as_descs(const layer *v, int n, hone_layers *out)
 {
-    if (a->kind != b->kind || a->c != b->c || a->oc != b->oc || a->in != b->in ||
-        a->in2 != b->in2 || a->r != b->r || a->stride != b->stride || a->pad != b->pad ||
-        a->bias != b->bias)
-        return 0;
-    return a->kind != L_DENSE || (size_t)a->c * a->h * a->w == (size_t)b->c * b->h * b->w;
+    out->v = hone_xcalloc((size_t)n + 1, sizeof(hone_layer_desc));
+    out->n = out->cap = n;
+    for (int i = 0; i < n; i++) {
+        hone_layer_desc *d = &out->v[i];
+        d->kind = (hone_layer_kind)v[i].kind;
+        d->c = v[i].c, d->h = v[i].h, d->w = v[i].w;
+        d->oc = v[i].oc, d->oh = v[i].oh, d->ow = v[i].ow;
+        d->in = v[i].in, d->in2 = v[i].in2;
+        d->r = v[i].r, d->stride = v[i].stride, d->pad = v[i].pad;
+        d->bias = v[i].bias;
+    }
 }
 
 int net_copy_prefix(hone_net *net, const hone_train_spec *src_spec, int c, int h, int w,
                     int classes, const float *params, size_t nparams, const float *state,
-                    size_t nstate, int *layers, size_t *copied)
+                    size_t nstate, unsigned char *done, int *layers, size_t *copied)
 {
     builder b;
     *layers = 0;
@@ -40,9 +48,18 @@ int net_copy_prefix(hone_net *net, const hone_train_spec *src_spec, int c, int h
         rc = hone_k_download(k, p, net->params, sizeof(float) * T * np);
     if (rc == 0 && ns)
         rc = hone_k_download(k, st, net->state, sizeof(float) * T * ns);
-    int n = b.n < net->nlayers ? b.n : net->nlayers, i;
-    for (i = 0; rc == 0 && i < n && same_params(&b.v[i], &net->layers[i]); i++) {
+    hone_layers from, to;
+    as_descs(b.v, b.n, &from);
+    as_descs(net->layers, net->nlayers, &to);
+    hone_layers_fit(&from, &to, done);
+    int count = 0;
+    hone_layers_free(&from);
+    hone_layers_free(&to);
+    for (int i = 0; rc == 0 && i < net->nlayers; i++) {
+        if (!done[i])
+            continue;
         const layer *S = &b.v[i], *D = &net->layers[i];
+        count++;
         size_t wn = 0, bn = 0, sn = 0;
         if (S->kind == L_CONV) {
             wn = (size_t)S->oc * S->c * S->r * S->r;
@@ -64,8 +81,8 @@ int net_copy_prefix(hone_net *net, const hone_train_spec *src_spec, int c, int h
         }
         *copied += wn + bn + sn;
     }
-    *layers = i;
-    if (rc == 0 && i > 0) {
+    *layers = count;
+    if (rc == 0 && count > 0) {
         hone_k_upload(k, net->params, p, sizeof(float) * T * np);
         if (ns)
             hone_k_upload(k, net->state, st, sizeof(float) * T * ns);

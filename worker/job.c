@@ -266,6 +266,42 @@ void worker_train_run(hone_worker *w, hone_kind kind, const json_t *job)
         job = local;
         ctx.up = worker_ckpt_up_start(w, id, out_dir);
     }
+    /* Fine-tuning: the parent's model, where the controller says it is (shared disk) or
+     * downloaded into the cache (http storage); hone-train starts from it unless it resumes. */
+    const json_t *pre = json_object_get(job, "pretrained");
+    if (json_is_object(pre)) {
+        char msg[4096 + 512], model[4096 + 64];
+        const char *pdir = json_string_value(json_object_get(pre, "dir"));
+        const char *pid = json_string_value(json_object_get(pre, "job_id"));
+        int prc = HONE_OK;
+        if (w->http_storage) {
+            snprintf(model, sizeof model, "%s/parents/%s", w->work_dir, id);
+            prc = pid ? worker_fetch_model(w, id, pid,
+                                           json_string_value(json_object_get(pre, "subdir")), model,
+                                           msg, sizeof msg)
+                      : HONE_EINVAL;
+            pdir = model;
+        }
+        if (prc == HONE_OK && (!pdir || !pdir[0])) {
+            snprintf(msg, sizeof msg, "hone-worker: bad lease: pretrained without a folder");
+            prc = HONE_EINVAL;
+        }
+        if (prc != HONE_OK) {
+            if (worker_stopping(w)) {
+                worker_set_job(w, NULL);
+                worker_job_complete(w, id, "released", &res);
+                goto fail;
+            }
+            res.log_tail = hone_xstrdup(msg);
+            worker_log(w, "job %s: %s", id, msg);
+            worker_job_complete(w, id, "failed", &res);
+            goto fail;
+        }
+        if (!local)
+            local = json_deep_copy(job);
+        json_object_set_new(local, "pretrained_dir", json_string(pdir));
+        job = local;
+    }
     /* The trainer's spec file: the flat dotted JSON object, as the controller stored it. */
     if (json_dump_file(spec, spec_path, JSON_COMPACT) != 0) {
         char msg[4600];
@@ -355,6 +391,8 @@ fail:
     worker_ckpt_up_stop(ctx.up);
     if (local)
         worker_drop_dataset(w, id);
+    if (w->http_storage)
+        worker_drop_parent(w, id);
     json_decref(local);
     json_decref(spec);
     hone_trun_result_clear(&res);

@@ -4,8 +4,9 @@
  * worker however many jobs read it; a download that broke off resumes from its .part file; a
  * file whose hash is not the manifest's is never used. The trainer then reads a folder of hard
  * links to the cached files (the original names), or the cached packed file. A resumed job's
- * uploaded checkpoint and an action's parent model come the same way. What goes back is
- * uploads.c's. Never touches a path of the controller's data dir. */
+ * uploaded checkpoint comes the same way; an action's or a fine-tuning job's parent model comes
+ * through the cache too (its files listed with their sha256 by GET /jobs/{id}/artifacts?model=1).
+ * What goes back is uploads.c's. Never touches a path of the controller's data dir. */
 #include "storage.h"
 
 #include <errno.h>
@@ -186,6 +187,13 @@ static void rm_tree(const char *path)
     if (d)
         closedir(d);
     rmdir(path);
+}
+
+void worker_drop_parent(hone_worker *w, const char *job_id)
+{
+    char p[4096 + 256];
+    snprintf(p, sizeof p, "%s/parents/%s", w->work_dir, job_id);
+    rm_tree(p);
 }
 
 void worker_drop_dataset(hone_worker *w, const char *job_id)
@@ -432,12 +440,14 @@ int worker_fetch_model(hone_worker *w, const char *job_id, const char *parent, c
     hone_rest_resp resp;
     json_t *f;
     size_t i, sl = subdir ? strlen(subdir) : 0;
-    int rc = HONE_EIO, n = 0;
+    int rc = HONE_EIO;
+    fetch_tally t = {0};
     char *ep = hone_rest_escape(parent);
 
-    snprintf(path, sizeof path, "/api/v1/jobs/%s/artifacts", ep);
+    /* the model's files with their sha256: each comes through the hash-named cache, checked */
+    snprintf(path, sizeof path, "/api/v1/jobs/%s/artifacts?model=1", ep);
     if (worker_mkdirs(dir, 0) != 0 ||
-        hone_rest_call(w->rest, "GET", path, NULL, 60, &resp, err, sizeof err) != 0) {
+        hone_rest_call(w->rest, "GET", path, NULL, 120, &resp, err, sizeof err) != 0) {
         snprintf(msg, msglen, "hone-worker: cannot list the model of job %s", parent);
         free(ep);
         return HONE_EIO;
@@ -450,8 +460,7 @@ int worker_fetch_model(hone_worker *w, const char *job_id, const char *parent, c
     json_array_foreach(json_object_get(resp.json, "files"), i, f)
     {
         const char *name = json_string_value(json_object_get(f, "name")), *base;
-        char url[1024], file[4096 + 600];
-        hone_rest_resp r2;
+        char url[1024], file[4096 + 600], cached[4096 + 128];
         if (!name)
             continue;
         if (sl) { /* best_model/x of an AutoML job */
@@ -462,34 +471,37 @@ int worker_fetch_model(hone_worker *w, const char *job_id, const char *parent, c
             base = name;
         }
         /* what hone-train opens: the model, its description and spec; not the checkpoint */
-        if (strchr(base, '/') || base[0] == '.' || !strcmp(base, "checkpoint.bin"))
+        if (!name_ok(base) || strchr(base, '/') || !strcmp(base, "checkpoint.bin"))
             continue;
         char *eb = hone_rest_escape(base);
         snprintf(url, sizeof url, "/api/v1/jobs/%s/artifacts/%s%s%s", ep, sl ? subdir : "",
                  sl ? "/" : "", eb);
         free(eb);
+        if ((rc = fetch_listed(w, url, f, cached, sizeof cached, &t, msg, msglen)))
+            goto fail;
         snprintf(file, sizeof file, "%s/%s", dir, base);
-        FILE *out = fopen(file, "wb");
-        if (!out) {
-            snprintf(msg, msglen, "hone-worker: cannot write %s", file);
+        if (link_into(file, cached) != 0) {
+            snprintf(msg, msglen, "hone-worker: cannot link %s: %s", file, strerror(errno));
+            rc = HONE_EIO;
             goto fail;
         }
-        int r = hone_rest_download(w->rest, url, out, 600, &r2, err, sizeof err);
-        if (fclose(out) != 0 && r == 0)
-            r = HONE_EIO;
-        if (r == 0 && r2.status != 200) {
-            hone_rest_error_text(&r2, err, sizeof err);
-            r = HONE_EIO;
-        }
-        hone_rest_resp_clear(&r2);
-        if (r) {
-            snprintf(msg, msglen, "hone-worker: cannot download %s: %s", url, err);
-            goto fail;
-        }
-        n++;
     }
-    worker_log(w, "job %s: model of job %s%s%s fetched (%d file(s))", job_id, parent, sl ? "/" : "",
-               sl ? subdir : "", n);
+    static const char *const need[] = {"model.bin", "model.json", "spec.yaml"};
+    for (size_t k = 0; k < sizeof need / sizeof need[0]; k++) {
+        char file[4096 + 64];
+        struct stat st;
+        snprintf(file, sizeof file, "%s/%s", dir, need[k]);
+        if (stat(file, &st) != 0) {
+            snprintf(msg, msglen, "hone-worker: the model of job %s%s%s has no %s", parent,
+                     sl ? "/" : "", sl ? subdir : "", need[k]);
+            rc = HONE_ENOENT;
+            goto fail;
+        }
+    }
+    worker_log(w,
+               "job %s: model of job %s%s%s fetched (%d file(s) downloaded, %lld bytes, %d from "
+               "the cache; sha-256 checked)",
+               job_id, parent, sl ? "/" : "", sl ? subdir : "", t.got, t.bytes, t.hit);
     rc = HONE_OK;
 fail:
     free(ep);

@@ -16,9 +16,13 @@ int worker_cache_fetch(hone_worker *w, const char *url, long long bytes, const c
  * original names) and data.packed. A message for the job's log in msg on failure. */
 int worker_fetch_dataset(hone_worker *w, const json_t *job, json_t *spec, char *msg, size_t msglen);
 /* Downloads the model files (not the checkpoint) of job parent's artifacts (subdir "best_model"
- * of an AutoML job, or "") into dir. A message in msg on failure. */
+ * of an AutoML job, or "") into the cache, sha-256 checked, and links them into dir. A message in
+ * msg on failure. */
 int worker_fetch_model(hone_worker *w, const char *job_id, const char *parent, const char *subdir,
                        const char *dir, char *msg, size_t msglen);
+/* Removes the parent's model a fine-tuning job downloaded (<work-dir>/parents/<job id>/: links
+ * into the cache, which keeps the files). */
+void worker_drop_parent(hone_worker *w, const char *job_id);
 /* Downloads an inference job's image folder (GET /jobs/{id}/input) into the cache, linked under
  * <work-dir>/data/<job id>/ (written to folder). */
 int worker_fetch_input(hone_worker *w, const char *job_id, char *folder, size_t fcap, char *msg,

@@ -1,5 +1,6 @@
 /* trainer_argv: the hone-train command line for a lease: --spec the file holding its resolved
- * flat spec (the trial's values in it: no --set), --epochs-until, --resume from the checkpoint,
+ * flat spec (the trial's values in it), --epochs-until, --resume from the checkpoint, --set
+ * model.pretrained= the parent's model of a fine-tuning job (its runner's pretrained_dir),
  * --out, --device and --threads; for an evaluate, inference or export lease, --evaluate / --infer /
  * --export on its model. Pure: builds strings, runs nothing. */
 #include "trainer_argv.h"
@@ -53,6 +54,16 @@ char **hone_worker_trainer_argv(const hone_worker_opts *o, const char *trainer, 
         }
         job_argv_push(&argv, &n, &cap, hone_xstrdup("--resume"));
         job_argv_push(&argv, &n, &cap, arg);
+    }
+    /* fine-tuning: the parent's model folder, as the runner resolved it (hone-train reads it only
+     * on a fresh start: a run resumed from its checkpoint takes every weight from there) */
+    const char *pre = json_string_value(json_object_get(job, "pretrained_dir"));
+    if (pre && pre[0]) {
+        size_t len = strlen(pre) + 32;
+        char *kv = hone_xmalloc(len);
+        snprintf(kv, len, "model.pretrained=%s", pre);
+        job_argv_push(&argv, &n, &cap, hone_xstrdup("--set"));
+        job_argv_push(&argv, &n, &cap, kv);
     }
     job_argv_push(&argv, &n, &cap, hone_xstrdup("--out"));
     job_argv_push(&argv, &n, &cap, hone_xstrdup(out_dir));

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "automl.h"
+#include "finetune.h"
 #include "ctl.h"
 #include "job_rows.h"
 #include "joblog.h"
@@ -523,10 +524,8 @@ static int automl_create(hone_controller *c, const json_t *exp, const json_t *bo
                          size_t fieldlen, char *msg, size_t msglen)
 {
     static const ctl_train_search search = {ctl_automl_space_json, ctl_automl_start};
-    (void)owner;
-    *http = 422;
-    return ctl_train_create_as(c, exp, HONE_KIND_AUTOML, &search, body, id_out, idlen, field,
-                               fieldlen, msg, msglen);
+    return ctl_train_create_as(c, exp, HONE_KIND_AUTOML, &search, body, owner, id_out, idlen, http,
+                               field, fieldlen, msg, msglen);
 }
 
 static void automl_created(hone_controller *c, const char *id)
@@ -572,6 +571,7 @@ static void automl_view(hone_controller *c, json_t *o, const json_t *row)
 {
     json_object_set_new(o, "automl", ctl_automl_status(c, row));
     ctl_convert_json(o, row);
+    ctl_finetune_json(o, row);
 }
 
 static int automl_trial_budget(hone_controller *c, const char *parent_id)

@@ -10,6 +10,7 @@
 #include "convert.h"
 #include "ctl.h"
 #include "ctl_spec.h"
+#include "finetune.h"
 #include "job_rows.h"
 #include "kind.h"
 #include "store.h"
@@ -147,18 +148,25 @@ fail:
 }
 
 int ctl_train_create_as(hone_controller *c, const json_t *exp, hone_kind kind,
-                        const ctl_train_search *search, const json_t *body, char *id_out,
-                        size_t idlen, char *field, size_t fieldlen, char *msg, size_t msglen)
+                        const ctl_train_search *search, const json_t *body, const char *owner,
+                        char *id_out, size_t idlen, int *http, char *field, size_t fieldlen,
+                        char *msg, size_t msglen)
 {
     json_t *flat = NULL, *settings = jparse(jstr(exp, "automl_settings"));
     const json_t *specs = json_object_get(body, "specs");
-    const char *name = jstr(body, "name");
+    const char *name = jstr(body, "name"), *from = jstr(body, "parent_job_id");
     int rc = HONE_EINVAL;
+    *http = 422;
     if (ctl_spec_flatten(specs, "specs", &flat, field, fieldlen, msg, msglen))
         goto fail;
     int is_automl = search != NULL;
     if ((rc = check_spec(c, exp, flat, settings, search, field, fieldlen, msg, msglen)))
         goto fail;
+    /* fine-tuning: the parent's model (finetune.c), checked before anything is stored */
+    if (from && (rc = ctl_finetune_check(c, exp, flat, from, owner, http, msg, msglen))) {
+        snprintf(field, fieldlen, "parent_job_id");
+        goto fail;
+    }
     /* Epochs for a plain train job: the resolved spec's train.epochs. */
     json_t *defaults = ctl_spec_defaults(jstr(exp, "network"));
     json_t *espec = jparse(jstr(exp, "specs"));
@@ -176,6 +184,8 @@ int ctl_train_create_as(hone_controller *c, const json_t *exp, hone_kind kind,
     rc = store_job_insert(c->db, id_out, jstr(exp, "id"), hone_kind_name(kind), name ? name : "",
                           sp, is_automl ? 0 : epochs, now, cvt[0] ? cvt : NULL);
     free(sp);
+    if (!rc && from)
+        rc = store_job_set_from(c->db, id_out, from);
     if (rc)
         goto fail;
     rc = search ? search->start(c, id_out, msg, msglen) : HONE_OK;
@@ -229,6 +239,10 @@ static json_t *lease_reply(hone_controller *c, const json_t *job, const json_t *
     json_t *ds = ctl_job_dataset_id(c, job);
     if (ds)
         json_object_set_new(j, "dataset_id", ds);
+    /* fine-tuning: the parent's model, hone-train's model.pretrained (not applied on resume) */
+    json_t *pre = ctl_finetune_lease(c, job);
+    if (pre)
+        json_object_set_new(j, "pretrained", pre);
     return j;
 }
 
@@ -289,9 +303,8 @@ static int train_create(hone_controller *c, const json_t *exp, const json_t *bod
     if (search) /* the experiment searches: its train job is an AutoML job */
         return trial_parent()->create(c, exp, body, owner, id_out, idlen, http, field, fieldlen,
                                       msg, msglen);
-    *http = 422;
-    return ctl_train_create_as(c, exp, HONE_KIND_TRAIN, NULL, body, id_out, idlen, field, fieldlen,
-                               msg, msglen);
+    return ctl_train_create_as(c, exp, HONE_KIND_TRAIN, NULL, body, owner, id_out, idlen, http,
+                               field, fieldlen, msg, msglen);
 }
 
 static json_t *train_lease_job(hone_controller *c, const json_t *job, const json_t *flat)
@@ -341,6 +354,7 @@ static void train_view(hone_controller *c, json_t *o, const json_t *row)
 {
     (void)c;
     ctl_convert_json(o, row);
+    ctl_finetune_json(o, row);
 }
 
 const ctl_kind ctl_kind_train = {

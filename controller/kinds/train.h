@@ -18,11 +18,13 @@ typedef struct ctl_train_search {
 } ctl_train_search;
 
 /* Inside the caller's transaction: a job of this kind from an experiment and the request body
- * (specs, name), checked as hone-train will check it (with search: also its space), then
- * inserted (and started, with search). HONE_EINVAL with field and msg. */
+ * (specs, name, parent_job_id: the owner's job whose model it starts from), checked as hone-train
+ * will check it (with search: also its space), then inserted (and started, with search).
+ * HONE_EINVAL with *http, field and msg. */
 int ctl_train_create_as(hone_controller *c, const json_t *exp, hone_kind kind,
-                        const ctl_train_search *search, const json_t *body, char *id_out,
-                        size_t idlen, char *field, size_t fieldlen, char *msg, size_t msglen);
+                        const ctl_train_search *search, const json_t *body, const char *owner,
+                        char *id_out, size_t idlen, int *http, char *field, size_t fieldlen,
+                        char *msg, size_t msglen);
 /* Resolved flat spec of a job: network defaults < experiment specs < job specs < trial config. */
 int ctl_train_spec(hone_controller *c, const json_t *job, json_t **flat);
 /* Inside the caller's transaction: a train job ends (complete, or lease lost after stop/pause). */

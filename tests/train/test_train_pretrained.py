@@ -81,6 +81,12 @@ def main():
         c = copied(err)
         check(c is not None and c[0] == c[1] - 1 and c[2] > 100000,
               "detectnet_v2 from the classifier: every layer but the head (%s)" % (c,))
+        # ... and a detector from that detector (fine-tuning a detectnet_v2): every layer
+        err, _ = train(*dn, "model.pretrained=" + os.path.join(tmp, "d1"),
+                       out=os.path.join(tmp, "d2"))
+        c = copied(err)
+        check(c is not None and c[0] == c[1] and "initialised fresh" not in err,
+              "detectnet_v2 from detectnet_v2: every layer (%s)" % (c,))
         err0, lines0 = train(*dn, out=os.path.join(tmp, "d0"))
         check(copied(err0) is None, "a random start copies nothing")
         l1 = [x["train_loss"] for x in lines if "train_loss" in x]

@@ -200,6 +200,12 @@ static void test_trainer_argv(void)
     argv = hone_worker_trainer_argv(&o, "t", job, "s", "o");
     CHECK(!argv_has(argv, "--resume", NULL));
     hone_worker_argv_free(argv);
+    /* fine-tuning: the parent's model folder the runner resolved, as model.pretrained (hone-train
+     * skips it when it resumes from a checkpoint) */
+    json_object_set_new(job, "pretrained_dir", json_string("/w/parents/job-1"));
+    argv = hone_worker_trainer_argv(&o, "t", job, "s", "o");
+    CHECK(argv_has(argv, "--set", "model.pretrained=/w/parents/job-1"));
+    hone_worker_argv_free(argv);
     json_decref(job);
 }
 

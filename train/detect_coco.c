@@ -199,6 +199,8 @@ static void evaluate_image(const hone_det_coco *c, int img, int cls, int a, cons
     e->any = 1;
     for (int j = 0; j < ng; j++)
         e->npig += !g[j].ignore;
+    if (nd == 0)
+        return;
     for (int d = 0; d < nd; d++)
         for (int j = 0; j < ng; j++)
             ious[(size_t)d * ng + j] =
@@ -243,9 +245,11 @@ static int accumulate(evals *e, const double *rec, double *sum, double *per_iou)
 {
     if (!e->any || e->npig == 0)
         return 0;
+    if (e->n == 0) /* ground truth and no detection: precision 0 at every recall */
+        return 1;
     qsort(e->det, (size_t)e->n, sizeof *e->det, by_score_desc);
-    double *pr = hone_xmalloc((size_t)(e->n > 0 ? e->n : 1) * sizeof *pr);
-    double *rc = hone_xmalloc((size_t)(e->n > 0 ? e->n : 1) * sizeof *rc);
+    double *pr = hone_xmalloc((size_t)e->n * sizeof *pr);
+    double *rc = hone_xmalloc((size_t)e->n * sizeof *rc);
     for (int t = 0; t < N_IOU; t++) {
         const unsigned char *dm = e->matched + (size_t)t * e->cap;
         const unsigned char *di = e->ignored + (size_t)t * e->cap;
@@ -313,7 +317,8 @@ int hone_det_coco_compute(const hone_det_coco *c, hone_det_coco_stats *out, doub
                 for (int i = c->img_pred[img]; i < c->img_pred[img + 1]; i++)
                     if (c->preds[i].c.cls == k)
                         dets[nd++] = (ord){c->preds[i].c.score, i};
-                qsort(dets, (size_t)nd, sizeof *dets, by_score_desc);
+                if (nd > 1)
+                    qsort(dets, (size_t)nd, sizeof *dets, by_score_desc);
                 if (nd > HONE_DET_COCO_MAX_DETS)
                     nd = HONE_DET_COCO_MAX_DETS;
                 evaluate_image(c, img, k, a, dets, nd, g, ious, gtm, &e, thr);

@@ -16,8 +16,8 @@ results JSON read by pycocotools.
    category ids the class indices), whose COCOeval figures must equal detect_coco_tool's on the
    same boxes to 1e-4. Prints those figures (the COCO metrics of detectnet_v2 on that set).
 pycocotools (and numpy) come from pip into a venv under the build folder. The test skips (77) when
-pip cannot get them, or gen_detect.py cannot write its set, unless HONE_REQUIRE_COCO_REF=1 (CI),
-when that is a failure.
+pip cannot get them, unless HONE_REQUIRE_COCO_REF=1 (CI), when that is a failure; part 2 is left
+out with a line when gen_detect.py cannot write its set, unless HONE_REQUIRE_PHOTOS=1.
 Usage: test_train_coco_ref.py DETECT_COCO_TOOL VENV [HONE_TRAIN DEBIAN_PYTHON GEN_DETECT_PY]
 """
 import json
@@ -237,8 +237,15 @@ def end_to_end(py):
     tmp = tempfile.mkdtemp(prefix="hone-cocoref-")
     try:
         data = os.path.join(tmp, "set")
-        if subprocess.run([debian_py, gen, "--tiny", data], capture_output=True).returncode:
-            unavailable("gen_detect.py could not write its set (Fashion-MNIST, photographs?)")
+        if not os.path.exists(debian_py) or \
+                subprocess.run([debian_py, gen, "--tiny", data], capture_output=True).returncode:
+            # the random sets above are the reference check; this part needs the photographs
+            why = "gen_detect.py could not write its set (Fashion-MNIST, photographs?)"
+            if os.environ.get("HONE_REQUIRE_PHOTOS") == "1":
+                check(False, why)
+            else:
+                print("coco_ref: end to end part skipped: " + why)
+            return len(failures)
         model, inf = os.path.join(tmp, "model"), os.path.join(tmp, "inf")
         spec = ["network=detectnet_v2", "data.format=kitti", "data.path=" + data,
                 "model.width=16", "train.batch_size=16", "train.optimizer=adamw",

@@ -148,6 +148,19 @@ static int idx_split(const char *dir, const char *split, uint32_t *count, uint32
     return HONE_OK;
 }
 
+/* The split counts a dataset reports: those training uses (hone_data_split_used: without a test
+ * split a tenth of the training images are its test images), and that carve by itself. */
+static void used_splits(const size_t split_images[HONE_DATA_NSPLITS], json_int_t out[4])
+{
+    uint64_t split[HONE_DATA_NSPLITS], used[HONE_DATA_NSPLITS];
+    for (int s = 0; s < HONE_DATA_NSPLITS; s++)
+        split[s] = split_images[s];
+    hone_data_split_used(split, used);
+    for (int s = 0; s < HONE_DATA_NSPLITS; s++)
+        out[s] = (json_int_t)used[s];
+    out[3] = (json_int_t)(split[HONE_DATA_TRAIN] - used[HONE_DATA_TRAIN]);
+}
+
 /* image_folder: data/'s checks (data/data.h: the layouts, the class map, every image's header
  * read, the refusals naming the file), and the stats the dataset row keeps. */
 static int folder_inspect(const char *dir, json_t **stats, char *msg, size_t msglen)
@@ -158,15 +171,16 @@ static int folder_inspect(const char *dir, json_t **stats, char *msg, size_t msg
         return rc;
     hone_data_folder_stats st;
     hone_data_folder_get_stats(f, &st);
-    json_t *o =
-        json_pack("{s:I,s:I,s:I,s:i,s:s,s:{s:I,s:I},s:{s:I,s:I},s:[i,i],s:[i,i],s:I}",
-                  "train_images", (json_int_t)st.split_images[HONE_DATA_TRAIN], "val_images",
-                  (json_int_t)st.split_images[HONE_DATA_VAL], "test_images",
-                  (json_int_t)st.split_images[HONE_DATA_TEST], "classes", st.classes, "layout",
-                  st.split_layout ? "splits" : "flat", "formats", "png", (json_int_t)st.png, "jpeg",
-                  (json_int_t)st.jpeg, "channels", "grey", (json_int_t)st.grey, "rgb",
-                  (json_int_t)st.colour, "min_size", st.min_width, st.min_height, "max_size",
-                  st.max_width, st.max_height, "skipped_files", (json_int_t)st.skipped);
+    json_int_t used[4];
+    used_splits(st.split_images, used);
+    json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:i,s:s,s:{s:I,s:I},s:{s:I,s:I},s:[i,i],s:[i,i],s:I}",
+                          "train_images", used[HONE_DATA_TRAIN], "val_images", used[HONE_DATA_VAL],
+                          "test_images", used[HONE_DATA_TEST], "test_from_train", used[3],
+                          "classes", st.classes, "layout", st.split_layout ? "splits" : "flat",
+                          "formats", "png", (json_int_t)st.png, "jpeg", (json_int_t)st.jpeg,
+                          "channels", "grey", (json_int_t)st.grey, "rgb", (json_int_t)st.colour,
+                          "min_size", st.min_width, st.min_height, "max_size", st.max_width,
+                          st.max_height, "skipped_files", (json_int_t)st.skipped);
     /* the class map and per-class counts, while they stay small enough for a dataset row */
     if (st.classes <= 1000) {
         json_t *names = json_array(), *counts = json_object();
@@ -194,16 +208,17 @@ static json_t *detect_stats(const hone_data_kitti *k)
 {
     hone_data_kitti_stats st;
     hone_data_kitti_get_stats(k, &st);
+    json_int_t used[4];
+    used_splits(st.split_images, used);
     json_t *o2 = json_pack(
-        "{s:I,s:I,s:I,s:I,s:i,s:I,s:I,s:s,s:{s:I,s:I},s:{s:I,s:I},s:[i,i],s:[i,i],s:I}", "images",
-        (json_int_t)st.images, "train_images", (json_int_t)st.split_images[HONE_DATA_TRAIN],
-        "val_images", (json_int_t)st.split_images[HONE_DATA_VAL], "test_images",
-        (json_int_t)st.split_images[HONE_DATA_TEST], "classes", st.classes, "boxes",
-        (json_int_t)st.boxes, "dontcare_boxes", (json_int_t)st.dontcare, "layout",
-        st.split_layout ? "splits" : "flat", "formats", "png", (json_int_t)st.png, "jpeg",
-        (json_int_t)st.jpeg, "channels", "grey", (json_int_t)st.grey, "rgb", (json_int_t)st.colour,
-        "min_size", st.min_width, st.min_height, "max_size", st.max_width, st.max_height,
-        "skipped_files", (json_int_t)st.skipped);
+        "{s:I,s:I,s:I,s:I,s:I,s:i,s:I,s:I,s:s,s:{s:I,s:I},s:{s:I,s:I},s:[i,i],s:[i,i],s:I}",
+        "images", (json_int_t)st.images, "train_images", used[HONE_DATA_TRAIN], "val_images",
+        used[HONE_DATA_VAL], "test_images", used[HONE_DATA_TEST], "test_from_train", used[3],
+        "classes", st.classes, "boxes", (json_int_t)st.boxes, "dontcare_boxes",
+        (json_int_t)st.dontcare, "layout", st.split_layout ? "splits" : "flat", "formats", "png",
+        (json_int_t)st.png, "jpeg", (json_int_t)st.jpeg, "channels", "grey", (json_int_t)st.grey,
+        "rgb", (json_int_t)st.colour, "min_size", st.min_width, st.min_height, "max_size",
+        st.max_width, st.max_height, "skipped_files", (json_int_t)st.skipped);
     json_t *names_j = json_array(), *boxes_j = json_array();
     for (int i = 0; i < st.classes; i++) {
         json_array_append_new(names_j, json_string(hone_data_kitti_class_name(k, i)));

@@ -178,6 +178,14 @@ enum { HONE_DATA_TRAIN = 0, HONE_DATA_VAL = 1, HONE_DATA_TEST = 2, HONE_DATA_NSP
 /* "train", "val", "test". */
 const char *hone_data_split_name(int split);
 
+/* The images training holds out for testing from a dataset's split counts (split[3]: train, val,
+ * test): the test split when there is one, else a tenth of the training split (hone-train carves
+ * them out of it, before the validation part). used[3] gets the split counts training works
+ * from: train less that carve, val, test or the carve. One rule for hone-train's loading and the
+ * controller's dataset stats, so a dataset reports the test images its jobs are tested on. */
+void hone_data_split_used(const uint64_t split[HONE_DATA_NSPLITS],
+                          uint64_t used[HONE_DATA_NSPLITS]);
+
 typedef struct hone_data_folder hone_data_folder;
 
 typedef struct hone_data_folder_opts {

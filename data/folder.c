@@ -37,6 +37,14 @@ const char *hone_data_split_name(int split)
     return split >= 0 && split < HONE_DATA_NSPLITS ? split_names[split] : "?";
 }
 
+void hone_data_split_used(const uint64_t split[HONE_DATA_NSPLITS], uint64_t used[HONE_DATA_NSPLITS])
+{
+    uint64_t carve = split[HONE_DATA_TEST] ? 0 : split[HONE_DATA_TRAIN] / 10;
+    used[HONE_DATA_TRAIN] = split[HONE_DATA_TRAIN] - carve;
+    used[HONE_DATA_VAL] = split[HONE_DATA_VAL];
+    used[HONE_DATA_TEST] = split[HONE_DATA_TEST] ? split[HONE_DATA_TEST] : carve;
+}
+
 /* ---------------------------------------------------------------- names and entries */
 
 /* Printable UTF-8 (no control characters, well-formed sequences), at most 255 bytes: a class

@@ -1,8 +1,10 @@
 /* train/actions.c: what hone-train does with a trained model besides training it: --evaluate
  * (loss, accuracy, per-class accuracy and the confusion matrix on the spec's test part; for
- * detectnet_v2 the mAP and per-class AP at IoU 0.5) and
+ * detectnet_v2 the mAP and per-class AP at IoU 0.5, and COCO's AP@[.5:.95], AP50, AP75 and AP
+ * by size) and
  * --infer (a folder of images, decoded and resized through data/, labelled one JSON line each;
- * walked and read beneath the folder's descriptor, no symbolic link in it followed).
+ * walked and read beneath the folder's descriptor, no symbolic link in it followed; a detector's
+ * boxes also as COCO results JSON).
  * Both open the model through hone_trainer_open_model, so they run on the CPU or the GPU as
  * training does. */
 #include <dirent.h>
@@ -59,7 +61,8 @@ static int evaluate_detect(hone_trainer *t, FILE *out, char *err, size_t errlen)
     hone_trainer_shape(t, &c, &h, &w, &k);
     double loss, map, *ap = hone_xcalloc((size_t)k, sizeof(double));
     int *ngt = hone_xcalloc((size_t)k, sizeof(int));
-    int rc = hone_trainer_test_map(t, &n, &loss, &map, ap, ngt);
+    hone_det_coco_stats coco;
+    int rc = hone_trainer_test_map(t, &n, &loss, &map, ap, ngt, &coco);
     if (rc < 0) {
         snprintf(err, errlen, "evaluation: %s", hone_strerror(rc));
         goto fail;
@@ -82,6 +85,18 @@ static int evaluate_detect(hone_trainer *t, FILE *out, char *err, size_t errlen)
                           "loss", isfinite(loss) ? json_real(loss) : json_null(), "map",
                           isfinite(map) ? json_real(map) : json_null(), "classes", names, "ap", aps,
                           "gt_boxes", gts);
+    /* COCO's figures beside the mAP at IoU 0.5 (detect.h); null where undefined */
+    const struct {
+        const char *key;
+        double v;
+    } cf[] = {{"coco_ap", coco.ap},
+              {"coco_ap50", coco.ap50},
+              {"coco_ap75", coco.ap75},
+              {"coco_ap_small", coco.ap_small},
+              {"coco_ap_medium", coco.ap_medium},
+              {"coco_ap_large", coco.ap_large}};
+    for (size_t i = 0; j && i < sizeof(cf) / sizeof(cf[0]); i++)
+        json_object_set_new(j, cf[i].key, cf[i].v >= 0 ? json_real(cf[i].v) : json_null());
     char *line = j ? json_dumps(j, JSON_COMPACT) : NULL;
     if (!line || fprintf(out, "%s\n", line) < 0 || fflush(out) != 0) {
         snprintf(err, errlen, "writing the result failed");
@@ -210,13 +225,57 @@ static int infer_visit(void *ud, int dirfd, const char *name, const char *rel,
     return 0;
 }
 
+/* Where a detector's boxes go as COCO results (hone_train_infer_coco): the stream, the category
+ * id of each class, the next image's id and whether an object is written yet. */
+typedef struct infer_coco {
+    FILE *f;
+    int *cat; /* [classes] */
+    int next_image, any;
+} infer_coco;
+
+/* model.json's "coco_category_ids" when it holds one positive integer per class, else the class
+ * indices. */
+static int *coco_category_ids(const char *model_dir, int classes)
+{
+    char path[1100];
+    int *cat = hone_xcalloc((size_t)classes, sizeof(int));
+    for (int i = 0; i < classes; i++)
+        cat[i] = i;
+    snprintf(path, sizeof(path), "%s/model.json", model_dir);
+    json_t *m = json_load_file(path, 0, NULL);
+    json_t *ids = json_object_get(m, "coco_category_ids");
+    int ok = json_is_array(ids) && json_array_size(ids) == (size_t)classes;
+    for (int i = 0; ok && i < classes; i++) {
+        json_t *v = json_array_get(ids, (size_t)i);
+        ok = json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) <= INT32_MAX;
+    }
+    for (int i = 0; ok && i < classes; i++)
+        cat[i] = (int)json_integer_value(json_array_get(ids, (size_t)i));
+    json_decref(m);
+    return cat;
+}
+
+/* One box as a COCO result object ([x, y, w, h] of the clipped box in the image's pixels). */
+static int coco_put(infer_coco *cc, int image, int cls, double score, double x1, double y1,
+                    double x2, double y2)
+{
+    if (!cc || !cc->f)
+        return 0;
+    int rc = fprintf(cc->f,
+                     "%s\n{\"image_id\":%d,\"category_id\":%d,\"bbox\":[%.4f,%.4f,%.4f,%.4f],"
+                     "\"score\":%.6g}",
+                     cc->any ? "," : "", image, cc->cat[cls], x1, y1, x2 - x1, y2 - y1, score);
+    cc->any = 1;
+    return rc < 0 ? HONE_EIO : 0;
+}
+
 /* detectnet_v2: the boxes of files[0, n) whose pixels are in x, scaled back to each image's own
  * size (iw[i] x ih[i]; the model saw it stretched to its input) and clipped to it, one JSON
  * line an image: {"file",
  * "boxes": [{"class", "class_index", "score", "x1", "y1", "x2", "y2"}], "kitti": the same boxes as
  * KITTI label lines (type, truncation 0, occlusion 0, alpha 0, the box, 3-D fields 0, score)}. */
 static int detect_batch(hone_trainer *t, const list *files, int n, const uint8_t *x, const int *iw,
-                        const int *ih, FILE *out, char *err, size_t errlen)
+                        const int *ih, FILE *out, infer_coco *cc, char *err, size_t errlen)
 {
     int c, h, w, k;
     hone_trainer_shape(t, &c, &h, &w, &k);
@@ -246,6 +305,8 @@ static int detect_batch(hone_trainer *t, const list *files, int n, const uint8_t
                                                  name ? name : num, "class_index", d->cls, "score",
                                                  (double)d->score, "x1", x1, "y1", y1, "x2", x2,
                                                  "y2", y2));
+            if (coco_put(cc, cc ? cc->next_image : 0, d->cls, d->score, x1, y1, x2, y2) < 0)
+                rc = HONE_EIO;
             if (kf)
                 fprintf(kf,
                         "%s 0.00 0 0.00 %.2f %.2f %.2f %.2f 0.00 0.00 0.00 0.00 0.00 0.00 0.00 "
@@ -254,6 +315,8 @@ static int detect_batch(hone_trainer *t, const list *files, int n, const uint8_t
         }
         if (kf)
             fclose(kf);
+        if (cc)
+            cc->next_image++;
         json_t *j = json_pack("{s:s, s:o, s:s}", "file", files->v[i], "boxes", arr, "kitti",
                               kitti ? kitti : "");
         free(kitti);
@@ -271,6 +334,8 @@ static int detect_batch(hone_trainer *t, const list *files, int n, const uint8_t
     free(counts);
     if (rc == 0 && fflush(out) != 0)
         rc = HONE_EIO;
+    if (rc == HONE_EIO)
+        snprintf(err, errlen, "writing the labels failed");
     return rc;
 }
 
@@ -311,6 +376,13 @@ static int label_batch(hone_trainer *t, const list *files, size_t first, int n, 
 int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char *folder, FILE *out,
                      int *images, char *err, size_t errlen)
 {
+    return hone_train_infer_coco(o, model_dir, folder, out, NULL, images, err, errlen);
+}
+
+int hone_train_infer_coco(const hone_train_opts *o, const char *model_dir, const char *folder,
+                          FILE *out, FILE *coco, int *images, char *err, size_t errlen)
+{
+    infer_coco cc = {.f = coco}, *ccp = NULL;
     hone_trainer *t = NULL;
     list files = {0}, batch = {0};
     FILE *log = o->log ? o->log : stderr;
@@ -331,6 +403,15 @@ int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char
     hone_trainer_shape(t, &c, &h, &w, &k);
     size_t row = (size_t)c * h * w;
     int detect = !strcmp(o->spec->network, "detectnet_v2"), iw[INFER_BATCH], ih[INFER_BATCH];
+    if (detect && coco) {
+        cc.cat = coco_category_ids(model_dir, k);
+        ccp = &cc;
+        if (fputc('[', coco) == EOF) {
+            snprintf(err, errlen, "writing the COCO results failed");
+            rc = HONE_EIO;
+            goto fail;
+        }
+    }
     x = hone_xmalloc(row * INFER_BATCH);
     probs = hone_xmalloc(sizeof(float) * (size_t)k * INFER_BATCH);
     for (size_t i = 0; i < files.n; i++) {
@@ -360,7 +441,7 @@ int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char
         hone_data_image_free(img);
         list_add(&batch, files.v[i]);
         if (batch.n == INFER_BATCH) {
-            rc = detect ? detect_batch(t, &batch, (int)batch.n, x, iw, ih, out, err, errlen)
+            rc = detect ? detect_batch(t, &batch, (int)batch.n, x, iw, ih, out, ccp, err, errlen)
                         : label_batch(t, &batch, 0, (int)batch.n, x, probs, out, err, errlen);
             if (rc < 0)
                 goto fail;
@@ -370,7 +451,7 @@ int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char
         }
     }
     if (batch.n > 0) {
-        rc = detect ? detect_batch(t, &batch, (int)batch.n, x, iw, ih, out, err, errlen)
+        rc = detect ? detect_batch(t, &batch, (int)batch.n, x, iw, ih, out, ccp, err, errlen)
                     : label_batch(t, &batch, 0, (int)batch.n, x, probs, out, err, errlen);
         if (rc < 0)
             goto fail;
@@ -379,6 +460,11 @@ int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char
     if (labelled == 0) {
         snprintf(err, errlen, "%s: no image to label", folder);
         rc = HONE_EINVAL;
+        goto fail;
+    }
+    if (ccp && (fputs("\n]\n", coco) == EOF || fflush(coco) != 0)) {
+        snprintf(err, errlen, "writing the COCO results failed");
+        rc = HONE_EIO;
         goto fail;
     }
     fprintf(log, "hone-train: labelled %d image%s of %s\n", labelled, labelled == 1 ? "" : "s",
@@ -393,6 +479,7 @@ fail:
     list_free(&batch);
     free(x);
     free(probs);
+    free(cc.cat);
     hone_trainer_free(t);
     return rc;
 }

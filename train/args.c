@@ -72,7 +72,9 @@ static int list_devices(FILE *out)
 
 /* --evaluate (folder NULL) or --infer. Without --out the result goes to stdout; with --out DIR,
  * evaluate also writes DIR/evaluate.json, and infer writes its labels to DIR/labels.jsonl (a temp
- * file renamed into place) and prints {"event":"inference","images":N,"labels":"labels.jsonl"}. */
+ * file renamed into place) and prints {"event":"inference","images":N,"labels":"labels.jsonl"};
+ * a detector's inference also writes DIR/coco_results.json (hone_train_infer_coco) and names it
+ * ("coco_results": "coco_results.json"). */
 static int action(const hone_train_opts *o, const char *model, const char *folder, char *err,
                   size_t errlen)
 {
@@ -92,11 +94,30 @@ static int action(const hone_train_opts *o, const char *model, const char *folde
         snprintf(err, errlen, "%.400s: %s", tmp, strerror(errno));
         return HONE_EIO;
     }
+    /* a detector's boxes also as COCO results, beside the labels */
+    char cpath[1200], ctmp[1210];
+    FILE *cf = NULL;
+    snprintf(cpath, sizeof(cpath), "%s/coco_results.json", o->out_dir);
+    snprintf(ctmp, sizeof(ctmp), "%s.tmp", cpath);
+    if (folder && !strcmp(o->spec->network, "detectnet_v2") && !(cf = fopen(ctmp, "w"))) {
+        snprintf(err, errlen, "%.400s: %s", ctmp, strerror(errno));
+        fclose(f);
+        unlink(tmp);
+        return HONE_EIO;
+    }
     int n = 0;
-    int rc = folder ? hone_train_infer(o, model, folder, f, &n, err, errlen)
+    int rc = folder ? hone_train_infer_coco(o, model, folder, f, cf, &n, err, errlen)
                     : hone_train_evaluate(o, model, f, err, errlen);
     if (fclose(f) != 0 && rc == 0) {
         snprintf(err, errlen, "%.400s: %s", tmp, strerror(errno));
+        rc = HONE_EIO;
+    }
+    if (cf && fclose(cf) != 0 && rc == 0) {
+        snprintf(err, errlen, "%.400s: %s", ctmp, strerror(errno));
+        rc = HONE_EIO;
+    }
+    if (rc == 0 && cf && rename(ctmp, cpath) != 0) {
+        snprintf(err, errlen, "%.400s: %s", cpath, strerror(errno));
         rc = HONE_EIO;
     }
     if (rc == 0 && rename(tmp, path) != 0) {
@@ -105,10 +126,13 @@ static int action(const hone_train_opts *o, const char *model, const char *folde
     }
     if (rc < 0) {
         unlink(tmp);
+        if (cf)
+            unlink(ctmp);
         return rc;
     }
     if (folder) {
-        fprintf(out, "{\"event\":\"inference\",\"images\":%d,\"labels\":\"labels.jsonl\"}\n", n);
+        fprintf(out, "{\"event\":\"inference\",\"images\":%d,\"labels\":\"labels.jsonl\"%s}\n", n,
+                cf ? ",\"coco_results\":\"coco_results.json\"" : "");
     } else { /* the one line, to stdout as well */
         char line[1 << 16];
         FILE *r = fopen(path, "r");

@@ -279,7 +279,9 @@ static int load_folder(const hone_train_spec *spec, int test_only, FILE *log, da
     /* the parts' sizes (dataset.h), checked against the spec before any pixel is decoded */
     uint32_t ntr = (uint32_t)in.split[HONE_DATA_TRAIN], nv = (uint32_t)in.split[HONE_DATA_VAL];
     uint32_t nte = (uint32_t)in.split[HONE_DATA_TEST];
-    uint32_t carve = nte ? 0 : ntr / 10, after = ntr - carve;
+    uint64_t used[HONE_DATA_NSPLITS];
+    hone_data_split_used(in.split, used);
+    uint32_t after = (uint32_t)used[HONE_DATA_TRAIN], carve = ntr - after;
     hone_train_spec sv = *spec;
     if (nv)
         sv.data.val_size = (int)nv;

@@ -139,4 +139,42 @@ int hone_det_map_add_image(hone_det_map *m, const hone_det_gt *gts, int n_gt,
  * has ground truth). */
 int hone_det_map_compute(const hone_det_map *m, double *ap, int *n_gt, double *map);
 
+/* ---- COCO metrics (detect_coco.c) ----
+ * COCO's detection evaluation (pycocotools' COCOeval, iouType "bbox"), on the same boxes as the
+ * mAP above: AP averaged over IoU thresholds .50:.05:.95 and 101 recall points (0:.01:1), at most
+ * 100 detections an image and class (the best scored), and that AP at IoU .50 and .75 and over
+ * the ground truth of each size (area by the box, w * h: small < 32^2, medium 32^2..96^2, large >
+ * 96^2, bounds inclusive as COCOeval's). Crowd regions: a ground-truth box with HONE_DET_GT_CROWD
+ * (COCO's iscrowd) or HONE_DET_GT_IGNORE, and a DontCare region (a crowd region of every class),
+ * are matched by intersection over the detection's area, may take any number of detections, and a
+ * detection they take is neither a true nor a false positive; they are not counted in the recall.
+ * As COCOeval: a detection prefers an unmatched counted box over a crowd region, the last of equal
+ * IoUs, and a detection that matches nothing is ignored when its own area is outside the size
+ * range. A class without counted ground truth (in the size range) is left out of the mean; -1
+ * where no class has any. Images are numbered in the order they are added (COCO image ids in
+ * increasing order), which settles ties of score between images as COCOeval does. */
+#define HONE_DET_GT_CROWD 2
+#define HONE_DET_COCO_MAX_DETS 100
+
+typedef struct hone_det_coco_stats {
+    double ap;        /* AP@[.50:.95] */
+    double ap50;      /* AP at IoU .50 */
+    double ap75;      /* AP at IoU .75 */
+    double ap_small;  /* AP@[.50:.95] of ground truth with area < 32^2 */
+    double ap_medium; /* 32^2 .. 96^2 */
+    double ap_large;  /* > 96^2 */
+} hone_det_coco_stats;
+
+typedef struct hone_det_coco hone_det_coco;
+
+hone_det_coco *hone_det_coco_new(int n_classes);
+void hone_det_coco_free(hone_det_coco *c);
+/* Adds one image's ground truth and predictions (copied). HONE_EINVAL for a class out of range or
+ * a NaN score. */
+int hone_det_coco_add_image(hone_det_coco *c, const hone_det_gt *gts, int n_gt,
+                            const hone_det_cand *preds, int n_pred);
+/* *out: the six figures; ap[n_classes] (may be NULL): each class's AP@[.50:.95], -1 without
+ * counted ground truth. */
+int hone_det_coco_compute(const hone_det_coco *c, hone_det_coco_stats *out, double *ap);
+
 #endif

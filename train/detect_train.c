@@ -196,8 +196,10 @@ int detect_train_boxes(const detect_train *dt, const float *pred, hone_det_cand 
 
 int detect_train_evaluate(detect_train *dt, const data_part *p, const uint8_t *x_dev,
                           const float *norm, float *xb, double *loss, double *map, double *ap,
-                          int *n_gt)
+                          int *n_gt, hone_det_coco_stats *coco)
 {
+    if (coco)
+        *coco = (hone_det_coco_stats){-1, -1, -1, -1, -1, -1};
     if (p->n == 0) {
         *loss = *map = NAN;
         return HONE_OK;
@@ -208,6 +210,7 @@ int detect_train_evaluate(detect_train *dt, const data_part *p, const uint8_t *x
     const float *tg = p == &d->train ? dt->tg[0] : p == &d->val ? dt->tg[1] : dt->tg[2];
     size_t cells = (size_t)dt->classes * dt->gh * dt->gw, out_row = 5 * cells;
     hone_det_map *m = hone_det_map_new(dt->classes, 0.5f, 0);
+    hone_det_coco *cm = coco ? hone_det_coco_new(dt->classes) : NULL;
     int rc = hone_k_fill(k, dt->acc, 0.0f, 1);
     for (int i = 0; i < p->n && rc == 0; i += dt->batch) {
         int b = p->n - i < dt->batch ? p->n - i : dt->batch;
@@ -241,6 +244,8 @@ int detect_train_evaluate(detect_train *dt, const data_part *p, const uint8_t *x
             }
             if (rc == 0)
                 rc = hone_det_map_add_image(m, dt->gts, (int)nb, dt->kept, nk);
+            if (rc == 0 && cm)
+                rc = hone_det_coco_add_image(cm, dt->gts, (int)nb, dt->kept, nk);
         }
     }
     float sum = 0;
@@ -249,7 +254,10 @@ int detect_train_evaluate(detect_train *dt, const data_part *p, const uint8_t *x
     *loss = sum / p->n;
     if (rc == 0)
         rc = hone_det_map_compute(m, ap, n_gt, map);
+    if (rc == 0 && cm)
+        rc = hone_det_coco_compute(cm, coco, NULL);
     hone_det_map_free(m);
+    hone_det_coco_free(cm);
     return rc;
 }
 

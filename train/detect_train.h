@@ -39,10 +39,12 @@ void detect_train_step(detect_train *dt, const float *pred, int n, float *dpred,
  * *map the mAP at IoU 0.5 of its boxes, decoded (detect.cov_threshold) and clustered
  * (detect.cluster: dbscan with detect.eps and detect.min_samples, or NMS at detect.nms_iou).
  * NaN for both when p is empty. xb: the trainer's batch buffer, norm its normalisation.
- * ap[classes], n_gt[classes] (may be NULL): hone_det_map_compute's per-class AP and counts. */
+ * ap[classes], n_gt[classes] (may be NULL): hone_det_map_compute's per-class AP and counts.
+ * coco (may be NULL): the same boxes' COCO metrics (hone_det_coco_compute), DontCare regions as
+ * crowd regions, areas in the part's (the model's input) pixels; all -1 when p is empty. */
 int detect_train_evaluate(detect_train *dt, const data_part *p, const uint8_t *x_dev,
                           const float *norm, float *xb, double *loss, double *map, double *ap,
-                          int *n_gt);
+                          int *n_gt, hone_det_coco_stats *coco);
 
 /* The boxes of n images (x_dev: uint8 HWC on the device), inference mode: boxes[i] (malloc'd, the
  * caller frees) holds counts[i] of them, as detect_train_boxes gives. */

@@ -7,7 +7,11 @@
  * the first one after an image-shaped tensor), BatchNormalization in inference form (running
  * statistics, not folded into the conv), Relu, MaxPool (with pads for the ResNet stem),
  * GlobalAveragePool, Add + Relu for a residual join; dropout is left out (the identity at
- * inference). Class names, mean and std go into the model's metadata_props as JSON. */
+ * inference). Class names, mean and std go into the model's metadata_props as JSON.
+ * detectnet_v2 gives two outputs instead of logits, DeepStream's DetectNet_v2 pair: "coverage"
+ * ([N, classes, gh, gw], the sigmoid of the head's first classes channels) and "bbox" ([N, 4 *
+ * classes, gh, gw], the box offsets), with the decoding in metadata_props "detect"; the
+ * clustering stays with the consumer (as in TAO's export). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -99,6 +103,25 @@ static const char *init_f(graph *g, const char *name, const float *data, const i
     t->name = str(g, name);
     t->has_raw_data = 1;
     t->raw_data.len = count * sizeof(float);
+    t->raw_data.data = alloc(g, t->raw_data.len);
+    memcpy(t->raw_data.data, data, t->raw_data.len);
+    grow((void ***)&g->inits, &g->ninits, &g->capinits, t);
+    return t->name;
+}
+
+/* A 1-D int64 initializer (Slice's starts, ends and axes). */
+static const char *init_i64(graph *g, const char *name, const int64_t *data, int64_t n)
+{
+    Onnx__TensorProto *t = alloc(g, sizeof(*t));
+    onnx__tensor_proto__init(t);
+    t->n_dims = 1;
+    t->dims = alloc(g, sizeof(int64_t));
+    t->dims[0] = n;
+    t->has_data_type = 1;
+    t->data_type = ONNX__TENSOR_PROTO__DATA_TYPE__INT64;
+    t->name = str(g, name);
+    t->has_raw_data = 1;
+    t->raw_data.len = (size_t)n * sizeof(int64_t);
     t->raw_data.data = alloc(g, t->raw_data.len);
     memcpy(t->raw_data.data, data, t->raw_data.len);
     grow((void ***)&g->inits, &g->ninits, &g->capinits, t);
@@ -205,8 +228,9 @@ static Onnx__ValueInfoProto *value(graph *g, const char *name, const int64_t *di
     return v;
 }
 
-/* The network's layers as nodes after the normalisation; the last one's output is "logits". */
-static void build_layers(graph *g, const hone_net *net, const float *params, const float *state)
+/* The network's layers as nodes after the normalisation; the last one's output is `last`. */
+static void build_layers(graph *g, const hone_net *net, const float *params, const float *state,
+                         const char *last)
 {
     const char **name = hone_xcalloc((size_t)net->nlayers, sizeof(char *));
     unsigned char *flat = hone_xcalloc((size_t)net->nlayers, 1); /* output is [N, features] */
@@ -214,7 +238,7 @@ static void build_layers(graph *g, const hone_net *net, const float *params, con
         const layer *L = &net->layers[i];
         const char *in = L->in >= 0 ? name[L->in] : "x";
         int in_flat = L->in >= 0 && flat[L->in];
-        const char *out = i == net->nlayers - 1 ? "logits" : NULL;
+        const char *out = i == net->nlayers - 1 ? last : NULL;
         char p[64];
         const char *args[5];
         Onnx__NodeProto *n = NULL;
@@ -329,6 +353,36 @@ static void metadata(graph *g, Onnx__ModelProto *m, const char *model_dir, int c
     m->metadata_props[m->n_metadata_props++] = e;
 }
 
+/* How a detector's outputs decode into boxes, as metadata_props "detect" (JSON): the grid
+ * (detect.h's encoding) and the spec's postprocessing, so that a consumer can do what --infer does.
+ */
+static void detect_metadata(graph *g, Onnx__ModelProto *m, const hone_train_spec *s)
+{
+    hone_det_grid_opts go;
+    hone_det_grid_defaults(&go);
+    json_t *j = json_pack(
+        "{s:i, s:f, s:f, s:f, s:s, s:f, s:f, s:f, s:s}", "stride", s->detect.stride, "offset",
+        (double)go.offset, "bbox_norm", s->detect.bbox_norm, "cov_threshold",
+        s->detect.cov_threshold, "cluster", s->detect.cluster, "eps", s->detect.eps, "min_samples",
+        s->detect.min_samples, "nms_iou", s->detect.nms_iou, "decode",
+        "class c at cell (gy, gx) where coverage[c] >= cov_threshold: cx = gx * stride + offset, "
+        "cy = gy * stride + offset, x1 = cx - bbox[4c] * bbox_norm, y1 = cy - bbox[4c+1] * "
+        "bbox_norm, x2 = cx + bbox[4c+2] * bbox_norm, y2 = cy + bbox[4c+3] * bbox_norm, score "
+        "coverage[c]; then clustered (dbscan) or nms per class, as hone-train --infer");
+    char *v = j ? json_dumps(j, JSON_COMPACT) : NULL;
+    json_decref(j);
+    if (!v)
+        return;
+    Onnx__StringStringEntryProto *e = alloc(g, sizeof(*e));
+    onnx__string_string_entry_proto__init(e);
+    e->key = str(g, "detect");
+    e->value = keep(g, v);
+    Onnx__StringStringEntryProto **p = alloc(g, sizeof(*p) * (m->n_metadata_props + 1));
+    memcpy(p, m->metadata_props, sizeof(*p) * m->n_metadata_props);
+    p[m->n_metadata_props++] = e;
+    m->metadata_props = p;
+}
+
 static int write_file(const char *path, const uint8_t *buf, size_t len, char *err, size_t errlen)
 {
     char tmp[1200];
@@ -357,10 +411,7 @@ int hone_train_export(const hone_train_opts *o, const char *model_dir, const cha
     uint8_t *buf = NULL;
     graph g = {0};
     int c, h, w, k;
-    if (!strcmp(o->spec->network, "detectnet_v2")) { /* its ONNX graph is still to come */
-        snprintf(err, errlen, "network: detectnet_v2 models cannot be exported yet");
-        return HONE_ENOTSUP;
-    }
+    int detect = !strcmp(o->spec->network, "detectnet_v2");
     int rc = hone_trainer_open_model(o, model_dir, 0, &t, err, errlen);
     if (rc < 0)
         goto fail;
@@ -378,7 +429,22 @@ int hone_train_export(const hone_train_opts *o, const char *model_dir, const cha
     const char *cen = node(&g, "Sub", b, 2, NULL)->output[0];
     const char *d[2] = {cen, init_f(&g, "norm.inv_std", norm + c, cd, 4)};
     node(&g, "Mul", d, 2, "x");
-    build_layers(&g, net, params, state);
+    build_layers(&g, net, params, state, detect ? "head" : "logits");
+    /* detectnet_v2: the head's 5 * classes channels split as the trainer reads them
+     * (detect_train_boxes): the first classes are the coverage logits (their sigmoid is the
+     * coverage), the other 4 * classes the box offsets (class c's at 4c .. 4c + 3) */
+    int64_t gh = net->layers[net->nlayers - 1].oh, gw = net->layers[net->nlayers - 1].ow;
+    if (detect) {
+        int64_t zero = 0, kk = k, k5 = 5 * (int64_t)k, axis = 1;
+        const char *cs[4] = {"head", init_i64(&g, "split.cov_start", &zero, 1),
+                             init_i64(&g, "split.cov_end", &kk, 1),
+                             init_i64(&g, "split.axis", &axis, 1)};
+        const char *cov = node(&g, "Slice", cs, 4, NULL)->output[0];
+        node(&g, "Sigmoid", &cov, 1, "coverage");
+        const char *bs[4] = {"head", init_i64(&g, "split.bbox_start", &kk, 1),
+                             init_i64(&g, "split.bbox_end", &k5, 1), "split.axis"};
+        node(&g, "Slice", bs, 4, "bbox");
+    }
 
     Onnx__GraphProto gr = ONNX__GRAPH_PROTO__INIT;
     gr.name = "hone";
@@ -387,11 +453,17 @@ int hone_train_export(const hone_train_opts *o, const char *model_dir, const cha
     gr.n_initializer = g.ninits;
     gr.initializer = g.inits;
     int64_t in_dims[4] = {-1, c, h, w}, out_dims[2] = {-1, k};
+    int64_t cov_dims[4] = {-1, k, gh, gw}, bbox_dims[4] = {-1, 4 * (int64_t)k, gh, gw};
     Onnx__ValueInfoProto *in = value(&g, "pixels", in_dims, 4);
-    Onnx__ValueInfoProto *out = value(&g, "logits", out_dims, 2);
-    gr.n_input = gr.n_output = 1;
+    Onnx__ValueInfoProto *outs[2] = {value(&g, "logits", out_dims, 2), NULL};
+    if (detect) {
+        outs[0] = value(&g, "coverage", cov_dims, 4);
+        outs[1] = value(&g, "bbox", bbox_dims, 4);
+    }
+    gr.n_input = 1;
+    gr.n_output = detect ? 2 : 1;
     gr.input = &in;
-    gr.output = &out;
+    gr.output = outs;
     Onnx__OperatorSetIdProto opset = ONNX__OPERATOR_SET_ID_PROTO__INIT, *opsets = &opset;
     opset.domain = "";
     opset.has_version = 1;
@@ -405,6 +477,8 @@ int hone_train_export(const hone_train_opts *o, const char *model_dir, const cha
     mp.n_opset_import = 1;
     mp.opset_import = &opsets;
     metadata(&g, &mp, model_dir, c);
+    if (detect)
+        detect_metadata(&g, &mp, o->spec);
     size_t len = onnx__model_proto__get_packed_size(&mp);
     buf = hone_xmalloc(len ? len : 1);
     if (onnx__model_proto__pack(&mp, buf) != len) {

@@ -107,7 +107,7 @@ int trainer_evaluate(hone_trainer **tr, int nt, const uint8_t *x, const int32_t 
     hone_trainer *t = tr[0];
     if (t->det)
         return detect_train_evaluate(t->det, x == t->test_x ? &t->ds.test : &t->ds.val, x, t->norm,
-                                     t->xb, loss, acc, NULL, NULL);
+                                     t->xb, loss, acc, NULL, NULL, NULL);
     if (n == 0) {
         for (int j = 0; j < nt; j++)
             loss[j] = acc[j] = NAN;
@@ -610,13 +610,13 @@ int hone_trainer_test(hone_trainer *t, double *loss, double *acc)
 }
 
 int hone_trainer_test_map(hone_trainer *t, int *images, double *loss, double *map, double *ap,
-                          int *n_gt)
+                          int *n_gt, hone_det_coco_stats *coco)
 {
     if (!t->det)
         return HONE_EINVAL;
     *images = t->ds.test.n;
     return detect_train_evaluate(t->det, &t->ds.test, t->test_x, t->norm, t->xb, loss, map, ap,
-                                 n_gt);
+                                 n_gt, coco);
 }
 
 int hone_trainer_params(hone_trainer *t, float **out, size_t *n)

@@ -256,6 +256,30 @@ int run_epoch(train_run *r, const hone_train_epoch *ep, char *err, size_t errlen
     return HONE_OK;
 }
 
+/* A detector's final line also carries COCO's metrics of its test part (detect.h), as
+ * ",\"test_coco_ap\":..." (null where undefined: no test images, or no ground truth of a size);
+ * one more pass over the test part, once, at the end of the run. */
+static int detect_coco_line(hone_trainer *t, char *out, size_t len, char *err, size_t errlen)
+{
+    hone_det_coco_stats c;
+    double loss, map;
+    int images = 0;
+    int rc = hone_trainer_test_map(t, &images, &loss, &map, NULL, NULL, &c);
+    if (rc < 0) {
+        snprintf(err, errlen, "evaluation: %s", hone_strerror(rc));
+        return rc;
+    }
+    double v[6] = {c.ap, c.ap50, c.ap75, c.ap_small, c.ap_medium, c.ap_large};
+    char n[6][32];
+    for (int i = 0; i < 6; i++)
+        fmt_num(n[i], 32, v[i] >= 0 ? v[i] : NAN);
+    snprintf(out, len,
+             ",\"test_coco_ap\":%s,\"test_coco_ap50\":%s,\"test_coco_ap75\":%s,"
+             "\"test_coco_ap_small\":%s,\"test_coco_ap_medium\":%s,\"test_coco_ap_large\":%s",
+             n[0], n[1], n[2], n[3], n[4], n[5]);
+    return HONE_OK;
+}
+
 int run_finished(const train_run *r)
 {
     return r->e >= r->o->spec->train.epochs;
@@ -283,16 +307,18 @@ int run_finish(train_run *r, double test_loss, double test_acc, hone_train_resul
                 (rc = model_info_write(t, o->out_dir, err, errlen)) < 0)
                 return rc;
         }
-        char n[3][32];
+        char n[3][32], coco[320] = "";
+        if (t->det && (rc = detect_coco_line(t, coco, sizeof(coco), err, errlen)) < 0)
+            return rc;
         fmt_num(n[0], 32, res->test_accuracy);
         fmt_num(n[1], 32, res->test_loss);
         fmt_num(n[2], 32, r->best_val);
         snprintf(line, sizeof(line),
                  t->det ? "{\"event\":\"done\",\"test_map\":%s,\"test_loss\":%s,"
-                          "\"best_val_map\":%s,\"epochs_trained\":%d}"
+                          "\"best_val_map\":%s,\"epochs_trained\":%d%s}"
                         : "{\"event\":\"done\",\"test_accuracy\":%s,\"test_loss\":%s,"
-                          "\"best_val_accuracy\":%s,\"epochs_trained\":%d}",
-                 n[0], n[1], n[2], e);
+                          "\"best_val_accuracy\":%s,\"epochs_trained\":%d%s}",
+                 n[0], n[1], n[2], e, coco);
     } else {
         char n[32];
         fmt_num(n, 32, r->best_val);

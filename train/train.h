@@ -147,10 +147,10 @@ int hone_trainer_epoch(hone_trainer *t, int epoch, int max_steps, hone_train_epo
 /* Mean loss and accuracy on the test part, inference mode (detectnet_v2: accuracy is the mAP). */
 int hone_trainer_test(hone_trainer *t, double *loss, double *accuracy);
 /* detectnet_v2: the test part's images, mean loss, mAP at IoU 0.5 and, when not NULL, per-class
- * AP (ap[classes], -1 for a class without ground truth) and ground-truth counts (n_gt[classes]).
- * HONE_EINVAL for a classifier. */
+ * AP (ap[classes], -1 for a class without ground truth), ground-truth counts (n_gt[classes]) and
+ * COCO's metrics of the same boxes (detect.h; -1 where undefined). HONE_EINVAL for a classifier. */
 int hone_trainer_test_map(hone_trainer *t, int *images, double *loss, double *map, double *ap,
-                          int *n_gt);
+                          int *n_gt, hone_det_coco_stats *coco);
 /* Host copy of the parameters, in the network's flat order (*n floats; caller frees *out). */
 int hone_trainer_params(hone_trainer *t, float **out, size_t *n);
 
@@ -207,6 +207,14 @@ int hone_train_evaluate(const hone_train_opts *o, const char *model_dir, FILE *o
  * (when not NULL): the number labelled. */
 int hone_train_infer(const hone_train_opts *o, const char *model_dir, const char *folder, FILE *out,
                      int *images, char *err, size_t errlen);
+/* hone_train_infer, and for a detectnet_v2 model, when coco is not NULL, the same boxes as COCO
+ * results JSON on coco: one array [{"image_id", "category_id", "bbox": [x, y, w, h], "score"}],
+ * the boxes in the image's own pixels. image_id: the image's place in out's lines (0, 1, ...: the
+ * folder's images in name order); category_id: model.json's "coco_category_ids"[class] when it
+ * has one id per class (a model trained on a COCO dataset: the annotations' own category ids),
+ * else the class index. A classifier's model writes nothing there. */
+int hone_train_infer_coco(const hone_train_opts *o, const char *model_dir, const char *folder,
+                          FILE *out, FILE *coco, int *images, char *err, size_t errlen);
 /* hone-train --export: model_dir's model as an ONNX file at path (written to path.tmp, then
  * renamed): IR version 8, opset 17, float32 pixels NCHW in 0..255 in ("pixels", [N, c, h, w]),
  * the normalisation as its first nodes, logits out ("logits", [N, classes]); model.json's class

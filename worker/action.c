@@ -39,7 +39,8 @@ static void action_on_event(void *arg, json_t *line)
 static void action_release(hone_worker *w, const char *id, const char *out_dir,
                            hone_trun_result *res, const char *what)
 {
-    static const char *const temps[] = {"evaluate.json.tmp", "labels.jsonl.tmp", "model.onnx.tmp"};
+    static const char *const temps[] = {"evaluate.json.tmp", "labels.jsonl.tmp",
+                                        "coco_results.json.tmp", "model.onnx.tmp"};
     char msg[256], path[4096 + 64];
     for (size_t i = 0; out_dir && out_dir[0] && i < HONE_ARRAY_LEN(temps); i++)
         if (snprintf(path, sizeof path, "%s/%s", out_dir, temps[i]) < (int)sizeof path &&

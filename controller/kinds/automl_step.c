@@ -250,6 +250,8 @@ static int finish(hone_controller *c, ctl_search *s, const char *fail_msg, const
         /* a detector's best trial reports test_map (TAO's best_map names the val side) */
         if (json_is_number(json_object_get(bres, "test_map")))
             json_object_set(result, "best_test_map", json_object_get(bres, "test_map"));
+        if (json_is_number(json_object_get(bres, "test_coco_ap"))) /* and COCO's AP@[.5:.95] */
+            json_object_set(result, "best_test_coco_ap", json_object_get(bres, "test_coco_ap"));
         json_decref(bres);
     } else {
         result = json_object();

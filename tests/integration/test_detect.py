@@ -4,7 +4,10 @@ photographs) registered as an object_detection dataset, a detectnet_v2 experimen
 defaults to val_map), one train job run by hone-train on the CPU. The controller accepts the
 detector's epoch reports (val_map), and the trained network's mAP is well above an untrained one's
 (0.0000 on this set, train/detect_train_test.c; the bar below is the one that test asserts).
-The metric a detector does not report (val_accuracy) is refused, naming `metric`.
+The metric a detector does not report (val_accuracy) is refused, naming `metric`. Then (issue 30)
+the dataset's stats count the test images training takes from train/, the job's result carries
+COCO's metrics, and evaluate, export (ONNX) and inference (COCO results JSON) jobs of the detector
+finish through the CLI.
 
 usage: test_detect.py PYTHON-WITH-PILLOW HONE HONE-CONTROLLER HONE-WORKER HONE-TRAIN
 Exits 77 when the generator has no Fashion-MNIST or photographs (HONE_REQUIRE_PHOTOS=1: fails)."""
@@ -81,8 +84,28 @@ def main():
         best = st["result"]["best_metric"]
         assert best == max(maps), (best, maps)
         assert best >= 0.012, "val_map %.4f: not clearly above an untrained network's 0" % best
-        print("detect: ok (val_map per epoch %s; best %.4f)" % (
-            " ".join("%.3f" % m for m in maps), best))
+        # detection through every surface (issue 30): the dataset counts the 30 test images
+        # training takes from train/, the job's result and an evaluate job carry COCO's metrics,
+        # export gives an ONNX file, inference writes COCO results
+        assert ds["stats"]["test_images"] == 30 and ds["stats"]["test_from_train"] == 30, ds
+        assert ds["stats"]["train_images"] == 270, ds["stats"]
+        res = st["result"]
+        coco = ["test_coco_ap", "test_coco_ap50", "test_coco_ap75", "test_coco_ap_small",
+                "test_coco_ap_medium", "test_coco_ap_large"]
+        assert all(k in res for k in ["test_map"] + coco), res
+        ev = json.loads(hone(bins, ctl, "job", "evaluate", jid, "--json").stdout)
+        assert ev["status"] == "done" and ev["result"]["images"] == 30, ev
+        assert abs(ev["result"]["coco_ap"] - res["test_coco_ap"]) <= 1e-5, (ev, res)
+        onnx = os.path.join(root, "det.onnx")
+        ex = json.loads(hone(bins, ctl, "job", "export", jid, "--out", onnx, "--json").stdout)
+        assert ex["status"] == "done" and os.path.getsize(onnx) == ex["result"]["bytes"], ex
+        inf = json.loads(hone(bins, ctl, "job", "infer", jid, os.path.join(data, "val", "images"),
+                              "--json").stdout)
+        assert inf["status"] == "done", inf
+        assert inf["result"].get("coco_results") == "coco_results.json", inf
+        print("detect: ok (val_map per epoch %s; best %.4f; test COCO AP %.4f, AP50 %.4f)" % (
+            " ".join("%.3f" % m for m in maps), best, res["test_coco_ap"],
+            res["test_coco_ap50"]))
     except BaseException:
         time.sleep(0.2)
         sys.stderr.write("---- controller log\n%s\n---- worker log\n%s\n" % (

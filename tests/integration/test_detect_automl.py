@@ -110,6 +110,7 @@ def search(bins, ctl, exp, cvt, algo, extra, swept):
     assert best["result"]["best_metric"] == a["best_map"], (best["result"], a)
     # the AutoML job's result names the best trial's test mAP beside best_metric
     assert st["result"]["best_test_map"] == best["result"]["test_map"], (st["result"], best)
+    assert st["result"]["best_test_coco_ap"] == best["result"]["test_coco_ap"], (st["result"], best)
     ev = hone_json(bins, ctl, "job", "evaluate", am["id"], "--timeout", "240")
     assert ev["status"] == "done", ev
     got = ev["result"]["map"]  # the test part's mAP@0.5, as the trial's own last line said

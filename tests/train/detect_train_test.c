@@ -6,9 +6,9 @@
  * without; since stop 14's opaque items and loss, 0.0573 with augmentation; asserted: trained >=
  * 0.012 and >= 10x untrained + 0.005), the loss falls, the network's
  * parameters are spec/'s estimate, the JSON lines of hone_train_run name val_map and test_map,
- * --evaluate gives the run's test mAP with per-class AP, --infer writes each image's boxes (JSON
- * and KITTI lines), and --export refuses them. argv: python3 gen_detect.py. Exits 77 when the
- * generator has no Fashion-MNIST or photographs. */
+ * --evaluate gives the run's test mAP with per-class AP and its COCO metrics (test_coco_ap ...),
+ * --infer writes each image's boxes (JSON and KITTI lines), and --export writes the model. argv:
+ * python3 gen_detect.py. Exits 77 when the generator has no Fashion-MNIST or photographs. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +107,10 @@ int main(int argc, char **argv)
           strstr((char *)m, "\"best_val_map\":") && !strstr((char *)m, "accuracy"));
     const char *tm = strstr((char *)m, "\"test_map\":");
     double test_map = tm ? strtod(tm + 11, NULL) : -1;
+    const char *tc = strstr((char *)m, "\"test_coco_ap\":");
+    double test_coco = tc ? strtod(tc + 15, NULL) : -1;
+    CHECK(tc && strstr((char *)m, "\"test_coco_ap50\":") &&
+          strstr((char *)m, "\"test_coco_ap_small\":"));
     free(m);
     /* --evaluate: the same mAP as the run's last line, with per-class AP averaging to it */
     o.out_dir = NULL;
@@ -125,6 +129,13 @@ int main(int argc, char **argv)
     CHECK(json_integer_value(json_object_get(j, "images")) == 30 && json_array_size(ap) >= 2 &&
           json_array_size(ap) == json_array_size(json_object_get(j, "classes")));
     CHECK(counted > 0 && fabs(sum / counted - map) < 1e-9 && fabs(map - test_map) < 1e-5);
+    /* COCO's figures of the same boxes: AP@[.5:.95] at most AP50, the run's own to its 6 digits */
+    double cap = json_number_value(json_object_get(j, "coco_ap"));
+    double cap50 = json_number_value(json_object_get(j, "coco_ap50"));
+    CHECK(json_is_number(json_object_get(j, "coco_ap")) &&
+          json_is_number(json_object_get(j, "coco_ap75")) && json_object_get(j, "coco_ap_small") &&
+          json_object_get(j, "coco_ap_medium") && json_object_get(j, "coco_ap_large"));
+    CHECK(0 <= cap && cap <= cap50 && cap50 <= 1 && fabs(cap - test_coco) <= 1e-5 * (1 + cap));
     if (fabs(map - test_map) >= 1e-5)
         fprintf(stderr, "evaluate map %g, the run's test_map %g\n", map, test_map);
     free(ev);
@@ -159,10 +170,11 @@ int main(int argc, char **argv)
     }
     free(ev);
     CHECK(lines == 30 && boxes > 0);
-    /* export of detection models is still to come: refused, naming the network */
+    /* export: the detector's coverage and bbox outputs (train_export runs them in onnxruntime) */
     snprintf(path, sizeof path, "%s/model.onnx", root);
-    CHECK(hone_train_export(&o, out, path, NULL, err, sizeof err) == HONE_ENOTSUP &&
-          !strncmp(err, "network:", 8));
+    size_t bytes = 0;
+    CHECK(hone_train_export(&o, out, path, &bytes, err, sizeof err) == HONE_OK && bytes > 1000);
+    unlink(path);
     json_decref(j);
     rm_out(out);
     snprintf(cmd, sizeof cmd, "rm -rf %s", root);

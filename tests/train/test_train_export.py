@@ -9,10 +9,15 @@ argmax of the ONNX logits with --infer's class and the softmax probability of th
 --infer's score: |p_onnx - score| <= 1e-5 (both are float32 computations of the same graph, in
 other orders). The models are trained one epoch only so that the scores are not all 1.0.
 Also: the metadata (class names), and --export refusals (no model, unwritable path).
+With DEBIAN_PYTHON and GEN_DETECT_PY: a detectnet_v2 trained one epoch on gen_detect.py's tiny KITTI
+set (NMS postprocessing), exported with its "coverage" and "bbox" outputs; those outputs, decoded
+and NMS'd in numpy as hone-train does (the decoding read from the model's "detect" metadata), must
+give --infer's boxes on the val images: the same classes, scores within 1e-5, corners within
+1e-3 px.
 onnxruntime, onnx and numpy come from a venv under the build folder (ONNX_VENV) that sees the system's
 packages and pip-installs what they lack; the test skips (77) when they cannot be had, or without
 Fashion-MNIST. HONE_TEST_DEVICE=cuda trains, infers and exports on the GPU.
-Usage: test_train_export.py HONE_TRAIN ONNX_VENV
+Usage: test_train_export.py HONE_TRAIN ONNX_VENV [DEBIAN_PYTHON GEN_DETECT_PY]
 """
 import json
 import os
@@ -29,6 +34,7 @@ import hone_train  # noqa: E402
 from hone_train import check, failures, sets  # noqa: E402
 
 TRAIN, VENV = sys.argv[1], sys.argv[2]
+DETECT_ARGS = sys.argv[3:5] if len(sys.argv) >= 5 else None  # Debian's python3, gen_detect.py
 DEVICE = os.environ.get("HONE_TEST_DEVICE", "cpu")  # a GPU machine: cuda (train, infer, export)
 TOL = 1e-5
 
@@ -150,6 +156,137 @@ def compare(py, name, model, onnx_path, c, h, w, images, labels, want_ops):
     check(below > 0, "%s: every score is >= 0.99: the comparison would say little" % name)
 
 
+# runs in the venv: the checker, then the detector's two outputs decoded and NMS'd as hone-train
+# does (detect.h: hone_det_decode, hone_det_nms; --infer then clips to the image), per image
+DETECT = r"""
+import json, sys
+import numpy as np, onnx, onnxruntime as ort
+path, c, h, w = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+req = json.load(sys.stdin)
+m = onnx.load(path)
+onnx.checker.check_model(m, full_check=True)
+meta = {p.key: p.value for p in m.metadata_props}
+d = json.loads(meta["detect"])
+s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+x = np.frombuffer(bytes.fromhex(req["pixels"]), dtype=np.uint8).reshape(-1, h, w, c)
+x = x.transpose(0, 3, 1, 2).astype(np.float32)
+cov, bbox = s.run(["coverage", "bbox"], {"pixels": x})
+k = cov.shape[1]
+def iou(a, b):
+    iw = min(a[2], b[2]) - max(a[0], b[0]); ih = min(a[3], b[3]) - max(a[1], b[1])
+    if iw <= 0 or ih <= 0: return 0.0
+    u = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - iw * ih
+    return iw * ih / u if u > 0 else 0.0
+images = []
+for i in range(x.shape[0]):
+    cand = []
+    for cl in range(k):
+        ys, xs = np.nonzero(cov[i, cl] >= np.float32(d["cov_threshold"]))
+        for gy, gx in zip(ys.tolist(), xs.tolist()):
+            px = np.float32(gx * d["stride"] + d["offset"]); py = np.float32(gy * d["stride"] + d["offset"])
+            n = np.float32(d["bbox_norm"])
+            o = bbox[i, 4 * cl:4 * cl + 4, gy, gx]
+            b = [float(px - o[0] * n), float(py - o[1] * n), float(px + o[2] * n), float(py + o[3] * n)]
+            if b[2] > b[0] and b[3] > b[1]:
+                cand.append((float(cov[i, cl, gy, gx]), cl, b))
+    cand.sort(key=lambda t: -t[0])  # stable: ties keep the decode order
+    kept = []
+    for sc, cl, b in cand:
+        if all(kc != cl or iou(kb, b) <= d["nms_iou"] for _, kc, kb in kept):
+            kept.append((sc, cl, b))
+    out = []
+    for sc, cl, b in kept:
+        b = [min(max(b[0], 0), w), min(max(b[1], 0), h), min(max(b[2], 0), w), min(max(b[3], 0), h)]
+        if b[2] > b[0] and b[3] > b[1]:
+            out.append({"class_index": cl, "score": sc, "x1": b[0], "y1": b[1], "x2": b[2], "y2": b[3]})
+    images.append(out)
+json.dump({"outputs": [o.name for o in m.graph.output],
+           "shapes": [[dd.dim_param or dd.dim_value for dd in o.type.tensor_type.shape.dim] for o in m.graph.output],
+           "ops": sorted({n.op_type for n in m.graph.node}), "images": images,
+           "cov_range": [float(cov.min()), float(cov.max())]}, sys.stdout)
+"""
+
+
+def compare_detect(py, name, onnx_path, size, images, labels, classes, grid):
+    """images: [(relative path, HWC bytes)] in --infer's order; labels: --infer's lines. Every
+    image's boxes from the ONNX outputs must be --infer's: the same count, classes, scores within
+    TOL and coordinates within 1e-3 px."""
+    check([l["file"] for l in labels] == [r for r, _ in images], "%s: infer's files" % name)
+    req = {"pixels": b"".join(px for _, px in images).hex()}
+    p = subprocess.run([py, "-c", DETECT, onnx_path, "3", str(size), str(size)],
+                       input=json.dumps(req), capture_output=True, text=True)
+    check(p.returncode == 0, "%s: onnx checker / onnxruntime: %s" % (name, p.stderr[-3000:]))
+    if p.returncode != 0:
+        return
+    r = json.loads(p.stdout)
+    check(r["outputs"] == ["coverage", "bbox"], "%s: outputs %s" % (name, r["outputs"]))
+    check(r["shapes"] == [["N", classes, grid, grid], ["N", 4 * classes, grid, grid]],
+          "%s: output shapes %s" % (name, r["shapes"]))
+    for op in ["Conv", "BatchNormalization", "Relu", "Add", "Slice", "Sigmoid"]:
+        check(op in r["ops"], "%s: no %s node in %s" % (name, op, r["ops"]))
+    boxes, worst, bad = 0, 0.0, 0
+    for i, (l, got) in enumerate(zip(labels, r["images"])):
+        want = list(l["boxes"])
+        if len(want) != len(got):
+            bad += 1
+            print("%s: image %d: %d boxes from onnx, %d from --infer" % (name, i, len(got),
+                                                                          len(want)))
+            continue
+        # each ONNX box matched to one --infer box (scores equal to float rounding may come in
+        # either order, so the lists are matched, not zipped)
+        used = [False] * len(want)
+        for a in got:
+            boxes += 1
+            for j, b in enumerate(want):
+                if not used[j] and a["class_index"] == b["class_index"] and \
+                        abs(a["score"] - b["score"]) <= TOL and \
+                        all(abs(a[key] - b[key]) <= 1e-3 for key in ["x1", "y1", "x2", "y2"]):
+                    used[j] = True
+                    worst = max(worst, abs(a["score"] - b["score"]))
+                    break
+            else:
+                bad += 1
+                print("%s: image %d: onnx %s has no match in --infer's" % (name, i, a))
+    print("%s: %d images, %d boxes agree (max |score diff| %.3g), coverage %s"
+          % (name, len(labels), boxes, worst, r["cov_range"]))
+    check(bad == 0, "%s: %d images or boxes differ" % (name, bad))
+    check(boxes > 0, "%s: no box to compare" % name)
+
+
+def detector(py, tmp, debian_py, gen):
+    """detectnet_v2 on gen_detect.py's tiny KITTI set (one epoch, NMS postprocessing): exported,
+    and its outputs decoded as hone-train does equal --infer's boxes on the val images."""
+    data = os.path.join(tmp, "det")
+    if not os.path.exists(debian_py) or \
+            subprocess.run([debian_py, gen, "--tiny", data], capture_output=True).returncode:
+        print("detector: skipped (gen_detect.py could not write its set)")
+        return
+    spec = {"network": "detectnet_v2", "data.format": "kitti", "data.path": data,
+            "model.width": 16, "model.input_size": 128, "train.batch_size": 16,
+            "train.optimizer": "adamw", "train.lr": 0.008, "train.epochs": 1, "train.seed": 5,
+            "detect.cluster": "nms"}
+    model = os.path.join(tmp, "m_det")
+    lines, err = run(sets(spec) + ["--out", model])
+    if not (lines and lines[-1].get("event") == "done"):
+        check(False, "detectnet_v2: training: %s" % err)
+        return
+    path = os.path.join(tmp, "det.onnx")
+    if not export("detectnet_v2", model, path):
+        return
+    folder = os.path.join(data, "val", "images")
+    labels, err = run(["--infer", model, folder])
+    # the pixels, decoded by Debian's python3-pil (which gen_detect.py needs too)
+    dec = ("import sys\nfrom PIL import Image\nfor p in sys.argv[1:]:\n"
+           "    print(Image.open(p).convert('RGB').tobytes().hex())")
+    p = subprocess.run([debian_py, "-c", dec] + [os.path.join(folder, l["file"]) for l in labels],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, "decoding the val images: " + p.stderr[-2000:])
+    pics = [(l["file"], bytes.fromhex(hx)) for l, hx in zip(labels, p.stdout.split())]
+    with open(os.path.join(model, "model.json")) as f:
+        classes = len(json.load(f)["class_names"])
+    compare_detect(py, "detectnet_v2", path, 128, pics, labels, classes, 128 // 16)
+
+
 def export(name, model, path):
     lines, err = run(["--export", model, path])
     ok = bool(lines) and lines[-1].get("event") == "export" and os.path.exists(path)
@@ -220,6 +357,9 @@ def main():
                 compare(py, name, model, path, 3, size, size, pics, labels,
                         ["Conv", "BatchNormalization", "Relu", "Add", "GlobalAveragePool",
                          "Flatten", "Gemm"] + (["MaxPool"] if size > 64 else []))
+
+        if DETECT_ARGS:
+            detector(py, tmp, *DETECT_ARGS)
 
         # refusals: no model there, and a path that cannot be written
         _, err = run(["--export", os.path.join(tmp, "nothing"), os.path.join(tmp, "x.onnx")],

@@ -165,6 +165,21 @@ static int experiment_automl_defaults(cli_ctx *c)
         free(rows[i]);
     }
     free(rows);
+    /* what the experiment's dataset sized (DEFAULT above is the spec its jobs train) */
+    const json_t *sized = json_object_get(resp.json, "sized");
+    const json_t *ntrain = json_object_get(resp.json, "training_images");
+    if (json_is_integer(ntrain) && json_object_size(sized)) {
+        char buf[64];
+        int first = 1;
+        printf("\nsized to the dataset (%lld training images):",
+               (long long)json_integer_value(ntrain));
+        json_object_foreach((json_t *)sized, key, p)
+        {
+            printf("%s %s=%s", first ? "" : ",", key, cli_cell(p, buf, sizeof(buf)));
+            first = 0;
+        }
+        printf("\n(a key set in the experiment's or a job's specs is used as set)\n");
+    }
     hone_rest_resp_clear(&resp);
     return 0;
 }

@@ -46,23 +46,33 @@ int ctl_train_spec(hone_controller *c, const json_t *job, json_t **flat)
     if (rc)
         goto fail;
     json_t *defaults = ctl_spec_defaults(jstr(exp, "network"));
-    tmp = jparse(jstr(exp, "specs"));
-    json_t *f = ctl_spec_resolve(jstr(exp, "network"), ds, tmp, NULL);
-    json_decref(tmp);
+    /* what was set: the experiment's specs < its parent's (a trial's AutoML job) < its own < a
+     * trial's swept values; the rest is resolved, sized to the dataset */
+    json_t *over = json_object();
+    if ((tmp = jparse(jstr(exp, "specs")))) {
+        if (json_is_object(tmp))
+            json_object_update(over, tmp);
+        json_decref(tmp);
+    }
     if (jstr(job, "parent_id") && ctl_job_row(c, jstr(job, "parent_id"), &parent) == HONE_OK &&
         (tmp = jparse(jstr(parent, "specs")))) {
-        json_object_update(f, tmp);
+        if (json_is_object(tmp))
+            json_object_update(over, tmp);
         json_decref(tmp);
     }
     if ((tmp = jparse(jstr(job, "specs")))) {
-        json_object_update(f, tmp);
+        if (json_is_object(tmp))
+            json_object_update(over, tmp);
         json_decref(tmp);
     }
     if ((tmp = jparse(jstr(job, "config")))) {
         if (json_is_object(tmp))
-            json_object_update(f, tmp);
+            json_object_update(over, tmp);
         json_decref(tmp);
     }
+    coerce_ints(over, defaults);
+    json_t *f = ctl_spec_resolve(jstr(exp, "network"), ds, over, NULL);
+    json_decref(over);
     /* train.epochs is the schedule's horizon: a trial's whole budget, so the learning-rate
      * schedule does not change when it is resumed; the worker stops it at epochs_until. */
     json_t *pa = parent ? jparse(jstr(parent, "automl")) : NULL;
@@ -95,6 +105,17 @@ fail:
     return rc;
 }
 
+long long ctl_train_ntrain(hone_controller *c, const json_t *exp, const json_t *flat)
+{
+    json_t *tds = jparse(jstr(exp, "train_datasets")), *ds = NULL;
+    long long n = -1;
+    if (store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), NULL, &ds) == HONE_OK)
+        n = ctl_spec_ntrain(flat, ds);
+    json_decref(tds);
+    json_decref(ds);
+    return n;
+}
+
 /* An image-folder or kitti experiment's job waits for the convert job that packs its dataset at
  * the size and channels the resolved spec trains on (found, or created now): its id into cvt (""
  * when the dataset is neither). */
@@ -120,13 +141,14 @@ fail:
     return rc;
 }
 
-/* What the job will train, checked as hone-train will check it (before anything is stored):
- * HONE_EINVAL with field and message, HONE_ESQL. */
+/* What the job will train, checked as hone-train will check it (before anything is stored), and
+ * its resolved train.epochs: HONE_EINVAL with field and message, HONE_ESQL. */
 static int check_spec(hone_controller *c, const json_t *exp, const json_t *job_specs,
-                      const json_t *settings, const ctl_train_search *search, char *field,
-                      size_t fieldlen, char *msg, size_t msglen)
+                      const json_t *settings, const ctl_train_search *search, int *epochs,
+                      char *field, size_t fieldlen, char *msg, size_t msglen)
 {
     json_t *tds = jparse(jstr(exp, "train_datasets")), *ds = NULL, *espec = NULL, *space = NULL;
+    json_t *flat = NULL;
     const char *net = jstr(exp, "network");
     int rc = store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), NULL, &ds);
     if (rc) {
@@ -134,7 +156,11 @@ static int check_spec(hone_controller *c, const json_t *exp, const json_t *job_s
         goto fail;
     }
     espec = jparse(jstr(exp, "specs"));
-    rc = search ? search->space(net, settings, &space, field, fieldlen, msg, msglen) : HONE_OK;
+    flat = ctl_spec_resolve(net, ds, espec, job_specs);
+    *epochs = (int)jint(flat, "train.epochs");
+    rc = search ? search->space(net, ctl_spec_ntrain(flat, ds), settings, &space, field, fieldlen,
+                                msg, msglen)
+                : HONE_OK;
     if (rc == HONE_OK)
         rc = ctl_spec_check_create(net, ds, espec, job_specs, settings, space, field, fieldlen, msg,
                                    msglen);
@@ -143,6 +169,7 @@ fail:
     json_decref(ds);
     json_decref(espec);
     json_decref(space);
+    json_decref(flat);
     return rc;
 }
 
@@ -156,17 +183,10 @@ int ctl_train_create_as(hone_controller *c, const json_t *exp, hone_kind kind,
     int rc = HONE_EINVAL;
     if (ctl_spec_flatten(specs, "specs", &flat, field, fieldlen, msg, msglen))
         goto fail;
-    int is_automl = search != NULL;
-    if ((rc = check_spec(c, exp, flat, settings, search, field, fieldlen, msg, msglen)))
+    int is_automl = search != NULL, epochs = 0;
+    /* epochs for a plain train job: the resolved spec's train.epochs (sized to the data) */
+    if ((rc = check_spec(c, exp, flat, settings, search, &epochs, field, fieldlen, msg, msglen)))
         goto fail;
-    /* Epochs for a plain train job: the resolved spec's train.epochs. */
-    json_t *defaults = ctl_spec_defaults(jstr(exp, "network"));
-    json_t *espec = jparse(jstr(exp, "specs"));
-    json_object_update(defaults, espec);
-    json_object_update(defaults, flat);
-    int epochs = (int)jint(defaults, "train.epochs");
-    json_decref(espec);
-    json_decref(defaults);
     char cvt[64];
     if ((rc = find_convert(c, exp, flat, cvt, sizeof cvt)))
         goto fail;
@@ -350,6 +370,7 @@ const ctl_kind ctl_kind_train = {
     .report = CTL_REPORT_EPOCHS,
     .create = train_create,
     .lease_spec = ctl_train_spec,
+    .resolved_spec = ctl_train_spec,
     .lease_job = train_lease_job,
     .finish = ctl_train_finish,
     .cancel = train_cancel,

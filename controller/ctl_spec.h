@@ -23,11 +23,16 @@ json_t *ctl_spec_defaults(const char *network);
  * (hone_spec_write_yaml: hone-train --spec reads it back to the same values); malloc'd, or NULL
  * with err naming the key that spec/ refuses. Leases carry the flat JSON itself. */
 char *ctl_spec_to_yaml(const json_t *flat, char *err, size_t errlen);
+/* What a resolved spec's AutoML space is sized by (ctl_spec_sizing): the images it trains on
+ * (< 0: unknown) and what its default learning rate was sized by (1: not sized). */
+typedef struct ctl_sizing {
+    long long ntrain;
+    double lr_factor;
+} ctl_sizing;
 /* AutoML spaces in search/search.h JSON shape for a network: the default swept set and all, with
- * train.batch_size's range sized to ntrain training images (ctl_spec_ntrain; < 0: unknown, the
- * table's range). */
-json_t *ctl_space_default(const char *network, long long ntrain);
-json_t *ctl_space_all(const char *network, long long ntrain);
+ * train.batch_size's and train.lr's ranges sized by z (NULL: the table's ranges). */
+json_t *ctl_space_default(const char *network, const ctl_sizing *z);
+json_t *ctl_space_all(const char *network, const ctl_sizing *z);
 /* What the spec checks know of a dataset, from its row's stats (unknown fields stay unknown). */
 void ctl_spec_data(const json_t *dataset_row, hone_spec_data *d);
 /* The flat spec a job hands to hone-train: network defaults < the dataset (data.path,
@@ -39,6 +44,9 @@ json_t *ctl_spec_resolve(const char *network, const json_t *dataset_row, const j
 /* The images a resolved spec trains on in the dataset (its training part less the validation
  * split; data.train_limit not counted), or -1 when the dataset's counts are unknown. */
 long long ctl_spec_ntrain(const json_t *flat, const json_t *dataset_row);
+/* The sizing of a resolved spec's AutoML space: ctl_spec_ntrain, and the factor its train.lr was
+ * sized by (1 unless it is the network's default scaled for the sized batch). */
+ctl_sizing ctl_spec_sizing(const json_t *flat, const json_t *dataset_row);
 /* The create-time check of what jobs of an experiment will train, as hone-train will check it
  * when it loads the data: the resolved spec (ctl_spec_resolve, sized to the data) through
  * hone_spec_check against the dataset's stats; with an AutoML space (NULL: none) also the trials'

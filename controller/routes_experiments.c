@@ -128,10 +128,10 @@ static int exp_validate(hone_controller *c, const char *owner, json_t *body, hon
         goto fail;
     }
     json_t *resolved = ctl_spec_resolve(jstr(body, "network_arch"), ds, flat, NULL);
-    long long ntrain = ctl_spec_ntrain(resolved, ds);
+    ctl_sizing z = ctl_spec_sizing(resolved, ds);
     json_decref(resolved);
-    if (ctl_automl_space_json(jstr(body, "network_arch"), ntrain, settings, &space, field,
-                              sizeof field, msg, sizeof msg)) {
+    if (ctl_automl_space_json(jstr(body, "network_arch"), &z, settings, &space, field, sizeof field,
+                              msg, sizeof msg)) {
         hone_http_res_error(res, 422, field, "%s", msg);
         goto fail;
     }
@@ -394,8 +394,11 @@ static void exp_automl_defaults(hone_http_req *req, hone_http_res *res, void *ud
     if (store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), NULL, &ds))
         ds = NULL;
     json_t *flat = ctl_spec_resolve(net, ds, specs, NULL);
-    long long ntrain = ds ? ctl_spec_ntrain(flat, ds) : -1;
-    json_t *def = ctl_space_default(net, ntrain), *all = ctl_space_all(net, ntrain);
+    ctl_sizing z = {-1, 1.0};
+    if (ds)
+        z = ctl_spec_sizing(flat, ds);
+    long long ntrain = z.ntrain;
+    json_t *def = ctl_space_default(net, &z), *all = ctl_space_all(net, &z);
     json_t *spaces[] = {def, all}, *p, *sized = json_object();
     const char *k;
     for (size_t i = 0; i < HONE_ARRAY_LEN(spaces); i++)

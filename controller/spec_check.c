@@ -127,6 +127,21 @@ long long ctl_spec_ntrain(const json_t *flat, const json_t *dataset_row)
     return d.train_images < 0 ? -1 : d.train_images > val ? d.train_images - val : 0;
 }
 
+ctl_sizing ctl_spec_sizing(const json_t *flat, const json_t *dataset_row)
+{
+    ctl_sizing z = {ctl_spec_ntrain(flat, dataset_row), 1.0};
+    const char *net = jstr(flat, "network");
+    double f = hone_spec_sized_lr_factor(net, (int)jint(flat, "train.batch_size"));
+    hone_spec def;
+    hone_spec_defaults(&def, net);
+    /* the rate is the sized one (a rate the user set, or the default beside a batch the user
+     * set, keeps the table's range) */
+    if (z.ntrain >= 0 && f < 1.0 &&
+        fabs(jnum(flat, "train.lr") - def.train.lr * f) <= 1e-12 * def.train.lr)
+        z.lr_factor = f;
+    return z;
+}
+
 /* The request field to blame for a spec key: users set "specs.<key>"; the rest comes from the
  * experiment (network_arch) or its dataset (data.path, data.format). */
 static void key_field(const char *key, char *field, size_t fieldlen)

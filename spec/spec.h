@@ -259,8 +259,10 @@ double hone_spec_sized_lr_factor(const char *network, int batch);
  * 1 with [lo, hi], lo < hi; 0 when there is nothing to sweep. */
 int hone_spec_batch_range(const char *network, long long ntrain, int *lo, int *hi);
 /* hone_spec_space with train.batch_size's range sized to ntrain (dropped when nothing is left to
- * sweep; ntrain < 0: unchanged). New reference; NULL for an unknown network. */
-json_t *hone_spec_space_sized(const char *network, int all, long long ntrain);
+ * sweep; ntrain < 0: unchanged) and train.lr's range times lr_factor (what the spec's default
+ * learning rate was sized by; 1 where the user set the batch or the rate). New reference; NULL
+ * for an unknown network. */
+json_t *hone_spec_space_sized(const char *network, int all, long long ntrain, double lr_factor);
 
 /* ------------------------------------------------------------------ JSON Schema, AutoML spaces */
 

@@ -131,22 +131,22 @@ void hone_spec_size(hone_spec *s, const hone_spec_data *d, long long val_images,
     }
 }
 
-json_t *hone_spec_space_sized(const char *network, int all, long long ntrain)
+json_t *hone_spec_space_sized(const char *network, int all, long long ntrain, double lr_factor)
 {
     json_t *sp = hone_spec_space(network, all);
     json_t *p = json_object_get(sp, "train.batch_size");
     int lo, hi;
-    if (!p || ntrain < 0)
-        return sp;
-    /* the learning rates swept follow the batches, as the default does */
+    /* the learning rates swept follow the default's */
     json_t *lr = json_object_get(sp, "train.lr");
-    double f = hone_spec_sized_lr_factor(network, hone_spec_sized_batch(network, ntrain));
-    if (lr && f < 1.0) {
+    double f = lr_factor;
+    if (lr && f > 0.0 && f < 1.0) {
         json_object_set_new(lr, "min",
                             json_real(json_number_value(json_object_get(lr, "min")) * f));
         json_object_set_new(lr, "max",
                             json_real(json_number_value(json_object_get(lr, "max")) * f));
     }
+    if (!p || ntrain < 0)
+        return sp;
     if (!hone_spec_batch_range(network, ntrain, &lo, &hi)) {
         json_object_del(sp, "train.batch_size"); /* one batch: nothing to sweep */
         return sp;

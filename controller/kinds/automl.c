@@ -16,10 +16,10 @@
 #include "train.h"
 #include "util.h"
 
-int ctl_automl_space_json(const char *network, long long ntrain, const json_t *settings,
+int ctl_automl_space_json(const char *network, const ctl_sizing *z, const json_t *settings,
                           json_t **space, char *field, size_t fieldlen, char *msg, size_t msglen)
 {
-    json_t *sp = NULL, *all = ctl_space_all(network, ntrain), *v;
+    json_t *sp = NULL, *all = ctl_space_all(network, z), *v;
     json_t *given = json_object_get(settings, "automl_hyperparameters");
     size_t i;
     const char *k;
@@ -41,7 +41,7 @@ int ctl_automl_space_json(const char *network, long long ntrain, const json_t *s
         snprintf(field, fieldlen, "automl_settings.automl_hyperparameters");
         sp = json_deep_copy(given);
     } else {
-        sp = ctl_space_default(network, ntrain);
+        sp = ctl_space_default(network, z);
         snprintf(field, fieldlen, "automl_settings.automl_add_hyperparameters");
         json_array_foreach(json_object_get(settings, "automl_add_hyperparameters"), i, v)
         {
@@ -210,8 +210,9 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
     settings = jparse(jstr(exp, "automl_settings"));
     if ((rc = ctl_train_spec(c, job, &flat)))
         goto fail;
-    rc = ctl_automl_space_json(jstr(exp, "network"), ctl_train_ntrain(c, exp, flat), settings,
-                               &space, field, sizeof field, msg, msglen);
+    ctl_sizing z = ctl_train_sizing(c, exp, flat);
+    rc = ctl_automl_space_json(jstr(exp, "network"), &z, settings, &space, field, sizeof field, msg,
+                               msglen);
     if (rc)
         goto fail;
     const char *metric = jstr(exp, "metric");

@@ -105,15 +105,15 @@ fail:
     return rc;
 }
 
-long long ctl_train_ntrain(hone_controller *c, const json_t *exp, const json_t *flat)
+ctl_sizing ctl_train_sizing(hone_controller *c, const json_t *exp, const json_t *flat)
 {
     json_t *tds = jparse(jstr(exp, "train_datasets")), *ds = NULL;
-    long long n = -1;
+    ctl_sizing z = {-1, 1.0};
     if (store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), NULL, &ds) == HONE_OK)
-        n = ctl_spec_ntrain(flat, ds);
+        z = ctl_spec_sizing(flat, ds);
     json_decref(tds);
     json_decref(ds);
-    return n;
+    return z;
 }
 
 /* An image-folder or kitti experiment's job waits for the convert job that packs its dataset at
@@ -158,9 +158,8 @@ static int check_spec(hone_controller *c, const json_t *exp, const json_t *job_s
     espec = jparse(jstr(exp, "specs"));
     flat = ctl_spec_resolve(net, ds, espec, job_specs);
     *epochs = (int)jint(flat, "train.epochs");
-    rc = search ? search->space(net, ctl_spec_ntrain(flat, ds), settings, &space, field, fieldlen,
-                                msg, msglen)
-                : HONE_OK;
+    ctl_sizing z = ctl_spec_sizing(flat, ds);
+    rc = search ? search->space(net, &z, settings, &space, field, fieldlen, msg, msglen) : HONE_OK;
     if (rc == HONE_OK)
         rc = ctl_spec_check_create(net, ds, espec, job_specs, settings, space, field, fieldlen, msg,
                                    msglen);

@@ -35,7 +35,7 @@ static void fashion_mnist_unchanged(void)
         CHECK(memcmp(&s.train, &def.train, sizeof s.train) == 0);
         /* the AutoML spaces too */
         for (int all = 0; all < 2; all++) {
-            json_t *a = hone_spec_space(net, all), *b = hone_spec_space_sized(net, all, 55000);
+            json_t *a = hone_spec_space(net, all), *b = hone_spec_space_sized(net, all, 55000, 1.0);
             CHECK(json_equal(a, b));
             json_decref(a);
             json_decref(b);
@@ -171,11 +171,12 @@ static void batch_ranges(void)
         }
     }
     /* the sized space of a tiny set has no batch to sweep; of a small one, the sized range */
-    json_t *sp = hone_spec_space_sized("cnn", 0, 1);
+    json_t *sp = hone_spec_space_sized("cnn", 0, 1, 1.0);
     CHECK(json_object_get(sp, "train.batch_size") == NULL);
     CHECK(json_object_get(sp, "train.lr") != NULL);
     json_decref(sp);
-    sp = hone_spec_space_sized("detectnet_v2", 0, 486);
+    sp =
+        hone_spec_space_sized("detectnet_v2", 0, 486, hone_spec_sized_lr_factor("detectnet_v2", 8));
     json_t *b = json_object_get(sp, "train.batch_size");
     CHECK(json_integer_value(json_object_get(b, "min")) == 4);
     CHECK(json_integer_value(json_object_get(b, "max")) == 16);
@@ -183,6 +184,11 @@ static void batch_ranges(void)
     json_t *lr = json_object_get(sp, "train.lr");
     CHECK(fabs(json_real_value(json_object_get(lr, "min")) - 2e-3 / 4) < 1e-12);
     CHECK(fabs(json_real_value(json_object_get(lr, "max")) - 0.05 / 4) < 1e-12);
+    json_decref(sp);
+    /* a batch the user set leaves the rates as they are */
+    sp = hone_spec_space_sized("detectnet_v2", 0, 486, 1.0);
+    lr = json_object_get(sp, "train.lr");
+    CHECK(fabs(json_real_value(json_object_get(lr, "max")) - 0.05) < 1e-12);
     json_decref(sp);
 }
 

@@ -125,7 +125,14 @@ static void defaults_row(const char *name, const json_t *p, int swept, char **ro
     } else {
         row[2] = hone_xstrdup(type && strcmp(type, "bool") == 0 ? "true, false" : "-");
     }
-    row[3] = hone_xstrdup(cli_cell(json_object_get(p, "default"), buf, sizeof(buf)));
+    /* the value the experiment's jobs train with: as the spec writes it (0.9, 5e-4, true) */
+    const json_t *d = json_object_get(p, "default");
+    if (json_is_real(d))
+        snprintf(buf, sizeof(buf), "%g", json_real_value(d));
+    else if (json_is_boolean(d))
+        snprintf(buf, sizeof(buf), "%s", json_is_true(d) ? "true" : "false");
+    row[3] =
+        hone_xstrdup(json_is_real(d) || json_is_boolean(d) ? buf : cli_cell(d, buf, sizeof(buf)));
     row[4] = hone_xstrdup(swept ? "yes" : "no");
 }
 

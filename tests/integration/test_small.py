@@ -128,6 +128,9 @@ def folder(bins, ctl, root):
     assert row[2:5] == ["4", "..", "8"] and row[-2] == "8", text  # RANGE 4 .. 8 (log), DEFAULT 8
     rows = [l.split() for l in lines[1:] if l.startswith(("train.", "model."))]
     assert len(rows) > 5 and not [r for r in rows if r[-2] == "-"], text
+    cell = {r[0]: r[-2] for r in rows}
+    assert (cell["train.momentum"], cell["train.nesterov"], cell["train.lr"]) == \
+        ("0.9", "true", "0.0125"), text
     assert "sized to the dataset (87 training images): data.val_size=21, train.batch_size=8, " \
            "train.epochs=50, train.lr=0.0125" in text, text
 

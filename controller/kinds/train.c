@@ -65,14 +65,26 @@ int ctl_train_spec(hone_controller *c, const json_t *job, json_t **flat)
             json_object_update(over, tmp);
         json_decref(tmp);
     }
-    if ((tmp = jparse(jstr(job, "config")))) {
-        if (json_is_object(tmp))
-            json_object_update(over, tmp);
-        json_decref(tmp);
-    }
+    int user_lr = json_object_get(over, "train.lr") != NULL;
+    json_t *cfg = jparse(jstr(job, "config"));
+    if (json_is_object(cfg))
+        json_object_update(over, cfg);
     coerce_ints(over, defaults);
     json_t *f = ctl_spec_resolve(jstr(exp, "network"), ds, over, NULL);
     json_decref(over);
+    /* a trial's swept batch with the rate left to the default: the rate follows that batch as
+     * it follows a sized one (hone_spec_sized_lr_factor) */
+    if (!user_lr && json_is_object(cfg) && json_object_get(cfg, "train.batch_size") &&
+        !json_object_get(cfg, "train.lr")) {
+        double lr =
+            jnum(defaults, "train.lr") *
+            hone_spec_sized_lr_factor(jstr(exp, "network"), (int)jint(f, "train.batch_size"));
+        if (jnum(f, "train.min_lr") <= jnum(defaults, "train.lr"))
+            json_object_set_new(
+                f, "train.lr",
+                json_real(lr < jnum(f, "train.min_lr") ? jnum(f, "train.min_lr") : lr));
+    }
+    json_decref(cfg);
     /* train.epochs is the schedule's horizon: a trial's whole budget, so the learning-rate
      * schedule does not change when it is resumed; the worker stops it at epochs_until. */
     json_t *pa = parent ? jparse(jstr(parent, "automl")) : NULL;

@@ -162,6 +162,24 @@ def folder(bins, ctl, root):
     assert all(4 <= t["config"]["train.batch_size"] <= 8 for t in trials), trials
     space = aj["automl"]["search_space"]["train.batch_size"]
     assert (space["min"], space["max"]) == (4, 8), space
+    # the rate not swept: each trial's follows its batch, as the sized default does
+    aexp2 = api(ctl, "POST", "/api/v1/experiments",
+                {"name": "small-automl-2", "network_arch": "cnn", "train_datasets": [ds["id"]],
+                 "specs": {"train": {"epochs": 2}},
+                 "automl_settings": {"automl_enabled": True, "automl_algorithm": "random",
+                                     "automl_max_recommendations": 2, "automl_max_parallel": 1,
+                                     "automl_start_from_spec": False,
+                                     "automl_remove_hyperparameters": ["train.lr"]}})
+    aj2 = api(ctl, "POST", "/api/v1/experiments/%s/jobs" % aexp2["id"], {"action": "automl"})
+    deadline, trials = time.time() + 60, []
+    while not trials and time.time() < deadline:
+        trials = api(ctl, "GET", "/api/v1/jobs?parent=%s&limit=100" % aj2["id"])["jobs"]
+        time.sleep(0.2)
+    rs = api(ctl, "GET", "/api/v1/jobs/" + trials[0]["id"])["resolved_spec"]
+    b = trials[0]["config"]["train.batch_size"]
+    assert rs["train.batch_size"] == b and abs(rs["train.lr"] - 0.05 * (b / 128) ** 0.5) < 1e-12, \
+        (b, rs["train.lr"])
+    api(ctl, "POST", "/api/v1/jobs/%s/cancel" % aj2["id"])
 
     # 3. refused at create, naming the field and the fix; nothing stored
     n_exp = len(api(ctl, "GET", "/api/v1/experiments?limit=100")["experiments"])

@@ -125,7 +125,14 @@ static void defaults_row(const char *name, const json_t *p, int swept, char **ro
     } else {
         row[2] = hone_xstrdup(type && strcmp(type, "bool") == 0 ? "true, false" : "-");
     }
-    row[3] = hone_xstrdup(cli_cell(json_object_get(p, "default"), buf, sizeof(buf)));
+    /* the value the experiment's jobs train with: as the spec writes it (0.9, 5e-4, true) */
+    const json_t *d = json_object_get(p, "default");
+    if (json_is_real(d))
+        snprintf(buf, sizeof(buf), "%g", json_real_value(d));
+    else if (json_is_boolean(d))
+        snprintf(buf, sizeof(buf), "%s", json_is_true(d) ? "true" : "false");
+    row[3] =
+        hone_xstrdup(json_is_real(d) || json_is_boolean(d) ? buf : cli_cell(d, buf, sizeof(buf)));
     row[4] = hone_xstrdup(swept ? "yes" : "no");
 }
 
@@ -165,6 +172,21 @@ static int experiment_automl_defaults(cli_ctx *c)
         free(rows[i]);
     }
     free(rows);
+    /* what the experiment's dataset sized (DEFAULT above is the spec its jobs train) */
+    const json_t *sized = json_object_get(resp.json, "sized");
+    const json_t *ntrain = json_object_get(resp.json, "training_images");
+    if (json_is_integer(ntrain) && json_object_size(sized)) {
+        char buf[64];
+        int first = 1;
+        printf("\nsized to the dataset (%lld training images):",
+               (long long)json_integer_value(ntrain));
+        json_object_foreach((json_t *)sized, key, p)
+        {
+            printf("%s %s=%s", first ? "" : ",", key, cli_cell(p, buf, sizeof(buf)));
+            first = 0;
+        }
+        printf("\n(a key set in the experiment's or a job's specs is used as set)\n");
+    }
     hone_rest_resp_clear(&resp);
     return 0;
 }

@@ -66,6 +66,15 @@ json_t *ctl_job_json(hone_controller *c, const json_t *row)
     return o;
 }
 
+json_t *ctl_job_json_one(hone_controller *c, const json_t *row)
+{
+    json_t *o = ctl_job_json(c, row), *flat = NULL;
+    const ctl_kind *k = ctl_kind_of(row);
+    if (k->resolved_spec && k->resolved_spec(c, row, &flat) == HONE_OK)
+        json_object_set_new(o, "resolved_spec", flat);
+    return o;
+}
+
 int ctl_job_finish(hone_controller *c, const json_t *job, const char *status, const char *log_tail,
                    const json_t *final)
 {

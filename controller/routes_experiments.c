@@ -136,15 +136,18 @@ static int exp_validate(hone_controller *c, const char *owner, json_t *body, hon
                                res))
         goto fail;
     settings = automl_with_defaults(json_is_object(as) ? as : NULL);
-    if (ctl_automl_space_json(jstr(body, "network_arch"), settings, &space, field, sizeof field,
-                              msg, sizeof msg)) {
-        hone_http_res_error(res, 422, field, "%s", msg);
-        goto fail;
-    }
     /* what its jobs will train, checked as hone-train will check it against the first dataset */
     if (store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), NULL, &ds)) {
         hone_http_res_error(res, 422, "train_datasets", "no dataset %s",
                             json_string_value(json_array_get(tds, 0)));
+        goto fail;
+    }
+    json_t *resolved = ctl_spec_resolve(jstr(body, "network_arch"), ds, flat, NULL);
+    ctl_sizing z = ctl_spec_sizing(resolved, ds);
+    json_decref(resolved);
+    if (ctl_automl_space_json(jstr(body, "network_arch"), &z, settings, &space, field, sizeof field,
+                              msg, sizeof msg)) {
+        hone_http_res_error(res, 422, field, "%s", msg);
         goto fail;
     }
     if (ctl_spec_check_create(jstr(body, "network_arch"), ds, flat, NULL, settings,
@@ -397,11 +400,45 @@ static void exp_automl_defaults(hone_http_req *req, hone_http_res *res, void *ud
             ctl_res_store_error(c, res);
         return;
     }
+    /* the spec its jobs train when they set nothing, sized to its first dataset: each swept
+     * parameter's "default" is that spec's value (where a trial starting from the spec begins),
+     * and "sized" the keys the dataset sized (those the experiment's specs leave unset) */
     const char *net = jstr(row, "network");
-    hone_http_res_json(res, 200,
-                       json_pack("{s:s,s:o,s:o}", "network_arch", net, "default_hyperparameters",
-                                 ctl_space_default(net), "all_hyperparameters",
-                                 ctl_space_all(net)));
+    json_t *tds = jparse(jstr(row, "train_datasets")), *ds = NULL;
+    json_t *specs = jparse(jstr(row, "specs"));
+    if (store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), NULL, &ds))
+        ds = NULL;
+    json_t *flat = ctl_spec_resolve(net, ds, specs, NULL);
+    ctl_sizing z = {-1, 1.0};
+    if (ds)
+        z = ctl_spec_sizing(flat, ds);
+    long long ntrain = z.ntrain;
+    json_t *def = ctl_space_default(net, &z), *all = ctl_space_all(net, &z);
+    json_t *spaces[] = {def, all}, *p, *sized = json_object();
+    const char *k;
+    for (size_t i = 0; i < HONE_ARRAY_LEN(spaces); i++)
+        json_object_foreach(spaces[i], k, p) if (json_object_get(flat, k))
+            json_object_set(p, "default", json_object_get(flat, k));
+    /* the learning rate, warm-up and step_epochs only where the dataset moved them */
+    static const char *const sizable[] = {"data.val_size",       "train.batch_size",
+                                          "train.epochs",        "train.lr",
+                                          "train.warmup_epochs", "train.step_epochs"};
+    json_t *netdef = ctl_spec_defaults(net);
+    for (size_t i = 0; ntrain >= 0 && i < HONE_ARRAY_LEN(sizable); i++)
+        if (!json_object_get(specs, sizable[i]) &&
+            (i < 3 ||
+             !json_equal(json_object_get(flat, sizable[i]), json_object_get(netdef, sizable[i]))))
+            json_object_set(sized, sizable[i], json_object_get(flat, sizable[i]));
+    json_decref(netdef);
+    json_object_del(flat, "data.path"); /* where the data lies is the dataset's to show */
+    hone_http_res_json(
+        res, 200,
+        json_pack("{s:s,s:o,s:o,s:o,s:o,s:o}", "network_arch", net, "default_hyperparameters", def,
+                  "all_hyperparameters", all, "training_images",
+                  ntrain >= 0 ? json_integer(ntrain) : json_null(), "sized", sized, "spec", flat));
+    json_decref(tds);
+    json_decref(specs);
+    json_decref(ds);
     json_decref(row);
 }
 

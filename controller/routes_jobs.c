@@ -35,7 +35,7 @@ static void job_reply(hone_controller *c, hone_http_res *res, const char *id, co
 {
     json_t *row = NULL;
     if (ctl_job_row_res(c, res, id, owner, &row) == HONE_OK)
-        hone_http_res_json(res, status, ctl_job_json(c, row));
+        hone_http_res_json(res, status, ctl_job_json_one(c, row));
     json_decref(row);
 }
 

@@ -108,14 +108,14 @@ char *ctl_spec_to_yaml(const json_t *flat, char *err, size_t errlen)
     return buf;
 }
 
-json_t *ctl_space_all(const char *network)
+json_t *ctl_space_all(const char *network, const ctl_sizing *z)
 {
-    json_t *s = hone_spec_space(network, 1);
+    json_t *s = hone_spec_space_sized(network, 1, z ? z->ntrain : -1, z ? z->lr_factor : 1.0);
     return s ? s : json_object();
 }
 
-json_t *ctl_space_default(const char *network)
+json_t *ctl_space_default(const char *network, const ctl_sizing *z)
 {
-    json_t *s = hone_spec_space(network, 0);
+    json_t *s = hone_spec_space_sized(network, 0, z ? z->ntrain : -1, z ? z->lr_factor : 1.0);
     return s ? s : json_object();
 }

@@ -72,19 +72,74 @@ static long long val_split(const json_t *dataset_row)
     return nv;
 }
 
+/* The keys of flat sized to the dataset (hone_spec_size) where given does not name them. */
+static void size_to_data(json_t *flat, const json_t *given, const json_t *dataset_row)
+{
+    static const char *const sized[] = {"data.val_size",       "train.batch_size",
+                                        "train.epochs",        "train.lr",
+                                        "train.warmup_epochs", "train.step_epochs"};
+    hone_spec s;
+    hone_spec_data d;
+    uint64_t mask = 0;
+    const char *k;
+    json_t *v;
+    ctl_spec_data(dataset_row, &d);
+    if (d.train_images < 0)
+        return;
+    hone_spec_defaults(&s, jstr(flat, "network"));
+    json_object_foreach((json_t *)flat, k, v)
+    {
+        if (strcmp(k, "network"))
+            hone_spec_set_json(&s, k, v, NULL, 0); /* a refused value is the checks' to name */
+    }
+    json_object_foreach((json_t *)given, k, v) mask |= hone_spec_key_bit(k);
+    hone_spec_size(&s, &d, val_split(dataset_row), mask);
+    for (size_t i = 0; i < HONE_ARRAY_LEN(sized); i++)
+        if (!json_object_get(given, sized[i]))
+            json_object_set_new(flat, sized[i], hone_spec_get_json(&s, sized[i]));
+}
+
 json_t *ctl_spec_resolve(const char *network, const json_t *dataset_row, const json_t *exp_specs,
                          const json_t *job_specs)
 {
-    json_t *f = ctl_spec_defaults(network);
+    json_t *f = ctl_spec_defaults(network), *given = json_object();
     if (dataset_row) {
         json_object_set_new(f, "data.path", json_string(jstr(dataset_row, "path")));
         json_object_set_new(f, "data.format", json_string(jstr(dataset_row, "format")));
     }
     if (json_is_object(exp_specs))
-        json_object_update(f, (json_t *)exp_specs);
+        json_object_update(given, (json_t *)exp_specs);
     if (json_is_object(job_specs))
-        json_object_update(f, (json_t *)job_specs);
+        json_object_update(given, (json_t *)job_specs);
+    json_object_update(f, given);
+    if (dataset_row)
+        size_to_data(f, given, dataset_row);
+    json_decref(given);
     return f;
+}
+
+long long ctl_spec_ntrain(const json_t *flat, const json_t *dataset_row)
+{
+    hone_spec_data d;
+    ctl_spec_data(dataset_row, &d);
+    long long nv = val_split(dataset_row);
+    long long val = nv > 0 ? nv : jint(flat, "data.val_size");
+    return d.train_images < 0 ? -1 : d.train_images > val ? d.train_images - val : 0;
+}
+
+ctl_sizing ctl_spec_sizing(const json_t *flat, const json_t *dataset_row)
+{
+    ctl_sizing z = {ctl_spec_ntrain(flat, dataset_row), 1.0};
+    const char *net = jstr(flat, "network");
+    double f = hone_spec_sized_lr_factor(net, (int)jint(flat, "train.batch_size"));
+    hone_spec def;
+    hone_spec_defaults(&def, net);
+    /* the rate is the sized one (a rate the user set, or the default beside a batch the user
+     * set, keeps the table's range) */
+    if (z.ntrain >= 0 && f < 1.0 &&
+        fabs(jnum(flat, "train.lr") - def.train.lr * f) <= 1e-12 * def.train.lr)
+        z.lr_factor = f;
+    return z;
 }
 
 /* The request field to blame for a spec key: users set "specs.<key>"; the rest comes from the
@@ -120,27 +175,22 @@ static int spec_from_flat(const json_t *flat, hone_spec *s, char *field, size_t 
     return HONE_OK;
 }
 
-/* data.val_size is held against the dataset only when a user set it: the default (5000) exceeds
- * small datasets that are otherwise fine to create jobs on; hone-train refuses such a run when it
- * loads the data, naming data.val_size. */
-static int check_spec(const hone_spec *s, const json_t *given, const hone_spec_data *d, char *key,
-                      size_t keylen, char *msg, size_t msglen)
+/* Every key is held against the dataset, data.val_size included: an unset one is sized to it
+ * (ctl_spec_resolve), so what is refused here is what the user set. */
+static int check_spec(const hone_spec *s, const hone_spec_data *d, char *key, size_t keylen,
+                      char *msg, size_t msglen)
 {
-    hone_spec_data dd = *d;
-    if (!json_object_get(given, "data.val_size") && dd.train_images >= 0 &&
-        s->data.val_size >= dd.train_images)
-        dd.train_images = -1;
-    return hone_spec_check(s, &dd, key, keylen, msg, msglen);
+    return hone_spec_check(s, d, key, keylen, msg, msglen);
 }
 
-static int check_flat(const json_t *flat, const json_t *given, const hone_spec_data *d, char *field,
-                      size_t fieldlen, char *msg, size_t msglen)
+static int check_flat(const json_t *flat, const hone_spec_data *d, char *field, size_t fieldlen,
+                      char *msg, size_t msglen)
 {
     hone_spec s;
     char key[64];
     if (spec_from_flat(flat, &s, field, fieldlen, msg, msglen))
         return HONE_EINVAL;
-    if (check_spec(&s, given, d, key, sizeof key, msg, msglen)) {
+    if (check_spec(&s, d, key, sizeof key, msg, msglen)) {
         key_field(key, field, fieldlen);
         return HONE_EINVAL;
     }
@@ -180,9 +230,9 @@ static void corner_name(const swept *w, size_t n, const size_t *idx, char *buf, 
 
 /* Every trial an AutoML space may draw over base: each swept value in its key's range, base
  * itself, and the cross-key rules at every corner (blamed on space_field). */
-static int check_space(const json_t *base, const json_t *space, const json_t *given,
-                       const hone_spec_data *d, const char *space_field, char *field,
-                       size_t fieldlen, char *msg, size_t msglen)
+static int check_space(const json_t *base, const json_t *space, const hone_spec_data *d,
+                       long long ntrain, const char *space_field, char *field, size_t fieldlen,
+                       char *msg, size_t msglen)
 {
     swept w[64];
     size_t n = 0, corners = 1, idx[64], i;
@@ -194,10 +244,8 @@ static int check_space(const json_t *base, const json_t *space, const json_t *gi
     if (spec_from_flat(base, &s0, field, fieldlen, msg, msglen))
         return HONE_EINVAL;
     snprintf(field, fieldlen, "%s", space_field);
-    json_t *swept_given = json_deep_copy(given); /* a swept key is set by the user's space */
     json_object_foreach((json_t *)space, k, p)
     {
-        json_object_set_new(swept_given, k, json_true());
         const hone_spec_key *sk = hone_spec_key_find(k);
         json_t *ends = param_ends(p);
         for (i = 0; i < json_array_size(ends); i++) {
@@ -206,6 +254,29 @@ static int check_space(const json_t *base, const json_t *space, const json_t *gi
                 json_decref(ends);
                 goto fail;
             }
+        }
+        /* a batch above every training image: each such trial trains on the whole set, one
+         * step an epoch, and the sweep is no sweep */
+        int lo, hi;
+        if (!strcmp(k, "train.batch_size") && ntrain > 0 &&
+            json_integer_value(json_array_get(ends, 0)) > ntrain) {
+            if (hone_spec_batch_range(jstr(base, "network"), ntrain, &lo, &hi))
+                snprintf(msg, msglen,
+                         "%s: train.batch_size from %lld exceeds the %lld training images this "
+                         "dataset leaves (each trial would take one step an epoch): sweep it "
+                         "within %d .. %d (the range sized to this dataset), or leave it to the "
+                         "default space",
+                         space_field, (long long)json_integer_value(json_array_get(ends, 0)),
+                         ntrain, lo, hi);
+            else
+                snprintf(msg, msglen,
+                         "%s: train.batch_size from %lld exceeds the %lld training images this "
+                         "dataset leaves: do not sweep it (each trial would take one step an "
+                         "epoch)",
+                         space_field, (long long)json_integer_value(json_array_get(ends, 0)),
+                         ntrain);
+            json_decref(ends);
+            goto fail;
         }
         if (!sk || !sk->combo || n == HONE_ARRAY_LEN(w)) {
             json_decref(ends);
@@ -217,7 +288,7 @@ static int check_space(const json_t *base, const json_t *space, const json_t *gi
             corners *= json_array_size(ends);
     }
     /* The trials' spec before any swept value (its schedule may be shorter than the job's) */
-    if (check_spec(&s0, given, d, key, sizeof key, msg, msglen)) {
+    if (check_spec(&s0, d, key, sizeof key, msg, msglen)) {
         key_field(key, field, fieldlen);
         goto fail;
     }
@@ -234,7 +305,7 @@ static int check_space(const json_t *base, const json_t *space, const json_t *gi
             rest /= nv;
             hone_spec_set_json(&s, w[i].key, json_array_get(w[i].ends, idx[i]), NULL, 0);
         }
-        if (check_spec(&s, swept_given, d, key, sizeof key, m, sizeof m)) {
+        if (check_spec(&s, d, key, sizeof key, m, sizeof m)) {
             char name[512];
             snprintf(field, fieldlen, "%s", space_field);
             corner_name(w, n, idx, name, sizeof name);
@@ -246,7 +317,6 @@ static int check_space(const json_t *base, const json_t *space, const json_t *gi
 fail:
     for (i = 0; i < n; i++)
         json_decref(w[i].ends);
-    json_decref(swept_given);
     return rc;
 }
 
@@ -268,19 +338,12 @@ int ctl_spec_check_create(const char *network, const json_t *dataset_row, const 
 {
     hone_spec_data d;
     json_t *flat = ctl_spec_resolve(network, dataset_row, exp_specs, job_specs);
-    json_t *given = json_object();
     int rc = HONE_EINVAL;
-    if (json_is_object(exp_specs))
-        json_object_update(given, (json_t *)exp_specs);
-    if (json_is_object(job_specs))
-        json_object_update(given, (json_t *)job_specs);
     ctl_spec_data(dataset_row, &d);
     long long nv = val_split(dataset_row);
-    if (nv > 0) { /* as hone-train does: the val/ split, data.val_size unused */
-        json_object_del(given, "data.val_size");
+    if (nv > 0) /* as hone-train does: the val/ split, data.val_size unused */
         json_object_set_new(flat, "data.val_size", json_integer(nv));
-    }
-    if (check_flat(flat, given, &d, field, fieldlen, msg, msglen))
+    if (check_flat(flat, &d, field, fieldlen, msg, msglen))
         goto fail;
     if (space) {
         const hone_spec_key *ek = hone_spec_key_find("train.epochs");
@@ -294,13 +357,12 @@ int ctl_spec_check_create(const char *network, const json_t *dataset_row, const 
             goto fail;
         }
         json_object_set_new(flat, "train.epochs", json_integer(h));
-        if (check_space(flat, space, given, &d, "automl_settings.automl_hyperparameters", field,
-                        fieldlen, msg, msglen))
+        if (check_space(flat, space, &d, ctl_spec_ntrain(flat, dataset_row),
+                        "automl_settings.automl_hyperparameters", field, fieldlen, msg, msglen))
             goto fail;
     }
     rc = HONE_OK;
 fail:
     json_decref(flat);
-    json_decref(given);
     return rc;
 }

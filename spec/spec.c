@@ -75,17 +75,23 @@ static const hone_spec_key keys[] = {
      .doc = "training images used, 0 = all after the validation split", F(data.train_limit)},
     {"data.val_size", INT(0, 1000000000), .def = "5000", .networks = ALL, .user = 1, .combo = 1,
      .doc = "validation images: idx, the end of the training file; an image folder without "
-            "val/, a fixed random pick of train/ (with val/, not used)",
+            "val/, a fixed random pick of train/ (with val/, not used). Unset: sized to the "
+            "dataset, 10% of its training images, at least 50 (at most a fifth), at most 5000",
      F(data.val_size)},
     {"data.test_limit", INT(0, 1000000000), .def = "0", .networks = ALL, .user = 1, .combo = 1,
      .doc = "test images used, 0 = all", F(data.test_limit)},
     {"train.epochs", INT(1, 100000), .def = "10", .networks = ALL, .user = 1, .combo = 1,
-     .doc = "epochs (the learning-rate schedule's horizon)", F(train.epochs)},
+     .doc = "epochs (the learning-rate schedule's horizon). Unset on a dataset so small that "
+            "the run would take fewer than 500 steps: raised to 500 steps (at most 50 epochs), "
+            "warm-up and step_epochs in proportion",
+     F(train.epochs)},
     /* detectnet_v2 sweeps smaller batches: on the generated set (40 epochs) 32 scored 6 points of
      * mAP above the default 128, and 256 and up fewer; and lr 2e-3..0.05 (0.04 at batch 128 lost
      * 12 points, the trials under 2e-3 learnt little in a short rung) (bench/README.md) */
     {"train.batch_size", INT(1, 65536), .def = "128", .networks = ALL, .user = 1, .combo = 1,
-     SWEEP_D("int", 64, 512, 64, 512, 64, 512, 16, 128, 1, ALL), .doc = "images per step",
+     SWEEP_D("int", 64, 512, 64, 512, 64, 512, 16, 128, 1, ALL),
+     .doc = "images per step. Unset: sized to the dataset, the largest power of two giving at "
+            "least 50 steps an epoch, from 8 up to this default (AutoML's range likewise)",
      F(train.batch_size)},
     {"train.optimizer", ENUM(optimizers), .def = "sgd", .networks = ALL, .user = 1, .combo = 1,
      SWEEP("categorical", 0, 0, 0, 0, 0, 0, 0, MLP_CNN), .doc = "sgd (momentum) or adamw",
@@ -93,7 +99,9 @@ static const hone_spec_key keys[] = {
     {"train.lr", NUM(0, 10), .def = "0.1", .def_net = {NULL, "0.05", NULL, NULL, "0.02"},
      .networks = ALL, .user = 1, .combo = 1,
      SWEEP_D("float", 1e-3, 0.3, 1e-3, 0.3, 5e-3, 0.4, 2e-3, 0.05, 1, ALL),
-     .doc = "peak learning rate", F(train.lr)},
+     .doc = "peak learning rate. Unset, with train.batch_size unset and sized below the "
+            "default: the default times sqrt(batch / default batch)",
+     F(train.lr)},
     {"train.momentum", NUM(0, 0.9999), .def = "0.9", .networks = ALL, .user = 1,
      SWEEP("float", 0.5, 0.99, 0.5, 0.99, 0.8, 0.95, 0, ALL), .doc = "SGD momentum",
      F(train.momentum)},

@@ -217,6 +217,57 @@ void hone_spec_estimate(const hone_spec *s, const hone_spec_data *d, hone_spec_c
 int hone_spec_check(const hone_spec *s, const hone_spec_data *d, char *field, size_t fieldlen,
                     char *err, size_t errlen);
 
+/* ------------------------------------------------------------------ defaults sized to the data
+ *
+ * A spec that does not set them gets, from the dataset's image counts (hone_spec_size):
+ * - data.val_size: HONE_SPEC_VAL_PERCENT % of the training file, at least HONE_SPEC_VAL_FLOOR
+ *   images (but never more than a fifth of them), at most HONE_SPEC_VAL_CAP (Fashion-MNIST's
+ *   60,000 keep 5000); a dataset with its own val/ split validates on it (val_images).
+ * - train.batch_size: the largest power of two that gives at least HONE_SPEC_EPOCH_STEPS
+ *   optimiser steps an epoch on the images left for training, within [HONE_SPEC_MIN_BATCH, the
+ *   network's default] (no more than the images themselves). data.train_limit is a cap the user
+ *   set, not the dataset's size: it is not counted.
+ * - train.lr, when the batch was sized below the default (and the user set neither): the
+ *   network's default times sqrt(batch / default batch) (hone_spec_sized_lr_factor; cnn's 0.05
+ *   at batch 128 diverges at batch 8, 0.0125 trains), at least a train.min_lr the user set.
+ * - train.epochs: raised, when even that batch leaves the default run fewer than
+ *   HONE_SPEC_RUN_STEPS steps, to that many steps (at most HONE_SPEC_MAX_SIZED_EPOCHS epochs);
+ *   train.warmup_epochs and train.step_epochs keep their fraction of the run.
+ * A key the user set (bit i of given: key i, as hone_spec.given) is never changed, and the sizes
+ * that follow use it (a set data.val_size sizes the batch from what it leaves). AutoML's range of
+ * train.batch_size (hone_spec_batch_range) is sized the same way: its top gives ~25 steps an
+ * epoch, its bottom ~100, within the network's range; train.lr's range is scaled as the default
+ * (hone_spec_space_sized). */
+#define HONE_SPEC_VAL_PERCENT 10
+#define HONE_SPEC_VAL_FLOOR 50
+#define HONE_SPEC_VAL_CAP 5000
+#define HONE_SPEC_EPOCH_STEPS 50
+#define HONE_SPEC_MIN_BATCH 8
+#define HONE_SPEC_RUN_STEPS 500
+#define HONE_SPEC_MAX_SIZED_EPOCHS 50
+
+/* Bit of key name in a given mask (0 for an unknown key). */
+uint64_t hone_spec_key_bit(const char *name);
+/* The sized data.val_size for a training file of n images. */
+long long hone_spec_sized_val(long long n);
+/* The sized train.batch_size of a network for ntrain training images. */
+int hone_spec_sized_batch(const char *network, long long ntrain);
+/* Sizes the keys of s that given does not name to d (train_images as hone_spec_data: for a folder
+ * with val/, including its val_images, which then are the validation split; 0: none). Unknown
+ * data (train_images < 0): s is left as it is. */
+void hone_spec_size(hone_spec *s, const hone_spec_data *d, long long val_images, uint64_t given);
+/* What a sized batch takes the network's default learning rate down by: sqrt(batch / the default
+ * batch), 1 at or above the default batch. */
+double hone_spec_sized_lr_factor(const char *network, int batch);
+/* AutoML's range of train.batch_size for ntrain training images (< 0: unknown, the table's range):
+ * 1 with [lo, hi], lo < hi; 0 when there is nothing to sweep. */
+int hone_spec_batch_range(const char *network, long long ntrain, int *lo, int *hi);
+/* hone_spec_space with train.batch_size's range sized to ntrain (dropped when nothing is left to
+ * sweep; ntrain < 0: unchanged) and train.lr's range times lr_factor (what the spec's default
+ * learning rate was sized by; 1 where the user set the batch or the rate). New reference; NULL
+ * for an unknown network. */
+json_t *hone_spec_space_sized(const char *network, int all, long long ntrain, double lr_factor);
+
 /* ------------------------------------------------------------------ JSON Schema, AutoML spaces */
 
 /* The JSON Schema (draft 2020-12) of a specs object, generated from the table: dotted keys and

@@ -114,10 +114,15 @@ static double gib(uint64_t b)
 static int check_size(const hone_spec *s, const hone_spec_data *d, char *field, size_t fieldlen,
                       char *err, size_t errlen)
 {
-    if (d->train_images >= 0 && s->data.val_size >= d->train_images)
+    if (d->train_images == 0)
         return fail(field, fieldlen, "data.val_size", err, errlen,
-                    "data.val_size: %d leaves no training images (the training file has %lld)",
-                    s->data.val_size, d->train_images);
+                    "data.val_size: the dataset has no training images");
+    if (d->train_images > 0 && s->data.val_size >= d->train_images)
+        return fail(field, fieldlen, "data.val_size", err, errlen,
+                    "data.val_size: %d leaves no training images (the training file has %lld): "
+                    "set it below %lld, or leave it unset to have it sized to the data (%lld)",
+                    s->data.val_size, d->train_images, d->train_images,
+                    hone_spec_sized_val(d->train_images));
     hone_spec_cost c;
     hone_spec_estimate(s, d, &c);
     /* sized by model.width, not model.hidden */

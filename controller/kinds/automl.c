@@ -18,10 +18,10 @@
 #include "train.h"
 #include "util.h"
 
-int ctl_automl_space_json(const char *network, const json_t *settings, json_t **space, char *field,
-                          size_t fieldlen, char *msg, size_t msglen)
+int ctl_automl_space_json(const char *network, const ctl_sizing *z, const json_t *settings,
+                          json_t **space, char *field, size_t fieldlen, char *msg, size_t msglen)
 {
-    json_t *sp = NULL, *all = ctl_space_all(network), *v;
+    json_t *sp = NULL, *all = ctl_space_all(network, z), *v;
     json_t *given = json_object_get(settings, "automl_hyperparameters");
     size_t i;
     const char *k;
@@ -43,7 +43,7 @@ int ctl_automl_space_json(const char *network, const json_t *settings, json_t **
         snprintf(field, fieldlen, "automl_settings.automl_hyperparameters");
         sp = json_deep_copy(given);
     } else {
-        sp = ctl_space_default(network);
+        sp = ctl_space_default(network, z);
         snprintf(field, fieldlen, "automl_settings.automl_add_hyperparameters");
         json_array_foreach(json_object_get(settings, "automl_add_hyperparameters"), i, v)
         {
@@ -237,11 +237,12 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
     if (rc || (rc = store_experiment_get(c->db, jstr(job, "experiment_id"), NULL, &exp)))
         goto fail;
     settings = jparse(jstr(exp, "automl_settings"));
-    rc = ctl_automl_space_json(jstr(exp, "network"), settings, &space, field, sizeof field, msg,
+    if ((rc = ctl_train_spec(c, job, &flat)))
+        goto fail;
+    ctl_sizing z = ctl_train_sizing(c, exp, flat);
+    rc = ctl_automl_space_json(jstr(exp, "network"), &z, settings, &space, field, sizeof field, msg,
                                msglen);
     if (rc)
-        goto fail;
-    if ((rc = ctl_train_spec(c, job, &flat)))
         goto fail;
     const char *metric = jstr(exp, "metric");
     int maximize = strstr(metric, "loss") == NULL;
@@ -598,6 +599,7 @@ const ctl_kind ctl_kind_automl = {
     .create = automl_create,
     .created = automl_created,
     .finish = ctl_train_finish,
+    .resolved_spec = ctl_train_spec,
     .cancel = automl_cancel,
     .pause = automl_pause,
     .resume = automl_resume,

@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "controller.h"
+#include "ctl_spec.h"
 #include "http.h"
 #include "search.h"
 
@@ -52,9 +53,10 @@ void ctl_asks_stats(const ctl_asks *a, uint64_t *offloop, uint64_t *deferred);
 
 /* ---- automl.c ---- */
 /* The effective space of an experiment's AutoML settings (defaults +/- add/remove, or
- * automl_hyperparameters); HONE_EINVAL with the field and message when it is not valid. */
-int ctl_automl_space_json(const char *network, const json_t *settings, json_t **space, char *field,
-                          size_t fieldlen, char *msg, size_t msglen);
+ * automl_hyperparameters; the defaults' batch and lr ranges sized by z, NULL: not); HONE_EINVAL
+ * with the field and message when it is not valid. */
+int ctl_automl_space_json(const char *network, const ctl_sizing *z, const json_t *settings,
+                          json_t **space, char *field, size_t fieldlen, char *msg, size_t msglen);
 ctl_search *ctl_automl_find(hone_controller *c, const char *job_id);
 /* One worker's heartbeat telemetry (the mean utilisation of its GPUs, in %) counts toward every
  * live search's gpu_util_mean: a GPU idle between trials counts as idle. In memory only (a

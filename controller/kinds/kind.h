@@ -43,6 +43,8 @@ typedef struct ctl_kind {
     int (*resume)(hone_controller *c, const json_t *job);
     /* After the commit of a cancel, pause or resume (verb). */
     void (*controlled)(hone_controller *c, const json_t *job, const char *verb);
+    /* The spec its trainer runs, resolved (GET /jobs/{id}'s resolved_spec; NULL hook: none). */
+    int (*resolved_spec)(hone_controller *c, const json_t *job, json_t **flat);
     /* Its members of the job's API view. */
     void (*view)(hone_controller *c, json_t *o, const json_t *row);
     /* A job ended outside its own hooks (its convert failed): forget what is kept in memory. */

@@ -47,23 +47,45 @@ int ctl_train_spec(hone_controller *c, const json_t *job, json_t **flat)
     if (rc)
         goto fail;
     json_t *defaults = ctl_spec_defaults(jstr(exp, "network"));
-    tmp = jparse(jstr(exp, "specs"));
-    json_t *f = ctl_spec_resolve(jstr(exp, "network"), ds, tmp, NULL);
-    json_decref(tmp);
+    /* what was set: the experiment's specs < its parent's (a trial's AutoML job) < its own < a
+     * trial's swept values; the rest is resolved, sized to the dataset */
+    json_t *over = json_object();
+    if ((tmp = jparse(jstr(exp, "specs")))) {
+        if (json_is_object(tmp))
+            json_object_update(over, tmp);
+        json_decref(tmp);
+    }
     if (jstr(job, "parent_id") && ctl_job_row(c, jstr(job, "parent_id"), &parent) == HONE_OK &&
         (tmp = jparse(jstr(parent, "specs")))) {
-        json_object_update(f, tmp);
+        if (json_is_object(tmp))
+            json_object_update(over, tmp);
         json_decref(tmp);
     }
     if ((tmp = jparse(jstr(job, "specs")))) {
-        json_object_update(f, tmp);
-        json_decref(tmp);
-    }
-    if ((tmp = jparse(jstr(job, "config")))) {
         if (json_is_object(tmp))
-            json_object_update(f, tmp);
+            json_object_update(over, tmp);
         json_decref(tmp);
     }
+    int user_lr = json_object_get(over, "train.lr") != NULL;
+    json_t *cfg = jparse(jstr(job, "config"));
+    if (json_is_object(cfg))
+        json_object_update(over, cfg);
+    coerce_ints(over, defaults);
+    json_t *f = ctl_spec_resolve(jstr(exp, "network"), ds, over, NULL);
+    json_decref(over);
+    /* a trial's swept batch with the rate left to the default: the rate follows that batch as
+     * it follows a sized one (hone_spec_sized_lr_factor) */
+    if (!user_lr && json_is_object(cfg) && json_object_get(cfg, "train.batch_size") &&
+        !json_object_get(cfg, "train.lr")) {
+        double lr =
+            jnum(defaults, "train.lr") *
+            hone_spec_sized_lr_factor(jstr(exp, "network"), (int)jint(f, "train.batch_size"));
+        if (jnum(f, "train.min_lr") <= jnum(defaults, "train.lr"))
+            json_object_set_new(
+                f, "train.lr",
+                json_real(lr < jnum(f, "train.min_lr") ? jnum(f, "train.min_lr") : lr));
+    }
+    json_decref(cfg);
     /* train.epochs is the schedule's horizon: a trial's whole budget, so the learning-rate
      * schedule does not change when it is resumed; the worker stops it at epochs_until. */
     json_t *pa = parent ? jparse(jstr(parent, "automl")) : NULL;
@@ -96,6 +118,17 @@ fail:
     return rc;
 }
 
+ctl_sizing ctl_train_sizing(hone_controller *c, const json_t *exp, const json_t *flat)
+{
+    json_t *tds = jparse(jstr(exp, "train_datasets")), *ds = NULL;
+    ctl_sizing z = {-1, 1.0};
+    if (store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), NULL, &ds) == HONE_OK)
+        z = ctl_spec_sizing(flat, ds);
+    json_decref(tds);
+    json_decref(ds);
+    return z;
+}
+
 /* An image-folder or kitti experiment's job waits for the convert job that packs its dataset at
  * the size and channels the resolved spec trains on (found, or created now): its id into cvt (""
  * when the dataset is neither). */
@@ -121,13 +154,14 @@ fail:
     return rc;
 }
 
-/* What the job will train, checked as hone-train will check it (before anything is stored):
- * HONE_EINVAL with field and message, HONE_ESQL. */
+/* What the job will train, checked as hone-train will check it (before anything is stored), and
+ * its resolved train.epochs: HONE_EINVAL with field and message, HONE_ESQL. */
 static int check_spec(hone_controller *c, const json_t *exp, const json_t *job_specs,
-                      const json_t *settings, const ctl_train_search *search, char *field,
-                      size_t fieldlen, char *msg, size_t msglen)
+                      const json_t *settings, const ctl_train_search *search, int *epochs,
+                      char *field, size_t fieldlen, char *msg, size_t msglen)
 {
     json_t *tds = jparse(jstr(exp, "train_datasets")), *ds = NULL, *espec = NULL, *space = NULL;
+    json_t *flat = NULL;
     const char *net = jstr(exp, "network");
     int rc = store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), NULL, &ds);
     if (rc) {
@@ -135,7 +169,10 @@ static int check_spec(hone_controller *c, const json_t *exp, const json_t *job_s
         goto fail;
     }
     espec = jparse(jstr(exp, "specs"));
-    rc = search ? search->space(net, settings, &space, field, fieldlen, msg, msglen) : HONE_OK;
+    flat = ctl_spec_resolve(net, ds, espec, job_specs);
+    *epochs = (int)jint(flat, "train.epochs");
+    ctl_sizing z = ctl_spec_sizing(flat, ds);
+    rc = search ? search->space(net, &z, settings, &space, field, fieldlen, msg, msglen) : HONE_OK;
     if (rc == HONE_OK)
         rc = ctl_spec_check_create(net, ds, espec, job_specs, settings, space, field, fieldlen, msg,
                                    msglen);
@@ -144,6 +181,7 @@ fail:
     json_decref(ds);
     json_decref(espec);
     json_decref(space);
+    json_decref(flat);
     return rc;
 }
 
@@ -159,22 +197,15 @@ int ctl_train_create_as(hone_controller *c, const json_t *exp, hone_kind kind,
     *http = 422;
     if (ctl_spec_flatten(specs, "specs", &flat, field, fieldlen, msg, msglen))
         goto fail;
-    int is_automl = search != NULL;
-    if ((rc = check_spec(c, exp, flat, settings, search, field, fieldlen, msg, msglen)))
+    int is_automl = search != NULL, epochs = 0;
+    /* epochs for a plain train job: the resolved spec's train.epochs (sized to the data) */
+    if ((rc = check_spec(c, exp, flat, settings, search, &epochs, field, fieldlen, msg, msglen)))
         goto fail;
     /* fine-tuning: the parent's model (finetune.c), checked before anything is stored */
     if (from && (rc = ctl_finetune_check(c, exp, flat, from, owner, http, msg, msglen))) {
         snprintf(field, fieldlen, "parent_job_id");
         goto fail;
     }
-    /* Epochs for a plain train job: the resolved spec's train.epochs. */
-    json_t *defaults = ctl_spec_defaults(jstr(exp, "network"));
-    json_t *espec = jparse(jstr(exp, "specs"));
-    json_object_update(defaults, espec);
-    json_object_update(defaults, flat);
-    int epochs = (int)jint(defaults, "train.epochs");
-    json_decref(espec);
-    json_decref(defaults);
     char cvt[64];
     if ((rc = find_convert(c, exp, flat, cvt, sizeof cvt)))
         goto fail;
@@ -364,6 +395,7 @@ const ctl_kind ctl_kind_train = {
     .report = CTL_REPORT_EPOCHS,
     .create = train_create,
     .lease_spec = ctl_train_spec,
+    .resolved_spec = ctl_train_spec,
     .lease_job = train_lease_job,
     .finish = ctl_train_finish,
     .cancel = train_cancel,

@@ -127,8 +127,12 @@ def main():
         # automl_start_from_spec (default true): trial 0 trains the experiment's own spec, the
         # stored space has it as each parameter's default, and no other trial repeats it
         space = st2["automl"]["search_space"]
-        spec = {"train.lr": 0.1, "train.batch_size": 128, "train.weight_decay": 5e-4,
-                "train.momentum": 0.9}  # mlp's defaults
+        # mlp's defaults, train.batch_size and train.lr sized to this tiny set (the job's
+        # resolved spec)
+        resolved = st2["resolved_spec"]
+        spec = {"train.lr": resolved["train.lr"], "train.batch_size": resolved["train.batch_size"],
+                "train.weight_decay": 5e-4, "train.momentum": 0.9}
+        assert resolved["train.batch_size"] < 128 and resolved["train.lr"] < 0.1, resolved
         for k, v in spec.items():
             if k in space:
                 assert space[k]["default"] == v, (k, space[k])

@@ -258,6 +258,7 @@ def upgrade(binary, d):
         DROP INDEX users_by_name_nocase; DROP INDEX api_keys_by_parent; DROP INDEX tokens_by_user;
         ALTER TABLE api_keys DROP COLUMN created_by; ALTER TABLE api_keys DROP COLUMN parent_key;
         ALTER TABLE api_keys DROP COLUMN admin_key; ALTER TABLE users DROP COLUMN disabled;
+        DROP INDEX jobs_by_from_job; ALTER TABLE jobs DROP COLUMN from_job; -- 013's, undone too
         INSERT INTO users(id,name,role,created) VALUES('usr_1','bob','user',1),
                                                       ('usr_2','Bob','user',2);
         UPDATE schema_version SET version = 11;""")

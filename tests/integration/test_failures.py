@@ -98,7 +98,7 @@ def all_failing(bins, ctl, root):
     # the progress line counts them as failed, not done
     assert re.search(r"failed \| trials 0 done, 3 failed, 0 running", p.stdout), p.stdout
     st = hone_json(bins, ctl, "job", "status", automl)
-    m = re.match(r"3 of (\d+) trials failed: %s \(the training file has \d+\) \(the search ends "
+    m = re.match(r"3 of (\d+) trials failed: %s \(the training file has \d+\)[^()]*(\([^()]*\))? \(the search ends "
                  r"at 3 failed trials: max_failed_trials auto\)$" % re.escape(CAUSE),
                  st["error"] or "")
     assert st["status"] == "failed" and m, st["error"]

@@ -15,6 +15,8 @@
 #include "hone.h"
 
 #define LOOK_MAX 4096 /* entries looked at in one folder */
+#define LOOK_BUDGET                                                                                \
+    20000 /* entries looked at in all, below and in the folder: a guess stays cheap */
 
 typedef struct shape {
     int files, dirs, idx, json, images;
@@ -45,10 +47,12 @@ static int sub_is_dir(int fd, const char *name)
     return fstatat(fd, name, &st, 0) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* Lists the folder name under fd: counts its images (files) and, when want_sub, the subfolders
+/* Lists the folder name under fd: counts its images (files; without want_sub, up to the first)
+ * and, when want_sub, the subfolders
  * that hold images directly (class folders) into *classes; sets *kitti when it holds images/ and
  * labels/. */
-static int look(int fd, const char *name, int want_sub, int *images, int *classes, int *kitti)
+static int look(int fd, const char *name, int want_sub, int *images, int *classes, int *kitti,
+                int *budget)
 {
     int dfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
@@ -63,17 +67,21 @@ static int look(int fd, const char *name, int want_sub, int *images, int *classe
     *images = 0;
     if (classes)
         *classes = 0;
-    while ((e = readdir(d)) && seen++ < LOOK_MAX) {
+    while (*budget > 0 && (e = readdir(d)) && seen++ < LOOK_MAX) {
+        --*budget;
         if (e->d_name[0] == '.')
             continue;
         if (!sub_is_dir(dfd, e->d_name)) {
             *images += is_image(e->d_name);
+            if (!want_sub && *images)
+                break; /* a folder of images: all a class folder's look needs to know */
             continue;
         }
         im |= !strcmp(e->d_name, "images");
         lb |= !strcmp(e->d_name, "labels");
         int n = 0;
-        if (want_sub && classes && *classes < 8 && !look(dfd, e->d_name, 0, &n, NULL, NULL) && n)
+        if (want_sub && classes && *classes < 8 &&
+            !look(dfd, e->d_name, 0, &n, NULL, NULL, budget) && n)
             ++*classes;
     }
     closedir(d);
@@ -109,9 +117,10 @@ int hone_data_guess_format(const char *dir, const char **format, char *seen, siz
         return err == ENOENT ? HONE_ENOENT : HONE_EIO;
     }
     struct dirent *e;
-    int n = 0;
-    while ((e = readdir(d)) && n++ < LOOK_MAX) {
+    int n = 0, budget = LOOK_BUDGET;
+    while (budget > 0 && (e = readdir(d)) && n++ < LOOK_MAX) {
         const char *nm = e->d_name;
+        budget--;
         if (nm[0] == '.')
             continue;
         if (!sub_is_dir(fd, nm)) {
@@ -140,7 +149,7 @@ int hone_data_guess_format(const char *dir, const char **format, char *seen, siz
             DIR *ad = afd >= 0 ? fdopendir(afd) : NULL;
             struct dirent *ae;
             int k = 0;
-            while (ad && (ae = readdir(ad)) && k++ < LOOK_MAX)
+            while (ad && budget-- > 0 && (ae = readdir(ad)) && k++ < LOOK_MAX)
                 s.has_instances |= !strncmp(ae->d_name, "instances_", 10) &&
                                    strlen(ae->d_name) > 15 &&
                                    !strcmp(ae->d_name + strlen(ae->d_name) - 5, ".json");
@@ -150,11 +159,11 @@ int hone_data_guess_format(const char *dir, const char **format, char *seen, siz
                 close(afd);
         } else if (split_name(nm)) {
             s.splits++;
-            if (!look(fd, nm, 1, &imgs, &cls, &kit)) {
+            if (!look(fd, nm, 1, &imgs, &cls, &kit, &budget)) {
                 s.split_kitti += kit;
                 s.split_class += cls > 0;
             }
-        } else if (!look(fd, nm, 0, &imgs, NULL, NULL) && imgs) {
+        } else if (!look(fd, nm, 0, &imgs, NULL, NULL, &budget) && imgs) {
             s.class_dirs++;
         }
     }

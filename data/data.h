@@ -353,7 +353,7 @@ const char *hone_data_kitti_image(const hone_data_kitti *k, size_t i, int *split
 
 #define HONE_DATA_COCO_MAX_JSON_BYTES ((size_t)1 << 30) /* COCO's train2017 is 448 MiB */
 /* The memory all COCO parses of a process may take at once unless it says otherwise (hone-pack,
- * hone-train: one parse at a time; COCO's train2017 is bounded at about 4.3 GiB). */
+ * hone-train: one parse at a time; COCO's train2017 is bounded at about 4.5 GiB). */
 #define HONE_DATA_COCO_MEMORY_DEFAULT ((size_t)8 << 30)
 #define HONE_DATA_COCO_MAX_IMAGES 10000000
 #define HONE_DATA_COCO_MAX_ANNOTATIONS 50000000

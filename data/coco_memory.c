@@ -212,6 +212,8 @@ data__json_scan *data__json_scan_new(void)
 static pthread_mutex_t budget_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t budget_cv = PTHREAD_COND_INITIALIZER;
 static size_t budget = HONE_DATA_COCO_MEMORY_DEFAULT, budget_used;
+static unsigned long ticket_next,
+    ticket_now; /* parses are served in turn (no starving a big one) */
 static char budget_fix[160];
 
 void hone_data_coco_memory_budget(size_t bytes, const char *fix)
@@ -223,23 +225,41 @@ void hone_data_coco_memory_budget(size_t bytes, const char *fix)
     pthread_mutex_unlock(&budget_mu);
 }
 
+static void too_big(size_t bytes, char *why, size_t n)
+{
+    snprintf(why, n,
+             "parsing it takes up to %zu MiB (bounded from its text), more than the %zu MiB that "
+             "COCO files may take at once here%s%s%s",
+             (bytes + (1 << 20) - 1) >> 20, budget >> 20, budget_fix[0] ? " (" : "", budget_fix,
+             budget_fix[0] ? ")" : "");
+}
+
 int data__coco_memory_reserve(size_t bytes, char *why, size_t n)
 {
     pthread_mutex_lock(&budget_mu);
+    int rc = HONE_OK;
     if (bytes > budget) {
-        snprintf(why, n,
-                 "parsing it takes up to %zu MiB (bounded from its text), more than the %zu MiB "
-                 "that COCO files may take at once here%s%s%s",
-                 (bytes + (1 << 20) - 1) >> 20, budget >> 20, budget_fix[0] ? " (" : "", budget_fix,
-                 budget_fix[0] ? ")" : "");
+        too_big(bytes, why, n);
         pthread_mutex_unlock(&budget_mu);
         return HONE_EINVAL;
     }
-    while (budget_used + bytes > budget) /* another parse holds the rest: wait for it */
+    /* in turn: the first waiting parse waits while others hold the rest, and those after it
+     * wait behind it (a stream of small ones does not starve a big one) */
+    unsigned long mine = ticket_next++;
+    while (ticket_now != mine || budget_used + bytes > budget) {
+        if (ticket_now == mine && bytes > budget) { /* the budget shrank meanwhile */
+            too_big(bytes, why, n);
+            rc = HONE_EINVAL;
+            break;
+        }
         pthread_cond_wait(&budget_cv, &budget_mu);
-    budget_used += bytes;
+    }
+    if (rc == HONE_OK)
+        budget_used += bytes;
+    ticket_now++;
+    pthread_cond_broadcast(&budget_cv);
     pthread_mutex_unlock(&budget_mu);
-    return HONE_OK;
+    return rc;
 }
 
 void data__coco_memory_release(size_t bytes)
@@ -256,4 +276,12 @@ size_t hone_data_coco_memory_in_use(void)
     size_t u = budget_used;
     pthread_mutex_unlock(&budget_mu);
     return u;
+}
+
+size_t data__coco_memory_waiting(void)
+{
+    pthread_mutex_lock(&budget_mu);
+    size_t w = (size_t)(ticket_next - ticket_now);
+    pthread_mutex_unlock(&budget_mu);
+    return w;
 }

@@ -68,6 +68,7 @@ size_t data__json_scan_end(data__json_scan *s, size_t *jansson);
  * much of it; HONE_EINVAL with why (the sizes, the fix) when bytes exceed it whole. */
 int data__coco_memory_reserve(size_t bytes, char *why, size_t n);
 void data__coco_memory_release(size_t bytes);
+size_t data__coco_memory_waiting(void); /* parses waiting their turn (tests) */
 /* Converts img in place to `want` channels (0: keep). RGB to grey is Pillow's L24 luma. */
 void data__image_convert(hone_data_image *img, int want);
 

@@ -68,6 +68,8 @@ static void within(const char *what, const char *text, size_t n)
     double r = (double)peak / (double)jansson;
     if (r > worst)
         worst = r;
+    if (getenv("HONE_TEST_VERBOSE") && r > 0.9)
+        fprintf(stderr, "%s: %.3f\n", what, r);
     if (peak > jansson)
         fprintf(stderr, "%s (%zu bytes, %s): jansson took %zu, bounded at %zu\n", what, n,
                 j ? "parsed" : e.text, peak, jansson);
@@ -264,7 +266,7 @@ static void test_budget_refuses(void)
     free(t);
 }
 
-static volatile int second_in;
+static volatile int second_in, third_in;
 
 static void *second(void *arg)
 {
@@ -275,23 +277,43 @@ static void *second(void *arg)
     return NULL;
 }
 
-/* Two parses that together exceed the budget do not run at once: the second waits. */
+static void *third(void *arg)
+{
+    (void)arg;
+    char why[400];
+    int rc = data__coco_memory_reserve(100, why, sizeof why);
+    third_in = rc == HONE_OK ? 1 : -1;
+    return NULL;
+}
+
+static void wait_for_waiting(size_t n)
+{
+    for (int i = 0; i < 60000 && data__coco_memory_waiting() != n; i++)
+        usleep(1000);
+    REQUIRE(data__coco_memory_waiting() == n);
+}
+
+/* Two parses that together exceed the budget do not run at once: the second waits, and a third
+ * that would fit waits its turn behind it (a big parse is not starved by small ones). */
 static void test_budget_waits(void)
 {
     hone_data_coco_memory_budget(1000, NULL);
     char why[400];
     REQUIRE(data__coco_memory_reserve(600, why, sizeof why) == HONE_OK);
-    pthread_t th;
-    REQUIRE(pthread_create(&th, NULL, second, NULL) == 0);
-    usleep(200 * 1000);
-    CHECK(second_in == 0 && hone_data_coco_memory_in_use() == 600); /* still waiting */
+    pthread_t th[2];
+    REQUIRE(pthread_create(&th[0], NULL, second, NULL) == 0);
+    wait_for_waiting(1);
+    REQUIRE(pthread_create(&th[1], NULL, third, NULL) == 0);
+    wait_for_waiting(2);
+    CHECK(second_in == 0 && third_in == 0 && hone_data_coco_memory_in_use() == 600);
     data__coco_memory_release(600);
-    pthread_join(th, NULL);
-    CHECK(second_in == 1 && hone_data_coco_memory_in_use() == 600);
-    data__coco_memory_release(600);
+    pthread_join(th[0], NULL);
+    pthread_join(th[1], NULL);
+    CHECK(second_in == 1 && third_in == 1 && hone_data_coco_memory_in_use() == 700);
+    data__coco_memory_release(700);
     CHECK(data__coco_memory_reserve(1001, why, sizeof why) == HONE_EINVAL);
     CHECK(strstr(why, "more than the 0 MiB") != NULL); /* 1000 bytes: under a MiB */
-    CHECK(hone_data_coco_memory_in_use() == 0);
+    CHECK(hone_data_coco_memory_in_use() == 0 && data__coco_memory_waiting() == 0);
     hone_data_coco_memory_budget(HONE_DATA_COCO_MEMORY_DEFAULT, NULL);
 }
 

@@ -26,6 +26,7 @@ void hone_controller_config_default(hone_controller_config *c)
     c->max_wait_seconds = 60;
     c->max_streams = 64;
     c->dataset_checks = 2;
+    c->coco_json_memory = (size_t)2 << 30;
     c->downloads_per_user = 4;
     c->log_json = 1;
     c->token_ttl_seconds = 7 * 86400;
@@ -383,6 +384,12 @@ int hone_controller_config_load(hone_controller_config *c, const char *path, cha
             {
                 char full[64];
                 snprintf(full, sizeof full, "limits.%s", lk);
+                if (!strcmp(lk, "coco_json_memory")) { /* all COCO parses at once, bytes */
+                    if (want_int(lv, full, 1 << 20, 1LL << 40, &n, err, errlen))
+                        goto fail;
+                    c->coco_json_memory = (size_t)n;
+                    continue;
+                }
                 if (!strcmp(lk, "downloads_per_user")) { /* admins and workers are not counted */
                     if (want_int(lv, full, 1, 1024, &n, err, errlen))
                         goto fail;

@@ -35,6 +35,9 @@ typedef struct hone_controller_config {
     int log_json;            /* 1: one JSON object per log line (default), 0: text */
     char *port_file;         /* write the bound port here once listening */
     int dataset_checks;      /* dataset checks run at once, on threads of their own (2) */
+    /* limits.coco_json_memory: the memory all COCO JSON parses of dataset checks may take at
+     * once (data/coco_memory.c's bound; 2 GiB; COCO's train2017 needs about 4.5 GiB) */
+    size_t coco_json_memory;
     /* fair_share: the job queue between users (shares.c). Admins are under no cap. */
     int fair_max_running; /* a user's running jobs, trials included; more wait (0: no cap) */
     int fair_max_queued;  /* a user's queued jobs; creating one more is 429 (0: no cap; 1000) */

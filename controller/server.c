@@ -11,6 +11,7 @@
 #include "automl.h"
 #include "batch.h"
 #include "checkq.h"
+#include "data.h"
 #include "ctl.h"
 #include "ctl_sched.h"
 #include "routes.h"
@@ -281,6 +282,11 @@ int hone_controller_new(uv_loop_t *loop, const hone_controller_config *cfg, hone
         json_array_foreach(rows, i, r) ctl_automl_step(c, jstr(r, "id"));
     json_decref(rows);
     ctl_sweep_uploads(c); /* before it listens: no upload is in flight */
+    /* the COCO parses of every check thread share one budget (data/coco_memory.c) */
+    hone_data_coco_memory_budget(c->cfg.coco_json_memory ? c->cfg.coco_json_memory
+                                                         : (size_t)2 << 30,
+                                 "the controller's limits.coco_json_memory: raise it to check "
+                                 "this file");
     if ((rc = ctl_checkq_new(loop, c->cfg.dataset_checks > 0 ? c->cfg.dataset_checks : 2,
                              &c->checkq))) {
         snprintf(err, errlen, "cannot start the dataset check threads: %s", hone_strerror(rc));

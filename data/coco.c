@@ -1,7 +1,7 @@
 /* data/coco.c: the COCO instances JSON parser (data.h's rules) over memory: images, annotations
  * and categories checked whole, every problem named with its file and id, categories numbered
  * densely by id. The JSON is hostile: its size and the memory it would take once parsed are
- * bounded before jansson sees it. Reads no files (fuzzed alone). */
+ * bounded before jansson sees it (coco_memory.c). Reads no files (fuzzed alone). */
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -13,30 +13,6 @@
 #include "data_internal.h"
 
 #define P(...) data__kitti_problem(pr, __VA_ARGS__)
-
-/* What jansson allocates, over-estimated from the text alone: an object about 320 bytes (its
- * struct and first hash table), an array 128, any value 48 (a number's struct, its slot), and
- * the text once more for strings and keys. One pass, strings skipped. */
-static size_t json_memory(const uint8_t *b, size_t n)
-{
-    size_t obj = 0, arr = 0, vals = 0;
-    int in_str = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t c = b[i];
-        if (in_str) {
-            if (c == '\\')
-                i++;
-            else if (c == '"')
-                in_str = 0;
-            continue;
-        }
-        obj += c == '{';
-        arr += c == '[';
-        vals += c == ',' || c == ':';
-        in_str = c == '"';
-    }
-    return obj * 320 + arr * 128 + (vals + obj + arr + 1) * 48 + n;
-}
 
 /* an integer member (ids); 0 when absent or not an integer */
 static int int_of(const json_t *o, const char *key, int64_t *v)
@@ -340,7 +316,7 @@ static hone_data_coco_file *result(img *im, size_t nim, const ann *an, size_t na
 }
 
 int data__coco_parse(const uint8_t *buf, size_t len, const char *name, int partial,
-                     hone_data_coco_file **out, hone_data_kitti_problems *probs)
+                     size_t max_memory, hone_data_coco_file **out, hone_data_kitti_problems *probs)
 {
     hone_data_kitti_problems own = {0}, *pr = probs ? probs : &own;
     size_t before = pr->count;
@@ -357,10 +333,11 @@ int data__coco_parse(const uint8_t *buf, size_t len, const char *name, int parti
           (size_t)HONE_DATA_COCO_MAX_JSON_BYTES);
         goto done;
     }
-    size_t mem = json_memory(buf, len);
-    if (mem > HONE_DATA_COCO_MAX_JSON_MEMORY) {
-        P("%s: its values would take about %zu MiB once parsed, more than %zu", name, mem >> 20,
-          (size_t)HONE_DATA_COCO_MAX_JSON_MEMORY >> 20);
+    size_t mem = hone_data_coco_memory(buf, len, NULL);
+    if (mem > max_memory) {
+        P("%s: parsing it takes up to %zu MiB (bounded from its text), more than the %zu MiB "
+          "allowed",
+          name, (mem + (1 << 20) - 1) >> 20, max_memory >> 20);
         goto done;
     }
     json_error_t je;
@@ -428,5 +405,5 @@ done:
 int hone_data_coco_parse(const uint8_t *buf, size_t len, const char *name,
                          hone_data_coco_file **out, hone_data_kitti_problems *probs)
 {
-    return data__coco_parse(buf, len, name, 0, out, probs);
+    return data__coco_parse(buf, len, name, 0, HONE_DATA_COCO_MEMORY_DEFAULT, out, probs);
 }

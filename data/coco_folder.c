@@ -1,5 +1,6 @@
 /* data/coco_folder.c: COCO detection datasets on disk (data.h's layouts): finds the layout, reads
- * each split's JSON beneath the set's folder (bounded), parses it (coco.c), reads every listed
+ * each split's JSON beneath the set's folder (bounded: its size, and the memory its parse may take
+ * reserved from the process's budget first, coco_memory.c), parses it (coco.c), reads every listed
  * image's header and checks its size against the JSON, and builds the same detection set a KITTI
  * folder makes (kitti_folder.c), so packing and training do not know the difference. Every problem
  * is collected; a set with any is refused whole. */
@@ -117,12 +118,54 @@ static int find_layout(const char *root, split_files sf[HONE_DATA_NSPLITS], int 
     return HONE_OK;
 }
 
-/* The JSON file whole, beneath the root, at most HONE_DATA_COCO_MAX_JSON_BYTES. */
-static uint8_t *read_json(const char *root, const char *rel, size_t *len,
+/* Reads n bytes of fd at off into buf; 0, or -1 with a problem. */
+static int read_at(int fd, const char *rel, uint8_t *buf, size_t n, size_t off,
+                   hone_data_kitti_problems *pr)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = pread(fd, buf + got, n - got, (off_t)(off + got));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            P("%s: %s", rel, r < 0 ? strerror(errno) : "shorter than its size (changed?)");
+            return -1;
+        }
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+/* The bound on parsing fd's n bytes (hone_data_coco_memory), scanned in pieces before the file is
+ * read whole, so that the memory is reserved before it is taken; 0 (with a problem) on error. */
+static size_t scan_file(int fd, const char *rel, size_t n, hone_data_kitti_problems *pr)
+{
+    const size_t piece_bytes = 1 << 20;
+    data__json_scan *sc = data__json_scan_new();
+    uint8_t *piece = hone_xmalloc(piece_bytes);
+    size_t m = 0;
+    for (size_t at = 0; at < n;) {
+        size_t want = n - at < piece_bytes ? n - at : piece_bytes;
+        if (read_at(fd, rel, piece, want, at, pr) < 0)
+            goto done;
+        data__json_scan_feed(sc, piece, want);
+        at += want;
+    }
+    m = data__json_scan_end(sc, NULL);
+done:
+    free(piece);
+    free(sc);
+    return m;
+}
+
+/* The JSON file whole, beneath the root, at most HONE_DATA_COCO_MAX_JSON_BYTES, with the memory
+ * its parse may take reserved from the process's budget (*reserved: release it once parsed). */
+static uint8_t *read_json(const char *root, const char *rel, size_t *len, size_t *reserved,
                           hone_data_kitti_problems *pr)
 {
     char path[4096], e[256];
     snprintf(path, sizeof path, "%s/%s", root, rel);
+    *reserved = 0;
     int fd = -1, rc = data__open_in(root, path, &fd, e, sizeof e);
     if (rc < 0) {
         P("%s: %s", rel,
@@ -142,26 +185,28 @@ static uint8_t *read_json(const char *root, const char *rel, size_t *len,
           (size_t)HONE_DATA_COCO_MAX_JSON_BYTES);
         goto fail;
     }
-    size_t n = (size_t)st.st_size, got = 0;
+    size_t n = (size_t)st.st_size, mem = scan_file(fd, rel, n, pr);
+    char why[400];
+    if (!mem)
+        goto fail;
+    if (data__coco_memory_reserve(mem, why, sizeof why) < 0) {
+        P("%s: %s", rel, why);
+        goto fail;
+    }
+    *reserved = mem;
     buf = hone_xmalloc(n ? n : 1);
-    while (got < n) {
-        ssize_t r = read(fd, buf + got, n - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            P("%s: %s", rel, r < 0 ? strerror(errno) : "shorter than its size (changed?)");
-            free(buf);
-            buf = NULL;
-            goto fail;
-        }
-        got += (size_t)r;
+    if (read_at(fd, rel, buf, n, 0, pr) < 0) {
+        free(buf);
+        buf = NULL;
+        data__coco_memory_release(mem);
+        *reserved = 0;
+        goto fail;
     }
     *len = n;
 fail:
     close(fd);
     return buf;
 }
-
 /* Whether f lists the same categories as the first file (class indices must agree). */
 static int same_categories(const hone_data_coco_file *a, const hone_data_coco_file *b)
 {
@@ -227,13 +272,16 @@ int hone_data_coco_open(const char *root, const hone_data_coco_opts *opts, hone_
             P("%s: no image folder %s/ beside it", sf[s].json, sf[s].images);
             continue;
         }
-        size_t len = 0;
-        uint8_t *buf = read_json(root, sf[s].json, &len, pr);
+        size_t len = 0, mem = 0;
+        uint8_t *buf = read_json(root, sf[s].json, &len, &mem, pr);
         if (!buf)
             continue;
         size_t before = pr->count;
-        data__coco_parse(buf, len, sf[s].json, 1, &files[s], pr); /* on to the images anyway */
+        /* within what was reserved (a file that changed since its scan is refused); on to the
+         * images even with problems */
+        data__coco_parse(buf, len, sf[s].json, 1, mem, &files[s], pr);
         free(buf);
+        data__coco_memory_release(mem);
         if (!files[s])
             continue;
         if (!first && pr->count == before) {

@@ -345,13 +345,16 @@ const char *hone_data_kitti_image(const hone_data_kitti *k, size_t i, int *split
  * Every problem is counted and the first HONE_DATA_KITTI_MAX_PROBLEMS kept, each naming the JSON
  * file and the annotation, image or category by id ("annotations.json: annotation 17: ..."), or
  * by position where the id itself is bad ("annotations.json: annotations[3]: ...").
- * Bounds (the JSON is hostile): a file of at most HONE_DATA_COCO_MAX_JSON_BYTES, whose values
- * would take at most HONE_DATA_COCO_MAX_JSON_MEMORY once parsed (estimated from a scan before
- * parsing), nested at most jansson's depth; at most HONE_DATA_COCO_MAX_IMAGES images and
- * HONE_DATA_COCO_MAX_ANNOTATIONS annotations a file; HONE_DATA_MAX_CLASSES categories. */
+ * Bounds (the JSON is hostile): a file of at most HONE_DATA_COCO_MAX_JSON_BYTES, whose parse
+ * would take at most the process's COCO memory budget (hone_data_coco_memory_budget; bounded
+ * from a scan of the text before jansson sees it: hone_data_coco_memory), nested at most
+ * jansson's depth; at most HONE_DATA_COCO_MAX_IMAGES images and HONE_DATA_COCO_MAX_ANNOTATIONS
+ * annotations a file; HONE_DATA_MAX_CLASSES categories. */
 
-#define HONE_DATA_COCO_MAX_JSON_BYTES ((size_t)1 << 30)  /* COCO's train2017 is 448 MiB */
-#define HONE_DATA_COCO_MAX_JSON_MEMORY ((size_t)6 << 30) /* train2017 takes about 3 GiB */
+#define HONE_DATA_COCO_MAX_JSON_BYTES ((size_t)1 << 30) /* COCO's train2017 is 448 MiB */
+/* The memory all COCO parses of a process may take at once unless it says otherwise (hone-pack,
+ * hone-train: one parse at a time; COCO's train2017 is bounded at about 4.5 GiB). */
+#define HONE_DATA_COCO_MEMORY_DEFAULT ((size_t)8 << 30)
 #define HONE_DATA_COCO_MAX_IMAGES 10000000
 #define HONE_DATA_COCO_MAX_ANNOTATIONS 50000000
 #define HONE_DATA_COCO_MAX_FILE_NAME 1024
@@ -380,11 +383,25 @@ typedef struct hone_data_coco_file {
 } hone_data_coco_file;
 
 /* Parses and checks one JSON file held in memory (name prefixes every problem), everything above
- * but the image files themselves. HONE_OK with *out when it has no problem; HONE_EPARSE with *out
- * NULL otherwise, every problem added to probs (may be NULL). Safe on arbitrary bytes (fuzzed). */
+ * but the image files themselves; its parse bounded by HONE_DATA_COCO_MEMORY_DEFAULT (not the
+ * budget: the caller holds the text already). HONE_OK with *out when it has no problem; HONE_EPARSE
+ * with *out NULL otherwise, every problem added to probs (may be NULL). Safe on arbitrary bytes
+ * (fuzzed). */
 int hone_data_coco_parse(const uint8_t *buf, size_t len, const char *name,
                          hone_data_coco_file **out, hone_data_kitti_problems *probs);
 void hone_data_coco_file_free(hone_data_coco_file *f);
+
+/* The most memory parsing and checking the JSON text buf[len] may take (bytes): an upper bound
+ * for jansson 2.14 over glibc's malloc, the check's own arrays and the text itself, from one
+ * scan of the text (data/coco_memory.c says how). *jansson (may be NULL): jansson's part. */
+size_t hone_data_coco_memory(const uint8_t *buf, size_t len, size_t *jansson);
+/* The memory all COCO parses of this process (hone_data_coco_open) may take at once, shared by
+ * every thread (default HONE_DATA_COCO_MEMORY_DEFAULT): a JSON file whose bound is larger is a
+ * problem naming both sizes and fix (how to raise it, e.g. a config key; NULL: none); one that
+ * fits waits while other parses hold the rest. Thread-safe. */
+void hone_data_coco_memory_budget(size_t bytes, const char *fix);
+/* The bytes held by parses running now (hone_data_coco_open). */
+size_t hone_data_coco_memory_in_use(void);
 
 typedef struct hone_data_coco_opts {
     const hone_data_limits *limits;     /* NULL: the defaults */

@@ -57,7 +57,18 @@ int data__kitti_finish(hone_data_kitti *k, char *err, size_t errlen);
 /* hone_data_coco_parse; partial: *out also when the file has problems, with what passed its
  * checks (images, annotations, categories), so a folder's check goes on to the image files. */
 int data__coco_parse(const uint8_t *buf, size_t len, const char *name, int partial,
-                     hone_data_coco_file **out, hone_data_kitti_problems *probs);
+                     size_t max_memory, hone_data_coco_file **out, hone_data_kitti_problems *probs);
+/* hone_data_coco_memory over a text fed in pieces (coco_memory.c): new, feed..., end (which
+ * returns the bound, *jansson its part when not NULL), then free(). */
+typedef struct data__json_scan data__json_scan;
+data__json_scan *data__json_scan_new(void);
+void data__json_scan_feed(data__json_scan *s, const uint8_t *b, size_t n);
+size_t data__json_scan_end(data__json_scan *s, size_t *jansson);
+/* The process's COCO memory budget (coco_memory.c): reserve waits while other parses hold too
+ * much of it; HONE_EINVAL with why (the sizes, the fix) when bytes exceed it whole. */
+int data__coco_memory_reserve(size_t bytes, char *why, size_t n);
+void data__coco_memory_release(size_t bytes);
+size_t data__coco_memory_waiting(void); /* parses waiting their turn (tests) */
 /* Converts img in place to `want` channels (0: keep). RGB to grey is Pillow's L24 luma. */
 void data__image_convert(hone_data_image *img, int want);
 

@@ -309,7 +309,8 @@ case("path", "IDX file that is a FIFO", [422], field="path")(
 def coco_trap(x, kind):
     """A COCO dataset folder in the roots whose annotations.json is a trap (made on first use):
     'deep' (arrays nested 100,000 deep), 'dupkey' (a key twice), 'link' (a link to a file outside
-    the roots), 'escape' (an image file_name climbing out with '..')."""
+    the roots), 'escape' (an image file_name climbing out with '..'), 'memory' (45 MB of empty
+    strings that jansson would make into 2 GiB, more than limits.coco_json_memory's default)."""
     folder = "%s/coco-%s" % (x["roots"], kind)
     if not os.path.isdir(folder):
         os.makedirs(folder + "/images")
@@ -319,6 +320,8 @@ def coco_trap(x, kind):
             text = '{"images": ' + "[" * 100000 + "]" * 100000 + ", " + good + "}"
         elif kind == "dupkey":
             text = '{"images": [], "images": [], ' + good + "}"
+        elif kind == "memory":
+            text = '{"images": [], "annotations": [], "categories": [""' + ',""' * 15000000 + "]}"
         elif kind == "escape":
             text = ('{"images": [{"id": 1, "file_name": "../../etc/passwd", "width": 1, '
                     '"height": 1}], ' + good + "}")
@@ -339,6 +342,9 @@ for _kind, _name in (("deep", "COCO JSON nested 100,000 deep"),
                      ("link", "COCO annotations.json a link out of the roots"),
                      ("escape", "COCO image file_name with '..'")):
     case("path", _name, [422], field="path")(lambda x, k=_kind: rb("POST", D, coco_trap(x, k)))
+case("path", "COCO JSON of 45 MB that would take 2 GiB parsed", [422], field="path",
+     check=lambda x, r: b"parsing it takes up to 2" in r.body and
+     b"limits.coco_json_memory" in r.body)(lambda x: rb("POST", D, coco_trap(x, "memory")))
 case("path", "artifact GET with %2e%2e%2f", [400, 403, 404, 422])(
     lambda x: rb("GET", "/api/v1/jobs/%s/artifacts/%%2e%%2e%%2f%%2e%%2e%%2fhone.db" % x["job"]))
 case("path", "artifact GET with ..%2F in the dir segment", [400, 403, 404, 422])(

@@ -44,6 +44,11 @@ typedef struct {
     hone_data_box *boxes;
     uint32_t *box_start;
     float *targets;
+    /* kitti only: crowd[j] the class of boxes[j] when it is a COCO crowd region (boxes[j].cls is
+     * then HONE_DATA_DONTCARE, so that training ignores it as any DontCare region), else -1;
+     * src_wh[2i], src_wh[2i + 1] image i's size before packing (COCO's areas are in it) */
+    int32_t *crowd;
+    int32_t *src_wh;
 } data_part;
 
 typedef struct {

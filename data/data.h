@@ -433,7 +433,8 @@ int hone_data_coco_open(const char *root, const hone_data_coco_opts *opts, hone_
  *       96    8  box_offset (version 2, 3): label_offset + 4n rounded up to 64; version 1: ignored
  *      104    8  total_boxes (version 2, 3); version 1: ignored
  *      112    8  size_offset (version 3): the end of the boxes rounded up to 64; else zero
- *      120    8  zero (reserved)
+ *      120    8  category_offset (version 3): where a COCO set's category ids start (the end of
+ *                the sizes rounded up to 64); zero when the file has none
  *      128       class map: per class a u16 length and that many bytes of UTF-8 (class i is
  *                label i), then zeros up to header_bytes
  *   pixel_offset pixels: n images of h*w*c bytes, rows top to bottom, HWC
@@ -449,6 +450,8 @@ int hone_data_coco_open(const char *root, const hone_data_coco_opts *opts, hone_
  *   size_offset  (version 3) n pairs of u32: image i's width and height before packing (1..65535),
  *                so that evaluation can measure areas in the image's own pixels (COCO's small,
  *                medium and large). A reader takes the packed size for a file without them.
+ *   category_offset (version 3, a COCO set) classes int64: class i's COCO category id, so that a
+ *                model's results name the set's categories. The file ends there.
  *
  * The writer fills a temp file beside the target and renames it into place once complete, so a
  * packed file at its name is whole. The reader maps it and refuses a file that is truncated, or
@@ -462,6 +465,7 @@ typedef struct hone_data_pack_info {
     int has_boxes;                     /* a boxes section (version 2; with source sizes, 3) */
     uint64_t boxes;                    /* reader: boxes in all */
     int has_sizes; /* reader: a source sizes section (version 3); the writer adds one to boxes */
+    int has_category_ids; /* reader: a COCO set's category ids (version 3) */
 } hone_data_pack_info;
 
 typedef struct hone_data_pack_writer hone_data_pack_writer;
@@ -483,6 +487,8 @@ int hone_data_pack_writer_put_boxes(hone_data_pack_writer *w, uint64_t i, const 
  * size is never put has the packed size. Thread-safe for distinct i. */
 int hone_data_pack_writer_put_source_size(hone_data_pack_writer *w, uint64_t i, int width,
                                           int height, char *err, size_t errlen);
+/* Stores a COCO set's category ids (info->classes of them, copied; only with info->has_boxes). */
+void hone_data_pack_writer_set_category_ids(hone_data_pack_writer *w, const int64_t *ids);
 /* Once every image is in: the labels, the boxes, the checksums and the header; fsync; renamed into
  * place. HONE_ESTATE when an image is missing. */
 int hone_data_pack_writer_finish(hone_data_pack_writer *w, char *err, size_t errlen);
@@ -509,6 +515,8 @@ const hone_data_box *hone_data_pack_boxes(const hone_data_pack *p, uint64_t i, s
 /* Image i's width and height before packing: the source sizes section's (version 3), else (an
  * older file, or i out of range) the packed size. */
 void hone_data_pack_source_size(const hone_data_pack *p, uint64_t i, int *width, int *height);
+/* A COCO set's category ids ([classes], mapped), or NULL when the file has none. */
+const int64_t *hone_data_pack_category_ids(const hone_data_pack *p);
 
 /* Packing an image folder: every image decoded, converted to `channels` and resized to
  * width x height (hone_data_resize), on `threads` threads (0: every core). progress, when set,

@@ -69,7 +69,7 @@ static uint32_t crc_more(uint32_t crc, const uint8_t *p, uint64_t n)
 /* The sizes a header implies; HONE_EPARSE (with why) when they overflow or disagree. */
 typedef struct layout {
     uint64_t header_bytes, image_bytes, pixel_offset, label_offset, box_offset, size_offset,
-        file_bytes;
+        cat_offset, file_bytes;
 } layout;
 
 static int layout_of(const hone_data_pack_info *in, uint64_t classmap_bytes, layout *l, char *why,
@@ -112,6 +112,11 @@ static int layout_of(const hone_data_pack_info *in, uint64_t classmap_bytes, lay
         l->size_offset = align64(l->file_bytes);
         l->file_bytes = l->size_offset + 8 * in->n;
     }
+    l->cat_offset = 0;
+    if (in->has_boxes && in->has_sizes && in->has_category_ids) {
+        l->cat_offset = align64(l->file_bytes);
+        l->file_bytes = l->cat_offset + 8 * (uint64_t)in->classes;
+    }
     return HONE_OK;
 }
 
@@ -128,6 +133,7 @@ struct hone_data_pack_writer {
     hone_data_box **boxes; /* [n] (has_boxes): image i's boxes, malloc'd */
     size_t *nboxes;        /* [n] */
     uint32_t *sizes;       /* [2n] (has_boxes): image i's source width and height */
+    int64_t *cat_ids;      /* [classes] (has_category_ids) */
 };
 
 int hone_data_pack_writer_new(const char *path, const hone_data_pack_info *info,
@@ -153,6 +159,7 @@ int hone_data_pack_writer_new(const char *path, const hone_data_pack_info *info,
     w->path = hone_xstrdup(path);
     w->info = *info;
     w->info.has_sizes = info->has_boxes; /* a file with boxes is written as version 3 */
+    w->info.has_category_ids = 0;        /* until they are set */
     rc = layout_of(&w->info, cm, &l, why, sizeof why);
     w->l = l;
     size_t tl = strlen(path) + 16;
@@ -267,6 +274,16 @@ int hone_data_pack_writer_put_source_size(hone_data_pack_writer *w, uint64_t i, 
     return HONE_OK;
 }
 
+void hone_data_pack_writer_set_category_ids(hone_data_pack_writer *w, const int64_t *ids)
+{
+    if (!w->info.has_sizes)
+        return;
+    free(w->cat_ids);
+    w->cat_ids = hone_xmalloc(sizeof(int64_t) * (size_t)w->info.classes);
+    memcpy(w->cat_ids, ids, sizeof(int64_t) * (size_t)w->info.classes);
+    w->info.has_category_ids = 1;
+}
+
 /* The boxes section: its start index, then the records (the layout grows to hold them); then the
  * source sizes. */
 static int write_boxes(hone_data_pack_writer *w)
@@ -292,6 +309,9 @@ static int write_boxes(hone_data_pack_writer *w)
     free(start);
     if (rc == 0 && w->info.has_sizes)
         rc = pwrite_all(w->fd, (const uint8_t *)w->sizes, 8 * n, w->l.size_offset);
+    if (rc == 0 && w->info.has_category_ids)
+        rc = pwrite_all(w->fd, (const uint8_t *)w->cat_ids, 8 * (uint64_t)w->info.classes,
+                        w->l.cat_offset);
     /* the zero padding between the labels and the boxes must exist even with no boxes */
     if (rc == 0 && ftruncate(w->fd, (off_t)w->l.file_bytes) != 0)
         rc = -1;
@@ -335,6 +355,7 @@ int hone_data_pack_writer_finish(hone_data_pack_writer *w, char *err, size_t err
     put64(h + 96, w->l.box_offset);
     put64(h + 104, w->info.has_boxes ? w->info.boxes : 0);
     put64(h + 112, w->l.size_offset);
+    put64(h + 120, w->l.cat_offset);
     put32(h + 92, 0);
     put32(h + 92, (uint32_t)crc32(crc32(0, NULL, 0), h, (uInt)w->l.header_bytes));
     if (pwrite_all(w->fd, h, w->l.header_bytes, 0) || fsync(w->fd) != 0)
@@ -370,6 +391,7 @@ void hone_data_pack_writer_free(hone_data_pack_writer *w)
     free(w->boxes);
     free(w->nboxes);
     free(w->sizes);
+    free(w->cat_ids);
     free(w);
 }
 
@@ -414,6 +436,7 @@ static int open_check(hone_data_pack *p, int flags, char *why, size_t n)
         in->split[s] = get64(h + 40 + 8 * s);
     in->has_boxes = version == PACK_VERSION_BOXES || version == PACK_VERSION_SIZES;
     in->has_sizes = version == PACK_VERSION_SIZES;
+    in->has_category_ids = in->has_sizes && get64(h + 120) != 0;
     in->boxes = in->has_boxes ? get64(h + 104) : 0;
     if (get32(h + 24) > 65535 || get32(h + 28) > 65535 || get32(h + 36) > HONE_DATA_MAX_CLASSES)
         return data__fail(why, n, HONE_EPARSE, "header out of range");
@@ -440,7 +463,8 @@ static int open_check(hone_data_pack *p, int flags, char *why, size_t n)
     if (p->l.header_bytes != hb || get64(h + 64) != p->l.pixel_offset ||
         get64(h + 72) != p->l.label_offset || get64(h + 80) != p->l.file_bytes - hb ||
         (in->has_boxes && get64(h + 96) != p->l.box_offset) ||
-        (in->has_sizes && get64(h + 112) != p->l.size_offset))
+        (in->has_sizes && get64(h + 112) != p->l.size_offset) ||
+        (in->has_sizes && get64(h + 120) != p->l.cat_offset))
         return data__fail(why, n, HONE_EPARSE, "header offsets disagree with its sizes");
     if (p->size != p->l.file_bytes)
         return data__fail(why, n, HONE_EPARSE, "%s: %zu bytes, the header says %llu",
@@ -570,4 +594,10 @@ void hone_data_pack_source_size(const hone_data_pack *p, uint64_t i, int *width,
     const uint32_t *sz = (const uint32_t *)(const void *)(p->map + p->l.size_offset);
     *width = (int)sz[2 * i];
     *height = (int)sz[2 * i + 1];
+}
+
+const int64_t *hone_data_pack_category_ids(const hone_data_pack *p)
+{
+    return p->info.has_category_ids ? (const int64_t *)(const void *)(p->map + p->l.cat_offset)
+                                    : NULL;
 }

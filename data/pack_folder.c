@@ -176,6 +176,13 @@ static int pack_run(const hone_data_folder *f, const hone_data_kitti *k,
     free(names);
     if (rc < 0)
         return rc;
+    if (k && info->classes > 0 && hone_data_kitti_category_id(k, 0) != -1) { /* a COCO set */
+        int64_t *ids = hone_xmalloc(sizeof(int64_t) * (size_t)info->classes);
+        for (int i = 0; i < info->classes; i++)
+            ids[i] = hone_data_kitti_category_id(k, i);
+        hone_data_pack_writer_set_category_ids(j.w, ids);
+        free(ids);
+    }
     pthread_mutex_init(&j.mu, NULL);
     int nt = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     nt = nt < 1 ? 1 : nt > 256 ? 256 : nt;

@@ -57,6 +57,7 @@ typedef struct {
     int grid_h, grid_w;    /* kitti: h / detect.stride, w / detect.stride */
     float mean[3], std[3]; /* per channel, of pixel/255 over the training part */
     char **names;          /* [classes] class names of an image folder (owned); NULL for idx */
+    int64_t *category_ids; /* [classes] a COCO set's category ids (owned); NULL otherwise */
     data_part train, val, test;
 } dataset;
 

@@ -264,6 +264,8 @@ static void test_folder_flat(void)
     CHECK(in.has_boxes && in.has_sizes);
     hone_data_pack_source_size(pk, 1, &w, &h);
     CHECK(w == 40 && h == 20);
+    const int64_t *ids = hone_data_pack_category_ids(pk); /* class i's COCO id */
+    CHECK(in.has_category_ids && ids && ids[0] == 2 && ids[1] == 5);
     CHECK(!strcmp(hone_data_pack_class_name(pk, 1), "zebra"));
     hone_data_pack_free(pk);
     unlink(pack);

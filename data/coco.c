@@ -250,9 +250,9 @@ static int parse_ann(const json_t *o, const char *name, const char *w, const img
     }
     a->id = id;
     a->image = (size_t)(m - im);
-    a->box = (hone_data_box){crowd ? HONE_DATA_DONTCARE : (int32_t)(k - c), (float)fmax(v[0], 0.0),
-                             (float)fmax(v[1], 0.0), (float)fmin(x2, m->width),
-                             (float)fmin(y2, m->height)};
+    a->box = (hone_data_box){crowd ? HONE_DATA_CROWD((int32_t)(k - c)) : (int32_t)(k - c),
+                             (float)fmax(v[0], 0.0), (float)fmax(v[1], 0.0),
+                             (float)fmin(x2, m->width), (float)fmin(y2, m->height)};
     if (!(a->box.x2 > a->box.x1) || !(a->box.y2 > a->box.y1)) { /* a float-rounded sliver */
         P("%s: %s: bbox [%g, %g, %g, %g] is empty once in float", name, w, v[0], v[1], v[2], v[3]);
         return -1;
@@ -302,7 +302,7 @@ static hone_data_coco_file *result(img *im, size_t nim, const ann *an, size_t na
         size_t to = im[an[j].image].at++;
         f->boxes[to] = an[j].box;
         f->ann_ids[to] = an[j].id;
-        f->crowd += an[j].box.cls == HONE_DATA_DONTCARE;
+        f->crowd += HONE_DATA_IS_CROWD(an[j].box.cls);
     }
     f->ncats = nc;
     f->cat_ids = hone_xmalloc(sizeof *f->cat_ids * (size_t)(nc ? nc : 1));

@@ -243,11 +243,18 @@ const char *hone_data_folder_image(const hone_data_folder *f, size_t i, int *spl
  * file and, for a label, the line ("labels/000012.txt:3: ..."). Any problem refuses the dataset. */
 
 #define HONE_DATA_DONTCARE (-1)
+/* A crowd region of one class c (COCO's iscrowd): class HONE_DATA_CROWD(c) = -2 - c. Training
+ * treats it as a DontCare region (ignore cells in every class); evaluation as a crowd region of
+ * class c only (pycocotools: a detection of another class inside it is a false positive). */
+#define HONE_DATA_CROWD(c) (-2 - (c))
+#define HONE_DATA_IS_CROWD(cls) ((cls) <= -2)
+#define HONE_DATA_CROWD_CLASS(cls) (-2 - (cls))
 #define HONE_DATA_KITTI_MAX_BOXES 500
 #define HONE_DATA_KITTI_MAX_PROBLEMS 100
 #define HONE_DATA_KITTI_MAX_LABEL_BYTES (1 << 20) /* a bigger label file is a problem */
 
-/* A box in an image's pixel coordinates; cls is a class index or HONE_DATA_DONTCARE. */
+/* A box in an image's pixel coordinates; cls is a class index, HONE_DATA_DONTCARE, or
+ * HONE_DATA_CROWD(class) for a COCO crowd region. */
 typedef struct hone_data_box {
     int32_t cls;
     float x1, y1, x2, y2;
@@ -338,13 +345,15 @@ const char *hone_data_kitti_image(const hone_data_kitti *k, size_t i, int *split
  * - categories: names printable UTF-8 of 1..255 bytes, unique regardless of case; class i is the
  *   category with the i-th smallest id (ids are sparse in COCO: 1..90 for 80 classes), so the
  *   order is stable and documented, and every split's file must list the same categories.
- * iscrowd 1 boxes are kept as ignore regions, class HONE_DATA_DONTCARE as KITTI's DontCare: in
- * training they write no target, and in evaluation a detection inside one is neither a true nor
- * a false positive. Images are kept in split order, then by file_name (bytewise); an image's
- * boxes in the file's order. Image files in the folders that the JSON does not list are ignored.
- * Every problem is counted and the first HONE_DATA_KITTI_MAX_PROBLEMS kept, each naming the JSON
- * file and the annotation, image or category by id ("annotations.json: annotation 17: ..."), or
- * by position where the id itself is bad ("annotations.json: annotations[3]: ...").
+ * iscrowd 1 boxes are kept as ignore regions of their category, class HONE_DATA_CROWD(class): in
+ * training they write no target (as KITTI's DontCare), and in evaluation a detection of that
+ * class inside one is neither a true nor a false positive (one of another class is judged as
+ * anywhere else, as pycocotools does). Images are kept in split order, then by file_name
+ * (bytewise); an image's boxes in the file's order. Image files in the folders that the JSON does
+ * not list are ignored. Every problem is counted and the first HONE_DATA_KITTI_MAX_PROBLEMS kept,
+ * each naming the JSON file and the annotation, image or category by id ("annotations.json:
+ * annotation 17: ..."), or by position where the id itself is bad ("annotations.json:
+ * annotations[3]: ...").
  * Bounds (the JSON is hostile): a file of at most HONE_DATA_COCO_MAX_JSON_BYTES, whose parse
  * would take at most the process's COCO memory budget (hone_data_coco_memory_budget; bounded
  * from a scan of the text before jansson sees it: hone_data_coco_memory), nested at most
@@ -361,9 +370,9 @@ const char *hone_data_kitti_image(const hone_data_kitti *k, size_t i, int *split
 #define HONE_DATA_COCO_EDGE_SLACK 1.0
 
 /* One parsed JSON file: images sorted by file_name, each with its boxes (boxes[box0, box0 +
- * nbox), classes dense, HONE_DATA_DONTCARE for a crowd region) and the annotation ids beside them
- * (ann_ids[j] is boxes[j]'s); categories sorted by id (class i is cat_ids[i], named cat_names[i]).
- * A plain result, freed with hone_data_coco_file_free. */
+ * nbox), classes dense, HONE_DATA_CROWD(class) for a crowd region) and the annotation ids beside
+ * them (ann_ids[j] is boxes[j]'s); categories sorted by id (class i is cat_ids[i], named
+ * cat_names[i]). A plain result, freed with hone_data_coco_file_free. */
 typedef struct hone_data_coco_image {
     int64_t id;
     char *file_name;
@@ -419,13 +428,14 @@ int hone_data_coco_open(const char *root, const hone_data_coco_opts *opts, hone_
 /* ------------------------------------------------------------------ the packed dataset file */
 
 /* A packed dataset: every image decoded once, resized to one size and stored as uint8 pixels
- * that training maps into memory. Version 2 (with a boxes section; version 1 is the same file
- * without one, and is still what a file without boxes is written as, so that older readers keep
- * reading image-folder packs), little-endian, sections 64-byte aligned:
+ * that training maps into memory. Version 3 (a boxes section and a source sizes section; version
+ * 2 is the same file without the sizes, and without crowd classes; version 1 is the file without
+ * boxes, and is still what a file without boxes is written as, so that older readers keep reading
+ * image-folder packs), little-endian, sections 64-byte aligned:
  *
  *   offset size  field
  *        0    8  magic "HONEPAK\0"
- *        8    4  version (1: no boxes; 2: boxes)
+ *        8    4  version (1: no boxes; 2: boxes; 3: boxes and source sizes)
  *       12    4  header_bytes: the header with its class map, a multiple of 64 (pixels start here)
  *       16    8  n: images
  *       24    4  height      28  4  width      32  4  channels (1 or 3)      36  4  classes
@@ -437,32 +447,42 @@ int hone_data_coco_open(const char *root, const hone_data_coco_opts *opts, hone_
  *       88    4  payload_crc: CRC-32 (zlib's crc32, the PNG/gzip polynomial) of the payload,
  *                every byte from header_bytes to the end of the file
  *       92    4  header_crc: CRC-32 of bytes [0, header_bytes) with this field zero
- *       96    8  box_offset (version 2): label_offset + 4n rounded up to 64; version 1: ignored
- *      104    8  total_boxes (version 2); version 1: ignored
- *      112   16  zero (reserved)
+ *       96    8  box_offset (version 2, 3): label_offset + 4n rounded up to 64; version 1: ignored
+ *      104    8  total_boxes (version 2, 3); version 1: ignored
+ *      112    8  size_offset (version 3): the end of the boxes rounded up to 64; else zero
+ *      120    8  category_offset (version 3): where a COCO set's category ids start (the end of
+ *                the sizes rounded up to 64); zero when the file has none
  *      128       class map: per class a u16 length and that many bytes of UTF-8 (class i is
  *                label i), then zeros up to header_bytes
  *   pixel_offset pixels: n images of h*w*c bytes, rows top to bottom, HWC
  *   label_offset labels: n int32 class indices (0 <= label < classes); a version 1 file ends here.
  *                For a detection set the label is the class of the image's largest box (0 when
  *                it has none): kept so that every reader of labels still works.
- *   box_offset   (version 2) n+1 u64: image i's boxes are records [start[i], start[i+1]),
+ *   box_offset   (version 2, 3) n+1 u64: image i's boxes are records [start[i], start[i+1]),
  *                start[0] = 0, start[n] = total_boxes; then total_boxes records of 20 bytes
- *                (hone_data_box): int32 class (HONE_DATA_DONTCARE = -1 for an ignore region),
- *                float32 x1, y1, x2, y2 in the packed (resized) image's pixel coordinates,
- *                0 <= x1 < x2 <= width, 0 <= y1 < y2 <= height. The file ends there.
+ *                (hone_data_box): int32 class (HONE_DATA_DONTCARE = -1 for an ignore region of
+ *                every class; version 3: HONE_DATA_CROWD(c) = -2 - c for a crowd region of class
+ *                c), float32 x1, y1, x2, y2 in the packed (resized) image's pixel coordinates,
+ *                0 <= x1 < x2 <= width, 0 <= y1 < y2 <= height. A version 2 file ends there.
+ *   size_offset  (version 3) n pairs of u32: image i's width and height before packing (1..65535),
+ *                so that evaluation can measure areas in the image's own pixels (COCO's small,
+ *                medium and large). A reader takes the packed size for a file without them.
+ *   category_offset (version 3, a COCO set) classes int64: class i's COCO category id, so that a
+ *                model's results name the set's categories. The file ends there.
  *
  * The writer fills a temp file beside the target and renames it into place once complete, so a
  * packed file at its name is whole. The reader maps it and refuses a file that is truncated, or
- * whose header or payload checksum does not match, or whose boxes break the rules above, with a
- * message naming the file. */
+ * whose header or payload checksum does not match, or whose boxes or sizes break the rules above,
+ * with a message naming the file. */
 
 typedef struct hone_data_pack_info {
     uint64_t n;
     int height, width, channels, classes;
     uint64_t split[HONE_DATA_NSPLITS]; /* images per split, stored in split order */
-    int has_boxes;                     /* a boxes section (version 2) */
+    int has_boxes;                     /* a boxes section (version 2; with source sizes, 3) */
     uint64_t boxes;                    /* reader: boxes in all */
+    int has_sizes; /* reader: a source sizes section (version 3); the writer adds one to boxes */
+    int has_category_ids; /* reader: a COCO set's category ids (version 3) */
 } hone_data_pack_info;
 
 typedef struct hone_data_pack_writer hone_data_pack_writer;
@@ -480,6 +500,12 @@ int hone_data_pack_writer_put(hone_data_pack_writer *w, uint64_t i, const uint8_
  * boxes are never put has none. */
 int hone_data_pack_writer_put_boxes(hone_data_pack_writer *w, uint64_t i, const hone_data_box *b,
                                     size_t n, char *err, size_t errlen);
+/* Stores image i's size before packing (only with info->has_boxes; 1..65535 a side). An image whose
+ * size is never put has the packed size. Thread-safe for distinct i. */
+int hone_data_pack_writer_put_source_size(hone_data_pack_writer *w, uint64_t i, int width,
+                                          int height, char *err, size_t errlen);
+/* Stores a COCO set's category ids (info->classes of them, copied; only with info->has_boxes). */
+void hone_data_pack_writer_set_category_ids(hone_data_pack_writer *w, const int64_t *ids);
 /* Once every image is in: the labels, the boxes, the checksums and the header; fsync; renamed into
  * place. HONE_ESTATE when an image is missing. */
 int hone_data_pack_writer_finish(hone_data_pack_writer *w, char *err, size_t errlen);
@@ -503,6 +529,11 @@ const int32_t *hone_data_pack_labels(const hone_data_pack *p);
 const char *hone_data_pack_class_name(const hone_data_pack *p, int i); /* borrowed */
 /* Image i's boxes (mapped; NULL and *n = 0 when it has none or the file has no boxes section). */
 const hone_data_box *hone_data_pack_boxes(const hone_data_pack *p, uint64_t i, size_t *n);
+/* Image i's width and height before packing: the source sizes section's (version 3), else (an
+ * older file, or i out of range) the packed size. */
+void hone_data_pack_source_size(const hone_data_pack *p, uint64_t i, int *width, int *height);
+/* A COCO set's category ids ([classes], mapped), or NULL when the file has none. */
+const int64_t *hone_data_pack_category_ids(const hone_data_pack *p);
 
 /* Packing an image folder: every image decoded, converted to `channels` and resized to
  * width x height (hone_data_resize), on `threads` threads (0: every core). progress, when set,
@@ -522,7 +553,8 @@ typedef struct hone_data_pack_opts {
 int hone_data_folder_pack(const hone_data_folder *f, const char *path, const hone_data_pack_opts *o,
                           char *err, size_t errlen);
 
-/* Packing a KITTI dataset the same way, with its boxes (a version 2 file). Images are resized
+/* Packing a KITTI dataset the same way, with its boxes and each image's own size (a version 3
+ * file). Images are resized
  * plainly to width x height (stretched, as hone_data_resize does; no letterbox), so a box edge at
  * x maps to x * width / image_width (y likewise): the same mapping as the pixels', whose edges
  * sit at 0 and the side. Class indices are k's class map's. */

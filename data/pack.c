@@ -19,6 +19,7 @@
 #define PACK_MAGIC "HONEPAK"
 #define PACK_VERSION 1u       /* no boxes */
 #define PACK_VERSION_BOXES 2u /* with a boxes section */
+#define PACK_VERSION_SIZES 3u /* with boxes (crowd classes allowed) and source sizes */
 #define PACK_FIXED 128        /* the fixed part of the header; the class map follows */
 
 _Static_assert(sizeof(hone_data_box) == 20, "a box record is 20 bytes: int32 and 4 float32");
@@ -67,7 +68,8 @@ static uint32_t crc_more(uint32_t crc, const uint8_t *p, uint64_t n)
 
 /* The sizes a header implies; HONE_EPARSE (with why) when they overflow or disagree. */
 typedef struct layout {
-    uint64_t header_bytes, image_bytes, pixel_offset, label_offset, box_offset, file_bytes;
+    uint64_t header_bytes, image_bytes, pixel_offset, label_offset, box_offset, size_offset,
+        cat_offset, file_bytes;
 } layout;
 
 static int layout_of(const hone_data_pack_info *in, uint64_t classmap_bytes, layout *l, char *why,
@@ -105,6 +107,16 @@ static int layout_of(const hone_data_pack_info *in, uint64_t classmap_bytes, lay
         l->box_offset = align64(l->file_bytes);
         l->file_bytes = l->box_offset + 8 * (in->n + 1) + sizeof(hone_data_box) * in->boxes;
     }
+    l->size_offset = 0;
+    if (in->has_boxes && in->has_sizes) {
+        l->size_offset = align64(l->file_bytes);
+        l->file_bytes = l->size_offset + 8 * in->n;
+    }
+    l->cat_offset = 0;
+    if (in->has_boxes && in->has_sizes && in->has_category_ids) {
+        l->cat_offset = align64(l->file_bytes);
+        l->file_bytes = l->cat_offset + 8 * (uint64_t)in->classes;
+    }
     return HONE_OK;
 }
 
@@ -120,6 +132,8 @@ struct hone_data_pack_writer {
     uint8_t *have;         /* [n]: image i put */
     hone_data_box **boxes; /* [n] (has_boxes): image i's boxes, malloc'd */
     size_t *nboxes;        /* [n] */
+    uint32_t *sizes;       /* [2n] (has_boxes): image i's source width and height */
+    int64_t *cat_ids;      /* [classes] (has_category_ids) */
 };
 
 int hone_data_pack_writer_new(const char *path, const hone_data_pack_info *info,
@@ -144,6 +158,9 @@ int hone_data_pack_writer_new(const char *path, const hone_data_pack_info *info,
     hone_data_pack_writer *w = hone_xcalloc(1, sizeof(*w));
     w->path = hone_xstrdup(path);
     w->info = *info;
+    w->info.has_sizes = info->has_boxes; /* a file with boxes is written as version 3 */
+    w->info.has_category_ids = 0;        /* until they are set */
+    rc = layout_of(&w->info, cm, &l, why, sizeof why);
     w->l = l;
     size_t tl = strlen(path) + 16;
     w->tmp = hone_xmalloc(tl);
@@ -174,6 +191,11 @@ int hone_data_pack_writer_new(const char *path, const hone_data_pack_info *info,
     if (info->has_boxes) {
         w->boxes = hone_xcalloc(info->n, sizeof(hone_data_box *));
         w->nboxes = hone_xcalloc(info->n, sizeof(size_t));
+        w->sizes = hone_xmalloc(2 * info->n * sizeof(uint32_t));
+        for (uint64_t i = 0; i < info->n; i++) {
+            w->sizes[2 * i] = (uint32_t)info->width;
+            w->sizes[2 * i + 1] = (uint32_t)info->height;
+        }
     }
     *out = w;
     return HONE_OK;
@@ -210,11 +232,13 @@ int hone_data_pack_writer_put(hone_data_pack_writer *w, uint64_t i, const uint8_
     return HONE_OK;
 }
 
-/* A box the reader accepts: a known class or DontCare, finite, inside a w x h image. */
-static int box_ok(const hone_data_box *b, int classes, int w, int h)
+/* A box the reader accepts: a known class or DontCare (crowd: or a crowd region of a known class),
+ * finite, inside a w x h image. */
+static int box_ok(const hone_data_box *b, int classes, int crowd, int w, int h)
 {
-    return b->cls >= HONE_DATA_DONTCARE && b->cls < classes && b->x1 >= 0 && b->y1 >= 0 &&
-           b->x1 < b->x2 && b->y1 < b->y2 && b->x2 <= (float)w && b->y2 <= (float)h;
+    int lo = crowd ? HONE_DATA_CROWD(classes - 1) : HONE_DATA_DONTCARE;
+    return b->cls >= lo && b->cls < classes && b->x1 >= 0 && b->y1 >= 0 && b->x1 < b->x2 &&
+           b->y1 < b->y2 && b->x2 <= (float)w && b->y2 <= (float)h;
 }
 
 int hone_data_pack_writer_put_boxes(hone_data_pack_writer *w, uint64_t i, const hone_data_box *b,
@@ -224,7 +248,7 @@ int hone_data_pack_writer_put_boxes(hone_data_pack_writer *w, uint64_t i, const 
         return data__fail(err, errlen, HONE_EINVAL, "%s: boxes of image %llu: not expected",
                           w->path, (unsigned long long)i);
     for (size_t k = 0; k < n; k++)
-        if (!box_ok(&b[k], w->info.classes, w->info.width, w->info.height))
+        if (!box_ok(&b[k], w->info.classes, 1, w->info.width, w->info.height))
             return data__fail(err, errlen, HONE_EINVAL,
                               "%s: image %llu box %zu (class %d, %g %g %g %g) breaks the rules",
                               w->path, (unsigned long long)i, k, b[k].cls, b[k].x1, b[k].y1,
@@ -239,7 +263,29 @@ int hone_data_pack_writer_put_boxes(hone_data_pack_writer *w, uint64_t i, const 
     return HONE_OK;
 }
 
-/* The boxes section: its start index, then the records (the layout grows to hold them). */
+int hone_data_pack_writer_put_source_size(hone_data_pack_writer *w, uint64_t i, int width,
+                                          int height, char *err, size_t errlen)
+{
+    if (!w->sizes || i >= w->info.n || width < 1 || height < 1 || width > 65535 || height > 65535)
+        return data__fail(err, errlen, HONE_EINVAL, "%s: image %llu: source size %dx%d refused",
+                          w->path, (unsigned long long)i, width, height);
+    w->sizes[2 * i] = (uint32_t)width;
+    w->sizes[2 * i + 1] = (uint32_t)height;
+    return HONE_OK;
+}
+
+void hone_data_pack_writer_set_category_ids(hone_data_pack_writer *w, const int64_t *ids)
+{
+    if (!w->info.has_sizes)
+        return;
+    free(w->cat_ids);
+    w->cat_ids = hone_xmalloc(sizeof(int64_t) * (size_t)w->info.classes);
+    memcpy(w->cat_ids, ids, sizeof(int64_t) * (size_t)w->info.classes);
+    w->info.has_category_ids = 1;
+}
+
+/* The boxes section: its start index, then the records (the layout grows to hold them); then the
+ * source sizes. */
 static int write_boxes(hone_data_pack_writer *w)
 {
     uint64_t total = 0, n = w->info.n;
@@ -261,6 +307,11 @@ static int write_boxes(hone_data_pack_writer *w)
         off += w->nboxes[i] * sizeof(hone_data_box);
     }
     free(start);
+    if (rc == 0 && w->info.has_sizes)
+        rc = pwrite_all(w->fd, (const uint8_t *)w->sizes, 8 * n, w->l.size_offset);
+    if (rc == 0 && w->info.has_category_ids)
+        rc = pwrite_all(w->fd, (const uint8_t *)w->cat_ids, 8 * (uint64_t)w->info.classes,
+                        w->l.cat_offset);
     /* the zero padding between the labels and the boxes must exist even with no boxes */
     if (rc == 0 && ftruncate(w->fd, (off_t)w->l.file_bytes) != 0)
         rc = -1;
@@ -286,7 +337,9 @@ int hone_data_pack_writer_finish(hone_data_pack_writer *w, char *err, size_t err
     munmap(map, w->l.file_bytes);
     uint8_t *h = w->header;
     memcpy(h, PACK_MAGIC, 8);
-    put32(h + 8, w->info.has_boxes ? PACK_VERSION_BOXES : PACK_VERSION);
+    put32(h + 8, w->info.has_sizes   ? PACK_VERSION_SIZES
+                 : w->info.has_boxes ? PACK_VERSION_BOXES
+                                     : PACK_VERSION);
     put32(h + 12, (uint32_t)w->l.header_bytes);
     put64(h + 16, w->info.n);
     put32(h + 24, (uint32_t)w->info.height);
@@ -301,6 +354,8 @@ int hone_data_pack_writer_finish(hone_data_pack_writer *w, char *err, size_t err
     put32(h + 88, pcrc);
     put64(h + 96, w->l.box_offset);
     put64(h + 104, w->info.has_boxes ? w->info.boxes : 0);
+    put64(h + 112, w->l.size_offset);
+    put64(h + 120, w->l.cat_offset);
     put32(h + 92, 0);
     put32(h + 92, (uint32_t)crc32(crc32(0, NULL, 0), h, (uInt)w->l.header_bytes));
     if (pwrite_all(w->fd, h, w->l.header_bytes, 0) || fsync(w->fd) != 0)
@@ -335,6 +390,8 @@ void hone_data_pack_writer_free(hone_data_pack_writer *w)
         free(w->boxes[i]);
     free(w->boxes);
     free(w->nboxes);
+    free(w->sizes);
+    free(w->cat_ids);
     free(w);
 }
 
@@ -354,10 +411,10 @@ static int open_check(hone_data_pack *p, int flags, char *why, size_t n)
     if (p->size < PACK_FIXED || memcmp(h, PACK_MAGIC, 8) != 0)
         return data__fail(why, n, HONE_EPARSE, "not a Hone packed dataset (wrong magic)");
     uint32_t version = get32(h + 8);
-    if (version != PACK_VERSION && version != PACK_VERSION_BOXES)
+    if (version != PACK_VERSION && version != PACK_VERSION_BOXES && version != PACK_VERSION_SIZES)
         return data__fail(why, n, HONE_ENOTSUP,
-                          "packed format version %u, this build reads %u and %u", version,
-                          PACK_VERSION, PACK_VERSION_BOXES);
+                          "packed format version %u, this build reads %u to %u", version,
+                          PACK_VERSION, PACK_VERSION_SIZES);
     uint64_t hb = get32(h + 12);
     if (hb < PACK_FIXED || hb % 64 || hb > p->size)
         return data__fail(why, n, HONE_EPARSE, "header of %llu bytes in a %zu-byte file",
@@ -377,7 +434,9 @@ static int open_check(hone_data_pack *p, int flags, char *why, size_t n)
     in->classes = (int)get32(h + 36);
     for (int s = 0; s < HONE_DATA_NSPLITS; s++)
         in->split[s] = get64(h + 40 + 8 * s);
-    in->has_boxes = version == PACK_VERSION_BOXES;
+    in->has_boxes = version == PACK_VERSION_BOXES || version == PACK_VERSION_SIZES;
+    in->has_sizes = version == PACK_VERSION_SIZES;
+    in->has_category_ids = in->has_sizes && get64(h + 120) != 0;
     in->boxes = in->has_boxes ? get64(h + 104) : 0;
     if (get32(h + 24) > 65535 || get32(h + 28) > 65535 || get32(h + 36) > HONE_DATA_MAX_CLASSES)
         return data__fail(why, n, HONE_EPARSE, "header out of range");
@@ -403,7 +462,9 @@ static int open_check(hone_data_pack *p, int flags, char *why, size_t n)
         return rc;
     if (p->l.header_bytes != hb || get64(h + 64) != p->l.pixel_offset ||
         get64(h + 72) != p->l.label_offset || get64(h + 80) != p->l.file_bytes - hb ||
-        (in->has_boxes && get64(h + 96) != p->l.box_offset))
+        (in->has_boxes && get64(h + 96) != p->l.box_offset) ||
+        (in->has_sizes && get64(h + 112) != p->l.size_offset) ||
+        (in->has_sizes && get64(h + 120) != p->l.cat_offset))
         return data__fail(why, n, HONE_EPARSE, "header offsets disagree with its sizes");
     if (p->size != p->l.file_bytes)
         return data__fail(why, n, HONE_EPARSE, "%s: %zu bytes, the header says %llu",
@@ -431,9 +492,16 @@ static int open_check(hone_data_pack *p, int flags, char *why, size_t n)
                                   (unsigned long long)i);
         const hone_data_box *b = (const hone_data_box *)(const void *)(start + in->n + 1);
         for (uint64_t i = 0; i < in->boxes; i++)
-            if (!box_ok(&b[i], in->classes, in->width, in->height))
+            if (!box_ok(&b[i], in->classes, in->has_sizes, in->width, in->height))
                 return data__fail(why, n, HONE_EPARSE, "box %llu breaks the rules (class %d)",
                                   (unsigned long long)i, b[i].cls);
+    }
+    if (in->has_sizes) {
+        const uint32_t *sz = (const uint32_t *)(const void *)(p->map + p->l.size_offset);
+        for (uint64_t i = 0; i < 2 * in->n; i++)
+            if (sz[i] < 1 || sz[i] > 65535)
+                return data__fail(why, n, HONE_EPARSE, "image %llu's source size %u out of range",
+                                  (unsigned long long)(i / 2), sz[i]);
     }
     return HONE_OK;
 }
@@ -515,4 +583,21 @@ const hone_data_box *hone_data_pack_boxes(const hone_data_pack *p, uint64_t i, s
     const uint64_t *start = (const uint64_t *)(const void *)(p->map + p->l.box_offset);
     *n = (size_t)(start[i + 1] - start[i]);
     return *n ? (const hone_data_box *)(const void *)(start + p->info.n + 1) + start[i] : NULL;
+}
+
+void hone_data_pack_source_size(const hone_data_pack *p, uint64_t i, int *width, int *height)
+{
+    *width = p->info.width;
+    *height = p->info.height;
+    if (!p->info.has_sizes || i >= p->info.n)
+        return;
+    const uint32_t *sz = (const uint32_t *)(const void *)(p->map + p->l.size_offset);
+    *width = (int)sz[2 * i];
+    *height = (int)sz[2 * i + 1];
+}
+
+const int64_t *hone_data_pack_category_ids(const hone_data_pack *p)
+{
+    return p->info.has_category_ids ? (const int64_t *)(const void *)(p->map + p->l.cat_offset)
+                                    : NULL;
 }

@@ -39,7 +39,8 @@ static void job_fail(job *j, int rc, const char *msg)
 }
 
 /* A KITTI image's boxes mapped onto the packed size (plain resize: edges at 0 and the side map to
- * 0 and the new side), and its label: the class of its largest box, 0 when it has none. */
+ * 0 and the new side), and its label: the class of its largest box (crowd and DontCare regions
+ * aside), 0 when it has none. */
 static int32_t kitti_boxes(const hone_data_box *b, size_t n, int iw, int ih, int w, int h,
                            hone_data_box *out)
 {
@@ -86,6 +87,8 @@ static void *pack_worker(void *arg)
                 cls = kitti_boxes(b, nb, iw, ih, w, h, mapped);
                 rc = hone_data_pack_writer_put_boxes(j->w, i, mapped, nb, err, sizeof err);
                 free(mapped);
+                if (rc == HONE_OK) /* for areas in the image's own pixels (COCO's sizes) */
+                    rc = hone_data_pack_writer_put_source_size(j->w, i, iw, ih, err, sizeof err);
             }
         }
         if (img)
@@ -173,6 +176,13 @@ static int pack_run(const hone_data_folder *f, const hone_data_kitti *k,
     free(names);
     if (rc < 0)
         return rc;
+    if (k && info->classes > 0 && hone_data_kitti_category_id(k, 0) != -1) { /* a COCO set */
+        int64_t *ids = hone_xmalloc(sizeof(int64_t) * (size_t)info->classes);
+        for (int i = 0; i < info->classes; i++)
+            ids[i] = hone_data_kitti_category_id(k, i);
+        hone_data_pack_writer_set_category_ids(j.w, ids);
+        free(ids);
+    }
     pthread_mutex_init(&j.mu, NULL);
     int nt = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     nt = nt < 1 ? 1 : nt > 256 ? 256 : nt;

@@ -25,12 +25,14 @@ static void usage(FILE *f)
             "Channels: 1 when every image is grey, else 3, unless --grey or --rgb.\n"
             "--threads: 0 (the default) uses every core.\n"
             "--kitti: FOLDER is a KITTI set (images/ and labels/, or train|val|test/ of\n"
-            "them); its boxes are packed too, scaled with the plain resize (no letterbox).\n"
+            "them); its boxes are packed too, scaled with the plain resize (no letterbox),\n"
+            "and each image's own size beside them (COCO's small/medium/large are in it).\n"
             "--classes: its class map, comma-separated (default: the classes found);\n"
             "--class NAME: one more name of it (names holding commas; hone-worker's way).\n"
             "--coco: FOLDER is a COCO set (annotations.json with images/, or\n"
             "annotations/instances_train*.json with train*/); its classes are its\n"
-            "categories by id, iscrowd boxes packed as ignore regions (data/data.h).\n"
+            "categories by id, iscrowd boxes packed as ignore regions of their category\n"
+            "(data/data.h).\n"
             "--json: JSON lines on stdout (progress, then done or error), for hone-worker.\n");
 }
 

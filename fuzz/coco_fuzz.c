@@ -29,7 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 const hone_data_box *b = &f->boxes[j];
                 if (!(b->x1 >= 0 && b->x1 < b->x2 && b->x2 <= m->width && b->y1 >= 0 &&
                       b->y1 < b->y2 && b->y2 <= m->height) ||
-                    b->cls < HONE_DATA_DONTCARE || b->cls >= f->ncats)
+                    b->cls < HONE_DATA_CROWD(f->ncats - 1) || b->cls == HONE_DATA_DONTCARE ||
+                    b->cls >= f->ncats)
                     __builtin_trap();
             }
             total += m->nbox;

@@ -319,6 +319,11 @@ static int load_folder(const hone_train_spec *spec, int test_only, FILE *log, da
         const char *name = hone_data_pack_class_name(pk, i);
         out->names[i] = hone_xstrdup(name ? name : "");
     }
+    const int64_t *cat = hone_data_pack_category_ids(pk);
+    if (cat) { /* a COCO set: model.json names its categories for --infer's COCO results */
+        out->category_ids = hone_xmalloc(sizeof(int64_t) * (size_t)in.classes);
+        memcpy(out->category_ids, cat, sizeof(int64_t) * (size_t)in.classes);
+    }
     if (test_only) { /* the test/ split, or else every image, in the pack's order */
         out->c = c;
         out->h = h;
@@ -408,4 +413,6 @@ void dataset_free(dataset *d)
         free(d->names[i]);
     free(d->names);
     d->names = NULL;
+    free(d->category_ids);
+    d->category_ids = NULL;
 }

@@ -44,6 +44,11 @@ typedef struct {
     hone_data_box *boxes;
     uint32_t *box_start;
     float *targets;
+    /* kitti only: crowd[j] the class of boxes[j] when it is a COCO crowd region (boxes[j].cls is
+     * then HONE_DATA_DONTCARE, so that training ignores it as any DontCare region), else -1;
+     * src_wh[2i], src_wh[2i + 1] image i's size before packing (COCO's areas are in it) */
+    int32_t *crowd;
+    int32_t *src_wh;
 } data_part;
 
 typedef struct {
@@ -52,6 +57,7 @@ typedef struct {
     int grid_h, grid_w;    /* kitti: h / detect.stride, w / detect.stride */
     float mean[3], std[3]; /* per channel, of pixel/255 over the training part */
     char **names;          /* [classes] class names of an image folder (owned); NULL for idx */
+    int64_t *category_ids; /* [classes] a COCO set's category ids (owned); NULL otherwise */
     data_part train, val, test;
 } dataset;
 

@@ -11,10 +11,15 @@ void detect_part_boxes(const hone_data_pack *pk, const uint32_t *rows, size_t fr
 {
     size_t total = 0, n = (size_t)p->n;
     p->box_start = hone_xmalloc(sizeof(uint32_t) * (n + 1));
+    p->src_wh = hone_xmalloc(sizeof(int32_t) * 2 * (n ? n : 1));
     for (size_t i = 0; i < n; i++) {
         size_t nb;
         hone_data_pack_boxes(pk, rows ? rows[i] : from + i, &nb);
         total += nb;
+        int w, h;
+        hone_data_pack_source_size(pk, rows ? rows[i] : from + i, &w, &h);
+        p->src_wh[2 * i] = w;
+        p->src_wh[2 * i + 1] = h;
     }
     p->boxes = hone_xmalloc(sizeof(hone_data_box) * (total ? total : 1));
     total = 0;
@@ -27,6 +32,15 @@ void detect_part_boxes(const hone_data_pack *pk, const uint32_t *rows, size_t fr
         total += nb;
     }
     p->box_start[n] = (uint32_t)total;
+    /* a crowd region of one class trains as a DontCare region; its class is kept for evaluation */
+    p->crowd = hone_xmalloc(sizeof(int32_t) * (total ? total : 1));
+    for (size_t j = 0; j < total; j++) {
+        p->crowd[j] = -1;
+        if (HONE_DATA_IS_CROWD(p->boxes[j].cls)) {
+            p->crowd[j] = HONE_DATA_CROWD_CLASS(p->boxes[j].cls);
+            p->boxes[j].cls = HONE_DATA_DONTCARE;
+        }
+    }
 }
 
 int detect_part_targets(const hone_train_spec *spec, int classes, int h, int w, data_part *p,
@@ -73,6 +87,10 @@ void detect_part_free(data_part *p)
     free(p->boxes);
     free(p->box_start);
     free(p->targets);
+    free(p->crowd);
+    free(p->src_wh);
+    p->crowd = NULL;
+    p->src_wh = NULL;
     p->boxes = NULL;
     p->box_start = NULL;
     p->targets = NULL;

@@ -194,6 +194,39 @@ int detect_train_boxes(const detect_train *dt, const float *pred, hone_det_cand 
     return hone_det_cluster(&co, dt->cand, nc, out, n);
 }
 
+/* Image img's ground truth (gts, packed pixels) and detections added to the COCO metrics in the
+ * image's own pixels, where COCO's small/medium/large cut-offs are (IoU is the same at any scale of
+ * an axis; areas are not): both scaled by the image's size over the packed w x h. A COCO crowd
+ * region keeps its class (a crowd region of that class only, as pycocotools); KITTI's DontCare
+ * stays a region of every class. Detections are clamped to the image first, as --infer writes
+ * them in coco_results.json, so these figures are pycocotools' on that file. gts and preds are
+ * changed in place. */
+static int coco_add(hone_det_coco *cm, const data_part *p, int img, int w, int h, hone_det_gt *gts,
+                    int ng, hone_det_cand *preds, int np)
+{
+    double sx = p->src_wh ? (double)p->src_wh[2 * img] / w : 1.0;
+    double sy = p->src_wh ? (double)p->src_wh[2 * img + 1] / h : 1.0;
+    for (int q = 0; q < ng; q++) {
+        hone_det_box *b = &gts[q].box;
+        *b = (hone_det_box){(float)(b->x1 * sx), (float)(b->y1 * sy), (float)(b->x2 * sx),
+                            (float)(b->y2 * sy)};
+        int32_t crowd = p->crowd ? p->crowd[p->box_start[img] + (uint32_t)q] : -1;
+        if (crowd >= 0)
+            gts[q] = (hone_det_gt){*b, crowd, HONE_DET_GT_CROWD};
+    }
+    int kept = 0; /* clamped to the image, as --infer writes them; one wholly outside dropped */
+    for (int q = 0; q < np; q++) {
+        hone_det_box *b = &preds[q].box;
+        double x1 = fmin(fmax(b->x1, 0), w) * sx, y1 = fmin(fmax(b->y1, 0), h) * sy;
+        double x2 = fmin(fmax(b->x2, 0), w) * sx, y2 = fmin(fmax(b->y2, 0), h) * sy;
+        if (!(x2 > x1 && y2 > y1))
+            continue;
+        preds[kept] = preds[q];
+        preds[kept++].box = (hone_det_box){(float)x1, (float)y1, (float)x2, (float)y2};
+    }
+    return hone_det_coco_add_image(cm, gts, ng, preds, kept);
+}
+
 int detect_train_evaluate(detect_train *dt, const data_part *p, const uint8_t *x_dev,
                           const float *norm, float *xb, double *loss, double *map, double *ap,
                           int *n_gt, hone_det_coco_stats *coco)
@@ -245,7 +278,7 @@ int detect_train_evaluate(detect_train *dt, const data_part *p, const uint8_t *x
             if (rc == 0)
                 rc = hone_det_map_add_image(m, dt->gts, (int)nb, dt->kept, nk);
             if (rc == 0 && cm)
-                rc = hone_det_coco_add_image(cm, dt->gts, (int)nb, dt->kept, nk);
+                rc = coco_add(cm, p, img, d->w, d->h, dt->gts, (int)nb, dt->kept, nk);
         }
     }
     float sum = 0;

@@ -117,6 +117,12 @@ static int model_info_write(const hone_trainer *t, const char *dir, char *err, s
     json_t *j =
         json_pack("{s:i, s:i, s:i, s:i, s:o, s:o, s:o}", "channels", d->c, "height", d->h, "width",
                   d->w, "classes", d->classes, "mean", mean, "std", std, "class_names", names);
+    if (j && d->category_ids) { /* a COCO set's: --infer's coco_results.json names them */
+        json_t *ids = json_array();
+        for (int i = 0; i < d->classes; i++)
+            json_array_append_new(ids, json_integer((json_int_t)d->category_ids[i]));
+        json_object_set_new(j, "coco_category_ids", ids);
+    }
     char path[1100], tmp[1110];
     snprintf(path, sizeof(path), "%s/model.json", dir);
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);

@@ -50,7 +50,7 @@ static void test_parse_good(void)
     CHECK(b[0].cls == 0 && b[0].x1 == 0 && b[0].x2 == 20.0f && b[0].y2 == 10); /* clamped */
     b = f->boxes + f->images[1].box0;
     CHECK(b[0].cls == 1 && b[0].x1 == 1 && b[0].y1 == 2 && b[0].x2 == 4.5f && b[0].y2 == 6);
-    CHECK(b[1].cls == HONE_DATA_DONTCARE && b[1].x1 == 10 && b[1].x2 == 15);
+    CHECK(b[1].cls == HONE_DATA_CROWD(0) && b[1].x1 == 10 && b[1].x2 == 15); /* a person crowd */
     CHECK(f->ann_ids[f->images[1].box0 + 1] == 5 && f->crowd == 1 && f->nboxes == 3);
     hone_data_coco_file_free(f);
 }
@@ -246,7 +246,8 @@ static void test_folder_flat(void)
     const char *p = hone_data_kitti_image(k, 0, &sp, &w, &h, &b, &nb);
     CHECK(p && strstr(p, "images/a.png") && w == 40 && h == 20 && nb == 1 && b[0].cls == 1);
     CHECK(b[0].x1 == 4 && b[0].y1 == 2 && b[0].x2 == 14 && b[0].y2 == 12);
-    /* packed at 20x10: boxes halved, the crowd region kept as an ignore region */
+    /* packed at 20x10: boxes halved, the crowd region kept as an ignore region of its class
+     * (apple), each image's own size kept for COCO's areas */
     char pack[300];
     snprintf(pack, sizeof pack, "%s/flat.pack", base);
     hone_data_pack_opts o = {.width = 20, .height = 10, .channels = 3, .threads = 1};
@@ -257,7 +258,14 @@ static void test_folder_flat(void)
     b = hone_data_pack_boxes(pk, 0, &nb);
     CHECK(nb == 1 && b[0].cls == 1 && b[0].x1 == 2 && b[0].x2 == 7 && b[0].y2 == 6);
     b = hone_data_pack_boxes(pk, 1, &nb);
-    CHECK(nb == 1 && b[0].cls == HONE_DATA_DONTCARE && b[0].x2 == 20);
+    CHECK(nb == 1 && b[0].cls == HONE_DATA_CROWD(0) && b[0].x2 == 20);
+    hone_data_pack_info in;
+    hone_data_pack_get_info(pk, &in);
+    CHECK(in.has_boxes && in.has_sizes);
+    hone_data_pack_source_size(pk, 1, &w, &h);
+    CHECK(w == 40 && h == 20);
+    const int64_t *ids = hone_data_pack_category_ids(pk); /* class i's COCO id */
+    CHECK(in.has_category_ids && ids && ids[0] == 2 && ids[1] == 5);
     CHECK(!strcmp(hone_data_pack_class_name(pk, 1), "zebra"));
     hone_data_pack_free(pk);
     unlink(pack);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <spng.h>
+#include <zlib.h>
 
 #include "check.h"
 #include "data.h"
@@ -290,6 +291,41 @@ static void flip_byte(const char *path, long off)
     fclose(f);
 }
 
+/* path (a version 3 pack with boxes) rewritten as the version 2 file an older hone-pack wrote: no
+ * source sizes section, version 2, offset 112 zero, the sizes and both checksums redone. */
+static void downgrade_to_v2(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    REQUIRE(f);
+    uint8_t *b = malloc(1 << 20);
+    size_t n = fread(b, 1, 1 << 20, f);
+    fclose(f);
+    uint32_t hb, v = 2;
+    uint64_t size_off, zero = 0;
+    memcpy(&hb, b + 12, 4);
+    memcpy(&size_off, b + 112, 8);
+    REQUIRE(b[8] == 3 && size_off > hb && size_off < n);
+    /* a v2 file ends with the last box record: the padding before size_off goes too */
+    uint64_t box_off, boxes, count;
+    memcpy(&box_off, b + 96, 8);
+    memcpy(&boxes, b + 104, 8);
+    memcpy(&count, b + 16, 8);
+    n = (size_t)(box_off + 8 * (count + 1) + 20 * boxes);
+    memcpy(b + 8, &v, 4);
+    memcpy(b + 112, &zero, 8);
+    uint64_t payload = n - hb;
+    memcpy(b + 80, &payload, 8);
+    uint32_t pcrc = (uint32_t)crc32(crc32(0, NULL, 0), b + hb, (uInt)payload), z = 0;
+    memcpy(b + 88, &pcrc, 4);
+    memcpy(b + 92, &z, 4);
+    uint32_t hcrc = (uint32_t)crc32(crc32(0, NULL, 0), b, hb);
+    memcpy(b + 92, &hcrc, 4);
+    f = fopen(path, "wb");
+    REQUIRE(f && fwrite(b, 1, n, f) == n);
+    fclose(f);
+    free(b);
+}
+
 static void test_pack(void)
 {
     char root[512], out[600], err[1024] = "";
@@ -329,9 +365,28 @@ static void test_pack(void)
     const hone_data_box *b1 = hone_data_pack_boxes(p, 1, &nb);
     CHECK(nb == 2 && b1[0].cls == HONE_DATA_DONTCARE && b1[1].x2 == 16.0f && b1[1].y2 == 12.0f);
     CHECK(hone_data_pack_boxes(p, 2, &nb) == NULL && nb == 0);
+    /* version 3: each image's own size, for areas in its own pixels (COCO's sizes) */
+    int sw, sh;
+    CHECK(in.has_sizes);
+    hone_data_pack_source_size(p, 0, &sw, &sh);
+    CHECK(sw == 20 && sh == 10);
+    hone_data_pack_source_size(p, 1, &sw, &sh);
+    CHECK(sw == 40 && sh == 30);
     hone_data_pack_free(p);
+    /* a version 2 file (an older hone-pack's) still reads: the same boxes, the packed size as
+     * every image's own */
+    downgrade_to_v2(out);
+    REQUIRE(hone_data_pack_open(out, 0, &p, err, sizeof err) == HONE_OK);
+    hone_data_pack_get_info(p, &in);
+    CHECK(in.has_boxes && !in.has_sizes && in.boxes == 4);
+    b1 = hone_data_pack_boxes(p, 1, &nb);
+    CHECK(nb == 2 && b1[0].cls == HONE_DATA_DONTCARE && b1[1].x2 == 16.0f);
+    hone_data_pack_source_size(p, 1, &sw, &sh);
+    CHECK(sw == 16 && sh == 12);
+    hone_data_pack_free(p);
+    REQUIRE(hone_data_kitti_pack(k, out, &o, err, sizeof err) == HONE_OK);
     hone_data_kitti_free(k);
-    /* a flipped byte in the last box record: the payload checksum refuses the file */
+    /* a flipped byte in the last source size: the payload checksum refuses the file */
     struct stat st;
     REQUIRE(stat(out, &st) == 0);
     flip_byte(out, (long)st.st_size - 3);

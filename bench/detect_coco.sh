@@ -39,7 +39,7 @@ t0=$(date +%s.%N)
   --set "train.epochs=$epochs" --set "model.input_size=$size" "${sets[@]}" --device "$dev" \
   --out "$out/run" >"$out/run.log"
 t1=$(date +%s.%N)
-echo "set: $set_dir ($(ls "$set_dir/train/images" | wc -l) train, $(ls "$set_dir/val/images" | wc -l) val images), $epochs epochs at $size px on $dev: $(echo "$t1 - $t0" | bc) s"
+echo "set: $set_dir ($(ls "$set_dir/train/images" | wc -l) train, $(ls "$set_dir/val/images" | wc -l) val images), $epochs epochs at $size px on $dev: $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s"
 grep '"event":"done"' "$out/run.log"
 "$build/train/hone-train" --evaluate "$out/run" --device "$dev" | tail -1 |
   "$py" -c 'import json,sys; r=json.loads(sys.stdin.read()); print(json.dumps({k: r[k] for k in r if k.startswith("coco_") or k in ("map", "images")}))'

@@ -228,9 +228,15 @@ int ctl_joblog_finished(hone_controller *c, const json_t *before, const char *lo
         snprintf(cause, sizeof cause, "the worker reported a failure without a message");
     if ((rc = store_job_set_error(c->db, id, cause, NULL)))
         goto done;
+    /* the cause the attempt before failed of: the job's own, not tried again (kinds/train.c) */
+    const char *prev = jstr(before, "error");
+    int again = failed && jint(before, "attempts") >= 1 &&
+                jint(row, "attempts") < c->cfg.max_attempts && prev && strcmp(prev, cause) == 0;
     if (failed)
-        rc = ctl_joblog(c, id, "failed after %lld attempt%s: %s", (long long)jint(row, "attempts"),
-                        jint(row, "attempts") == 1 ? "" : "s", cause);
+        rc =
+            ctl_joblog(c, id, "failed after %lld attempt%s: %s%s", (long long)jint(row, "attempts"),
+                       jint(row, "attempts") == 1 ? "" : "s", cause,
+                       again ? " (the same cause as the attempt before: not tried again)" : "");
     else
         rc = ctl_joblog(c, id, "attempt %lld failed: %s; queued again (at most %d attempts)",
                         (long long)jint(row, "attempts"), cause, c->cfg.max_attempts);

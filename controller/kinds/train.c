@@ -12,6 +12,7 @@
 #include "ctl_spec.h"
 #include "finetune.h"
 #include "job_rows.h"
+#include "joblog.h"
 #include "kind.h"
 #include "store.h"
 #include "train.h"
@@ -277,6 +278,18 @@ static json_t *lease_reply(hone_controller *c, const json_t *job, const json_t *
     return j;
 }
 
+/* 1 when this failure has the cause the job's last attempt failed of (the row's error holds it
+ * after a retry): the job's own (its spec, its data), not the machine's, so not retried again. */
+static int same_cause_again(const json_t *job, const char *log_tail)
+{
+    const char *prev = jstr(job, "error");
+    char cause[1024];
+    if (jint(job, "attempts") < 1 || !prev || !log_tail)
+        return 0;
+    ctl_failure_cause(log_tail, cause, sizeof cause);
+    return cause[0] && strcmp(cause, prev) == 0;
+}
+
 int ctl_train_finish(hone_controller *c, const json_t *job, const char *status,
                      const char *log_tail, const json_t *final)
 {
@@ -298,7 +311,8 @@ int ctl_train_finish(hone_controller *c, const json_t *job, const char *status,
     char *rs = jdump(res);
     json_decref(res);
     int rc;
-    if (!strcmp(st, "failed") && jint(job, "attempts") + 1 < c->cfg.max_attempts) {
+    if (!strcmp(st, "failed") && jint(job, "attempts") + 1 < c->cfg.max_attempts &&
+        !same_cause_again(job, log_tail)) {
         /* Retry: back to the queue, resuming from its last checkpoint; the failed lease ends
          * (so that no late word from its worker re-attaches the job to it). */
         rc = store_job_retry(c->db, id, now, log_tail, rs);

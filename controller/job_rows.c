@@ -1,7 +1,9 @@
 /* Job rows (job_rows.h): the row by id, its artifact folder, the dataset it reads. Used by the
  * lifecycle and by the kinds alike; calls nothing above the store. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ctl.h"
 #include "job_rows.h"
@@ -19,6 +21,26 @@ char *ctl_job_dir(hone_controller *c, const char *job_id)
     char *p = hone_xmalloc(n);
     snprintf(p, n, "%s/%s", c->artifacts_dir, job_id);
     return p;
+}
+
+char *ctl_job_model_dir(hone_controller *c, const char *job_id, int search)
+{
+    char *jd = ctl_job_dir(c, job_id);
+    if (!search)
+        return jd;
+    size_t n = strlen(jd) + sizeof "/best_model";
+    char *p = hone_xmalloc(n);
+    snprintf(p, n, "%s/best_model", jd);
+    free(jd);
+    return p;
+}
+
+int ctl_dir_has_file(const char *dir, const char *name)
+{
+    char p[4400];
+    struct stat st;
+    return snprintf(p, sizeof p, "%s/%s", dir, name) < (int)sizeof p && stat(p, &st) == 0 &&
+           S_ISREG(st.st_mode);
 }
 
 json_t *ctl_job_dataset_id(hone_controller *c, const json_t *job)

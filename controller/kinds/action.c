@@ -15,14 +15,6 @@
 #include "store.h"
 #include "util.h"
 
-static int has_file(const char *dir, const char *name)
-{
-    char p[4400];
-    struct stat st;
-    return snprintf(p, sizeof p, "%s/%s", dir, name) < (int)sizeof p && stat(p, &st) == 0 &&
-           S_ISREG(st.st_mode);
-}
-
 /* The folder holding the parent's model.bin, model.json and spec.yaml (caller frees), or NULL with
  * *http, field and msg saying why. */
 static char *model_dir(hone_controller *c, const json_t *exp, const char *pid, const char *owner,
@@ -53,26 +45,19 @@ static char *model_dir(hone_controller *c, const json_t *exp, const char *pid, c
                  act[0] == 'a' || act[0] == 'e' || act[0] == 'i' ? "n" : "", act);
         goto fail;
     }
-    char *jd = ctl_job_dir(c, pid);
-    if (pk == HONE_KIND_AUTOML) { /* TAO's best_model: the best trial's files */
-        size_t n = strlen(jd) + 16;
-        dir = hone_xmalloc(n);
-        snprintf(dir, n, "%s/best_model", jd);
-        free(jd);
-    } else {
-        dir = jd;
-    }
+    dir =
+        ctl_job_model_dir(c, pid, pk == HONE_KIND_AUTOML); /* TAO's best_model: the best trial's */
     *http = 409;
     if (pk == HONE_KIND_TRAIN && strcmp(st, "done")) {
         snprintf(msg, msglen, "job %s is %s: it has no model until it is done", pid, st);
         goto fail;
     }
-    if (!has_file(dir, "model.bin") || !has_file(dir, "spec.yaml")) {
+    if (!ctl_dir_has_file(dir, "model.bin") || !ctl_dir_has_file(dir, "spec.yaml")) {
         snprintf(msg, msglen, "job %s has no model yet (%s is %s)", pid,
                  pk == HONE_KIND_AUTOML ? "its best_model/" : "its model.bin", st);
         goto fail;
     }
-    if (!has_file(dir, "model.json")) {
+    if (!ctl_dir_has_file(dir, "model.json")) {
         snprintf(msg, msglen,
                  "job %s's model has no model.json (trained by an older hone-train): train it "
                  "again",

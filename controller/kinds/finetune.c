@@ -22,14 +22,6 @@
 #include "util.h"
 #include "wire.h"
 
-static int has_file(const char *dir, const char *name)
-{
-    char p[4400];
-    struct stat st;
-    return snprintf(p, sizeof p, "%s/%s", dir, name) < (int)sizeof p && stat(p, &st) == 0 &&
-           S_ISREG(st.st_mode);
-}
-
 /* Whether a model of network `from` can start a network `to`. */
 static int networks_fit(const char *from, const char *to)
 {
@@ -174,17 +166,9 @@ int ctl_finetune_check(hone_controller *c, const json_t *exp, const json_t *job_
                  st, later ? "; wait until it is done" : "");
         goto fail;
     }
-    char *jd = ctl_job_dir(c, pid);
-    if (pk == HONE_KIND_AUTOML) {
-        size_t n = strlen(jd) + 16;
-        dir = hone_xmalloc(n);
-        snprintf(dir, n, "%s/best_model", jd);
-        free(jd);
-    } else {
-        dir = jd;
-    }
-    if (!has_file(dir, "model.bin") || !has_file(dir, "model.json") ||
-        !has_file(dir, "spec.yaml")) {
+    dir = ctl_job_model_dir(c, pid, pk == HONE_KIND_AUTOML);
+    if (!ctl_dir_has_file(dir, "model.bin") || !ctl_dir_has_file(dir, "model.json") ||
+        !ctl_dir_has_file(dir, "spec.yaml")) {
         snprintf(msg, msglen,
                  "job %s has no model on record (%s lacks model.bin, model.json or "
                  "spec.yaml)",
@@ -241,13 +225,9 @@ json_t *ctl_finetune_lease(hone_controller *c, const json_t *job)
     hone_kind pk = HONE_KIND_COUNT;
     hone_kind_parse(jstr(from, "action"), &pk);
     int search = pk == HONE_KIND_AUTOML;
-    char *jd = ctl_job_dir(c, pid);
-    size_t n = strlen(jd) + 16;
-    char *dir = hone_xmalloc(n);
-    snprintf(dir, n, "%s%s", jd, search ? "/best_model" : "");
+    char *dir = ctl_job_model_dir(c, pid, search);
     j = json_pack("{s:s,s:s,s:s}", "job_id", pid, "subdir", search ? "best_model" : "", "dir", dir);
     free(dir);
-    free(jd);
 done:
     json_decref(parent);
     json_decref(from);

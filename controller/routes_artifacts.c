@@ -194,6 +194,32 @@ static int download_ok(void *ud)
     return !d->token[0] || ctl_auth_token_check(d->c, d->token, &why) != HONE_EPERM;
 }
 
+/* 1, with the 503 answered, when owner's downloads under way fill limits.downloads_per_user. */
+static int downloads_full(hone_controller *c, hone_http_res *res, const char *owner)
+{
+    if (!owner || downloads_of(c, owner) < c->cfg.downloads_per_user)
+        return 0;
+    hone_http_res_header(res, "Retry-After", "2");
+    hone_http_res_error(res, 503, "limits.downloads_per_user",
+                        "%d downloads of yours are under way (limits.downloads_per_user): "
+                        "retry when one is done",
+                        downloads_of(c, owner));
+    return 1;
+}
+
+/* One more download of owner's under way (NULL for none: an admin's, a worker's, a HEAD); its
+ * end (download_end) counts it off. */
+static dl_count *download_begin(hone_controller *c, const char *owner)
+{
+    if (!owner)
+        return NULL;
+    dl_count *d = hone_xcalloc(1, sizeof *d);
+    d->c = c;
+    snprintf(d->owner, sizeof d->owner, "%s", owner);
+    downloads_add(c, owner, 1);
+    return d;
+}
+
 /* The file answer is over (whole, or its client left): the user's count drops. */
 static void download_end(void *ud, int complete)
 {
@@ -217,21 +243,9 @@ static void model_list_start(hone_controller *c, hone_http_req *req, hone_http_r
     json_t *row = NULL;
     char ob[64];
     const char *owner = ctl_auth_owner(c, req, ob);
-    if (owner && downloads_of(c, owner) >= c->cfg.downloads_per_user) {
-        hone_http_res_header(res, "Retry-After", "2");
-        hone_http_res_error(res, 503, "limits.downloads_per_user",
-                            "%d downloads of yours are under way (limits.downloads_per_user): "
-                            "retry when one is done",
-                            downloads_of(c, owner));
+    if (downloads_full(c, res, owner))
         return;
-    }
-    dl_count *d = NULL;
-    if (owner) {
-        d = hone_xcalloc(1, sizeof *d);
-        d->c = c;
-        snprintf(d->owner, sizeof d->owner, "%s", owner);
-        downloads_add(c, owner, 1);
-    }
+    dl_count *d = download_begin(c, owner);
     int search = ctl_job_row(c, id, &row) == HONE_OK && ctl_kind_of(row)->has_trials;
     json_decref(row);
     ctl_model_files_list(c, res, dir, search ? "best_model" : "", d ? model_list_end : NULL, d);
@@ -252,14 +266,8 @@ static void a_get(hone_http_req *req, hone_http_res *res, void *ud)
     /* a HEAD reads nothing: not counted */
     const char *owner =
         strcmp(hone_http_req_method(req), "HEAD") ? ctl_auth_owner(c, req, ob) : NULL;
-    if (owner && downloads_of(c, owner) >= c->cfg.downloads_per_user) {
-        hone_http_res_header(res, "Retry-After", "2");
-        hone_http_res_error(res, 503, "limits.downloads_per_user",
-                            "%d downloads of yours are under way (limits.downloads_per_user): "
-                            "retry when one is done",
-                            downloads_of(c, owner));
+    if (downloads_full(c, res, owner))
         return;
-    }
     char *dir = ctl_job_dir(c, id), rel[512];
     snprintf(rel, sizeof rel, "%s%s%s", sub ? sub : "", sub ? "/" : "", name);
     /* opened beneath the job's folder, no link followed (a folder of it replaced by a link on a
@@ -279,15 +287,9 @@ static void a_get(hone_http_req *req, hone_http_res *res, void *ud)
                             name);
         return;
     }
-    dl_count *d = NULL;
-    if (owner) {
-        d = hone_xcalloc(1, sizeof *d);
-        d->c = c;
-        snprintf(d->owner, sizeof d->owner, "%s", owner);
-        downloads_add(c, owner, 1);
-        if (ctl_auth_token_hash(req, d->token))
-            hone_http_res_file_guard(res, download_ok);
-    }
+    dl_count *d = download_begin(c, owner);
+    if (d && ctl_auth_token_hash(req, d->token))
+        hone_http_res_file_guard(res, download_ok);
     /* the fd is the answer's now: read in chunks on the thread pool, closed when it is over */
     hone_http_res_download(res, "application/octet-stream", fd, (uint64_t)st.st_size,
                            d ? download_end : NULL, d);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ctl_spec.h"
+#include "data.h"
 #include "util.h"
 
 /* Corners checked at most; a space sweeping more size-relevant keys than this covers is checked
@@ -47,10 +48,13 @@ void ctl_spec_data(const json_t *dataset_row, hone_spec_data *d)
     long long nv = 0;
     if (fmt && (!strcmp(fmt, "image_folder") || hone_spec_format_detect(fmt)) &&
         d->train_images >= 0 && d->test_images >= 0) {
-        long long carve = d->test_images ? 0 : d->train_images / 10;
-        d->train_images -= carve;
-        if (!d->test_images)
-            d->test_images = carve;
+        /* data/'s one rule; a dataset checked before it stored train/ whole and test 0 */
+        uint64_t split[HONE_DATA_NSPLITS] = {(uint64_t)d->train_images, 0,
+                                             (uint64_t)d->test_images},
+                 used[HONE_DATA_NSPLITS];
+        hone_data_split_used(split, used);
+        d->train_images = (long long)used[HONE_DATA_TRAIN];
+        d->test_images = (long long)used[HONE_DATA_TEST];
         if (int_in(json_object_get(st, "val_images"), 0, LLONG_MAX, &nv))
             d->train_images += nv;
     }

@@ -102,6 +102,10 @@ void cli_print_table(const char *const *headers, int ncols, char ***rows, int nr
 /* Prints one row per object of arr, column j from the dotted key keys[j]. */
 void cli_print_list(const json_t *arr, const char *const *headers, const char *const *keys,
                     int ncols);
+/* GET path and every later page (limit/offset, following next_offset): the first page's object
+ * with each later page's `member` (NULL: every array or object member) appended or merged in;
+ * NULL after printing why. */
+json_t *cli_get_all(cli_ctx *c, const char *path, const char *member);
 /* GETs path and prints the answer: as JSON with --json, else the array under `member` as a
  * table (see cli_print_list). Returns 0, or 1 after printing the server's error. */
 int cli_get_list(cli_ctx *c, const char *path, const char *member, const char *const *headers,

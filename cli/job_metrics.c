@@ -18,37 +18,9 @@ static void show_path(const char *id, const char *suffix, char *buf, size_t len)
  * printing why. */
 static json_t *metrics_get(cli_ctx *c, const char *id)
 {
-    json_t *all = NULL;
-    long long offset = 0;
-    char base[512], path[600];
-
-    show_path(id, "/metrics", base, sizeof(base));
-    for (;;) {
-        hone_rest_resp resp;
-        snprintf(path, sizeof(path), "%s?offset=%lld", base, offset);
-        if (cli_call(c, "GET", path, NULL, &resp) != 0) {
-            json_decref(all);
-            return NULL;
-        }
-        if (!all) {
-            all = json_incref(resp.json);
-        } else if (json_is_object(json_object_get(all, "trials"))) {
-            json_object_update(json_object_get(all, "trials"),
-                               json_object_get(resp.json, "trials"));
-        } else {
-            json_array_extend(json_object_get(all, "metrics"),
-                              json_object_get(resp.json, "metrics"));
-        }
-        const json_t *next = json_object_get(resp.json, "next_offset");
-        long long n = json_is_integer(next) ? (long long)json_integer_value(next) : 0;
-        hone_rest_resp_clear(&resp);
-        if (n <= offset)
-            break;
-        offset = n;
-    }
-    if (json_object_get(all, "next_offset"))
-        json_object_set_new(all, "next_offset", json_null());
-    return all;
+    char path[512];
+    show_path(id, "/metrics", path, sizeof(path));
+    return cli_get_all(c, path, NULL); /* "metrics" appended, or "trials" merged */
 }
 
 static int str_cmp(const void *a, const void *b)

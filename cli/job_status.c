@@ -17,27 +17,14 @@ static void show_path(const char *id, const char *suffix, char *buf, size_t len)
 /* Every trial of an AutoML job (all pages), as the list answers them. NULL after printing why. */
 static json_t *job_trials_get(cli_ctx *c, const char *parent)
 {
-    json_t *all = json_array();
-    long long offset = 0;
     char path[600], *e = hone_rest_escape(parent);
-
-    for (;;) {
-        hone_rest_resp resp;
-        snprintf(path, sizeof(path), "/api/v1/jobs?parent=%s&limit=1000&offset=%lld", e, offset);
-        if (cli_call(c, "GET", path, NULL, &resp) != 0) {
-            json_decref(all);
-            all = NULL;
-            break;
-        }
-        json_array_extend(all, json_object_get(resp.json, "jobs"));
-        const json_t *next = json_object_get(resp.json, "next_offset");
-        long long n = json_is_integer(next) ? (long long)json_integer_value(next) : 0;
-        hone_rest_resp_clear(&resp);
-        if (n <= offset)
-            break;
-        offset = n;
-    }
+    snprintf(path, sizeof(path), "/api/v1/jobs?parent=%s&limit=1000", e);
     free(e);
+    json_t *page = cli_get_all(c, path, "jobs");
+    json_t *jobs = json_object_get(page, "jobs"), *all = NULL;
+    if (page)
+        all = json_is_array(jobs) ? json_incref(jobs) : json_array();
+    json_decref(page);
     return all;
 }
 

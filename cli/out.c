@@ -192,28 +192,40 @@ void cli_print_list(const json_t *arr, const char *const *headers, const char *c
     free(rows);
 }
 
-int cli_get_list(cli_ctx *c, const char *path, const char *member, const char *const *headers,
-                 const char *const *keys, int ncols)
+json_t *cli_get_all(cli_ctx *c, const char *path, const char *member)
 {
     hone_rest_resp resp;
-    json_t *all = NULL; /* the first page, with every page's rows in `member` */
+    json_t *all = NULL; /* the first page, with every later page's rows merged in */
     json_int_t offset = 0;
     size_t plen = strlen(path) + 32;
     char *page = hone_xmalloc(plen);
-    int rc = 1;
 
     /* lists are paged (limit/offset): follow next_offset until the last page */
     for (;;) {
         snprintf(page, plen, "%s%s", path, offset ? (strchr(path, '?') ? "&" : "?") : "");
         if (offset)
             snprintf(page + strlen(page), plen - strlen(page), "offset=%lld", (long long)offset);
-        if (cli_call(c, "GET", page, NULL, &resp) != 0)
-            goto fail;
+        if (cli_call(c, "GET", page, NULL, &resp) != 0) {
+            json_decref(all);
+            all = NULL;
+            break;
+        }
         const json_t *next = json_object_get(resp.json, "next_offset");
         if (!all) {
             all = json_incref(resp.json);
         } else {
-            json_array_extend(json_object_get(all, member), json_object_get(resp.json, member));
+            const char *key;
+            json_t *v;
+            json_object_foreach(resp.json, key, v)
+            {
+                json_t *to = json_object_get(all, key);
+                if (member && strcmp(key, member))
+                    continue;
+                if (json_is_array(to) && json_is_array(v))
+                    json_array_extend(to, v);
+                else if (json_is_object(to) && json_is_object(v))
+                    json_object_update(to, v);
+            }
         }
         json_int_t n = json_is_integer(next) ? json_integer_value(next) : 0;
         hone_rest_resp_clear(&resp);
@@ -221,17 +233,24 @@ int cli_get_list(cli_ctx *c, const char *path, const char *member, const char *c
             break;
         offset = n;
     }
-    if (json_object_get(all, "next_offset"))
+    if (all && json_object_get(all, "next_offset"))
         json_object_set_new(all, "next_offset", json_null());
+    free(page);
+    return all;
+}
+
+int cli_get_list(cli_ctx *c, const char *path, const char *member, const char *const *headers,
+                 const char *const *keys, int ncols)
+{
+    json_t *all = cli_get_all(c, path, member);
+    if (!all)
+        return 1;
     if (c->json)
         cli_print_json(all);
     else
         cli_print_list(json_object_get(all, member), headers, keys, ncols);
-    rc = 0;
-fail:
     json_decref(all);
-    free(page);
-    return rc;
+    return 0;
 }
 
 int cli_get_show(cli_ctx *c, const char *path)

@@ -8,7 +8,8 @@
 
 #include "search_internal.h"
 
-const char *const hone_algo_names[] = {"bayesian", "hyperband", "asha", "bohb", "random", NULL};
+const char *const hone_algo_names[] = {"bayesian", "hyperband",    "asha", "bohb",
+                                       "random",   "hyperband_es", NULL};
 
 int hone_algo_parse(const char *name, hone_algo *out)
 {
@@ -19,7 +20,7 @@ int hone_algo_parse(const char *name, hone_algo *out)
         {"random", HONE_ALGO_RANDOM}, {"bayesian", HONE_ALGO_BAYESIAN},
         {"b", HONE_ALGO_BAYESIAN},    {"hyperband", HONE_ALGO_HYPERBAND},
         {"h", HONE_ALGO_HYPERBAND},   {"asha", HONE_ALGO_ASHA},
-        {"bohb", HONE_ALGO_BOHB},
+        {"bohb", HONE_ALGO_BOHB},     {"hyperband_es", HONE_ALGO_HYPERBAND_ES},
     };
     if (!name || !out)
         return HONE_EINVAL;
@@ -45,6 +46,8 @@ const char *hone_algo_name(hone_algo a)
         return "asha";
     case HONE_ALGO_BOHB:
         return "bohb";
+    case HONE_ALGO_HYPERBAND_ES:
+        return "hyperband_es";
     }
     return "unknown";
 }
@@ -62,11 +65,12 @@ void hone_search_opts_default(hone_search_opts *o)
     o->epoch_multiplier = 1;
     o->max_parallel = 1;
     o->hb_iterations = 1;
+    o->curve_confidence = 0.95;
 }
 
-static int is_multifidelity(hone_algo a)
+int hone_algo_multifidelity(hone_algo a)
 {
-    return a == HONE_ALGO_HYPERBAND || a == HONE_ALGO_ASHA || a == HONE_ALGO_BOHB;
+    return sr_is_hb(a) || a == HONE_ALGO_ASHA;
 }
 
 /* Limits keep per-trial arrays (one slot per epoch) and bracket tables small. */
@@ -75,6 +79,9 @@ enum { SR_MAX_EPOCHS = 100000, SR_MAX_TRIALS = 1000000 };
 static int opts_check(const hone_search_opts *o)
 {
     if (o->max_parallel < 1)
+        return HONE_EINVAL;
+    if ((o->curve_stop || o->algo == HONE_ALGO_HYPERBAND_ES) &&
+        !(o->curve_confidence >= 0.5 && o->curve_confidence < 1))
         return HONE_EINVAL;
     switch (o->algo) {
     case HONE_ALGO_RANDOM:
@@ -85,6 +92,7 @@ static int opts_check(const hone_search_opts *o)
             return HONE_ERANGE;
         return HONE_OK;
     case HONE_ALGO_HYPERBAND:
+    case HONE_ALGO_HYPERBAND_ES:
     case HONE_ALGO_BOHB:
     case HONE_ALGO_ASHA:
         if (o->R < 1 || o->eta < 2 || o->epoch_multiplier < 1)
@@ -120,7 +128,8 @@ int hone_search_new(const hone_space *space, const hone_search_opts *o, hone_sea
     s->bo_max_obs = 100;
     s->nrungs = 1;
     s->cap = o->max_epochs;
-    if (is_multifidelity(o->algo)) {
+    s->top[0] = s->top[1] = -1;
+    if (hone_algo_multifidelity(o->algo)) {
         int iters = o->algo == HONE_ALGO_ASHA ? 1 : o->hb_iterations;
         rc = hb_build(&s->hb, o->R, o->eta, o->epoch_multiplier, iters);
         if (rc)
@@ -175,6 +184,7 @@ sr_trial *sr_trial_add(hone_search *s, const double *values)
     t->id = s->nt++;
     t->bracket = -1;
     t->reached = -1;
+    t->bestg = -INFINITY;
     t->values = hone_xmalloc((size_t)(s->np > 0 ? s->np : 1) * sizeof(double));
     if (s->np > 0)
         memcpy(t->values, values, (size_t)s->np * sizeof(double));
@@ -238,6 +248,8 @@ int sr_collect(const hone_search *s, int epoch, double **X, double **y)
             if (t->state != SR_DONE && t->state != SR_FAILED)
                 continue;
             g = trial_best(s, t, NULL);
+            if (t->curve && t->curve_pred > g)
+                g = t->curve_pred; /* stopped by its curve: the model learns its forecast */
         }
         if (seen++ < first)
             continue;
@@ -283,6 +295,7 @@ static void plan(const hone_search *s, sr_plan *p)
     p->bracket = -1;
     switch (s->o.algo) {
     case HONE_ALGO_HYPERBAND:
+    case HONE_ALGO_HYPERBAND_ES:
     case HONE_ALGO_BOHB:
         hb_plan(s, p);
         break;
@@ -300,7 +313,7 @@ static int is_start_trial(const hone_search *s, const sr_plan *p)
 {
     if (!s->o.start_default)
         return 0;
-    if (s->o.algo == HONE_ALGO_HYPERBAND || s->o.algo == HONE_ALGO_BOHB)
+    if (sr_is_hb(s->o.algo))
         return p->bracket == s->hb.nb - 1 && s->hb.created[p->bracket] == 0;
     return p->trial == 0;
 }
@@ -342,7 +355,7 @@ static void commit_new(hone_search *s, const sr_plan *p, const double *values)
     t->target = p->epochs;
     t->rung = 0;
     s->running++;
-    if (s->o.algo == HONE_ALGO_HYPERBAND || s->o.algo == HONE_ALGO_BOHB)
+    if (sr_is_hb(s->o.algo))
         hb_commit_new(s, t, p);
 }
 
@@ -398,6 +411,7 @@ static hone_decision boundary(hone_search *s, sr_trial *t, double metric)
     }
     switch (s->o.algo) {
     case HONE_ALGO_HYPERBAND:
+    case HONE_ALGO_HYPERBAND_ES:
     case HONE_ALGO_BOHB:
         return hb_boundary(s, t);
     case HONE_ALGO_ASHA:
@@ -406,6 +420,19 @@ static hone_decision boundary(hone_search *s, sr_trial *t, double metric)
         t->state = SR_DONE;
         return HONE_DECIDE_STOP;
     }
+}
+
+/* The learning-curve rule stopped a running trial short of its target: it is finished, stopped
+ * early, and its bracket's rung goes on without it (as for a trial that ended on its own). */
+static hone_decision curve_stop(hone_search *s, sr_trial *t)
+{
+    s->running--;
+    t->state = SR_DONE;
+    t->stopped_early = 1;
+    t->curve = 1;
+    if (t->bracket >= 0)
+        hb_after_end(s, t);
+    return HONE_DECIDE_STOP;
 }
 
 int hone_search_report(hone_search *s, int trial, int epoch, double metric, hone_decision *out)
@@ -429,7 +456,12 @@ int hone_search_report(hone_search *s, int trial, int epoch, double metric, hone
     t->metric[epoch] = metric;
     if (epoch > t->last_epoch)
         t->last_epoch = epoch;
-    *out = epoch < t->target ? HONE_DECIDE_CONTINUE : boundary(s, t, metric);
+    sr_best_note(s, t, epoch);
+    if (epoch < t->target)
+        *out =
+            sr_curve_on(s) && sr_curve_judge(s, t, epoch) ? curve_stop(s, t) : HONE_DECIDE_CONTINUE;
+    else
+        *out = boundary(s, t, metric);
     t->dec[epoch] = (signed char)*out;
     return HONE_OK;
 }
@@ -445,6 +477,8 @@ int hone_search_end(hone_search *s, int trial, int failed)
         return HONE_OK; /* already told to stop or pause: bookkeeping only */
     s->running--;
     t->state = failed ? SR_FAILED : SR_DONE; /* ended on its own before its target */
+    if (failed)
+        sr_best_rebuild(s); /* its results no longer count as a bar */
     if (t->bracket >= 0)
         hb_after_end(s, t);
     return HONE_OK;
@@ -484,6 +518,7 @@ void hone_search_progress_get(const hone_search *s, hone_search_progress *out)
     out->trials_created = s->nt;
     switch (s->o.algo) {
     case HONE_ALGO_HYPERBAND:
+    case HONE_ALGO_HYPERBAND_ES:
     case HONE_ALGO_BOHB:
         out->epochs_remaining = hb_epochs_remaining(s);
         break;

@@ -95,14 +95,20 @@ typedef enum {
     HONE_ALGO_HYPERBAND = 2, /* TAO-style pause-and-resume brackets of successive halving */
     HONE_ALGO_ASHA = 3,      /* asynchronous successive halving */
     HONE_ALGO_BOHB = 4,      /* Hyperband with model-based proposals */
+    /* Hyperband whose trials the learning-curve rule also stops between rungs (TAO's name;
+     * curve_stop forced on) */
+    HONE_ALGO_HYPERBAND_ES = 5,
 } hone_algo;
 
-/* Parses "random", "bayesian", "hyperband", "asha", "bohb" (TAO's "b"/"h" too). */
+/* Parses "random", "bayesian", "hyperband", "asha", "bohb", "hyperband_es" (TAO's "b"/"h" too). */
 int hone_algo_parse(const char *name, hone_algo *out);
 /* The algorithms' names, NULL-terminated, in the order help and messages list them (the parser
  * also takes TAO's aliases "b" and "h", which no list shows). */
 extern const char *const hone_algo_names[];
 const char *hone_algo_name(hone_algo a);
+/* 1 for the algorithms whose trials' whole budget is R * epoch_multiplier epochs (Hyperband's
+ * family and ASHA), 0 for those that train every trial for max_epochs (random, bayesian). */
+int hone_algo_multifidelity(hone_algo a);
 
 typedef struct hone_search_opts {
     hone_algo algo;
@@ -122,6 +128,12 @@ typedef struct hone_search_opts {
                              bayesian: trial 0; hyperband and bohb: the first trial of the first
                              pass's s = 0 bracket (full budget); asha: trial 0, promoted on its
                              merit like any other */
+    /* 1: stop a running trial between its reports when its learning curve, extrapolated to the
+     * full budget (curve.c), reaches the best of the other trials with probability below
+     * 1 - curve_confidence. Any algorithm; hyperband_es forces it on. Default 0 */
+    int curve_stop;
+    /* in [0.5, 1): default 0.95 (bench/README.md says why) */
+    double curve_confidence;
 } hone_search_opts;
 
 void hone_search_opts_default(hone_search_opts *o);
@@ -203,5 +215,31 @@ void hone_search_progress_get(const hone_search *s, hone_search_progress *out);
  * (seed, trial), so skipping proposals leaves every later draw unchanged. RESUMEs are replayed
  * with hone_search_ask (it returns the stored one); stored WAITs may be skipped. */
 int hone_search_replay_new(hone_search *s, int trial, const double *values, int epochs);
+
+/* 1 when the learning-curve rule stopped `trial` (curve_stop), with what it predicted for the
+ * trial's metric at the full budget and the probability it gave of reaching the bar (the best of
+ * the other trials); 0 otherwise (no such trial, not stopped by the rule). For logs. */
+int hone_search_curve_stopped(const hone_search *s, int trial, double *predicted, double *prob,
+                              double *bar);
+
+/* ------------------------------------------- learning-curve extrapolation (curve.c) */
+
+/* A prediction of a metric series at epoch T from its first t epochs: a mixture of Student-t
+ * components, one per fitted curve (see curve.c for the model). */
+typedef struct hone_curve_pred {
+    double mean; /* mixture mean at T, in the metric's own units */
+    double sd;   /* mixture standard deviation (extrapolation and noise) */
+    int points;  /* finite points the fit used */
+} hone_curve_pred;
+
+/* m[0 .. t-1] are the metric after epochs 1 .. t (NaN/inf allowed: skipped). maximize: 1 when a
+ * higher metric is better. HONE_EINVAL on bad arguments, HONE_ENOENT with fewer than 4 finite
+ * points (no prediction). */
+int hone_curve_predict(const double *m, int t, int T, int maximize, hone_curve_pred *out);
+/* Probability that the metric at T is at least as good as `bar` (>= when maximising, <= when
+ * minimising); NAN when there is no prediction (as above). */
+double hone_curve_prob_reach(const double *m, int t, int T, int maximize, double bar);
+/* The rule's minimum: no trial is judged before this many finite reports (max(4, ceil(T/10))). */
+int hone_curve_min_epochs(int T);
 
 #endif

@@ -28,6 +28,10 @@ typedef struct sr_trial {
     double *metric;   /* [cap + 1], NAN where not reported */
     signed char *dec; /* [cap + 1], decision given for that epoch, -1 none */
     double *rungm;    /* [nrungs], metric at each rung boundary reached, NAN otherwise */
+    double bestg;     /* best goodness reported so far, -inf none (curve.c's bar) */
+    int curve;        /* stopped by the learning-curve rule (curve.c) */
+    double curve_pred, curve_prob, curve_bar; /* its prediction (goodness at the full budget),
+                                                 probability and bar when it stopped */
 } sr_trial;
 
 /* What ask would hand out next; computed without side effects so replay_new can check it. */
@@ -71,7 +75,14 @@ struct hone_search {
     hb_state hb;    /* hyperband, bohb, and asha (asha uses bracket 0's rungs) */
     int asha_stop;  /* asha variant: 1 = stop at a rung unless in the top 1/eta on arrival */
     int bo_max_obs; /* cap on observations fed to the GP (most recent) */
+    int top[2];     /* the two trials with the highest bestg (-1 none), for curve.c's bar */
 };
+
+/* Hyperband's family: brackets, pause and resume (hyperband.c). */
+static inline int sr_is_hb(hone_algo a)
+{
+    return a == HONE_ALGO_HYPERBAND || a == HONE_ALGO_BOHB || a == HONE_ALGO_HYPERBAND_ES;
+}
 
 /* search.c */
 double sr_goodness(const hone_search *s, double metric); /* higher is better; failed = -inf */
@@ -103,6 +114,16 @@ int hb_propose_bohb(hone_search *s, int trial, double *values);
 void asha_plan(const hone_search *s, sr_plan *p);
 hone_decision asha_boundary(hone_search *s, sr_trial *t);
 long asha_epochs_remaining(const hone_search *s);
+
+/* curve.c: the learning-curve stopping rule inside the facade */
+int sr_curve_on(const hone_search *s);
+/* After trial t's report of `epoch` was stored: keeps bestg and the top two up to date. */
+void sr_best_note(hone_search *s, sr_trial *t, int epoch);
+/* Recomputes the top two (a trial failed: its results no longer count). */
+void sr_best_rebuild(hone_search *s);
+/* 1 when trial t (running, below its target) should stop after its report of `epoch`; fills the
+ * trial's curve_* fields then. */
+int sr_curve_judge(hone_search *s, sr_trial *t, int epoch);
 
 /* For the benchmark: choose the ASHA variant (0 promote-with-pause, 1 stop). Call before any ask.
  */

@@ -222,6 +222,18 @@ static int automl_settings(cli_ctx *c, const json_t *current, json_t **out)
         if (x >= 0 && cli_arg(c->a, ints[i].flag))
             json_object_set_new(s, ints[i].key, json_integer(x));
     }
+    const char *es = cli_arg(c->a, "early-stop");
+    if (es && strcmp(es, "curve") != 0 && strcmp(es, "none") != 0) {
+        snprintf(err, sizeof(err), "--early-stop must be curve or none (got '%s')", es);
+        goto usage;
+    }
+    if (es)
+        json_object_set_new(s, "automl_early_stop", json_string(es));
+    double conf = 0;
+    if (cli_arg_num(c->a, "early-stop-confidence", 0.5, 0.999, &conf, err, sizeof(err)) != 0)
+        goto usage;
+    if (cli_arg(c->a, "early-stop-confidence"))
+        json_object_set_new(s, "automl_early_stop_confidence", json_real(conf));
     n = cli_multi(c->a, "param", &v);
     for (int i = 0; i < n; i++) {
         json_t *entry;
@@ -434,7 +446,7 @@ static const cli_opt update_opts[] = {
 
 static const cli_opt automl_opts[] = {
     {"experiment", CLI_VALUE, "ID  the experiment to search on", 1},
-    {"algorithm", CLI_VALUE, "ALGO  bayesian, hyperband, asha, bohb or random", 0},
+    {"algorithm", CLI_VALUE, "ALGO  bayesian, hyperband, asha, bohb, random or hyperband_es", 0},
     {"max-recommendations", CLI_VALUE, "N  most trials to run", 0},
     {"R", CLI_VALUE, "N  Hyperband's largest budget (in epoch units)", 0},
     {"nu", CLI_VALUE, "N  Hyperband's reduction factor", 0},
@@ -445,6 +457,12 @@ static const cli_opt automl_opts[] = {
      "trials)",
      0},
     {"seed", CLI_VALUE, "N  search seed", 0},
+    {"early-stop", CLI_VALUE,
+     "curve|none  stop trials whose learning curve cannot reach the best (default: curve for "
+     "bayesian and random)",
+     0},
+    {"early-stop-confidence", CLI_VALUE,
+     "P  how sure a curve stop must be (0.5-0.999, default 0.95)", 0},
     {"param", CLI_MULTI,
      "NAME=DEF  sweep NAME: float:LO:HI[:log], int:LO:HI[:log], A,B,C, bool (the --param "
      "flags are the whole swept set)",

@@ -130,6 +130,8 @@ static const struct {
     {"asha", "asynchronous successive halving: promotes as rungs fill, no waiting on brackets"},
     {"bohb", "Hyperband whose new configurations come from a density model of the good ones"},
     {"random", "random configurations at the full budget (a baseline)"},
+    {"hyperband_es", "Hyperband whose trials are also stopped between rungs by their learning "
+                     "curves (TAO's name)"},
 };
 
 static int topic_algorithms(FILE *f)
@@ -140,7 +142,7 @@ static int topic_algorithms(FILE *f)
         for (size_t j = 0; j < HONE_ARRAY_LEN(algo_docs); j++)
             if (!strcmp(algo_docs[j].name, hone_algo_names[i]))
                 doc = algo_docs[j].doc;
-        fprintf(f, "  %-10s %s\n", hone_algo_names[i], doc);
+        fprintf(f, "  %-13s %s\n", hone_algo_names[i], doc);
     }
     fprintf(f,
             "\nThe budget: --max-recommendations (trials), --R and --nu (Hyperband, BOHB, ASHA),\n"

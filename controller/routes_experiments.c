@@ -31,6 +31,8 @@ static const hone_json_field exp_fields[] = {
     {.name = "description", .type = HONE_JSON_STRING, .nullable = 1, .max_len = 10000},
 };
 
+static const char *const early_stops[] = {"curve", "none", NULL};
+
 static const hone_json_field automl_fields[] = {
     {.name = "automl_enabled", .type = HONE_JSON_BOOL},
     /* search's names; TAO's one-letter aliases "b" and "h" are accepted too (exp_validate spells
@@ -63,6 +65,15 @@ static const hone_json_field automl_fields[] = {
      .min = 1,
      .max = 100000},
     {.name = "seed", .type = HONE_JSON_INT, .has_range = 1, .min = 0, .max = 4294967295.0},
+    /* learning-curve stopping (search/curve.c): "curve" or "none"; absent: the algorithm's
+     * default (curve for bayesian and random, whose trials run the full budget; none for the
+     * Hyperband family and ASHA, which stop by rungs; hyperband_es always stops by curves) */
+    {.name = "automl_early_stop", .type = HONE_JSON_STRING, .enum_values = early_stops},
+    {.name = "automl_early_stop_confidence",
+     .type = HONE_JSON_NUMBER,
+     .has_range = 1,
+     .min = 0.5,
+     .max = 0.999},
 };
 
 /* TAO's defaults, filled in so a stored experiment says exactly what it will do. */

@@ -188,9 +188,7 @@ static int space_start_from_spec(json_t *space, const json_t *flat)
 /* A trial's whole budget in epochs (Hyperband's R units, else train.epochs). */
 static int s_full_epochs(const hone_search_opts *o)
 {
-    return o->algo == HONE_ALGO_HYPERBAND || o->algo == HONE_ALGO_BOHB || o->algo == HONE_ALGO_ASHA
-               ? o->R * o->epoch_multiplier
-               : o->max_epochs;
+    return hone_algo_multifidelity(o->algo) ? o->R * o->epoch_multiplier : o->max_epochs;
 }
 
 static int opts_from_json(const json_t *o, hone_search_opts *opts)
@@ -207,7 +205,26 @@ static int opts_from_json(const json_t *o, hone_search_opts *opts)
     opts->epoch_multiplier = (int)jint(o, "epoch_multiplier");
     opts->max_parallel = (int)jint(o, "max_parallel");
     opts->start_default = json_is_true(json_object_get(o, "start_from_spec"));
+    /* absent (a search stored before the rule existed): off, so its replay decides as it did */
+    opts->curve_stop = json_is_true(json_object_get(o, "curve_stop"));
+    if (json_is_number(json_object_get(o, "curve_confidence")))
+        opts->curve_confidence = json_number_value(json_object_get(o, "curve_confidence"));
     return HONE_OK;
+}
+
+/* automl_early_stop into the search's opts: "curve" or "none", absent the algorithm's default
+ * (curve for bayesian and random: the bench/search_mf measurement in bench/README.md). */
+static void early_stop_opts(const json_t *settings, json_t *opts)
+{
+    const char *es = jstr(settings, "automl_early_stop");
+    hone_algo a = HONE_ALGO_BAYESIAN;
+    hone_algo_parse(jstr(settings, "automl_algorithm"), &a);
+    int on = es ? !strcmp(es, "curve") : !hone_algo_multifidelity(a);
+    json_object_set_new(opts, "curve_stop", json_boolean(on));
+    if (json_is_number(json_object_get(settings, "automl_early_stop_confidence")))
+        json_object_set_new(opts, "curve_confidence",
+                            json_real(json_number_value(
+                                json_object_get(settings, "automl_early_stop_confidence"))));
 }
 
 int ctl_automl_failed_limit(int max_failed, int max_trials, int any_metric)
@@ -263,6 +280,7 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
     if (!json_is_false(json_object_get(settings, "automl_start_from_spec")))
         json_object_set_new(opts, "start_from_spec",
                             json_boolean(space_start_from_spec(space, flat)));
+    early_stop_opts(settings, opts);
     hone_search_opts o;
     if (opts_from_json(opts, &o)) {
         snprintf(msg, msglen, "automl_settings.automl_algorithm: unknown algorithm");
@@ -285,9 +303,12 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
                           sizeof lim);
         rc = ctl_joblog(c, job_id,
                         "search started: %s, %d trials at most, %d at once, %s %s, %d epochs a "
-                        "trial at most, %s",
+                        "trial at most, %s%s",
                         hone_algo_name(o.algo), o.max_trials, o.max_parallel,
-                        o.maximize ? "maximizing" : "minimizing", metric, s_full_epochs(&o), lim);
+                        o.maximize ? "maximizing" : "minimizing", metric, s_full_epochs(&o), lim,
+                        o.curve_stop || o.algo == HONE_ALGO_HYPERBAND_ES
+                            ? ", trials stopped early by their learning curves"
+                            : "");
     }
 fail:
     json_decref(job);
@@ -461,6 +482,7 @@ int ctl_automl_report(hone_controller *c, const json_t *trial, int epoch, double
     if (rc || !fresh)
         return rc;
     hone_search_progress after;
+    double pred, prob, bar;
     hone_search_progress_get(s->search, &after);
     rc = ev_append(c, s->job_id, "report", t, epoch, metric, NULL);
     if (rc)
@@ -474,6 +496,13 @@ int ctl_automl_report(hone_controller *c, const json_t *trial, int epoch, double
                         "trial %d halted at the rung of epoch %d (%s %.4f): it waits for the rest "
                         "of its rung, whose best are promoted",
                         t, epoch, s->metric, metric);
+    else if (!rc && *dec == HONE_DECIDE_STOP &&
+             hone_search_curve_stopped(s->search, t, &pred, &prob, &bar))
+        rc = ctl_joblog(c, s->job_id,
+                        "trial %d stopped early at epoch %d of a budget of %d (%s %.4f): its "
+                        "learning curve predicts %.4f at the end, P(reaching the best, %.4f) = "
+                        "%.3f",
+                        t, epoch, s->full_epochs, s->metric, metric, pred, bar, prob);
     else if (!rc && *dec == HONE_DECIDE_STOP && epoch < s->full_epochs)
         rc = ctl_joblog(c, s->job_id,
                         "trial %d stopped early at epoch %d of a budget of %d (%s %.4f): not among "

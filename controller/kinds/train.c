@@ -14,6 +14,7 @@
 #include "job_rows.h"
 #include "joblog.h"
 #include "kind.h"
+#include "search.h"
 #include "store.h"
 #include "train.h"
 #include "util.h"
@@ -94,7 +95,8 @@ int ctl_train_spec(hone_controller *c, const json_t *job, json_t **flat)
         json_t *o = json_object_get(pa, "opts");
         const char *algo = jstr(o, "algorithm");
         long long full = jint(o, "max_epochs");
-        if (algo && (!strcmp(algo, "hyperband") || !strcmp(algo, "bohb") || !strcmp(algo, "asha")))
+        hone_algo al;
+        if (algo && !hone_algo_parse(algo, &al) && hone_algo_multifidelity(al))
             full =
                 jint(o, "R") * (jint(o, "epoch_multiplier") > 0 ? jint(o, "epoch_multiplier") : 1);
         if (full < jint(job, "epochs_target"))

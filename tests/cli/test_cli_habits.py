@@ -135,13 +135,13 @@ def main():
         s, body = c.req("PATCH", "/api/v1/experiments/" + exp["id"],
                         {"automl_settings": {"automl_algorithm": "grid"}})
         msg = body["error"]["message"]
-        assert s == 422 and msg.endswith("must be one of: bayesian hyperband asha bohb random"), \
+        assert s == 422 and msg.endswith("must be one of: bayesian hyperband asha bohb random hyperband_es"), \
             body
         s, body = c.req("PATCH", "/api/v1/experiments/" + exp["id"],
                         {"automl_settings": {"automl_algorithm": "hyperbnd"}})
         assert s == 422 and "(did you mean hyperband?)" in body["error"]["message"], body
         rc, so, se = hone(u, "automl", "start", "--experiment", "hb", "--algorithm", "hyperbnd")
-        assert rc == 1 and "random (did you mean hyperband?)" in se and " b h" not in se, se
+        assert rc == 1 and "hyperband_es (did you mean hyperband?)" in se and " b h" not in se, se
         rc, so, se = hone(u, "--json", "automl", "start", "--experiment", "hb", "--algorithm", "x")
         err = json.loads(se)
         assert rc == 1 and err["field"] == "automl_settings.automl_algorithm", (rc, se)
@@ -263,7 +263,7 @@ def main():
         assert complete(u, "train", "start", "--experiment", "") >= {exp["id"], e2["id"], "hb", "det"}
         assert ds["id"] in complete(u, "experiment", "create", "--train-dataset", "")
         assert complete(u, "automl", "start", "--algorithm", "") == \
-            {"bayesian", "hyperband", "asha", "bohb", "random"}
+            {"bayesian", "hyperband", "asha", "bohb", "random", "hyperband_es"}
         assert "detectnet_v2" in complete(u, "experiment", "create", "--network", "")
         assert "train.lr=" in complete(u, "train", "start", "--spec", "train.l")
         assert "running" in complete(u, "job", "list", "--status", "")

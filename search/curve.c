@@ -46,7 +46,8 @@ enum {
     CURVE_NPOW = CURVE_NALPHA * CURVE_NOFF,
     CURVE_NEXP = 32,
     CURVE_K = CURVE_NPOW + CURVE_NEXP + 1,
-    CURVE_MIN = 4
+    CURVE_MIN = 4,
+    CURVE_MAXPTS = 256 /* longer series are thinned evenly (the last point kept) */
 };
 /* the power law's offsets d in (x + d)^-alpha: 0, a pure power law; 1 and 4, curves that bend
  * later (a hyperbola c - a / (1 + x / k) is one) */
@@ -131,7 +132,8 @@ static int fit_one(const double *g, const double *y, int n, double gT, double fl
 /* Fits the mixture to the finite points of m[0..t-1] (goodness: sign applied). */
 static int mix_fit(const double *m, int t, int T, int maximize, mixture *mx)
 {
-    double *x = hone_xmalloc((size_t)t * 3 * sizeof(double)), *y = x + t, *g = x + 2 * t;
+    double *x = hone_xmalloc((size_t)t * 4 * sizeof(double)), *y = x + t, *g = x + 2 * t,
+           *lx = x + 3 * t;
     int n = 0, rc = HONE_OK;
     double ylo = INFINITY, yhi = -INFINITY;
     memset(mx, 0, sizeof(*mx));
@@ -143,6 +145,15 @@ static int mix_fit(const double *m, int t, int T, int maximize, mixture *mx)
         ylo = y[n] < ylo ? y[n] : ylo;
         yhi = y[n] > yhi ? y[n] : yhi;
         n++;
+    }
+    if (n > CURVE_MAXPTS) {
+        /* a bounded cost per report whatever the budget (the controller decides on its loop) */
+        for (int k = 0; k < CURVE_MAXPTS; k++) {
+            int i = (int)((long)k * (n - 1) / (CURVE_MAXPTS - 1));
+            x[k] = x[i];
+            y[k] = y[i];
+        }
+        n = CURVE_MAXPTS;
     }
     if (n < CURVE_MIN) {
         rc = HONE_ENOENT;
@@ -160,10 +171,12 @@ static int mix_fit(const double *m, int t, int T, int maximize, mixture *mx)
     double tmax = T > 5 ? 2.0 * T : 10.0;
     for (int o = 0; o < CURVE_NOFF; o++) {
         double d = curve_off[o];
+        for (int i = 0; i < n; i++)
+            lx[i] = log(x[i] + d);
         for (int j = 0; j < CURVE_NALPHA; j++) {
             double al = 0.1 * pow(40.0, (double)j / (CURVE_NALPHA - 1));
             for (int i = 0; i < n; i++)
-                g[i] = -exp(-al * log(x[i] + d));
+                g[i] = -exp(-al * lx[i]);
             if (fit_one(g, y, n, -exp(-al * log(T + d)), floor2, lp_pow, &mx->c[mx->k]))
                 mx->k++;
         }

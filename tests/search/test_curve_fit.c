@@ -157,6 +157,16 @@ static void nan_and_few(void)
     double same[6] = {0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
     REQUIRE(hone_curve_predict(same, 6, T_FULL, 1, &a) == 0);
     REQUIRE(fabs(a.mean - 0.5) < 1e-6 && isfinite(a.sd));
+    /* a long series is thinned to a bounded number of points (the controller decides on its
+     * event loop) and still predicts well */
+    static double lng[4000];
+    double pl[3] = {0.9, 0.5, 400.0};
+    for (int i = 0; i < 4000; i++)
+        lng[i] = f_exp(i + 1, pl) + 0.003 * hone_rng_normal(&r);
+    REQUIRE(hone_curve_predict(lng, 4000, 20000, 1, &a) == 0);
+    printf("4000 epochs of 20000: %d points, %.4f (true %.4f) sd %.4f\n", a.points, a.mean,
+           f_exp(20000, pl), a.sd);
+    REQUIRE(a.points == 256 && fabs(a.mean - f_exp(20000, pl)) < 0.01);
     REQUIRE(hone_curve_predict(NULL, 4, T_FULL, 1, &a) == HONE_EINVAL);
     REQUIRE(hone_curve_predict(four, 0, T_FULL, 1, &a) == HONE_EINVAL);
     REQUIRE(hone_curve_predict(four, 4, 0, 1, &a) == HONE_EINVAL);

@@ -16,9 +16,11 @@
  * residual variance, z_T the standardised g(T)): parameter uncertainty grows with the distance
  * extrapolated, and the noise of the final epoch itself is included. The grid values are
  * weighted by their marginal likelihood, RSS^-(n-2)/2, under a prior of 0.45 for each saturating
- * family (spread evenly over its grid) and 0.1 for the log curve, a hedge rather than a belief;
- * the mixture of all is the prediction. No iterations, no random draws:
- * nothing can fail to converge, and a few points, noise or non-monotone curves only widen it.
+ * family (spread evenly over its grid: 72 power laws, 32 exponentials) and 0.1 for the log curve,
+ * a hedge rather than a belief; the mixture of all 105 is the prediction. RSS has a floor of 0.2%
+ * of the curve's range per point (a noise-free curve would otherwise let one grid point's tiny
+ * misfit decide alone). Series past 256 points are thinned evenly. No iterations, no random
+ * draws: nothing can fail to converge, and few points, noise or non-monotone curves only widen it.
  *
  * Assumptions, and what breaks them: the metric's noise is independent between epochs (correlated
  * noise, e.g. a plateau, makes the mixture overconfident); the curve's shape after t is one of the
@@ -29,11 +31,14 @@
  * has at least max(4, ceil(T/10)) finite points (4: two for the line, two for the noise; T/10: the
  * first tenth of a budget, warmup included, says little of its end). The bar is the best metric
  * any *other* trial has reported (a trial never races itself), lowered to what the same
- * extrapolation predicts for that best trial from the same number of epochs, so that a shape
- * shared by all trials (a late gain under a cosine schedule) does not read as a shortfall. The
- * trial stops when P(its metric at T reaches the bar) < 1 - confidence. A trial that reported a
- * non-finite metric twice running has diverged and stops whenever a bar exists. A trial that has
- * already reached the bar is never judged. */
+ * extrapolation predicts for that best trial from the same number of epochs and from all of
+ * them, so that a shape shared by all trials (a late gain under a cosine schedule) does not read
+ * as a shortfall, nor a lucky epoch's noise as the level to beat. The trial stops when P(its
+ * metric at T reaches the bar) < 1 - confidence. A trial that reported a non-finite metric twice
+ * running has diverged and stops whenever a bar exists. A trial that has already reached the bar
+ * is never judged. A stopped trial is finished, stopped early; the
+ * Bayesian model learns its predicted final (when above its best so far), not its short curve's
+ * best. Confidence 0.95 by default: bench/README.md has the measurement. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -4,6 +4,7 @@
  * NaN points are skipped; too few points give no prediction; a minimised loss mirrors a maximised
  * accuracy. Then calibration: over many simulated curves with known finals, the trials the rule
  * would stop (P(final reaches the bar) < 1 - confidence) rarely reach it. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -167,6 +168,12 @@ static void nan_and_few(void)
     printf("4000 epochs of 20000: %d points, %.4f (true %.4f) sd %.4f\n", a.points, a.mean,
            f_exp(20000, pl), a.sd);
     REQUIRE(a.points == 256 && fabs(a.mean - f_exp(20000, pl)) < 0.01);
+    /* absurd values a broken trainer might report: an answer or none, never NaN or a crash */
+    double wild[6] = {1e300, -1e300, 0.5, 1e-300, DBL_MAX, -DBL_MAX};
+    int rc = hone_curve_predict(wild, 6, T_FULL, 1, &a);
+    REQUIRE(rc == HONE_ENOENT || (rc == 0 && !isnan(a.mean)));
+    double pw = hone_curve_prob_reach(wild, 6, T_FULL, 1, 0.5);
+    REQUIRE(isnan(pw) || (pw >= 0 && pw <= 1));
     REQUIRE(hone_curve_predict(NULL, 4, T_FULL, 1, &a) == HONE_EINVAL);
     REQUIRE(hone_curve_predict(four, 0, T_FULL, 1, &a) == HONE_EINVAL);
     REQUIRE(hone_curve_predict(four, 4, 0, 1, &a) == HONE_EINVAL);

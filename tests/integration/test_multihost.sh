@@ -110,8 +110,9 @@ done
 ds=$("$HONE" dataset create --name tiny --path "$tmp/ctl/data/datasets/tiny" --json | jget 'd["id"]')
 exp=$("$HONE" experiment create --name mh --network mlp --train-dataset "$ds" \
       --spec data.val_size=200 --spec model.hidden=256 --spec train.epochs=40 --json | jget 'd["id"]')
+# --early-stop none: the cut-off trial must live to fail over, not be stopped by its curve
 aj=$("$HONE" automl start --experiment "$exp" --algorithm bayesian --max-recommendations 3 \
-     --max-parallel 3 --param train.lr=float:0.01:0.1:log --json | jget 'd["id"]')
+     --max-parallel 3 --param train.lr=float:0.01:0.1:log --early-stop none --json | jget 'd["id"]')
 
 # --- mid-trial: cut off the worker of a running trial that has checkpointed an epoch or two
 victim= trial=

@@ -1,7 +1,9 @@
 /* bench_search_mf: multi-fidelity benchmark of the search facade on synthetic learning curves.
- * Hyperband, ASHA (both variants) and BOHB against full-budget random search over many seeds:
- * epochs spent until a config within 1% of the best has been trained to the full budget.
- * Simulated workers in a virtual-time loop; prints one JSON line per run and a summary. */
+ * Hyperband (and hyperband_es), ASHA (both variants), BOHB, Bayesian and random search with and
+ * without learning-curve stopping, over many seeds: epochs spent until a config within 1% of the
+ * best has been trained to the full budget, and the incumbent's simple regret after 10, 30 and
+ * 100 full budgets of epochs. Simulated workers in a virtual-time loop; prints one JSON line per
+ * run and a summary; --check asserts the curve rule's claims (CTest search_curve_bench). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

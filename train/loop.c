@@ -32,7 +32,9 @@ void trainer_step_gather(hone_trainer *t, float *xb, int32_t *yb)
 
 void trainer_step_loss(hone_trainer *t, const float *logits, const int32_t *yb, float *dlogits)
 {
-    hone_k_softmax_xent(t->k, logits, yb, t->batch, t->ds.classes, 0, dlogits, t->acc, t->acc + 1);
+    /* the trial's own label smoothing (a packed trial's too: it is not a pack key) */
+    hone_k_softmax_xent(t->k, logits, yb, t->batch, t->ds.classes,
+                        (float)t->spec->train.label_smoothing, dlogits, t->acc, t->acc + 1);
 }
 
 void trainer_step_update(hone_trainer *t)

@@ -66,6 +66,7 @@ typedef struct hone_spec {
         int epochs, batch_size;
         char optimizer[16]; /* sgd | adamw */
         double lr, momentum, weight_decay, beta1, beta2, eps;
+        double label_smoothing; /* classifiers: the training target's eps (0: none) */
         int nesterov;
         char lr_schedule[16]; /* cosine | step | constant */
         double warmup_epochs, step_gamma, min_lr;

@@ -12,7 +12,8 @@ committed record (bench/results/record.jsonl), failing on a slowdown beyond nois
   record.py compare [--record FILE] [--tolerance 0.10] NEW.jsonl
       each measurement of NEW against the last record line of the same device, bench and
       config: a table (old, new, ratio); exit 1 when a gated one is slower by more than the
-      tolerance; faster, new configs and other devices are reported, never failed
+      tolerance; faster, new configs and other devices are reported, never failed; exit 2 on a
+      record or run that is not record lines, or a run without measurements
 
 A record line: {"commit", "date", "device" (nvidia-smi's name), "bench", "config" {impl, arch,
 batch, math, epochs}, "metric" ("s_per_epoch"; lower is better), "value", "img_per_s",
@@ -190,6 +191,8 @@ def cmd_compare(a):
         die("--tolerance must be a fraction >= 0 (0.10 is 10%)")
     record = read_jsonl(a.record, "record") if os.path.exists(a.record) else []
     new = read_jsonl(a.new, "run")
+    if not new:
+        die("%s: no measurements to compare (did the bench run?)" % a.new)
     last = {}
     for l in record:  # the record is appended to: the last line of a key is its latest figure
         last[key_of(l)] = l

@@ -91,6 +91,9 @@ def main():
     check("--tolerance 0.2 lets 15% pass", rc == 0, out)
     rc, out = compare(base, [line(0.1030)], "--tolerance", "0.02")
     check("--tolerance 0.02 fails 3%", rc == 1, out)
+    rc, out = compare(base, [])
+    check("a run without measurements is an error (exit 2), not a pass",
+          rc == 2 and "no measurements" in out, out)
     rc, out = compare(base, [line(0.1)], "--tolerance", "-1")
     check("a negative tolerance is refused (exit 2)", rc == 2 and "--tolerance" in out, out)
 

@@ -5,7 +5,7 @@
 # options; only that target), then runs it for ARCH at each batch and math (EPOCHS epochs, s/epoch
 # the median of epochs 2..N) and prints one table, each row against the first variant's.
 #
-# Usage: bench/regress.sh [--prepare | --build-only] [--device cuda|cpu] [--arch cnn]
+# Usage: bench/regress.sh [--prepare | --build-only] [--conv] [--device cuda|cpu] [--arch cnn]
 #          [--batches "128 512"] [--maths "tf32 fp32"] [--epochs 4] [--max-steps N] VARIANT...
 #   VARIANT = REF[:CMAKE_OPTION]...[+VAR=VALUE]...
 #     REF: a commit (what git rev-parse takes: main, 8f89b14^) or "." (this tree as it is);
@@ -19,27 +19,31 @@
 #             .+HONE_CUDNN_MIN_C=2 .+HONE_CUDNN_LOG=1
 #           (carry .debs .data build-regress/src, as tests/gpu/run.sh carries .debs and .data)
 # A build that fails is reported and its variants left out (exit 1 at the end). --build-only stops
-# after the builds (a second call on the warm machine then only runs). --device cpu builds without
+# after the builds (a second call on the warm machine then only runs). --conv also times each
+# conv shape alone (bench_conv_gpu: the CNN's two layers and three ResNet-type references) in the
+# builds that have it, per variant: which path is faster shape by shape. --device cpu builds without
 # CUDA (-DHONE_CUDA=OFF) and runs on the CPU: a smoke test of this script (use --max-steps). Env:
-# WORK (build folders, default build-regress), HONE_FMNIST_DIR, OUT (the table is also written to
-# $OUT/regress.txt, every run's stderr to $OUT/regress-stderr.txt), JOBS (compiles per build).
+# WORK (build folders, default build-regress), HONE_FMNIST_DIR, OUT (the tables are also written to
+# $OUT/regress.txt and regress-conv.txt, every run's stderr to $OUT/regress-stderr.txt), JOBS
+# (compiles per build).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT" || exit 2
 WORK=${WORK:-$ROOT/build-regress}
-PREPARE=0 BUILD_ONLY=0 DEVICE=cuda ARCH=cnn BATCHES="128 512" MATHS="tf32 fp32" EPOCHS=4 MAX_STEPS=0
+PREPARE=0 BUILD_ONLY=0 CONV=0 DEVICE=cuda ARCH=cnn BATCHES="128 512" MATHS="tf32 fp32" EPOCHS=4 MAX_STEPS=0
 VARIANTS=()
 while [ $# -gt 0 ]; do
   case $1 in
     --prepare) PREPARE=1 ;;
     --build-only) BUILD_ONLY=1 ;;
+    --conv) CONV=1 ;;
     --device) DEVICE=$2; shift ;;
     --arch) ARCH=$2; shift ;;
     --batches) BATCHES=$2; shift ;;
     --maths) MATHS=$2; shift ;;
     --epochs) EPOCHS=$2; shift ;;
     --max-steps) MAX_STEPS=$2; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     -*) echo "regress.sh: unknown option $1 (--help)"; exit 2 ;;
     *) VARIANTS+=("$1") ;;
   esac
@@ -115,9 +119,11 @@ for tag in "${BUILDS[@]}"; do
       S=$WORK/s-${sha:0:10}
       [ -e "$S/CMakeLists.txt" ] || { mkdir -p "$S" && tar -xzf "$SRC/$sha.tar.gz" -C "$S"; }
     fi
+    targets=bench_train_gpu
+    [ $CONV = 1 ] && [ -e "$S/bench/conv_gpu.c" ] && targets="$targets bench_conv_gpu"
     # shellcheck disable=SC2086
     cmake -S "$S" -B "$B" -DCMAKE_BUILD_TYPE=Release "${CMAKE_EXTRA[@]}" $opts >"$B/configure.log" 2>&1 &&
-      cmake --build "$B" --target bench_train_gpu -j"$JOBS" >"$B/build.log" 2>&1
+      cmake --build "$B" --target $targets -j"$JOBS" >"$B/build.log" 2>&1
     echo $? >"$B/rc"
   ) &
 done
@@ -182,5 +188,40 @@ for v, path, m, b, s, first, acc in rows:
     print(f"{v:<34}{path:>7}{m:>6}{b:>6}{s:>9.4f}{first:>8.3f}{acc:>8.4f}{r:>9.2f}")
 PY
 rm -f "$RES"
+
+# ---- --conv: each conv shape's passes alone (bench_conv_gpu, in builds that have it), per variant
+if [ $CONV = 1 ] && [ "$DEVICE" = cuda ]; then
+  RES=$(mktemp)
+  for v in "${VARIANTS[@]}"; do
+    B=$WORK/b-${BUILD_OF[$v]}
+    [ -x "$B/bench/bench_conv_gpu" ] || continue
+    lib=$(sed -n 's/^HONE_CUDNN_LIB:FILEPATH=//p' "$B/CMakeCache.txt" 2>/dev/null)
+    ldp=${LD_LIBRARY_PATH:-}
+    [ -n "$lib" ] && [[ $lib != *NOTFOUND* ]] && ldp=$(dirname "$lib")${ldp:+:$ldp}
+    bargs=()
+    for b in $BATCHES; do bargs+=(--batch "$b"); done
+    for m in $MATHS; do
+      # shellcheck disable=SC2086
+      env LD_LIBRARY_PATH="$ldp" ${ENV_OF[$v]} "$B/bench/bench_conv_gpu" --math "$m" "${bargs[@]}" \
+        2>>"$ERRS" | grep '^RESULT' | sed "s/^/$v|/" >>"$RES"
+    done
+  done
+  python3 - "$RES" <<'PY' | tee "${OUT:-$WORK}/regress-conv.txt"
+import collections, sys
+cells, variants = collections.OrderedDict(), []
+for l in open(sys.argv[1]):
+    v, res = l.rstrip("\n").split("|", 1)
+    f = dict(kv.split("=", 1) for kv in res.split()[1:])
+    if v not in variants:
+        variants.append(v)
+    key = (f["shape"], f["n"], f["math"])
+    cells.setdefault(key, {})[v] = "%s/%s" % (f["fwd_us"], f["fwd_bwd_us"])
+print("\nconv passes alone, us a replay: forward / forward + backward")
+print(f"{'shape':<15}{'n':>5}{'math':>6}" + "".join(f"{v[:22]:>24}" for v in variants))
+for (shape, n, math), row in cells.items():
+    print(f"{shape:<15}{n:>5}{math:>6}" + "".join(f"{row.get(v, '-'):>24}" for v in variants))
+PY
+  rm -f "$RES"
+fi
 echo "regress.sh: $(( $(date +%s) - T0 )) s in all"
 exit $FAILED

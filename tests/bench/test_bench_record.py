@@ -144,14 +144,16 @@ def main():
         rec = os.path.join(d, "record.jsonl")
         env = dict(os.environ, BENCH_BIN=fake, HONE_TRAIN_BIN=os.path.join(d, "none"),
                    TORCH_MODES="none", ARCHS="cnn", BATCHES="128 512", EPOCHS="3",
+                   MATH="tf32 fp32",
                    HONE_BENCH_RECORD=rec, HONE_COMMIT="c0ffee1", HONE_BENCH_DEVICE="Test GPU")
         p = subprocess.run(["bash", os.path.join(ROOT, "bench", "train_gpu.sh")],
                            capture_output=True, text=True, timeout=120, env=env)
         got = [json.loads(l) for l in open(rec)] if os.path.exists(rec) else []
         check("bench/train_gpu.sh writes one record line a measurement to $HONE_BENCH_RECORD",
-              p.returncode == 0 and len(got) == 2 and
-              [l["config"]["batch"] for l in got] == [128, 512] and
-              got[1]["value"] == 0.1512 and got[0]["config"]["epochs"] == 3 and
+              p.returncode == 0 and len(got) == 4 and
+              [(l["config"]["batch"], l["config"]["math"]) for l in got] ==
+              [(128, "tf32"), (128, "fp32"), (512, "tf32"), (512, "fp32")] and
+              got[2]["value"] == 0.1512 and got[0]["config"]["epochs"] == 3 and
               all(l["commit"] == "c0ffee1" and l["device"] == "Test GPU" and
                   l["bench"] == "train_gpu" for l in got), p.stdout + p.stderr)
 

@@ -23,7 +23,7 @@ run() { # NAME ENV...: 30 steps of the CNN at batch 128, tf32
   [ $rc = 77 ] && { echo "no GPU: skipped"; exit 77; }
   [ $rc = 0 ] || { echo "FAIL: $name: exit $rc"; cat "$T/$name.err"; exit 1; }
 }
-run log HONE_CUDNN_LOG=1
+run log HONE_CUDNN_LOG=1 HONE_CUDNN_MIN_C=0 # every shape on cuDNN, whatever the default
 run off HONE_CUDNN=OFF HONE_CUDNN_LOG=1
 run minc HONE_CUDNN_MIN_C=2 HONE_CUDNN_LOG=1
 FAIL=0

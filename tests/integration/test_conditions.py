@@ -8,11 +8,15 @@ real training on the CPU, on a small learnable IDX set made here.
      resnet34 (its resolved spec and its model say so), the other a resnet18.
   3. Refused at create with 422 naming automl_settings.automl_hyperparameters: a condition on a
      parameter the space does not have, and a network outside the resnet family; nothing stored.
+  4. The CLI: `hone experiment automl-defaults` shows a resnet's conditions (RANGE ... if
+     train.lr_schedule=step) and its depth; `hone automl start --param NAME=...@PARENT=V` stores
+     the condition in the job's space.
 
-usage: test_conditions.py HONE-CONTROLLER HONE-WORKER HONE-TRAIN"""
+usage: test_conditions.py HONE HONE-CONTROLLER HONE-WORKER HONE-TRAIN"""
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -127,11 +131,45 @@ def refusals(ctl, ds):
     assert len(api(ctl, "GET", "/api/v1/experiments")["experiments"]) == n
 
 
+def hone(bins, ctl, *args):
+    p = subprocess.run([bins["hone"], "--url", ctl.base] + list(args), capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, (args, p.returncode, p.stdout, p.stderr)
+    return p.stdout
+
+
+def cli(bins, ctl, ds):
+    exp = api(ctl, "POST", "/api/v1/experiments",
+              {"name": "cli-resnet", "network_arch": "resnet18", "train_datasets": [ds]})
+    dfl = api(ctl, "GET", "/api/v1/experiments/%s/automl-defaults" % exp["id"])
+    sg = dfl["default_hyperparameters"]["train.step_gamma"]
+    assert sg["condition"] == {"train.lr_schedule": ["step"]} and sg["default"] == 0.1, sg
+    assert dfl["default_hyperparameters"]["network"]["default"] == "resnet18", dfl
+    text = hone(bins, ctl, "experiment", "automl-defaults", exp["id"])
+    row = [l for l in text.splitlines() if l.startswith("train.step_gamma")][0]
+    assert "0.05 .. 0.5 (log) if train.lr_schedule=step" in row, text
+    row = [l.split() for l in text.splitlines() if l.startswith("network ")][0]
+    assert "resnet34" in row[2] and row[-2:] == ["resnet18", "yes"], text  # DEFAULT, SWEPT
+    # a conditional --param: the job's stored space has the condition
+    mexp = api(ctl, "POST", "/api/v1/experiments",
+               {"name": "cli-mlp", "network_arch": "mlp", "train_datasets": [ds],
+                "specs": {"train": {"epochs": 1}}})
+    out = hone(bins, ctl, "--json", "automl", "start", "--experiment", mexp["id"],
+               "--algorithm", "random", "--max-recommendations", "2", "--max-parallel", "1",
+               "--param", "train.optimizer=sgd,adamw",
+               "--param", "train.momentum=float:0.5:0.95@train.optimizer=sgd")
+    job = json.loads(out)
+    sp = api(ctl, "GET", "/api/v1/jobs/" + job["id"])["automl"]["search_space"]
+    assert sp["train.momentum"]["condition"] == {"train.optimizer": ["sgd"]}, sp
+    assert wait(ctl, job["id"])["status"] == "done"
+
+
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) != 5:
         print(__doc__)
         return 2
-    bins = dict(zip(("ctl", "worker", "train"), (os.path.abspath(a) for a in sys.argv[1:4])))
+    bins = dict(zip(("hone", "ctl", "worker", "train"),
+                    (os.path.abspath(a) for a in sys.argv[1:5])))
     root = tempfile.mkdtemp(prefix="hone-cond-")
     data = os.path.join(root, "data", "blobs")  # beneath the controller's data dir (a root)
     os.makedirs(os.path.join(root, "data"))
@@ -144,6 +182,7 @@ def main():
         refusals(ctl, ds)
         optimizer_momentum(ctl, ds)
         depth(ctl, ds)
+        cli(bins, ctl, ds)
     except BaseException:
         time.sleep(0.2)
         sys.stderr.write("---- controller log\n%s\n---- worker log\n%s\n" % (

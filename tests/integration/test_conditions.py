@@ -7,7 +7,8 @@ real training on the CPU, on a small learnable IDX set made here.
   2. A resnet18 experiment whose search sweeps the network: a trial drawn as resnet34 trains a
      resnet34 (its resolved spec and its model say so), the other a resnet18.
   3. Refused at create with 422 naming automl_settings.automl_hyperparameters: a condition on a
-     parameter the space does not have, and a network outside the resnet family; nothing stored.
+     parameter the space does not have, a network outside the resnet family, and a resnet18 spec
+     whose resnet34 trials would exceed the parameter limit; nothing stored.
   4. The CLI: `hone experiment automl-defaults` shows a resnet's conditions (RANGE ... if
      train.lr_schedule=step) and its depth; `hone automl start --param NAME=...@PARENT=V` stores
      the condition in the job's space.
@@ -128,6 +129,19 @@ def refusals(ctl, ds):
         err = out["error"]
         assert err["field"] == "automl_settings.automl_hyperparameters", err
         assert words in err["message"], err
+    assert len(api(ctl, "GET", "/api/v1/experiments")["experiments"]) == n
+    # the size check of a trial is its own network's: width 160 fits the parameter limit as a
+    # resnet18 and not as a resnet34, which the search may draw
+    err = api(ctl, "POST", "/api/v1/experiments",
+              {"name": "wide", "network_arch": "resnet18", "train_datasets": [ds],
+               "specs": {"model": {"width": 160}},
+               "automl_settings": {"automl_enabled": True, "automl_algorithm": "random",
+                                   "automl_hyperparameters": {"network": {
+                                       "type": "categorical",
+                                       "values": ["resnet18", "resnet34"]}}}}, want=422)["error"]
+    assert err["field"] == "automl_settings.automl_hyperparameters", err
+    assert "this resnet34 (model.width 160)" in err["message"] and \
+        'a trial the search may draw: network="resnet34"' in err["message"], err
     assert len(api(ctl, "GET", "/api/v1/experiments")["experiments"]) == n
 
 

@@ -204,7 +204,8 @@ def main():
         raise
     finally:
         w.stop()
-        ctl.stop()
+        rc = ctl.stop()
+    assert rc == 0, "controller exited %d (under ASan: LeakSanitizer found a leak)" % rc
     shutil.rmtree(root, ignore_errors=True)
     print("ok")
     return 0

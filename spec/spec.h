@@ -129,7 +129,8 @@ typedef struct hone_spec_sweep {
      * a space that sweeps the parent too gives the parameter that "condition"
      * (hone_spec_space_conditions); NULL: always */
     const char *when;
-    unsigned values; /* categorical: bit i keeps choices[i] (0: every choice) */
+    unsigned values; /* categorical: bit i keeps choices[i] (0: every choice); a key users do not
+                        set (network) may be swept to no other */
     unsigned nets;   /* networks it may be swept for (0: the key's own networks) */
 } hone_spec_sweep;
 
@@ -294,8 +295,8 @@ void hone_spec_space_conditions(json_t *space);
  * it (network itself, within the resnet family). */
 int hone_spec_key_sweepable(const hone_spec_key *k, const char *network);
 /* A swept parameter's values the key allows a search to set for the network (a categorical of a
- * key whose sweep keeps only some choices: network's resnet18 and resnet34): HONE_EINVAL with a
- * message naming the key and the values it may take. */
+ * key users do not set whose sweep keeps only some choices: network's resnet18 and resnet34):
+ * HONE_EINVAL with a message naming the key and the values it may take. */
 int hone_spec_sweep_check(const hone_spec_key *k, const json_t *param, const char *network,
                           char *err, size_t errlen);
 

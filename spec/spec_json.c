@@ -50,7 +50,9 @@ int hone_spec_sweep_check(const hone_spec_key *k, const json_t *param, const cha
     const char *type = json_string_value(json_object_get(param, "type"));
     json_t *vals = json_object_get(param, "values"), *v;
     size_t i;
-    if (!k->sweep.values || !type || strcmp(type, "categorical") || !json_is_array(vals))
+    /* a key users set may take any value of its own (a default set's narrower choice is advice);
+     * one the controller sets (network) only what its sweep allows */
+    if (k->user || !k->sweep.values || !type || strcmp(type, "categorical") || !json_is_array(vals))
         return HONE_OK; /* the space's own parse names what else is wrong */
     json_array_foreach(vals, i, v)
     {

@@ -76,6 +76,11 @@ static void default_sets(void)
             CHECK(has(sp, res[i]));
         CHECK(cond_on(sp, "train.step_gamma", "train.lr_schedule", "step"));
         CHECK(cond_on(sp, "train.step_epochs", "train.lr_schedule", "step"));
+        /* cosine or step: a constant rate is not worth a third of the first trials */
+        json_t *ls = json_object_get(json_object_get(sp, "train.lr_schedule"), "values");
+        CHECK(json_array_size(ls) == 2 &&
+              !strcmp(json_string_value(json_array_get(ls, 0)), "cosine") &&
+              !strcmp(json_string_value(json_array_get(ls, 1)), "step"));
         /* a dozen dimensions at most, so a five-minute search learns something; the optimizer
          * is not swept (sgd's rates are not adamw's), so neither are its parameters */
         CHECK(json_object_size(sp) <= 12);
@@ -101,6 +106,11 @@ static void default_sets(void)
           HONE_EINVAL);
     CHECK(strstr(err, "network: a resnet18 experiment's search may set it to resnet18, resnet34 "
                       "only, not \"mlp\"") != NULL);
+    json_decref(p);
+    /* a space of one's own may sweep any schedule: the default set's choice is advice */
+    p = json_pack("{s:s,s:[s,s]}", "type", "categorical", "values", "constant", "cosine");
+    CHECK(hone_spec_sweep_check(hone_spec_key_find("train.lr_schedule"), p, "resnet18", err,
+                                sizeof err) == HONE_OK);
     json_decref(p);
 }
 

@@ -64,6 +64,7 @@ int cli_set_dotted(json_t *obj, const char *kv, char *err, size_t errlen);
 json_t *cli_parse_value(const char *text);
 /* One --param into a search-space entry (search/search.h shape):
  *   name=float:LO:HI[:log]   name=int:LO:HI[:log]   name=A,B,C (categorical)   name=bool
+ * each optionally followed by @PARENT=V1|V2 (a condition: swept only while PARENT holds one).
  * Writes the parameter's name into name_out. HONE_EINVAL with a message when malformed. */
 int cli_param_parse(const char *spec, char *name_out, size_t namelen, json_t **entry, char *err,
                     size_t errlen);

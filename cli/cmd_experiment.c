@@ -125,6 +125,25 @@ static void defaults_row(const char *name, const json_t *p, int swept, char **ro
     } else {
         row[2] = hone_xstrdup(type && strcmp(type, "bool") == 0 ? "true, false" : "-");
     }
+    /* a conditional parameter: swept only while its parents hold those values (RANGE if a=x|y) */
+    const json_t *cond = json_object_get(p, "condition"), *vals, *v;
+    const char *parent;
+    json_object_foreach((json_t *)cond, parent, vals)
+    {
+        size_t used = strlen(row[2]), i;
+        char c[256], pbuf[128];
+        snprintf(c, sizeof(c), " %s %s=", strstr(row[2], " if ") ? "and" : "if",
+                 cli_escape(parent, pbuf, sizeof(pbuf)));
+        json_array_foreach(vals, i, v)
+        {
+            size_t l = strlen(c);
+            snprintf(c + l, sizeof(c) - l, "%s%s", i ? "|" : "",
+                     json_is_boolean(v) ? (json_is_true(v) ? "true" : "false")
+                                        : cli_cell(v, buf, sizeof(buf)));
+        }
+        row[2] = hone_xrealloc(row[2], used + strlen(c) + 1);
+        memcpy(row[2] + used, c, strlen(c) + 1);
+    }
     /* the value the experiment's jobs train with: as the spec writes it (0.9, 5e-4, true) */
     const json_t *d = json_object_get(p, "default");
     if (json_is_real(d))
@@ -446,8 +465,9 @@ static const cli_opt automl_opts[] = {
      0},
     {"seed", CLI_VALUE, "N  search seed", 0},
     {"param", CLI_MULTI,
-     "NAME=DEF  sweep NAME: float:LO:HI[:log], int:LO:HI[:log], A,B,C, bool (the --param "
-     "flags are the whole swept set)",
+     "NAME=DEF  sweep NAME: float:LO:HI[:log], int:LO:HI[:log], A,B,C, bool, each optionally "
+     "@PARENT=V1|V2 (swept only while PARENT holds one of them; the --param flags are the whole "
+     "swept set)",
      0},
     {"add-param", CLI_MULTI, "NAME  add a parameter to the default swept set", 0},
     {"remove-param", CLI_MULTI,

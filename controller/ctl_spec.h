@@ -15,7 +15,8 @@
  * HONE_EINVAL and writes the offending field ("<prefix>.train.lr") and a message. */
 int ctl_spec_flatten(const json_t *in, const char *prefix, json_t **flat, char *field,
                      size_t fieldlen, char *msg, size_t msglen);
-/* A key hone-train understands, users may set and the network uses (so a search may sweep it). */
+/* A key hone-train understands, users may set and the network uses, or one spec/'s table sweeps
+ * for it (network, for a resnet), so a search may sweep it. */
 int ctl_spec_key_sweepable(const char *key, const char *network);
 /* The default spec for a network as a flat object of every key (new reference). */
 json_t *ctl_spec_defaults(const char *network);

@@ -68,8 +68,7 @@ fail:
 
 int ctl_spec_key_sweepable(const char *key, const char *network)
 {
-    const hone_spec_key *k = hone_spec_key_find(key);
-    return k && k->user && hone_spec_key_used_by(k, network);
+    return hone_spec_key_sweepable(hone_spec_key_find(key), network);
 }
 
 json_t *ctl_spec_defaults(const char *network)

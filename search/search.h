@@ -43,8 +43,14 @@ typedef struct hone_space hone_space;
  *    "optimizer": {"type": "categorical", "values": ["sgd", "adamw"]},
  *    "nesterov": {"type": "bool"}}
  * Optional per parameter: "default" (a value of the parameter's type); for an int, "step" (values
- * are min + k * step, max lowered onto that grid; e.g. channel counts in multiples of 8).
- * On error returns HONE_EINVAL/HONE_EPARSE and writes a message naming the parameter into err. */
+ * are min + k * step, max lowered onto that grid; e.g. channel counts in multiples of 8);
+ * "condition": {"optimizer": ["sgd"]}, the parameter is active only when each named parent (a
+ * categorical or bool parameter of the space) is active and holds one of the listed values. An
+ * inactive parameter holds its fixed value (its "default", else as hone_space_default) in every
+ * config made here, is left out of a config's JSON, and the models see a constant for it.
+ * On error (among them a condition on an unknown parameter, on itself, on a float or int, a value
+ * not among the parent's, conditions that form a cycle) returns HONE_EINVAL/HONE_EPARSE and writes
+ * a message naming the parameter into err. */
 int hone_space_parse(const char *json, hone_space **out, char *err, size_t errlen);
 /* Prints the space as JSON in the same shape (caller frees with free()). */
 char *hone_space_to_json(const hone_space *s);
@@ -64,9 +70,17 @@ void hone_space_from_unit(const hone_space *s, const double *unit, double *value
 void hone_space_default(const hone_space *s, double *values);
 /* 1 when every parameter has its own "default" (hone_space_default then owes nothing to ranges). */
 int hone_space_has_defaults(const hone_space *s);
-/* {"lr": 0.01, "batch_size": 128, "optimizer": "adamw", "nesterov": true}; caller frees. */
+/* Whether parameter i is active in the config (1 for a parameter without a condition). */
+int hone_space_active(const hone_space *s, const double *values, int i);
+/* Sets every inactive parameter of the config to its fixed value (a no-op without conditions). */
+void hone_space_fix_inactive(const hone_space *s, double *values);
+/* 1 when some parameter has a condition. */
+int hone_space_has_conditions(const hone_space *s);
+/* {"lr": 0.01, "batch_size": 128, "optimizer": "adamw", "nesterov": true}, inactive parameters
+ * left out; caller frees. */
 char *hone_space_config_to_json(const hone_space *s, const double *values);
-/* Inverse of the above; every parameter must be present, in range, of the right type. */
+/* Inverse of the above; every active parameter must be present, and every parameter given in
+ * range, of the right type (an inactive one given still holds its fixed value). */
 int hone_space_config_from_json(const hone_space *s, const char *json, double *values, char *err,
                                 size_t errlen);
 

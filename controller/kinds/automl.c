@@ -62,12 +62,18 @@ int ctl_automl_space_json(const char *network, const ctl_sizing *z, const json_t
                 goto fail;
             }
         }
+        hone_spec_space_conditions(sp); /* a parent added or removed: its children follow */
     }
     json_object_foreach(sp, k, v)
     {
+        char why[256];
         if (!ctl_spec_key_sweepable(k, network)) {
             snprintf(msg, msglen, "%s: '%s' is not a spec key hone-train understands for %s", field,
                      k, network);
+            goto fail;
+        }
+        if (hone_spec_sweep_check(hone_spec_key_find(k), v, network, why, sizeof why)) {
+            snprintf(msg, msglen, "%s: %s", field, why);
             goto fail;
         }
     }

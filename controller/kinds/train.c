@@ -47,7 +47,12 @@ int ctl_train_spec(hone_controller *c, const json_t *job, json_t **flat)
     json_decref(tds);
     if (rc)
         goto fail;
-    json_t *defaults = ctl_spec_defaults(jstr(exp, "network"));
+    /* a trial's swept network (a resnet's depth) replaces the experiment's */
+    json_t *cfg = jparse(jstr(job, "config"));
+    const char *net = json_is_string(json_object_get(cfg, "network"))
+                          ? json_string_value(json_object_get(cfg, "network"))
+                          : jstr(exp, "network");
+    json_t *defaults = ctl_spec_defaults(net);
     /* what was set: the experiment's specs < its parent's (a trial's AutoML job) < its own < a
      * trial's swept values; the rest is resolved, sized to the dataset */
     json_t *over = json_object();
@@ -68,19 +73,17 @@ int ctl_train_spec(hone_controller *c, const json_t *job, json_t **flat)
         json_decref(tmp);
     }
     int user_lr = json_object_get(over, "train.lr") != NULL;
-    json_t *cfg = jparse(jstr(job, "config"));
     if (json_is_object(cfg))
         json_object_update(over, cfg);
     coerce_ints(over, defaults);
-    json_t *f = ctl_spec_resolve(jstr(exp, "network"), ds, over, NULL);
+    json_t *f = ctl_spec_resolve(net, ds, over, NULL);
     json_decref(over);
     /* a trial's swept batch with the rate left to the default: the rate follows that batch as
      * it follows a sized one (hone_spec_sized_lr_factor) */
     if (!user_lr && json_is_object(cfg) && json_object_get(cfg, "train.batch_size") &&
         !json_object_get(cfg, "train.lr")) {
-        double lr =
-            jnum(defaults, "train.lr") *
-            hone_spec_sized_lr_factor(jstr(exp, "network"), (int)jint(f, "train.batch_size"));
+        double lr = jnum(defaults, "train.lr") *
+                    hone_spec_sized_lr_factor(net, (int)jint(f, "train.batch_size"));
         if (jnum(f, "train.min_lr") <= jnum(defaults, "train.lr"))
             json_object_set_new(
                 f, "train.lr",

@@ -223,6 +223,9 @@ int store_trial_insert(ctl_db *db, const char *id, const char *experiment_id, co
 int store_trial_requeue(ctl_db *db, const char *automl_id, int trial, int epochs, double now);
 /* The trial with the best best_metric (ties: lowest trial number). */
 int store_trial_best(ctl_db *db, const char *automl_id, int maximize, json_t **row);
+/* The best trial that finished: trained its whole schedule (status done), so it has its test
+ * pass and model.bin. */
+int store_trial_best_finished(ctl_db *db, const char *automl_id, int maximize, json_t **row);
 int store_trials_list(ctl_db *db, const char *automl_id, json_t **rows); /* {id, trial} by trial */
 int store_trials_ids(ctl_db *db, const char *automl_id, json_t **rows);  /* {id} */
 /* Trials queued or running (leased). */

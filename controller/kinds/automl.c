@@ -377,15 +377,7 @@ int ctl_automl_rebuild(hone_controller *c, const char *job_id)
     /* the setting's count (a budget lifts the search's cap): what auto's failed limit halves */
     s->max_trials = (int)jint(json_object_get(automl, "opts"), "max_trials");
     s->max_failed = (int)jint(json_object_get(automl, "opts"), "max_failed_trials");
-    if (jnum(json_object_get(automl, "opts"), "budget_seconds") > 0) {
-        json_t *agg = NULL;
-        double spe = 0;
-        if (store_metrics_trials_summary(c->db, job_id, ctl_now(), &agg) == HONE_OK &&
-            jnum(agg, "spe") > 0)
-            spe = jnum(agg, "spe");
-        json_decref(agg);
-        s->budget = ctl_budget_new(json_object_get(automl, "opts"), jnum(job, "started"), spe);
-    }
+    s->budget = ctl_budget_new(json_object_get(automl, "opts"), jnum(job, "started"));
     if ((rc = store_automl_events(c->db, job_id, &events)))
         goto fail;
     json_t *ev;

@@ -121,10 +121,11 @@ void ctl_defer_close(hone_controller *c);
  * there is no budget). */
 int ctl_budget_plan_opts(const json_t *settings, json_t *opts, char *msg, size_t msglen);
 /* The governor of a search whose opts have a budget, else NULL. started: the job's start (the
- * budget's clock); spe_seen: the trainers' mean seconds per epoch so far (0: none; a rebuild). */
-ctl_budget *ctl_budget_new(const json_t *opts, double started, double spe_seen);
+ * budget's clock). */
+ctl_budget *ctl_budget_new(const json_t *opts, double started);
 void ctl_budget_free(ctl_budget *b);
-/* A stored event of the search, replayed: counts the budget's stops and drops for its note. */
+/* A stored event of the search, replayed: the estimate learnt again from its stored time, and the
+ * budget's stops and drops counted for its note (a repeated report keeps its stop). */
 void ctl_budget_replay(ctl_budget *b, const json_t *ev);
 /* A trial launched (new or resumed) at now: its first report times its start-up. */
 void ctl_budget_launched(ctl_search *s, int trial, double now);

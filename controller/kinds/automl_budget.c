@@ -34,6 +34,8 @@ struct ctl_budget {
     int held_epochs;            /* the refused launch's epochs */
     double held_at;             /* when the first launch was refused */
     char stops[192];            /* the first stops, "trial 3 at epoch 4 of 9" */
+    int *stop_at;               /* (trial, epoch) pairs answered stop by the budget */
+    int nstop_at, capstop_at;
 };
 
 static int is_flat(hone_algo a)
@@ -102,7 +104,7 @@ int ctl_budget_plan_opts(const json_t *settings, json_t *opts, char *msg, size_t
     return HONE_OK;
 }
 
-ctl_budget *ctl_budget_new(const json_t *opts, double started, double spe_seen)
+ctl_budget *ctl_budget_new(const json_t *opts, double started)
 {
     double budget_s = jnum(opts, "budget_seconds");
     if (!(budget_s > 0))
@@ -112,10 +114,7 @@ ctl_budget *ctl_budget_new(const json_t *opts, double started, double spe_seen)
     b->start = isnan(started) ? ctl_now() : started;
     b->end = hone_budget_end(b->start, budget_s);
     b->hint = jnum(opts, "epoch_seconds");
-    /* a rebuilt search starts from what its trials measured (the trainers' own epoch seconds,
-     * with validation and the report's trip on top), else from the hint */
-    double first = spe_seen > 0 ? spe_seen * 1.15 : b->hint;
-    hone_budget_est_init(&b->est, first, BUDGET_LAUNCH_PRIOR);
+    hone_budget_est_init(&b->est, b->hint, BUDGET_LAUNCH_PRIOR);
     return b;
 }
 
@@ -126,6 +125,7 @@ void ctl_budget_free(ctl_budget *b)
     free(b->launched);
     free(b->last);
     free(b->last_epoch);
+    free(b->stop_at);
     free(b);
 }
 
@@ -149,31 +149,89 @@ static void grow(ctl_budget *b, int trial)
 static void note_stop(ctl_budget *b, int trial, int epoch, int target)
 {
     size_t len = strlen(b->stops);
+    if (b->nstop_at == b->capstop_at) {
+        b->capstop_at = b->capstop_at ? 2 * b->capstop_at : 8;
+        b->stop_at = hone_xrealloc(b->stop_at, (size_t)b->capstop_at * 2 * sizeof(int));
+    }
+    b->stop_at[2 * b->nstop_at] = trial;
+    b->stop_at[2 * b->nstop_at + 1] = epoch;
+    b->nstop_at++;
     b->stopped++;
     if (b->stopped <= 3 && len < sizeof b->stops)
         snprintf(b->stops + len, sizeof b->stops - len, "%strial %d at epoch %d of %d",
                  len ? ", " : "", trial, epoch, target);
 }
 
+static void launched(ctl_budget *b, int trial, double now)
+{
+    grow(b, trial);
+    b->launched[trial] = now;
+    b->last[trial] = NAN;
+}
+
+/* A fresh report at `now`: an epoch sample (the time since the trial's last report), or, the first
+ * since its launch, a start-up sample. */
+static void learn_report(ctl_budget *b, int trial, int epoch, double now)
+{
+    double ep = hone_budget_est_epoch_s(&b->est);
+    grow(b, trial);
+    if (!isnan(b->last[trial]) && epoch > b->last_epoch[trial]) {
+        double d = (now - b->last[trial]) / (epoch - b->last_epoch[trial]);
+        if (isnan(ep) || d >= BUDGET_REPLAY_SHARE * ep)
+            hone_budget_est_epoch(&b->est, d);
+    } else if (!isnan(b->launched[trial])) {
+        hone_budget_est_start(&b->est, now - b->launched[trial]);
+    }
+    b->launched[trial] = NAN;
+    b->last[trial] = now;
+    b->last_epoch[trial] = epoch;
+}
+
+static void learn_end(ctl_budget *b, int trial, double now)
+{
+    if (trial < 0 || trial >= b->cap || isnan(b->last[trial]))
+        return;
+    hone_budget_est_tail(&b->est, now - b->last[trial]);
+    b->last[trial] = NAN;
+}
+
 void ctl_budget_replay(ctl_budget *b, const json_t *ev)
 {
-    json_t *data = b ? jparse(jstr(ev, "data")) : NULL;
+    if (!b)
+        return;
+    /* the estimate is learnt again from the stored times, as it was learnt live */
+    const char *kind = jstr(ev, "kind");
+    int trial = (int)jint(ev, "trial");
+    double at = jnum(ev, "created");
+    json_t *data = jparse(jstr(ev, "data"));
+    if (trial < 0 || !kind || isnan(at)) {
+    } else if (!strcmp(kind, "new") || !strcmp(kind, "resume")) {
+        launched(b, trial, at);
+    } else if (!strcmp(kind, "report")) {
+        learn_report(b, trial, (int)jint(ev, "epoch"), at);
+    } else if (json_is_true(json_object_get(data, "budget_drop"))) {
+        b->dropped++;
+    } else {
+        learn_end(b, trial, at);
+    }
     json_t *st = json_object_get(data, "budget_stop");
     if (json_is_object(st))
-        note_stop(b, (int)jint(ev, "trial"), (int)jint(ev, "epoch"), (int)jint(st, "target"));
-    if (json_is_true(json_object_get(data, "budget_drop")))
-        b->dropped++;
+        note_stop(b, trial, (int)jint(ev, "epoch"), (int)jint(st, "target"));
     json_decref(data);
 }
 
 void ctl_budget_launched(ctl_search *s, int trial, double now)
 {
-    ctl_budget *b = s->budget;
-    if (!b || trial < 0)
-        return;
-    grow(b, trial);
-    b->launched[trial] = now;
-    b->last[trial] = NAN;
+    if (s->budget && trial >= 0)
+        launched(s->budget, trial, now);
+}
+
+static int stopped_at(const ctl_budget *b, int trial, int epoch)
+{
+    for (int i = 0; i < b->nstop_at; i++)
+        if (b->stop_at[2 * i] == trial && b->stop_at[2 * i + 1] == epoch)
+            return 1;
+    return 0;
 }
 
 int ctl_budget_report(ctl_search *s, int trial, int epoch, int fresh, double now,
@@ -183,24 +241,15 @@ int ctl_budget_report(ctl_search *s, int trial, int epoch, int fresh, double now
     *target = 0;
     if (!b || trial < 0)
         return 0;
-    grow(b, trial);
-    if (fresh) {
-        double ep = hone_budget_est_epoch_s(&b->est);
-        if (!isnan(b->last[trial]) && epoch > b->last_epoch[trial]) {
-            double d = (now - b->last[trial]) / (epoch - b->last_epoch[trial]);
-            if (isnan(ep) || d >= BUDGET_REPLAY_SHARE * ep)
-                hone_budget_est_epoch(&b->est, d);
-        } else if (!isnan(b->launched[trial])) {
-            hone_budget_est_start(&b->est, now - b->launched[trial]);
-        }
-        b->launched[trial] = NAN;
-        b->last[trial] = now;
-        b->last_epoch[trial] = epoch;
-    }
+    if (fresh)
+        learn_report(b, trial, epoch, now);
     if (*dec != HONE_DECIDE_CONTINUE)
         return 0;
     int left = hone_budget_trial_left(s->search, trial, epoch);
-    if (!hone_budget_must_stop(&b->est, now, b->end, left))
+    /* a repeated report gets the answer it got (stored with the report, replayed after a
+     * restart); a new one, the rule's */
+    if (!(!fresh && stopped_at(b, trial, epoch)) &&
+        !hone_budget_must_stop(&b->est, now, b->end, left))
         return 0;
     *dec = HONE_DECIDE_STOP;
     *target = epoch + left;
@@ -211,11 +260,8 @@ int ctl_budget_report(ctl_search *s, int trial, int epoch, int fresh, double now
 
 void ctl_budget_ended(ctl_search *s, int trial, double now)
 {
-    ctl_budget *b = s->budget;
-    if (!b || trial < 0 || trial >= b->cap || isnan(b->last[trial]))
-        return;
-    hone_budget_est_tail(&b->est, now - b->last[trial]);
-    b->last[trial] = NAN;
+    if (s->budget)
+        learn_end(s->budget, trial, now);
 }
 
 /* Drops the promotion the search offers (it cannot finish in time): stored first, then fed. */

@@ -182,6 +182,9 @@ int store_metrics_since(ctl_db *db, const char *job_id, long long after, int lim
 /* An AutoML job's trials' epochs: n (all), spe (mean trainer seconds per epoch), recent (those
  * stored after `since`), first (when the first was stored). */
 int store_metrics_trials_summary(ctl_db *db, const char *automl_id, double since, json_t **row);
+/* {n, spe}: the epochs an experiment's jobs reported and their mean trainer seconds (a budget's
+ * first estimate of an epoch when none is given). */
+int store_metrics_experiment_spe(ctl_db *db, const char *experiment_id, json_t **row);
 
 /* ---- store_logs.c: table job_logs, the trainer's lines that came with epoch reports ---- */
 /* Rows changed: 1 for a fresh line, 0 for one already stored (job, epoch, n). */

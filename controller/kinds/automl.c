@@ -268,7 +268,14 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
         json_object_set_new(opts, "start_from_spec",
                             json_boolean(space_start_from_spec(space, flat)));
     char budget_msg[512];
-    ctl_budget_plan_opts(settings, opts, budget_msg, sizeof budget_msg);
+    json_t *hist = NULL;
+    double history_s = 0; /* a budget's first estimate when none is given: earlier epochs */
+    if (jnum(settings, "automl_budget_minutes") > 0 &&
+        store_metrics_experiment_spe(c->db, jstr(job, "experiment_id"), &hist) == HONE_OK &&
+        jnum(hist, "spe") > 0)
+        history_s = jnum(hist, "spe");
+    json_decref(hist);
+    ctl_budget_plan_opts(settings, history_s, opts, budget_msg, sizeof budget_msg);
     hone_search_opts o;
     if (opts_from_json(opts, &o)) {
         snprintf(msg, msglen, "automl_settings.automl_algorithm: unknown algorithm");

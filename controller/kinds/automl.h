@@ -116,10 +116,12 @@ void ctl_defer_close(hone_controller *c);
 
 /* ---- automl_budget.c: the governor of a search with a time budget ---- */
 /* At start: with automl_budget_minutes in settings, the budget (opts.budget_seconds) and, with
- * automl_epoch_seconds, the planner's sizes (R, eta, epoch_multiplier or max_epochs, over what
+ * automl_epoch_seconds (else history_s > 0: the experiment's earlier jobs' mean trainer seconds
+ * per epoch), the planner's sizes (R, eta, epoch_multiplier or max_epochs, over what
  * opts holds as the largest trial) written into opts; msg: a line for the search's log ("" when
  * there is no budget). */
-int ctl_budget_plan_opts(const json_t *settings, json_t *opts, char *msg, size_t msglen);
+int ctl_budget_plan_opts(const json_t *settings, double history_s, json_t *opts, char *msg,
+                         size_t msglen);
 /* The governor of a search whose opts have a budget, else NULL. started: the job's start (the
  * budget's clock). */
 ctl_budget *ctl_budget_new(const json_t *opts, double started);

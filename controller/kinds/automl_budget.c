@@ -20,6 +20,8 @@
 /* Epoch samples shorter than this share of the estimate are replays of checkpointed epochs (a
  * worker reporting what it had not got acknowledged), not training. */
 #define BUDGET_REPLAY_SHARE 0.25
+/* An epoch of this experiment's earlier jobs, as the trainers timed it, to the governor's clock. */
+#define BUDGET_HISTORY_MARGIN 1.1
 /* Start-up prior of a launch (seconds) until one is measured: a trainer's start, data load. */
 #define BUDGET_LAUNCH_PRIOR 2.0
 
@@ -43,10 +45,17 @@ static int is_flat(hone_algo a)
     return a == HONE_ALGO_RANDOM || a == HONE_ALGO_BAYESIAN;
 }
 
-int ctl_budget_plan_opts(const json_t *settings, json_t *opts, char *msg, size_t msglen)
+int ctl_budget_plan_opts(const json_t *settings, double history_s, json_t *opts, char *msg,
+                         size_t msglen)
 {
     double minutes = jnum(settings, "automl_budget_minutes");
     double hint = jnum(settings, "automl_epoch_seconds");
+    const char *from = "automl_epoch_seconds";
+    if (!(hint > 0) && history_s > 0) {
+        /* the trainers' own seconds, plus the report's trip and the checkpoint */
+        hint = history_s * BUDGET_HISTORY_MARGIN;
+        from = "this experiment's earlier epochs";
+    }
     hone_algo algo;
     msg[0] = '\0';
     if (!(minutes > 0))
@@ -56,8 +65,9 @@ int ctl_budget_plan_opts(const json_t *settings, json_t *opts, char *msg, size_t
     json_object_set_new(opts, "budget_seconds", json_real(minutes * 60));
     if (!(hint > 0)) {
         snprintf(msg, msglen,
-                 "budget %.1f min: no epoch-time hint (automl_epoch_seconds), so the "
-                 "search keeps its sizes; trials launch while they can finish in time, "
+                 "budget %.1f min: no epoch time known (automl_epoch_seconds, or this "
+                 "experiment's earlier jobs), so the search keeps its sizes; trials launch while "
+                 "they can finish in time, "
                  "once the first ones have timed an epoch",
                  minutes);
         return HONE_OK;
@@ -90,17 +100,17 @@ int ctl_budget_plan_opts(const json_t *settings, json_t *opts, char *msg, size_t
                                   p.full_epochs, "trials", p.trials));
     if (flat) {
         snprintf(msg, msglen,
-                 "budget %.1f min, ~%.2f s an epoch, %d at once: trials of %d epochs "
-                 "(train.epochs %d at most), about %d of them",
-                 minutes, hint, in.slots, p.full_epochs, in.max_full, p.trials);
+                 "budget %.1f min, ~%.2f s an epoch (%s), %d at once: trials of %d "
+                 "epochs (train.epochs %d at most), about %d of them",
+                 minutes, hint, from, in.slots, p.full_epochs, in.max_full, p.trials);
         return HONE_OK;
     }
     snprintf(msg, msglen,
-             "budget %.1f min, ~%.2f s an epoch, %d at once: R %d, nu %d, epoch "
+             "budget %.1f min, ~%.2f s an epoch (%s), %d at once: R %d, nu %d, epoch "
              "multiplier %d (trials of %d epochs at most, within R x multiplier %d), "
              "about %d trials",
-             minutes, hint, in.slots, p.R, p.eta, p.epoch_multiplier, p.full_epochs, in.max_full,
-             p.trials);
+             minutes, hint, from, in.slots, p.R, p.eta, p.epoch_multiplier, p.full_epochs,
+             in.max_full, p.trials);
     return HONE_OK;
 }
 

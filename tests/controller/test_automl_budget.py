@@ -11,7 +11,8 @@ epoch-time hint:
   3. kill -9 and restart: the same report again is answered stop; the trial completes stopped;
   4. nothing more launches (the budget's end is past) and the job ends done with the best
      *finished* trial (trial 0, its test accuracy), and a note naming the stop the replayed events
-     recorded: '1 trial stopped by the budget (trial 1 at epoch 2 of 4)'.
+     recorded: '1 trial stopped by the budget (trial 1 at epoch 2 of 4)';
+  5. a second budgeted job with no hint is sized from the experiment's earlier epochs.
 The old controller refused automl_budget_minutes (an unknown field)."""
 import os
 import sys
@@ -46,7 +47,7 @@ def main():
     first = w.lease()
     assert first and first["epochs_until"] == 4, first
     for epoch in range(1, 5):
-        st, js = w.report(first, epoch, {"val_accuracy": 0.5 + epoch / 100})
+        st, js = w.report(first, epoch, {"val_accuracy": 0.5 + epoch / 100, "seconds": 0.4})
         assert st == 200, (st, js)
         if epoch < 4:
             assert js["decision"] == "continue", (epoch, js)
@@ -83,6 +84,14 @@ def main():
     assert a["budget_left_seconds"] >= 0 and a["budget_used_seconds"] <= 12 + 30, a
     st, text = c.req("GET", "/api/v1/jobs/%s/logs" % jid)
     assert st == 200 and b"trial 1 stopped by the budget at epoch 2 of 4" in text, text
+    # 5. a second budgeted job without a hint is sized from this experiment's earlier epochs
+    # (the trainers' 0.4 s, plus a margin)
+    again = c.ok("POST", "/api/v1/experiments/%s/jobs" % exp["id"], {"action": "automl"})
+    plan = again["automl"]["budget_plan"]
+    assert plan and plan["full_epochs"] >= 1, again["automl"]
+    st, text = c.req("GET", "/api/v1/jobs/%s/logs" % again["id"])
+    assert b"~0.44 s an epoch (this experiment's earlier epochs)" in text, text
+    c.ok("POST", "/api/v1/jobs/%s:cancel" % again["id"])
     c.stop()
     print("ok: the budget's stop survived a restart: %s" % note)
 

@@ -118,7 +118,7 @@ def run(bins, ctl, fm):
     text = hone(bins, ctl, "job", "status", jid).stdout
     assert "budget cut " in text and "budget     30s: " in text, text
     logs = hone(bins, ctl, "job", "logs", jid).stdout
-    assert "budget 0.5 min, ~1.00 s an epoch, 1 at once: R " in logs, logs
+    assert "budget 0.5 min, ~1.00 s an epoch (automl_epoch_seconds), 1 at once: R " in logs, logs
     print("automl budget: ok (%d trials, best test accuracy %.4f, trial %s)" % (
         len(trials), res["best_test_accuracy"], res["best_trial"]))
 

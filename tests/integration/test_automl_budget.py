@@ -150,7 +150,10 @@ def main():
         raise
     finally:
         w.stop()
-        ctl.stop()
+        rc = ctl.stop()
+    if rc != 0:  # under ASan: LeakSanitizer's findings
+        sys.stderr.write("controller exited %d\n%s\n" % (rc, ctl.tail()))
+        return 1
     shutil.rmtree(root, ignore_errors=True)
     return 0
 

@@ -5,7 +5,8 @@ real training on the CPU on a Fashion-MNIST slice, driven through the hone CLI.
   - the count cap does not end the search: more than 2 trials run, until the budget says stop;
   - the job ends within its budget (a generous bound: 30 s + 15 s for a loaded CI machine);
   - its status has the budget's fields (seconds, used, left, the epoch-time estimate, the plan,
-    the note of what the budget cut), and `hone job status` prints "budget 30s: .. used, .. left";
+    the note of what the budget cut), `hone job status` prints "budget 30s: .. used, .. left" and
+    `hone job wait`'s progress line "budget .. of 30s";
   - its best model is a finished trial: status done, its test accuracy in the job's result;
   - a bad budget is refused: 422 naming automl_settings.automl_budget_minutes, a CLI usage error
     naming --budget-minutes; nothing stored changes.
@@ -117,6 +118,8 @@ def run(bins, ctl, fm):
     assert res["budget"]["best_finished"] is True, res["budget"]
     text = hone(bins, ctl, "job", "status", jid).stdout
     assert "budget cut " in text and "budget     30s: " in text, text
+    text = hone(bins, ctl, "job", "wait", jid).stdout  # the progress line: its use of the budget
+    assert " | budget " in text and " of 30s | " in text, text
     logs = hone(bins, ctl, "job", "logs", jid).stdout
     assert "budget 0.5 min, ~1.00 s an epoch (automl_epoch_seconds), 1 at once: R " in logs, logs
     print("automl budget: ok (%d trials, best test accuracy %.4f, trial %s)" % (

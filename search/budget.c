@@ -86,16 +86,20 @@ static void plan_asha(const hone_budget_in *in, double usable, hone_budget_plan 
     double t = in->epoch_s + in->launch_s / 2; /* an epoch, with start-up spread over a few */
     int lo = in->eta >= 2 ? in->eta : 2, hi = in->eta >= 2 ? in->eta : 3;
     /* Rungs m, m*eta, .. ; the first trial reaches the top rung once eta^s trials have passed
-     * the first rung, eta^(s-1) the second, ...: that tree's epochs spread over the slots, plus
-     * the trial's own path, one epoch after another. Half the budget at most, so several trials
-     * finish their whole schedule. */
+     * the first rung, eta^(s-1) the second, ...: rung k takes ceil(eta^(s-k) / slots) rounds of
+     * its epochs. That path within 70% of the budget, so the best trials finish their whole
+     * schedule with time to spare. */
     for (int eta = lo; eta <= hi; eta++)
         for (int s = 1; s <= 3; s++)
             for (int m = 1; m <= 10; m++) {
                 int full = m * (int)lround(pow(eta, s)), n;
-                int tree = (int)lround(pow(eta, s));
-                double crit = (asha_epochs(tree, eta, s, m) / in->slots + full) * t;
-                if (crit > 0.5 * usable || full > in->max_full)
+                double crit = 0, prev = 0;
+                for (int k = 0; k <= s; k++) {
+                    double need = pow(eta, s - k), r = m * pow(eta, k);
+                    crit += ceil(need / in->slots) * (r - prev) * t;
+                    prev = r;
+                }
+                if (crit > 0.7 * usable || full > in->max_full)
                     continue;
                 for (n = eta + 1; n < HONE_BUDGET_MAX_TRIALS; n++)
                     if (asha_epochs(n + 1, eta, s, m) + (n + 1) * in->launch_s / in->epoch_s >

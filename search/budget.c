@@ -154,12 +154,8 @@ int hone_budget_plan_make(const hone_budget_in *in, hone_budget_plan *out)
         plan_hyperband(in, usable, out);
         break;
     }
-    if (out->score < 0) { /* nothing fits: the smallest search there is */
-        int flat = in->algo == HONE_ALGO_RANDOM || in->algo == HONE_ALGO_BAYESIAN;
-        int R = flat || in->max_full < 2 ? 1 : 2;
-        keep(out, hone_budget_score(R, in->slots), R, in->eta >= 2 ? in->eta : 2, 1,
-             in->slots > 2 ? in->slots : 2);
-    }
+    if (out->score < 0) /* nothing fits: the smallest search there is, trials of one epoch */
+        keep(out, hone_budget_score(1, in->slots), 1, in->eta >= 2 ? in->eta : 2, 1, in->slots);
     return HONE_OK;
 }
 
@@ -232,7 +228,13 @@ void hone_budget_est_start(hone_budget_est *e, double seconds)
     if (!(seconds >= 0) || !isfinite(seconds))
         return;
     double ep = hone_budget_est_epoch_s(e);
-    double extra = isnan(ep) ? seconds / 2 : seconds - ep;
+    if (isnan(ep)) {
+        /* nothing timed an epoch yet (trials whose first rung is one epoch report once before
+         * they pause): start-up and epoch together stand for an epoch until one is measured */
+        e->epoch_s = e->ewma = seconds > 0 ? seconds : NAN;
+        return;
+    }
+    double extra = seconds - ep;
     mean_in(&e->start_s, &e->n_start, extra > 0 ? extra : 0);
 }
 

@@ -37,7 +37,7 @@ typedef struct hone_budget_plan {
  * fit the budget, the one of highest hone_budget_score. Random and Bayesian: full-schedule trials
  * of 1..max_full epochs, at least two rounds over the slots; ASHA: rungs m, m*eta, m*eta^2;
  * Hyperband and BOHB: one pass of the brackets must fit (more passes run while time is left). When
- * nothing fits, the smallest search (full_epochs 1 or 2). HONE_EINVAL on non-positive budget,
+ * nothing fits, the smallest search (trials of one epoch). HONE_EINVAL on non-positive budget,
  * slots, epoch time or max_full. */
 int hone_budget_plan_make(const hone_budget_in *in, hone_budget_plan *out);
 /* What a plan whose best trial trains full_epochs, over `trials` configurations, is worth: the
@@ -67,7 +67,7 @@ typedef struct hone_budget_est {
 /* epoch_hint <= 0 or NAN: unknown until measured. launch_hint: the start-up prior (seconds). */
 void hone_budget_est_init(hone_budget_est *e, double epoch_hint, double launch_hint);
 void hone_budget_est_epoch(hone_budget_est *e, double seconds);
-/* seconds from a launch to its first report */
+/* seconds from a launch to its first report (while no epoch is timed, it stands for an epoch) */
 void hone_budget_est_start(hone_budget_est *e, double seconds);
 void hone_budget_est_tail(hone_budget_est *e, double seconds);
 /* Seconds per epoch to plan with: the larger of the mean and the recent average (NAN unknown). */

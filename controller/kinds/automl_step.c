@@ -289,7 +289,12 @@ static int finish(hone_controller *c, ctl_search *s, const char *fail_msg, const
         snprintf(why, sizeof why, "%s", fail_msg);
         tail = fail_tail ? hone_xstrdup(fail_tail) : NULL;
     } else if (!have && failed_summary(c, s, why, sizeof why, &tail) <= 0) {
-        snprintf(why, sizeof why, "no trial reported a metric");
+        char cut[512];
+        ctl_budget_note(s, now, next.kind == HONE_ASK_DONE, cut, sizeof cut);
+        if (cut[0]) /* the budget left no time: say so */
+            snprintf(why, sizeof why, "no trial reported a metric within the budget (%s)", cut);
+        else
+            snprintf(why, sizeof why, "no trial reported a metric");
     }
     int failed = fail_msg || !have;
     long waiting = 0; /* halted at a rung and never promoted: stopped now */

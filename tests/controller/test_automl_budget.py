@@ -12,7 +12,8 @@ epoch-time hint:
   4. nothing more launches (the budget's end is past) and the job ends done with the best
      *finished* trial (trial 0, its test accuracy), and a note naming the stop the replayed events
      recorded: '1 trial stopped by the budget (trial 1 at epoch 2 of 4)';
-  5. a second budgeted job with no hint is sized from the experiment's earlier epochs.
+  5. a second budgeted job with no hint is sized from the experiment's earlier epochs;
+and with ASHA, promotions that cannot finish are dropped, stored, and replayed after a kill -9.
 The old controller refused automl_budget_minutes (an unknown field)."""
 import os
 import sys
@@ -96,5 +97,61 @@ def main():
     print("ok: the budget's stop survived a restart: %s" % note)
 
 
+def drops_replayed(binary):
+    """ASHA with rungs at 1 and 3 epochs, one trial at a time, budget 12 s (trials end by 11 s), no
+    hint; each epoch takes 2.5 s and each new trial is better than those before, so ASHA promotes
+    the third (2 more epochs) when it pauses at ~7.5 s: 2 epochs cannot end by 11 s, so the
+    promotion is dropped (stored as an event) while a new 1-epoch trial still launches. A kill -9
+    right after it rebuilds the search from the events (no replay error), and the job ends done,
+    its note counting the dropped promotions."""
+    root = tempdir()
+    write_idx(os.path.join(root, "ds"))
+    c = Controller(binary, root).start()
+    ds = c.ok("POST", "/api/v1/datasets", {"name": "tiny", "path": os.path.join(root, "ds")})
+    exp = c.ok("POST", "/api/v1/experiments",
+               {"name": "d", "network_arch": "mlp", "train_datasets": [ds["id"]],
+                "automl_settings": {"automl_enabled": True, "automl_algorithm": "asha",
+                                    "automl_R": 3, "automl_nu": 3, "automl_max_parallel": 1,
+                                    "automl_budget_minutes": 0.2}})
+    jid = c.ok("POST", "/api/v1/experiments/%s/jobs" % exp["id"], {"action": "automl"})["id"]
+    w = FakeWorker(c)
+    w.register()
+    killed, leases = False, 0
+    for _ in range(400):
+        if c.ok("GET", "/api/v1/jobs/" + jid)["status"] != "running":
+            break
+        job = w.lease()
+        if not job:
+            time.sleep(0.05)
+            continue
+        leases += 1
+        dec = "continue"
+        for epoch in range(job["epoch"] + 1, job["epochs_until"] + 1):
+            time.sleep(2.5)  # an epoch
+            st, js = w.report(job, epoch, {"val_accuracy": 0.5 + leases / 100})
+            assert st == 200, (st, js)
+            dec = js["decision"]
+            if dec != "continue":
+                break
+        w.complete(job, "paused" if dec == "pause" else "done" if dec == "stop" else "stopped")
+        st, text = c.req("GET", "/api/v1/jobs/%s/logs" % jid)
+        if not killed and b"not resumed to epoch 3: it cannot finish within the budget" in text:
+            c.kill9()  # the drop is stored: the rebuilt search must replay it
+            c.start()
+            killed = True
+    st = c.ok("GET", "/api/v1/jobs/" + jid)
+    text = c.req("GET", "/api/v1/jobs/%s/logs" % jid)[1]
+    assert killed, ("no promotion was dropped", st, text)
+    assert st["status"] == "done", (st, text)
+    b = st["result"]["budget"]
+    assert b["promotions_dropped"] >= 1, b
+    assert "not run (" in st["automl"]["budget_note"], st["automl"]["budget_note"]
+    log = open(c.log_path, "rb").read()
+    assert b"replay_failed" not in log and b"replay_mismatch" not in log, c.tail()
+    c.stop()
+    print("ok: dropped promotions replayed after a restart: %s" % st["automl"]["budget_note"])
+
+
 if __name__ == "__main__":
     main()
+    drops_replayed(binary_from_argv())

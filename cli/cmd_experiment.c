@@ -241,6 +241,19 @@ static int automl_settings(cli_ctx *c, const json_t *current, json_t **out)
         if (x >= 0 && cli_arg(c->a, ints[i].flag))
             json_object_set_new(s, ints[i].key, json_integer(x));
     }
+    /* the time budget (minutes, decimals allowed) and the planner's first epoch-time estimate */
+    static const struct {
+        const char *flag, *key;
+        double lo, hi;
+    } nums[] = {{"budget-minutes", "automl_budget_minutes", 0.01, 10080},
+                {"epoch-seconds", "automl_epoch_seconds", 0.001, 86400}};
+    for (size_t i = 0; i < HONE_ARRAY_LEN(nums); i++) {
+        double x = 0;
+        if (cli_arg_num(c->a, nums[i].flag, nums[i].lo, nums[i].hi, &x, err, sizeof(err)) != 0)
+            goto usage;
+        if (cli_arg(c->a, nums[i].flag))
+            json_object_set_new(s, nums[i].key, json_real(x));
+    }
     n = cli_multi(c->a, "param", &v);
     for (int i = 0; i < n; i++) {
         json_t *entry;
@@ -464,6 +477,14 @@ static const cli_opt automl_opts[] = {
      "trials)",
      0},
     {"seed", CLI_VALUE, "N  search seed", 0},
+    {"budget-minutes", CLI_VALUE,
+     "M  time budget: the search sizes itself to it, launches only what can finish and ends "
+     "within it with the best finished trial (decimals allowed; no count cap ends it early)",
+     0},
+    {"epoch-seconds", CLI_VALUE,
+     "S  seconds one epoch takes on one worker: the budget planner's first estimate (measured "
+     "from the trials after that)",
+     0},
     {"param", CLI_MULTI,
      "NAME=DEF  sweep NAME: float:LO:HI[:log], int:LO:HI[:log], A,B,C, bool, each optionally "
      "@PARENT=V1|V2 (swept only while PARENT holds one of them; the --param flags are the whole "
@@ -493,7 +514,8 @@ const cli_command cli_experiment_commands[] = {
     {"experiment", "automl-defaults", experiment_automl_defaults, NULL, 0, 1, 1, "ID",
      "list the hyperparameters AutoML sweeps by default and all that could be", 0},
     {"automl", "start", automl_start, automl_opts, (int)HONE_ARRAY_LEN(automl_opts), 0, 0,
-     "--experiment ID [--algorithm A] [--max-recommendations N] [--param ...] [--parent JOB]",
+     "--experiment ID [--algorithm A] [--budget-minutes M] [--max-recommendations N] [--param ...] "
+     "[--parent JOB]",
      "start an AutoML search on an experiment", 0},
     {"train", "start", train_start, train_opts, (int)HONE_ARRAY_LEN(train_opts), 0, 0,
      "--experiment ID [--spec k=v ...] [--name N] [--parent JOB] [--wait]",

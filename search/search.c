@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "budget.h"
 #include "search_internal.h"
 
 const char *const hone_algo_names[] = {"bayesian", "hyperband", "asha", "bohb", "random", NULL};
@@ -374,6 +375,38 @@ int hone_search_ask(hone_search *s, hone_ask *out)
     } else if (p.kind == HONE_ASK_RESUME) {
         commit_resume(s, &p);
     }
+    return HONE_OK;
+}
+
+/* budget.h's hooks: what the next ask answers, and giving up a promotion the budget cannot
+ * afford. */
+int hone_search_peek(const hone_search *s, hone_ask *out)
+{
+    sr_plan p;
+    if (!s || !out)
+        return HONE_EINVAL;
+    memset(out, 0, sizeof(*out));
+    plan(s, &p);
+    out->kind = p.kind;
+    out->trial = p.trial;
+    out->epochs = p.epochs;
+    return HONE_OK;
+}
+
+int hone_search_drop(hone_search *s, int trial)
+{
+    if (!s)
+        return HONE_EINVAL;
+    if (trial < 0 || trial >= s->nt)
+        return HONE_ENOENT;
+    sr_trial *t = &s->t[trial];
+    if (t->state != SR_PAUSED)
+        return HONE_ESTATE;
+    t->state = SR_DONE;
+    t->stopped_early = 1;
+    t->promoted = 0;
+    if (t->bracket >= 0)
+        hb_after_end(s, t);
     return HONE_OK;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "automl.h"
+#include "budget.h"
 #include "finetune.h"
 #include "ctl.h"
 #include "job_rows.h"
@@ -119,6 +120,7 @@ void ctl_automl_search_free(ctl_search *s)
 {
     hone_search_free(s->search);
     hone_space_free(s->space);
+    ctl_budget_free(s->budget);
     free(s);
 }
 
@@ -213,6 +215,8 @@ static int opts_from_json(const json_t *o, hone_search_opts *opts)
     opts->epoch_multiplier = (int)jint(o, "epoch_multiplier");
     opts->max_parallel = (int)jint(o, "max_parallel");
     opts->start_default = json_is_true(json_object_get(o, "start_from_spec"));
+    if (jnum(o, "budget_seconds") > 0) /* the budget ends it, not a count (budget.h) */
+        hone_budget_search_opts(NULL, opts);
     return HONE_OK;
 }
 
@@ -269,6 +273,15 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
     if (!json_is_false(json_object_get(settings, "automl_start_from_spec")))
         json_object_set_new(opts, "start_from_spec",
                             json_boolean(space_start_from_spec(space, flat)));
+    char budget_msg[512];
+    json_t *hist = NULL;
+    double history_s = 0; /* a budget's first estimate when none is given: earlier epochs */
+    if (jnum(settings, "automl_budget_minutes") > 0 &&
+        store_metrics_experiment_spe(c->db, jstr(job, "experiment_id"), &hist) == HONE_OK &&
+        jnum(hist, "spe") > 0)
+        history_s = jnum(hist, "spe");
+    json_decref(hist);
+    ctl_budget_plan_opts(settings, history_s, opts, budget_msg, sizeof budget_msg);
     hone_search_opts o;
     if (opts_from_json(opts, &o)) {
         snprintf(msg, msglen, "automl_settings.automl_algorithm: unknown algorithm");
@@ -294,6 +307,8 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
                         "trial at most, %s",
                         hone_algo_name(o.algo), o.max_trials, o.max_parallel,
                         o.maximize ? "maximizing" : "minimizing", metric, s_full_epochs(&o), lim);
+        if (rc == HONE_OK && budget_msg[0])
+            rc = ctl_joblog(c, job_id, "%s", budget_msg);
     }
 fail:
     json_decref(job);
@@ -338,8 +353,9 @@ static int replay_event(hone_controller *c, ctl_search *s, const json_t *ev)
     }
     json_t *data = jparse(jstr(ev, "data"));
     int failed = json_is_true(json_object_get(data, "failed"));
+    int drop = json_is_true(json_object_get(data, "budget_drop"));
     json_decref(data);
-    return hone_search_end(s->search, trial, failed);
+    return drop ? hone_search_drop(s->search, trial) : hone_search_end(s->search, trial, failed);
 }
 
 int ctl_automl_rebuild(hone_controller *c, const char *job_id)
@@ -371,8 +387,10 @@ int ctl_automl_rebuild(hone_controller *c, const char *job_id)
     s->max_epochs = o.max_epochs;
     s->model_based = o.algo == HONE_ALGO_BAYESIAN || o.algo == HONE_ALGO_BOHB;
     s->full_epochs = s_full_epochs(&o);
-    s->max_trials = o.max_trials;
+    /* the setting's count (a budget lifts the search's cap): what auto's failed limit halves */
+    s->max_trials = (int)jint(json_object_get(automl, "opts"), "max_trials");
     s->max_failed = (int)jint(json_object_get(automl, "opts"), "max_failed_trials");
+    s->budget = ctl_budget_new(json_object_get(automl, "opts"), jnum(job, "started"));
     if ((rc = store_automl_events(c->db, job_id, &events)))
         goto fail;
     json_t *ev;
@@ -380,6 +398,7 @@ int ctl_automl_rebuild(hone_controller *c, const char *job_id)
     json_array_foreach(events, i, ev)
     {
         int erc = replay_event(c, s, ev);
+        ctl_budget_replay(s->budget, ev);
         if (erc)
             ctl_log(c, "error", "replay_failed",
                     json_pack("{s:s,s:I,s:s,s:s}", "job", job_id, "seq",
@@ -464,13 +483,22 @@ int ctl_automl_report(hone_controller *c, const json_t *trial, int epoch, double
         *dec = HONE_DECIDE_STOP;
         return HONE_OK;
     }
+    int target = 0;
+    int cut = rc == HONE_OK && ctl_budget_report(s, t, epoch, fresh, ctl_now(), dec, &target);
     if (rc || !fresh)
         return rc;
     hone_search_progress after;
     hone_search_progress_get(s->search, &after);
-    rc = ev_append(c, s->job_id, "report", t, epoch, metric, NULL);
+    char cut_data[96];
+    snprintf(cut_data, sizeof cut_data, "{\"budget_stop\":{\"target\":%d}}", target);
+    rc = ev_append(c, s->job_id, "report", t, epoch, metric, cut ? cut_data : NULL);
     if (rc)
         return rc;
+    if (cut)
+        return ctl_joblog(c, s->job_id,
+                          "trial %d stopped by the budget at epoch %d of %d (%s %.4f): it could "
+                          "not reach epoch %d in time",
+                          t, epoch, target, s->metric, metric, target);
     /* the search's log: a new best, a halt at a rung, an early stop */
     if (after.best_trial == t && after.best_epoch == epoch && !isnan(after.best_metric))
         rc = ctl_joblog(c, s->job_id, "new best: trial %d %s %.4f at epoch %d", t, s->metric,
@@ -496,6 +524,7 @@ int ctl_automl_end(hone_controller *c, const json_t *trial, int failed)
     if (s->busy)
         return HONE_ESTATE;
     int t = (int)jint(trial, "trial");
+    ctl_budget_ended(s, t, ctl_now());
     int rc = hone_search_end(s->search, t, failed);
     if (rc)
         return rc;

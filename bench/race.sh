@@ -13,22 +13,25 @@
 #      GPU, bf16, channels_last) sweeping the space Hone's job swept, from the same resolved spec;
 #      the clock runs from the start of its Python process.
 # Each side's GPU utilisation is the mean of nvidia-smi's samples (every 500 ms) over its clock.
-# Prints one table and writes one JSON line per side to OUT/race.jsonl.
+# Prints one table and writes one JSON line per side to OUT/race.jsonl, and the resolved spec and
+# swept space the PyTorch side used to OUT/race-defaults.json: `--sides torch --defaults
+# OUT/race-defaults.json` runs that side alone later (no Hone stack), on the same space.
 #
 # Usage: bench/race.sh [--budget-minutes 5] [--device cuda|cpu] [--network resnet18|resnet34]
 #          [--data DIR] [--out DIR] [--sides hone,default,torch] [--math bf16]
 #          [--train-limit N] [--val-size N] [--test-limit N] [--spec KEY=VALUE]...
 #          [--default-epochs N] [--torch-max-epochs N] [--torch-compile] [--seed N]
-#          [--workers N] [--threads N]
+#          [--workers N] [--threads N] [--defaults FILE]
 # Env: HONE_BUILD (the build folder holding cli/hone: default build-gpu, else build-rel, else
 #      build), PYTHON (the Python with torch and optuna for the PyTorch side; default python3),
 #      HONE_RACE_AUTOML_ARGS (flags for `hone automl start` instead of --budget-minutes LEFT, e.g.
-#      "--algorithm bohb --R 3 --nu 3"), HONE_FMNIST_DIR, RACE_GPU (the GPU nvidia-smi samples, 0).
+#      "--algorithm bohb --R 3 --nu 3"), HONE_FMNIST_DIR, RACE_GPU (the GPU nvidia-smi samples, 0),
+#      RACE_KEEP=1 (keep the scratch folder, /tmp/hone-race.*, which a good run with --out removes).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUDGET_MIN=5 DEVICE=cuda NETWORK=resnet18 MATH=bf16 SIDES=hone,default,torch
 DATA= OUTDIR= TRAIN_LIMIT= VAL_SIZE= TEST_LIMIT= DEFAULT_EPOCHS= TORCH_EPOCHS= COMPILE= SEED=1
-WORKERS= THREADS=
+WORKERS= THREADS= DEFAULTS=
 SPECS=()
 usage() { sed -n '/^# Usage:/,/^# Env:/p' "$0" | sed 's/^# \{0,1\}//' | sed '$d'; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
@@ -50,6 +53,7 @@ while [ $# -gt 0 ]; do
     --seed) SEED=$2; shift ;;
     --workers) WORKERS=$2; shift ;;
     --threads) THREADS=$2; shift ;;
+    --defaults) DEFAULTS=$2; shift ;;
     -h|--help) usage 0 ;;
     *) echo "race.sh: unknown option $1" >&2; usage ;;
   esac
@@ -75,7 +79,11 @@ if [ -z "${HONE_BUILD:-}" ]; then
   done
 fi
 HONE=${HONE_BUILD:-$ROOT/build}/cli/hone
-[ -x "$HONE" ] || { echo "race.sh: $HONE missing: build first (or set HONE_BUILD)" >&2; exit 1; }
+# a Hone stack for the hone and default sides, and for the resolved spec and space without --defaults
+NEED_STACK=
+if has_side hone || has_side default || [ -z "$DEFAULTS" ]; then NEED_STACK=1; fi
+[ -z "$NEED_STACK" ] || [ -x "$HONE" ] ||
+  { echo "race.sh: $HONE missing: build first (or set HONE_BUILD)" >&2; exit 1; }
 ML=/tmp/hone-debs/usr/lib/x86_64-linux-gnu
 [ -d "$ML" ] && export LD_LIBRARY_PATH=$ML:$ML/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 CUDNN_LIB=$(sed -n 's/^HONE_CUDNN_LIB:FILEPATH=//p' "$HONE_BUILD/CMakeCache.txt" 2>/dev/null)
@@ -113,6 +121,13 @@ cleanup() {
   stop_smi
   stop_stack
   for p in $TORCH_PID $WAIT_PID; do wait "$p" 2>/dev/null; done
+  # the scratch folder (the stack's data, every trial's model) goes after a good run with --out;
+  # it stays for a look otherwise
+  if [ "$rc" = 0 ] && [ "$OUTDIR" != "$WORK" ] && [ -z "${RACE_KEEP:-}" ]; then
+    rm -rf "$WORK"
+  else
+    echo "race.sh: scratch folder kept: $WORK" >&2
+  fi
   exit "$rc"
 }
 trap cleanup EXIT
@@ -138,33 +153,41 @@ hone_json() {
 }
 
 # ---- the Hone stack (for the hone and default sides, and for the resolved spec and space)
-T0_HONE=$(now)
-start_smi "$WORK/util-hone.txt"
-LOCAL_ARGS=(local --json --port 0 --device "$DEVICE" --data-dir "$WORK/hone-data" --data-root "$DATA")
-[ -n "$WORKERS" ] && LOCAL_ARGS+=(--workers "$WORKERS")
-[ -n "$THREADS" ] && LOCAL_ARGS+=(--threads "$THREADS")
-"$HONE" "${LOCAL_ARGS[@]}" >"$WORK/local.out" 2>"$WORK/local.err" &
-LOCAL_PID=$!
-for _ in $(seq 1 600); do
-  [ -s "$WORK/local.out" ] && break
-  kill -0 "$LOCAL_PID" 2>/dev/null || { cat "$WORK/local.err" >&2; die "hone local ended"; }
-  sleep 0.1
-done
-export HONE_URL
-HONE_URL=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["url"])' \
-  "$WORK/local.out") || die "hone local printed no URL"
-echo "race.sh: hone local at $HONE_URL ($(python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).readline()); print(d["workers"], "workers,", d["gpus"], "GPU(s)")' "$WORK/local.out"))"
-DS=$(hone_json "$WORK/ds.json" dataset create --name fmnist-race --type image_classification \
-  --format idx --path "$DATA")
-EXP_SPECS=(--spec "train.math=$MATH")
-[ -n "$TRAIN_LIMIT" ] && EXP_SPECS+=(--spec "data.train_limit=$TRAIN_LIMIT")
-[ -n "$VAL_SIZE" ] && EXP_SPECS+=(--spec "data.val_size=$VAL_SIZE")
-[ -n "$TEST_LIMIT" ] && EXP_SPECS+=(--spec "data.test_limit=$TEST_LIMIT")
-for s in ${SPECS[@]+"${SPECS[@]}"}; do EXP_SPECS+=(--spec "$s"); done
-EXP=$(hone_json "$WORK/exp.json" experiment create --name race --network "$NETWORK" \
-  --train-dataset "$DS" "${EXP_SPECS[@]}")
-bg_wait "$HONE" --json experiment automl-defaults "$EXP" >"$WORK/defaults.json" ||
-  die "automl-defaults failed"
+if [ -n "$DEFAULTS" ]; then
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d["spec"]; d["default_hyperparameters"]' \
+    "$DEFAULTS" 2>/dev/null || die "--defaults $DEFAULTS: not the JSON of hone experiment automl-defaults"
+  cp "$DEFAULTS" "$WORK/defaults.json"
+fi
+start_stack() {  # a cold Hone stack, the dataset, the experiment, its resolved spec and space
+  T0_HONE=$(now)
+  start_smi "$WORK/util-hone.txt"
+  LOCAL_ARGS=(local --json --port 0 --device "$DEVICE" --data-dir "$WORK/hone-data" --data-root "$DATA")
+  [ -n "$WORKERS" ] && LOCAL_ARGS+=(--workers "$WORKERS")
+  [ -n "$THREADS" ] && LOCAL_ARGS+=(--threads "$THREADS")
+  "$HONE" "${LOCAL_ARGS[@]}" >"$WORK/local.out" 2>"$WORK/local.err" &
+  LOCAL_PID=$!
+  for _ in $(seq 1 600); do
+    [ -s "$WORK/local.out" ] && break
+    kill -0 "$LOCAL_PID" 2>/dev/null || { cat "$WORK/local.err" >&2; die "hone local ended"; }
+    sleep 0.1
+  done
+  export HONE_URL
+  HONE_URL=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["url"])' \
+    "$WORK/local.out") || die "hone local printed no URL"
+  echo "race.sh: hone local at $HONE_URL ($(python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).readline()); print(d["workers"], "workers,", d["gpus"], "GPU(s)")' "$WORK/local.out"))"
+  DS=$(hone_json "$WORK/ds.json" dataset create --name fmnist-race --type image_classification \
+    --format idx --path "$DATA") || exit 1
+  EXP_SPECS=(--spec "train.math=$MATH")
+  [ -n "$TRAIN_LIMIT" ] && EXP_SPECS+=(--spec "data.train_limit=$TRAIN_LIMIT")
+  [ -n "$VAL_SIZE" ] && EXP_SPECS+=(--spec "data.val_size=$VAL_SIZE")
+  [ -n "$TEST_LIMIT" ] && EXP_SPECS+=(--spec "data.test_limit=$TEST_LIMIT")
+  for s in ${SPECS[@]+"${SPECS[@]}"}; do EXP_SPECS+=(--spec "$s"); done
+  EXP=$(hone_json "$WORK/exp.json" experiment create --name race --network "$NETWORK" \
+    --train-dataset "$DS" "${EXP_SPECS[@]}") || exit 1
+  [ -z "$DEFAULTS" ] && { bg_wait "$HONE" --json experiment automl-defaults "$EXP" >"$WORK/defaults.json" ||
+    die "automl-defaults failed"; }
+}
+[ -n "$NEED_STACK" ] && start_stack
 
 # ---- 1. hone
 BEST_EPOCHS=
@@ -177,7 +200,7 @@ if has_side hone; then
     AUTOML_ARGS=(--budget-minutes "$LEFT")
   fi
   JOB=$(hone_json "$WORK/job-start.json" automl start --experiment "$EXP" --name race \
-    --seed "$SEED" "${AUTOML_ARGS[@]}")
+    --seed "$SEED" "${AUTOML_ARGS[@]}") || exit 1
   echo "race.sh: hone: AutoML job $JOB (${AUTOML_ARGS[*]}), started $(awk -v t0="$T0_HONE" -v t="$(now)" 'BEGIN { printf "%.1f", t - t0 }') s after hone local"
   # a search that overruns its budget by a tenth (at least 30 s) is canceled: the race has a clock
   HARD=$(awk -v b="$BUDGET_S" -v t0="$T0_HONE" 'BEGIN { g = b / 10; if (g < 30) g = 30; printf "%.1f", t0 + b + g }')
@@ -199,7 +222,7 @@ if has_side default; then
   # an experiment of its own with the same specs: a train job on an experiment whose AutoML is
   # enabled runs AutoML (TAO's way)
   EXP_DEF=$(hone_json "$WORK/exp-default.json" experiment create --name race-default \
-    --network "$NETWORK" --train-dataset "$DS" "${EXP_SPECS[@]}")
+    --network "$NETWORK" --train-dataset "$DS" "${EXP_SPECS[@]}") || exit 1
   T0_DEF=$(now)
   start_smi "$WORK/util-default.txt"
   bg_wait "$HONE" --json train start --experiment "$EXP_DEF" --name default-spec \
@@ -211,6 +234,7 @@ if has_side default; then
   cat "$WORK/default.json" >>"$RES"
 fi
 stop_stack
+cp "$WORK/defaults.json" "$OUTDIR/race-defaults.json"
 
 # ---- 3. Optuna + PyTorch
 if has_side torch; then

@@ -9,7 +9,7 @@ race runs, on a bare GPU machine too).
                                                  space it swept written into DEFAULTS' copy)
   race_report.py default JOB_JSON T0 EPOCHS UTIL one JSON line for the default spec trained alone
   race_report.py util FILE                       mean GPU utilisation of nvidia-smi's samples
-  race_report.py table JSONL                     the closing table
+  race_report.py table JSONL...                  the closing table (of one or several runs)
 """
 import json
 import sys
@@ -130,6 +130,8 @@ def hone(url, job_id, t0, budget_s, util, defaults):
     for k, v in a.items():
         if k.startswith("budget"):
             out["automl_" + k] = v
+    if isinstance(res.get("budget"), dict):  # what the budget cut, at the end
+        out["budget_result"] = res["budget"]
     if defaults:  # what Hone really swept is what the other side sweeps
         with open(defaults) as f:
             d = json.load(f)
@@ -168,13 +170,14 @@ def cell(v, fmt):
         return str(v)
 
 
-def table(path):
+def table(paths):
     rows = []
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line:
-                rows.append(json.loads(line))
+    for path in paths:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    rows.append(json.loads(line))
     h = f"{'side':<14}{'budget s':>9}{'wall s':>8}{'used':>6}{'best val':>10}{'test':>8}" \
         f"{'trials':>8}{'epochs':>8}{'GPU %':>7}"
     print(h)
@@ -213,8 +216,8 @@ def main(argv):
     if cmd == "util" and len(a) == 1:
         print(json.dumps(util_mean(a[0])))
         return 0
-    if cmd == "table" and len(a) == 1:
-        table(a[0])
+    if cmd == "table" and a:
+        table(a)
         return 0
     print(__doc__, file=sys.stderr)
     return 2

@@ -380,15 +380,18 @@ class Race:
         shown = {k: v for k, v in trial.params.items()}
         log(f"trial {trial.number}: {epochs} epochs, {json.dumps(shown)}")
         step, val = 0, float("nan")
+        step_s, t_last = 0.0, time.time()  # the slowest recent step, as a margin
         for e in range(epochs):
             model.train()
             perm = torch.randperm(n, device=self.device, generator=gen)
             for s in range(steps):
-                if s % 8 == 0 and self.left() <= 0:
-                    self.cut += 1
-                    trial.study.stop()
-                    log(f"trial {trial.number}: cut by the deadline in epoch {e + 1}")
-                    raise optuna.TrialPruned("the budget's deadline")
+                now = time.time()
+                if step > 0:
+                    step_s = max(0.9 * step_s, now - t_last)
+                t_last = now
+                # this step, and the validation pass where it ends the epoch, must fit
+                if self.left() < step_s + (self.eval_s if s == steps - 1 else 0.0):
+                    self.cut_trial(trial, e)
                 lr = lr_at(cfg, steps, step)
                 for g in opt.param_groups:
                     g["lr"] = lr
@@ -402,6 +405,8 @@ class Race:
                 step += 1
                 if self.first_step_at is None:
                     self.first_step_at = time.time()
+            if self.left() < self.eval_s:
+                self.cut_trial(trial, e)
             t = time.time()
             val = self.evaluate(fwd, "val")
             self.eval_s = time.time() - t
@@ -417,6 +422,12 @@ class Race:
             state = {k: v.detach().clone() for k, v in model.state_dict().items()}
             self.best = (val, trial.number, cfg, state, epochs)
         return val
+
+    def cut_trial(self, trial, epoch):
+        self.cut += 1
+        trial.study.stop()
+        log(f"trial {trial.number}: cut by the deadline in epoch {epoch + 1}")
+        raise optuna.TrialPruned("the budget's deadline")
 
     def run(self):
         sampler = optuna.samplers.TPESampler(seed=self.args.seed)

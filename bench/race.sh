@@ -201,13 +201,14 @@ if has_side hone; then
   fi
   JOB=$(hone_json "$WORK/job-start.json" automl start --experiment "$EXP" --name race \
     --seed "$SEED" "${AUTOML_ARGS[@]}") || exit 1
+  SKIP=$(wc -l <"$WORK/util-hone.txt")  # samples before the search: gpu_util_search leaves them out
   echo "race.sh: hone: AutoML job $JOB (${AUTOML_ARGS[*]}), started $(awk -v t0="$T0_HONE" -v t="$(now)" 'BEGIN { printf "%.1f", t - t0 }') s after hone local"
   # a search that overruns its budget by a tenth (at least 30 s) is canceled: the race has a clock
   HARD=$(awk -v b="$BUDGET_S" -v t0="$T0_HONE" 'BEGIN { g = b / 10; if (g < 30) g = 30; printf "%.1f", t0 + b + g }')
   bg_wait $REPORT wait "$HONE_URL" "$JOB" "$HARD" >"$WORK/job-end.txt" || die "waiting for $JOB failed"
   stop_smi
   echo "race.sh: hone: the search ended: $(cat "$WORK/job-end.txt")"
-  $REPORT hone "$HONE_URL" "$JOB" "$T0_HONE" "$BUDGET_S" "$WORK/util-hone.txt" \
+  $REPORT hone "$HONE_URL" "$JOB" "$T0_HONE" "$BUDGET_S" "$WORK/util-hone.txt" "$SKIP" \
     "$WORK/defaults.json" >"$WORK/hone.json" || die "reading job $JOB failed"
   cat "$WORK/hone.json" >>"$RES"
   BEST_EPOCHS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("best_epochs") or "")' "$WORK/hone.json")

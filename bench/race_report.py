@@ -4,9 +4,10 @@ race runs, on a bare GPU machine too).
 
   race_report.py wait URL JOB HARD_DEADLINE      polls the job until it ends; past HARD_DEADLINE
                                                  (Unix s) cancels it; prints its final status
-  race_report.py hone URL JOB T0 BUDGET_S UTIL DEFAULTS
+  race_report.py hone URL JOB T0 BUDGET_S UTIL SKIP DEFAULTS
                                                  one JSON line for Hone's AutoML side (and the
-                                                 space it swept written into DEFAULTS' copy)
+                                                 space it swept written into DEFAULTS' copy);
+                                                 UTIL's first SKIP samples came before the search
   race_report.py default JOB_JSON T0 EPOCHS UTIL one JSON line for the default spec trained alone
   race_report.py util FILE                       mean GPU utilisation of nvidia-smi's samples
   race_report.py table JSONL...                  the closing table (of one or several runs)
@@ -67,12 +68,15 @@ def wait(url, job, hard_deadline):
         time.sleep(1.0)
 
 
-def util_mean(path):
-    """Mean of the numeric lines nvidia-smi wrote (one per sample), or None without any."""
+def util_mean(path, skip=0):
+    """Mean of the numeric lines nvidia-smi wrote (one per sample) after the first skip lines, or
+    None without any."""
     vals = []
     try:
         with open(path) as f:
-            for line in f:
+            for i, line in enumerate(f):
+                if i < skip:
+                    continue
                 try:
                     vals.append(float(line.strip()))
                 except ValueError:
@@ -86,7 +90,7 @@ def num(v):
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def hone(url, job_id, t0, budget_s, util, defaults):
+def hone(url, job_id, t0, budget_s, util, skip, defaults):
     job = get(url, f"/api/v1/jobs/{job_id}")
     trials = get_all(url, f"/api/v1/jobs?parent={job_id}", "jobs")
     a = job.get("automl") or {}
@@ -125,6 +129,7 @@ def hone(url, job_id, t0, budget_s, util, defaults):
         "search_started_s": round(num(job.get("started_unix")) - t0, 1)
         if num(job.get("started_unix")) else None,
         "gpu_util_mean": util_mean(util) if util else None,
+        "gpu_util_search": util_mean(util, skip) if util else None,
     }
     # the budget's own fields, where the job has them (hone automl start --budget-minutes)
     for k, v in a.items():
@@ -207,8 +212,8 @@ def main(argv):
     cmd, a = argv[1], argv[2:]
     if cmd == "wait" and len(a) == 3:
         return wait(a[0], a[1], float(a[2]))
-    if cmd == "hone" and len(a) == 6:
-        print(json.dumps(hone(a[0], a[1], float(a[2]), float(a[3]), a[4], a[5])))
+    if cmd == "hone" and len(a) == 7:
+        print(json.dumps(hone(a[0], a[1], float(a[2]), float(a[3]), a[4], int(a[5]), a[6])))
         return 0
     if cmd == "default" and len(a) == 4:
         print(json.dumps(default(a[0], float(a[1]), int(a[2]), a[3])))

@@ -360,12 +360,15 @@ class Race:
         wd = float(cfg["train.weight_decay"])
         groups = [{"params": decay, "weight_decay": wd}, {"params": rest, "weight_decay": 0.0}]
         if cfg["train.optimizer"] == "adamw":
-            opt = torch.optim.AdamW(groups, lr=float(cfg["train.lr"]),
-                                    betas=(float(cfg["train.beta1"]), float(cfg["train.beta2"])),
-                                    eps=float(cfg["train.eps"]))
+            kind, kw = torch.optim.AdamW, dict(betas=(float(cfg["train.beta1"]), float(cfg["train.beta2"])),
+                                               eps=float(cfg["train.eps"]))
         else:
-            opt = torch.optim.SGD(groups, lr=float(cfg["train.lr"]), momentum=float(cfg["train.momentum"]),
-                                  nesterov=bool(cfg["train.nesterov"]) and float(cfg["train.momentum"]) > 0)
+            mu = float(cfg["train.momentum"])
+            kind, kw = torch.optim.SGD, dict(momentum=mu, nesterov=bool(cfg["train.nesterov"]) and mu > 0)
+        try:  # the fused CUDA step where this PyTorch has it (one kernel for all the parameters)
+            opt = kind(groups, lr=float(cfg["train.lr"]), fused=self.cuda or None, **kw)
+        except (TypeError, RuntimeError, ValueError):
+            opt = kind(groups, lr=float(cfg["train.lr"]), **kw)
         fwd = model
         if self.args.compile and hasattr(torch, "compile"):
             fwd = torch.compile(model)

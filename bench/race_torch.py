@@ -261,8 +261,11 @@ def enqueue_value(name, p, value):
     return name, value
 
 
-def active(p, cfg):
-    return all(cfg.get(parent) in vals for parent, vals in (p.get("condition") or {}).items())
+def active(p, cfg, act):
+    """A parameter is active when each parent its condition names is active and holds one of the
+    values listed (search/space.c's rule; act: the active parameters so far, parents first)."""
+    return all(parent in act and cfg.get(parent) in vals
+               for parent, vals in (p.get("condition") or {}).items())
 
 
 # ---------------------------------------------------------------- training
@@ -303,15 +306,18 @@ class Race:
         self.epochs = 0  # whole epochs trained, every trial
         self.cut = 0  # trials cut by the deadline
         self.first_step_at = None
+        self.step_s = 0.0
         self.compiled = {}
 
     def config(self, trial):
-        cfg = dict(self.spec)
+        """The trial's spec and its active swept parameters (the others keep the spec's value)."""
+        cfg, act = dict(self.spec), []
         for name in self.order:
             p = self.space[name]
-            if active(p, cfg):
+            if active(p, cfg, act):
                 cfg[name] = suggest(trial, name, p)
-        return cfg
+                act.append(name)
+        return cfg, act
 
     def max_epochs(self):
         if self.args.max_epochs:
@@ -351,7 +357,9 @@ class Race:
         return correct / max(1, x.shape[0])
 
     def objective(self, trial):
-        cfg = self.config(trial)
+        cfg, act = self.config(trial)
+        if self.left() <= 0:
+            self.cut_trial(trial, 0)
         epochs = int(cfg["train.epochs"]) if "train.epochs" in self.space else self.max_epochs()
         cfg["train.epochs"] = epochs
         model = self.build(cfg)
@@ -383,7 +391,8 @@ class Race:
         shown = {k: v for k, v in trial.params.items()}
         log(f"trial {trial.number}: {epochs} epochs, {json.dumps(shown)}")
         step, val = 0, float("nan")
-        step_s, t_last = 0.0, time.time()  # the slowest recent step, as a margin
+        # the slowest recent step, as a margin (the last trial's until this one has its own)
+        step_s, t_last = self.step_s, time.time()
         for e in range(epochs):
             model.train()
             perm = torch.randperm(n, device=self.device, generator=gen)
@@ -391,6 +400,7 @@ class Race:
                 now = time.time()
                 if step > 0:
                     step_s = max(0.9 * step_s, now - t_last)
+                    self.step_s = step_s
                 t_last = now
                 # this step, and the validation pass where it ends the epoch, must fit
                 if self.left() < step_s + (self.eval_s if s == steps - 1 else 0.0):
@@ -423,7 +433,8 @@ class Race:
         log(f"trial {trial.number}: done, val {val:.4f}")
         if self.best is None or val > self.best[0]:
             state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-            self.best = (val, trial.number, cfg, state, epochs)
+            swept = {k: cfg[k] for k in act}
+            self.best = (val, trial.number, cfg, state, epochs, swept)
         return val
 
     def cut_trial(self, trial, epoch):
@@ -439,11 +450,14 @@ class Race:
                                                 reduction_factor=self.args.eta)
         study = optuna.create_study(direction="maximize", sampler=sampler, pruner=pruner)
         if not self.args.no_default_trial:  # Hone's search runs its default spec as one trial
-            first = {}
+            first, cfg, act = {}, dict(self.spec), []
             for name in self.order:
                 p = self.space[name]
-                if active(p, self.spec):
-                    k, v = enqueue_value(name, p, self.spec[name])
+                value = self.spec.get(name, p.get("default"))
+                if value is not None and active(p, cfg, act):
+                    cfg[name] = value
+                    act.append(name)
+                    k, v = enqueue_value(name, p, value)
                     first[k] = v
             study.enqueue_trial(first)
         left = self.left()
@@ -454,7 +468,7 @@ class Race:
     def test(self):
         if self.best is None:
             return None
-        val, number, cfg, state, epochs = self.best
+        val, number, cfg, state, epochs, swept = self.best
         model = self.build(cfg)
         model.load_state_dict(state)
         return self.evaluate(model, "test")
@@ -508,7 +522,7 @@ def main():
         "epochs": race.epochs,
         "best_trial": b[1] if b else None,
         "best_epochs": b[4] if b else None,
-        "best_config": {k: b[2][k] for k in race.space if k in b[2]} if b else None,
+        "best_config": b[5] if b else None,
         "max_epochs": race.max_epochs(),
         "network": race.spec["network"],
         "math": race.spec.get("train.math"),

@@ -21,7 +21,7 @@
 #          [--data DIR] [--out DIR] [--sides hone,default,torch] [--math bf16]
 #          [--train-limit N] [--val-size N] [--test-limit N] [--spec KEY=VALUE]...
 #          [--default-epochs N] [--torch-max-epochs N] [--torch-compile] [--seed N]
-#          [--workers N] [--threads N] [--defaults FILE]
+#          [--workers N] [--threads N] [--defaults FILE] [--automl-args "FLAGS"]
 # Env: HONE_BUILD (the build folder holding cli/hone: default build-gpu, else build-rel, else
 #      build), PYTHON (the Python with torch and optuna for the PyTorch side; default python3),
 #      HONE_RACE_AUTOML_ARGS (flags for `hone automl start` instead of --budget-minutes LEFT, e.g.
@@ -31,7 +31,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUDGET_MIN=5 DEVICE=cuda NETWORK=resnet18 MATH=bf16 SIDES=hone,default,torch
 DATA= OUTDIR= TRAIN_LIMIT= VAL_SIZE= TEST_LIMIT= DEFAULT_EPOCHS= TORCH_EPOCHS= COMPILE= SEED=1
-WORKERS= THREADS= DEFAULTS=
+WORKERS= THREADS= DEFAULTS= AUTOML_EXTRA=
 SPECS=()
 usage() { sed -n '/^# Usage:/,/^# Env:/p' "$0" | sed 's/^# \{0,1\}//' | sed '$d'; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
@@ -54,6 +54,7 @@ while [ $# -gt 0 ]; do
     --workers) WORKERS=$2; shift ;;
     --threads) THREADS=$2; shift ;;
     --defaults) DEFAULTS=$2; shift ;;
+    --automl-args) AUTOML_EXTRA=$2; shift ;;
     -h|--help) usage 0 ;;
     *) echo "race.sh: unknown option $1" >&2; usage ;;
   esac
@@ -198,6 +199,10 @@ if has_side hone; then
     LEFT=$(awk -v b="$BUDGET_S" -v t0="$T0_HONE" -v t="$(now)" 'BEGIN { printf "%.2f", (b - (t - t0)) / 60 }')
     awk -v l="$LEFT" 'BEGIN { exit !(l > 0) }' || die "the start-up took the whole budget"
     AUTOML_ARGS=(--budget-minutes "$LEFT")
+    if [ -n "$AUTOML_EXTRA" ]; then  # e.g. "--algorithm bohb --epoch-seconds 3"
+      read -r -a EXTRA <<<"$AUTOML_EXTRA"
+      AUTOML_ARGS+=("${EXTRA[@]}")
+    fi
   fi
   JOB=$(hone_json "$WORK/job-start.json" automl start --experiment "$EXP" --name race \
     --seed "$SEED" "${AUTOML_ARGS[@]}") || exit 1

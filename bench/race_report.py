@@ -96,7 +96,8 @@ def hone(url, job_id, t0, budget_s, util, skip, defaults):
     a = job.get("automl") or {}
     res = job.get("result") or {}
     end = num(job.get("finished_unix")) or time.time()
-    best_id = a.get("best_job_id") or res.get("best_job_id")
+    # the job's answer (with a budget: the best *finished* trial), else the view's best so far
+    best_id = res.get("best_job_id") or a.get("best_job_id")
     best = next((t for t in trials if t.get("id") == best_id), None)
     test = num(res.get("best_test_accuracy"))
     tested = best_id
@@ -114,17 +115,18 @@ def hone(url, job_id, t0, budget_s, util, skip, defaults):
         "job_id": job_id,
         "status": job.get("status"),
         "algorithm": a.get("algorithm"),
-        "best_val_accuracy": num(a.get("best_metric")),
+        "best_val_accuracy": num(res.get("best_metric")) if num(res.get("best_metric")) is not None
+        else num(a.get("best_metric")),
         "test_accuracy": test,
         "tested_job_id": tested,
         "trials": len(trials),
         "trials_stopped_early": a.get("trials_stopped_early"),
         "trials_failed": a.get("trials_failed"),
         "epochs": a.get("epochs_done"),
-        "best_trial": a.get("best_trial"),
+        "best_trial": res.get("best_trial", a.get("best_trial")),
         "best_epochs": bres.get("epochs_trained", (best or {}).get("epoch")),
         "best_epoch": bres.get("best_epoch"),
-        "best_config": a.get("best_config"),
+        "best_config": res.get("best_config") or a.get("best_config"),
         "hone_gpu_util_mean": num(a.get("gpu_util_mean")),
         "search_started_s": round(num(job.get("started_unix")) - t0, 1)
         if num(job.get("started_unix")) else None,

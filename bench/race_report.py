@@ -186,15 +186,17 @@ def table(paths):
                 if line:
                     rows.append(json.loads(line))
     h = f"{'side':<14}{'budget s':>9}{'wall s':>8}{'used':>6}{'best val':>10}{'test':>8}" \
-        f"{'trials':>8}{'epochs':>8}{'GPU %':>7}"
+        f"{'trials':>8}{'epochs':>8}{'ep/s':>7}{'GPU %':>7}"
     print(h)
     for r in rows:
         used = r["wall_s"] / r["budget_s"] if r.get("budget_s") and r.get("wall_s") else None
+        eps = r["epochs"] / r["wall_s"] if num(r.get("epochs")) and num(r.get("wall_s")) else None
         print(f"{r.get('side', '?'):<14}{cell(r.get('budget_s'), '{:.0f}'):>9}"
               f"{cell(r.get('wall_s'), '{:.0f}'):>8}{cell(used, '{:.0%}'):>6}"
               f"{cell(r.get('best_val_accuracy'), '{:.4f}'):>10}"
               f"{cell(r.get('test_accuracy'), '{:.4f}'):>8}{cell(r.get('trials'), '{}'):>8}"
-              f"{cell(r.get('epochs'), '{}'):>8}{cell(r.get('gpu_util_mean'), '{:.0f}'):>7}")
+              f"{cell(r.get('epochs'), '{}'):>8}{cell(eps, '{:.2f}'):>7}"
+              f"{cell(r.get('gpu_util_mean'), '{:.0f}'):>7}")
     by = {r.get("side"): r for r in rows}
     h_, o_, d_ = by.get("hone"), by.get("optuna-torch"), by.get("default-spec")
     if h_ and d_ and num(h_.get("test_accuracy")) is not None and \

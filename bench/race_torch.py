@@ -302,12 +302,11 @@ class Race:
             f"{self.parts['test'][0].shape[0]} test images on {self.device} ({time.time() - t:.1f} s)")
         self.deadline = args.start_time + args.budget_s
         self.eval_s = 0.0  # the last validation pass's seconds: the test pass is reserved from it
-        self.best = None  # (value, trial number, config, state_dict, epochs)
+        self.best = None  # (value, trial number, config, state_dict, epochs, active swept params)
         self.epochs = 0  # whole epochs trained, every trial
         self.cut = 0  # trials cut by the deadline
         self.first_step_at = None
         self.step_s = 0.0
-        self.compiled = {}
 
     def config(self, trial):
         """The trial's spec and its active swept parameters (the others keep the spec's value)."""

@@ -36,6 +36,10 @@ SPECS=()
 usage() { sed -n '/^# Usage:/,/^# Env:/p' "$0" | sed 's/^# \{0,1\}//' | sed '$d'; exit "${1:-2}"; }
 while [ $# -gt 0 ]; do
   case $1 in
+    --torch-compile|-h|--help) ;;
+    --*) [ $# -ge 2 ] || { echo "race.sh: $1 needs a value" >&2; exit 2; } ;;
+  esac
+  case $1 in
     --budget-minutes) BUDGET_MIN=$2; shift ;;
     --device) DEVICE=$2; shift ;;
     --network) NETWORK=$2; shift ;;
@@ -58,7 +62,6 @@ while [ $# -gt 0 ]; do
     -h|--help) usage 0 ;;
     *) echo "race.sh: unknown option $1" >&2; usage ;;
   esac
-  [ $# -gt 0 ] || { echo "race.sh: a value is missing" >&2; exit 2; }
   shift
 done
 case $DEVICE in cuda|cpu) ;; *) echo "race.sh: --device must be cuda or cpu" >&2; exit 2 ;; esac

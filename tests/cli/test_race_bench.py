@@ -40,6 +40,8 @@ def main():
         r = race(build, bad + ["--out", out], timeout=60)
         assert r.returncode != 0 and word in r.stderr, (bad, r.returncode, r.stderr)
         assert not os.path.exists(os.path.join(out, "race.jsonl")), bad
+    r = race(build, ["--out"], timeout=60)
+    assert r.returncode == 2 and "--out needs a value" in r.stderr, (r.returncode, r.stderr)
 
     # two random trials of 2 epochs each, width 8 fixed, on a slice of the data
     args = ["--device", "cpu", "--budget-minutes", "3", "--sides", "hone,default", "--workers", "1",

@@ -20,7 +20,7 @@
 # Usage: bench/race.sh [--budget-minutes 5] [--device cuda|cpu] [--network resnet18|resnet34]
 #          [--data DIR] [--out DIR] [--sides hone,default,torch] [--math bf16]
 #          [--train-limit N] [--val-size N] [--test-limit N] [--spec KEY=VALUE]...
-#          [--default-epochs N] [--torch-max-epochs N] [--torch-compile] [--seed N]
+#          [--default-epochs N] [--torch-max-epochs N] [--torch-compile] [--torch-jobs N] [--seed N]
 #          [--workers N] [--threads N] [--defaults FILE] [--automl-args "FLAGS"]
 # Env: HONE_BUILD (the build folder holding cli/hone: default build-gpu, else build-rel, else
 #      build), PYTHON (the Python with torch and optuna for the PyTorch side; default python3),
@@ -31,6 +31,7 @@ set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUDGET_MIN=5 DEVICE=cuda NETWORK=resnet18 MATH=bf16 SIDES=hone,default,torch
 DATA= OUTDIR= TRAIN_LIMIT= VAL_SIZE= TEST_LIMIT= DEFAULT_EPOCHS= TORCH_EPOCHS= COMPILE= SEED=1
+TORCH_JOBS=1
 WORKERS= THREADS= DEFAULTS= AUTOML_EXTRA=
 SPECS=()
 usage() { sed -n '/^# Usage:/,/^# Env:/p' "$0" | sed 's/^# \{0,1\}//' | sed '$d'; exit "${1:-2}"; }
@@ -54,6 +55,7 @@ while [ $# -gt 0 ]; do
     --default-epochs) DEFAULT_EPOCHS=$2; shift ;;
     --torch-max-epochs) TORCH_EPOCHS=$2; shift ;;
     --torch-compile) COMPILE=1 ;;
+    --torch-jobs) TORCH_JOBS=$2; shift ;;
     --seed) SEED=$2; shift ;;
     --workers) WORKERS=$2; shift ;;
     --threads) THREADS=$2; shift ;;
@@ -248,7 +250,7 @@ cp "$WORK/defaults.json" "$OUTDIR/race-defaults.json"
 # ---- 3. Optuna + PyTorch
 if has_side torch; then
   TORCH_ARGS=(--defaults "$WORK/defaults.json" --data "$DATA" --budget-s "$BUDGET_S"
-              --device "$DEVICE" --seed "$SEED" --out "$WORK/torch.json")
+              --device "$DEVICE" --seed "$SEED" --jobs "$TORCH_JOBS" --out "$WORK/torch.json")
   [ -n "$TORCH_EPOCHS" ] && TORCH_ARGS+=(--max-epochs "$TORCH_EPOCHS")
   [ -n "$COMPILE" ] && TORCH_ARGS+=(--compile)
   [ -n "$THREADS" ] && TORCH_ARGS+=(--threads "$THREADS")

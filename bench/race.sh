@@ -26,7 +26,8 @@
 #      build), PYTHON (the Python with torch and optuna for the PyTorch side; default python3),
 #      HONE_RACE_AUTOML_ARGS (flags for `hone automl start` instead of --budget-minutes LEFT, e.g.
 #      "--algorithm bohb --R 3 --nu 3"), HONE_FMNIST_DIR, RACE_GPU (the GPU nvidia-smi samples, 0),
-#      RACE_KEEP=1 (keep the scratch folder, /tmp/hone-race.*, which a good run with --out removes).
+#      RACE_KEEP=1 (keep the scratch folder, /tmp/hone-race.*, which a good run with --out removes),
+#      HONE_COMMIT (the commit recorded, where the tree has no .git).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUDGET_MIN=5 DEVICE=cuda NETWORK=resnet18 MATH=bf16 SIDES=hone,default,torch
@@ -277,7 +278,7 @@ PY
 fi
 
 # ---- one record: the common fields on each line, then the table
-COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+COMMIT=${HONE_COMMIT:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)}
 GPU=$( { [ "$DEVICE" = cuda ] && nvidia-smi -i "${RACE_GPU:-0}" --query-gpu=name --format=csv,noheader 2>/dev/null; } || echo cpu)
 python3 - "$RES" "$COMMIT" "${GPU:-cpu}" "$NETWORK" "$BUDGET_MIN" "$DEVICE" <<'PY'
 import json, sys, time

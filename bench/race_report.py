@@ -107,6 +107,8 @@ def hone(url, job_id, t0, budget_s, util, skip, defaults):
         if fin:
             t = max(fin, key=lambda t: t["result"]["best_metric"])
             test, tested = t["result"]["test_accuracy"], t.get("id")
+        else:
+            tested = None
     bres = (best or {}).get("result") or {}
     out = {
         "side": "hone",

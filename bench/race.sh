@@ -8,7 +8,8 @@
 #      with what is left of the budget; the clock runs from the start of `hone local` to the
 #      AutoML job's end.
 #   2. default-spec: on the same stack, `hone train start` of the experiment's default spec for
-#      the AutoML best trial's epochs (--default-epochs N to choose); not on the clock.
+#      the epochs of the AutoML trial whose test accuracy it reports (the best; with a budget, the
+#      best finished) (--default-epochs N to choose); not on the clock.
 #   3. optuna-torch: bench/race_torch.py (TPE + HyperbandPruner over PyTorch with the data on the
 #      GPU, bf16, channels_last) sweeping the space Hone's job swept, from the same resolved spec;
 #      the clock runs from the start of its Python process.
@@ -197,7 +198,7 @@ start_stack() {  # a cold Hone stack, the dataset, the experiment, its resolved 
 [ -n "$NEED_STACK" ] && start_stack
 
 # ---- 1. hone
-BEST_EPOCHS=
+BEST_EPOCHS= FAILED=
 if has_side hone; then
   if [ -n "${HONE_RACE_AUTOML_ARGS:-}" ]; then
     read -r -a AUTOML_ARGS <<<"$HONE_RACE_AUTOML_ARGS"
@@ -222,7 +223,8 @@ if has_side hone; then
   $REPORT hone "$HONE_URL" "$JOB" "$T0_HONE" "$BUDGET_S" "$WORK/util-hone.txt" "$SKIP" \
     "$WORK/defaults.json" >"$WORK/hone.json" || die "reading job $JOB failed"
   cat "$WORK/hone.json" >>"$RES"
-  BEST_EPOCHS=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("best_epochs") or "")' "$WORK/hone.json")
+  # the epochs of the trial whose test accuracy the hone line gives (the best, or the best finished)
+  BEST_EPOCHS=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("tested_epochs") or d.get("best_epochs") or "")' "$WORK/hone.json")
 fi
 stop_smi
 
@@ -274,6 +276,7 @@ print(json.dumps(r))
 PY
   else
     echo "race.sh: the PyTorch side failed (exit $TRC): $(tail -3 "$WORK/torch.out" "$WORK/torch.err" 2>/dev/null)" >&2
+    FAILED="$FAILED torch"
   fi
 fi
 
@@ -293,3 +296,4 @@ PY
 echo
 $REPORT table "$RES"
 echo "race.sh: JSON lines in $RES"
+[ -z "$FAILED" ] || die "failed:$FAILED"

@@ -110,6 +110,7 @@ def hone(url, job_id, t0, budget_s, util, skip, defaults):
         else:
             tested = None
     bres = (best or {}).get("result") or {}
+    tres = next((t.get("result") or {} for t in trials if tested and t.get("id") == tested), {})
     out = {
         "side": "hone",
         "budget_s": round(budget_s, 1),
@@ -128,6 +129,7 @@ def hone(url, job_id, t0, budget_s, util, skip, defaults):
         "best_trial": res.get("best_trial", a.get("best_trial")),
         "best_epochs": bres.get("epochs_trained", (best or {}).get("epoch")),
         "best_epoch": bres.get("best_epoch"),
+        "tested_epochs": tres.get("epochs_trained"),  # the epochs of the trial whose test it is
         "best_config": res.get("best_config") or a.get("best_config"),
         "hone_gpu_util_mean": num(a.get("gpu_util_mean")),
         "search_started_s": round(num(job.get("started_unix")) - t0, 1)

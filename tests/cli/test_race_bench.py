@@ -67,7 +67,8 @@ def main():
     assert set(h["best_config"]) and "model.width" not in h["best_config"], h
     assert 0 < h["search_started_s"] < h["wall_s"], h
     # the default spec alone: a train job (not the experiment's AutoML) for the best trial's epochs
-    assert d["trials"] == 1 and d["epochs"] == h["best_epochs"] and d["job_id"] != h["job_id"], d
+    assert h["tested_epochs"] == 2, h
+    assert d["trials"] == 1 and d["epochs"] == h["tested_epochs"] and d["job_id"] != h["job_id"], d
     # the PyTorch side sweeps what Hone's job swept (model.width removed), from the resolved spec
     with open(os.path.join(out, "race-defaults.json")) as f:
         dfl = json.load(f)

@@ -280,17 +280,21 @@ PY
   fi
 fi
 
-# ---- one record: the common fields on each line, then the table
+# ---- one record: the common fields on each line (bench/record.py's names: commit, date, device as
+# nvidia-smi names it), then the table
 COMMIT=${HONE_COMMIT:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)}
-GPU=$( { [ "$DEVICE" = cuda ] && nvidia-smi -i "${RACE_GPU:-0}" --query-gpu=name --format=csv,noheader 2>/dev/null; } || echo cpu)
-python3 - "$RES" "$COMMIT" "${GPU:-cpu}" "$NETWORK" "$BUDGET_MIN" "$DEVICE" <<'PY'
+[ "$COMMIT" != unknown ] && [ -z "${HONE_COMMIT:-}" ] &&
+  [ -n "$(git -C "$ROOT" status --porcelain -uno 2>/dev/null)" ] && COMMIT=$COMMIT-dirty
+NAME=$( { [ "$DEVICE" = cuda ] && nvidia-smi -i "${RACE_GPU:-0}" --query-gpu=name --format=csv,noheader 2>/dev/null; } || echo cpu)
+python3 - "$RES" "$COMMIT" "${NAME:-cpu}" "$NETWORK" "$BUDGET_MIN" <<'PY'
 import json, sys, time
-path, commit, gpu, net, budget, dev = sys.argv[1:7]
+path, commit, name, net, budget = sys.argv[1:6]
 rows = [json.loads(l) for l in open(path) if l.strip()]
 with open(path, "w") as f:
     for r in rows:
-        r = {"bench": "race", "commit": commit, "gpu": gpu, "device": dev, "network": net,
-             "budget_minutes": float(budget), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **r}
+        r = {"bench": "race", "commit": commit, "date": time.strftime("%Y-%m-%d", time.gmtime()),
+             "time": time.strftime("%H:%M:%SZ", time.gmtime()), "device": name, "network": net,
+             "budget_minutes": float(budget), **r}
         f.write(json.dumps(r) + "\n")
 PY
 echo

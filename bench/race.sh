@@ -197,12 +197,43 @@ start_stack() {  # a cold Hone stack, the dataset, the experiment, its resolved 
 }
 [ -n "$NEED_STACK" ] && start_stack
 
+measure_epoch() {  # seconds an epoch of the whole training set takes one worker (empty: unknown)
+  local train=$HONE_BUILD/train/hone-train share
+  [ -x "$train" ] || return 1
+  share=$(python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).readline()); g=d["gpus"]; w=d["workers"]; print(-(-w // g) if g else 1)' "$WORK/local.out") || return 1
+  python3 - "$WORK/defaults.json" "$WORK/measure.json" <<'PY' || return 1
+import json, sys
+spec = json.load(open(sys.argv[1]))["spec"]
+keep = {k: v for k, v in spec.items() if k.split(".")[0] in ("network", "model", "data") or k in ("train.batch_size", "train.math")}
+keep.update({"data.train_limit": 16384, "data.val_size": 256, "data.test_limit": 256, "train.epochs": 2})
+json.dump(keep, open(sys.argv[2], "w"))
+PY
+  "$train" --spec "$WORK/measure.json" --device "$DEVICE" 2>/dev/null |
+    python3 -c 'import json,sys
+ips = 0
+for l in sys.stdin:
+    try: ips = json.loads(l).get("images_per_second") or ips
+    except ValueError: pass
+n = json.load(open(sys.argv[1]))["spec"]
+n = (n.get("data.train_limit") or 60000) - (n.get("data.val_size") or 0)
+n = min(n, 60000 - (json.load(open(sys.argv[1]))["spec"].get("data.val_size") or 0))
+print(round(n / ips * 1.15 * int(sys.argv[2]), 3) if ips else "")' "$WORK/defaults.json" "$share"
+}
+
 # ---- 1. hone
 BEST_EPOCHS= FAILED=
 if has_side hone; then
   if [ -n "${HONE_RACE_AUTOML_ARGS:-}" ]; then
     read -r -a AUTOML_ARGS <<<"$HONE_RACE_AUTOML_ARGS"
-  else  # what is left of the budget after the start-up (awk: no bc on the GPU machine)
+  else
+    # the epoch time the search is sized from, measured as hone demo does, on the clock: the
+    # trainer on 16384 images for 2 epochs at the experiment's network, math and batch, scaled to
+    # the training set and to the workers sharing each GPU (--epoch-seconds S skips it)
+    if [[ " $AUTOML_EXTRA " != *" --epoch-seconds "* ]] && [ -z "${RACE_NO_MEASURE:-}" ]; then
+      EPS=$(measure_epoch) && [ -n "$EPS" ] && AUTOML_EXTRA="$AUTOML_EXTRA --epoch-seconds $EPS" &&
+        echo "race.sh: hone: an epoch measured at $EPS s a worker"
+    fi
+    # what is left of the budget after the start-up (awk: no bc on the GPU machine)
     LEFT=$(awk -v b="$BUDGET_S" -v t0="$T0_HONE" -v t="$(now)" 'BEGIN { printf "%.2f", (b - (t - t0)) / 60 }')
     awk -v l="$LEFT" 'BEGIN { exit !(l > 0) }' || die "the start-up took the whole budget"
     AUTOML_ARGS=(--budget-minutes "$LEFT")

@@ -29,6 +29,7 @@ char *ctl_spec_to_yaml(const json_t *flat, char *err, size_t errlen);
 typedef struct ctl_sizing {
     long long ntrain;
     double lr_factor;
+    int batch_fit; /* the largest batch the heaviest trial of the space fits a worker at (0: any) */
 } ctl_sizing;
 /* AutoML spaces in search/search.h JSON shape for a network: the default swept set and all, with
  * train.batch_size's and train.lr's ranges sized by z (NULL: the table's ranges). */

@@ -427,7 +427,7 @@ static void exp_automl_defaults(hone_http_req *req, hone_http_res *res, void *ud
     if (store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), NULL, &ds))
         ds = NULL;
     json_t *flat = ctl_spec_resolve(net, ds, specs, NULL);
-    ctl_sizing z = {-1, 1.0};
+    ctl_sizing z = {-1, 1.0, 0};
     if (ds)
         z = ctl_spec_sizing(flat, ds);
     long long ntrain = z.ntrain;

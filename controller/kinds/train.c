@@ -125,7 +125,7 @@ fail:
 ctl_sizing ctl_train_sizing(hone_controller *c, const json_t *exp, const json_t *flat)
 {
     json_t *tds = jparse(jstr(exp, "train_datasets")), *ds = NULL;
-    ctl_sizing z = {-1, 1.0};
+    ctl_sizing z = {-1, 1.0, 0};
     if (store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), NULL, &ds) == HONE_OK)
         z = ctl_spec_sizing(flat, ds);
     json_decref(tds);

@@ -145,6 +145,28 @@ def refusals(ctl, ds):
     assert len(api(ctl, "GET", "/api/v1/experiments")["experiments"]) == n
 
 
+def memory_fit(ctl, root):
+    # A set large enough for the sized batch range to reach 512: the default resnet18 space sweeps
+    # resnet34 at width 64, a trial that needs 13.9 GiB at batch 512 (above the 12 GiB a worker is
+    # assumed to have), so the batches swept stop where that trial fits. Before, the default
+    # space's own corner made `automl start` of a resnet18 Fashion-MNIST experiment a 422.
+    big = os.path.join(root, "data", "big")
+    write_blob_idx(big, 20000, 100)
+    ds = api(ctl, "POST", "/api/v1/datasets", {"name": "big", "path": big})["id"]
+    exp = api(ctl, "POST", "/api/v1/experiments",
+              {"name": "fit", "network_arch": "resnet18", "train_datasets": [ds],
+               "automl_settings": {"automl_enabled": True, "automl_algorithm": "random"}})
+    batch = api(ctl, "GET", "/api/v1/experiments/%s/automl-defaults" % exp["id"])[
+        "default_hyperparameters"]["train.batch_size"]
+    assert 128 <= batch["max"] <= 256 and batch["min"] < batch["max"], batch
+    job = api(ctl, "POST", "/api/v1/experiments/%s/jobs" % exp["id"], {"action": "automl"},
+              want=201)
+    assert job["automl"]["search_space"]["train.batch_size"]["max"] == batch["max"], job
+    api(ctl, "POST", "/api/v1/jobs/%s/cancel" % job["id"])
+    assert wait(ctl, job["id"])["status"] == "canceled"
+    print("memory fit: batch swept %d .. %d" % (batch["min"], batch["max"]))
+
+
 def hone(bins, ctl, *args):
     p = subprocess.run([bins["hone"], "--url", ctl.base] + list(args), capture_output=True,
                        text=True, timeout=120)
@@ -197,6 +219,7 @@ def main():
         optimizer_momentum(ctl, ds)
         depth(ctl, ds)
         cli(bins, ctl, ds)
+        memory_fit(ctl, root)
     except BaseException:
         time.sleep(0.2)
         sys.stderr.write("---- controller log\n%s\n---- worker log\n%s\n" % (

@@ -129,6 +129,7 @@ static const struct {
     {"hyperband", "Hyperband: brackets of successive halving by automl_R and automl_nu (alias h)"},
     {"asha", "asynchronous successive halving: promotes as rungs fill, no waiting on brackets"},
     {"bohb", "Hyperband whose new configurations come from a density model of the good ones"},
+    {"dehb", "Hyperband whose new configurations evolve by differential evolution per budget"},
     {"random", "random configurations at the full budget (a baseline)"},
 };
 

@@ -5,7 +5,8 @@
  * stopped there, a rung started only once the rung below is complete); max_parallel kept and
  * filled; offspring that are valid configs of a mixed space; selection (the best result at each
  * fidelity is in its subpopulation, no failed or NaN result ever is); failed and NaN trials
- * never promoted; determinism from the seed; the name's parsing. */
+ * never promoted; the first bracket's first rung drawn as Hyperband's; determinism from the
+ * seed; the name's parsing. */
 #include "search_internal.h"
 #include "test_search_sim.h"
 
@@ -279,7 +280,10 @@ static void check_mixed_and_determinism(void)
     REQUIRE(ma.nev == mb.nev);
     REQUIRE(memcmp(ma.ev, mb.ev, (size_t)ma.nev * sizeof(sim_event)) == 0);
     REQUIRE(ma.nvals == mc.nvals); /* the schedule does not depend on the seed... */
-    REQUIRE(memcmp(ma.vals, mc.vals, (size_t)ma.nvals * 8 * sizeof(double)) != 0); /* configs do */
+    int other = 0;                 /* ...the configs do (np = 4 of the sim's 8 slots a trial) */
+    for (int t = 0; t < ma.nvals; t++)
+        other += memcmp(ma.vals + (size_t)t * 8, mc.vals + (size_t)t * 8, 4 * sizeof(double)) != 0;
+    REQUIRE(other > ma.nvals / 2);
     int distinct_from_parents = 0;
     for (int t = 0; t < ma.nvals; t++) {
         const double *v = ma.vals + (size_t)t * 8;
@@ -350,10 +354,49 @@ static void check_names(void)
     hone_space_free(sp);
 }
 
+/* The first bracket's first rung is random, drawn exactly as Hyperband draws it (same seed, same
+ * configs); the next bracket's first configs are DE offspring once results exist, so they differ.
+ */
+static void check_first_rung_random(void)
+{
+    hone_space *sp = sim_space();
+    hone_search_opts o;
+    hone_search_opts_default(&o);
+    o.R = 9;
+    o.eta = 3;
+    o.max_parallel = 1;
+    o.seed = 21;
+    hone_search *h, *d;
+    o.algo = HONE_ALGO_HYPERBAND;
+    REQUIRE(hone_search_new(sp, &o, &h) == 0);
+    o.algo = HONE_ALGO_DEHB;
+    REQUIRE(hone_search_new(sp, &o, &d) == 0);
+    sim mh, md;
+    sim_init(&mh, h, sp, 1, sim_curve);
+    sim_init(&md, d, sp, 1, sim_curve);
+    while (sim_step(&mh))
+        ;
+    while (sim_step(&md))
+        ;
+    REQUIRE(mh.nvals == 17 && md.nvals == 17); /* R 9: brackets of 9, 5 and 3 */
+    for (int t = 0; t < 9; t++)                /* np = 3 of the sim's 8 slots a trial */
+        REQUIRE(memcmp(mh.vals + t * 8, md.vals + t * 8, 3 * sizeof(double)) == 0);
+    int differ = 0;
+    for (int t = 9; t < 17; t++)
+        differ += memcmp(mh.vals + t * 8, md.vals + t * 8, 3 * sizeof(double)) != 0;
+    REQUIRE(differ == 8);
+    sim_free(&mh);
+    sim_free(&md);
+    hone_search_free(h);
+    hone_search_free(d);
+    hone_space_free(sp);
+}
+
 int main(void)
 {
     check_names();
     check_operators();
+    check_first_rung_random();
     check_schedule(9, 3, 1, 1);
     check_schedule(27, 3, 2, 4);
     check_schedule(16, 2, 1, 3);

@@ -144,8 +144,8 @@ static int topic_algorithms(FILE *f)
         fprintf(f, "  %-10s %s\n", hone_algo_names[i], doc);
     }
     fprintf(f,
-            "\nThe budget: --max-recommendations (trials), --R and --nu (Hyperband, BOHB, ASHA),\n"
-            "--epoch-multiplier (epochs per budget unit), --max-parallel.\n");
+            "\nThe budget: --max-recommendations (trials), --R and --nu (Hyperband, BOHB, DEHB,\n"
+            "ASHA), --epoch-multiplier (epochs per budget unit), --max-parallel.\n");
     return 0;
 }
 

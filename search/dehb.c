@@ -19,8 +19,9 @@
  * seeds the next, as the paper's parent pool), or of its own level's for a bracket's first rung;
  * filled up to three from the other levels (nearest lower level first), and with uniform vectors
  * while the search has fewer than three results; an empty target slot is a uniform vector (the
- * paper's random initial population). The first bracket's first rung is plain random sampling,
- * drawn exactly as Hyperband draws it; with start_default the first trial of the first pass's
+ * paper's random initial population); with no result anywhere and an empty target, a plain random
+ * sample. The first bracket's first rung is random sampling, drawn exactly as Hyperband draws it
+ * (the same configs for the same seed); with start_default the first trial of the first pass's
  * s = 0 bracket is the default config (search.c). Each proposal draws from its own stream
  * (seed, trial), so a rebuild that replays stored configs leaves every later draw unchanged.
  *
@@ -39,7 +40,8 @@
  *    bracket is complete; meanwhile idle workers take the next bracket's first rung, so workers
  *    never wait for a rung while any bracket has work (the paper's asynchronous scheduling).
  *    hone_search__dehb_set_variant(s, 1) makes later passes promote by resuming too (the bench
- *    compares both).
+ *    compares both). The controller makes one pass (hb_iterations 1, as for Hyperband and BOHB):
+ *    there DE shapes the first rung of every bracket after the first, and promotions resume.
  * Resumes go out first, in promotion order; a trial that failed or ended early counts as done
  * in its rung and as the worst result (never promoted, never a member). */
 #include <math.h>

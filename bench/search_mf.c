@@ -1,7 +1,9 @@
 /* bench_search_mf: multi-fidelity benchmark of the search facade on synthetic learning curves.
- * Hyperband, ASHA (both variants) and BOHB against full-budget random search over many seeds:
- * epochs spent until a config within 1% of the best has been trained to the full budget.
- * Simulated workers in a virtual-time loop; prints one JSON line per run and a summary. */
+ * Hyperband, ASHA (both variants), BOHB and DEHB (both variants) against full-budget random search
+ * over many seeds: epochs spent until a config within 1% of the best has been trained to the full
+ * budget. Simulated workers in a virtual-time loop; prints one JSON line per run and a summary.
+ * --regret SEEDS [ALGOS]: the incumbent's median simple regret at equal epochs spent on four
+ * functions; --check: the same, exit 1 where DEHB's median is above Hyperband's (or BOHB's). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,9 +25,15 @@ static const char *SPACE =
     " \"dropout\": {\"type\": \"float\", \"min\": 0, \"max\": 0.5},"
     " \"optimizer\": {\"type\": \"categorical\", \"values\": [\"sgd\", \"adam\"]}}";
 
+/* The objective family for the regret mode (--regret, --check); 0, the bowl below, otherwise. */
+static int g_fn = 0;
+static double final_value_fn(const double *u, const double *v);
+
 /* Where the curve ends (epoch -> infinity): a smooth bowl, the log-lr axis the most important. */
 static double final_value(const double *u, const double *v)
 {
+    if (g_fn)
+        return final_value_fn(u, v);
     double f = 0.95;
     f -= 0.30 * (u[0] - 0.55) * (u[0] - 0.55);
     f -= 0.05 * (u[1] - 0.40) * (u[1] - 0.40);
@@ -73,10 +81,17 @@ typedef struct variant {
     int asha_stop;
 } variant;
 
+/* Regret mode: the incumbent's simple regret when the epochs spent reach each checkpoint. */
+#define NCHECK 4
+static const long CHECKS[NCHECK] = {250, 500, 1000, 2000};
+static double g_best_q = 0; /* best full-budget quality of the function (sampled) */
+
 typedef struct result {
     long found;     /* epochs until a good config had been trained to the full budget */
     long incumbent; /* epochs until the search's own best trial was a good config */
     int trials;
+    int regret_mode;       /* run to the last checkpoint instead */
+    double regret[NCHECK]; /* best quality minus the incumbent's (full budget, no noise) */
 } result;
 
 static void run(const hone_space *sp, const variant *va, uint64_t seed, double good, result *res)
@@ -98,7 +113,10 @@ static void run(const hone_space *sp, const variant *va, uint64_t seed, double g
         fprintf(stderr, "hone_search_new failed\n");
         exit(1);
     }
-    hone_search__asha_set_stop(s, va->asha_stop);
+    if (va->algo == HONE_ALGO_DEHB)
+        hone_search__dehb_set_variant(s, va->asha_stop);
+    else
+        hone_search__asha_set_stop(s, va->asha_stop);
     int np = hone_space_nparams(sp);
     int slot_trial[MAX_WORKERS], slot_epoch[MAX_WORKERS];
     for (int i = 0; i < WORKERS; i++)
@@ -108,7 +126,9 @@ static void run(const hone_space *sp, const variant *va, uint64_t seed, double g
     long epochs = 0;
     res->found = -1;
     res->incumbent = -1;
-    while (epochs < MAX_EPOCHS_SPENT && (res->found < 0 || res->incumbent < 0)) {
+    int nextc = 0;
+    while (res->regret_mode ? nextc < NCHECK
+                            : epochs < MAX_EPOCHS_SPENT && (res->found < 0 || res->incumbent < 0)) {
         hone_ask a;
         for (;;) {
             hone_search_ask(s, &a);
@@ -142,6 +162,13 @@ static void run(const hone_space *sp, const variant *va, uint64_t seed, double g
             hone_search_report(s, t, e, m, &d);
             epochs++;
             last[t] = e;
+            if (res->regret_mode && nextc < NCHECK && epochs == CHECKS[nextc]) {
+                hone_search_progress pr;
+                hone_search_progress_get(s, &pr);
+                res->regret[nextc++] =
+                    pr.best_trial < 0 ? g_best_q
+                                      : g_best_q - quality(sp, vals + (size_t)pr.best_trial * np);
+            }
             if (e == E_FULL && res->found < 0 && quality(sp, v) >= good)
                 res->found = epochs;
             if (d == HONE_DECIDE_CONTINUE) {
@@ -151,13 +178,15 @@ static void run(const hone_space *sp, const variant *va, uint64_t seed, double g
                 slot_trial[w] = -1;
             }
         }
-        if (res->incumbent < 0) {
+        if (res->incumbent < 0 && !res->regret_mode) {
             hone_search_progress pr;
             hone_search_progress_get(s, &pr);
             if (pr.best_trial >= 0 && quality(sp, vals + (size_t)pr.best_trial * np) >= good)
                 res->incumbent = epochs;
         }
     }
+    for (; nextc < NCHECK; nextc++) /* the search ended before the checkpoint */
+        res->regret[nextc] = nextc > 0 ? res->regret[nextc - 1] : g_best_q;
     if (res->found < 0)
         res->found = MAX_EPOCHS_SPENT;
     if (res->incumbent < 0)
@@ -224,9 +253,27 @@ static double median(long *x, int n)
     return n % 2 ? (double)x[n / 2] : 0.5 * (double)(x[n / 2 - 1] + x[n / 2]);
 }
 
+static int regret_main(const hone_space *sp, int seeds, const char *only, int check);
+
+/* 1 when name is one of the comma-separated names in list ("dehb" is not "dehb_resume") */
+static int listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == '\0'))
+            return 1;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    int regret = argc > 1 && (!strcmp(argv[1], "--regret") || !strcmp(argv[1], "--check"));
+    int check = regret && !strcmp(argv[1], "--check");
+    if (regret) {
+        argv++;
+        argc--;
+    }
     if (getenv("R"))
         E_FULL = atoi(getenv("R"));
     if (getenv("WORKERS"))
@@ -249,6 +296,11 @@ int main(int argc, char **argv)
     if (hone_space_parse(SPACE, &sp, err, sizeof(err)) != 0) {
         fprintf(stderr, "space: %s\n", err);
         return 1;
+    }
+    if (regret) {
+        int rc = regret_main(sp, seeds, argc > 2 ? argv[2] : NULL, check);
+        hone_space_free(sp);
+        return rc;
     }
     int np = hone_space_nparams(sp);
     /* the best: the best of a large uniform sample; and how rare a good config is */
@@ -275,22 +327,24 @@ int main(int argc, char **argv)
            rank_corr(sp, 3, 4000), rank_corr(sp, 9, 4000));
 
     const variant vs[] = {
-        {"random", HONE_ALGO_RANDOM, 0}, {"hyperband", HONE_ALGO_HYPERBAND, 0},
-        {"asha", HONE_ALGO_ASHA, 0},     {"asha_stop", HONE_ALGO_ASHA, 1},
-        {"bohb", HONE_ALGO_BOHB, 0},
+        {"random", HONE_ALGO_RANDOM, 0},    {"hyperband", HONE_ALGO_HYPERBAND, 0},
+        {"asha", HONE_ALGO_ASHA, 0},        {"asha_stop", HONE_ALGO_ASHA, 1},
+        {"bohb", HONE_ALGO_BOHB, 0},        {"dehb", HONE_ALGO_DEHB, 0},
+        {"dehb_resume", HONE_ALGO_DEHB, 1},
     };
     enum { NV = sizeof(vs) / sizeof(vs[0]) };
     long *found[NV], *inc[NV];
     double mean_found[NV], mean_inc[NV];
     const char *only = argc > 2 ? argv[2] : NULL; /* e.g. "random,asha" */
     for (int k = 0; k < (int)NV; k++) {
-        if (only && k > 0 && !strstr(only, vs[k].name))
+        if (only && k > 0 && !listed(only, vs[k].name))
             continue;
         found[k] = hone_xcalloc((size_t)seeds, sizeof(long));
         inc[k] = hone_xcalloc((size_t)seeds, sizeof(long));
         mean_found[k] = mean_inc[k] = 0;
         for (int i = 0; i < seeds; i++) {
             result res;
+            memset(&res, 0, sizeof(res)); /* regret_mode 0: run until a good config */
             run(sp, &vs[k], (uint64_t)(i + 1), good, &res);
             found[k][i] = res.found;
             inc[k][i] = res.incumbent;
@@ -308,7 +362,7 @@ int main(int argc, char **argv)
     printf("%-10s %12s %12s %10s %14s %14s\n", "algo", "mean", "median", "ratio", "incumb_mean",
            "incumb_ratio");
     for (int k = 0; k < (int)NV; k++) {
-        if (only && k > 0 && !strstr(only, vs[k].name))
+        if (only && k > 0 && !listed(only, vs[k].name))
             continue;
         double mf = median(found[k], seeds);
         printf("%-10s %12.0f %12.0f %10.3f %14.0f %14.3f\n", vs[k].name, mean_found[k], mf,
@@ -323,4 +377,139 @@ int main(int argc, char **argv)
     }
     hone_space_free(sp);
     return 0;
+}
+
+/* ------------------------------------------------------------------ regret at equal epochs */
+
+static const char *const FN_NAMES[] = {"", "bowl", "valley", "two_basin", "rugged"};
+enum { NFN = 4 };
+
+/* Final values of the regret mode's functions (u: unit config, v: values; v[5] 0 sgd, 1 adam).
+ * bowl: the smooth bowl above. valley: lr and weight decay matter through their difference on
+ * the log scale (a narrow diagonal valley, as lr x wd trades off). two_basin: the best lr depends
+ * on the optimizer, sgd's basin higher and narrower. rugged: the bowl with ripples in lr and
+ * width (local optima). */
+static double final_value_fn(const double *u, const double *v)
+{
+    int sgd = v[5] < 0.5;
+    double f = 0.95, d;
+    switch (g_fn) {
+    case 2:
+        d = (u[0] - u[1]) - 0.15;
+        f -= 0.05 * ((u[0] + u[1]) / 2 - 0.5) * ((u[0] + u[1]) / 2 - 0.5) + 0.8 * d * d;
+        f -= 0.06 * (u[2] - 0.8) * (u[2] - 0.8) + 0.04 * (u[3] - 0.6) * (u[3] - 0.6);
+        f -= 0.03 * (u[4] - 0.3) * (u[4] - 0.3);
+        return f;
+    case 3:
+        f -= sgd ? 0.6 * (u[0] - 0.72) * (u[0] - 0.72) : 0.2 * (u[0] - 0.3) * (u[0] - 0.3) + 0.008;
+        f -= 0.05 * (u[1] - 0.4) * (u[1] - 0.4);
+        f -= (sgd ? 0.1 : 0.02) * (u[2] - 0.85) * (u[2] - 0.85);
+        f -= 0.06 * (u[3] - 0.7) * (u[3] - 0.7) + 0.04 * (u[4] - 0.2) * (u[4] - 0.2);
+        return f;
+    case 4:
+        g_fn = 0;
+        f = final_value(u, v);
+        g_fn = 4;
+        return f -
+               0.006 * (1 - cos(6.0 * M_PI * (u[0] - 0.55))) * (1 - cos(4.0 * M_PI * (u[3] - 0.7)));
+    default:
+        g_fn = 0;
+        f = final_value(u, v);
+        g_fn = 1;
+        return f;
+    }
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double quantile(double *x, int n, double q)
+{
+    qsort(x, (size_t)n, sizeof(double), cmp_double);
+    double pos = q * (n - 1);
+    int i = (int)pos;
+    return i + 1 < n ? x[i] + (pos - i) * (x[i + 1] - x[i]) : x[i];
+}
+
+/* Median (and quartiles) of the incumbent's simple regret at 250, 500, 1000 and 2000 epochs
+ * spent, per function and algorithm, seeds 1..seeds. --check: exit 1 unless DEHB's median is at
+ * most Hyperband's and BOHB's at every checkpoint of every function. */
+static int regret_main(const hone_space *sp, int seeds, const char *only, int check)
+{
+    const variant vs[] = {
+        {"random", HONE_ALGO_RANDOM, 0},    {"hyperband", HONE_ALGO_HYPERBAND, 0},
+        {"bohb", HONE_ALGO_BOHB, 0},        {"dehb", HONE_ALGO_DEHB, 0},
+        {"dehb_resume", HONE_ALGO_DEHB, 1},
+    };
+    enum { NV = sizeof(vs) / sizeof(vs[0]) };
+    double med[NFN + 1][NV][NCHECK];
+    int ran[NV] = {0}, lost = 0;
+    double *reg = hone_xmalloc((size_t)seeds * NCHECK * sizeof(double)),
+           *col = hone_xmalloc((size_t)seeds * sizeof(double));
+    printf("# incumbent's simple regret (best full-budget quality minus the incumbent's), median "
+           "[q25, q75] over %d seeds; R %d, eta 3, %d workers\n",
+           seeds, E_FULL, WORKERS);
+    for (int fn = 1; fn <= NFN; fn++) {
+        g_fn = fn;
+        hone_rng r;
+        hone_rng_seed(&r, 2024);
+        double v[8];
+        g_best_q = -INFINITY;
+        for (int i = 0; i < 400000; i++) {
+            hone_space_sample(sp, &r, v);
+            double q = quality(sp, v);
+            g_best_q = q > g_best_q ? q : g_best_q;
+        }
+        printf("%-10s %-12s %22s %22s %22s %22s\n", FN_NAMES[fn], "algo", "250 epochs", "500",
+               "1000", "2000");
+        for (int k = 0; k < (int)NV; k++) {
+            if (only && !listed(only, vs[k].name))
+                continue;
+            ran[k] = 1;
+            for (int i = 0; i < seeds; i++) {
+                result res;
+                memset(&res, 0, sizeof(res));
+                res.regret_mode = 1;
+                run(sp, &vs[k], (uint64_t)(i + 1), INFINITY, &res);
+                memcpy(reg + (size_t)i * NCHECK, res.regret, sizeof(res.regret));
+            }
+            printf("%-10s %-12s", FN_NAMES[fn], vs[k].name);
+            for (int c = 0; c < NCHECK; c++) {
+                for (int i = 0; i < seeds; i++)
+                    col[i] = reg[(size_t)i * NCHECK + c];
+                double q25 = quantile(col, seeds, 0.25), q75 = quantile(col, seeds, 0.75);
+                med[fn][k][c] = quantile(col, seeds, 0.5);
+                printf(" %7.5f [%.4f,%.4f]", med[fn][k][c], q25, q75);
+            }
+            printf("\n");
+        }
+        for (int k = 0; k < (int)NV; k++) {
+            if (!ran[k])
+                continue;
+            printf("{\"function\": \"%s\", \"algo\": \"%s\", \"seeds\": %d", FN_NAMES[fn],
+                   vs[k].name, seeds);
+            for (int c = 0; c < NCHECK; c++)
+                printf(", \"median_regret_%ld\": %.6f", CHECKS[c], med[fn][k][c]);
+            printf("}\n");
+        }
+        if (check) {
+            for (int c = 0; c < NCHECK; c++) {
+                for (int k = 1; k <= 2; k++) { /* hyperband, bohb */
+                    if (!ran[k] || !ran[3] || med[fn][3][c] <= med[fn][k][c])
+                        continue;
+                    printf("LOSS: dehb %.6f > %s %.6f on %s at %ld epochs\n", med[fn][3][c],
+                           vs[k].name, med[fn][k][c], FN_NAMES[fn], CHECKS[c]);
+                    lost = 1;
+                }
+            }
+        }
+    }
+    free(reg);
+    free(col);
+    if (check)
+        printf(lost ? "check: dehb lost\n" : "check: dehb did not lose\n");
+    return lost;
 }

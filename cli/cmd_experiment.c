@@ -466,7 +466,7 @@ static const cli_opt update_opts[] = {
 
 static const cli_opt automl_opts[] = {
     {"experiment", CLI_VALUE, "ID  the experiment to search on", 1},
-    {"algorithm", CLI_VALUE, "ALGO  bayesian, hyperband, asha, bohb or random", 0},
+    {"algorithm", CLI_VALUE, "ALGO  bayesian, hyperband, asha, bohb, dehb or random", 0},
     {"max-recommendations", CLI_VALUE, "N  most trials to run", 0},
     {"R", CLI_VALUE, "N  Hyperband's largest budget (in epoch units)", 0},
     {"nu", CLI_VALUE, "N  Hyperband's reduction factor", 0},

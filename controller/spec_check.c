@@ -11,6 +11,7 @@
 
 #include "ctl_spec.h"
 #include "data.h"
+#include "search.h"
 #include "util.h"
 
 /* Corners checked at most; a space sweeping more size-relevant keys than this covers is checked
@@ -374,8 +375,9 @@ fail:
  * automl_R x epoch_multiplier, otherwise the job's own train.epochs. */
 static long long horizon(const json_t *settings, long long epochs)
 {
-    const char *algo = jstr(settings, "automl_algorithm");
-    if (algo && (!strcmp(algo, "hyperband") || !strcmp(algo, "bohb") || !strcmp(algo, "asha"))) {
+    hone_algo algo;
+    if (!hone_algo_parse(jstr(settings, "automl_algorithm"), &algo) &&
+        hone_algo_multifidelity(algo)) {
         long long mult = jint(settings, "epoch_multiplier");
         return jint(settings, "automl_R") * (mult > 0 ? mult : 1);
     }

@@ -9,7 +9,9 @@
 #include "budget.h"
 #include "search_internal.h"
 
-const char *const hone_algo_names[] = {"bayesian", "hyperband", "asha", "bohb", "random", NULL};
+const char *const hone_algo_names[] = {
+    "bayesian", "hyperband", "asha", "bohb", "dehb", "random", NULL,
+};
 
 int hone_algo_parse(const char *name, hone_algo *out)
 {
@@ -20,7 +22,7 @@ int hone_algo_parse(const char *name, hone_algo *out)
         {"random", HONE_ALGO_RANDOM}, {"bayesian", HONE_ALGO_BAYESIAN},
         {"b", HONE_ALGO_BAYESIAN},    {"hyperband", HONE_ALGO_HYPERBAND},
         {"h", HONE_ALGO_HYPERBAND},   {"asha", HONE_ALGO_ASHA},
-        {"bohb", HONE_ALGO_BOHB},
+        {"bohb", HONE_ALGO_BOHB},     {"dehb", HONE_ALGO_DEHB},
     };
     if (!name || !out)
         return HONE_EINVAL;
@@ -46,6 +48,8 @@ const char *hone_algo_name(hone_algo a)
         return "asha";
     case HONE_ALGO_BOHB:
         return "bohb";
+    case HONE_ALGO_DEHB:
+        return "dehb";
     }
     return "unknown";
 }
@@ -65,9 +69,16 @@ void hone_search_opts_default(hone_search_opts *o)
     o->hb_iterations = 1;
 }
 
-static int is_multifidelity(hone_algo a)
+int hone_algo_multifidelity(hone_algo a)
 {
-    return a == HONE_ALGO_HYPERBAND || a == HONE_ALGO_ASHA || a == HONE_ALGO_BOHB;
+    return a == HONE_ALGO_HYPERBAND || a == HONE_ALGO_ASHA || a == HONE_ALGO_BOHB ||
+           a == HONE_ALGO_DEHB;
+}
+
+/* Hyperband's brackets, passes and the start trial (the s = 0 bracket's first) */
+static int is_bracketed(hone_algo a)
+{
+    return a == HONE_ALGO_HYPERBAND || a == HONE_ALGO_BOHB || a == HONE_ALGO_DEHB;
 }
 
 /* Limits keep per-trial arrays (one slot per epoch) and bracket tables small. */
@@ -88,6 +99,7 @@ static int opts_check(const hone_search_opts *o)
     case HONE_ALGO_HYPERBAND:
     case HONE_ALGO_BOHB:
     case HONE_ALGO_ASHA:
+    case HONE_ALGO_DEHB:
         if (o->R < 1 || o->eta < 2 || o->epoch_multiplier < 1)
             return HONE_EINVAL;
         if (o->algo == HONE_ALGO_ASHA && o->max_trials < 1)
@@ -121,13 +133,15 @@ int hone_search_new(const hone_space *space, const hone_search_opts *o, hone_sea
     s->bo_max_obs = 100;
     s->nrungs = 1;
     s->cap = o->max_epochs;
-    if (is_multifidelity(o->algo)) {
+    if (hone_algo_multifidelity(o->algo)) {
         int iters = o->algo == HONE_ALGO_ASHA ? 1 : o->hb_iterations;
         rc = hb_build(&s->hb, o->R, o->eta, o->epoch_multiplier, iters);
         if (rc)
             goto fail;
         s->nrungs = s->hb.smax + 1;
         s->cap = o->R * o->epoch_multiplier;
+        if (o->algo == HONE_ALGO_DEHB && (rc = dehb_new(s)))
+            goto fail;
     }
     s->ask_values = hone_xcalloc((size_t)(s->np > 0 ? s->np : 1), sizeof(double));
     *out = s;
@@ -149,6 +163,7 @@ void hone_search_free(hone_search *s)
     }
     free(s->t);
     free(s->ask_values);
+    dehb_free(s);
     hb_free(&s->hb);
     free(s);
 }
@@ -290,6 +305,9 @@ static void plan(const hone_search *s, sr_plan *p)
     case HONE_ALGO_ASHA:
         asha_plan(s, p);
         break;
+    case HONE_ALGO_DEHB:
+        dehb_plan(s, p);
+        break;
     default:
         flat_plan(s, p);
         break;
@@ -301,7 +319,7 @@ static int is_start_trial(const hone_search *s, const sr_plan *p)
 {
     if (!s->o.start_default)
         return 0;
-    if (s->o.algo == HONE_ALGO_HYPERBAND || s->o.algo == HONE_ALGO_BOHB)
+    if (is_bracketed(s->o.algo))
         return p->bracket == s->hb.nb - 1 && s->hb.created[p->bracket] == 0;
     return p->trial == 0;
 }
@@ -318,6 +336,10 @@ static void propose(hone_search *s, const sr_plan *p, double *values)
     }
     if (s->o.algo == HONE_ALGO_BOHB) {
         hb_propose_bohb(s, trial, values);
+        return;
+    }
+    if (s->o.algo == HONE_ALGO_DEHB) {
+        dehb_propose(s, p, values);
         return;
     }
     hone_rng_seed2(&r, s->o.seed, (uint64_t)trial);
@@ -345,6 +367,8 @@ static void commit_new(hone_search *s, const sr_plan *p, const double *values)
     s->running++;
     if (s->o.algo == HONE_ALGO_HYPERBAND || s->o.algo == HONE_ALGO_BOHB)
         hb_commit_new(s, t, p);
+    else if (s->o.algo == HONE_ALGO_DEHB)
+        dehb_commit_new(s, t, p);
 }
 
 static void commit_resume(hone_search *s, const sr_plan *p)
@@ -435,6 +459,8 @@ static hone_decision boundary(hone_search *s, sr_trial *t, double metric)
         return hb_boundary(s, t);
     case HONE_ALGO_ASHA:
         return asha_boundary(s, t);
+    case HONE_ALGO_DEHB:
+        return dehb_boundary(s, t);
     default:
         t->state = SR_DONE;
         return HONE_DECIDE_STOP;
@@ -478,7 +504,9 @@ int hone_search_end(hone_search *s, int trial, int failed)
         return HONE_OK; /* already told to stop or pause: bookkeeping only */
     s->running--;
     t->state = failed ? SR_FAILED : SR_DONE; /* ended on its own before its target */
-    if (t->bracket >= 0)
+    if (s->o.algo == HONE_ALGO_DEHB)
+        dehb_after_end(s, t);
+    else if (t->bracket >= 0)
         hb_after_end(s, t);
     return HONE_OK;
 }
@@ -522,6 +550,9 @@ void hone_search_progress_get(const hone_search *s, hone_search_progress *out)
         break;
     case HONE_ALGO_ASHA:
         out->epochs_remaining = asha_epochs_remaining(s);
+        break;
+    case HONE_ALGO_DEHB:
+        out->epochs_remaining = dehb_epochs_remaining(s);
         break;
     default:
         out->epochs_remaining = (long)(s->o.max_trials - s->nt) * s->o.max_epochs;

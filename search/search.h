@@ -101,7 +101,7 @@ void hone_bo_opts_default(hone_bo_opts *o);
 int hone_bo_suggest(const hone_space *s, const hone_bo_opts *o, const double *X, const double *y,
                     int n, const double *pending, int m, int k, hone_rng *r, double *out);
 
-/* ---------------------------------------- the facade (search.c, hyperband.c, asha.c) */
+/* ------------------------------- the facade (search.c, hyperband.c, asha.c, dehb.c) */
 
 typedef enum {
     HONE_ALGO_RANDOM = 0,
@@ -109,14 +109,18 @@ typedef enum {
     HONE_ALGO_HYPERBAND = 2, /* TAO-style pause-and-resume brackets of successive halving */
     HONE_ALGO_ASHA = 3,      /* asynchronous successive halving */
     HONE_ALGO_BOHB = 4,      /* Hyperband with model-based proposals */
+    HONE_ALGO_DEHB = 5,      /* Hyperband with differential evolution (dehb.c) */
 } hone_algo;
 
-/* Parses "random", "bayesian", "hyperband", "asha", "bohb" (TAO's "b"/"h" too). */
+/* Parses "random", "bayesian", "hyperband", "asha", "bohb", "dehb" (TAO's "b"/"h" too). */
 int hone_algo_parse(const char *name, hone_algo *out);
 /* The algorithms' names, NULL-terminated, in the order help and messages list them (the parser
  * also takes TAO's aliases "b" and "h", which no list shows). */
 extern const char *const hone_algo_names[];
 const char *hone_algo_name(hone_algo a);
+/* 1 for the algorithms whose trials run R x epoch_multiplier epochs at most, paused and resumed at
+ * rungs (hyperband, asha, bohb, dehb); 0 for the full-budget ones (max_epochs). */
+int hone_algo_multifidelity(hone_algo a);
 
 typedef struct hone_search_opts {
     hone_algo algo;
@@ -144,12 +148,13 @@ typedef struct hone_search hone_search;
 
 /* Takes a copy of nothing: the space is borrowed and must outlive the search. Rejects bad opts
  * with HONE_EINVAL (max_parallel < 1; random/bayesian: max_trials or max_epochs < 1; hyperband,
- * bohb, asha: R < 1, eta < 2, epoch_multiplier < 1, asha max_trials < 1, hb_iterations < 1,
+ * bohb, asha, dehb: R < 1, eta < 2, epoch_multiplier < 1, asha max_trials < 1, hb_iterations < 1,
  * start_default on a space where some parameter has no "default") and HONE_ERANGE (more than 100000
  * epochs per trial). Hyperband follows Li et al.: smax = floor(log_eta R), brackets s = smax..0
  * (the s=0 bracket, which TAO drops, is kept), n = ceil((smax+1) eta^s / (s+1)), rung i: floor(n
  * eta^-i) trials to round(R eta^(i-s) * epoch_multiplier) epochs. ASHA's rungs are the s = smax
- * bracket's epochs. */
+ * bracket's epochs. DEHB runs the same brackets and passes, and takes start_default as Hyperband
+ * does (see dehb.c for which of its evaluations resume a trial and which start new ones). */
 int hone_search_new(const hone_space *space, const hone_search_opts *o, hone_search **out);
 void hone_search_free(hone_search *s);
 

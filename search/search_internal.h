@@ -71,6 +71,7 @@ struct hone_search {
     hb_state hb;    /* hyperband, bohb, and asha (asha uses bracket 0's rungs) */
     int asha_stop;  /* asha variant: 1 = stop at a rung unless in the top 1/eta on arrival */
     int bo_max_obs; /* cap on observations fed to the GP (most recent) */
+    struct dehb_state *dehb; /* dehb: subpopulations and per-rung counts (dehb.c) */
 };
 
 /* search.c */
@@ -104,8 +105,33 @@ void asha_plan(const hone_search *s, sr_plan *p);
 hone_decision asha_boundary(hone_search *s, sr_trial *t);
 long asha_epochs_remaining(const hone_search *s);
 
+/* dehb.c: DEHB on Hyperband's brackets (s->hb holds the bracket tables and rung-0 counts) */
+int dehb_new(hone_search *s);
+void dehb_free(hone_search *s);
+void dehb_plan(const hone_search *s, sr_plan *p);
+void dehb_propose(hone_search *s, const sr_plan *p, double *values);
+void dehb_commit_new(hone_search *s, sr_trial *t, const sr_plan *p);
+hone_decision dehb_boundary(hone_search *s, sr_trial *t);
+void dehb_after_end(hone_search *s, sr_trial *t);
+long dehb_epochs_remaining(const hone_search *s);
+/* The DE operators, on unit vectors of d dimensions (exposed for the tests). rand/1 mutation
+ * m = a + F (b - c), each coordinate that leaves [0, 1] redrawn uniformly (DEHB's boundary fix);
+ * binomial crossover: child_k = mutant_k with probability cr, else target_k, and one coordinate
+ * (drawn) always from the mutant. */
+void dehb_mutate(int d, const double *a, const double *b, const double *c, double F, hone_rng *r,
+                 double *mutant);
+void dehb_crossover(int d, const double *target, const double *mutant, double cr, hone_rng *r,
+                    double *child);
+/* Which trial holds slot k of the subpopulation at level (rung epochs of bracket 0) lev, or -1;
+ * the subpopulation's size through *size. For the tests. */
+int dehb_member(const hone_search *s, int lev, int k, int *size);
+
 /* For the benchmark: choose the ASHA variant (0 promote-with-pause, 1 stop). Call before any ask.
  */
 void hone_search__asha_set_stop(hone_search *s, int stop);
+/* For the benchmark: DEHB's variant (0: the paper's, later passes evaluate offspring at every rung
+ * as new trials; 1: every pass promotes by resuming, DE proposes the first rungs). Before any ask.
+ */
+void hone_search__dehb_set_variant(hone_search *s, int resume_all);
 
 #endif

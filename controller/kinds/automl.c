@@ -196,9 +196,7 @@ static int space_start_from_spec(json_t *space, const json_t *flat)
 /* A trial's whole budget in epochs (Hyperband's R units, else train.epochs). */
 static int s_full_epochs(const hone_search_opts *o)
 {
-    return o->algo == HONE_ALGO_HYPERBAND || o->algo == HONE_ALGO_BOHB || o->algo == HONE_ALGO_ASHA
-               ? o->R * o->epoch_multiplier
-               : o->max_epochs;
+    return hone_algo_multifidelity(o->algo) ? o->R * o->epoch_multiplier : o->max_epochs;
 }
 
 static int opts_from_json(const json_t *o, hone_search_opts *opts)

@@ -14,6 +14,7 @@
 #include "job_rows.h"
 #include "joblog.h"
 #include "kind.h"
+#include "search.h"
 #include "store.h"
 #include "train.h"
 #include "util.h"
@@ -95,9 +96,9 @@ int ctl_train_spec(hone_controller *c, const json_t *job, json_t **flat)
     json_t *pa = parent ? jparse(jstr(parent, "automl")) : NULL;
     if (pa) {
         json_t *o = json_object_get(pa, "opts");
-        const char *algo = jstr(o, "algorithm");
+        hone_algo algo;
         long long full = jint(o, "max_epochs");
-        if (algo && (!strcmp(algo, "hyperband") || !strcmp(algo, "bohb") || !strcmp(algo, "asha")))
+        if (!hone_algo_parse(jstr(o, "algorithm"), &algo) && hone_algo_multifidelity(algo))
             full =
                 jint(o, "R") * (jint(o, "epoch_multiplier") > 0 ? jint(o, "epoch_multiplier") : 1);
         if (full < jint(job, "epochs_target"))

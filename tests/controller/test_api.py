@@ -94,6 +94,11 @@ def spec_combinations(c, root, ex_url):
              "automl_settings.automl_R"),
             ({"automl_algorithm": "hyperband", "automl_R": 3}, {"train.warmup_epochs": 5},
              "specs.train.warmup_epochs"),
+            # dehb's trials have Hyperband's schedule (R x epoch_multiplier epochs)
+            ({"automl_algorithm": "dehb", "automl_R": 1000, "epoch_multiplier": 1000}, {},
+             "automl_settings.automl_R"),
+            ({"automl_algorithm": "dehb", "automl_R": 3}, {"train.warmup_epochs": 5},
+             "specs.train.warmup_epochs"),
             ({"automl_hyperparameters": {"model.hidden": {"type": "int", "min": 64,
                                                           "max": 65536}}},
              {"model.depth": 8}, hp),

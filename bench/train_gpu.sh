@@ -9,7 +9,9 @@
 # 60000 images for training), its per-epoch "seconds" from the JSON lines, median of epochs 2..N.
 # Env: BENCH_BIN (default build-gpu/bench/bench_train_gpu), HONE_TRAIN_BIN (default
 #      build-gpu/train/hone-train; skipped when missing), HONE_FMNIST_DIR, EPOCHS, MATH,
-#      TORCH_MODES (default "eager,compile"; "none" skips PyTorch), ARCHS, BATCHES.
+#      TORCH_MODES (default "eager,compile"; "none" skips PyTorch), ARCHS, BATCHES,
+#      HONE_BENCH_RECORD: a file the measurements are appended to as bench record lines
+#      (bench/record.py: commit from HONE_COMMIT or git, device from nvidia-smi).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${BENCH_BIN:-$ROOT/build-gpu/bench/bench_train_gpu}
@@ -66,4 +68,8 @@ for r in rows:
     fc = f"{c / s:.1f}" if c else "-"
     print(f"{r['impl']:<16}{r['arch']:<5}{r['batch']:>6}{r['math']:>8}{s:>9.4f}{float(r['img_per_s']):>10.0f}{fe:>9}{fc:>8}{float(r['acc']):>8.4f}")
 PY
+if [ -n "${HONE_BENCH_RECORD:-}" ]; then
+  python3 "$ROOT/bench/record.py" lines --bench train_gpu "$RES" >>"$HONE_BENCH_RECORD" ||
+    echo "train_gpu.sh: could not write the bench record $HONE_BENCH_RECORD"
+fi
 rm -f "$RES"

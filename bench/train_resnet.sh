@@ -8,7 +8,8 @@
 # s/epoch = median of epochs 2..N.
 # Env: HONE_TRAIN_BIN (default build-gpu/train/hone-train), HONE_PACK_BIN (default
 #      build-gpu/data/hone-pack), HONE_FMNIST_DIR, EPOCHS (5), BATCH (512), MATHS ("bf16"),
-#      TORCH_MODES ("eager,compile"; "none" skips PyTorch), WORK (scratch folder, default /tmp/hone-resnet).
+#      TORCH_MODES ("eager,compile"; "none" skips PyTorch), WORK (scratch folder, default /tmp/hone-resnet),
+#      HONE_BENCH_RECORD: a file the measurements are appended to as bench record lines (bench/record.py).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TRAIN_BIN=${HONE_TRAIN_BIN:-$ROOT/build-gpu/train/hone-train}
@@ -67,3 +68,7 @@ for r in rows:
     print(f"{r['impl']:<15}{r['math']:>6}{s:>10.3f}{r['img_per_s']:>10}{(e / s if e else 0):>9.2f}"
           f"{(c / s if c else 0):>11.2f}{float(r['acc']):>9.4f}")
 PY
+if [ -n "${HONE_BENCH_RECORD:-}" ]; then
+  python3 "$ROOT/bench/record.py" lines --bench train_resnet "$RES" >>"$HONE_BENCH_RECORD" ||
+    echo "train_resnet.sh: could not write the bench record $HONE_BENCH_RECORD"
+fi

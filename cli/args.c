@@ -264,8 +264,8 @@ static int param_num(const char *s, double *out)
     return *s != '\0' && *end == '\0' && isfinite(*out);
 }
 
-int cli_param_parse(const char *spec, char *name_out, size_t namelen, json_t **entry, char *err,
-                    size_t errlen)
+static int param_parse_body(const char *spec, char *name_out, size_t namelen, json_t **entry,
+                            char *err, size_t errlen)
 {
     const char *eq = strchr(spec, '=');
     char body[512], *f[5] = {0}, *save = NULL;
@@ -333,5 +333,38 @@ int cli_param_parse(const char *spec, char *name_out, size_t namelen, json_t **e
     }
     json_object_set_new(e, "values", vals);
     *entry = e;
+    return HONE_OK;
+}
+
+/* A condition "@PARENT=V1|V2" after the type: the parameter is swept only while PARENT (another
+ * --param, categorical or bool) holds one of those values; the controller checks the rest. */
+int cli_param_parse(const char *spec, char *name_out, size_t namelen, json_t **entry, char *err,
+                    size_t errlen)
+{
+    const char *at = strchr(spec, '=') ? strrchr(strchr(spec, '='), '@') : NULL;
+    char head[600], parent[128];
+    if (!at)
+        return param_parse_body(spec, name_out, namelen, entry, err, errlen);
+    const char *ceq = strchr(at, '=');
+    if ((size_t)(at - spec) >= sizeof(head) || !ceq || ceq == at + 1 || !ceq[1] ||
+        (size_t)(ceq - at - 1) >= sizeof(parent)) {
+        snprintf(err, errlen,
+                 "--param '%s': a condition is written @PARENT=V1|V2 after the type (e.g. "
+                 "train.momentum=float:0.5:0.99@train.optimizer=sgd)",
+                 spec);
+        *entry = NULL;
+        return HONE_EINVAL;
+    }
+    snprintf(head, sizeof(head), "%.*s", (int)(at - spec), spec);
+    snprintf(parent, sizeof(parent), "%.*s", (int)(ceq - at - 1), at + 1);
+    int rc = param_parse_body(head, name_out, namelen, entry, err, errlen);
+    if (rc != HONE_OK)
+        return rc;
+    char vals[512], *save = NULL;
+    json_t *arr = json_array();
+    snprintf(vals, sizeof(vals), "%s", ceq + 1);
+    for (char *t = strtok_r(vals, "|", &save); t; t = strtok_r(NULL, "|", &save))
+        json_array_append_new(arr, cli_parse_value(t));
+    json_object_set_new(*entry, "condition", json_pack("{s:o}", parent, arr));
     return HONE_OK;
 }

@@ -64,6 +64,7 @@ int cli_set_dotted(json_t *obj, const char *kv, char *err, size_t errlen);
 json_t *cli_parse_value(const char *text);
 /* One --param into a search-space entry (search/search.h shape):
  *   name=float:LO:HI[:log]   name=int:LO:HI[:log]   name=A,B,C (categorical)   name=bool
+ * each optionally followed by @PARENT=V1|V2 (a condition: swept only while PARENT holds one).
  * Writes the parameter's name into name_out. HONE_EINVAL with a message when malformed. */
 int cli_param_parse(const char *spec, char *name_out, size_t namelen, json_t **entry, char *err,
                     size_t errlen);
@@ -240,30 +241,6 @@ json_t *cli_resolve_list(cli_ctx *c, int kind, long timeout_s);
  * curves drawn and the points on them. */
 char *cli_curves_svg(const json_t *series, const char *metric, const char *title,
                      const char *highlight, int *ncurves, int *npoints);
-
-/* ---------------------------------------------------------------- demo sizing (demo_plan.c) */
-
-typedef struct cli_demo_plan {
-    char algorithm[16];
-    int R, nu, epoch_multiplier; /* TAO names: automl_R, automl_nu, epoch_multiplier */
-    int max_trials;              /* automl_max_recommendations */
-    int max_parallel;
-    int epochs; /* train.epochs: the full budget of one trial */
-} cli_demo_plan;
-
-/* The most trials a demo plan asks for. */
-#define CLI_DEMO_MAX_TRIALS 120
-
-/* Sizes the search: budget_s for the whole run, workers training at once, epoch_s seconds per
- * epoch on one worker, trial_overhead_s per trial start (load, test pass). algorithm NULL picks
- * one. HONE_EINVAL with a message on bad input. */
-int cli_demo_plan_make(double budget_s, int workers, double epoch_s, double trial_overhead_s,
-                       const char *algorithm, cli_demo_plan *p, char *err, size_t errlen);
-/* What a plan whose best trial trains full_epochs, over `trials` configurations, is worth:
- * cli_demo_plan_make keeps the plan of highest worth that fits the budget. */
-double cli_demo_plan_score(int full_epochs, int trials);
-/* The demo's narrowed search space (search/search.h shape, dotted spec keys). */
-json_t *cli_demo_space(const char *network);
 
 /* ---------------------------------------------------------------- local stack (stack.c) */
 

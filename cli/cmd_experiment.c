@@ -125,6 +125,25 @@ static void defaults_row(const char *name, const json_t *p, int swept, char **ro
     } else {
         row[2] = hone_xstrdup(type && strcmp(type, "bool") == 0 ? "true, false" : "-");
     }
+    /* a conditional parameter: swept only while its parents hold those values (RANGE if a=x|y) */
+    const json_t *cond = json_object_get(p, "condition"), *vals, *v;
+    const char *parent;
+    json_object_foreach((json_t *)cond, parent, vals)
+    {
+        size_t used = strlen(row[2]), i;
+        char c[256], pbuf[128];
+        snprintf(c, sizeof(c), " %s %s=", strstr(row[2], " if ") ? "and" : "if",
+                 cli_escape(parent, pbuf, sizeof(pbuf)));
+        json_array_foreach(vals, i, v)
+        {
+            size_t l = strlen(c);
+            snprintf(c + l, sizeof(c) - l, "%s%s", i ? "|" : "",
+                     json_is_boolean(v) ? (json_is_true(v) ? "true" : "false")
+                                        : cli_cell(v, buf, sizeof(buf)));
+        }
+        row[2] = hone_xrealloc(row[2], used + strlen(c) + 1);
+        memcpy(row[2] + used, c, strlen(c) + 1);
+    }
     /* the value the experiment's jobs train with: as the spec writes it (0.9, 5e-4, true) */
     const json_t *d = json_object_get(p, "default");
     if (json_is_real(d))
@@ -234,6 +253,19 @@ static int automl_settings(cli_ctx *c, const json_t *current, json_t **out)
         goto usage;
     if (cli_arg(c->a, "early-stop-confidence"))
         json_object_set_new(s, "automl_early_stop_confidence", json_real(conf));
+    /* the time budget (minutes, decimals allowed) and the planner's first epoch-time estimate */
+    static const struct {
+        const char *flag, *key;
+        double lo, hi;
+    } nums[] = {{"budget-minutes", "automl_budget_minutes", 0.01, 10080},
+                {"epoch-seconds", "automl_epoch_seconds", 0.001, 86400}};
+    for (size_t i = 0; i < HONE_ARRAY_LEN(nums); i++) {
+        double x = 0;
+        if (cli_arg_num(c->a, nums[i].flag, nums[i].lo, nums[i].hi, &x, err, sizeof(err)) != 0)
+            goto usage;
+        if (cli_arg(c->a, nums[i].flag))
+            json_object_set_new(s, nums[i].key, json_real(x));
+    }
     n = cli_multi(c->a, "param", &v);
     for (int i = 0; i < n; i++) {
         json_t *entry;
@@ -446,7 +478,8 @@ static const cli_opt update_opts[] = {
 
 static const cli_opt automl_opts[] = {
     {"experiment", CLI_VALUE, "ID  the experiment to search on", 1},
-    {"algorithm", CLI_VALUE, "ALGO  bayesian, hyperband, asha, bohb, random or hyperband_es", 0},
+    {"algorithm", CLI_VALUE, "ALGO  bayesian, hyperband, asha, bohb, dehb, random or hyperband_es",
+     0},
     {"max-recommendations", CLI_VALUE, "N  most trials to run", 0},
     {"R", CLI_VALUE, "N  Hyperband's largest budget (in epoch units)", 0},
     {"nu", CLI_VALUE, "N  Hyperband's reduction factor", 0},
@@ -463,9 +496,18 @@ static const cli_opt automl_opts[] = {
      0},
     {"early-stop-confidence", CLI_VALUE,
      "P  how sure a curve stop must be (0.5-0.999, default 0.95)", 0},
+    {"budget-minutes", CLI_VALUE,
+     "M  time budget: the search sizes itself to it, launches only what can finish and ends "
+     "within it with the best finished trial (decimals allowed; no count cap ends it early)",
+     0},
+    {"epoch-seconds", CLI_VALUE,
+     "S  seconds one epoch takes on one worker: the budget planner's first estimate (measured "
+     "from the trials after that)",
+     0},
     {"param", CLI_MULTI,
-     "NAME=DEF  sweep NAME: float:LO:HI[:log], int:LO:HI[:log], A,B,C, bool (the --param "
-     "flags are the whole swept set)",
+     "NAME=DEF  sweep NAME: float:LO:HI[:log], int:LO:HI[:log], A,B,C, bool, each optionally "
+     "@PARENT=V1|V2 (swept only while PARENT holds one of them; the --param flags are the whole "
+     "swept set)",
      0},
     {"add-param", CLI_MULTI, "NAME  add a parameter to the default swept set", 0},
     {"remove-param", CLI_MULTI,
@@ -491,7 +533,8 @@ const cli_command cli_experiment_commands[] = {
     {"experiment", "automl-defaults", experiment_automl_defaults, NULL, 0, 1, 1, "ID",
      "list the hyperparameters AutoML sweeps by default and all that could be", 0},
     {"automl", "start", automl_start, automl_opts, (int)HONE_ARRAY_LEN(automl_opts), 0, 0,
-     "--experiment ID [--algorithm A] [--max-recommendations N] [--param ...] [--parent JOB]",
+     "--experiment ID [--algorithm A] [--budget-minutes M] [--max-recommendations N] [--param ...] "
+     "[--parent JOB]",
      "start an AutoML search on an experiment", 0},
     {"train", "start", train_start, train_opts, (int)HONE_ARRAY_LEN(train_opts), 0, 0,
      "--experiment ID [--spec k=v ...] [--name N] [--parent JOB] [--wait]",

@@ -109,9 +109,18 @@ void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len)
             snprintf(leftbuf, sizeof(leftbuf), "?");
         if (json_is_number(gu)) /* GPU telemetry from the workers' NVML, when they have it */
             snprintf(gpu, sizeof(gpu), " | GPU %.0f%%", json_number_value(gu));
+        char budget[80] = "";
+        if (json_is_number(json_object_get(a, "budget_seconds"))) { /* a time budget's use */
+            char used[32], all[32];
+            cli_fmt_seconds(json_number_value(json_object_get(a, "budget_used_seconds")), used,
+                            sizeof used);
+            cli_fmt_seconds(json_number_value(json_object_get(a, "budget_seconds")), all,
+                            sizeof all);
+            snprintf(budget, sizeof budget, " | budget %s of %s", used, all);
+        }
         snprintf(buf, len,
                  "%s | trials %lld done, %lld failed, %lld running, %lld halted at a rung, %lld "
-                 "stopped early | best %s %s | %s epochs left | ETA %s%s | %s",
+                 "stopped early | best %s %s | %s epochs left | ETA %s%s%s | %s",
                  st ? st : "?", (long long)json_integer_value(json_object_get(a, "trials_done")),
                  (long long)json_integer_value(json_object_get(a, "trials_failed")),
                  (long long)json_integer_value(json_object_get(a, "trials_running")),
@@ -120,7 +129,7 @@ void cli_job_progress(const json_t *job, double elapsed, char *buf, size_t len)
                  json_string_value(json_object_get(a, "metric"))
                      ? json_string_value(json_object_get(a, "metric"))
                      : "metric",
-                 bestbuf, leftbuf, eta, gpu, el);
+                 bestbuf, leftbuf, eta, gpu, budget, el);
         return;
     }
     hone_kind kind;

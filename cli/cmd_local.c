@@ -1,6 +1,6 @@
 /* cmd_local: `hone local` (a controller and workers on this machine until Ctrl-C) and
  * `hone demo` (the README's Fashion-MNIST AutoML run on that same local stack, sized to a time
- * budget; demo_plan.c decides the search, this file drives it and reports). */
+ * budget; demo.c drives it, the controller's budget planner sizes the search). */
 #include "cli.h"
 
 #include <limits.h>

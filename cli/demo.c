@@ -1,9 +1,12 @@
 /* demo: `hone demo`, the README's first run. Starts a local stack, registers Fashion-MNIST from
- * the Debian package, creates a CNN experiment, runs an AutoML search sized to the time budget
- * (demo_plan.c) with a live progress line, and prints the best trial's config and test accuracy
- * (one JSON line with --json). It stops everything it started, also on Ctrl-C. */
+ * the Debian package, creates a CNN experiment, runs an AutoML search with a time budget (what is
+ * left of --budget-minutes, and the epoch time measured here: the controller's budget planner
+ * sizes the search and its governor ends it in time) with a live progress line, and prints the
+ * best finished trial's config and test accuracy and what the budget cut (one JSON line with
+ * --json). It stops everything it started, also on Ctrl-C. */
 #define _GNU_SOURCE /* sched_getaffinity */
 #include "cli.h"
+#include "search.h"
 #include "spec.h"
 #include "wire.h"
 
@@ -173,10 +176,25 @@ static int demo_count_paused(demo_state *d, const char *job_id)
     return n;
 }
 
+/* The demo's narrowed search space (search/search.h shape, dotted spec keys). */
+static json_t *demo_space(const char *network)
+{
+    /* Narrowed around what is known to work for small convnets on Fashion-MNIST (AdamW,
+     * lr ~1e-3, cosine), so a short search lands above 0.90; the search still decides lr, batch
+     * size, weight decay and dropout, and early stopping cuts the poor picks. */
+    int cnn = strcmp(network, "cnn") == 0;
+    return json_pack("{s:{s:s,s:f,s:f,s:b},s:{s:s,s:[i,i]},s:{s:s,s:f,s:f,s:b},"
+                     "s:{s:s,s:f,s:f}}",
+                     "train.lr", "type", "float", "min", cnn ? 5e-4 : 3e-4, "max",
+                     cnn ? 3e-3 : 3e-3, "log", 1, "train.batch_size", "type", "categorical",
+                     "values", 128, 256, "train.weight_decay", "type", "float", "min", 1e-5, "max",
+                     5e-3, "log", 1, "model.dropout", "type", "float", "min", 0.0, "max", 0.4);
+}
+
 /* Prints the closing report (human or one JSON line) from the ended AutoML job; halted_extra
  * counts trials halted at a rung before a budget cut (see demo_count_paused). */
-static int demo_report(demo_state *d, const char *job_id, const cli_demo_plan *plan,
-                       double budget_s, int halted_extra)
+static int demo_report(demo_state *d, const char *job_id, const char *algorithm, double budget_s,
+                       int halted_extra)
 {
     char path[512], buf[64];
     json_t *job, *trials, *best = NULL, *out;
@@ -197,6 +215,7 @@ static int demo_report(demo_state *d, const char *job_id, const cli_demo_plan *p
         return 1;
     }
     a = json_object_get(job, "automl");
+    int full_epochs = (int)json_integer_value(cli_path_get(a, "budget_plan.full_epochs"));
     json_array_foreach(json_object_get(trials, "jobs"), i, t)
     {
         n++;
@@ -232,16 +251,21 @@ static int demo_report(demo_state *d, const char *job_id, const cli_demo_plan *p
         }
     }
     seconds = hone_now() - d->t0;
-    out = json_pack(
-        "{s:s,s:s,s:o,s:o,s:i,s:i,s:f,s:O,s:s,s:i,s:f}", "job_id", job_id, "status",
-        json_string_value(json_object_get(job, "status"))
-            ? json_string_value(json_object_get(job, "status"))
-            : "?",
-        "best_test_accuracy", isnan(test_acc) ? json_null() : json_real(test_acc),
-        "best_val_accuracy", isnan(val) ? json_null() : json_real(val), "trials", n,
-        "stopped_early", early, "seconds", round(seconds * 10) / 10, "best_config",
-        json_object_get(a, "best_config") ? json_object_get(a, "best_config") : json_null(),
-        "algorithm", plan->algorithm, "max_epochs", plan->epochs, "budget_seconds", budget_s);
+    out = json_pack("{s:s,s:s,s:o,s:o,s:i,s:i,s:f,s:O,s:s,s:i,s:f}", "job_id", job_id, "status",
+                    json_string_value(json_object_get(job, "status"))
+                        ? json_string_value(json_object_get(job, "status"))
+                        : "?",
+                    "best_test_accuracy", isnan(test_acc) ? json_null() : json_real(test_acc),
+                    "best_val_accuracy", isnan(val) ? json_null() : json_real(val), "trials", n,
+                    "stopped_early", early, "seconds", round(seconds * 10) / 10, "best_config",
+                    json_object_get(a, "best_config") ? json_object_get(a, "best_config")
+                                                      : json_null(),
+                    "algorithm", algorithm, "max_epochs", full_epochs, "budget_seconds", budget_s);
+    /* what the controller's budget cut (a sentence), and the job's own budget use */
+    json_object_set(out, "budget_note",
+                    json_is_string(json_object_get(a, "budget_note"))
+                        ? json_object_get(a, "budget_note")
+                        : json_null());
     /* what the run did with its hardware: epochs trained per second of wall time, and the GPU's
      * mean utilisation while the search ran (workers' NVML; null without) */
     long epochs = (long)json_integer_value(json_object_get(a, "epochs_done"));
@@ -277,8 +301,10 @@ static int demo_report(demo_state *d, const char *job_id, const cli_demo_plan *p
                    test_acc, tested_id, tested_val);
         else
             printf("  TEST accuracy:       %.4f\n", test_acc);
-        printf("trials: %d (%d stopped early), algorithm %s, %.0f s in all\n", n, early,
-               plan->algorithm, seconds);
+        printf("trials: %d (%d stopped early), algorithm %s, %.0f s in all\n", n, early, algorithm,
+               seconds);
+        if (json_is_string(json_object_get(a, "budget_note")))
+            printf("%s\n", json_string_value(json_object_get(a, "budget_note")));
         printf("epochs trained: %ld (%.2f a second)", epochs, seconds > 0 ? epochs / seconds : 0);
         if (json_is_number(json_object_get(out, "gpu_util_mean")))
             printf(", GPU busy %.0f%% on average",
@@ -302,7 +328,6 @@ int cli_demo_run(cli_ctx *c)
 {
     cli_stack_opts so;
     cli_stack *stack = NULL;
-    cli_demo_plan plan;
     demo_state d = {c, NULL, hone_now()};
     const char *network = cli_arg(c->a, "network") ? cli_arg(c->a, "network") : "cnn";
     const char *math = cli_arg(c->a, "math");
@@ -354,11 +379,13 @@ int cli_demo_run(cli_ctx *c)
                                  math, so.gpus > 0 ? (so.workers + so.gpus - 1) / so.gpus : 0);
     if (!(epoch_s > 0))
         epoch_s = strcmp(network, "cnn") == 0 ? 70.0 / so.threads : 8.0 / so.threads;
-    /* a trial's start, test pass and checkpoints: seconds on the CPU, a fraction of one on a
-     * resident GPU trainer */
-    if (cli_demo_plan_make(budget_s, so.workers, epoch_s, so.gpus > 0 ? 1.0 : 6.0,
-                           cli_arg(c->a, "algorithm"), &plan, err, sizeof(err)) != 0) {
-        fprintf(stderr, "usage error: %s\n", err);
+    /* asynchronous by default: no worker idles at a rung, early stops are cheap */
+    const char *algorithm = cli_arg(c->a, "algorithm") ? cli_arg(c->a, "algorithm") : "asha";
+    hone_algo algo;
+    if (hone_algo_parse(algorithm, &algo) != HONE_OK || algo == HONE_ALGO_RANDOM) {
+        fprintf(stderr,
+                "usage error: --algorithm must be hyperband, bayesian, asha or bohb (got '%s')\n",
+                algorithm);
         return 2;
     }
     so.extra_roots = dpath;
@@ -382,14 +409,20 @@ int cli_demo_run(cli_ctx *c)
                             "Fashion-MNIST from the Debian package"),
                   &ds) != 0)
         goto fail;
+    /* The controller's budget planner sizes the search (the longest trial: 27 epochs, 12 for
+     * Bayesian's full-length trials) to what is left of the budget once the stack runs, less a
+     * few seconds for this report; its governor ends the search within it. */
+    double job_budget_s = budget_s - (hone_now() - d.t0) - 5;
+    if (job_budget_s < 30)
+        job_budget_s = 30;
     specs = json_pack("{s:{s:s,s:s,s:i,s:s}}", "train", "optimizer", "adamw", "lr_schedule",
-                      "cosine", "epochs", plan.epochs, "math", math);
-    settings = json_pack("{s:b,s:s,s:i,s:i,s:i,s:i,s:i,s:o,s:b,s:I}", "automl_enabled", 1,
-                         "automl_algorithm", plan.algorithm, "automl_max_recommendations",
-                         plan.max_trials, "automl_R", plan.R, "automl_nu", plan.nu,
-                         "epoch_multiplier", plan.epoch_multiplier, "automl_max_parallel",
-                         plan.max_parallel, "automl_hyperparameters", cli_demo_space(network),
-                         "automl_delete_intermediate_ckpt", 1, "seed", (json_int_t)seed);
+                      "cosine", "epochs", 12, "math", math);
+    settings = json_pack(
+        "{s:b,s:s,s:i,s:i,s:i,s:i,s:o,s:b,s:I,s:f,s:f}", "automl_enabled", 1, "automl_algorithm",
+        algorithm, "automl_R", 27, "automl_nu", 3, "epoch_multiplier", 1, "automl_max_parallel",
+        so.workers, "automl_hyperparameters", demo_space(network),
+        "automl_delete_intermediate_ckpt", 1, "seed", (json_int_t)seed, "automl_budget_minutes",
+        job_budget_s / 60, "automl_epoch_seconds", epoch_s);
     if (demo_post(&d, "/api/v1/experiments",
                   json_pack("{s:s,s:s,s:[s],s:s,s:o,s:o}", "name", "fashion-mnist-demo",
                             "network_arch", network, "train_datasets",
@@ -406,17 +439,23 @@ int cli_demo_run(cli_ctx *c)
         goto fail;
     snprintf(job_id, sizeof(job_id), "%s", json_string_value(json_object_get(job, "id")));
     if (!c->json) {
-        printf("AutoML job %s: %s over up to %d trials of a %s, up to %d epochs each (R %d, "
-               "nu %d, epoch multiplier %d; one epoch ~%.0f s here), on Fashion-MNIST (%s); "
-               "budget %.0f min\n",
-               job_id, plan.algorithm, plan.max_trials, network, plan.epochs, plan.R, plan.nu,
-               plan.epoch_multiplier, epoch_s, dpath, budget_min);
+        const json_t *bp = cli_path_get(job, "automl.budget_plan");
+        printf("AutoML job %s: %s on a %s, sized to its budget of %.1f min (one epoch ~%.1f s "
+               "here): R %lld, nu %lld, epoch multiplier %lld, trials of up to %lld epochs, about "
+               "%lld of them; on Fashion-MNIST (%s)\n",
+               job_id, algorithm, network, job_budget_s / 60, epoch_s,
+               (long long)json_integer_value(json_object_get(bp, "R")),
+               (long long)json_integer_value(json_object_get(bp, "eta")),
+               (long long)json_integer_value(json_object_get(bp, "epoch_multiplier")),
+               (long long)json_integer_value(json_object_get(bp, "full_epochs")),
+               (long long)json_integer_value(json_object_get(bp, "trials")), dpath);
         printf("(controller %s; logs in %s/logs)\n", cli_stack_url(stack), so.data_dir);
     }
     fflush(stdout);
     sub = *c;
     sub.rest = d.rest;
     sub.url = cli_stack_url(stack);
+    /* the controller ends the search within its budget; past it (a stalled worker), cancel */
     rc = cli_job_wait_budget(&sub, job_id, budget_s - (hone_now() - d.t0) + 30, progress, &fin);
     if (!fin && !*c->stop) {
         /* Over budget: stop the search and report the best so far. */
@@ -428,7 +467,7 @@ int cli_demo_run(cli_ctx *c)
             hone_rest_resp_clear(&resp);
     }
     if (!*c->stop)
-        rc = demo_report(&d, job_id, &plan, budget_s, halted);
+        rc = demo_report(&d, job_id, algorithm, budget_s, halted);
 fail:
     if (*c->stop && job_id[0])
         fprintf(stderr, "interrupted; stopping the local stack\n");

@@ -129,6 +129,7 @@ static const struct {
     {"hyperband", "Hyperband: brackets of successive halving by automl_R and automl_nu (alias h)"},
     {"asha", "asynchronous successive halving: promotes as rungs fill, no waiting on brackets"},
     {"bohb", "Hyperband whose new configurations come from a density model of the good ones"},
+    {"dehb", "Hyperband whose new configurations evolve by differential evolution per budget"},
     {"random", "random configurations at the full budget (a baseline)"},
     {"hyperband_es", "Hyperband whose trials are also stopped between rungs by their learning "
                      "curves (TAO's name)"},
@@ -145,8 +146,8 @@ static int topic_algorithms(FILE *f)
         fprintf(f, "  %-13s %s\n", hone_algo_names[i], doc);
     }
     fprintf(f,
-            "\nThe budget: --max-recommendations (trials), --R and --nu (Hyperband, BOHB, ASHA),\n"
-            "--epoch-multiplier (epochs per budget unit), --max-parallel.\n");
+            "\nThe budget: --max-recommendations (trials), --R and --nu (Hyperband, BOHB, DEHB,\n"
+            "ASHA), --epoch-multiplier (epochs per budget unit), --max-parallel.\n");
     return 0;
 }
 

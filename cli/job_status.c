@@ -172,6 +172,18 @@ static void status_automl(cli_ctx *c, const json_t *job)
                         : "?",
                     eta);
     }
+    if (json_is_number(json_object_get(a, "budget_seconds"))) {
+        /* budget 5m: 3m12s used, 1m48s left; and what it cut once the search ended */
+        char bs[32], used[32], left[32];
+        cli_fmt_seconds(json_number_value(json_object_get(a, "budget_seconds")), bs, sizeof bs);
+        cli_fmt_seconds(json_number_value(json_object_get(a, "budget_used_seconds")), used,
+                        sizeof used);
+        cli_fmt_seconds(json_number_value(json_object_get(a, "budget_left_seconds")), left,
+                        sizeof left);
+        status_line("budget", "%s: %s used, %s left", bs, used, left);
+        if (json_is_string(json_object_get(a, "budget_note")))
+            status_line("budget cut", "%s", json_string_value(json_object_get(a, "budget_note")));
+    }
     if (json_is_number(best)) {
         char b[64];
         snprintf(b, sizeof b, "%.4f", json_number_value(best));

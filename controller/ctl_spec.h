@@ -15,7 +15,8 @@
  * HONE_EINVAL and writes the offending field ("<prefix>.train.lr") and a message. */
 int ctl_spec_flatten(const json_t *in, const char *prefix, json_t **flat, char *field,
                      size_t fieldlen, char *msg, size_t msglen);
-/* A key hone-train understands, users may set and the network uses (so a search may sweep it). */
+/* A key hone-train understands, users may set and the network uses, or one spec/'s table sweeps
+ * for it (network, for a resnet), so a search may sweep it. */
 int ctl_spec_key_sweepable(const char *key, const char *network);
 /* The default spec for a network as a flat object of every key (new reference). */
 json_t *ctl_spec_defaults(const char *network);
@@ -28,6 +29,7 @@ char *ctl_spec_to_yaml(const json_t *flat, char *err, size_t errlen);
 typedef struct ctl_sizing {
     long long ntrain;
     double lr_factor;
+    int batch_fit; /* the largest batch the heaviest trial of the space fits a worker at (0: any) */
 } ctl_sizing;
 /* AutoML spaces in search/search.h JSON shape for a network: the default swept set and all, with
  * train.batch_size's and train.lr's ranges sized by z (NULL: the table's ranges). */

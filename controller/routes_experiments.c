@@ -74,6 +74,20 @@ static const hone_json_field automl_fields[] = {
      .has_range = 1,
      .min = 0.5,
      .max = 0.999},
+    /* a time budget for the search (kinds/automl_budget.c): minutes, decimals allowed, a week at
+     * most; and the seconds one epoch takes, the planner's first estimate. Absent or null: none */
+    {.name = "automl_budget_minutes",
+     .type = HONE_JSON_NUMBER,
+     .nullable = 1,
+     .has_range = 1,
+     .min = 0.01,
+     .max = 10080},
+    {.name = "automl_epoch_seconds",
+     .type = HONE_JSON_NUMBER,
+     .nullable = 1,
+     .has_range = 1,
+     .min = 0.001,
+     .max = 86400},
 };
 
 /* TAO's defaults, filled in so a stored experiment says exactly what it will do. */
@@ -99,6 +113,10 @@ static json_t *automl_with_defaults(const json_t *in)
     n = json_object_get(s, "automl_max_failed_trials");
     if (n && json_is_null(n))
         json_object_del(s, "automl_max_failed_trials");
+    static const char *const nullable[] = {"automl_budget_minutes", "automl_epoch_seconds"};
+    for (size_t i = 0; i < HONE_ARRAY_LEN(nullable); i++)
+        if (json_is_null(json_object_get(s, nullable[i])))
+            json_object_del(s, nullable[i]);
     return s;
 }
 
@@ -420,7 +438,7 @@ static void exp_automl_defaults(hone_http_req *req, hone_http_res *res, void *ud
     if (store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), NULL, &ds))
         ds = NULL;
     json_t *flat = ctl_spec_resolve(net, ds, specs, NULL);
-    ctl_sizing z = {-1, 1.0};
+    ctl_sizing z = {-1, 1.0, 0};
     if (ds)
         z = ctl_spec_sizing(flat, ds);
     long long ntrain = z.ntrain;

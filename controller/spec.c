@@ -68,8 +68,7 @@ fail:
 
 int ctl_spec_key_sweepable(const char *key, const char *network)
 {
-    const hone_spec_key *k = hone_spec_key_find(key);
-    return k && k->user && hone_spec_key_used_by(k, network);
+    return hone_spec_key_sweepable(hone_spec_key_find(key), network);
 }
 
 json_t *ctl_spec_defaults(const char *network)
@@ -108,14 +107,33 @@ char *ctl_spec_to_yaml(const json_t *flat, char *err, size_t errlen)
     return buf;
 }
 
+/* The swept batches kept at or below the batch the heaviest trial fits a worker at. */
+static json_t *fit_batch(json_t *s, const ctl_sizing *z)
+{
+    json_t *p = json_object_get(s, "train.batch_size");
+    if (!s || !p || !z || z->batch_fit < 1 ||
+        json_integer_value(json_object_get(p, "max")) <= z->batch_fit)
+        return s;
+    if (z->batch_fit < 2) {
+        json_object_del(s, "train.batch_size");
+        return s;
+    }
+    json_object_set_new(p, "max", json_integer(z->batch_fit));
+    if (json_integer_value(json_object_get(p, "min")) >= z->batch_fit)
+        json_object_set_new(p, "min", json_integer(z->batch_fit / 2));
+    return s;
+}
+
 json_t *ctl_space_all(const char *network, const ctl_sizing *z)
 {
-    json_t *s = hone_spec_space_sized(network, 1, z ? z->ntrain : -1, z ? z->lr_factor : 1.0);
+    json_t *s =
+        fit_batch(hone_spec_space_sized(network, 1, z ? z->ntrain : -1, z ? z->lr_factor : 1.0), z);
     return s ? s : json_object();
 }
 
 json_t *ctl_space_default(const char *network, const ctl_sizing *z)
 {
-    json_t *s = hone_spec_space_sized(network, 0, z ? z->ntrain : -1, z ? z->lr_factor : 1.0);
+    json_t *s =
+        fit_batch(hone_spec_space_sized(network, 0, z ? z->ntrain : -1, z ? z->lr_factor : 1.0), z);
     return s ? s : json_object();
 }

@@ -132,9 +132,55 @@ long long ctl_spec_ntrain(const json_t *flat, const json_t *dataset_row)
     return d.train_images < 0 ? -1 : d.train_images > val ? d.train_images - val : 0;
 }
 
+static int spec_from_flat(const json_t *flat, hone_spec *s, char *field, size_t fieldlen, char *msg,
+                          size_t msglen);
+
+/* The largest power-of-two batch at which the heaviest trial a space of this network may draw
+ * (the family's last network, e.g. resnet34 for a resnet18 experiment, at the widest model.width
+ * or model.hidden and the deepest model.depth swept) fits the memory a worker is assumed to have
+ * (HONE_SPEC_MAX_BYTES), so the default space never draws a trial the check refuses: without it a
+ * resnet18 search on Fashion-MNIST could draw resnet34 at width 64 and batch 512 (13.9 GiB) and
+ * `automl start` was refused. 0 when even batch 1 does not fit or the spec does not parse. */
+static int batch_fit(const json_t *flat, const json_t *dataset_row)
+{
+    json_t *all = hone_spec_space(jstr(flat, "network"), 1), *worst = json_deep_copy(flat), *p;
+    const char *k;
+    hone_spec s;
+    hone_spec_data d;
+    char f[64], m[400];
+    int fit = 0;
+    json_object_foreach(all, k, p)
+    {
+        json_t *vals = json_object_get(p, "values");
+        if (!strcmp(k, "network") && json_array_size(vals))
+            json_object_set(worst, k, json_array_get(vals, json_array_size(vals) - 1));
+        else if (!strcmp(k, "model.width") || !strcmp(k, "model.hidden") ||
+                 !strcmp(k, "model.depth"))
+            json_object_set(worst, k, json_object_get(p, "max"));
+    }
+    ctl_spec_data(dataset_row, &d);
+    if (!spec_from_flat(worst, &s, f, sizeof f, m, sizeof m))
+        snprintf(s.network, sizeof s.network, "%s", jstr(worst, "network"));
+    else
+        goto done;
+    for (long long b = 1LL << 16; b >= 1; b /= 2) {
+        hone_spec_cost c;
+        s.train.batch_size = (int)b;
+        hone_spec_estimate(&s, &d, &c);
+        if (c.model_bytes + c.act_bytes + c.data_bytes <= HONE_SPEC_MAX_BYTES) {
+            fit = (int)b;
+            break;
+        }
+    }
+done:
+    json_decref(all);
+    json_decref(worst);
+    return fit;
+}
+
 ctl_sizing ctl_spec_sizing(const json_t *flat, const json_t *dataset_row)
 {
-    ctl_sizing z = {ctl_spec_ntrain(flat, dataset_row), 1.0};
+    ctl_sizing z = {ctl_spec_ntrain(flat, dataset_row), 1.0, batch_fit(flat, dataset_row)};
     const char *net = jstr(flat, "network");
     double f = hone_spec_sized_lr_factor(net, (int)jint(flat, "train.batch_size"));
     hone_spec def;
@@ -329,9 +375,9 @@ fail:
  * automl_R x epoch_multiplier, otherwise the job's own train.epochs. */
 static long long horizon(const json_t *settings, long long epochs)
 {
-    const char *algo = jstr(settings, "automl_algorithm");
-    hone_algo al;
-    if (algo && !hone_algo_parse(algo, &al) && hone_algo_multifidelity(al)) {
+    hone_algo algo;
+    if (!hone_algo_parse(jstr(settings, "automl_algorithm"), &algo) &&
+        hone_algo_multifidelity(algo)) {
         long long mult = jint(settings, "epoch_multiplier");
         return jint(settings, "automl_R") * (mult > 0 ? mult : 1);
     }

@@ -182,6 +182,9 @@ int store_metrics_since(ctl_db *db, const char *job_id, long long after, int lim
 /* An AutoML job's trials' epochs: n (all), spe (mean trainer seconds per epoch), recent (those
  * stored after `since`), first (when the first was stored). */
 int store_metrics_trials_summary(ctl_db *db, const char *automl_id, double since, json_t **row);
+/* {n, spe}: the epochs an experiment's jobs reported and their mean trainer seconds (a budget's
+ * first estimate of an epoch when none is given). */
+int store_metrics_experiment_spe(ctl_db *db, const char *experiment_id, json_t **row);
 
 /* ---- store_logs.c: table job_logs, the trainer's lines that came with epoch reports ---- */
 /* Rows changed: 1 for a fresh line, 0 for one already stored (job, epoch, n). */
@@ -223,6 +226,9 @@ int store_trial_insert(ctl_db *db, const char *id, const char *experiment_id, co
 int store_trial_requeue(ctl_db *db, const char *automl_id, int trial, int epochs, double now);
 /* The trial with the best best_metric (ties: lowest trial number). */
 int store_trial_best(ctl_db *db, const char *automl_id, int maximize, json_t **row);
+/* The best trial that finished: trained its whole schedule (status done), so it has its test
+ * pass and model.bin. */
+int store_trial_best_finished(ctl_db *db, const char *automl_id, int maximize, json_t **row);
 int store_trials_list(ctl_db *db, const char *automl_id, json_t **rows); /* {id, trial} by trial */
 int store_trials_ids(ctl_db *db, const char *automl_id, json_t **rows);  /* {id} */
 /* Trials queued or running (leased). */

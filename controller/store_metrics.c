@@ -38,6 +38,15 @@ int store_metrics_trials_summary(ctl_db *db, const char *automl_id, double since
                   "sd", automl_id, since);
 }
 
+int store_metrics_experiment_spe(ctl_db *db, const char *experiment_id, json_t **row)
+{
+    return db_row(db, row,
+                  "SELECT COUNT(*) AS n, AVG(json_extract(m.data,'$.seconds')) AS spe FROM jobs j "
+                  "JOIN metrics m ON m.job_id=j.id WHERE j.experiment_id=? AND "
+                  "json_extract(m.data,'$.seconds') > 0",
+                  "s", experiment_id);
+}
+
 /* The metrics rows of a job and of its trials (an AutoML job's children) stored after rowid
  * `after`, in rowid order: the event log of a metrics stream (stream.c). Rows are never updated
  * and SQLite gives a new row the largest rowid plus one, so a row committed later always has a

@@ -36,6 +36,16 @@ int store_trial_best(ctl_db *db, const char *automl_id, int maximize, json_t **r
                   "s", automl_id);
 }
 
+int store_trial_best_finished(ctl_db *db, const char *automl_id, int maximize, json_t **row)
+{
+    return db_row(db, row,
+                  maximize ? "SELECT * FROM jobs WHERE parent_id=? AND status='done' AND "
+                             "best_metric IS NOT NULL ORDER BY best_metric DESC, trial LIMIT 1"
+                           : "SELECT * FROM jobs WHERE parent_id=? AND status='done' AND "
+                             "best_metric IS NOT NULL ORDER BY best_metric ASC, trial LIMIT 1",
+                  "s", automl_id);
+}
+
 int store_trials_list(ctl_db *db, const char *automl_id, json_t **rows)
 {
     return db_rows(db, rows, "SELECT id, trial FROM jobs WHERE parent_id=? ORDER BY trial", "s",

@@ -1,6 +1,7 @@
 /* libFuzzer target for the search-space parser and configs (search/space.c): the input is a space
- * in JSON, optionally followed by a NUL byte and a config in JSON. Checks that a parsed space
- * prints back to JSON that parses to the same number of parameters and that configs round-trip. */
+ * in JSON (conditions included), optionally followed by a NUL byte and a config in JSON. Checks
+ * that a parsed space prints back to JSON that parses to the same number of parameters and that
+ * configs round-trip (a sampled one, its inactive parameters left out, prints back the same). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cj = hone_space_config_to_json(s, v2);
     CHECK(cj != NULL);
     CHECK(hone_space_config_from_json(s, cj, v, err, sizeof err) == HONE_OK);
+    char *cj2 = hone_space_config_to_json(s, v);
+    CHECK(cj2 != NULL && strcmp(cj, cj2) == 0);
+    free(cj2);
     free(cj);
     if (cfg)
         hone_space_config_from_json(s, cfg, v, err, sizeof err);

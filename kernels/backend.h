@@ -642,7 +642,7 @@ HONE_HD hone_bf16 hone_f32_to_bf16(float f)
     /* loss.{c,cu}: loss and reductions */                                                         \
     X(P, int, softmax_xent,                                                                        \
       (hone_kctx * k, const float *logits, const int32_t *labels, int n, int classes,              \
-       float *dlogits, float *loss_sum, float *correct))                                           \
+       float smoothing, float *dlogits, float *loss_sum, float *correct))                          \
     X(P, int, sum, (hone_kctx * k, const float *x, size_t n, float *out))                          \
     /* detect.{c,cu}: the DetectNet_v2 grid head's loss and targets */                             \
     X(P, int, detect_loss,                                                                         \

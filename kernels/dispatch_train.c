@@ -5,10 +5,13 @@
 /* ------------------------------------------------------------------ losses */
 
 int hone_k_softmax_xent(hone_kctx *k, const float *logits, const int32_t *labels, int n,
-                        int classes, float *dlogits, float *loss_sum, float *correct)
+                        int classes, float smoothing, float *dlogits, float *loss_sum,
+                        float *correct)
 {
     CHECK(n > 0 && classes > 0 && logits && labels && loss_sum && correct);
-    return k->ops->softmax_xent(k, logits, labels, n, classes, dlogits, loss_sum, correct);
+    CHECK(smoothing >= 0.0f && smoothing < 1.0f); /* NaN fails too */
+    return k->ops->softmax_xent(k, logits, labels, n, classes, smoothing, dlogits, loss_sum,
+                                correct);
 }
 
 int hone_k_detect_loss(hone_kctx *k, const float *pred, const float *target, int n, int classes,

@@ -219,12 +219,16 @@ int hone_k_batchnorm_relu_bwd(hone_kctx *k, int n, int c, int hw, const float *x
 
 /* ------------------------------------------------------------------ losses and metrics */
 
-/* Softmax cross-entropy over [n, classes] logits with int32 labels. Writes dlogits = (softmax -
- * onehot) / n (may be NULL for eval) and ADDS the summed loss and the number of correct argmax
- * predictions to the device accumulators loss_sum[0] and correct[0] (so an epoch's metrics are
- * read back once). Labels outside [0, classes) are ignored (padding), their dlogits rows 0. */
+/* Softmax cross-entropy over [n, classes] logits with int32 labels, against targets smoothed by
+ * `smoothing` eps in [0, 1): t = (1 - eps) * onehot + eps / classes (label smoothing; 0: the
+ * plain one-hot loss, bit for bit). Writes dlogits = (softmax - t) / n (may be NULL for eval) and
+ * ADDS the summed loss -sum_j t_j log p_j, i.e. (1 - eps) * CE + eps * mean_j(-log p_j), and the
+ * number of correct argmax predictions to the device accumulators loss_sum[0] and correct[0] (so
+ * an epoch's metrics are read back once). Labels outside [0, classes) are ignored (padding), their
+ * dlogits rows 0. Evaluation passes 0: its loss stays plain cross-entropy. */
 int hone_k_softmax_xent(hone_kctx *k, const float *logits, const int32_t *labels, int n,
-                        int classes, float *dlogits, float *loss_sum, float *correct);
+                        int classes, float smoothing, float *dlogits, float *loss_sum,
+                        float *correct);
 
 /* The DetectNet_v2 grid head's coverage loss: TAO's sigmoid + L2, binary cross-entropy, or focal
  * loss (Lin et al. 2017). */

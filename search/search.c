@@ -6,10 +6,12 @@
 #include <string.h>
 #include <strings.h>
 
+#include "budget.h"
 #include "search_internal.h"
 
-const char *const hone_algo_names[] = {"bayesian", "hyperband",    "asha", "bohb",
-                                       "random",   "hyperband_es", NULL};
+const char *const hone_algo_names[] = {
+    "bayesian", "hyperband", "asha", "bohb", "dehb", "random", "hyperband_es", NULL,
+};
 
 int hone_algo_parse(const char *name, hone_algo *out)
 {
@@ -17,10 +19,15 @@ int hone_algo_parse(const char *name, hone_algo *out)
         const char *name;
         hone_algo algo;
     } names[] = {
-        {"random", HONE_ALGO_RANDOM}, {"bayesian", HONE_ALGO_BAYESIAN},
-        {"b", HONE_ALGO_BAYESIAN},    {"hyperband", HONE_ALGO_HYPERBAND},
-        {"h", HONE_ALGO_HYPERBAND},   {"asha", HONE_ALGO_ASHA},
-        {"bohb", HONE_ALGO_BOHB},     {"hyperband_es", HONE_ALGO_HYPERBAND_ES},
+        {"random", HONE_ALGO_RANDOM},
+        {"bayesian", HONE_ALGO_BAYESIAN},
+        {"b", HONE_ALGO_BAYESIAN},
+        {"hyperband", HONE_ALGO_HYPERBAND},
+        {"h", HONE_ALGO_HYPERBAND},
+        {"asha", HONE_ALGO_ASHA},
+        {"bohb", HONE_ALGO_BOHB},
+        {"dehb", HONE_ALGO_DEHB},
+        {"hyperband_es", HONE_ALGO_HYPERBAND_ES},
     };
     if (!name || !out)
         return HONE_EINVAL;
@@ -46,6 +53,8 @@ const char *hone_algo_name(hone_algo a)
         return "asha";
     case HONE_ALGO_BOHB:
         return "bohb";
+    case HONE_ALGO_DEHB:
+        return "dehb";
     case HONE_ALGO_HYPERBAND_ES:
         return "hyperband_es";
     }
@@ -70,7 +79,7 @@ void hone_search_opts_default(hone_search_opts *o)
 
 int hone_algo_multifidelity(hone_algo a)
 {
-    return sr_is_hb(a) || a == HONE_ALGO_ASHA;
+    return sr_is_bracketed(a) || a == HONE_ALGO_ASHA;
 }
 
 /* Limits keep per-trial arrays (one slot per epoch) and bracket tables small. */
@@ -95,6 +104,7 @@ static int opts_check(const hone_search_opts *o)
     case HONE_ALGO_HYPERBAND_ES:
     case HONE_ALGO_BOHB:
     case HONE_ALGO_ASHA:
+    case HONE_ALGO_DEHB:
         if (o->R < 1 || o->eta < 2 || o->epoch_multiplier < 1)
             return HONE_EINVAL;
         if (o->algo == HONE_ALGO_ASHA && o->max_trials < 1)
@@ -136,6 +146,8 @@ int hone_search_new(const hone_space *space, const hone_search_opts *o, hone_sea
             goto fail;
         s->nrungs = s->hb.smax + 1;
         s->cap = o->R * o->epoch_multiplier;
+        if (o->algo == HONE_ALGO_DEHB && (rc = dehb_new(s)))
+            goto fail;
     }
     s->ask_values = hone_xcalloc((size_t)(s->np > 0 ? s->np : 1), sizeof(double));
     *out = s;
@@ -157,6 +169,7 @@ void hone_search_free(hone_search *s)
     }
     free(s->t);
     free(s->ask_values);
+    dehb_free(s);
     hb_free(&s->hb);
     free(s);
 }
@@ -302,6 +315,9 @@ static void plan(const hone_search *s, sr_plan *p)
     case HONE_ALGO_ASHA:
         asha_plan(s, p);
         break;
+    case HONE_ALGO_DEHB:
+        dehb_plan(s, p);
+        break;
     default:
         flat_plan(s, p);
         break;
@@ -313,7 +329,7 @@ static int is_start_trial(const hone_search *s, const sr_plan *p)
 {
     if (!s->o.start_default)
         return 0;
-    if (sr_is_hb(s->o.algo))
+    if (sr_is_bracketed(s->o.algo))
         return p->bracket == s->hb.nb - 1 && s->hb.created[p->bracket] == 0;
     return p->trial == 0;
 }
@@ -330,6 +346,10 @@ static void propose(hone_search *s, const sr_plan *p, double *values)
     }
     if (s->o.algo == HONE_ALGO_BOHB) {
         hb_propose_bohb(s, trial, values);
+        return;
+    }
+    if (s->o.algo == HONE_ALGO_DEHB) {
+        dehb_propose(s, p, values);
         return;
     }
     hone_rng_seed2(&r, s->o.seed, (uint64_t)trial);
@@ -357,6 +377,8 @@ static void commit_new(hone_search *s, const sr_plan *p, const double *values)
     s->running++;
     if (sr_is_hb(s->o.algo))
         hb_commit_new(s, t, p);
+    else if (s->o.algo == HONE_ALGO_DEHB)
+        dehb_commit_new(s, t, p);
 }
 
 static void commit_resume(hone_search *s, const sr_plan *p)
@@ -390,6 +412,37 @@ int hone_search_ask(hone_search *s, hone_ask *out)
     return HONE_OK;
 }
 
+/* budget.h's hooks: what the next ask answers, and giving up a promotion the budget cannot
+ * afford. */
+int hone_search_peek(const hone_search *s, hone_ask *out)
+{
+    sr_plan p;
+    if (!s || !out)
+        return HONE_EINVAL;
+    memset(out, 0, sizeof(*out));
+    plan(s, &p);
+    out->kind = p.kind;
+    out->trial = p.trial;
+    out->epochs = p.epochs;
+    return HONE_OK;
+}
+
+int hone_search_drop(hone_search *s, int trial)
+{
+    if (!s)
+        return HONE_EINVAL;
+    if (trial < 0 || trial >= s->nt)
+        return HONE_ENOENT;
+    sr_trial *t = &s->t[trial];
+    if (t->state != SR_PAUSED)
+        return HONE_ESTATE;
+    t->state = SR_DONE;
+    t->stopped_early = 1;
+    t->promoted = 0;
+    sr_after_end(s, t);
+    return HONE_OK;
+}
+
 int hone_search_replay_new(hone_search *s, int trial, const double *values, int epochs)
 {
     sr_plan p;
@@ -400,6 +453,18 @@ int hone_search_replay_new(hone_search *s, int trial, const double *values, int 
         return HONE_ESTATE;
     commit_new(s, &p, values);
     return HONE_OK;
+}
+
+/* A bracketed trial finished short of its rung (ended, stopped by its curve, or dropped): its
+ * bracket's rung goes on without it. */
+void sr_after_end(hone_search *s, sr_trial *t)
+{
+    if (t->bracket < 0)
+        return;
+    if (s->o.algo == HONE_ALGO_DEHB)
+        dehb_after_end(s, t);
+    else
+        hb_after_end(s, t);
 }
 
 static hone_decision boundary(hone_search *s, sr_trial *t, double metric)
@@ -416,6 +481,8 @@ static hone_decision boundary(hone_search *s, sr_trial *t, double metric)
         return hb_boundary(s, t);
     case HONE_ALGO_ASHA:
         return asha_boundary(s, t);
+    case HONE_ALGO_DEHB:
+        return dehb_boundary(s, t);
     default:
         t->state = SR_DONE;
         return HONE_DECIDE_STOP;
@@ -430,8 +497,7 @@ static hone_decision curve_stop(hone_search *s, sr_trial *t)
     t->state = SR_DONE;
     t->stopped_early = 1;
     t->curve = 1;
-    if (t->bracket >= 0)
-        hb_after_end(s, t);
+    sr_after_end(s, t);
     return HONE_DECIDE_STOP;
 }
 
@@ -479,8 +545,7 @@ int hone_search_end(hone_search *s, int trial, int failed)
     t->state = failed ? SR_FAILED : SR_DONE; /* ended on its own before its target */
     if (failed)
         sr_best_rebuild(s); /* its results no longer count as a bar */
-    if (t->bracket >= 0)
-        hb_after_end(s, t);
+    sr_after_end(s, t);
     return HONE_OK;
 }
 
@@ -524,6 +589,9 @@ void hone_search_progress_get(const hone_search *s, hone_search_progress *out)
         break;
     case HONE_ALGO_ASHA:
         out->epochs_remaining = asha_epochs_remaining(s);
+        break;
+    case HONE_ALGO_DEHB:
+        out->epochs_remaining = dehb_epochs_remaining(s);
         break;
     default:
         out->epochs_remaining = (long)(s->o.max_trials - s->nt) * s->o.max_epochs;

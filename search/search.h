@@ -43,8 +43,14 @@ typedef struct hone_space hone_space;
  *    "optimizer": {"type": "categorical", "values": ["sgd", "adamw"]},
  *    "nesterov": {"type": "bool"}}
  * Optional per parameter: "default" (a value of the parameter's type); for an int, "step" (values
- * are min + k * step, max lowered onto that grid; e.g. channel counts in multiples of 8).
- * On error returns HONE_EINVAL/HONE_EPARSE and writes a message naming the parameter into err. */
+ * are min + k * step, max lowered onto that grid; e.g. channel counts in multiples of 8);
+ * "condition": {"optimizer": ["sgd"]}, the parameter is active only when each named parent (a
+ * categorical or bool parameter of the space) is active and holds one of the listed values. An
+ * inactive parameter holds its fixed value (its "default", else as hone_space_default) in every
+ * config made here, is left out of a config's JSON, and the models see a constant for it.
+ * On error (among them a condition on an unknown parameter, on itself, on a float or int, a value
+ * not among the parent's, conditions that form a cycle) returns HONE_EINVAL/HONE_EPARSE and writes
+ * a message naming the parameter into err. */
 int hone_space_parse(const char *json, hone_space **out, char *err, size_t errlen);
 /* Prints the space as JSON in the same shape (caller frees with free()). */
 char *hone_space_to_json(const hone_space *s);
@@ -64,9 +70,17 @@ void hone_space_from_unit(const hone_space *s, const double *unit, double *value
 void hone_space_default(const hone_space *s, double *values);
 /* 1 when every parameter has its own "default" (hone_space_default then owes nothing to ranges). */
 int hone_space_has_defaults(const hone_space *s);
-/* {"lr": 0.01, "batch_size": 128, "optimizer": "adamw", "nesterov": true}; caller frees. */
+/* Whether parameter i is active in the config (1 for a parameter without a condition). */
+int hone_space_active(const hone_space *s, const double *values, int i);
+/* Sets every inactive parameter of the config to its fixed value (a no-op without conditions). */
+void hone_space_fix_inactive(const hone_space *s, double *values);
+/* 1 when some parameter has a condition. */
+int hone_space_has_conditions(const hone_space *s);
+/* {"lr": 0.01, "batch_size": 128, "optimizer": "adamw", "nesterov": true}, inactive parameters
+ * left out; caller frees. */
 char *hone_space_config_to_json(const hone_space *s, const double *values);
-/* Inverse of the above; every parameter must be present, in range, of the right type. */
+/* Inverse of the above; every active parameter must be present, and every parameter given in
+ * range, of the right type (an inactive one given still holds its fixed value). */
 int hone_space_config_from_json(const hone_space *s, const char *json, double *values, char *err,
                                 size_t errlen);
 
@@ -87,7 +101,7 @@ void hone_bo_opts_default(hone_bo_opts *o);
 int hone_bo_suggest(const hone_space *s, const hone_bo_opts *o, const double *X, const double *y,
                     int n, const double *pending, int m, int k, hone_rng *r, double *out);
 
-/* ---------------------------------------- the facade (search.c, hyperband.c, asha.c) */
+/* ------------------------------- the facade (search.c, hyperband.c, asha.c, dehb.c) */
 
 typedef enum {
     HONE_ALGO_RANDOM = 0,
@@ -95,19 +109,22 @@ typedef enum {
     HONE_ALGO_HYPERBAND = 2, /* TAO-style pause-and-resume brackets of successive halving */
     HONE_ALGO_ASHA = 3,      /* asynchronous successive halving */
     HONE_ALGO_BOHB = 4,      /* Hyperband with model-based proposals */
+    HONE_ALGO_DEHB = 5,      /* Hyperband with differential evolution (dehb.c) */
     /* Hyperband whose trials the learning-curve rule also stops between rungs (TAO's name;
-     * curve_stop forced on) */
-    HONE_ALGO_HYPERBAND_ES = 5,
+     * curve_stop forced on). Stored searches keep the algorithm's name, never this number. */
+    HONE_ALGO_HYPERBAND_ES = 6,
 } hone_algo;
 
-/* Parses "random", "bayesian", "hyperband", "asha", "bohb", "hyperband_es" (TAO's "b"/"h" too). */
+/* Parses "random", "bayesian", "hyperband", "asha", "bohb", "dehb", "hyperband_es" (TAO's "b"/"h"
+ * too). */
 int hone_algo_parse(const char *name, hone_algo *out);
 /* The algorithms' names, NULL-terminated, in the order help and messages list them (the parser
  * also takes TAO's aliases "b" and "h", which no list shows). */
 extern const char *const hone_algo_names[];
 const char *hone_algo_name(hone_algo a);
-/* 1 for the algorithms whose trials' whole budget is R * epoch_multiplier epochs (Hyperband's
- * family and ASHA), 0 for those that train every trial for max_epochs (random, bayesian). */
+/* 1 for the algorithms whose trials run R x epoch_multiplier epochs at most, paused and resumed at
+ * rungs (hyperband, asha, bohb, dehb, hyperband_es); 0 for the full-budget ones (random, bayesian:
+ * max_epochs). */
 int hone_algo_multifidelity(hone_algo a);
 
 typedef struct hone_search_opts {
@@ -142,12 +159,13 @@ typedef struct hone_search hone_search;
 
 /* Takes a copy of nothing: the space is borrowed and must outlive the search. Rejects bad opts
  * with HONE_EINVAL (max_parallel < 1; random/bayesian: max_trials or max_epochs < 1; hyperband,
- * bohb, asha: R < 1, eta < 2, epoch_multiplier < 1, asha max_trials < 1, hb_iterations < 1,
+ * bohb, asha, dehb: R < 1, eta < 2, epoch_multiplier < 1, asha max_trials < 1, hb_iterations < 1,
  * start_default on a space where some parameter has no "default") and HONE_ERANGE (more than 100000
  * epochs per trial). Hyperband follows Li et al.: smax = floor(log_eta R), brackets s = smax..0
  * (the s=0 bracket, which TAO drops, is kept), n = ceil((smax+1) eta^s / (s+1)), rung i: floor(n
  * eta^-i) trials to round(R eta^(i-s) * epoch_multiplier) epochs. ASHA's rungs are the s = smax
- * bracket's epochs. */
+ * bracket's epochs. DEHB runs the same brackets and passes, and takes start_default as Hyperband
+ * does (see dehb.c for which of its evaluations resume a trial and which start new ones). */
 int hone_search_new(const hone_space *space, const hone_search_opts *o, hone_search **out);
 void hone_search_free(hone_search *s);
 

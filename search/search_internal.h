@@ -76,6 +76,7 @@ struct hone_search {
     int asha_stop;  /* asha variant: 1 = stop at a rung unless in the top 1/eta on arrival */
     int bo_max_obs; /* cap on observations fed to the GP (most recent) */
     int top[2];     /* the two trials with the highest bestg (-1 none), for curve.c's bar */
+    struct dehb_state *dehb; /* dehb: subpopulations and per-rung counts (dehb.c) */
 };
 
 /* Hyperband's family: brackets, pause and resume (hyperband.c). */
@@ -84,9 +85,17 @@ static inline int sr_is_hb(hone_algo a)
     return a == HONE_ALGO_HYPERBAND || a == HONE_ALGO_BOHB || a == HONE_ALGO_HYPERBAND_ES;
 }
 
+/* Hyperband's brackets and passes (hyperband.c's tables): Hyperband's family and DEHB. */
+static inline int sr_is_bracketed(hone_algo a)
+{
+    return sr_is_hb(a) || a == HONE_ALGO_DEHB;
+}
+
 /* search.c */
 double sr_goodness(const hone_search *s, double metric); /* higher is better; failed = -inf */
 sr_trial *sr_trial_add(hone_search *s, const double *values);
+/* Trial t (bracketed or not) finished short of its rung: its bracket's rung goes on without it. */
+void sr_after_end(hone_search *s, sr_trial *t);
 /* Observations for the model: trials with a metric at epoch `epoch` (or, epoch 0, each finished
  * trial's best); returns n and fills X (n*np) and y (minimised). Caller frees X and y. */
 int sr_collect(const hone_search *s, int epoch, double **X, double **y);
@@ -124,9 +133,33 @@ void sr_best_rebuild(hone_search *s);
 /* 1 when trial t (running, below its target) should stop after its report of `epoch`; fills the
  * trial's curve_* fields then. */
 int sr_curve_judge(hone_search *s, sr_trial *t, int epoch);
+/* dehb.c: DEHB on Hyperband's brackets (s->hb holds the bracket tables and rung-0 counts) */
+int dehb_new(hone_search *s);
+void dehb_free(hone_search *s);
+void dehb_plan(const hone_search *s, sr_plan *p);
+void dehb_propose(hone_search *s, const sr_plan *p, double *values);
+void dehb_commit_new(hone_search *s, sr_trial *t, const sr_plan *p);
+hone_decision dehb_boundary(hone_search *s, sr_trial *t);
+void dehb_after_end(hone_search *s, sr_trial *t);
+long dehb_epochs_remaining(const hone_search *s);
+/* The DE operators, on unit vectors of d dimensions (exposed for the tests). rand/1 mutation
+ * m = a + F (b - c), each coordinate that leaves [0, 1] redrawn uniformly (DEHB's boundary fix);
+ * binomial crossover: child_k = mutant_k with probability cr, else target_k, and one coordinate
+ * (drawn) always from the mutant. */
+void dehb_mutate(int d, const double *a, const double *b, const double *c, double F, hone_rng *r,
+                 double *mutant);
+void dehb_crossover(int d, const double *target, const double *mutant, double cr, hone_rng *r,
+                    double *child);
+/* Which trial holds slot k of the subpopulation at level (rung epochs of bracket 0) lev, or -1;
+ * the subpopulation's size through *size. For the tests. */
+int dehb_member(const hone_search *s, int lev, int k, int *size);
 
 /* For the benchmark: choose the ASHA variant (0 promote-with-pause, 1 stop). Call before any ask.
  */
 void hone_search__asha_set_stop(hone_search *s, int stop);
+/* For the benchmark: DEHB's variant (0: the paper's, later passes evaluate offspring at every rung
+ * as new trials; 1: every pass promotes by resuming, DE proposes the first rungs). Before any ask.
+ */
+void hone_search__dehb_set_variant(hone_search *s, int resume_all);
 
 #endif

@@ -1,5 +1,11 @@
 /* Search spaces: parsing from and printing to JSON, the unit-cube mapping the models see, sampling
- * and configs as JSON. Every parse error names the parameter it is about; nothing here does I/O. */
+ * and configs as JSON, and conditional parameters (active only for some values of a categorical or
+ * bool parent). Every parse error names the parameter it is about; nothing here does I/O.
+ *
+ * An inactive parameter holds its fixed value (its "default", else the middle of its range / its
+ * first value) everywhere a config is made (sampling, the unit mapping, configs read from JSON),
+ * so equal trials compare equal, replays stay exact and the models see a constant there. A space
+ * without conditions behaves exactly as before conditions existed: same draws, same values. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,11 +26,19 @@ typedef struct param {
     int ncat;       /* categorical: len(values); bool: 2 */
     int has_default;
     double def; /* value form */
+    /* conditions: active only when every parent is active and holds one of its allowed values */
+    int ncond;
+    struct cond {
+        int parent;        /* index of a categorical or bool parameter */
+        unsigned char *ok; /* [parent's ncat]: 1 for an allowed value */
+    } * cond;
+    json_t *jcond; /* the "condition" object until resolved at the end of the parse (owned) */
 } param;
 
 struct hone_space {
     int n;
     param *p;
+    int nconds; /* parameters with a condition; 0: the space behaves as one without them */
 };
 
 static const char *type_names[] = {"float", "int", "categorical", "bool"};
@@ -154,6 +168,7 @@ static int parse_param(param *p, json_t *def, char *err, size_t errlen)
     json_object_foreach(def, key, v)
     {
         int known = strcmp(key, "type") == 0 || strcmp(key, "default") == 0 ||
+                    strcmp(key, "condition") == 0 ||
                     (numeric && (strcmp(key, "min") == 0 || strcmp(key, "max") == 0 ||
                                  strcmp(key, "log") == 0)) ||
                     (p->type == HONE_PARAM_INT && strcmp(key, "step") == 0) ||
@@ -237,7 +252,125 @@ static int parse_param(param *p, json_t *def, char *err, size_t errlen)
             return rc;
         p->has_default = 1;
     }
+    json_t *jc = json_object_get(def, "condition");
+    if (jc) {
+        if (!json_is_object(jc) || json_object_size(jc) == 0) {
+            set_err(err, errlen,
+                    "parameter '%s': \"condition\" must be an object of parent parameters and "
+                    "their values, e.g. {\"optimizer\": [\"sgd\"]}",
+                    name);
+            return HONE_EINVAL;
+        }
+        p->jcond = json_incref(jc);
+    }
     return 0;
+}
+
+static int param_index(const hone_space *s, const char *name)
+{
+    for (int i = 0; i < s->n; i++)
+        if (strcmp(s->p[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* Resolves parameter i's "condition" against the parsed space: each parent a categorical or bool
+ * parameter other than itself, each value one of the parent's. */
+static int resolve_cond(hone_space *s, int i, char *err, size_t errlen)
+{
+    param *p = &s->p[i];
+    const char *pname;
+    json_t *vals;
+    p->cond = hone_xcalloc(json_object_size(p->jcond), sizeof(*p->cond));
+    json_object_foreach(p->jcond, pname, vals)
+    {
+        int j = param_index(s, pname);
+        if (j < 0) {
+            set_err(err, errlen,
+                    "parameter '%s': condition on '%s', which is not a parameter of the space",
+                    p->name, pname);
+            return HONE_EINVAL;
+        }
+        if (j == i) {
+            set_err(err, errlen, "parameter '%s': condition on itself", p->name);
+            return HONE_EINVAL;
+        }
+        const param *q = &s->p[j];
+        if (q->type != HONE_PARAM_CATEGORICAL && q->type != HONE_PARAM_BOOL) {
+            set_err(err, errlen,
+                    "parameter '%s': condition on '%s', which is %s (a condition needs a "
+                    "categorical or bool parameter)",
+                    p->name, pname, type_names[q->type]);
+            return HONE_EINVAL;
+        }
+        if (!json_is_array(vals) || json_array_size(vals) == 0) {
+            set_err(err, errlen,
+                    "parameter '%s': condition on '%s' must be a non-empty array of its values",
+                    p->name, pname);
+            return HONE_EINVAL;
+        }
+        struct cond *c = &p->cond[p->ncond++];
+        c->parent = j;
+        c->ok = hone_xcalloc((size_t)q->ncat, 1);
+        size_t k;
+        json_t *v;
+        json_array_foreach(vals, k, v)
+        {
+            double x;
+            if (param_value_from_json(q, v, &x, "value", NULL, 0) != 0) {
+                char *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+                set_err(err, errlen,
+                        "parameter '%s': condition value %.60s is not one of the values of '%s'",
+                        p->name, t ? t : "?", pname);
+                free(t);
+                return HONE_EINVAL;
+            }
+            c->ok[(int)x] = 1;
+        }
+    }
+    return 0;
+}
+
+/* Depth-first walk up the parents: 1 when a chain from i comes back to a parameter on the walk
+ * (mark: 0 unseen, 1 on the walk, 2 known to end). The walk's names go into err. */
+static int cond_cycle(const hone_space *s, int i, unsigned char *mark, char *err, size_t errlen)
+{
+    if (mark[i] == 2)
+        return 0;
+    if (mark[i] == 1) {
+        set_err(err, errlen, "parameter '%s': its conditions form a cycle (through '%s')",
+                s->p[i].name, s->p[i].name);
+        return 1;
+    }
+    mark[i] = 1;
+    for (int c = 0; c < s->p[i].ncond; c++)
+        if (cond_cycle(s, s->p[i].cond[c].parent, mark, err, errlen)) {
+            /* name the parameter that started the walk: the last one to report */
+            set_err(err, errlen, "parameter '%s': its conditions form a cycle (through '%s')",
+                    s->p[i].name, s->p[s->p[i].cond[c].parent].name);
+            return 1;
+        }
+    mark[i] = 2;
+    return 0;
+}
+
+static int resolve_conds(hone_space *s, char *err, size_t errlen)
+{
+    for (int i = 0; i < s->n; i++) {
+        if (!s->p[i].jcond)
+            continue;
+        int rc = resolve_cond(s, i, err, errlen);
+        if (rc != 0)
+            return rc;
+        s->nconds++;
+    }
+    unsigned char *mark = hone_xcalloc((size_t)s->n, 1);
+    int rc = 0;
+    for (int i = 0; i < s->n && rc == 0; i++)
+        if (cond_cycle(s, i, mark, err, errlen))
+            rc = HONE_EINVAL;
+    free(mark);
+    return rc;
 }
 
 int hone_space_parse(const char *json, hone_space **out, char *err, size_t errlen)
@@ -285,6 +418,9 @@ int hone_space_parse(const char *json, hone_space **out, char *err, size_t errle
         if (rc != 0)
             goto fail;
     }
+    rc = resolve_conds(s, err, errlen);
+    if (rc != 0)
+        goto fail;
     json_decref(root);
     *out = s;
     return 0;
@@ -353,6 +489,18 @@ char *hone_space_to_json(const hone_space *s)
             json_object_set_new(o, "values", json_deep_copy(p->values));
         if (p->has_default)
             json_object_set_new(o, "default", value_json(p, p->def));
+        if (p->ncond > 0) {
+            json_t *jc = json_object();
+            for (int c = 0; c < p->ncond; c++) {
+                const param *q = &s->p[p->cond[c].parent];
+                json_t *vals = json_array();
+                for (int k = 0; k < q->ncat; k++)
+                    if (p->cond[c].ok[k])
+                        json_array_append_new(vals, value_json(q, k));
+                json_object_set_new(jc, q->name, vals);
+            }
+            json_object_set_new(o, "condition", jc);
+        }
         json_object_set_new(root, p->name, o);
     }
     char *txt = dump_exact(root);
@@ -367,6 +515,10 @@ void hone_space_free(hone_space *s)
     for (int i = 0; i < s->n; i++) {
         free(s->p[i].name);
         json_decref(s->p[i].values);
+        json_decref(s->p[i].jcond);
+        for (int c = 0; c < s->p[i].ncond; c++)
+            free(s->p[i].cond[c].ok);
+        free(s->p[i].cond);
     }
     free(s->p);
     free(s);
@@ -466,25 +618,67 @@ void hone_space_from_unit(const hone_space *s, const double *unit, double *value
 {
     for (int i = 0; i < s->n; i++)
         values[i] = param_from_unit(&s->p[i], unit[i]);
+    hone_space_fix_inactive(s, values);
 }
 
+/* One draw per parameter, inactive ones included, so a parameter's draw does not depend on which
+ * others are active (and a space without conditions draws exactly as it always did). */
 void hone_space_sample(const hone_space *s, hone_rng *r, double *values)
 {
     for (int i = 0; i < s->n; i++)
         values[i] = param_from_unit(&s->p[i], hone_rng_uniform(r));
+    hone_space_fix_inactive(s, values);
+}
+
+/* The value a parameter holds by default, and always while it is inactive. */
+static double param_fixed(const param *p)
+{
+    if (p->has_default)
+        return p->def;
+    if (p->type == HONE_PARAM_FLOAT || p->type == HONE_PARAM_INT)
+        return param_from_unit(p, 0.5);
+    return 0;
 }
 
 void hone_space_default(const hone_space *s, double *values)
 {
-    for (int i = 0; i < s->n; i++) {
-        const param *p = &s->p[i];
-        if (p->has_default)
-            values[i] = p->def;
-        else if (p->type == HONE_PARAM_FLOAT || p->type == HONE_PARAM_INT)
-            values[i] = param_from_unit(p, 0.5);
-        else
-            values[i] = 0;
+    for (int i = 0; i < s->n; i++)
+        values[i] = param_fixed(&s->p[i]);
+    hone_space_fix_inactive(s, values);
+}
+
+/* Conditions form no cycle (the parse refuses one), so the walk up the parents ends. */
+int hone_space_active(const hone_space *s, const double *values, int i)
+{
+    const param *p = &s->p[i];
+    for (int c = 0; c < p->ncond; c++) {
+        int j = p->cond[c].parent;
+        double v = values[j];
+        if (!(v >= 0 && v < s->p[j].ncat) || !p->cond[c].ok[(int)v] ||
+            !hone_space_active(s, values, j))
+            return 0;
     }
+    return 1;
+}
+
+int hone_space_has_conditions(const hone_space *s)
+{
+    return s->nconds > 0;
+}
+
+/* Activity is decided on the values as given: a parent that is itself inactive makes its children
+ * inactive whatever it holds, so fixing it first or last gives the same result. */
+void hone_space_fix_inactive(const hone_space *s, double *values)
+{
+    if (s->nconds == 0)
+        return;
+    unsigned char *act = hone_xmalloc((size_t)s->n);
+    for (int i = 0; i < s->n; i++)
+        act[i] = (unsigned char)hone_space_active(s, values, i);
+    for (int i = 0; i < s->n; i++)
+        if (!act[i])
+            values[i] = param_fixed(&s->p[i]);
+    free(act);
 }
 
 int hone_space_has_defaults(const hone_space *s)
@@ -503,18 +697,24 @@ int space__nfeat(const hone_space *s)
     return d;
 }
 
+/* An inactive parameter's features are those of its fixed value, the same for every config in
+ * which it is inactive: the kernel then measures no distance along a dimension that cannot matter
+ * there, and the parent's own dimension tells those configs from the ones where it is active. */
 void space__features(const hone_space *s, const double *values, double *feat)
 {
     int d = 0;
     for (int i = 0; i < s->n; i++) {
         const param *p = &s->p[i];
+        double v = values[i];
+        if (p->ncond > 0 && !hone_space_active(s, values, i))
+            v = param_fixed(p);
         if (p->type == HONE_PARAM_CATEGORICAL && p->ncat >= 3) {
             for (int c = 0; c < p->ncat; c++)
-                feat[d++] = c == (int)values[i] ? 1.0 : 0.0;
+                feat[d++] = c == (int)v ? 1.0 : 0.0;
         } else if (p->type == HONE_PARAM_CATEGORICAL || p->type == HONE_PARAM_BOOL) {
-            feat[d++] = values[i] != 0.0 ? 1.0 : 0.0;
+            feat[d++] = v != 0.0 ? 1.0 : 0.0;
         } else {
-            feat[d++] = param_to_unit(p, values[i]);
+            feat[d++] = param_to_unit(p, v);
         }
     }
 }
@@ -523,6 +723,13 @@ int space__same(const hone_space *s, const double *a, const double *b)
 {
     for (int i = 0; i < s->n; i++) {
         const param *p = &s->p[i];
+        if (p->ncond > 0) { /* inactive in both: the same trial whatever the values hold */
+            int aa = hone_space_active(s, a, i), ab = hone_space_active(s, b, i);
+            if (aa != ab)
+                return 0;
+            if (!aa)
+                continue;
+        }
         if (p->type == HONE_PARAM_FLOAT) {
             if (fabs(param_to_unit(p, a[i]) - param_to_unit(p, b[i])) > 1e-12)
                 return 0;
@@ -537,7 +744,8 @@ char *hone_space_config_to_json(const hone_space *s, const double *values)
 {
     json_t *root = json_object();
     for (int i = 0; i < s->n; i++)
-        json_object_set_new(root, s->p[i].name, value_json(&s->p[i], values[i]));
+        if (s->p[i].ncond == 0 || hone_space_active(s, values, i))
+            json_object_set_new(root, s->p[i].name, value_json(&s->p[i], values[i]));
     char *txt = dump_exact(root);
     json_decref(root);
     return txt;
@@ -572,14 +780,22 @@ int hone_space_config_from_json(const hone_space *s, const char *json, double *v
     for (int i = 0; i < s->n; i++) {
         json_t *j = json_object_get(root, s->p[i].name);
         if (!j) {
-            set_err(err, errlen, "parameter '%s': missing from the config", s->p[i].name);
-            rc = HONE_EINVAL; /* an earlier parameter's success left rc at 0 */
-            goto fail;
+            values[i] = param_fixed(&s->p[i]); /* fine only if inactive: checked below */
+            continue;
         }
         rc = param_value_from_json(&s->p[i], j, &values[i], "value", err, errlen);
         if (rc != 0)
             goto fail;
     }
+    /* an active parameter must be given; an inactive one may be, and holds its fixed value */
+    for (int i = 0; i < s->n; i++) {
+        if (!json_object_get(root, s->p[i].name) && hone_space_active(s, values, i)) {
+            set_err(err, errlen, "parameter '%s': missing from the config", s->p[i].name);
+            rc = HONE_EINVAL; /* an earlier parameter's success left rc at 0 */
+            goto fail;
+        }
+    }
+    hone_space_fix_inactive(s, values);
     rc = 0;
 fail:
     json_decref(root);

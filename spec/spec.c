@@ -40,14 +40,25 @@ static const char *const maths[] = {"fp32", "tf32", "bf16", NULL};
 #define NUM(lo, hi) .type = HONE_SPEC_NUM, .min = (lo), .max = (hi)
 #define ENUM(c) .type = HONE_SPEC_ENUM, .choices = (c)
 /* sweep ranges per network: mlp, cnn, one for both resnets and one for detectnet_v2 (SWEEP: the
- * resnets' range, whose backbone it is); SWEEP_DS: an int's grid step too */
-#define SWEEP_DS(t, lo_mlp, hi_mlp, lo_cnn, hi_cnn, lo_res, hi_res, lo_det, hi_det, lg, sw, st)    \
+ * resnets' range, whose backbone it is); SWEEP_DS: an int's grid step too; SWEEP_X: a condition
+ * (hone_spec_sweep.when), the choices kept and the networks too */
+#define SWEEP_X(t, lo_mlp, hi_mlp, lo_cnn, hi_cnn, lo_res, hi_res, lo_det, hi_det, lg, sw, st, wh, \
+                vals, nets)                                                                        \
     .sweep = {(t),                                                                                 \
               {(lo_mlp), (lo_cnn), (lo_res), (lo_res), (lo_det)},                                  \
               {(hi_mlp), (hi_cnn), (hi_res), (hi_res), (hi_det)},                                  \
               (lg),                                                                                \
               (sw),                                                                                \
-              (st)}
+              (st),                                                                                \
+              (wh),                                                                                \
+              (vals),                                                                              \
+              (nets)}
+#define SWEEP_DS(t, lo_mlp, hi_mlp, lo_cnn, hi_cnn, lo_res, hi_res, lo_det, hi_det, lg, sw, st)    \
+    SWEEP_X(t, lo_mlp, hi_mlp, lo_cnn, hi_cnn, lo_res, hi_res, lo_det, hi_det, lg, sw, st, NULL,   \
+            0, 0)
+/* SWEEP with a condition */
+#define SWEEP_IF(t, lo_mlp, hi_mlp, lo_cnn, hi_cnn, lo_res, hi_res, lg, sw, st, wh)                \
+    SWEEP_X(t, lo_mlp, hi_mlp, lo_cnn, hi_cnn, lo_res, hi_res, lo_res, hi_res, lg, sw, st, wh, 0, 0)
 #define SWEEP_D(t, lo_mlp, hi_mlp, lo_cnn, hi_cnn, lo_res, hi_res, lo_det, hi_det, lg, sw)         \
     SWEEP_DS(t, lo_mlp, hi_mlp, lo_cnn, hi_cnn, lo_res, hi_res, lo_det, hi_det, lg, sw, 0)
 #define SWEEP(t, lo_mlp, hi_mlp, lo_cnn, hi_cnn, lo_res, hi_res, lg, sw)                           \
@@ -57,8 +68,11 @@ static const char *const maths[] = {"fp32", "tf32", "bf16", NULL};
  * never decays), does nothing useful (weight_decay > 1 dominates every gradient) or cannot load
  * the data (formats other than idx). Order: the order spec.yaml is written in. */
 static const hone_spec_key keys[] = {
-    {"network", ENUM(networks), .def = "mlp", .networks = ALL, .doc = "the network to train",
-     F(network)},
+    /* depth: a resnet's trials may be resnet18 or resnet34 (the family's one depth knob); the
+     * trial's network replaces the experiment's in its spec */
+    {"network", ENUM(networks), .def = "mlp", .networks = ALL, .combo = 1,
+     SWEEP_X("categorical", 0, 0, 0, 0, 0, 0, 0, 0, 0, RESNET, 0, NULL, RESNET, RESNET),
+     .doc = "the network to train", F(network)},
     {"data.format", ENUM(formats), .def = "idx", .networks = ALL,
      .doc = "dataset format (from the dataset)", F(data.format)},
     {"data.path", .type = HONE_SPEC_STR, .def = "/usr/share/datasets/fashion-mnist",
@@ -103,33 +117,52 @@ static const hone_spec_key keys[] = {
             "default: the default times sqrt(batch / default batch)",
      F(train.lr)},
     {"train.momentum", NUM(0, 0.9999), .def = "0.9", .networks = ALL, .user = 1,
-     SWEEP("float", 0.5, 0.99, 0.5, 0.99, 0.8, 0.95, 0, ALL), .doc = "SGD momentum",
-     F(train.momentum)},
+     SWEEP_IF("float", 0.5, 0.99, 0.5, 0.99, 0.8, 0.95, 0, MLP_CNN | DET, 0, "train.optimizer=sgd"),
+     .doc = "SGD momentum", F(train.momentum)},
     {"train.nesterov", .type = HONE_SPEC_BOOL, .def = "true", .networks = ALL, .user = 1,
-     SWEEP("bool", 0, 0, 0, 0, 0, 0, 0, 0), .doc = "Nesterov momentum", F(train.nesterov)},
+     SWEEP_IF("bool", 0, 0, 0, 0, 0, 0, 0, 0, 0, "train.optimizer=sgd"), .doc = "Nesterov momentum",
+     F(train.nesterov)},
     {"train.weight_decay", NUM(0, 1), .def = "5e-4", .networks = ALL, .user = 1,
      SWEEP_D("float", 1e-6, 1e-2, 1e-6, 1e-2, 1e-5, 5e-3, 1e-6, 1e-3, 1, ALL),
      .doc = "L2 (sgd) or decoupled (adamw) decay", F(train.weight_decay)},
     {"train.beta1", NUM(0, 0.9999), .def = "0.9", .networks = ALL, .user = 1,
+     SWEEP_IF("float", 0.8, 0.95, 0.8, 0.95, 0.8, 0.95, 0, MLP_CNN, 0, "train.optimizer=adamw"),
      .doc = "AdamW first-moment decay", F(train.beta1)},
     {"train.beta2", NUM(0, 0.999999), .def = "0.999", .networks = ALL, .user = 1,
+     SWEEP_IF("float", 0.99, 0.9999, 0.99, 0.9999, 0.99, 0.9999, 0, MLP_CNN, 0,
+              "train.optimizer=adamw"),
      .doc = "AdamW second-moment decay", F(train.beta2)},
     {"train.eps", NUM(1e-12, 1), .def = "1e-8", .networks = ALL, .user = 1, .doc = "AdamW epsilon",
      F(train.eps)},
     {"train.lr_schedule", ENUM(schedules), .def = "cosine", .networks = ALL, .user = 1,
-     SWEEP("categorical", 0, 0, 0, 0, 0, 0, 0, 0), .doc = "after warmup: cosine, step or constant",
-     F(train.lr_schedule)},
+     /* swept between cosine and step: a constant rate loses to both in a short run, so a search
+      * would spend a third of its first trials on it (a space of one's own may still sweep it) */
+     SWEEP_X("categorical", 0, 0, 0, 0, 0, 0, 0, 0, 0, RESNET, 0, NULL, 3u, 0),
+     .doc = "after warmup: cosine, step or constant", F(train.lr_schedule)},
     {"train.warmup_epochs", NUM(0, 100000), .def = "0", .networks = ALL, .user = 1, .combo = 1,
      SWEEP("int", 0, 5, 0, 5, 0, 5, 0, 0), .doc = "linear warmup, in epochs (fractions allowed)",
      F(train.warmup_epochs)},
+    /* step_epochs' range holds every sized default (10 epochs of 10 raised to at most 50: 50) */
     {"train.step_epochs", INT(1, 100000), .def = "10", .networks = ALL, .user = 1,
+     SWEEP_IF("int", 1, 50, 1, 50, 1, 50, 1, RESNET, 0, "train.lr_schedule=step"),
      .doc = "step schedule: epochs between decays", F(train.step_epochs)},
     {"train.step_gamma", NUM(0, 1), .def = "0.1", .networks = ALL, .user = 1,
+     SWEEP_IF("float", 0.05, 0.5, 0.05, 0.5, 0.05, 0.5, 1, RESNET, 0, "train.lr_schedule=step"),
      .doc = "step schedule: decay factor", F(train.step_gamma)},
     {"train.min_lr", NUM(0, 10), .def = "0", .networks = ALL, .user = 1, .combo = 1,
      .doc = "cosine schedule: final learning rate", F(train.min_lr)},
     {"train.seed", INT(0, INT64_MAX), .def = "1", .networks = ALL, .user = 1,
      .doc = "initialisation, shuffling, dropout and augmentation seed", F(train.seed)},
+    /* label smoothing: at most 0.5 (beyond it the label's own target nears the others' and
+     * teaches little: with 2 classes eps 1 makes them equal); swept over [0, 0.2] (0.1 is the
+     * usual choice), whose 0, the default, keeps the default spec a point of the space */
+    {"train.label_smoothing", NUM(0, 0.5), .def = "0", .networks = CLS, .user = 1,
+     SWEEP("float", 0, 0.2, 0, 0.2, 0, 0.2, 0, CLS),
+     .doc = "classifiers: label smoothing eps, the training target (1 - eps) on the label plus "
+            "eps / classes on every class; 0: plain cross-entropy. The training loss reported is "
+            "the smoothed one; validation and test loss and accuracy stay plain cross-entropy, so "
+            "runs with different values compare",
+     F(train.label_smoothing)},
     {"train.math", ENUM(maths), .def = "fp32", .networks = ALL, .user = 1,
      .doc = "CUDA GEMM/conv precision; bf16 on resnet18/34 and detectnet_v2 (model.width a "
             "multiple of 8) also keeps their activations as bf16 NHWC (cuDNN tensor cores)",
@@ -138,7 +171,7 @@ static const hone_spec_key keys[] = {
      .user = 1, .combo = 1, SWEEP("int", 64, 1024, 32, 512, 0, 0, 1, 0),
      .doc = "mlp: hidden width; cnn: fully-connected width", F(model.hidden)},
     {"model.depth", INT(1, 64), .def = "1", .networks = MLP, .user = 1, .combo = 1,
-     .doc = "mlp: hidden layers", F(model.depth)},
+     SWEEP("int", 1, 4, 0, 0, 0, 0, 0, 0), .doc = "mlp: hidden layers", F(model.depth)},
     {"model.width", INT(8, 256), .def = "64", .networks = RESNET | DET, .user = 1, .combo = 1,
      SWEEP_DS("int", 0, 0, 0, 0, 16, 64, 32, 96, 1, RESNET | DET, 8),
      .doc = "resnet, detectnet_v2's backbone: channels of the first stage (doubled at each next "
@@ -167,18 +200,20 @@ static const hone_spec_key keys[] = {
      F(model.batchnorm)},
     {"augment.flip", .type = HONE_SPEC_BOOL, .def = "false",
      .def_net = {NULL, NULL, "true", "true", "true"}, .networks = ALL, .user = 1,
+     SWEEP_D("bool", 0, 0, 0, 0, 0, 0, 0, 0, 0, CLS - MLP),
      .doc = "random horizontal flips (half the images; detectnet_v2: their boxes too)",
      F(augment.flip)},
     {"augment.crop_padding", INT(0, 32), .def = "0", .def_net = {NULL, NULL, "4", "4", "0"},
-     .networks = CLS, .user = 1,
+     .networks = CLS, .user = 1, SWEEP("int", 0, 4, 0, 4, 0, 6, 0, CLS - MLP),
      .doc = "random crops of the image size from the image zero-padded by this many pixels",
      F(augment.crop_padding)},
     {"augment.jitter", NUM(0, 1), .def = "0", .networks = ALL, .user = 1,
-     SWEEP("float", 0, 0.4, 0, 0.4, 0, 0.4, 0, RESNET),
+     SWEEP("float", 0, 0.4, 0, 0.4, 0, 0.4, 0, 0),
      .doc = "colour jitter strength j: brightness, contrast and saturation scaled by factors "
             "drawn from [1-j, 1+j]",
      F(augment.jitter)},
     {"augment.cutout", INT(0, 512), .def = "0", .networks = CLS, .user = 1,
+     SWEEP_DS("int", 0, 16, 0, 16, 0, 16, 0, 0, 0, CLS - MLP, 4),
      .doc = "side of a square, at a random centre, set to the mean (0 after normalisation); 0: off",
      F(augment.cutout)},
     {"augment.translate", NUM(0, 0.5), .def = "0", .def_net = {NULL, NULL, NULL, NULL, "0.1"},

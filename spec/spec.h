@@ -66,6 +66,7 @@ typedef struct hone_spec {
         int epochs, batch_size;
         char optimizer[16]; /* sgd | adamw */
         double lr, momentum, weight_decay, beta1, beta2, eps;
+        double label_smoothing; /* classifiers: the training target's eps (0: none) */
         int nesterov;
         char lr_schedule[16]; /* cosine | step | constant */
         double warmup_epochs, step_gamma, min_lr;
@@ -125,6 +126,13 @@ typedef struct hone_spec_sweep {
     int log;        /* log scale */
     unsigned swept; /* bit i: in the default swept set of hone_spec_networks[i] */
     int step;       /* int: values lo + k * step (0: 1) */
+    /* "parent=v1|v2": swept only while the parent key (an enum or bool) holds one of those values;
+     * a space that sweeps the parent too gives the parameter that "condition"
+     * (hone_spec_space_conditions); NULL: always */
+    const char *when;
+    unsigned values; /* categorical: bit i keeps choices[i] (0: every choice); a key users do not
+                        set (network) may be swept to no other */
+    unsigned nets;   /* networks it may be swept for (0: the key's own networks) */
 } hone_spec_sweep;
 
 typedef struct hone_spec_key {
@@ -277,7 +285,20 @@ json_t *hone_spec_json_schema(void);
 /* Serialises it the way schemas/spec.schema.json is written (malloc'd, ends in a newline). */
 char *hone_spec_json_schema_text(void);
 /* AutoML spaces (search/search.h JSON shape) for a network: every sweepable key (all = 1) or the
- * default swept set (all = 0). New reference; NULL for an unknown network. */
+ * default swept set (all = 0), with the conditions of hone_spec_space_conditions. New reference;
+ * NULL for an unknown network. */
 json_t *hone_spec_space(const char *network, int all);
+/* Gives each parameter of a space built from the table the "condition" of its key's sweep.when
+ * where the space sweeps that parent too, and takes it away where it does not (a set edited by
+ * adding or removing keys). Parameters of keys without one are left as they are. */
+void hone_spec_space_conditions(json_t *space);
+/* Whether AutoML may sweep the key for the network: a key users set, or one the table sweeps for
+ * it (network itself, within the resnet family). */
+int hone_spec_key_sweepable(const hone_spec_key *k, const char *network);
+/* A swept parameter's values the key allows a search to set for the network (a categorical of a
+ * key users do not set whose sweep keeps only some choices: network's resnet18 and resnet34):
+ * HONE_EINVAL with a message naming the key and the values it may take. */
+int hone_spec_sweep_check(const hone_spec_key *k, const json_t *param, const char *network,
+                          char *err, size_t errlen);
 
 #endif

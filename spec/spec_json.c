@@ -1,6 +1,7 @@
 /* spec/spec_json.c: views of the key table for the outside: the JSON Schema of a specs object
  * (schemas/spec.schema.json, served at GET /api/v1/schemas/spec) and the AutoML search spaces
  * (automl-defaults). Everything here is derived from the table; nothing is listed twice. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,10 +23,105 @@ static json_t *sweep_param(const hone_spec_key *k, int net)
     if (!strcmp(w->type, "categorical")) {
         json_t *vals = json_array();
         for (int i = 0; k->choices && k->choices[i]; i++)
-            json_array_append_new(vals, json_string(k->choices[i]));
+            if (!w->values || (w->values >> i & 1u))
+                json_array_append_new(vals, json_string(k->choices[i]));
         return json_pack("{s:s,s:o}", "type", "categorical", "values", vals);
     }
     return json_pack("{s:s}", "type", "bool");
+}
+
+/* The networks a key may be swept for. */
+static unsigned sweep_nets(const hone_spec_key *k)
+{
+    return k->sweep.type ? (k->sweep.nets ? k->sweep.nets : k->networks) : 0;
+}
+
+int hone_spec_key_sweepable(const hone_spec_key *k, const char *network)
+{
+    int net = hone_spec_network_index(network);
+    if (!k || net < 0)
+        return 0;
+    return k->user ? (k->networks >> net & 1u) != 0 : (sweep_nets(k) >> net & 1u) != 0;
+}
+
+int hone_spec_sweep_check(const hone_spec_key *k, const json_t *param, const char *network,
+                          char *err, size_t errlen)
+{
+    const char *type = json_string_value(json_object_get(param, "type"));
+    json_t *vals = json_object_get(param, "values"), *v;
+    size_t i;
+    /* a key users set may take any value of its own (a default set's narrower choice is advice);
+     * one the controller sets (network) only what its sweep allows */
+    if (k->user || !k->sweep.values || !type || strcmp(type, "categorical") || !json_is_array(vals))
+        return HONE_OK; /* the space's own parse names what else is wrong */
+    json_array_foreach(vals, i, v)
+    {
+        int ok = 0;
+        for (int c = 0; k->choices[c] && !ok; c++)
+            ok = (k->sweep.values >> c & 1u) && json_is_string(v) &&
+                 !strcmp(json_string_value(v), k->choices[c]);
+        if (!ok) {
+            char list[128] = "", *t = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+            for (int c = 0; k->choices[c]; c++)
+                if (k->sweep.values >> c & 1u) {
+                    size_t l = strlen(list);
+                    snprintf(list + l, sizeof list - l, "%s%s", l ? ", " : "", k->choices[c]);
+                }
+            snprintf(err, errlen, "%s: a %s experiment's search may set it to %s only, not %.60s",
+                     k->name, network, list, t ? t : "?");
+            free(t);
+            return HONE_EINVAL;
+        }
+    }
+    return HONE_OK;
+}
+
+/* A condition "parent=v1|v2" as the space's {"parent": [v1, v2]}, values typed as the parent's
+ * (NULL when the table's text is malformed: tests/spec checks every one parses). */
+static json_t *when_json(const char *when, char *parent, size_t plen)
+{
+    const char *eq = strchr(when, '=');
+    if (!eq || (size_t)(eq - when) >= plen)
+        return NULL;
+    snprintf(parent, plen, "%.*s", (int)(eq - when), when);
+    const hone_spec_key *pk = hone_spec_key_find(parent);
+    if (!pk || (pk->type != HONE_SPEC_ENUM && pk->type != HONE_SPEC_BOOL))
+        return NULL;
+    json_t *vals = json_array();
+    for (const char *v = eq + 1; *v;) {
+        const char *bar = strchr(v, '|');
+        size_t n = bar ? (size_t)(bar - v) : strlen(v);
+        char one[32];
+        snprintf(one, sizeof one, "%.*s", (int)n, v);
+        if (pk->type == HONE_SPEC_BOOL)
+            json_array_append_new(vals, json_boolean(!strcmp(one, "true")));
+        else
+            json_array_append_new(vals, json_string(one));
+        v += n + (bar ? 1 : 0);
+    }
+    json_t *c = json_object();
+    json_object_set_new(c, parent, vals);
+    return c;
+}
+
+void hone_spec_space_conditions(json_t *space)
+{
+    const char *name;
+    json_t *p;
+    json_object_foreach(space, name, p)
+    {
+        const hone_spec_key *k = hone_spec_key_find(name);
+        char parent[64];
+        if (!k || !k->sweep.when || !json_is_object(p))
+            continue;
+        json_t *c = when_json(k->sweep.when, parent, sizeof parent);
+        if (c && json_object_get(space, parent))
+            json_object_set_new(p, "condition", c);
+        else {
+            json_decref(c);
+            json_object_del(p, "condition");
+        }
+    }
 }
 
 json_t *hone_spec_space(const char *network, int all)
@@ -36,9 +132,10 @@ json_t *hone_spec_space(const char *network, int all)
     json_t *s = json_object();
     for (size_t i = 0; i < hone_spec_nkeys(); i++) {
         const hone_spec_key *k = hone_spec_key_at(i);
-        if (k->sweep.type && (all || (k->sweep.swept >> net & 1u)) && (k->networks >> net & 1u))
+        if ((all || (k->sweep.swept >> net & 1u)) && (sweep_nets(k) >> net & 1u))
             json_object_set_new(s, k->name, sweep_param(k, net));
     }
+    hone_spec_space_conditions(s);
     return s;
 }
 
@@ -95,13 +192,17 @@ static json_t *key_schema(const hone_spec_key *k)
     if (k->sweep.type) {
         json_t *sw = json_object();
         for (int n = 0; n < HONE_SPEC_NNETS; n++)
-            if (k->networks >> n & 1u)
+            if (sweep_nets(k) >> n & 1u)
                 json_object_set_new(sw, hone_spec_networks[n], sweep_param(k, n));
         json_t *by = json_array();
         for (int n = 0; n < HONE_SPEC_NNETS; n++)
-            if (k->sweep.swept >> n & k->networks >> n & 1u)
+            if (k->sweep.swept >> n & sweep_nets(k) >> n & 1u)
                 json_array_append_new(by, json_string(hone_spec_networks[n]));
         json_object_set_new(sw, "swept_by_default", by);
+        char parent[64];
+        json_t *c = k->sweep.when ? when_json(k->sweep.when, parent, sizeof parent) : NULL;
+        if (c) /* the condition a space that sweeps the parent too gives it */
+            json_object_set_new(sw, "condition", c);
         json_object_set_new(o, "x-hone-sweep", sw);
     }
     return o;

@@ -32,7 +32,9 @@ void trainer_step_gather(hone_trainer *t, float *xb, int32_t *yb)
 
 void trainer_step_loss(hone_trainer *t, const float *logits, const int32_t *yb, float *dlogits)
 {
-    hone_k_softmax_xent(t->k, logits, yb, t->batch, t->ds.classes, dlogits, t->acc, t->acc + 1);
+    /* the trial's own label smoothing (a packed trial's too: it is not a pack key) */
+    hone_k_softmax_xent(t->k, logits, yb, t->batch, t->ds.classes,
+                        (float)t->spec->train.label_smoothing, dlogits, t->acc, t->acc + 1);
 }
 
 void trainer_step_update(hone_trainer *t)
@@ -124,9 +126,9 @@ int trainer_evaluate(hone_trainer **tr, int nt, const uint8_t *x, const int32_t 
                                  t->norm + d->c, NULL, NULL, t->xb + (size_t)j * m * t->row,
                                  t->yb + (size_t)j * m);
         const float *logits = net_forward(t->net, t->xb, m, 0);
-        for (int j = 0; j < nt; j++)
+        for (int j = 0; j < nt; j++) /* plain cross-entropy whatever the trial's smoothing */
             hone_k_softmax_xent(k, logits + (size_t)j * m * d->classes, t->yb + (size_t)j * m, m,
-                                d->classes, NULL, tr[j]->acc + 2, tr[j]->acc + 3);
+                                d->classes, 0, NULL, tr[j]->acc + 2, tr[j]->acc + 3);
     }
     int rc = hone_k_sync(k);
     for (int j = 0; j < nt; j++) {

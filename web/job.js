@@ -34,6 +34,11 @@ export function progressOf(job, now, perEpoch, seen, last) {
       `${Number.isFinite(a.epochs_remaining) ? a.epochs_remaining : "?"} epochs left`,
       `ETA ${isOver(st) ? "-" : fmtSeconds(a.eta_seconds)}`);
     if (Number.isFinite(a.gpu_util_mean)) parts.push(`GPU ${Math.round(a.gpu_util_mean)}%`);
+    // a time budget: one line of what it used and has left, then what it cut once over
+    if (Number.isFinite(a.budget_seconds)) {
+      parts.push(`budget ${fmtSeconds(a.budget_seconds)}: ${fmtSeconds(a.budget_used_seconds)} used, ${fmtSeconds(a.budget_left_seconds)} left`);
+      if (typeof a.budget_note === "string") parts.push(a.budget_note);
+    }
     if (Number.isFinite(a.epochs_done) && Number.isFinite(a.epochs_remaining) && a.epochs_done + a.epochs_remaining > 0)
       frac = a.epochs_done / (a.epochs_done + a.epochs_remaining);
   } else if (job.action === "convert") {

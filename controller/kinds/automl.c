@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "automl.h"
+#include "budget.h"
 #include "finetune.h"
 #include "ctl.h"
 #include "job_rows.h"
@@ -62,12 +63,18 @@ int ctl_automl_space_json(const char *network, const ctl_sizing *z, const json_t
                 goto fail;
             }
         }
+        hone_spec_space_conditions(sp); /* a parent added or removed: its children follow */
     }
     json_object_foreach(sp, k, v)
     {
+        char why[256];
         if (!ctl_spec_key_sweepable(k, network)) {
             snprintf(msg, msglen, "%s: '%s' is not a spec key hone-train understands for %s", field,
                      k, network);
+            goto fail;
+        }
+        if (hone_spec_sweep_check(hone_spec_key_find(k), v, network, why, sizeof why)) {
+            snprintf(msg, msglen, "%s: %s", field, why);
             goto fail;
         }
     }
@@ -113,6 +120,7 @@ void ctl_automl_search_free(ctl_search *s)
 {
     hone_search_free(s->search);
     hone_space_free(s->space);
+    ctl_budget_free(s->budget);
     free(s);
 }
 
@@ -209,6 +217,8 @@ static int opts_from_json(const json_t *o, hone_search_opts *opts)
     opts->curve_stop = json_is_true(json_object_get(o, "curve_stop"));
     if (json_is_number(json_object_get(o, "curve_confidence")))
         opts->curve_confidence = json_number_value(json_object_get(o, "curve_confidence"));
+    if (jnum(o, "budget_seconds") > 0) /* the budget ends it, not a count (budget.h) */
+        hone_budget_search_opts(NULL, opts);
     return HONE_OK;
 }
 
@@ -280,6 +290,15 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
     if (!json_is_false(json_object_get(settings, "automl_start_from_spec")))
         json_object_set_new(opts, "start_from_spec",
                             json_boolean(space_start_from_spec(space, flat)));
+    char budget_msg[512];
+    json_t *hist = NULL;
+    double history_s = 0; /* a budget's first estimate when none is given: earlier epochs */
+    if (jnum(settings, "automl_budget_minutes") > 0 &&
+        store_metrics_experiment_spe(c->db, jstr(job, "experiment_id"), &hist) == HONE_OK &&
+        jnum(hist, "spe") > 0)
+        history_s = jnum(hist, "spe");
+    json_decref(hist);
+    ctl_budget_plan_opts(settings, history_s, opts, budget_msg, sizeof budget_msg);
     early_stop_opts(settings, opts);
     hone_search_opts o;
     if (opts_from_json(opts, &o)) {
@@ -309,6 +328,8 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
                         o.curve_stop || o.algo == HONE_ALGO_HYPERBAND_ES
                             ? ", trials stopped early by their learning curves"
                             : "");
+        if (rc == HONE_OK && budget_msg[0])
+            rc = ctl_joblog(c, job_id, "%s", budget_msg);
     }
 fail:
     json_decref(job);
@@ -353,8 +374,9 @@ static int replay_event(hone_controller *c, ctl_search *s, const json_t *ev)
     }
     json_t *data = jparse(jstr(ev, "data"));
     int failed = json_is_true(json_object_get(data, "failed"));
+    int drop = json_is_true(json_object_get(data, "budget_drop"));
     json_decref(data);
-    return hone_search_end(s->search, trial, failed);
+    return drop ? hone_search_drop(s->search, trial) : hone_search_end(s->search, trial, failed);
 }
 
 int ctl_automl_rebuild(hone_controller *c, const char *job_id)
@@ -386,8 +408,10 @@ int ctl_automl_rebuild(hone_controller *c, const char *job_id)
     s->max_epochs = o.max_epochs;
     s->model_based = o.algo == HONE_ALGO_BAYESIAN || o.algo == HONE_ALGO_BOHB;
     s->full_epochs = s_full_epochs(&o);
-    s->max_trials = o.max_trials;
+    /* the setting's count (a budget lifts the search's cap): what auto's failed limit halves */
+    s->max_trials = (int)jint(json_object_get(automl, "opts"), "max_trials");
     s->max_failed = (int)jint(json_object_get(automl, "opts"), "max_failed_trials");
+    s->budget = ctl_budget_new(json_object_get(automl, "opts"), jnum(job, "started"));
     if ((rc = store_automl_events(c->db, job_id, &events)))
         goto fail;
     json_t *ev;
@@ -395,6 +419,7 @@ int ctl_automl_rebuild(hone_controller *c, const char *job_id)
     json_array_foreach(events, i, ev)
     {
         int erc = replay_event(c, s, ev);
+        ctl_budget_replay(s->budget, ev);
         if (erc)
             ctl_log(c, "error", "replay_failed",
                     json_pack("{s:s,s:I,s:s,s:s}", "job", job_id, "seq",
@@ -479,14 +504,23 @@ int ctl_automl_report(hone_controller *c, const json_t *trial, int epoch, double
         *dec = HONE_DECIDE_STOP;
         return HONE_OK;
     }
+    int target = 0;
+    int cut = rc == HONE_OK && ctl_budget_report(s, t, epoch, fresh, ctl_now(), dec, &target);
     if (rc || !fresh)
         return rc;
     hone_search_progress after;
     double pred, prob, bar;
     hone_search_progress_get(s->search, &after);
-    rc = ev_append(c, s->job_id, "report", t, epoch, metric, NULL);
+    char cut_data[96];
+    snprintf(cut_data, sizeof cut_data, "{\"budget_stop\":{\"target\":%d}}", target);
+    rc = ev_append(c, s->job_id, "report", t, epoch, metric, cut ? cut_data : NULL);
     if (rc)
         return rc;
+    if (cut)
+        return ctl_joblog(c, s->job_id,
+                          "trial %d stopped by the budget at epoch %d of %d (%s %.4f): it could "
+                          "not reach epoch %d in time",
+                          t, epoch, target, s->metric, metric, target);
     /* the search's log: a new best, a halt at a rung, an early stop */
     if (after.best_trial == t && after.best_epoch == epoch && !isnan(after.best_metric))
         rc = ctl_joblog(c, s->job_id, "new best: trial %d %s %.4f at epoch %d", t, s->metric,
@@ -519,6 +553,7 @@ int ctl_automl_end(hone_controller *c, const json_t *trial, int failed)
     if (s->busy)
         return HONE_ESTATE;
     int t = (int)jint(trial, "trial");
+    ctl_budget_ended(s, t, ctl_now());
     int rc = hone_search_end(s->search, t, failed);
     if (rc)
         return rc;

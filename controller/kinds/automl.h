@@ -15,6 +15,8 @@
 #include "http.h"
 #include "search.h"
 
+typedef struct ctl_budget ctl_budget; /* a budgeted search's governor (automl_budget.c) */
+
 /* One live AutoML search (job status running or paused), rebuilt from automl_events on start.
  * While busy, a thread-pool worker is inside hone_search_ask and nothing else may touch `search`:
  * requests that would feed it wait (ctl_defer), steps are noted in step_again. */
@@ -35,6 +37,7 @@ typedef struct ctl_search {
     long remaining;      /* epochs_remaining as of the last time the loop could read the search */
     double gpu_util_sum; /* GPU utilisation samples (% per heartbeat) while the search is live */
     long gpu_util_n;
+    ctl_budget *budget; /* automl_budget_minutes: its governor; NULL without a budget */
     uv_work_t work;
     hone_ask ask;
     int ask_rc;
@@ -110,5 +113,40 @@ void ctl_defer(hone_controller *c, const char *job_id, hone_http_req *req, hone_
                hone_http_handler handler);
 /* Answers held requests 503 (shutdown). */
 void ctl_defer_close(hone_controller *c);
+
+/* ---- automl_budget.c: the governor of a search with a time budget ---- */
+/* At start: with automl_budget_minutes in settings, the budget (opts.budget_seconds) and, with
+ * automl_epoch_seconds (else history_s > 0: the experiment's earlier jobs' mean trainer seconds
+ * per epoch), the planner's sizes (R, eta, epoch_multiplier or max_epochs, over what
+ * opts holds as the largest trial) written into opts; msg: a line for the search's log ("" when
+ * there is no budget). */
+int ctl_budget_plan_opts(const json_t *settings, double history_s, json_t *opts, char *msg,
+                         size_t msglen);
+/* The governor of a search whose opts have a budget, else NULL. started: the job's start (the
+ * budget's clock). */
+ctl_budget *ctl_budget_new(const json_t *opts, double started);
+void ctl_budget_free(ctl_budget *b);
+/* A stored event of the search, replayed: the estimate learnt again from its stored time, and the
+ * budget's stops and drops counted for its note (a repeated report keeps its stop). */
+void ctl_budget_replay(ctl_budget *b, const json_t *ev);
+/* A trial launched (new or resumed) at now: its first report times its start-up. */
+void ctl_budget_launched(ctl_search *s, int trial, double now);
+/* After the search answered *dec to a report: learns the epoch time (fresh reports) and turns a
+ * CONTINUE into STOP when the trial cannot reach its target before the budget's end; returns 1
+ * then (*target: the epoch it was training towards), for the caller to store with the report. */
+int ctl_budget_report(ctl_search *s, int trial, int epoch, int fresh, double now,
+                      hone_decision *dec, int *target);
+/* A trial's process ended at now: the time since its last report (test pass, save). */
+void ctl_budget_ended(ctl_search *s, int trial, double now);
+/* Before each ask: drops promotions that cannot finish (stored as events) and sets *hold when
+ * the next new trial cannot: then nothing more launches, and the search ends with its running
+ * trials. */
+int ctl_budget_gate(hone_controller *c, ctl_search *s, int *hold);
+/* What the budget cut, in a sentence; "" without a budget. */
+void ctl_budget_note(const ctl_search *s, double now, int search_done, char *buf, size_t len);
+/* The ended search's "budget" block of its result (NULL without a budget). */
+json_t *ctl_budget_result(const ctl_search *s, double now, int search_done);
+/* The budget_* fields of an AutoML job's status (s NULL: the search has ended). */
+void ctl_budget_status(const ctl_search *s, const json_t *job, const json_t *opts, json_t *o);
 
 #endif

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "automl.h"
+#include "budget.h"
 #include "ctl.h"
 #include "ctl_spec.h"
 #include "job_rows.h"
@@ -40,6 +41,7 @@ static int step_new(hone_controller *c, ctl_search *s, const json_t *job, const 
         db_commit(c->db))
         goto fail;
     rc = HONE_OK;
+    ctl_budget_launched(s, a->trial, now);
     ctl_log(c, "info", "trial_new",
             json_pack("{s:s,s:s,s:i,s:i,s:s}", "automl", s->job_id, "job", id, "trial", a->trial,
                       "epochs", a->epochs, "config", cfg));
@@ -64,6 +66,7 @@ static int step_resume(hone_controller *c, ctl_search *s, const hone_ask *a)
         db_rollback(c->db);
         return rc;
     }
+    ctl_budget_launched(s, a->trial, ctl_now());
     ctl_log(
         c, "info", "trial_resume",
         json_pack("{s:s,s:i,s:i}", "automl", s->job_id, "trial", a->trial, "epochs", a->epochs));
@@ -232,7 +235,17 @@ static int failed_summary(hone_controller *c, ctl_search *s, char *msg, size_t l
 static int finish(hone_controller *c, ctl_search *s, const char *fail_msg, const char *fail_tail)
 {
     json_t *best = NULL, *result;
-    int have = store_trial_best(c->db, s->job_id, s->maximize, &best) == HONE_OK;
+    /* with a budget, the best trial that finished its whole schedule (it has its test pass and
+     * model.bin); the best by metric only when none finished */
+    int have =
+        s->budget && store_trial_best_finished(c->db, s->job_id, s->maximize, &best) == HONE_OK;
+    int unfinished = 0;
+    if (!have) {
+        json_decref(best);
+        best = NULL;
+        have = store_trial_best(c->db, s->job_id, s->maximize, &best) == HONE_OK;
+        unfinished = have && s->budget;
+    }
     json_t *automl = NULL, *job = NULL;
     if (ctl_job_row(c, s->job_id, &job) == HONE_OK)
         automl = jparse(jstr(job, "automl"));
@@ -256,6 +269,13 @@ static int finish(hone_controller *c, ctl_search *s, const char *fail_msg, const
     } else {
         result = json_object();
     }
+    hone_ask next;
+    hone_search_peek(s->search, &next);
+    json_t *budget = ctl_budget_result(s, ctl_now(), next.kind == HONE_ASK_DONE);
+    if (budget) {
+        json_object_set_new(budget, "best_finished", json_boolean(have && !unfinished));
+        json_object_set_new(result, "budget", budget);
+    }
     if (s->gpu_util_n) /* kept in the result: the search (and its samples) ends here */
         json_object_set_new(result, "gpu_util_mean",
                             json_real(s->gpu_util_sum / (double)s->gpu_util_n));
@@ -269,7 +289,12 @@ static int finish(hone_controller *c, ctl_search *s, const char *fail_msg, const
         snprintf(why, sizeof why, "%s", fail_msg);
         tail = fail_tail ? hone_xstrdup(fail_tail) : NULL;
     } else if (!have && failed_summary(c, s, why, sizeof why, &tail) <= 0) {
-        snprintf(why, sizeof why, "no trial reported a metric");
+        char cut[512];
+        ctl_budget_note(s, now, next.kind == HONE_ASK_DONE, cut, sizeof cut);
+        if (cut[0]) /* the budget left no time: say so */
+            snprintf(why, sizeof why, "no trial reported a metric within the budget (%s)", cut);
+        else
+            snprintf(why, sizeof why, "no trial reported a metric");
     }
     int failed = fail_msg || !have;
     long waiting = 0; /* halted at a rung and never promoted: stopped now */
@@ -284,6 +309,8 @@ static int finish(hone_controller *c, ctl_search *s, const char *fail_msg, const
         }
     }
     json_decref(counts);
+    char note[512];
+    ctl_budget_note(s, now, next.kind == HONE_ASK_DONE, note, sizeof note);
     if (db_begin(c->db))
         goto fail;
     /* ended by its failures: what still waits or runs is canceled, not counted stopped */
@@ -302,6 +329,10 @@ static int finish(hone_controller *c, ctl_search *s, const char *fail_msg, const
                              "search done: best trial %lld (job %s) %s %.4f at epoch %lld",
                              (long long)jint(best, "trial"), jstr(best, "id"), s->metric,
                              jnum(best, "best_metric"), (long long)jint(best, "best_epoch"))) ||
+        (note[0] && ctl_joblog(c, s->job_id, "%s%s", note,
+                               unfinished ? "; no trial finished its whole schedule in time, so "
+                                            "the best is one cut short (no test accuracy)"
+                                          : "")) ||
         db_commit(c->db)) {
         db_rollback(c->db);
         goto fail;
@@ -411,6 +442,15 @@ int ctl_automl_step(hone_controller *c, const char *job_id)
     for (int guard = 0; guard < 1024; guard++) {
         if (s->busy) { /* an ask runs on the thread pool: it steps again when it is back */
             s->step_again = 1;
+            break;
+        }
+        int hold = 0;
+        if ((rc = ctl_budget_gate(c, s, &hold)))
+            break;
+        if (hold) { /* nothing more launches: the search ends once no trial is active */
+            hone_ask done = {.kind = HONE_ASK_DONE};
+            int dropped = 0;
+            rc = ctl_automl_apply(c, s, job, &done, &dropped);
             break;
         }
         if (ctl_automl_offload(c, s)) {
@@ -556,6 +596,19 @@ json_t *ctl_automl_status(hone_controller *c, const json_t *job)
                               : (double)remaining * spe / par;
     if (remaining == 0)
         eta = 0;
+    ctl_budget_status(s, job, opts, o);
+    if (json_is_number(json_object_get(o, "budget_left_seconds"))) {
+        /* a budget ends it: no later than that, whatever a lifted count cap would say */
+        double left = jnum(o, "budget_left_seconds"), ep = jnum(o, "budget_epoch_seconds");
+        if (!s)
+            left = 0;
+        if (isnan(eta) || eta > left)
+            eta = left;
+        if (ep > 0 && remaining > (long)(left * par / ep)) {
+            remaining = (long)(left * par / ep);
+            json_object_set_new(o, "epochs_remaining", json_integer(remaining));
+        }
+    }
     json_object_set_new(o, "eta_seconds", isnan(eta) ? json_null() : json_real(eta));
     json_t *ended = s ? NULL : jparse(jstr(job, "result")); /* an ended search's, kept there */
     json_object_set_new(o, "gpu_util_mean",

@@ -48,7 +48,12 @@ int ctl_train_spec(hone_controller *c, const json_t *job, json_t **flat)
     json_decref(tds);
     if (rc)
         goto fail;
-    json_t *defaults = ctl_spec_defaults(jstr(exp, "network"));
+    /* a trial's swept network (a resnet's depth) replaces the experiment's */
+    json_t *cfg = jparse(jstr(job, "config"));
+    const char *net = json_is_string(json_object_get(cfg, "network"))
+                          ? json_string_value(json_object_get(cfg, "network"))
+                          : jstr(exp, "network");
+    json_t *defaults = ctl_spec_defaults(net);
     /* what was set: the experiment's specs < its parent's (a trial's AutoML job) < its own < a
      * trial's swept values; the rest is resolved, sized to the dataset */
     json_t *over = json_object();
@@ -69,19 +74,17 @@ int ctl_train_spec(hone_controller *c, const json_t *job, json_t **flat)
         json_decref(tmp);
     }
     int user_lr = json_object_get(over, "train.lr") != NULL;
-    json_t *cfg = jparse(jstr(job, "config"));
     if (json_is_object(cfg))
         json_object_update(over, cfg);
     coerce_ints(over, defaults);
-    json_t *f = ctl_spec_resolve(jstr(exp, "network"), ds, over, NULL);
+    json_t *f = ctl_spec_resolve(net, ds, over, NULL);
     json_decref(over);
     /* a trial's swept batch with the rate left to the default: the rate follows that batch as
      * it follows a sized one (hone_spec_sized_lr_factor) */
     if (!user_lr && json_is_object(cfg) && json_object_get(cfg, "train.batch_size") &&
         !json_object_get(cfg, "train.lr")) {
-        double lr =
-            jnum(defaults, "train.lr") *
-            hone_spec_sized_lr_factor(jstr(exp, "network"), (int)jint(f, "train.batch_size"));
+        double lr = jnum(defaults, "train.lr") *
+                    hone_spec_sized_lr_factor(net, (int)jint(f, "train.batch_size"));
         if (jnum(f, "train.min_lr") <= jnum(defaults, "train.lr"))
             json_object_set_new(
                 f, "train.lr",
@@ -93,10 +96,9 @@ int ctl_train_spec(hone_controller *c, const json_t *job, json_t **flat)
     json_t *pa = parent ? jparse(jstr(parent, "automl")) : NULL;
     if (pa) {
         json_t *o = json_object_get(pa, "opts");
-        const char *algo = jstr(o, "algorithm");
+        hone_algo algo;
         long long full = jint(o, "max_epochs");
-        hone_algo al;
-        if (algo && !hone_algo_parse(algo, &al) && hone_algo_multifidelity(al))
+        if (!hone_algo_parse(jstr(o, "algorithm"), &algo) && hone_algo_multifidelity(algo))
             full =
                 jint(o, "R") * (jint(o, "epoch_multiplier") > 0 ? jint(o, "epoch_multiplier") : 1);
         if (full < jint(job, "epochs_target"))
@@ -124,7 +126,7 @@ fail:
 ctl_sizing ctl_train_sizing(hone_controller *c, const json_t *exp, const json_t *flat)
 {
     json_t *tds = jparse(jstr(exp, "train_datasets")), *ds = NULL;
-    ctl_sizing z = {-1, 1.0};
+    ctl_sizing z = {-1, 1.0, 0};
     if (store_dataset_get(c->db, json_string_value(json_array_get(tds, 0)), NULL, &ds) == HONE_OK)
         z = ctl_spec_sizing(flat, ds);
     json_decref(tds);

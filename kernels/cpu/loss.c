@@ -1,16 +1,19 @@
-/* kernels/cpu/loss.c: softmax cross-entropy adding its loss and correct count to device-side
- * accumulators, and the whole-array sum, for the CPU backend. Both accumulate in double on the
- * calling thread, in a fixed order. */
+/* kernels/cpu/loss.c: softmax cross-entropy (with label smoothing) adding its loss and correct
+ * count to device-side accumulators, and the whole-array sum, for the CPU backend. Both
+ * accumulate in double on the calling thread, in a fixed order. */
 #include <math.h>
 
 #include "par.h"
 
 int cpu_softmax_xent(hone_kctx *k, const float *logits, const int32_t *labels, int n, int classes,
-                     float *dlogits, float *loss_sum, float *correct)
+                     float smoothing, float *dlogits, float *loss_sum, float *correct)
 {
     (void)k;
     double loss = 0.0;
     int right = 0;
+    /* the smoothed targets (kernels.h), in float as the CUDA and CPU backends both compute them:
+     * eps 0 gives exactly 0 and 1, the one-hot loss's */
+    float off = smoothing / (float)classes, on = (1.0f - smoothing) + off;
     for (int i = 0; i < n; i++) {
         const float *z = logits + (size_t)i * classes;
         float *dz = dlogits ? dlogits + (size_t)i * classes : NULL;
@@ -31,13 +34,20 @@ int cpu_softmax_xent(hone_kctx *k, const float *logits, const int32_t *labels, i
         double s = 0.0;
         for (int j = 0; j < classes; j++)
             s += exp((double)(z[j] - mx));
-        loss += log(s) - (double)(z[y] - mx);
+        double row = log(s) - (double)(z[y] - mx);
+        if (smoothing > 0.0f) { /* + eps * (mean_j -log p_j - CE); eps 0 adds nothing */
+            double zs = 0.0;
+            for (int j = 0; j < classes; j++)
+                zs += (double)(z[j] - mx);
+            row = (1.0 - smoothing) * row + smoothing * (log(s) - zs / classes);
+        }
+        loss += row;
         right += arg == y;
         if (dz) {
             float inv_n = 1.0f / (float)n;
             for (int j = 0; j < classes; j++) {
                 float pj = (float)(exp((double)(z[j] - mx)) / s);
-                dz[j] = (pj - (j == y ? 1.0f : 0.0f)) * inv_n;
+                dz[j] = (pj - (j == y ? on : off)) * inv_n;
             }
         }
     }

@@ -1,9 +1,9 @@
-/* CUDA backend: 2-D convolution, NCHW. With cuDNN (a build with HONE_HAVE_CUDNN and a handle at
- * run time) every shape cuDNN has algorithms for goes there (conv_cudnn.cu). General path: im2col
- * into a [C*R*S, N*P*Q] buffer, one cuBLAS GEMM per pass (forward, weight grad, data grad) over the
- * whole batch, and a transpose back to NCHW with the bias fused in. Layers with few input taps
- * (C*R*S <= 27: the first layer of an image net) use direct kernels instead (conv_direct.cu).
- * Workspace only, no allocation. */
+/* CUDA backend: 2-D convolution, NCHW. Layers with few input taps (C*R*S <= 27: the first layer
+ * of an image net) run direct kernels (conv_direct.cu). Otherwise, with cuDNN (a build with
+ * HONE_HAVE_CUDNN and a handle at run time), every shape cuDNN has algorithms for goes there
+ * (conv_cudnn.cu). General path: im2col into a [C*R*S, N*P*Q] buffer, one cuBLAS GEMM per pass
+ * (forward, weight grad, data grad) over the whole batch, and a transpose back to NCHW with the
+ * bias fused in. Workspace only, no allocation. */
 #include "common.cuh"
 #include "conv_cudnn.cuh"
 #include "conv_direct.cuh"
@@ -17,9 +17,19 @@ static size_t partial_floats(const hone_conv_desc *d)
     return a > b ? a : b;
 }
 
+/* The cuDNN plan for a shape, or NULL for our own kernels. Few-tap layers (the first layer on 1-
+ * or 3-channel images) stay on the direct kernels even where cuDNN has algorithms: on the H100 the
+ * small CNN's epoch (tf32) was 0.138 s at batch 128 and 0.113 s at 512 with cuDNN's heuristic
+ * picks for its 1-channel first layer, 0.109 s and 0.079 s with the direct kernels, and ResNet-18
+ * at batch 128 (1-channel stem) 2.77 s against 2.70 s (bench_train_gpu, 2026-11-28). */
+static const hc_dnn_conv *dnn_for(hone_kctx *k, const hone_conv_desc *d)
+{
+    return hc_conv_direct_ok(d) ? NULL : hc_dnn_conv_find(k, d);
+}
+
 extern "C" size_t cuda_conv_workspace(hone_kctx *k, const hone_conv_desc *d)
 {
-    const hc_dnn_conv *e = hc_dnn_conv_find(k, d);
+    const hc_dnn_conv *e = dnn_for(k, d);
     if (e)
         return hc_dnn_conv_workspace(e);
     size_t npq = (size_t)d->n * d->p * d->q;
@@ -180,7 +190,7 @@ extern "C" int cuda_conv_fwd(hone_kctx *k, const hone_conv_desc *d, const float 
     int rc;
     if ((rc = check_size(d)) < 0)
         return rc;
-    const hc_dnn_conv *e = hc_dnn_conv_find(k, d);
+    const hc_dnn_conv *e = dnn_for(k, d);
     if (e)
         return hc_dnn_conv_fwd(k, e, x, w, b, y, ws);
     if (hc_conv_direct_ok(d))
@@ -206,7 +216,7 @@ static int conv_bwd(hone_kctx *k, const hone_conv_desc *d, const float *x, const
     int rc;
     if ((rc = check_size(d)) < 0)
         return rc;
-    const hc_dnn_conv *e = hc_dnn_conv_find(k, d);
+    const hc_dnn_conv *e = dnn_for(k, d);
     if (e) /* no columns to reuse: the same calls either way */
         return hc_dnn_conv_bwd(k, e, x, w, dy, dx, dw, db, ws, acc);
     int npq = d->n * d->p * d->q, crs = d->c * d->r * d->s, pq = d->p * d->q;

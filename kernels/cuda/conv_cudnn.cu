@@ -41,6 +41,8 @@ struct hc_dnn {
     hc_dnn_conv **shapes; /* linear search: a network has a few dozen shapes */
     int n, cap;
     size_t ws_cap; /* the most scratch an algorithm may ask for */
+    int min_c;     /* HONE_CUDNN_MIN_C: fp32 shapes of fewer input channels take the im2col path */
+    int log;       /* HONE_CUDNN_LOG=1: each shape's algorithms on stderr, once */
     char name[32];
 };
 
@@ -51,9 +53,19 @@ struct hc_dnn {
             return hc_fail(__FILE__, __LINE__, #call, cudnnGetErrorString(s_));                    \
     } while (0)
 
+/* Diagnostics for the speed of the fp32 path (bench/regress.sh, bench/NOTES-gpu.md), read once per
+ * context: HONE_CUDNN=OFF runs every convolution on the im2col path as a build without cuDNN
+ * does (the bf16 NHWC path, which needs cuDNN, is then off too); HONE_CUDNN_MIN_C=N sends fp32
+ * shapes of fewer than N input channels there (the direct kernels for C*R*S <= 27);
+ * HONE_CUDNN_LOG=1 prints each shape's chosen algorithms against cuDNN's first-ranked one. */
 int hc_dnn_new(cudaStream_t stream, hc_dnn **out)
 {
     *out = NULL;
+    const char *off = getenv("HONE_CUDNN");
+    if (off && (!strcmp(off, "OFF") || !strcmp(off, "off") || !strcmp(off, "0"))) {
+        fprintf(stderr, "hone cuda: HONE_CUDNN=%s: convolutions use im2col + cuBLAS\n", off);
+        return HONE_OK;
+    }
     cudnnHandle_t h = NULL;
     cudnnStatus_t s = cudnnCreate(&h);
     if (s == CUDNN_STATUS_SUCCESS)
@@ -73,6 +85,9 @@ int hc_dnn_new(cudaStream_t stream, hc_dnn **out)
         total_b = 0;
     }
     dn->ws_cap = total_b / 32 > DNN_WS_MIN_CAP ? total_b / 32 : DNN_WS_MIN_CAP;
+    const char *min_c = getenv("HONE_CUDNN_MIN_C"), *log = getenv("HONE_CUDNN_LOG");
+    dn->min_c = min_c ? atoi(min_c) : 0;
+    dn->log = log && !strcmp(log, "1");
     size_t v = cudnnGetVersion(); /* 91900: major*10000 + minor*100 + patch (cuDNN 9) */
     snprintf(dn->name, sizeof(dn->name), "cudnn %zu.%zu.%zu", v / 10000, v / 100 % 100, v % 100);
     *out = dn;
@@ -138,6 +153,33 @@ template <typename Perf> static int pick(const Perf *perf, int got, size_t cap)
     return -1;
 }
 
+/* HONE_CUDNN_LOG=1: pass's choice (rank i of got) against the first-ranked algorithm, and why
+ * that one was passed over. */
+template <typename Perf>
+static void log_pick(const hc_dnn *dn, const hc_dnn_conv *e, int m, const char *pass,
+                     const Perf *perf, int got, int i)
+{
+    if (!dn->log || got < 1)
+        return;
+    const hone_conv_desc *d = &e->d;
+    const Perf *f = &perf[0];
+    const char *why = i == 0                                  ? "taken"
+                      : f->status != CUDNN_STATUS_SUCCESS     ? "not supported"
+                      : f->memory > dn->ws_cap                ? "scratch over the cap"
+                      : is_fft(f->algo)                       ? "FFT, never used"
+                      : f->determinism != CUDNN_DETERMINISTIC ? "not deterministic"
+                                                              : "?";
+    fprintf(stderr,
+            "hone cuda: cudnn %s n%d c%d %dx%d k%d r%dx%d s%d p%d %s: algo %d (rank %d of %d, "
+            "%zu KiB, math %d); first ranked algo %d (%zu KiB): %s\n",
+            e->half        ? "bf16"
+            : m == DNN_FMA ? "fp32"
+                           : "tf32",
+            d->n, d->c, d->h, d->w, d->k, d->r, d->s, d->stride, d->pad, pass,
+            i >= 0 ? (int)perf[i].algo : -1, i, got, i >= 0 ? perf[i].memory >> 10 : 0,
+            i >= 0 ? (int)perf[i].mathType : -1, (int)f->algo, f->memory >> 10, why);
+}
+
 /* Chooses mode m's three algorithms and sets each pass's descriptor to its math type (FMA mode
  * keeps CUDNN_FMA_MATH: DEFAULT would let cuDNN use TF32). Raises e->ws. The bf16 NHWC shapes ask
  * for CUDNN_TENSOR_OP_MATH: with DEFAULT the v7 heuristics of cuDNN 9 on an H100 ranked first
@@ -157,7 +199,9 @@ static int choose(hc_dnn *dn, hc_dnn_conv *e, int m)
     cudnnConvolutionFwdAlgoPerf_t fp[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
     HC_DNN(cudnnGetConvolutionForwardAlgorithm_v7(dn->h, e->x, e->w, e->conv[m][DNN_FWD], e->y,
                                                   CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &got, fp));
-    if ((i = pick(fp, got, dn->ws_cap)) < 0)
+    i = pick(fp, got, dn->ws_cap);
+    log_pick(dn, e, m, "fwd", fp, got, i);
+    if (i < 0)
         return HONE_ENOTSUP;
     e->fwd[m] = fp[i].algo;
     if (m == DNN_TC)
@@ -170,7 +214,9 @@ static int choose(hc_dnn *dn, hc_dnn_conv *e, int m)
     HC_DNN(cudnnGetConvolutionBackwardDataAlgorithm_v7(dn->h, e->w, e->y, e->conv[m][DNN_BWD_DATA],
                                                        e->x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
                                                        &got, dp));
-    if ((i = pick(dp, got, dn->ws_cap)) < 0)
+    i = pick(dp, got, dn->ws_cap);
+    log_pick(dn, e, m, "bwd_data", dp, got, i);
+    if (i < 0)
         return HONE_ENOTSUP;
     e->bwd_data[m] = dp[i].algo;
     if (m == DNN_TC)
@@ -183,7 +229,9 @@ static int choose(hc_dnn *dn, hc_dnn_conv *e, int m)
     HC_DNN(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         dn->h, e->x, e->y, e->conv[m][DNN_BWD_FILTER], e->w,
         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &got, wp));
-    if ((i = pick(wp, got, dn->ws_cap)) < 0)
+    i = pick(wp, got, dn->ws_cap);
+    log_pick(dn, e, m, "bwd_filter", wp, got, i);
+    if (i < 0)
         return HONE_ENOTSUP;
     e->bwd_filter[m] = wp[i].algo;
     if (m == DNN_TC)
@@ -229,7 +277,7 @@ static int conv_init(hc_dnn *dn, hc_dnn_conv *e, const hone_conv_desc *d, int ha
 static const hc_dnn_conv *conv_find(hone_kctx *k, const hone_conv_desc *d, int half)
 {
     hc_dnn *dn = hc_of(k)->dnn;
-    if (!dn)
+    if (!dn || (!half && d->c < dn->min_c))
         return NULL;
     for (int i = 0; i < dn->n; i++) {
         hc_dnn_conv *e = dn->shapes[i];

@@ -1,16 +1,19 @@
-/* CUDA backend: softmax cross-entropy with device-side loss/accuracy accumulators (one block,
- * each warp a fixed set of rows, warps summed in order: the sums are the same on every run, so
- * trials packed on one GPU report their solo run's losses bit for bit), and the whole-array sum
- * (one block, fixed order: deterministic). Metrics stay on the device so an epoch reads them back
- * once. */
+/* CUDA backend: softmax cross-entropy (with label smoothing, as kernels/cpu/loss.c) with
+ * device-side loss/accuracy accumulators (one block, each warp a fixed set of rows, warps summed
+ * in order: the sums are the same on every run, so trials packed on one GPU report their solo
+ * run's losses bit for bit), and the whole-array sum (one block, fixed order: deterministic).
+ * Metrics stay on the device so an epoch reads them back once. */
 #include "common.cuh"
 
 #define XENT_WARPS 32 /* warps of the one block; warp w takes rows w, w + 32, ... */
 
 __global__ static void k_softmax_xent(const float *z, const int32_t *labels, int n, int classes,
-                                      float *dz, float *loss_sum, float *correct)
+                                      float eps, float *dz, float *loss_sum, float *correct)
 {
     int lane = threadIdx.x & 31;
+    /* the smoothed targets (kernels.h), in float as the CUDA and CPU backends both compute them:
+     * eps 0 gives exactly 0 and 1, the one-hot loss's */
+    float off = eps / (float)classes, on = (1.f - eps) + off;
     float loss = 0.f, right = 0.f; /* lane 0's: its warp's rows, in order */
     for (int row = threadIdx.x >> 5; row < n; row += XENT_WARPS) {
         const float *zr = z + (size_t)row * classes;
@@ -42,14 +45,25 @@ __global__ static void k_softmax_xent(const float *z, const int32_t *labels, int
                 s += expf(zr[j] - mx);
             for (int o = 16; o > 0; o >>= 1)
                 s += __shfl_xor_sync(0xffffffffu, s, o);
+            float zs = 0.f; /* sum_j (z_j - mx): the smoothing term's; eps is the same in every
+                               thread, so every lane takes this branch or none */
+            if (eps > 0.f) {
+                for (int j = lane; j < classes; j += 32)
+                    zs += zr[j] - mx;
+                for (int o = 16; o > 0; o >>= 1)
+                    zs += __shfl_xor_sync(0xffffffffu, zs, o);
+            }
             if (lane == 0) {
-                loss += logf(s) - (zr[y] - mx);
+                float row = logf(s) - (zr[y] - mx);
+                if (eps > 0.f) /* eps 0 adds nothing */
+                    row = (1.f - eps) * row + eps * (logf(s) - zs / (float)classes);
+                loss += row;
                 right += arg == y ? 1.f : 0.f;
             }
             if (dr) {
                 float inv_n = 1.f / (float)n, inv_s = 1.f / s;
                 for (int j = lane; j < classes; j += 32)
-                    dr[j] = (expf(zr[j] - mx) * inv_s - (j == y ? 1.f : 0.f)) * inv_n;
+                    dr[j] = (expf(zr[j] - mx) * inv_s - (j == y ? on : off)) * inv_n;
             }
         }
     }
@@ -71,12 +85,13 @@ __global__ static void k_softmax_xent(const float *z, const int32_t *labels, int
 }
 
 extern "C" int cuda_softmax_xent(hone_kctx *k, const float *logits, const int32_t *labels, int n,
-                                 int classes, float *dlogits, float *loss_sum, float *correct)
+                                 int classes, float smoothing, float *dlogits, float *loss_sum,
+                                 float *correct)
 {
     if (n == 0)
         return HONE_OK;
-    k_softmax_xent<<<1, XENT_WARPS * 32, 0, hc_stream(k)>>>(logits, labels, n, classes, dlogits,
-                                                            loss_sum, correct);
+    k_softmax_xent<<<1, XENT_WARPS * 32, 0, hc_stream(k)>>>(logits, labels, n, classes, smoothing,
+                                                            dlogits, loss_sum, correct);
     HC_LAUNCHED();
     return HONE_OK;
 }

@@ -122,6 +122,24 @@ static void test_param(void)
               HONE_EINVAL &&
           strstr(err, "unknown type 'normal'"));
     CHECK(cli_param_parse("nothing", name, sizeof(name), &e, err, sizeof(err)) == HONE_EINVAL);
+    /* a condition: swept only while the parent holds one of the values */
+    CHECK(cli_param_parse("train.momentum=float:0.5:0.99@train.optimizer=sgd", name, sizeof(name),
+                          &e, err, sizeof(err)) == 0);
+    CHECK(strcmp(name, "train.momentum") == 0 &&
+          json_real_value(json_object_get(e, "max")) == 0.99);
+    json_t *want = json_pack("{s:[s]}", "train.optimizer", "sgd");
+    CHECK(json_equal(json_object_get(e, "condition"), want));
+    json_decref(want);
+    json_decref(e);
+    CHECK(cli_param_parse("x=a,b@flag=true|false", name, sizeof(name), &e, err, sizeof(err)) == 0);
+    want = json_pack("{s:[b,b]}", "flag", 1, 0);
+    CHECK(json_equal(json_object_get(e, "condition"), want) &&
+          json_array_size(json_object_get(e, "values")) == 2);
+    json_decref(want);
+    json_decref(e);
+    CHECK(cli_param_parse("x=bool@flag", name, sizeof(name), &e, err, sizeof(err)) == HONE_EINVAL &&
+          strstr(err, "@PARENT=V1|V2") && e == NULL);
+    CHECK(cli_param_parse("x=bool@=a", name, sizeof(name), &e, err, sizeof(err)) == HONE_EINVAL);
 }
 
 static void test_cells(void)

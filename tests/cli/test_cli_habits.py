@@ -135,7 +135,7 @@ def main():
         s, body = c.req("PATCH", "/api/v1/experiments/" + exp["id"],
                         {"automl_settings": {"automl_algorithm": "grid"}})
         msg = body["error"]["message"]
-        assert s == 422 and msg.endswith("must be one of: bayesian hyperband asha bohb random hyperband_es"), \
+        assert s == 422 and msg.endswith("must be one of: bayesian hyperband asha bohb dehb random hyperband_es"), \
             body
         s, body = c.req("PATCH", "/api/v1/experiments/" + exp["id"],
                         {"automl_settings": {"automl_algorithm": "hyperbnd"}})
@@ -263,7 +263,7 @@ def main():
         assert complete(u, "train", "start", "--experiment", "") >= {exp["id"], e2["id"], "hb", "det"}
         assert ds["id"] in complete(u, "experiment", "create", "--train-dataset", "")
         assert complete(u, "automl", "start", "--algorithm", "") == \
-            {"bayesian", "hyperband", "asha", "bohb", "random", "hyperband_es"}
+            {"bayesian", "hyperband", "asha", "bohb", "dehb", "random", "hyperband_es"}
         assert "detectnet_v2" in complete(u, "experiment", "create", "--network", "")
         assert "train.lr=" in complete(u, "train", "start", "--spec", "train.l")
         assert "running" in complete(u, "job", "list", "--status", "")

@@ -63,6 +63,7 @@ def spec_combinations(c, root, ex_url):
             ({"train": {"lr": 50}}, "specs.train.lr"),
             ({"train": {"weight_decay": 5}}, "specs.train.weight_decay"),
             ({"train": {"epochs": 100001}}, "specs.train.epochs"),
+            ({"train": {"label_smoothing": 0.7}}, "specs.train.label_smoothing"),  # [0, 0.5]
             ({"model": {"batchnorm": 1}}, "specs.model.batchnorm")]:
         expect_err(c, "POST", ex_url, dict(mlp, specs=specs), 422, field)
     expect_err(c, "POST", ex_url, dict(mlp, network_arch="cnn", specs={"model": {"depth": 2}}),
@@ -72,6 +73,7 @@ def spec_combinations(c, root, ex_url):
                                               "train": {"warmup_epochs": 9.5, "epochs": 10}}))
     assert e["specs"]["train.warmup_epochs"] == 9.5, e
     c.ok("POST", ex_url, dict(mlp, network_arch="cnn", specs={"train": {"batch_size": 4096}}))
+    c.ok("POST", ex_url, dict(mlp, network_arch="cnn", specs={"train.label_smoothing": 0.1}))
     # A job's specs are checked over its experiment's.
     jurl = "/api/v1/experiments/%s/jobs" % e["id"]
     expect_err(c, "POST", jurl, {"action": "train", "specs": {"model": {"depth": 64}}}, 422,
@@ -92,6 +94,11 @@ def spec_combinations(c, root, ex_url):
              "automl_settings.automl_R"),
             ({"automl_algorithm": "hyperband", "automl_R": 3}, {"train.warmup_epochs": 5},
              "specs.train.warmup_epochs"),
+            # dehb's trials have Hyperband's schedule (R x epoch_multiplier epochs)
+            ({"automl_algorithm": "dehb", "automl_R": 1000, "epoch_multiplier": 1000}, {},
+             "automl_settings.automl_R"),
+            ({"automl_algorithm": "dehb", "automl_R": 3}, {"train.warmup_epochs": 5},
+             "specs.train.warmup_epochs"),
             ({"automl_hyperparameters": {"model.hidden": {"type": "int", "min": 64,
                                                           "max": 65536}}},
              {"model.depth": 8}, hp),
@@ -105,6 +112,8 @@ def spec_combinations(c, root, ex_url):
              {"model.hidden": 4096}, hp),
             ({"automl_hyperparameters": {"data.val_size": {"type": "int", "min": 0,
                                                            "max": 30000}}}, {}, hp),
+            ({"automl_hyperparameters": {"train.label_smoothing": {"type": "float", "min": 0,
+                                                                   "max": 0.8}}}, {}, hp),
             # the whole space given: a list that adds to or removes from the defaults beside it
             # would be ignored, so it is refused (an empty one is no list)
             ({"automl_hyperparameters": {"train.lr": {"type": "float", "min": 0.01, "max": 0.1}},

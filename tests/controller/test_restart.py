@@ -59,7 +59,9 @@ def main():
     ds = api.ok("POST", "/api/v1/datasets", {"name": "tiny", "path": os.path.join(d, "ds")})
     exp = api.ok("POST", "/api/v1/experiments",
                  {"name": "e", "network_arch": "mlp", "train_datasets": [ds["id"]],
-                  "automl_settings": {"automl_enabled": True, "automl_algorithm": "hyperband",
+                  "automl_settings": {"automl_enabled": True,
+                                      "automl_algorithm": os.environ.get("HONE_TEST_ALGO",
+                                                                         "hyperband"),
                                       "automl_R": 9, "automl_nu": 3, "automl_max_parallel": 2}})
     automl = api.ok("POST", "/api/v1/experiments/%s/jobs" % exp["id"], {"action": "train"})
     done = threading.Event()
@@ -152,6 +154,7 @@ def main():
         assert m is None or stored[key] == m, (key, m, stored[key])
     c.stop()
     print("ok: %d kills, %d trials, %d acknowledged reports" % (kills, len(trials), len(acked)))
+    return trials
 
 
 if __name__ == "__main__":

@@ -4,15 +4,27 @@
 # (CUDNN_ROOT, /usr/local/cuda, or PyTorch's nvidia-cudnn wheel; CMake option HONE_CUDNN); the
 # path built is printed. Needs nvcc and cmake; Debian .debs in
 # $HONE_DEBS (default ./.debs) are unpacked into a private prefix when system libraries are missing.
-# Usage: tests/gpu/run.sh [--no-bench] [--no-tests]   (env: BUILD, HONE_FMNIST_DIR, OUT)
+# The bench's measurements go to $OUT/bench-record.jsonl as bench record lines (bench/record.py;
+# the commit from HONE_COMMIT, as the device's copy of the tree has no .git) and are compared with
+# the committed record, bench/results/record.jsonl: a slowdown beyond the tolerance (10%, or
+# --tolerance=F) on the same device, bench and configuration fails the run; after a good run the
+# new lines are appended to the record by hand.
+# Usage: tests/gpu/run.sh [--no-bench] [--no-tests] [--no-compare] [--tolerance=0.10]
+#        (env: BUILD, HONE_FMNIST_DIR, OUT, HONE_COMMIT)
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD=${BUILD:-$ROOT/build-gpu}
 DEBS=${HONE_DEBS:-$ROOT/.debs}
 PREFIX=/tmp/hone-debs
-RUN_TESTS=1 RUN_BENCH=1
+RUN_TESTS=1 RUN_BENCH=1 COMPARE=1 TOLERANCE=${BENCH_TOLERANCE:-0.10}
 for a in "$@"; do
-  case $a in --no-bench) RUN_BENCH=0 ;; --no-tests) RUN_TESTS=0 ;; esac
+  case $a in
+    --no-bench) RUN_BENCH=0 ;;
+    --no-tests) RUN_TESTS=0 ;;
+    --no-compare) COMPARE=0 ;;
+    --tolerance=*) TOLERANCE=${a#--tolerance=} ;;
+    *) echo "run.sh: unknown argument $a (--no-bench, --no-tests, --no-compare, --tolerance=F)"; exit 2 ;;
+  esac
 done
 LOG=${OUT:-$BUILD}
 mkdir -p "$BUILD" "$LOG"
@@ -22,32 +34,7 @@ export PATH=/usr/local/cuda/bin:$PATH
 [ -n "${HONE_FMNIST_DIR:-}" ] && export HONE_FASHION_MNIST=${HONE_FASHION_MNIST:-$HONE_FMNIST_DIR}
 
 # ---- system libraries the whole tree's configure wants (yaml, uv, jansson, sqlite, openblas ...)
-CMAKE_EXTRA=()
-if { ! command -v pkg-config >/dev/null || [ ! -e /usr/include/yaml.h ] || [ ! -e /usr/include/zlib.h ] ||
-     [ ! -e /usr/include/uv.h ] || ! ls /usr/include/*/cblas.h /usr/include/cblas.h >/dev/null 2>&1; } &&
-   [ -d "$DEBS" ]; then
-  echo "run.sh: unpacking $(ls "$DEBS"/*.deb | wc -l) .debs into $PREFIX"
-  mkdir -p $PREFIX
-  for f in "$DEBS"/*.deb; do dpkg -x "$f" $PREFIX; done
-  for pc in $PREFIX/usr/lib/x86_64-linux-gnu/pkgconfig/*.pc $PREFIX/usr/share/pkgconfig/*.pc; do
-    [ -e "$pc" ] && sed -i "s#^prefix=/usr\$#prefix=$PREFIX/usr#" "$pc"
-  done
-  ML=$PREFIX/usr/lib/x86_64-linux-gnu
-  # A -dev package's libX.so points at libX.so.N of its runtime package: where that was not carried,
-  # point it at the image's own copy, so the linker takes the shared library and not libX.a.
-  for l in "$ML"/*.so; do
-    t=$(readlink "$l") || continue
-    [ -e "$ML/$t" ] || [ ! -e "/usr/lib/x86_64-linux-gnu/$t" ] || ln -sf "/usr/lib/x86_64-linux-gnu/$t" "$ML/$t"
-  done
-  export PATH=$PREFIX/usr/bin:$PATH
-  export LD_LIBRARY_PATH=$ML:$ML/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  export LIBRARY_PATH=$ML:$ML/openblas-pthread${LIBRARY_PATH:+:$LIBRARY_PATH}
-  export PKG_CONFIG_PATH=$ML/pkgconfig:$PREFIX/usr/share/pkgconfig
-  export CMAKE_PREFIX_PATH=$PREFIX/usr
-  CMAKE_EXTRA+=(-DHONE_OPENBLAS_LIB=$ML/openblas-pthread/libopenblas.so
-                -DHONE_CBLAS_INCLUDE=$PREFIX/usr/include/x86_64-linux-gnu/openblas-pthread
-                -DCMAKE_C_FLAGS=-I$PREFIX/usr/include)
-fi
+. "$ROOT/tests/gpu/debs.sh"
 
 # ---- build: CMake for the whole tree; if another module's configure fails, build ours directly
 TARGETS="test_gpu_ops test_gpu_train bench_train_gpu"
@@ -116,10 +103,24 @@ if [ $RUN_TESTS = 1 ]; then
   fi
 fi
 
-# ---- bench
+# ---- bench, its record and the check against the committed record
+SLOWER=0
 if [ $RUN_BENCH = 1 ]; then
-  HONE_TRAIN_BIN=${BIN_TRAIN_CLI:-} BENCH_BIN=$BIN_BENCH "$ROOT/bench/train_gpu.sh" 2>&1 |
-    tee "$LOG/bench.log"
+  RECORD=$LOG/bench-record.jsonl
+  : >"$RECORD"
+  # fp32 too (the spec's default math): its CNN epoch went 0.166 -> 0.301 s unseen (issue 31)
+  MATH=${MATH:-tf32 fp32} HONE_BENCH_RECORD=$RECORD HONE_TRAIN_BIN=${BIN_TRAIN_CLI:-} \
+    BENCH_BIN=$BIN_BENCH "$ROOT/bench/train_gpu.sh" 2>&1 | tee "$LOG/bench.log"
+  if [ $COMPARE = 1 ]; then
+    echo
+    python3 "$ROOT/bench/record.py" compare --record "$ROOT/bench/results/record.jsonl" \
+      --tolerance "$TOLERANCE" "$RECORD" 2>&1 | tee "$LOG/bench-compare.log"
+    rc=${PIPESTATUS[0]}
+    [ "$rc" = 0 ] || SLOWER=1
+    [ "$rc" = 1 ] && echo "run.sh: BENCH SLOWER than bench/results/record.jsonl (above; tolerance $TOLERANCE)"
+    [ "$rc" -gt 1 ] && echo "run.sh: bench record compare failed (exit $rc)"
+  fi
 fi
 [ $FAIL = 0 ] && echo "run.sh: GPU tests passed" || echo "run.sh: GPU TESTS FAILED"
+[ $SLOWER = 0 ] || FAIL=1
 exit $FAIL

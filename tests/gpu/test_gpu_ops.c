@@ -400,32 +400,58 @@ static void check_batchnorm(hone_kctx *k, int n, int c, int hw)
     free(mean), free(var), free(rdg), free(rdb), free(rrm), free(rrv);
 }
 
-static void check_xent(hone_kctx *k, int n, int classes)
+/* Softmax cross-entropy with label smoothing eps (0: one-hot) on CUDA against the double
+ * reference (dlogits 1e-5, the loss 1e-4 relative, the correct count exactly), and against the CPU
+ * backend (kernels/cpu/loss.c) on the same inputs: dlogits 1e-5, losses 1e-5 relative, counts
+ * equal. eps > 0 must move both off the one-hot ones. */
+static void check_xent(hone_kctx *k, hone_kctx *cpu, int n, int classes, float eps)
 {
     size_t nz = (size_t)n * classes;
-    float *z = rnd(nz, -4, 4), *o;
+    float *z = rnd(nz, -4, 4);
     int32_t *lab = malloc(sizeof(int32_t) * n);
     float *u = rnd(n, 0, 1);
     for (int i = 0; i < n; i++)
         lab[i] = i % 17 == 5 ? -1 : (int32_t)(u[i] * classes) % classes;
     double *rdz = malloc(sizeof(double) * nz), rloss;
     int rcorrect;
-    ref_softmax_xent(z, lab, n, classes, rdz, &rloss, &rcorrect);
-    float acc0[2] = {1.5f, 2.0f};
-    float *gz = tk_dev(k, z, nz), *gdz = tk_poisoned(k, nz), *gacc = tk_dev(k, acc0, 2);
-    int32_t *glab = tk_dev_bytes(k, lab, sizeof(int32_t) * n);
-    TK_OK(hone_k_softmax_xent(k, gz, glab, n, classes, gdz, gacc, gacc + 1));
-    TK_OK(hone_k_softmax_xent(k, gz, glab, n, classes, NULL, gacc, gacc + 1)); /* eval form */
-    TK_CLOSE("xent dlogits", o = tk_get(k, gdz, nz), rdz, nz, 1e-5);
-    free(o);
-    float *acc = tk_get(k, gacc, 2);
+    ref_softmax_xent(z, lab, n, classes, eps, rdz, &rloss, &rcorrect);
+    char name[96];
+    float acc0[2] = {1.5f, 2.0f}, *dz[2], *acc[2];
+    hone_kctx *ks[2] = {k, cpu};
+    for (int b = 0; b < 2; b++) {
+        float *gz = tk_dev(ks[b], z, nz), *gdz = tk_poisoned(ks[b], nz);
+        float *gacc = tk_dev(ks[b], acc0, 2);
+        int32_t *glab = tk_dev_bytes(ks[b], lab, sizeof(int32_t) * n);
+        TK_OK(hone_k_softmax_xent(ks[b], gz, glab, n, classes, eps, gdz, gacc, gacc + 1));
+        TK_OK(hone_k_softmax_xent(ks[b], gz, glab, n, classes, eps, NULL, gacc, gacc + 1));
+        dz[b] = tk_get(ks[b], gdz, nz);
+        acc[b] = tk_get(ks[b], gacc, 2);
+        hone_k_free(ks[b], gz), hone_k_free(ks[b], gdz), hone_k_free(ks[b], gacc);
+        hone_k_free(ks[b], glab);
+    }
+    snprintf(name, sizeof name, "xent dlogits (eps %g)", eps);
+    TK_CLOSE(name, dz[0], rdz, nz, 1e-5);
     double want_loss = 1.5 + 2 * rloss;
-    TK_EXPECT(fabs(acc[0] - want_loss) <= 1e-4 * fabs(want_loss));
-    TK_EXPECT(acc[1] == 2.0f + 2 * rcorrect);
-    if (acc[1] != 2.0f + 2 * rcorrect)
-        fprintf(stderr, "xent correct %g want %d\n", acc[1], 2 + 2 * rcorrect);
-    free(acc);
-    hone_k_free(k, gz), hone_k_free(k, gdz), hone_k_free(k, gacc), hone_k_free(k, glab);
+    TK_EXPECT(fabs(acc[0][0] - want_loss) <= 1e-4 * fabs(want_loss));
+    TK_EXPECT(acc[0][1] == 2.0f + 2 * rcorrect);
+    if (acc[0][1] != 2.0f + 2 * rcorrect || fabs(acc[0][0] - want_loss) > 1e-4 * fabs(want_loss))
+        fprintf(stderr, "xent (eps %g) loss %g want %g, correct %g want %d\n", eps, acc[0][0],
+                want_loss, acc[0][1], 2 + 2 * rcorrect);
+    double *cpu_dz = malloc(sizeof(double) * nz);
+    for (size_t i = 0; i < nz; i++)
+        cpu_dz[i] = dz[1][i];
+    snprintf(name, sizeof name, "xent dlogits (eps %g) cuda vs cpu", eps);
+    TK_CLOSE(name, dz[0], cpu_dz, nz, 1e-5);
+    TK_EXPECT(fabs(acc[0][0] - acc[1][0]) <= 1e-5 * fabs(acc[1][0]) && acc[0][1] == acc[1][1]);
+    if (eps > 0) {
+        double l0, *dz0 = malloc(sizeof(double) * nz);
+        int c0;
+        ref_softmax_xent(z, lab, n, classes, 0, dz0, &l0, &c0);
+        TK_EXPECT(fabs(1.5 + 2 * l0 - acc[0][0]) > 1e-3 * fabs(want_loss));
+        TK_EXPECT(ref_rel_err(dz[0], dz0, nz) > 1e-3);
+        free(dz0);
+    }
+    free(cpu_dz), free(dz[0]), free(dz[1]), free(acc[0]), free(acc[1]);
     free(z), free(lab), free(u), free(rdz);
 }
 
@@ -894,8 +920,11 @@ int main(int argc, char **argv)
     check_batchnorm(k, 37, 5, 999);
     check_batchnorm(k, 512, 128, 16);
     check_batchnorm(k, 20000, 3, 1);
-    check_xent(k, 128, 10);
-    check_xent(k, 77, 100);
+    check_xent(k, cpu, 128, 10, 0);
+    check_xent(k, cpu, 77, 100, 0);
+    check_xent(k, cpu, 128, 10, 0.1f); /* label smoothing */
+    check_xent(k, cpu, 77, 100, 0.2f);
+    check_xent(k, cpu, 1000, 10, 0.5f);
     check_optim(k, 300007);
     check_data(k, cpu);
     check_fused_vs_cpu(k, cpu, 128, 32, 28, 28);

@@ -249,7 +249,7 @@ void ref_batchnorm_bwd(int n, int c, int hw, const float *x, const float *dy, co
     }
 }
 
-void ref_softmax_xent(const float *logits, const int32_t *labels, int n, int classes,
+void ref_softmax_xent(const float *logits, const int32_t *labels, int n, int classes, double eps,
                       double *dlogits, double *loss_sum, int *correct)
 {
     *loss_sum = 0.0;
@@ -273,11 +273,13 @@ void ref_softmax_xent(const float *logits, const int32_t *labels, int n, int cla
         double s = 0.0;
         for (int j = 0; j < classes; j++)
             s += exp(z[j] - mx);
-        *loss_sum += log(s) - (z[y] - mx);
         *correct += arg == y;
-        if (dlogits)
-            for (int j = 0; j < classes; j++)
-                dlogits[(size_t)i * classes + j] = (exp(z[j] - mx) / s - (j == y)) / n;
+        for (int j = 0; j < classes; j++) { /* the targets' cross-entropy, term by term */
+            double t = (1.0 - eps) * (j == y) + eps / classes;
+            *loss_sum -= t * (z[j] - mx - log(s));
+            if (dlogits)
+                dlogits[(size_t)i * classes + j] = (exp(z[j] - mx) / s - t) / n;
+        }
     }
 }
 

@@ -45,8 +45,10 @@ void ref_batchnorm_fwd(int n, int c, int hw, const float *x, const float *gamma,
 void ref_batchnorm_bwd(int n, int c, int hw, const float *x, const float *dy, const float *gamma,
                        double eps, double *dx, double *dgamma, double *dbeta);
 
-/* ---- softmax cross-entropy: summed loss, correct count, dlogits = (softmax - onehot) / n */
-void ref_softmax_xent(const float *logits, const int32_t *labels, int n, int classes,
+/* ---- softmax cross-entropy against targets t = (1 - eps) * onehot + eps / classes (eps: label
+ * smoothing, 0: one-hot): summed loss -sum_j t_j log p_j, correct count, dlogits = (softmax - t) /
+ * n */
+void ref_softmax_xent(const float *logits, const int32_t *labels, int n, int classes, double eps,
                       double *dlogits, double *loss_sum, int *correct);
 
 /* ---- DetectNet_v2 head loss (kernels.h, hone_k_detect_loss): *loss_sum = the summed loss of the

@@ -1,6 +1,7 @@
 /* tests/kernels/test_kernels_pool_norm.c: max/avg pooling, upsampling, batch norm (training and
- * inference, running statistics) and softmax cross-entropy against the double references, with
- * batch norm and cross-entropy gradients also checked against finite differences. */
+ * inference, running statistics) and softmax cross-entropy (one-hot and label-smoothed targets)
+ * against the double references, with batch norm and cross-entropy gradients also checked against
+ * finite differences. */
 #include <math.h>
 
 #include "tk.h"
@@ -188,45 +189,56 @@ static void check_bn(hone_kctx *k, int n, int c, int hw)
     free(exp_rv);
 }
 
-static void check_xent(hone_kctx *k, int n, int classes)
+/* Softmax cross-entropy with label smoothing eps (0: one-hot) against the double reference,
+ * whose gradient is checked against central differences of its loss. */
+static void check_xent(hone_kctx *k, int n, int classes, float eps)
 {
     size_t nz = (size_t)n * classes;
     float *z = malloc(sizeof(float) * nz), *out;
     int32_t *lab = malloc(sizeof(int32_t) * n);
-    ref_fill_uniform(z, nz, 61, -4, 4);
+    ref_fill_uniform(z, nz, 61 + (uint64_t)(eps * 1000), -4, 4);
     for (int i = 0; i < n; i++)
         lab[i] = i % 7 == 3 ? -1 : (i * 5 + 1) % classes; /* some padding rows */
     double *rdz = malloc(sizeof(double) * nz), loss;
     int correct;
-    ref_softmax_xent(z, lab, n, classes, rdz, &loss, &correct);
+    ref_softmax_xent(z, lab, n, classes, eps, rdz, &loss, &correct);
     float *dz = tk_dev(k, z, nz), *ddz = tk_poisoned(k, nz), *acc = tk_dev(k, NULL, 2);
     int32_t *dl = tk_dev_bytes(k, lab, sizeof(int32_t) * n);
     TK_OK(hone_k_fill(k, acc, 1.0f, 2)); /* accumulates onto what is there */
-    TK_OK(hone_k_softmax_xent(k, dz, dl, n, classes, ddz, acc, acc + 1));
-    TK_CLOSE("softmax_xent dlogits", out = tk_get(k, ddz, nz), rdz, nz, 1e-5);
+    TK_OK(hone_k_softmax_xent(k, dz, dl, n, classes, eps, ddz, acc, acc + 1));
+    char name[64];
+    snprintf(name, sizeof name, "softmax_xent dlogits (eps %g)", eps);
+    TK_CLOSE(name, out = tk_get(k, ddz, nz), rdz, nz, 1e-5);
     free(out);
     out = tk_get(k, acc, 2);
     TK_EXPECT(fabs(out[0] - (1 + loss)) <= 1e-5 * (1 + loss));
     TK_EXPECT(out[1] == 1 + correct);
     free(out);
-    TK_OK(hone_k_softmax_xent(k, dz, dl, n, classes, NULL, acc, acc + 1)); /* eval: no grad */
+    TK_OK(hone_k_softmax_xent(k, dz, dl, n, classes, eps, NULL, acc, acc + 1)); /* no grad */
     out = tk_get(k, acc, 2);
     TK_EXPECT(fabs(out[0] - (1 + 2 * loss)) <= 1e-5 * (1 + loss));
     free(out);
-    /* reference gradient vs finite differences of the reference loss / n */
+    if (eps > 0) { /* smoothing moves the loss and the gradient off the one-hot ones */
+        double l0;
+        double *dz0 = malloc(sizeof(double) * nz);
+        ref_softmax_xent(z, lab, n, classes, 0, dz0, &l0, &correct);
+        TK_EXPECT(fabs(l0 - loss) > 1e-3 * loss && ref_rel_err_d(dz0, rdz, nz) > 1e-3);
+        free(dz0);
+    }
+    /* reference gradient vs central differences of the reference loss / n */
     double *fd = malloc(sizeof(double) * nz), lp, lm;
     for (size_t i = 0; i < nz && nz <= 512; i++) {
         float o = z[i];
         z[i] = o + 1e-2f;
-        ref_softmax_xent(z, lab, n, classes, NULL, &lp, &correct);
+        ref_softmax_xent(z, lab, n, classes, eps, NULL, &lp, &correct);
         z[i] = o - 1e-2f;
-        ref_softmax_xent(z, lab, n, classes, NULL, &lm, &correct);
+        ref_softmax_xent(z, lab, n, classes, eps, NULL, &lm, &correct);
         z[i] = o;
         fd[i] = (lp - lm) / (double)((o + 1e-2f) - (o - 1e-2f)) / n;
     }
     double e = nz <= 512 ? ref_rel_err_d(rdz, fd, nz) : 0;
     if (e > 1e-3) {
-        fprintf(stderr, "xent grad vs finite differences: rel err %g\n", e);
+        fprintf(stderr, "xent (eps %g) grad vs finite differences: rel err %g\n", eps, e);
         tk_failures++;
     }
     hone_k_free(k, dz);
@@ -239,6 +251,26 @@ static void check_xent(hone_kctx *k, int n, int classes)
     free(fd);
 }
 
+/* eps outside [0, 1) (or NaN) is refused before the backend runs: the accumulators keep their
+ * values. */
+static void check_xent_refused(hone_kctx *k)
+{
+    float z[4] = {0.5f, -1, 2, 0}, *out;
+    int32_t lab[2] = {0, 1};
+    float *dz = tk_dev(k, z, 4), *acc = tk_dev(k, NULL, 2);
+    int32_t *dl = tk_dev_bytes(k, lab, sizeof lab);
+    TK_OK(hone_k_fill(k, acc, 3.0f, 2));
+    const float bad[] = {-0.1f, 1.0f, 1.5f, NAN};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        TK_EXPECT(hone_k_softmax_xent(k, dz, dl, 2, 2, bad[i], NULL, acc, acc + 1) == HONE_EINVAL);
+    out = tk_get(k, acc, 2);
+    TK_EXPECT(out[0] == 3.0f && out[1] == 3.0f);
+    free(out);
+    hone_k_free(k, dz);
+    hone_k_free(k, acc);
+    hone_k_free(k, dl);
+}
+
 int main(int argc, char **argv)
 {
     hone_kctx *k = tk_ctx(argc, argv);
@@ -248,8 +280,13 @@ int main(int argc, char **argv)
     check_bn(k, 4, 3, 5);
     check_bn(k, 32, 16, 49);
     check_bn(k, 64, 128, 1); /* after a dense layer */
-    check_xent(k, 1, 2);
-    check_xent(k, 37, 10);
-    check_xent(k, 256, 100);
+    check_xent(k, 1, 2, 0);
+    check_xent(k, 37, 10, 0);
+    check_xent(k, 256, 100, 0);
+    check_xent(k, 1, 2, 0.3f); /* label smoothing */
+    check_xent(k, 37, 10, 0.1f);
+    check_xent(k, 256, 100, 0.2f);
+    check_xent(k, 40, 10, 0.5f);
+    check_xent_refused(k);
     return tk_finish(k, "test_kernels_pool_norm");
 }

@@ -90,6 +90,7 @@ int main(void)
     hone_space *sp = sim_space();
     check_algo(sp, HONE_ALGO_HYPERBAND, 12);
     check_algo(sp, HONE_ALGO_BOHB, 25);
+    check_algo(sp, HONE_ALGO_DEHB, 40); /* in the second pass: DE offspring at every rung */
     check_algo(sp, HONE_ALGO_ASHA, 10);
     check_algo(sp, HONE_ALGO_RANDOM, 5);
     check_algo(sp, HONE_ALGO_BAYESIAN, 8);

@@ -1,8 +1,8 @@
 /* test_start_default: hone_search_opts.start_default. The space's default config (each
  * parameter's "default") is handed out exactly once: as trial 0 of the full-budget drivers and
- * ASHA, as the first trial of the first pass's s = 0 bracket (the full budget) under Hyperband and
- * BOHB; every other trial is drawn as without it; a space missing a default is refused; and a
- * search rebuilt from its log continues the same. */
+ * ASHA, as the first trial of the first pass's s = 0 bracket (the full budget) under Hyperband,
+ * BOHB and DEHB; every other trial is drawn as without it; a space missing a default is refused;
+ * and a search rebuilt from its log continues the same. */
 #include "search_internal.h"
 #include "test_search_sim.h"
 
@@ -60,8 +60,8 @@ int main(void)
     hone_space *sp;
     REQUIRE(hone_space_parse(space_json, &sp, err, sizeof err) == 0);
     REQUIRE(hone_space_has_defaults(sp));
-    static const hone_algo algos[] = {HONE_ALGO_RANDOM, HONE_ALGO_BAYESIAN, HONE_ALGO_ASHA,
-                                      HONE_ALGO_HYPERBAND, HONE_ALGO_BOHB};
+    static const hone_algo algos[] = {HONE_ALGO_RANDOM,    HONE_ALGO_BAYESIAN, HONE_ALGO_ASHA,
+                                      HONE_ALGO_HYPERBAND, HONE_ALGO_BOHB,     HONE_ALGO_DEHB};
     for (size_t i = 0; i < sizeof algos / sizeof algos[0]; i++) {
         double on[64 * 4], off[64 * 4];
         int eon[64], eoff[64], trial = -1;
@@ -76,7 +76,8 @@ int main(void)
             }
             REQUIRE(!is_default(off + 4 * t) && eon[t] == eoff[t]);
         }
-        if (algos[i] == HONE_ALGO_HYPERBAND || algos[i] == HONE_ALGO_BOHB) {
+        if (algos[i] == HONE_ALGO_HYPERBAND || algos[i] == HONE_ALGO_BOHB ||
+            algos[i] == HONE_ALGO_DEHB) {
             /* R 9, eta 3: brackets s = 2, 1, 0 of 9, 5 and 3 trials; s = 0 starts at trial 14 */
             REQUIRE(trial == 14 && eon[trial] == 9);
         } else {

@@ -307,13 +307,15 @@ static void schema_and_spaces(void)
     free(t);
     json_decref(sc);
 
-    static const char *const swept[] = {"train.lr", "train.momentum", "train.weight_decay",
-                                        "train.batch_size", "train.optimizer"};
+    /* mlp: the optimizer and what goes with it (momentum given sgd, betas given adamw), label
+     * smoothing; each set's whole contents are pinned by test_spec_spaces */
+    static const char *const swept[] = {"train.lr",           "train.momentum",
+                                        "train.weight_decay", "train.batch_size",
+                                        "train.optimizer",    "train.label_smoothing"};
     json_t *d = hone_spec_space("mlp", 0), *all = hone_spec_space("cnn", 1);
-    CHECK(json_object_size(d) == 5);
-    for (size_t i = 0; i < 5; i++)
+    for (size_t i = 0; i < 6; i++)
         CHECK(json_object_get(d, swept[i]));
-    CHECK(json_object_size(all) == 12); /* ... and augment.jitter */
+    CHECK(json_object_get(all, "augment.jitter") && json_object_get(all, "model.hidden"));
     json_t *h = json_object_get(all, "model.hidden");
     CHECK(json_integer_value(json_object_get(h, "min")) == 32 &&
           json_integer_value(json_object_get(h, "max")) == 512);
@@ -321,14 +323,13 @@ static void schema_and_spaces(void)
     json_decref(d);
     json_decref(all);
 
-    /* resnets: TAO's classifier sweep (learning rate, weight decay, batch size, momentum, width,
-     * augmentation strength); their own ranges; no mlp/cnn-only keys */
-    static const char *const res_swept[] = {"train.lr",           "train.momentum",
-                                            "train.weight_decay", "train.batch_size",
-                                            "model.width",        "augment.jitter"};
+    /* resnets: learning rate, weight decay, batch size, width, depth, augmentation, the schedule,
+     * label smoothing; their own ranges; no mlp/cnn-only keys */
+    static const char *const res_swept[] = {
+        "train.lr", "train.weight_decay", "train.batch_size",     "model.width",
+        "network",  "augment.cutout",     "train.label_smoothing"};
     d = hone_spec_space("resnet34", 0);
-    CHECK(json_object_size(d) == 6);
-    for (size_t i = 0; i < 6; i++)
+    for (size_t i = 0; i < 7; i++)
         CHECK(json_object_get(d, res_swept[i]));
     h = json_object_get(d, "model.width");
     CHECK(json_integer_value(json_object_get(h, "min")) == 16 &&
@@ -357,6 +358,63 @@ static void schema_and_spaces(void)
     json_decref(d);
 }
 
+/* train.label_smoothing: 0 by default everywhere; [0, 0.5] from text and JSON, a refusal naming
+ * the key; the classifiers' only (detectnet_v2 refuses any other value, blamed on the key); swept
+ * over [0, 0.2] in every classifier's default space, its default inside it; not in
+ * detectnet_v2's. */
+static void label_smoothing(void)
+{
+    char err[256] = "", f[64] = "";
+    hone_spec s;
+    for (int n = 0; hone_spec_networks[n]; n++) {
+        hone_spec_defaults(&s, hone_spec_networks[n]);
+        CHECK(s.train.label_smoothing == 0);
+    }
+    hone_spec_defaults(&s, "resnet18");
+    CHECK(hone_spec_set_text(&s, "train.label_smoothing", "0.1", 0, err, sizeof err) == HONE_OK);
+    CHECK(s.train.label_smoothing == 0.1);
+    CHECK(hone_spec_check(&s, &fmnist, f, sizeof f, err, sizeof err) == HONE_OK);
+    CHECK(hone_spec_set_text(&s, "train.label_smoothing", "0.6", 0, err, sizeof err) ==
+              HONE_EPARSE &&
+          !strncmp(err, "train.label_smoothing: ", 23) && strstr(err, "0.5"));
+    CHECK(s.train.label_smoothing == 0.1); /* the refused value left the old one */
+    json_t *j = json_real(-0.05);
+    CHECK(hone_spec_check_json("train.label_smoothing", j, err, sizeof err) == HONE_EINVAL &&
+          !strncmp(err, "train.label_smoothing: ", 23));
+    json_decref(j);
+    j = json_string("0.1");
+    CHECK(hone_spec_check_json("train.label_smoothing", j, err, sizeof err) == HONE_EINVAL);
+    json_decref(j);
+    const char *ls[] = {"train.label_smoothing", "0.1", NULL};
+    expect_rule("mlp", ls, &fmnist, NULL);
+    expect_rule("cnn", ls, &fmnist, NULL);
+    expect_rule("resnet34", ls, &fmnist, NULL);
+    const char *det[] = {"data.format", "kitti", "train.label_smoothing", "0.1", NULL};
+    expect_rule("detectnet_v2", det, &kitti, "train.label_smoothing");
+    const char *det0[] = {"data.format", "kitti", "train.label_smoothing", "0", NULL};
+    expect_rule("detectnet_v2", det0, &kitti, NULL);
+    for (int n = 0; hone_spec_networks[n]; n++) {
+        const char *net = hone_spec_networks[n];
+        json_t *d = hone_spec_space(net, 0), *all = hone_spec_space(net, 1);
+        json_t *p = json_object_get(d, "train.label_smoothing");
+        if (!strcmp(net, "detectnet_v2")) {
+            CHECK(!p && !json_object_get(all, "train.label_smoothing"));
+        } else {
+            CHECK(p && !strcmp(json_string_value(json_object_get(p, "type")), "float"));
+            CHECK(json_number_value(json_object_get(p, "min")) == 0 &&
+                  json_number_value(json_object_get(p, "max")) == 0.2 &&
+                  json_is_false(json_object_get(p, "log")));
+        }
+        json_decref(d);
+        json_decref(all);
+    }
+    json_t *sc = hone_spec_json_schema();
+    json_t *def = json_object_get(json_object_get(sc, "$defs"), "train.label_smoothing");
+    CHECK(def && json_number_value(json_object_get(def, "minimum")) == 0 &&
+          json_number_value(json_object_get(def, "maximum")) == 0.5);
+    json_decref(sc);
+}
+
 int main(void)
 {
     walk_bounds();
@@ -364,6 +422,7 @@ int main(void)
     defaults();
     detection();
     schema_and_spaces();
+    label_smoothing();
     if (failures)
         fprintf(stderr, "test_spec_keys: %d failure(s)\n", failures);
     return failures != 0;

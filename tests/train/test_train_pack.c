@@ -2,9 +2,10 @@
  * same trials run alone through hone_train_run, on a Fashion-MNIST subset on the CPU: every
  * trial's metrics.jsonl (all but the wall-clock fields), checkpoint.bin, model.bin, model.json and
  * spec.yaml must be byte for byte its solo run's: 4 cnn trials with their own lr, momentum, seed,
- * dropout and augmentation; 3 mlp trials with batch norm and AdamW; trials resumed at different
- * epochs in one pack; a trial stopped by its callback and one cancelled mid-pack while the others
- * still equal their solo runs; incompatible specs refused naming the key; hone_train_pack_key. */
+ * dropout and augmentation; 3 mlp trials with batch norm and AdamW; 3 cnn trials of their own
+ * train.label_smoothing; trials resumed at different epochs in one pack; a trial stopped by its
+ * callback and one cancelled mid-pack while the others still equal their solo runs; incompatible
+ * specs refused naming the key; hone_train_pack_key. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,6 +221,21 @@ static void check_mlp(void)
     pack_vs_solo(s, 3, "mlp");
 }
 
+/* Label smoothing is a trial's own (not a pack key): trials of eps 0, 0.1 and 0.2 share one pack
+ * key and each writes its solo run's outputs (so each trained with its own eps). */
+static void check_smooth(void)
+{
+    hone_train_spec s[3];
+    char k0[1024], k1[1024];
+    for (int i = 0; i < 3; i++) {
+        subset_spec(&s[i], "cnn", 2);
+        s[i].train.label_smoothing = 0.1 * i;
+    }
+    CHECK(hone_train_pack_key(&s[0], "cpu", k0, sizeof(k0)) == HONE_OK);
+    CHECK(hone_train_pack_key(&s[2], "cpu", k1, sizeof(k1)) == HONE_OK && !strcmp(k0, k1));
+    pack_vs_solo(s, 3, "cnn smoothed");
+}
+
 /* Trials resumed at epochs 1 and 2 and a fresh one, packed, against uninterrupted solo runs. */
 static void check_resume(void)
 {
@@ -404,6 +420,7 @@ int main(void)
     check_refused();
     check_cnn();
     check_mlp();
+    check_smooth();
     check_resume();
     check_leave();
     fprintf(stderr, "test_train_pack: %s\n", failures ? "FAILED" : "ok");

@@ -63,6 +63,7 @@ static void run_step(hone_kctx *k, run *r, const hone_train_spec *const *specs, 
     const float *logits = net_forward(net, r->x, n, training);
     for (int t = 0; t < trials; t++)
         hone_k_softmax_xent(k, logits + (size_t)t * n * CLASSES, r->y + (size_t)t * n, n, CLASSES,
+                            training ? (float)specs[t]->train.label_smoothing : 0.0f,
                             training ? net_dlogits(net) + (size_t)t * n * CLASSES : NULL,
                             r->acc + 2 * t, r->acc + 2 * t + 1);
     if (!training)

@@ -32,7 +32,7 @@ static double loss_at(hone_net *net, const float *p, const float *x, const int32
     hone_k_upload(k, net->params, p, net->nparams * sizeof(float));
     hone_k_fill(k, acc, 0.0f, 2);
     const float *logits = net_forward(net, x, n, 1);
-    hone_k_softmax_xent(k, logits, y, n, net->classes, net_dlogits(net), acc, acc + 1);
+    hone_k_softmax_xent(k, logits, y, n, net->classes, 0, net_dlogits(net), acc, acc + 1);
     float h[2];
     hone_k_sync(k);
     hone_k_download(k, h, acc, sizeof h);

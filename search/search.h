@@ -140,6 +140,10 @@ typedef struct hone_search_opts {
                              bayesian: trial 0; hyperband and bohb: the first trial of the first
                              pass's s = 0 bracket (full budget); asha: trial 0, promoted on its
                              merit like any other */
+    int default_first;    /* with start_default, hyperband/bohb/dehb launch that full-budget trial
+                             first, before the brackets' short ones: a search cut by a time
+                             budget has trained the default spec whole (random, bayesian and asha
+                             start with it anyway) */
 } hone_search_opts;
 
 void hone_search_opts_default(hone_search_opts *o);

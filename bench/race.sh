@@ -208,7 +208,7 @@ keep = {k: v for k, v in spec.items() if k.split(".")[0] in ("network", "model",
 keep.update({"data.train_limit": 16384, "data.val_size": 256, "data.test_limit": 256, "train.epochs": 2})
 json.dump(keep, open(sys.argv[2], "w"))
 PY
-  "$train" --spec "$WORK/measure.json" --device "$DEVICE" 2>/dev/null |
+  "$train" --spec "$WORK/measure.json" --device "$DEVICE" 2>"$WORK/measure.err" |
     python3 -c 'import json,sys
 ips = 0
 for l in sys.stdin:
@@ -230,8 +230,13 @@ if has_side hone; then
     # trainer on 16384 images for 2 epochs at the experiment's network, math and batch, scaled to
     # the training set and to the workers sharing each GPU (--epoch-seconds S skips it)
     if [[ " $AUTOML_EXTRA " != *" --epoch-seconds "* ]] && [ -z "${RACE_NO_MEASURE:-}" ]; then
-      EPS=$(measure_epoch) && [ -n "$EPS" ] && AUTOML_EXTRA="$AUTOML_EXTRA --epoch-seconds $EPS" &&
+      if EPS=$(measure_epoch) && [ -n "$EPS" ]; then
+        AUTOML_EXTRA="$AUTOML_EXTRA --epoch-seconds $EPS"
         echo "race.sh: hone: an epoch measured at $EPS s a worker"
+      else
+        echo "race.sh: hone: the epoch time could not be measured; the search learns it:" >&2
+        tail -5 "$WORK/measure.err" >&2 2>/dev/null
+      fi
     fi
     # what is left of the budget after the start-up (awk: no bc on the GPU machine)
     LEFT=$(awk -v b="$BUDGET_S" -v t0="$T0_HONE" -v t="$(now)" 'BEGIN { printf "%.2f", (b - (t - t0)) / 60 }')

@@ -195,7 +195,15 @@ void dehb_plan(const hone_search *s, sr_plan *p)
         p->epochs = r->target;
         return;
     }
-    int all_done = 1;
+    int all_done = 1, z = hb->nb - 1; /* the default spec first (hone_search_opts.default_first) */
+    if (s->o.default_first && s->o.start_default && !hb->done[z] && hb->rung[z] == 0 &&
+        ISSUED(de, z, 0) == 0 && de_rung(s, z, 0)) {
+        p->kind = HONE_ASK_NEW;
+        p->trial = s->nt;
+        p->epochs = bracket_of(s, z)->ep[0];
+        p->bracket = z;
+        return;
+    }
     for (int g = 0; g < hb->total; g++) {
         if (hb->done[g])
             continue;

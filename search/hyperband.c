@@ -107,7 +107,14 @@ void hb_plan(const hone_search *s, sr_plan *p)
         p->epochs = r->target;
         return;
     }
-    int all_done = 1;
+    int all_done = 1, z = hb->nb - 1; /* the first pass's s = 0 bracket */
+    if (s->o.default_first && s->o.start_default && !hb->done[z] && hb->created[z] == 0) {
+        p->kind = HONE_ASK_NEW;
+        p->trial = s->nt;
+        p->epochs = bracket_of(s, z)->ep[0];
+        p->bracket = z;
+        return;
+    }
     for (int g = 0; g < hb->total; g++) {
         const hb_bracket *br = bracket_of(s, g);
         if (!hb->done[g] && hb->created[g] < br->n[0]) {

@@ -151,6 +151,10 @@ typedef struct hone_search_opts {
     int curve_stop;
     /* in [0.5, 1): default 0.95 (bench/README.md says why) */
     double curve_confidence;
+    int default_first; /* with start_default, hyperband/bohb/dehb/hyperband_es launch that
+                          full-budget trial first, before the brackets' short ones: a search cut by
+                          a time budget has trained the default spec whole (random, bayesian and
+                          asha start with it anyway) */
 } hone_search_opts;
 
 void hone_search_opts_default(hone_search_opts *o);

@@ -217,6 +217,7 @@ static int opts_from_json(const json_t *o, hone_search_opts *opts)
     opts->curve_stop = json_is_true(json_object_get(o, "curve_stop"));
     if (json_is_number(json_object_get(o, "curve_confidence")))
         opts->curve_confidence = json_number_value(json_object_get(o, "curve_confidence"));
+    opts->default_first = json_is_true(json_object_get(o, "default_first"));
     if (jnum(o, "budget_seconds") > 0) /* the budget ends it, not a count (budget.h) */
         hone_budget_search_opts(NULL, opts);
     return HONE_OK;
@@ -298,6 +299,9 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
         jnum(hist, "spe") > 0)
         history_s = jnum(hist, "spe");
     json_decref(hist);
+    /* a search the clock may cut trains the default spec whole first */
+    if (jnum(settings, "automl_budget_minutes") > 0)
+        json_object_set_new(opts, "default_first", json_true());
     ctl_budget_plan_opts(settings, history_s, opts, budget_msg, sizeof budget_msg);
     early_stop_opts(settings, opts);
     hone_search_opts o;

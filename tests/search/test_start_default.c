@@ -18,6 +18,8 @@ static int is_default(const double *v)
     return v[0] == 0.05 && v[1] == 128 && v[2] == 1 && v[3] == 1;
 }
 
+static int first; /* hone_search_opts.default_first for the searches asks() makes */
+
 static void opts(hone_search_opts *o, hone_algo algo, int start)
 {
     hone_search_opts_default(o);
@@ -30,6 +32,7 @@ static void opts(hone_search_opts *o, hone_algo algo, int start)
     o->eta = 3;
     o->hb_iterations = 2;
     o->start_default = start;
+    o->default_first = first;
 }
 
 /* Asks until WAIT or DONE, keeping every NEW trial's values (4 a trial) in vals; returns the
@@ -86,6 +89,24 @@ int main(void)
         printf("%s: the default config is trial %d of %d, to epoch %d\n", hone_algo_name(algos[i]),
                trial, n, eon[trial]);
     }
+    /* default_first (a search a time budget may cut): the multi-fidelity searches hand out the
+     * default config first, as trial 0 to the full budget, and the brackets after it */
+    first = 1;
+    for (size_t i = 3; i < sizeof algos / sizeof algos[0]; i++) {
+        double on[64 * 4], off[64 * 4];
+        int eon[64], eoff[64], defaults = 0;
+        int n = asks(sp, algos[i], 1, on, eon), m = asks(sp, algos[i], 0, off, eoff);
+        REQUIRE(n == m && n > 1);
+        REQUIRE(is_default(on) && eon[0] == 9);
+        for (int t = 0; t < n; t++)
+            defaults += is_default(on + 4 * t);
+        REQUIRE(defaults == 1);
+        /* then the s = 2 bracket's first rung, as without it */
+        REQUIRE(eon[1] == 1 && eoff[0] == 1);
+        printf("%s, default_first: the default config is trial 0 of %d, to epoch %d\n",
+               hone_algo_name(algos[i]), n, eon[0]);
+    }
+    first = 0;
     /* a parameter without a default: refused */
     hone_space *partial;
     REQUIRE(hone_space_parse("{\"lr\": {\"type\": \"float\", \"min\": 0.001, \"max\": 1,"

@@ -240,6 +240,41 @@ static void replay(const hone_space *sp, hone_algo algo, int cut)
     hone_search_free(c);
 }
 
+/* The rule on DEHB (automl_early_stop curve with dehb) over three passes, as a budgeted search
+ * runs it: a trial the rule stops leaves its rung through DEHB's own bookkeeping. Passes after
+ * the first evaluate n_i new offspring at every rung i of every bracket (the paper's DEHB) and
+ * resume none, whatever the rule stops; Hyperband's rung check (what a curve stop of a DEHB
+ * trial ran before) moved a bracket past a rung DEHB had not finished handing out. */
+static void dehb_passes(const hone_space *sp)
+{
+    hone_search_opts o;
+    opts(&o, HONE_ALGO_DEHB, 1);
+    o.hb_iterations = 3;
+    sim m = run(sp, &o, noisy_curve);
+    const hb_state *hb = &m.s->hb;
+    int stops = 0, resumes = 0, want = 0, got = 0;
+    for (int t = 0; t < m.nvals; t++) {
+        stops += hone_search_curve_stopped(m.s, t, NULL, NULL, NULL);
+        got += m.s->t[t].bracket >= hb->nb;
+    }
+    for (int g = hb->nb; g < hb->total; g++)
+        for (int i = 0; i <= hb->br[g % hb->nb].s; i++)
+            want += hb->br[g % hb->nb].n[i];
+    for (int k = 0; k < m.nev; k++) {
+        if (m.ev[k].type != EV_ASK || m.ev[k].kind != HONE_ASK_RESUME)
+            continue;
+        REQUIRE(m.s->t[m.ev[k].trial].bracket < hb->nb); /* first pass only */
+        resumes++;
+    }
+    printf("dehb with the rule, 3 passes: %d trials (%d of the later passes, %d planned), %d curve "
+           "stops, %d resumes in the first pass\n",
+           m.nvals, got, want, stops, resumes);
+    REQUIRE(got == want);
+    REQUIRE(stops > 0 && resumes > 0);
+    hone_search_free(m.s);
+    sim_free(&m);
+}
+
 int main(void)
 {
     hone_space *sp = sim_space();
@@ -251,6 +286,8 @@ int main(void)
     replay(sp, HONE_ALGO_RANDOM, 30);
     replay(sp, HONE_ALGO_BAYESIAN, 30);
     replay(sp, HONE_ALGO_HYPERBAND_ES, 40);
+    replay(sp, HONE_ALGO_DEHB, 40);
+    dehb_passes(sp);
     hone_space_free(sp);
     printf("ok\n");
     return 0;

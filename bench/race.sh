@@ -201,11 +201,13 @@ measure_epoch() {  # seconds an epoch of the whole training set takes one worker
   local train=$HONE_BUILD/train/hone-train share
   [ -x "$train" ] || return 1
   share=$(python3 -c 'import json,sys; d=json.loads(open(sys.argv[1]).readline()); g=d["gpus"]; w=d["workers"]; print(-(-w // g) if g else 1)' "$WORK/local.out") || return 1
-  python3 - "$WORK/defaults.json" "$WORK/measure.json" <<'PY' || return 1
+  python3 - "$WORK/defaults.json" "$WORK/measure.json" "$DATA" <<'PY' || return 1
 import json, sys
 spec = json.load(open(sys.argv[1]))["spec"]
 keep = {k: v for k, v in spec.items() if k.split(".")[0] in ("network", "model", "data") or k in ("train.batch_size", "train.math")}
-keep.update({"data.train_limit": 16384, "data.val_size": 256, "data.test_limit": 256, "train.epochs": 2})
+# the dataset's folder: the experiment's spec leaves data.path to the dataset
+keep.update({"data.path": sys.argv[3], "data.train_limit": 16384, "data.val_size": 256,
+             "data.test_limit": 256, "train.epochs": 2})
 json.dump(keep, open(sys.argv[2], "w"))
 PY
   "$train" --spec "$WORK/measure.json" --device "$DEVICE" 2>"$WORK/measure.err" |

@@ -386,7 +386,8 @@ int cli_demo_run(cli_ctx *c)
     hone_algo algo;
     if (hone_algo_parse(algorithm, &algo) != HONE_OK || algo == HONE_ALGO_RANDOM) {
         fprintf(stderr,
-                "usage error: --algorithm must be hyperband, bayesian, asha or bohb (got '%s')\n",
+                "usage error: --algorithm must be hyperband, bayesian, asha, bohb, dehb or "
+                "hyperband_es (got '%s')\n",
                 algorithm);
         return 2;
     }

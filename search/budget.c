@@ -161,7 +161,7 @@ int hone_budget_plan_make(const hone_budget_in *in, hone_budget_plan *out)
 
 void hone_budget_search_opts(const hone_budget_plan *plan, hone_search_opts *o)
 {
-    int flat = o->algo == HONE_ALGO_RANDOM || o->algo == HONE_ALGO_BAYESIAN;
+    int flat = !hone_algo_multifidelity(o->algo); /* random, bayesian */
     if (plan) {
         if (flat) {
             o->max_epochs = plan->full_epochs;

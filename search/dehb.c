@@ -40,8 +40,10 @@
  *    bracket is complete; meanwhile idle workers take the next bracket's first rung, so workers
  *    never wait for a rung while any bracket has work (the paper's asynchronous scheduling).
  *    hone_search__dehb_set_variant(s, 1) makes later passes promote by resuming too (the bench
- *    compares both). The controller makes one pass (hb_iterations 1, as for Hyperband and BOHB):
- *    there DE shapes the first rung of every bracket after the first, and promotions resume.
+ *    compares both). Without a time budget the controller makes one pass (hb_iterations 1, as for
+ *    Hyperband and BOHB): there DE shapes the first rung of every bracket after the first, and
+ *    promotions resume; a budget lifts the passes (budget.h), so later passes run offspring as
+ *    new trials at every rung.
  * Resumes go out first, in promotion order; a trial that failed or ended early counts as done
  * in its rung and as the worst result (never promoted, never a member). */
 #include <math.h>

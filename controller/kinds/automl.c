@@ -168,8 +168,8 @@ long ctl_automl_remaining(ctl_search *s)
 /* automl_start_from_spec: each swept key's "default" in the space becomes the job's own resolved
  * spec value, so one trial trains exactly the spec (hone_search_opts.start_default). Returns 1 when
  * the space took them, 0 when some value is outside its swept range or choices (the space is then
- * left as it was: that spec is not a point of this search). */
-static int space_start_from_spec(json_t *space, const json_t *flat)
+ * left as it was: that spec is not a point of this search, and why goes into why). */
+static int space_start_from_spec(json_t *space, const json_t *flat, char *why, size_t whylen)
 {
     json_t *withdef = json_deep_copy(space), *v;
     const char *k;
@@ -177,6 +177,7 @@ static int space_start_from_spec(json_t *space, const json_t *flat)
     {
         json_t *val = json_object_get(flat, k);
         if (!val || !json_is_object(v)) {
+            snprintf(why, whylen, "%s: the spec has no value the search could start from", k);
             json_decref(withdef);
             return 0;
         }
@@ -185,6 +186,8 @@ static int space_start_from_spec(json_t *space, const json_t *flat)
     char *txt = jdump(withdef), err[256];
     hone_space *parsed = NULL;
     int ok = hone_space_parse(txt, &parsed, err, sizeof err) == 0;
+    if (!ok)
+        snprintf(why, whylen, "%s", err);
     free(txt);
     hone_space_free(parsed);
     if (ok)
@@ -218,8 +221,15 @@ static int opts_from_json(const json_t *o, hone_search_opts *opts)
     if (json_is_number(json_object_get(o, "curve_confidence")))
         opts->curve_confidence = json_number_value(json_object_get(o, "curve_confidence"));
     opts->default_first = json_is_true(json_object_get(o, "default_first"));
-    if (jnum(o, "budget_seconds") > 0) /* the budget ends it, not a count (budget.h) */
+    if (jnum(o, "budget_seconds") > 0) { /* the budget ends it, not a count (budget.h) */
         hone_budget_search_opts(NULL, opts);
+        /* as the search started with them: a rebuild never recomputes what a later release's
+         * formula might size differently */
+        if (json_is_integer(json_object_get(o, "budget_max_trials")))
+            opts->max_trials = (int)jint(o, "budget_max_trials");
+        if (json_is_integer(json_object_get(o, "budget_hb_iterations")))
+            opts->hb_iterations = (int)jint(o, "budget_hb_iterations");
+    }
     return HONE_OK;
 }
 
@@ -288,9 +298,11 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
     json_object_set_new(opts, "max_failed_trials",
                         json_integer(jint(settings, "automl_max_failed_trials")));
     /* absent (an experiment stored before the setting existed): the default, true */
+    char no_start[320] = "";
     if (!json_is_false(json_object_get(settings, "automl_start_from_spec")))
-        json_object_set_new(opts, "start_from_spec",
-                            json_boolean(space_start_from_spec(space, flat)));
+        json_object_set_new(
+            opts, "start_from_spec",
+            json_boolean(space_start_from_spec(space, flat, no_start, sizeof no_start)));
     char budget_msg[512];
     json_t *hist = NULL;
     double history_s = 0; /* a budget's first estimate when none is given: earlier epochs */
@@ -310,6 +322,10 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
         json_decref(opts);
         rc = HONE_EINVAL;
         goto fail;
+    }
+    if (jnum(opts, "budget_seconds") > 0) { /* the counts the budget lifted, stored as used */
+        json_object_set_new(opts, "budget_max_trials", json_integer(o.max_trials));
+        json_object_set_new(opts, "budget_hb_iterations", json_integer(o.hb_iterations));
     }
     json_t *automl =
         json_pack("{s:o,s:o,s:s,s:b}", "space", space, "opts", opts, "metric", metric,
@@ -334,6 +350,11 @@ int ctl_automl_start(hone_controller *c, const char *job_id, char *msg, size_t m
                             : "");
         if (rc == HONE_OK && budget_msg[0])
             rc = ctl_joblog(c, job_id, "%s", budget_msg);
+        if (rc == HONE_OK && no_start[0]) /* e.g. a batch above what the swept corners fit */
+            rc = ctl_joblog(c, job_id,
+                            "no trial trains the experiment's own spec: it is not a point of "
+                            "this search (%s)",
+                            no_start);
     }
 fail:
     json_decref(job);

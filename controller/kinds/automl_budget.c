@@ -40,11 +40,6 @@ struct ctl_budget {
     int nstop_at, capstop_at;
 };
 
-static int is_flat(hone_algo a)
-{
-    return a == HONE_ALGO_RANDOM || a == HONE_ALGO_BAYESIAN;
-}
-
 int ctl_budget_plan_opts(const json_t *settings, double history_s, json_t *opts, char *msg,
                          size_t msglen)
 {
@@ -73,7 +68,7 @@ int ctl_budget_plan_opts(const json_t *settings, double history_s, json_t *opts,
         return HONE_OK;
     }
     json_object_set_new(opts, "epoch_seconds", json_real(hint));
-    int flat = is_flat(algo);
+    int flat = !hone_algo_multifidelity(algo); /* random, bayesian */
     int R = (int)jint(opts, "R"), mult = (int)jint(opts, "epoch_multiplier");
     hone_budget_in in = {
         .algo = algo,
@@ -187,7 +182,9 @@ static void learn_report(ctl_budget *b, int trial, int epoch, double now)
     grow(b, trial);
     if (!isnan(b->last[trial]) && epoch > b->last_epoch[trial]) {
         double d = (now - b->last[trial]) / (epoch - b->last_epoch[trial]);
-        if (isnan(ep) || d >= BUDGET_REPLAY_SHARE * ep)
+        /* the replay filter holds against measured epochs only: a first estimate from a
+         * start-up (or a hint) may be many epochs long */
+        if (isnan(ep) || b->est.n_epoch == 0 || d >= BUDGET_REPLAY_SHARE * ep)
             hone_budget_est_epoch(&b->est, d);
     } else if (!isnan(b->launched[trial])) {
         hone_budget_est_start(&b->est, now - b->launched[trial]);

@@ -152,6 +152,43 @@ def drops_replayed(binary):
     print("ok: dropped promotions replayed after a restart: %s" % st["automl"]["budget_note"])
 
 
+def startup_then_fast_epochs(binary):
+    """No hint and no earlier epochs: the first report, 3 s after the launch (start-up and an
+    epoch), is the first estimate; the epochs after it take 0.1 s and must replace it. Before, an
+    epoch sample under a quarter of the estimate was taken for a replayed report and dropped, so
+    the estimate stayed at 3 s an epoch for the whole search (and held back every launch)."""
+    root = tempdir()
+    write_idx(os.path.join(root, "ds"))
+    c = Controller(binary, root).start()
+    ds = c.ok("POST", "/api/v1/datasets", {"name": "tiny", "path": os.path.join(root, "ds")})
+    exp = c.ok("POST", "/api/v1/experiments",
+               {"name": "s", "network_arch": "mlp", "train_datasets": [ds["id"]],
+                "specs": {"train": {"epochs": 8}},
+                "automl_settings": {"automl_enabled": True, "automl_algorithm": "random",
+                                    "automl_early_stop": "none", "automl_max_parallel": 1,
+                                    "automl_budget_minutes": 0.6}})
+    job = c.ok("POST", "/api/v1/experiments/%s/jobs" % exp["id"], {"action": "automl"})
+    w = FakeWorker(c)
+    w.register()
+    t = w.lease()
+    assert t and t["epochs_until"] == 8, t
+    time.sleep(3)
+    for epoch in range(1, 9):
+        st, js = w.report(t, epoch, {"val_accuracy": 0.5 + epoch / 100, "seconds": 0.1})
+        assert st == 200, (st, js)
+        want = "stop" if epoch == 8 else "continue"
+        assert js["decision"] == want, ("epoch %d" % epoch, js)
+        time.sleep(0.1)
+    w.complete(t, "done", {"test_accuracy": 0.6})
+    a = c.ok("GET", "/api/v1/jobs/" + job["id"])["automl"]
+    assert a["budget_epoch_seconds"] < 1, a
+    c.ok("POST", "/api/v1/jobs/%s:cancel" % job["id"])
+    c.stop()
+    print("ok: the estimate came down to %.2f s an epoch after a 3 s start-up" %
+          a["budget_epoch_seconds"])
+
+
 if __name__ == "__main__":
     main()
     drops_replayed(binary_from_argv())
+    startup_then_fast_epochs(binary_from_argv())

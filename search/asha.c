@@ -51,17 +51,8 @@ static int promotable(const hone_search *s, int k)
 void asha_plan(const hone_search *s, sr_plan *p)
 {
     const hb_bracket *br = &s->hb.br[0];
-    if (s->running >= s->o.max_parallel) {
-        p->kind = HONE_ASK_WAIT;
+    if (sr_plan_busy(s, p))
         return;
-    }
-    const sr_trial *r = sr_next_resume(s);
-    if (r) {
-        p->kind = HONE_ASK_RESUME;
-        p->trial = r->id;
-        p->epochs = r->target;
-        return;
-    }
     if (!s->asha_stop) {
         for (int k = br->s - 1; k >= 0; k--) {
             int id = promotable(s, k);

@@ -186,17 +186,8 @@ void dehb_plan(const hone_search *s, sr_plan *p)
 {
     const hb_state *hb = &s->hb;
     const dehb_state *de = s->dehb;
-    if (s->running >= s->o.max_parallel) {
-        p->kind = HONE_ASK_WAIT;
+    if (sr_plan_busy(s, p))
         return;
-    }
-    const sr_trial *r = sr_next_resume(s);
-    if (r) {
-        p->kind = HONE_ASK_RESUME;
-        p->trial = r->id;
-        p->epochs = r->target;
-        return;
-    }
     int all_done = 1, z = hb->nb - 1; /* the default spec first (hone_search_opts.default_first) */
     if (s->o.default_first && s->o.start_default && !hb->done[z] && hb->rung[z] == 0 &&
         ISSUED(de, z, 0) == 0 && de_rung(s, z, 0)) {
@@ -315,24 +306,7 @@ void dehb_after_end(hone_search *s, sr_trial *t)
  * below, a new trial from scratch) less what its trials have trained. */
 long dehb_epochs_remaining(const hone_search *s)
 {
-    const hb_state *hb = &s->hb;
-    long *done = hone_xcalloc((size_t)hb->total, sizeof(long));
-    long rem = 0;
-    for (int k = 0; k < s->nt; k++)
-        if (s->t[k].bracket >= 0)
-            done[s->t[k].bracket] += s->t[k].last_epoch;
-    for (int g = 0; g < hb->total; g++) {
-        if (hb->done[g])
-            continue;
-        const hb_bracket *br = bracket_of(s, g);
-        long plan = 0;
-        for (int i = 0; i <= br->s; i++)
-            plan += (long)br->n[i] * (br->ep[i] - (de_rung(s, g, i) ? 0 : br->ep[i - 1]));
-        if (plan > done[g])
-            rem += plan - done[g];
-    }
-    free(done);
-    return rem;
+    return sr_brackets_remaining(s, de_rung);
 }
 
 void dehb_mutate(int d, const double *a, const double *b, const double *c, double F, hone_rng *r,

@@ -91,22 +91,28 @@ const sr_trial *sr_next_resume(const hone_search *s)
     return best;
 }
 
+int sr_plan_busy(const hone_search *s, sr_plan *p)
+{
+    if (s->running >= s->o.max_parallel) {
+        p->kind = HONE_ASK_WAIT;
+        return 1;
+    }
+    const sr_trial *r = sr_next_resume(s);
+    if (!r)
+        return 0;
+    p->kind = HONE_ASK_RESUME;
+    p->trial = r->id;
+    p->epochs = r->target;
+    return 1;
+}
+
 /* Resumes go first (they finish brackets and free checkpoints); then new configs for the first
  * bracket still filling its first rung, so a bracket waiting on stragglers never idles workers. */
 void hb_plan(const hone_search *s, sr_plan *p)
 {
     const hb_state *hb = &s->hb;
-    if (s->running >= s->o.max_parallel) {
-        p->kind = HONE_ASK_WAIT;
+    if (sr_plan_busy(s, p))
         return;
-    }
-    const sr_trial *r = sr_next_resume(s);
-    if (r) {
-        p->kind = HONE_ASK_RESUME;
-        p->trial = r->id;
-        p->epochs = r->target;
-        return;
-    }
     int all_done = 1, z = hb->nb - 1; /* the first pass's s = 0 bracket */
     if (s->o.default_first && s->o.start_default && !hb->done[z] && hb->created[z] == 0) {
         p->kind = HONE_ASK_NEW;
@@ -219,9 +225,7 @@ void hb_after_end(hone_search *s, sr_trial *t)
     check_rung(s, t->bracket);
 }
 
-/* Upper estimate: each unfinished bracket's planned epochs (n_i trials each training from the
- * previous rung's epoch to its own) less what its trials have trained. */
-long hb_epochs_remaining(const hone_search *s)
+long sr_brackets_remaining(const hone_search *s, int (*fresh)(const hone_search *s, int g, int i))
 {
     const hb_state *hb = &s->hb;
     long *done = hone_xcalloc((size_t)hb->total, sizeof(long));
@@ -235,12 +239,26 @@ long hb_epochs_remaining(const hone_search *s)
         const hb_bracket *br = bracket_of(s, g);
         long plan = 0;
         for (int i = 0; i <= br->s; i++)
-            plan += (long)br->n[i] * (br->ep[i] - (i > 0 ? br->ep[i - 1] : 0));
+            plan += (long)br->n[i] * (br->ep[i] - (fresh(s, g, i) ? 0 : br->ep[i - 1]));
         if (plan > done[g])
             rem += plan - done[g];
     }
     free(done);
     return rem;
+}
+
+static int hb_fresh(const hone_search *s, int g, int i)
+{
+    (void)s;
+    (void)g;
+    return i == 0; /* later rungs resume the rung below */
+}
+
+/* Upper estimate: n_i trials of each unfinished bracket, each training from the previous rung's
+ * epoch to its own, less what they have trained. */
+long hb_epochs_remaining(const hone_search *s)
+{
+    return sr_brackets_remaining(s, hb_fresh);
 }
 
 /* BOHB proposal: with probability 1/3 (and until some budget has n_init+2 results) a random

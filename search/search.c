@@ -392,16 +392,22 @@ static void commit_resume(hone_search *s, const sr_plan *p)
     s->running++;
 }
 
+/* The next plan, and what an ask answers with it (values aside). */
+static void plan_ask(const hone_search *s, sr_plan *p, hone_ask *out)
+{
+    memset(out, 0, sizeof(*out));
+    plan(s, p);
+    out->kind = p->kind;
+    out->trial = p->trial;
+    out->epochs = p->epochs;
+}
+
 int hone_search_ask(hone_search *s, hone_ask *out)
 {
     sr_plan p;
     if (!s || !out)
         return HONE_EINVAL;
-    memset(out, 0, sizeof(*out));
-    plan(s, &p);
-    out->kind = p.kind;
-    out->trial = p.trial;
-    out->epochs = p.epochs;
+    plan_ask(s, &p, out);
     if (p.kind == HONE_ASK_NEW) {
         propose(s, &p, s->ask_values);
         commit_new(s, &p, s->ask_values);
@@ -419,11 +425,7 @@ int hone_search_peek(const hone_search *s, hone_ask *out)
     sr_plan p;
     if (!s || !out)
         return HONE_EINVAL;
-    memset(out, 0, sizeof(*out));
-    plan(s, &p);
-    out->kind = p.kind;
-    out->trial = p.trial;
-    out->epochs = p.epochs;
+    plan_ask(s, &p, out);
     return HONE_OK;
 }
 

@@ -117,6 +117,12 @@ void hb_commit_new(hone_search *s, sr_trial *t, const sr_plan *p);
 hone_decision hb_boundary(hone_search *s, sr_trial *t);
 void hb_after_end(hone_search *s, sr_trial *t);
 long hb_epochs_remaining(const hone_search *s);
+/* The bracketed searches' shared pieces (hyperband.c). sr_plan_busy: WAIT at max_parallel, else
+ * the next promotion as a RESUME; 1 when it decided p. sr_brackets_remaining: each unfinished
+ * bracket's planned epochs less what its trials trained, where rung i of bracket g trains from
+ * scratch when fresh(s, g, i), else on from rung i - 1. */
+int sr_plan_busy(const hone_search *s, sr_plan *p);
+long sr_brackets_remaining(const hone_search *s, int (*fresh)(const hone_search *s, int g, int i));
 int hb_propose_bohb(hone_search *s, int trial, double *values);
 
 /* asha.c */

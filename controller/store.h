@@ -224,11 +224,9 @@ int store_trial_insert(ctl_db *db, const char *id, const char *experiment_id, co
                        const char *name, int trial, const char *config, int epochs, double now);
 /* A paused trial queued again to run until `epochs` from its checkpoint; rows changed. */
 int store_trial_requeue(ctl_db *db, const char *automl_id, int trial, int epochs, double now);
-/* The trial with the best best_metric (ties: lowest trial number). */
-int store_trial_best(ctl_db *db, const char *automl_id, int maximize, json_t **row);
-/* The best trial that finished: trained its whole schedule (status done), so it has its test
- * pass and model.bin. */
-int store_trial_best_finished(ctl_db *db, const char *automl_id, int maximize, json_t **row);
+/* The trial with the best best_metric (ties: lowest trial number); done_only: among those that
+ * finished their whole schedule (status done: their test pass and model.bin). */
+int store_trial_best(ctl_db *db, const char *automl_id, int maximize, int done_only, json_t **row);
 int store_trials_list(ctl_db *db, const char *automl_id, json_t **rows); /* {id, trial} by trial */
 int store_trials_ids(ctl_db *db, const char *automl_id, json_t **rows);  /* {id} */
 /* Trials queued or running (leased). */

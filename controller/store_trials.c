@@ -26,24 +26,14 @@ int store_trial_requeue(ctl_db *db, const char *automl_id, int trial, int epochs
                   "idsi", epochs, now, automl_id, trial);
 }
 
-int store_trial_best(ctl_db *db, const char *automl_id, int maximize, json_t **row)
+int store_trial_best(ctl_db *db, const char *automl_id, int maximize, int done_only, json_t **row)
 {
     return db_row(db, row,
-                  maximize ? "SELECT * FROM jobs WHERE parent_id=? AND best_metric IS NOT NULL "
-                             "ORDER BY best_metric DESC, trial LIMIT 1"
-                           : "SELECT * FROM jobs WHERE parent_id=? AND best_metric IS NOT NULL "
-                             "ORDER BY best_metric ASC, trial LIMIT 1",
-                  "s", automl_id);
-}
-
-int store_trial_best_finished(ctl_db *db, const char *automl_id, int maximize, json_t **row)
-{
-    return db_row(db, row,
-                  maximize ? "SELECT * FROM jobs WHERE parent_id=? AND status='done' AND "
-                             "best_metric IS NOT NULL ORDER BY best_metric DESC, trial LIMIT 1"
-                           : "SELECT * FROM jobs WHERE parent_id=? AND status='done' AND "
-                             "best_metric IS NOT NULL ORDER BY best_metric ASC, trial LIMIT 1",
-                  "s", automl_id);
+                  maximize ? "SELECT * FROM jobs WHERE parent_id=?1 AND best_metric IS NOT NULL "
+                             "AND (?2=0 OR status='done') ORDER BY best_metric DESC, trial LIMIT 1"
+                           : "SELECT * FROM jobs WHERE parent_id=?1 AND best_metric IS NOT NULL "
+                             "AND (?2=0 OR status='done') ORDER BY best_metric ASC, trial LIMIT 1",
+                  "si", automl_id, done_only);
 }
 
 int store_trials_list(ctl_db *db, const char *automl_id, json_t **rows)

@@ -237,13 +237,12 @@ static int finish(hone_controller *c, ctl_search *s, const char *fail_msg, const
     json_t *best = NULL, *result;
     /* with a budget, the best trial that finished its whole schedule (it has its test pass and
      * model.bin); the best by metric only when none finished */
-    int have =
-        s->budget && store_trial_best_finished(c->db, s->job_id, s->maximize, &best) == HONE_OK;
+    int have = s->budget && store_trial_best(c->db, s->job_id, s->maximize, 1, &best) == HONE_OK;
     int unfinished = 0;
     if (!have) {
         json_decref(best);
         best = NULL;
-        have = store_trial_best(c->db, s->job_id, s->maximize, &best) == HONE_OK;
+        have = store_trial_best(c->db, s->job_id, s->maximize, 0, &best) == HONE_OK;
         unfinished = have && s->budget;
     }
     json_t *automl = NULL, *job = NULL;
@@ -401,7 +400,7 @@ static int failed_out(hone_controller *c, ctl_search *s)
     char msg[1024], *tail = NULL;
     int n = failed_summary(c, s, msg, sizeof msg, &tail);
     json_t *best = NULL;
-    int any = store_trial_best(c->db, s->job_id, s->maximize, &best) == HONE_OK;
+    int any = store_trial_best(c->db, s->job_id, s->maximize, 0, &best) == HONE_OK;
     json_decref(best);
     int limit = ctl_automl_failed_limit(s->max_failed, s->max_trials, any);
     if (n < limit) {
@@ -618,7 +617,7 @@ json_t *ctl_automl_status(hone_controller *c, const json_t *job)
                             : json_null());
     json_decref(ended);
     json_t *best = NULL;
-    int any = store_trial_best(c->db, id, maximize, &best) == HONE_OK;
+    int any = store_trial_best(c->db, id, maximize, 0, &best) == HONE_OK;
     /* the failed trials that end it, as it stands now: auto's depends on whether one has a metric
      */
     int max_failed = (int)jint(opts, "max_failed_trials");

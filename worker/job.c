@@ -195,6 +195,20 @@ static int job_run_trainer(hone_worker *w, job_ctx *ctx, const json_t *job, cons
     return rc;
 }
 
+/* An input (the dataset, a parent's model) could not be had: the job fails with msg as its log
+ * tail, or, while the worker shuts down, is handed back and queued again at once. */
+static void input_failed(hone_worker *w, const char *id, hone_trun_result *res, const char *msg)
+{
+    if (worker_stopping(w)) {
+        worker_set_job(w, NULL);
+        worker_job_complete(w, id, "released", res);
+        return;
+    }
+    res->log_tail = hone_xstrdup(msg);
+    worker_log(w, "job %s: %s", id, msg);
+    worker_job_complete(w, id, "failed", res);
+}
+
 void worker_train_run(hone_worker *w, hone_kind kind, const json_t *job)
 {
     const char *id = json_string_value(json_object_get(job, "id"));
@@ -245,14 +259,7 @@ void worker_train_run(hone_worker *w, hone_kind kind, const json_t *job)
         char msg[1024];
         local = json_deep_copy(job);
         if (worker_fetch_dataset(w, job, spec, msg, sizeof msg)) {
-            if (worker_stopping(w)) { /* shutting down: handed back, queued again at once */
-                worker_set_job(w, NULL);
-                worker_job_complete(w, id, "released", &res);
-                goto fail;
-            }
-            res.log_tail = hone_xstrdup(msg);
-            worker_log(w, "job %s: %s", id, msg);
-            worker_job_complete(w, id, "failed", &res);
+            input_failed(w, id, &res, msg);
             goto fail;
         }
         if (json_is_true(json_object_get(job, "resume"))) {
@@ -287,14 +294,7 @@ void worker_train_run(hone_worker *w, hone_kind kind, const json_t *job)
             prc = HONE_EINVAL;
         }
         if (prc != HONE_OK) {
-            if (worker_stopping(w)) {
-                worker_set_job(w, NULL);
-                worker_job_complete(w, id, "released", &res);
-                goto fail;
-            }
-            res.log_tail = hone_xstrdup(msg);
-            worker_log(w, "job %s: %s", id, msg);
-            worker_job_complete(w, id, "failed", &res);
+            input_failed(w, id, &res, msg);
             goto fail;
         }
         if (!local)
